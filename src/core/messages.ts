@@ -1,0 +1,67 @@
+/** One function call requested by the assistant (chat-completions shape). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A part of a multi-part user message (chat-completions shape). */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
+
+/** A message in the OpenAI chat-completions shape; the projection is a list of these. */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string | ContentPart[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** The assistant variant of {@link ChatMessage}. */
+export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+/** The tool-result variant of {@link ChatMessage}. */
+export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
+
+/** Marker that starts every text chatgate itself writes into a projection (notes, summaries). */
+export const CHATGATE_MARK = '[chatgate:';
+
+/** The plain text of a message: string content, or its text parts joined. Never null. */
+export function messageText(message: ChatMessage): string {
+  const content = message.content;
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+}
+
+/** True when the message is an assistant message that requests tool calls. */
+export function hasToolCalls(message: ChatMessage): message is AssistantMessage & { tool_calls: ToolCall[] } {
+  return message.role === 'assistant' && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+}
+
+/** True when chatgate wrote this text (a prune note, trimmed result, summary): never mined for facts. */
+export function isChatgateText(text: string): boolean {
+  return text.startsWith(CHATGATE_MARK);
+}
+
+/** Index of the latest user message, or -1. */
+export function lastUserIndex(messages: readonly ChatMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return i;
+  return -1;
+}
+
+/**
+ * Moves `index` back so that it does not point inside a tool-call group: a group is an assistant
+ * message with tool calls followed by its tool results. Returns the start of the group `index` is in.
+ */
+export function alignToGroupStart(messages: readonly ChatMessage[], index: number): number {
+  let i = index;
+  while (i > 0 && i < messages.length && messages[i].role === 'tool') i--;
+  return i;
+}
+
+/** End (exclusive) of the group that starts at `start`: the message plus any tool results after it. */
+export function groupEnd(messages: readonly ChatMessage[], start: number): number {
+  let end = start + 1;
+  if (hasToolCalls(messages[start])) while (end < messages.length && messages[end].role === 'tool') end++;
+  return end;
+}
