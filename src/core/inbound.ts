@@ -1,0 +1,64 @@
+/** The channels chatgate speaks. */
+export type ChannelName = 'telegram' | 'discord' | 'web';
+
+/** A file or media item attached to an inbound message (not downloaded by the gateway). */
+export interface Attachment {
+  kind: 'photo' | 'document' | 'audio' | 'video' | 'voice' | 'sticker' | 'other';
+  /** Platform file id or URL. */
+  ref: string;
+  mimeType?: string;
+  fileName?: string;
+}
+
+/**
+ * One incoming message, normalised by a channel adapter. Adapters know nothing about sessions or
+ * LLMs; the gateway derives the session from `channel`, `chatId`, `threadId` and `userId`.
+ */
+export interface InboundMessage {
+  /** Unique per platform message (used to drop re-deliveries), e.g. `telegram:123:456`. */
+  id: string;
+  channel: ChannelName;
+  chatId: string;
+  /** Forum topic or thread id, when the platform has one. */
+  threadId?: string;
+  userId: string;
+  userName: string;
+  text: string;
+  attachments: Attachment[];
+  /** Platform id of the message this one replies to. */
+  replyTo?: string;
+  /** Whether the chat is private (a DM) or a group/guild channel. */
+  chatType?: 'private' | 'group';
+  /** ms since epoch, when the adapter received it. */
+  receivedAt: number;
+}
+
+/** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */
+export interface OutboundMessage {
+  /** Stable id per reply: a retried turn produces the same id, so it is delivered once. */
+  id: string;
+  sessionId: string;
+  channel: ChannelName;
+  chatId: string;
+  threadId?: string;
+  /** Markdown text; the channel formats and splits it for the platform. */
+  text: string;
+  /** Platform message id to reply to, when known. */
+  replyTo?: string;
+  /** `reply` is the agent's answer; `notice` a system message (errors, pauses). */
+  kind: 'reply' | 'notice';
+}
+
+/** How group chats map to sessions. Default `per-chat`. */
+export type GroupSessionMode = 'per-chat' | 'per-user';
+
+/**
+ * The session key of a message: `channel:chatId[:threadId]`, plus `:userId` in groups when the
+ * mode is `per-user`. Stable for life; compaction never changes it.
+ */
+export function sessionKeyOf(message: Pick<InboundMessage, 'channel' | 'chatId' | 'threadId' | 'userId' | 'chatType'>, groupMode: GroupSessionMode = 'per-chat'): string {
+  let key = `${message.channel}:${message.chatId}`;
+  if (message.threadId) key += `:${message.threadId}`;
+  if (groupMode === 'per-user' && message.chatType === 'group') key += `:u${message.userId}`;
+  return key;
+}
