@@ -1,0 +1,92 @@
+import { z } from 'zod';
+
+/** One configuration option: its environment variable, parser, rule, default, unit and meaning. */
+export interface OptionSpec {
+  /** Environment variable (also the key in the `CHATGATE_CONFIG` JSON file). */
+  env: string;
+  /** Section of the README table and of `.env.example`. */
+  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'HTTP and monitor' | 'Runtime';
+  /** Parses the trimmed string value. */
+  schema: z.ZodType<unknown, string>;
+  /** What a valid value is, completing "`ENV` must be …". */
+  rule: string;
+  /** Default as written in the environment; undefined when the option is unset by default. */
+  default?: string;
+  /** Unit of the value, when it has one. */
+  unit?: string;
+  /** One sentence of meaning. */
+  doc: string;
+  /** Never echoed in messages or listings. */
+  secret?: boolean;
+}
+
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)$/;
+const INTEGER = /^[+-]?\d+$/;
+
+/** A decimal number passing `check`. */
+function decimal(check: (n: z.ZodNumber) => z.ZodNumber): z.ZodType<number, string> {
+  return z.string().regex(DECIMAL).transform(Number).pipe(check(z.number()));
+}
+
+/** An integer passing `check`. */
+function integer(check: (n: z.ZodNumber) => z.ZodNumber): z.ZodType<number, string> {
+  return z.string().regex(INTEGER).transform(Number).pipe(check(z.number().int()));
+}
+
+const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
+const BOOL_WORDS = [...TRUE_WORDS, '0', 'false', 'no', 'off'];
+const boolean = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(BOOL_WORDS as [string, ...string[]]))
+  .transform((s) => TRUE_WORDS.includes(s));
+
+/** `*` (everyone), `none` (nobody) or a comma-separated list of platform user ids. */
+const allowList = z.string().transform((value, ctx): '*' | string[] => {
+  if (value === '*') return '*';
+  if (value.toLowerCase() === 'none') return [];
+  const ids = value.split(',').map((id) => id.trim()).filter((id) => id.length > 0);
+  if (ids.length === 0 || ids.some((id) => !/^[\w.@-]+$/.test(id))) ctx.addIssue({ code: 'custom', message: 'bad id' });
+  return ids;
+});
+
+const text = z.string().min(1);
+const httpUrl = z.url({ protocol: /^https?$/ });
+const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
+
+/** Every option chatgate reads, in the order of `.env.example`. */
+export const OPTION_SPECS: readonly OptionSpec[] = [
+  { env: 'REDIS_URL', group: 'Redis', schema: z.url({ protocol: /^rediss?$/ }), rule: 'a redis:// or rediss:// URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 if it answers, else a redis-server from PATH started on a free port with its data in the state folder.' },
+  { env: 'CHATGATE_REDIS_FALLBACK_HOST', group: 'Redis', schema: text, rule: 'a host name', default: '127.0.0.1', doc: 'Address tried when REDIS_URL is unset (test setting).' },
+  { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
+  { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]*:$/), rule: 'letters, digits, `_.-{}` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },
+  { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: 'cgq', doc: 'BullMQ queue prefix; use a hash tag such as `{cgq}` on Redis Cluster.' },
+  { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: 'https://api.openai.com/v1', doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
+  { env: 'OPENAI_API_KEY', group: 'LLM', schema: text, rule: 'a non-empty key', secret: true, doc: 'API key of the endpoint (any value for local servers that ignore it).' },
+  { env: 'CHATGATE_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', default: 'gpt-4o-mini', doc: 'Model of the agent (`chatgate-demo` with CHATGATE_DEMO).' },
+  { env: 'CHATGATE_SUMMARY_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Cheaper model for compaction summaries. Default: CHATGATE_MODEL.' },
+  { env: 'CHATGATE_CONTEXT_WINDOW', group: 'LLM', schema: integer((n) => n.min(1024).max(10_000_000)), rule: 'an integer in [1024, 10000000]', unit: 'tokens', doc: 'Context window of the model. Default: from the table of known models; required for others.' },
+  { env: 'CHATGATE_RESERVED_OUTPUT_TOKENS', group: 'Compaction', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '4096', unit: 'tokens', doc: 'Output reserve subtracted from the window before any threshold.' },
+  { env: 'CHATGATE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: '0.5', unit: 'fraction of the window', doc: 'In-loop compressor trigger: compact before a model call at this fill.' },
+  { env: 'CHATGATE_HYGIENE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: '0.85', unit: 'fraction of the window', doc: 'Gateway hygiene trigger: compact an idle session before dispatch at this fill.' },
+  { env: 'CHATGATE_MAX_MODEL_CALLS', group: 'Workers', schema: integer((n) => n.min(1).max(100)), rule: 'an integer in [1, 100]', default: '10', unit: 'calls per turn', doc: 'Maximum model calls in one turn of the tool loop.' },
+  { env: 'CHATGATE_WORKER_CONCURRENCY', group: 'Workers', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: '4', unit: 'turns', doc: 'Turns one worker process runs at once (different sessions).' },
+  { env: 'TELEGRAM_BOT_TOKEN', group: 'Telegram', schema: z.string().regex(/^\d+:[\w-]+$/), rule: 'a bot token like `123456:ABC-DEF…` from @BotFather', secret: true, doc: 'Enables the Telegram channel.' },
+  { env: 'TELEGRAM_WEBHOOK_URL', group: 'Telegram', schema: z.url({ protocol: /^https$/ }), rule: 'an https URL', doc: 'Public webhook URL; unset: long polling.' },
+  { env: 'TELEGRAM_WEBHOOK_SECRET', group: 'Telegram', schema: z.string().regex(/^[\w-]{1,256}$/), rule: '1-256 characters of `A-Za-z0-9_-`', secret: true, doc: 'Secret token Telegram sends with each webhook call; required with TELEGRAM_WEBHOOK_URL.' },
+  { env: 'TELEGRAM_GROUP_MODE', group: 'Telegram', schema: z.enum(['per-chat', 'per-user']), rule: '`per-chat` or `per-user`', default: 'per-chat', doc: 'Sessions in group chats: one per chat or one per user.' },
+  { env: 'DISCORD_BOT_TOKEN', group: 'Discord', schema: z.string().regex(/^[\w.-]{20,}$/), rule: 'a Discord bot token', secret: true, doc: 'Enables the Discord channel.' },
+  { env: 'CHATGATE_ALLOW_TELEGRAM', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Telegram user ids allowed to talk to the bot.' },
+  { env: 'CHATGATE_ALLOW_DISCORD', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Discord user ids allowed to talk to the bot.' },
+  { env: 'CHATGATE_ALLOW_WEB', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Web chat user ids allowed to talk to the bot.' },
+  { env: 'CHATGATE_RATE_LIMIT_PER_MINUTE', group: 'Access', schema: integer((n) => n.min(1).max(10_000)), rule: 'an integer in [1, 10000]', default: '20', unit: 'messages per user per minute', doc: 'Per-user rate limit at the gateway.' },
+  { env: 'CHATGATE_MAX_MESSAGE_CHARS', group: 'Access', schema: integer((n) => n.min(1).max(1_000_000)), rule: 'an integer in [1, 1000000]', default: '8000', unit: 'characters', doc: 'Longer inbound messages are refused.' },
+  { env: 'CHATGATE_HTTP_HOST', group: 'HTTP and monitor', schema: text, rule: 'a host name or IP address', default: '127.0.0.1', doc: 'Address of the HTTP server (web chat, monitor, dashboard).' },
+  { env: 'CHATGATE_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', default: '8787', doc: 'Port of the HTTP server (0: any free port).' },
+  { env: 'CHATGATE_MONITOR_TOKEN', group: 'HTTP and monitor', schema: z.string().regex(/^\S{16,}$/), rule: 'at least 16 characters without spaces', secret: true, doc: 'Bearer token of the monitor; required when CHATGATE_HTTP_HOST is not loopback.' },
+  { env: 'CHATGATE_STATE_DIR', group: 'Runtime', schema: text, rule: 'a directory path', default: '.state', doc: 'Local state folder (the embedded Redis keeps its data here).' },
+  { env: 'CHATGATE_LOG_LEVEL', group: 'Runtime', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), rule: 'one of fatal, error, warn, info, debug, trace, silent', default: 'info', doc: 'Minimum log level.' },
+  { env: 'CHATGATE_TRANSCRIPT_MAXLEN', group: 'Runtime', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '0', unit: 'entries (0: unlimited)', doc: 'Approximate cap of each session transcript stream.' },
+  { env: 'CHATGATE_DEMO', group: 'Runtime', schema: boolean, rule: 'true or false', default: 'false', doc: 'Use the built-in offline demo model instead of an LLM endpoint (`chatgate start --demo`).' },
+  { env: 'CHATGATE_CONFIG', group: 'Runtime', schema: text, rule: 'a file path', doc: 'Optional JSON file of options (keys as above); the environment wins over it.' },
+];

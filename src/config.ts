@@ -1,0 +1,283 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { lookupModel, type ModelPricing } from './core/models.js';
+import { ConfigError } from './errors.js';
+import { OPTION_SPECS, type OptionSpec } from './config-options.js';
+
+/** Who may talk to the bot on one channel: everyone (`*`) or the listed user ids. */
+export type AllowList = '*' | readonly string[];
+
+/**
+ * The resolved configuration shared by `chatgate start`, `gateway` and `worker`. Frozen. Built only
+ * by {@link loadConfig}; every option and its default is listed in `.env.example`.
+ */
+export interface Config {
+  redis: {
+    /** REDIS_URL; undefined: try the fallback address, then start a local redis-server. */
+    url?: string;
+    fallbackHost: string;
+    fallbackPort: number;
+    /** Prefix of every key, e.g. `cg:`. */
+    keyPrefix: string;
+    /** BullMQ prefix (no `:`). */
+    queuePrefix: string;
+  };
+  llm: {
+    baseUrl: string;
+    apiKey?: string;
+    model: string;
+    /** Model of compaction summaries (defaults to `model`). */
+    summaryModel: string;
+    /** Context window of `model`, tokens. */
+    contextWindow: number;
+    /** Where the window came from. */
+    contextWindowSource: 'config' | 'table';
+    /** List price of `model` per 1M tokens, when known. */
+    pricing?: ModelPricing;
+    /** Maximum model calls per turn. */
+    maxModelCalls: number;
+  };
+  compaction: {
+    /** Output reserve subtracted from the window before any threshold, tokens. */
+    reservedOutputTokens: number;
+    /** In-loop compressor trigger, fraction of the window. */
+    threshold: number;
+    /** Gateway hygiene trigger, fraction of the window. */
+    hygieneThreshold: number;
+  };
+  workers: { concurrency: number };
+  telegram?: {
+    token: string;
+    webhookUrl?: string;
+    webhookSecret?: string;
+  };
+  /** Group chats: one session per chat or per user. Applies to every channel. */
+  groupMode: 'per-chat' | 'per-user';
+  discord?: { token: string };
+  access: {
+    allow: { telegram: AllowList; discord: AllowList; web: AllowList };
+    rateLimitPerMinute: number;
+    maxMessageChars: number;
+  };
+  http: {
+    host: string;
+    port: number;
+    /** Bearer token of the monitor; always set when `host` is not loopback. */
+    monitorToken?: string;
+    /** Whether `host` is a loopback address. */
+    loopback: boolean;
+  };
+  stateDir: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Approximate cap of each transcript stream, entries; 0: unlimited. */
+  transcriptMaxLen: number;
+  /** Run against the built-in offline demo model. */
+  demo: boolean;
+  /** The JSON config file read, if any. */
+  configFile?: string;
+}
+
+/** One row of the option listing (README table, `.env.example`). */
+export interface OptionDescription {
+  env: string;
+  group: string;
+  /** Default as written in the environment; undefined when unset by default. */
+  default?: string;
+  unit?: string;
+  /** What a valid value is. */
+  rule: string;
+  doc: string;
+  secret: boolean;
+}
+
+/** The demo model's name: the default model when `CHATGATE_DEMO` is on. */
+export const DEMO_MODEL = 'chatgate-demo';
+
+type RawEnv = Record<string, string | undefined>;
+
+/**
+ * Reads and validates the configuration from `env` (default `process.env`) and the optional JSON
+ * file named by `CHATGATE_CONFIG` (the environment wins over the file). Empty values count as unset.
+ * @throws ConfigError with one message per bad option, naming the variable and the rule.
+ */
+export function loadConfig(env: Readonly<RawEnv> = process.env): Config {
+  const raw = mergeSources(env);
+  const schema = z.object(Object.fromEntries(OPTION_SPECS.map((spec) => [spec.env, spec.schema.optional()])));
+  const result = schema.safeParse(withDefaults(raw));
+  if (!result.success) throw new ConfigError(describeIssues(result.error.issues, raw));
+  const config = buildConfig(result.data as Record<string, unknown>);
+  const issues = crossChecks(config, raw);
+  if (issues.length > 0) throw new ConfigError(issues);
+  return deepFreeze(config);
+}
+
+/** Every option with its default, unit, rule and meaning, in listing order. */
+export function describeConfig(): OptionDescription[] {
+  return OPTION_SPECS.map((spec) => ({
+    env: spec.env,
+    group: spec.group,
+    default: spec.default,
+    unit: spec.unit,
+    rule: spec.rule,
+    doc: spec.doc,
+    secret: spec.secret === true,
+  }));
+}
+
+/** The text of `.env.example`: every option, commented, grouped, with default, unit and meaning. */
+export function renderEnvExample(): string {
+  const lines = ['# chatgate configuration. Copy to .env; every line is optional. Generated from src/config-options.ts.'];
+  let group = '';
+  for (const option of describeConfig()) {
+    if (option.group !== group) {
+      group = option.group;
+      lines.push('', `# --- ${group} ---`);
+    }
+    const facts = [option.unit && `unit: ${option.unit}`, `rule: ${option.rule}`].filter(Boolean).join('; ');
+    lines.push(`# ${option.doc} (${facts})`, `# ${option.env}=${option.default ?? ''}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** A Markdown table of every option (for the README). */
+export function renderConfigTable(): string {
+  const rows = describeConfig().map((o) => {
+    const dflt = o.default === undefined ? '—' : `\`${o.default}\``;
+    return `| \`${o.env}\` | ${dflt} | ${o.unit ?? ''} | ${o.doc} |`;
+  });
+  return ['| option | default | unit | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** Whether a host name or address is loopback (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || h === '::ffff:127.0.0.1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+function mergeSources(env: Readonly<RawEnv>): RawEnv {
+  const fromEnv = pickKnown(env);
+  const file = fromEnv.CHATGATE_CONFIG;
+  return file ? { ...readConfigFile(file), ...fromEnv } : fromEnv;
+}
+
+function pickKnown(source: Readonly<Record<string, unknown>>): RawEnv {
+  const out: RawEnv = {};
+  for (const spec of OPTION_SPECS) {
+    const value = source[spec.env];
+    if (value === undefined || value === null) continue;
+    const str = String(value).trim();
+    if (str !== '') out[spec.env] = str;
+  }
+  return out;
+}
+
+function readConfigFile(path: string): RawEnv {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new ConfigError([`\`CHATGATE_CONFIG\` must name a readable JSON file (${path}: ${why})`]);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError([`\`CHATGATE_CONFIG\` must name a JSON file holding an object (got ${path})`]);
+  }
+  const record = parsed as Record<string, unknown>;
+  const unknownKeys = Object.keys(record).filter((key) => !OPTION_SPECS.some((spec) => spec.env === key));
+  if (unknownKeys.length > 0) {
+    throw new ConfigError(unknownKeys.map((key) => `\`${key}\` in ${path} is not a chatgate option`));
+  }
+  return pickKnown(record);
+}
+
+function withDefaults(raw: RawEnv): RawEnv {
+  const out: RawEnv = { ...raw };
+  const demo = /^(1|true|yes|on)$/i.test(raw.CHATGATE_DEMO ?? '');
+  for (const spec of OPTION_SPECS) if (out[spec.env] === undefined && spec.default !== undefined) out[spec.env] = spec.default;
+  if (demo && raw.CHATGATE_MODEL === undefined) out.CHATGATE_MODEL = DEMO_MODEL;
+  return out;
+}
+
+function describeIssues(issues: readonly z.core.$ZodIssue[], raw: RawEnv): string[] {
+  const seen = new Set<string>();
+  const messages: string[] = [];
+  for (const issue of issues) {
+    const env = String(issue.path[0]);
+    if (seen.has(env)) continue;
+    seen.add(env);
+    const spec = OPTION_SPECS.find((s) => s.env === env) as OptionSpec;
+    messages.push(mustBe(env, spec.rule, spec.secret ? undefined : raw[env] ?? spec.default));
+  }
+  return messages;
+}
+
+function mustBe(env: string, rule: string, got: string | undefined): string {
+  return `\`${env}\` must be ${rule}${got === undefined ? '' : ` (got ${got})`}`;
+}
+
+function buildConfig(v: Record<string, unknown>): Config {
+  const s = (key: string) => v[key] as string;
+  const n = (key: string) => v[key] as number;
+  const model = s('CHATGATE_MODEL');
+  const known = lookupModel(model);
+  const host = s('CHATGATE_HTTP_HOST');
+  return {
+    redis: { url: v.REDIS_URL as string | undefined, fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX') },
+    llm: {
+      baseUrl: s('OPENAI_BASE_URL'),
+      apiKey: v.OPENAI_API_KEY as string | undefined,
+      model,
+      summaryModel: (v.CHATGATE_SUMMARY_MODEL as string | undefined) ?? model,
+      contextWindow: (v.CHATGATE_CONTEXT_WINDOW as number | undefined) ?? known?.contextWindow ?? 0,
+      contextWindowSource: v.CHATGATE_CONTEXT_WINDOW === undefined ? 'table' : 'config',
+      pricing: known?.pricing,
+      maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
+    },
+    compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD') },
+    workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY') },
+    telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
+    groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],
+    discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN') },
+    access: {
+      allow: { telegram: v.CHATGATE_ALLOW_TELEGRAM as AllowList, discord: v.CHATGATE_ALLOW_DISCORD as AllowList, web: v.CHATGATE_ALLOW_WEB as AllowList },
+      rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
+      maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
+    },
+    http: { host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host) },
+    stateDir: s('CHATGATE_STATE_DIR'),
+    logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],
+    transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
+    demo: v.CHATGATE_DEMO as boolean,
+    configFile: v.CHATGATE_CONFIG as string | undefined,
+  };
+}
+
+function crossChecks(c: Config, raw: RawEnv): string[] {
+  const issues: string[] = [];
+  if (c.llm.contextWindow === 0) {
+    issues.push(`\`CHATGATE_CONTEXT_WINDOW\` must be set for a model not in the table of known models (got model ${c.llm.model})`);
+  } else if (c.compaction.reservedOutputTokens > c.llm.contextWindow / 2) {
+    issues.push(mustBe('CHATGATE_RESERVED_OUTPUT_TOKENS', `at most half the context window (${Math.floor(c.llm.contextWindow / 2)})`, String(c.compaction.reservedOutputTokens)));
+  }
+  if (c.compaction.hygieneThreshold <= c.compaction.threshold) {
+    issues.push(mustBe('CHATGATE_HYGIENE_THRESHOLD', `greater than CHATGATE_THRESHOLD (${c.compaction.threshold})`, raw.CHATGATE_HYGIENE_THRESHOLD ?? '0.85'));
+  }
+  if (!c.http.loopback && !c.http.monitorToken) {
+    issues.push(`\`CHATGATE_MONITOR_TOKEN\` must be set when \`CHATGATE_HTTP_HOST\` is not loopback (got host ${c.http.host})`);
+  }
+  if (c.telegram?.webhookUrl && !c.telegram.webhookSecret) {
+    issues.push('`TELEGRAM_WEBHOOK_SECRET` must be set when `TELEGRAM_WEBHOOK_URL` is set');
+  }
+  if (!c.telegram && (raw.TELEGRAM_WEBHOOK_URL || raw.TELEGRAM_WEBHOOK_SECRET)) {
+    issues.push('`TELEGRAM_BOT_TOKEN` must be set when a Telegram webhook is configured');
+  }
+  return issues;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,90 @@
+/**
+ * Known models: context windows and list prices. Pure data and lookups; used by the configuration
+ * (context window when `CHATGATE_CONTEXT_WINDOW` is unset) and by the usage ledger (estimated cost).
+ */
+
+/** USD per 1M tokens. `cachedInput` is the price of prompt tokens served from the provider's cache. */
+export interface ModelPricing {
+  input: number;
+  output: number;
+  cachedInput?: number;
+}
+
+/** What chatgate knows about one model family. */
+export interface ModelInfo {
+  /** Pattern as written in the table, e.g. `gpt-4.1*` (a trailing `*` matches any suffix). */
+  pattern: string;
+  /** Context window in tokens (prompt and completion together). */
+  contextWindow: number;
+  /** List price, when known (self-hosted models have none). */
+  pricing?: ModelPricing;
+}
+
+/**
+ * The table, most specific first: the first pattern that matches wins. Prices are OpenAI list
+ * prices per 1M tokens; open-weight models served by Ollama, vLLM and the like have no price.
+ */
+export const KNOWN_MODELS: readonly ModelInfo[] = Object.freeze([
+  { pattern: 'gpt-4o-mini*', contextWindow: 128_000, pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 } },
+  { pattern: 'gpt-4o*', contextWindow: 128_000, pricing: { input: 2.5, output: 10, cachedInput: 1.25 } },
+  { pattern: 'gpt-4.1-nano*', contextWindow: 1_047_576, pricing: { input: 0.1, output: 0.4, cachedInput: 0.025 } },
+  { pattern: 'gpt-4.1-mini*', contextWindow: 1_047_576, pricing: { input: 0.4, output: 1.6, cachedInput: 0.1 } },
+  { pattern: 'gpt-4.1*', contextWindow: 1_047_576, pricing: { input: 2, output: 8, cachedInput: 0.5 } },
+  { pattern: 'gpt-5-nano*', contextWindow: 400_000, pricing: { input: 0.05, output: 0.4, cachedInput: 0.005 } },
+  { pattern: 'gpt-5-mini*', contextWindow: 400_000, pricing: { input: 0.25, output: 2, cachedInput: 0.025 } },
+  { pattern: 'gpt-5*', contextWindow: 400_000, pricing: { input: 1.25, output: 10, cachedInput: 0.125 } },
+  { pattern: 'o4-mini*', contextWindow: 200_000, pricing: { input: 1.1, output: 4.4, cachedInput: 0.275 } },
+  { pattern: 'o3-mini*', contextWindow: 200_000, pricing: { input: 1.1, output: 4.4, cachedInput: 0.55 } },
+  { pattern: 'o3*', contextWindow: 200_000, pricing: { input: 2, output: 8, cachedInput: 0.5 } },
+  { pattern: 'gpt-4-turbo*', contextWindow: 128_000, pricing: { input: 10, output: 30 } },
+  { pattern: 'gpt-4-32k*', contextWindow: 32_768, pricing: { input: 60, output: 120 } },
+  { pattern: 'gpt-4', contextWindow: 8_192, pricing: { input: 30, output: 60 } },
+  { pattern: 'gpt-4-0613', contextWindow: 8_192, pricing: { input: 30, output: 60 } },
+  { pattern: 'gpt-3.5-turbo*', contextWindow: 16_385, pricing: { input: 0.5, output: 1.5 } },
+  { pattern: 'llama3.1*', contextWindow: 131_072 },
+  { pattern: 'llama3.2*', contextWindow: 131_072 },
+  { pattern: 'llama3.3*', contextWindow: 131_072 },
+  { pattern: 'qwen2.5*', contextWindow: 32_768 },
+  { pattern: 'mistral-nemo*', contextWindow: 131_072 },
+  { pattern: 'mistral*', contextWindow: 32_768 },
+  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows.
+  { pattern: 'chatgate-demo', contextWindow: 8_192, pricing: { input: 0, output: 0, cachedInput: 0 } },
+]);
+
+/** Token counts of one or more calls, as the provider reported them. */
+export interface UsageTokens {
+  /** Prompt tokens, cached ones included. */
+  promptTokens: number;
+  completionTokens: number;
+  /** Prompt tokens served from the provider's cache (a subset of `promptTokens`). */
+  cachedTokens?: number;
+}
+
+/**
+ * The table entry of a model, or undefined for an unknown one. Case-insensitive; a provider prefix
+ * (`openai/gpt-4o`) and an Ollama-style tag (`llama3.1:8b`) are ignored.
+ */
+export function lookupModel(model: string): ModelInfo | undefined {
+  const name = normaliseModelName(model);
+  return KNOWN_MODELS.find((entry) => matches(entry.pattern, name));
+}
+
+/** Estimated cost in USD of the given usage at the given prices; cached prompt tokens at the cached price. */
+export function estimateCostUsd(pricing: ModelPricing | undefined, usage: UsageTokens): number {
+  if (!pricing) return 0;
+  const cached = Math.min(usage.cachedTokens ?? 0, usage.promptTokens);
+  const uncached = usage.promptTokens - cached;
+  const cachedPrice = pricing.cachedInput ?? pricing.input;
+  return (uncached * pricing.input + cached * cachedPrice + usage.completionTokens * pricing.output) / 1_000_000;
+}
+
+function normaliseModelName(model: string): string {
+  const lower = model.trim().toLowerCase();
+  const withoutProvider = lower.includes('/') ? lower.slice(lower.lastIndexOf('/') + 1) : lower;
+  const colon = withoutProvider.indexOf(':');
+  return colon >= 0 ? withoutProvider.slice(0, colon) : withoutProvider;
+}
+
+function matches(pattern: string, name: string): boolean {
+  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
+}
