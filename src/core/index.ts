@@ -1,0 +1,13 @@
+export type { ChatMessage, ToolCall, ContentPart, AssistantMessage, ToolMessage } from './messages.js';
+export { messageText, hasToolCalls, isChatgateText, lastUserIndex, CHATGATE_MARK } from './messages.js';
+export type { SummaryRequest, Summarizer, CompactionOutcome, CompactionState, CompressOptions, CompactionResult } from './compaction-types.js';
+export { ContextCompressor, type CompressorOptions } from './compressor.js';
+export { createCompactionState, toCompactionState } from './compaction-state.js';
+export { sanitizeToolPairs, alternates, turnRoles } from './assemble.js';
+export { countMessageTokens, countTextTokens, messageTokens, encodingForModel, type EncodingName } from './tokens.js';
+export { decideHygiene, DEFAULT_HYGIENE_THRESHOLD, HYGIENE_MIN_MESSAGES, type HygieneInput } from './hygiene.js';
+export { extractFacts } from './facts.js';
+export { summaryTargetTokens, parseSummary, SUMMARY_PREFIX, SUMMARY_END, PINNED_HEADING } from './summary-block.js';
+export { isAbortingSummarizerError } from './summarizer-errors.js';
+export type { InboundMessage, OutboundMessage, Attachment, ChannelName, GroupSessionMode } from './inbound.js';
+export { sessionKeyOf } from './inbound.js';

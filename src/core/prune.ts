@@ -1,0 +1,120 @@
+import { extractFacts } from './facts.js';
+import { hasToolCalls, isChatgateText, type ChatMessage, type ToolCall } from './messages.js';
+
+/** Tool results longer than this (characters) are pruned to a one-line description. */
+export const PRUNE_MIN_CHARS = 200;
+/** Tool-call arguments longer than this (characters) are shortened. */
+export const MAX_ARGUMENT_CHARS = 600;
+/** How many identifiers a prune note keeps (the rest stay in the fact ledger and get pinned). */
+export const NOTE_IDS = 5;
+
+const ARG_VALUE_CHARS = 160;
+
+/**
+ * Prunes `messages[from, to)`: an older tool result identical to a later one becomes a duplicate
+ * note, a long tool result a one-line description keeping a handful of its identifiers, and long
+ * tool-call arguments are shortened without breaking their JSON. Returns a new array; changed
+ * messages are new objects, the others are the same objects.
+ */
+export function pruneRange(messages: readonly ChatMessage[], from: number, to: number): ChatMessage[] {
+  const callNames = toolCallIndex(messages);
+  const laterContents = new Set<string>();
+  const out = messages.slice();
+  for (let i = messages.length - 1; i >= from; i--) {
+    const message = messages[i];
+    if (message.role === 'tool' && i < to && !isChatgateText(message.content)) {
+      const name = callNames.get(message.tool_call_id);
+      if (laterContents.has(message.content) && message.content.length > 40) {
+        out[i] = { ...message, content: `[chatgate:duplicate] same result as a later ${name?.name ?? 'tool'} call` };
+      } else if (message.content.length > PRUNE_MIN_CHARS) {
+        out[i] = { ...message, content: describeToolResult(message.content, name) };
+      }
+    } else if (hasToolCalls(message) && i < to) {
+      const calls = message.tool_calls.map(shortenCall);
+      if (calls.some((call, k) => call !== message.tool_calls[k])) out[i] = { ...message, tool_calls: calls };
+    }
+    if (message.role === 'tool') laterContents.add(message.content);
+  }
+  return out;
+}
+
+/**
+ * Trims a tool result to a head-and-tail excerpt of about `maxChars`, marked as trimmed, keeping the
+ * identifiers it contained. Results already short enough are returned unchanged.
+ */
+export function trimToolResult(content: string, maxChars: number): string {
+  if (content.length <= maxChars || isChatgateText(content)) return content;
+  const ids = extractFacts(content).slice(0, NOTE_IDS);
+  const headChars = Math.max(0, Math.floor(maxChars * 0.6));
+  const tailChars = Math.max(0, Math.floor(maxChars * 0.25));
+  const idPart = ids.length > 0 ? `; ids: ${ids.join(', ')}` : '';
+  const head = content.slice(0, headChars);
+  const tail = tailChars > 0 ? content.slice(-tailChars) : '';
+  return `[chatgate:trimmed ${formatCount(content.length)} chars${idPart}]\n${head}\n[…]\n${tail}`;
+}
+
+/** The one-line description a pruned tool result becomes. */
+export function describeToolResult(content: string, call?: { name: string; arguments: string }): string {
+  const ids = extractFacts(content).slice(0, NOTE_IDS);
+  const args = call ? summariseArguments(call.arguments) : '';
+  const label = call ? `${call.name}${args ? ` ${args}` : ''}` : 'tool';
+  const idPart = ids.length > 0 ? `; ids: ${ids.join(', ')}` : '';
+  return `[chatgate:pruned] [${label}] → ${formatCount(content.length)} chars${idPart}`;
+}
+
+function toolCallIndex(messages: readonly ChatMessage[]): Map<string, { name: string; arguments: string }> {
+  const index = new Map<string, { name: string; arguments: string }>();
+  for (const message of messages) {
+    if (!hasToolCalls(message)) continue;
+    for (const call of message.tool_calls) index.set(call.id, call.function);
+  }
+  return index;
+}
+
+function shortenCall(call: ToolCall): ToolCall {
+  const args = call.function.arguments;
+  if (args.length <= MAX_ARGUMENT_CHARS) return call;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args);
+  } catch {
+    return call; // not JSON: leave it as the model wrote it rather than invent a shape
+  }
+  const shortened = JSON.stringify(shortenValue(parsed));
+  if (shortened.length >= args.length) return call;
+  return { ...call, function: { ...call.function, arguments: shortened } };
+}
+
+function shortenValue(value: unknown): unknown {
+  if (typeof value === 'string') {
+    return value.length > ARG_VALUE_CHARS ? `${value.slice(0, ARG_VALUE_CHARS)}…[chatgate: ${value.length} chars]` : value;
+  }
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 8).map(shortenValue);
+    if (value.length > 8) items.push(`…[chatgate: ${value.length - 8} more items]`);
+    return items;
+  }
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shortenValue(v)]));
+  }
+  return value;
+}
+
+function summariseArguments(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      const parts = Object.entries(parsed)
+        .slice(0, 3)
+        .map(([k, v]) => `${k}=${String(typeof v === 'object' ? JSON.stringify(v) : v).slice(0, 40)}`);
+      return parts.join(' ');
+    }
+  } catch {
+    // fall through: show nothing rather than a broken excerpt
+  }
+  return '';
+}
+
+function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}

@@ -1,0 +1,30 @@
+/** The public library API of chatgate: named exports only. */
+export type {
+  ChatMessage,
+  ToolCall,
+  ContentPart,
+  SummaryRequest,
+  Summarizer,
+  CompactionOutcome,
+  CompactionState,
+  CompressOptions,
+  CompactionResult,
+  CompressorOptions,
+  HygieneInput,
+  InboundMessage,
+  OutboundMessage,
+  ChannelName,
+} from './core/index.js';
+export {
+  ContextCompressor,
+  createCompactionState,
+  toCompactionState,
+  sanitizeToolPairs,
+  countMessageTokens,
+  countTextTokens,
+  decideHygiene,
+  extractFacts,
+  sessionKeyOf,
+} from './core/index.js';
+export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError } from './errors.js';
+export { createLogger } from './log.js';
