@@ -1,0 +1,76 @@
+import type { ChannelName, InboundMessage } from '../src/core/inbound.js';
+
+/** Stable `ChannelError` codes thrown by every adapter's `send`/`sendTyping`. */
+export const CHANNEL_ERROR_CODES = {
+  /** The platform asked us to slow down; `retryAfterMs` says for how long. Retryable. */
+  rateLimited: 'CHANNEL_RATE_LIMITED',
+  /** Network failure, timeout or 5xx. Retryable with backoff. */
+  transient: 'CHANNEL_TRANSIENT',
+  /** The platform rejected the formatting (e.g. Telegram "can't parse entities"). Resend as plain text. */
+  formatRejected: 'CHANNEL_FORMAT_REJECTED',
+  /** Chat not found, bot blocked or kicked, missing permission. Never retried. */
+  permanent: 'CHANNEL_PERMANENT',
+  /** The adapter is not started (or already stopped). */
+  notStarted: 'CHANNEL_NOT_STARTED',
+} as const;
+
+/** How a channel measures `maxMessageLength`: UTF-16 code units (Telegram) or Unicode code points (Discord). */
+export type LengthUnit = 'utf16' | 'codepoints';
+
+/** The markup a channel expects for formatted text. `markdown` means the platform renders Markdown itself. */
+export type TextFormatting = 'telegram-html' | 'markdown' | 'plain';
+
+/** Where a message goes: a chat, optionally a thread/topic inside it, optionally replying to a message. */
+export interface ChatTarget {
+  chatId: string;
+  /** Forum topic (Telegram) or thread channel (Discord). */
+  threadId?: string;
+  /** Platform message id to reply to. Adapters never fail because that message is gone. */
+  replyTo?: string;
+}
+
+/** One chunk to send, already split to the channel's limit. */
+export interface OutgoingText {
+  text: string;
+  /** `formatted`: `text` is in the channel's {@link TextFormatting}; `plain`: send as literal text. */
+  mode: 'formatted' | 'plain';
+}
+
+/** What the platform answered to a successful send. */
+export interface SentMessage {
+  /** Platform message id (as a string). */
+  messageId: string;
+}
+
+/**
+ * Called by an adapter for every normalised incoming message. The adapter treats the platform
+ * update as handled only once the returned promise resolves; a rejection means "not handled"
+ * (Telegram re-delivers it; the web API answers 503 so the client retries).
+ */
+export type InboundHandler = (message: InboundMessage) => Promise<void>;
+
+/**
+ * A chat platform connection. Adapters normalise platform updates into `InboundMessage`s and
+ * send already-formatted, already-split chunks. Every error they throw is a `ChannelError`
+ * with one of {@link CHANNEL_ERROR_CODES}, and never contains a bot token.
+ */
+export interface Channel {
+  readonly name: ChannelName;
+  /** Longest single message the platform accepts, in {@link lengthUnit}s. */
+  readonly maxMessageLength: number;
+  readonly lengthUnit: LengthUnit;
+  readonly formatting: TextFormatting;
+  /** How often the typing indicator must be renewed to stay visible, in ms. */
+  readonly typingIntervalMs: number;
+  /** Connects and starts delivering updates to `onMessage`. Resolves once connected. */
+  start(onMessage: InboundHandler): Promise<void>;
+  /** Stops receiving updates and disconnects. Idempotent. */
+  stop(): Promise<void>;
+  /**
+   * Sends one chunk. `@throws` ChannelError (`CHANNEL_RATE_LIMITED` with `retryAfterMs`,
+   * `CHANNEL_TRANSIENT`, `CHANNEL_FORMAT_REJECTED`, `CHANNEL_PERMANENT`).
+   */
+  send(target: ChatTarget, message: OutgoingText): Promise<SentMessage>;
+  /** Shows the typing indicator once (it fades after a few seconds). `@throws` ChannelError. */
+  sendTyping(target: ChatTarget): Promise<void>;
+}
