@@ -1,0 +1,123 @@
+import type { Queue } from 'bullmq';
+import { Hono, type Context } from 'hono';
+import type { Registry } from 'prom-client';
+import { z } from 'zod';
+import { createSilentLogger, type Logger } from '../log.js';
+import { createMonitorAuth } from './auth.js';
+import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-board.js';
+import { renderDashboardPage } from './dashboard-page.js';
+import { metricsRegistry, setQueueDepthSource, type QueueDepthSource } from './metrics.js';
+import type { SessionReader } from './session-reader.js';
+
+/** A readiness check: resolves when the dependency is reachable; rejects (or resolves false) when not. */
+export type ReadinessCheck = () => Promise<unknown>;
+
+/** What the monitor reads from. */
+export interface MonitorDeps {
+  /** Sessions for `/api/sessions` and the dashboard. */
+  sessions: SessionReader;
+  /** Readiness checks by name (e.g. `redis`, `queues`), run by `/readyz`. Default none. */
+  checks?: Record<string, ReadinessCheck>;
+  /** BullMQ queues shown by bull-board at `/admin/queues` and counted by `chatgate_queue_jobs`. */
+  queues?: readonly Queue[];
+  /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
+  queueDepth?: QueueDepthSource;
+  /** Registry exposed at `/metrics`. Default: {@link metricsRegistry}. */
+  registry?: Registry;
+  logger?: Logger;
+}
+
+/** Options of {@link createMonitorApp}. */
+export interface MonitorOptions {
+  /** Address the HTTP server binds to; off loopback the token is required. Default `127.0.0.1`. */
+  host?: string;
+  /** `CHATGATE_MONITOR_TOKEN`: bearer token of every route but `/healthz` and `/readyz`. */
+  monitorToken?: string;
+  /** Dashboard refresh interval, ms. Default 3000. */
+  dashboardPollMs?: number;
+  /** Time one readiness check may take, ms. Default 2000. */
+  checkTimeoutMs?: number;
+}
+
+/** Resolved {@link MonitorOptions}. */
+export type ResolvedMonitorOptions = Required<Omit<MonitorOptions, 'monitorToken'>> & Pick<MonitorOptions, 'monitorToken'>;
+
+const DEFAULTS: ResolvedMonitorOptions = { host: '127.0.0.1', dashboardPollMs: 3000, checkTimeoutMs: 2000 };
+
+const LIST_QUERY = z.object({
+  sort: z.enum(['lastActivity', 'fill']).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+  offset: z.coerce.number().int().min(0).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  channel: z.enum(['telegram', 'discord', 'web']).optional(),
+});
+
+/**
+ * The monitor as a hono app: `/healthz`, `/readyz` (open), and behind the bearer token `/metrics`,
+ * `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`. Mount
+ * the web chat on the same app (or route this one into it). Sets the process-wide queue-depth source.
+ */
+export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}): Hono {
+  const resolved: ResolvedMonitorOptions = { ...DEFAULTS, ...stripUndefined(options) };
+  const log = (deps.logger ?? createSilentLogger()).child({ component: 'monitor' });
+  const registry = deps.registry ?? metricsRegistry;
+  const queues = deps.queues ?? [];
+  setQueueDepthSource(deps.queueDepth ?? (queues.length > 0 ? () => readQueueDepths(queues) : undefined));
+
+  const app = new Hono();
+  app.onError((err, c) => {
+    log.error({ err, path: c.req.path }, 'monitor request failed');
+    return c.json({ error: 'internal error' }, 500);
+  });
+  app.get('/healthz', (c) => c.json({ status: 'ok', uptimeS: Math.round(process.uptime()) }));
+  app.get('/readyz', (c) => readiness(c, deps.checks ?? {}, resolved.checkTimeoutMs));
+
+  const auth = createMonitorAuth({ host: resolved.host, token: resolved.monitorToken });
+  for (const path of ['/metrics', '/api/*', '/dashboard', `${QUEUES_BASE_PATH}`, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
+
+  app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }));
+  app.get('/api/sessions', async (c) => {
+    const query = LIST_QUERY.safeParse(c.req.query());
+    if (!query.success) return c.json({ error: 'bad query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 400);
+    return c.json(await deps.sessions.listSessions(query.data));
+  });
+  app.get('/api/sessions/:id', async (c) => {
+    const detail = await deps.sessions.getSession(c.req.param('id'));
+    return detail ? c.json(detail) : c.json({ error: 'no such session' }, 404);
+  });
+  app.get('/dashboard', (c) => {
+    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
+    return c.html(renderDashboardPage({ pollMs: resolved.dashboardPollMs }));
+  });
+  if (queues.length > 0) app.route(QUEUES_BASE_PATH, createQueuesBoard(queues, QUEUES_BASE_PATH));
+  return app;
+}
+
+async function readiness(c: Context, checks: Record<string, ReadinessCheck>, timeoutMs: number) {
+  const entries = await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check, timeoutMs)] as const),
+  );
+  const results = Object.fromEntries(entries);
+  const ready = entries.every(([, result]) => result === 'ok');
+  return c.json({ status: ready ? 'ready' : 'not ready', checks: results }, ready ? 200 : 503);
+}
+
+async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`timed out after ${timeoutMs} ms`), timeoutMs);
+  });
+  const run = check().then(
+    (result) => (result === false ? 'failed' : 'ok'),
+    (err: unknown) => (err instanceof Error ? err.message : String(err)),
+  );
+  try {
+    return await Promise.race([run, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

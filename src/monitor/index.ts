@@ -1,0 +1,38 @@
+export { createMonitorApp } from './app.js';
+export type { MonitorDeps, MonitorOptions, ReadinessCheck, ResolvedMonitorOptions } from './app.js';
+export { createMonitorAuth, MONITOR_COOKIE } from './auth.js';
+export type { MonitorAuthOptions } from './auth.js';
+export { createQueuesBoard, readQueueDepths, QUEUES_BASE_PATH } from './bull-board.js';
+export { renderDashboardPage } from './dashboard-page.js';
+export type { DashboardPageOptions } from './dashboard-page.js';
+export { MemorySessionReader } from './memory-session-reader.js';
+export {
+  compactionTokensRemovedTotal,
+  compactionsTotal,
+  deliveryFailuresTotal,
+  hygieneFiringsTotal,
+  inboundMessagesTotal,
+  metricsRegistry,
+  modelCallsTotal,
+  queueJobs,
+  recordCompaction,
+  recordModelCall,
+  setQueueDepthSource,
+  tokensTotal,
+  turnDurationSeconds,
+} from './metrics.js';
+export type { CallUsage, QueueDepth, QueueDepthSource } from './metrics.js';
+export { DEFAULT_PAGE_SIZE, pageSessions } from './session-reader.js';
+export type {
+  CompactionEvent,
+  CompactionLayer,
+  FillPoint,
+  ListSessionsOptions,
+  SessionDetail,
+  SessionNote,
+  SessionPage,
+  SessionReader,
+  SessionRow,
+  SessionSort,
+  UsageLedger,
+} from './session-reader.js';
