@@ -1,0 +1,105 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OpenAI } from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { AssistantMessage, ChatMessage, ToolCall } from '../core/messages.js';
+import type { LlmError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { createSilentLogger } from '../log.js';
+import type { CallUsage } from '../redis/usage.js';
+import { DEFAULT_RETRY_POLICY, classifyRetry, toLlmError, type RetryPolicy } from './errors.js';
+
+/** A function tool as sent to the model (chat-completions shape). */
+export interface ToolSchema {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** One chat-completions request. */
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  tools?: ToolSchema[];
+  /** Default: the client's model. */
+  model?: string;
+  maxTokens?: number;
+}
+
+/** The answer of one call. `usage` is null when the provider did not report it. */
+export interface CompletionResult {
+  message: AssistantMessage;
+  usage: CallUsage | null;
+  finishReason: string | null;
+  model: string;
+}
+
+/** Options of {@link createLlmClient}. */
+export interface LlmClientOptions {
+  /** OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. */
+  baseURL?: string;
+  apiKey?: string;
+  /** Default model. */
+  model: string;
+  /** Timeout of one HTTP attempt in ms. Default 120000. */
+  timeoutMs?: number;
+  /** Retries of 429/5xx/timeouts. */
+  retry?: Partial<RetryPolicy>;
+}
+
+/** Calls the chat-completions endpoint, retrying transient failures; throws {@link LlmError}. */
+export interface LlmClient {
+  readonly model: string;
+  complete(request: CompletionRequest): Promise<CompletionResult>;
+}
+
+/** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
+export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger } = {}): LlmClient {
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: options.timeoutMs ?? 120_000, maxRetries: 0 });
+  const policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
+  const once = async (request: CompletionRequest): Promise<CompletionResult> => {
+    const model = request.model ?? options.model;
+    const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
+    if (request.tools && request.tools.length > 0) body.tools = request.tools;
+    if (request.maxTokens) body.max_completion_tokens = request.maxTokens;
+    const response = await sdk.chat.completions.create(body);
+    const choice = response.choices[0];
+    if (!choice) throw new Error(`chat completion for ${model} returned no choices`);
+    return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
+  };
+  return {
+    model: options.model,
+    async complete(request) {
+      const model = request.model ?? options.model;
+      for (let attempt = 0; ; attempt++) {
+        let error: LlmError;
+        try {
+          return await once(request);
+        } catch (err) {
+          error = toLlmError(err, `chat completion with ${model}`);
+        }
+        const decision = classifyRetry(error, attempt, policy);
+        if (!decision.retry) throw error;
+        log.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
+        await sleep(decision.delayMs);
+      }
+    },
+  };
+}
+
+function toAssistant(message: OpenAI.Chat.Completions.ChatCompletionMessage): AssistantMessage {
+  const calls: ToolCall[] = [];
+  for (const call of message.tool_calls ?? []) {
+    if (call.type === 'function') calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments ?? '' } });
+  }
+  const out: AssistantMessage = { role: 'assistant', content: message.content ?? null };
+  if (calls.length > 0) out.tool_calls = calls;
+  return out;
+}
+
+function toUsage(usage: OpenAI.Completions.CompletionUsage | undefined): CallUsage | null {
+  if (!usage) return null;
+  return {
+    promptTokens: usage.prompt_tokens ?? 0,
+    completionTokens: usage.completion_tokens ?? 0,
+    cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+  };
+}

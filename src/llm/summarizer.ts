@@ -1,0 +1,89 @@
+import type { Summarizer, SummaryRequest } from '../core/compaction-types.js';
+import type { ChatMessage } from '../core/messages.js';
+import { messageText } from '../core/messages.js';
+import type { Logger } from '../log.js';
+import { createSilentLogger } from '../log.js';
+import type { LlmClient } from './client.js';
+
+/** The fixed sections of every handoff summary, in order. */
+export const SUMMARY_SECTIONS: readonly string[] = [
+  'Goal',
+  'Constraints and preferences',
+  'Completed actions',
+  'Active state',
+  'Open questions',
+  'Key decisions and why',
+  'References (ids, paths, URLs)',
+  'Next steps',
+  'Critical context',
+];
+
+/** First line of every summariser system prompt (lets tests and logs recognise the call). */
+export const SUMMARIZER_MARK = 'You write handoff summaries of conversations';
+
+/** Characters of one message kept in the summariser prompt (head and tail), to bound its size. */
+const MAX_MESSAGE_CHARS = 6000;
+
+/** Options of {@link createSummarizer}. */
+export interface LlmSummarizerOptions {
+  /** A cheaper model for summaries; on failure the main model is tried once. Default: the main model. */
+  summaryModel?: string;
+}
+
+/** Creates the summariser the compressor calls: same endpoint, summary model with fallback. */
+export function createSummarizer(deps: { llm: LlmClient; logger?: Logger }, options: LlmSummarizerOptions = {}): Summarizer {
+  const log = (deps.logger ?? createSilentLogger()).child({ component: 'summarizer' });
+  const mainModel = deps.llm.model;
+  const summaryModel = options.summaryModel ?? mainModel;
+  const ask = async (model: string, request: SummaryRequest): Promise<string> => {
+    const result = await deps.llm.complete({ model, messages: buildSummaryPrompt(request), maxTokens: Math.ceil(request.targetTokens * 1.5) });
+    return (result.message.content ?? '').trim();
+  };
+  return {
+    async summarize(request) {
+      try {
+        return await ask(summaryModel, request);
+      } catch (err) {
+        if (summaryModel === mainModel) throw err;
+        log.warn({ err, summaryModel, mainModel }, 'summary model failed, falling back to the main model');
+        return ask(mainModel, request);
+      }
+    },
+  };
+}
+
+/** Builds the summariser prompt from a {@link SummaryRequest}: system rules plus one user message. */
+export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
+  const sections = SUMMARY_SECTIONS.map((name) => `## ${name}`).join('\n');
+  const system = [
+    `${SUMMARIZER_MARK} so another assistant can continue them without the original messages.`,
+    'Write in the language the user writes in. Redact secrets (passwords, API keys, tokens) as [secret].',
+    'Keep every identifier, number, path, URL, email, amount and date that may matter, verbatim.',
+    `Use exactly these sections, in this order (write "none" under an empty one):\n${sections}`,
+    `Stay within about ${request.targetTokens} tokens. Output only the summary.`,
+  ].join('\n');
+  const parts: string[] = [];
+  if (request.previousSummary) {
+    parts.push('Update the previous summary below with the new turns: keep what is still true, revise what changed, add what is new. Do not summarise the summary again and do not nest it.');
+    parts.push(`<previous-summary>\n${request.previousSummary}\n</previous-summary>`);
+  }
+  if (request.focus) parts.push(`Focus especially on: ${request.focus}`);
+  parts.push(`<new-turns>\n${request.turns.map(renderTurn).join('\n')}\n</new-turns>`);
+  return [{ role: 'system', content: system }, { role: 'user', content: parts.join('\n\n') }];
+}
+
+function renderTurn(message: ChatMessage): string {
+  const text = excerpt(messageText(message));
+  if (message.role === 'assistant' && message.tool_calls?.length) {
+    const calls = message.tool_calls.map((call) => `${call.function.name}(${excerpt(call.function.arguments)})`).join('; ');
+    return `[assistant${text ? `] ${text}\n[assistant` : ''} calls] ${calls}`;
+  }
+  if (message.role === 'tool') return `[tool result ${message.tool_call_id}] ${text}`;
+  return `[${message.role}] ${text}`;
+}
+
+function excerpt(text: string): string {
+  if (text.length <= MAX_MESSAGE_CHARS) return text;
+  const half = MAX_MESSAGE_CHARS / 2;
+  return `${text.slice(0, half)}\n[… ${text.length - MAX_MESSAGE_CHARS} chars omitted …]\n${text.slice(-half)}`;
+}

@@ -1,0 +1,59 @@
+import { Queue } from 'bullmq';
+import type { GroupSessionMode, InboundMessage } from '../core/inbound.js';
+import { sessionKeyOf } from '../core/inbound.js';
+import type { RedisClient } from '../redis/client.js';
+import { pushInbox } from '../redis/inbox.js';
+import { DEFAULT_KEY_PREFIX, sessionKeys } from '../redis/keys.js';
+import { resolveQueueNames, turnDedupId, type QueueNames, type TurnJobData } from './names.js';
+
+/** Options of {@link createTurnProducer}. */
+export interface TurnProducerOptions extends Partial<QueueNames> {
+  /** Session key prefix. Default `cg:`. */
+  keyPrefix?: string;
+  /** How group chats map to sessions. Default `per-chat`. */
+  groupMode?: GroupSessionMode;
+  /** Attempts of a turn job (a crashed or failed turn is retried). Default 5. */
+  attempts?: number;
+}
+
+/** Enqueues turns; used by the gateway. */
+export interface TurnProducer {
+  /**
+   * Appends `message` to its session's inbox, then makes sure one turn job is pending for the
+   * session (at most one active and one waiting per session). Durable once it resolves.
+   * @returns the session id.
+   */
+  submitInbound(message: InboundMessage): Promise<string>;
+  /** Enqueues a turn for a session whose inbox already holds messages (e.g. after a restart). */
+  enqueueTurn(sessionId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Creates the producer of turn jobs. `redis` must have `maxRetriesPerRequest: null`. */
+export function createTurnProducer(deps: { redis: RedisClient }, options: TurnProducerOptions = {}): TurnProducer {
+  const names = resolveQueueNames(options);
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  const queue = new Queue<TurnJobData>(names.turnQueue, { connection: deps.redis, prefix: names.queuePrefix });
+  const attempts = options.attempts ?? 5;
+  const enqueueTurn = async (sessionId: string): Promise<void> => {
+    await queue.add('turn', { sessionId }, {
+      deduplication: { id: turnDedupId(sessionId), keepLastIfActive: true },
+      attempts,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: 1000,
+      removeOnFail: 5000,
+    });
+  };
+  return {
+    async submitInbound(message) {
+      const sessionId = sessionKeyOf(message, options.groupMode);
+      await pushInbox(deps.redis, sessionKeys(sessionId, keyPrefix), message);
+      await enqueueTurn(sessionId);
+      return sessionId;
+    },
+    enqueueTurn,
+    async close() {
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The only place Redis key names are built. Every key of one session shares the hash tag
+ * `{<sessionId>}`, so multi-key scripts work on Redis Cluster.
+ */
+
+/** Default key prefix of session keys. */
+export const DEFAULT_KEY_PREFIX = 'cg:';
+
+/** The keys of one session. */
+export interface SessionKeys {
+  /** List of projection entries (JSON `{ message, tokens }`): the history the model sees. */
+  history: string;
+  /** Stream of every message and compaction event; append-only. */
+  transcript: string;
+  /** Hash: version, compaction state, token report, route, turn bookkeeping. */
+  meta: string;
+  /** Hash: the usage ledger (counters). */
+  usage: string;
+  /** List of inbound messages (JSON) waiting for a turn. */
+  inbox: string;
+  /** List of inbound messages taken by the running turn; deleted when the turn commits. */
+  processing: string;
+  /** String: fencing token of the worker that holds the session. */
+  lease: string;
+  /** Hash: the `remember` notes (name → text), outside the projection. */
+  notes: string;
+  /** List of outbound replies committed but not yet enqueued. */
+  outbox: string;
+}
+
+/** The keys of session `sessionId` under `prefix` (default `cg:`). */
+export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREFIX): SessionKeys {
+  const base = `${prefix}{${sessionId}}:`;
+  return {
+    history: `${base}history`,
+    transcript: `${base}transcript`,
+    meta: `${base}meta`,
+    usage: `${base}usage`,
+    inbox: `${base}inbox`,
+    processing: `${base}processing`,
+    lease: `${base}lease`,
+    notes: `${base}notes`,
+    outbox: `${base}outbox`,
+  };
+}
+
+/**
+ * Sorted set of session ids scored by last activity (ms since epoch), for monitoring. It lives in
+ * its own slot; commits update it with a separate command after the atomic script.
+ */
+export function sessionIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}sessions`;
+}
+
+/** Pub/sub channel of turn signals (typing, turn started/ended) for the gateway. */
+export function turnSignalChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}signals`;
+}

@@ -1,0 +1,194 @@
+import type { CompactionState } from '../core/compaction-types.js';
+import type { OutboundMessage } from '../core/inbound.js';
+import type { ChatMessage } from '../core/messages.js';
+import { REPLY_PRIMING_TOKENS, messageTokens } from '../core/tokens.js';
+import { StaleCommitError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { createSilentLogger } from '../log.js';
+import type { RedisClient } from './client.js';
+import { runScript } from './client.js';
+import { COMMIT_SCRIPT } from './commit-script.js';
+import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
+import type { TranscriptEntry } from './transcript.js';
+import type { UsageDelta } from './usage.js';
+
+/** A projection message stored with its token count (counted once, when stored). */
+export interface StoredEntry {
+  message: ChatMessage;
+  tokens: number;
+}
+
+/** Where a session's replies go. */
+export interface SessionRoute {
+  channel: OutboundMessage['channel'];
+  chatId: string;
+  threadId?: string;
+}
+
+/** The meta hash of a session, parsed. */
+export interface SessionMeta {
+  /** Grows by one with every commit; commits compare-and-set on it. */
+  version: number;
+  compaction: CompactionState | null;
+  /** Prompt tokens the provider reported for the last call since the last rewrite; 0 = no report. */
+  lastPromptTokens: number;
+  /** Counted tokens of what was appended to the request since that report. */
+  appendedTokensSince: number;
+  /** Tokens of the request outside the projection (system prompt, notes, tool schemas) at last count. */
+  overheadTokens: number;
+  /** Sum of the stored entries' token counts. */
+  projectionTokens: number;
+  /** Inbound ids the running turn has already put in the projection (crash recovery). */
+  turnInboundIds: string[];
+  route: SessionRoute | null;
+  lastActivityMs: number;
+}
+
+/** A session as loaded from Redis. */
+export interface SessionSnapshot {
+  sessionId: string;
+  entries: StoredEntry[];
+  meta: SessionMeta;
+}
+
+/** Meta fields a commit may set. */
+export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route'>>;
+
+/** One atomic change to a session. */
+export interface CommitChange {
+  /** The version the change was computed from. */
+  expectedVersion: number;
+  /** Fencing token of the lease the writer holds. */
+  fence: number;
+  /** Replace the projection, append to it, or leave it. */
+  projection?: { replace: StoredEntry[] } | { append: StoredEntry[] };
+  transcript?: TranscriptEntry[];
+  meta?: MetaUpdate;
+  usage?: UsageDelta;
+  /** The turn is done: delete the processing list. */
+  finishTurn?: boolean;
+  /** Replies to enqueue after the commit (kept in the outbox until they are). */
+  outbox?: OutboundMessage[];
+}
+
+/** Options of {@link createSessionStore}. */
+export interface SessionStoreOptions {
+  /** Key prefix. Default `cg:`. */
+  keyPrefix?: string;
+  /** Approximate maximum transcript entries per session (XADD MAXLEN ~); 0 = unbounded. Default 100000. */
+  transcriptRetention?: number;
+  now?: () => number;
+}
+
+const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: 100_000, now: Date.now } satisfies Required<SessionStoreOptions>;
+
+/** Session persistence: load, atomic fenced commit, outbox. */
+export interface SessionStore {
+  readonly keyPrefix: string;
+  keys(sessionId: string): SessionKeys;
+  load(sessionId: string): Promise<SessionSnapshot>;
+  /**
+   * Applies `change` atomically, only if the version and the fencing token still match.
+   * @returns the new version. @throws StaleCommitError when refused (nothing is applied).
+   */
+  commit(sessionId: string, change: CommitChange): Promise<number>;
+  /** Pending replies committed but not yet enqueued. */
+  readOutbox(sessionId: string): Promise<OutboundMessage[]>;
+  /** Removes replies that were enqueued. */
+  clearOutbox(sessionId: string, count: number): Promise<void>;
+}
+
+/** Wraps a message with its token count. */
+export function toEntry(message: ChatMessage, model?: string): StoredEntry {
+  return { message, tokens: messageTokens(message, model) };
+}
+
+/**
+ * Size of the session's next request in tokens: the last provider-reported prompt tokens plus
+ * what was appended since; with no report yet, a full count from the stored per-message counts
+ * plus the overhead (system prompt, notes, tool schemas). Used by both compaction layers.
+ */
+export function requestTokens(session: Pick<SessionSnapshot, 'meta'>, overheadTokens?: number): number {
+  const meta = session.meta;
+  const overheadDelta = overheadTokens === undefined ? 0 : overheadTokens - meta.overheadTokens;
+  if (meta.lastPromptTokens > 0) return meta.lastPromptTokens + meta.appendedTokensSince + overheadDelta;
+  return REPLY_PRIMING_TOKENS + meta.projectionTokens + (overheadTokens ?? meta.overheadTokens);
+}
+
+/** Creates the Redis session store. */
+export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }, options: SessionStoreOptions = {}): SessionStore {
+  const resolved = { ...DEFAULTS, ...options };
+  const { redis } = deps;
+  const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
+  const keysOf = (sessionId: string): SessionKeys => sessionKeys(sessionId, resolved.keyPrefix);
+  return {
+    keyPrefix: resolved.keyPrefix,
+    keys: keysOf,
+    async load(sessionId) {
+      const keys = keysOf(sessionId);
+      const [rawEntries, rawMeta] = await Promise.all([redis.lrange(keys.history, 0, -1), redis.hgetall(keys.meta)]);
+      return { sessionId, entries: rawEntries.map((raw) => JSON.parse(raw) as StoredEntry), meta: parseMeta(rawMeta) };
+    },
+    async commit(sessionId, change) {
+      const keys = keysOf(sessionId);
+      const nowMs = resolved.now();
+      const reply = (await runScript(redis, COMMIT_SCRIPT, commitKeys(keys), commitArgs(change, resolved.transcriptRetention, nowMs))) as string[];
+      if (Number(reply[0]) !== 1) {
+        log.warn({ sessionId, reason: reply[1], current: reply[2], expectedVersion: change.expectedVersion, fence: change.fence }, 'stale commit refused');
+        throw new StaleCommitError(sessionId, `${reply[1]} mismatch (expected ${reply[1] === 'version' ? change.expectedVersion : change.fence}, found ${reply[2]})`);
+      }
+      await redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId);
+      return Number(reply[1]);
+    },
+    async readOutbox(sessionId) {
+      const raw = await redis.lrange(keysOf(sessionId).outbox, 0, -1);
+      return raw.map((item) => JSON.parse(item) as OutboundMessage);
+    },
+    async clearOutbox(sessionId, count) {
+      if (count > 0) await redis.ltrim(keysOf(sessionId).outbox, count, -1);
+    },
+  };
+}
+
+function commitKeys(keys: SessionKeys): string[] {
+  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox];
+}
+
+function commitArgs(change: CommitChange, retention: number, nowMs: number): string[] {
+  const projection = change.projection;
+  const mode = !projection ? 'none' : 'replace' in projection ? 'replace' : 'append';
+  const entries = !projection ? [] : 'replace' in projection ? projection.replace : projection.append;
+  const tokens = entries.reduce((sum, entry) => sum + entry.tokens, 0);
+  const transcript = change.transcript ?? [];
+  const outbox = change.outbox ?? [];
+  return [
+    String(change.expectedVersion), String(change.fence), mode, String(tokens), String(retention),
+    JSON.stringify(serializeMeta(change.meta ?? {})), JSON.stringify(change.usage?.incr ?? {}), JSON.stringify(change.usage?.set ?? {}),
+    change.finishTurn ? '1' : '0', String(nowMs), String(entries.length), String(transcript.length), String(outbox.length),
+    ...entries.map((entry) => JSON.stringify(entry)), ...transcript.map((entry) => JSON.stringify(entry)), ...outbox.map((item) => JSON.stringify(item)),
+  ];
+}
+
+function serializeMeta(meta: MetaUpdate): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, value] of Object.entries(meta)) {
+    if (value !== undefined) out[field] = typeof value === 'number' ? String(value) : JSON.stringify(value);
+  }
+  return out;
+}
+
+function parseMeta(raw: Record<string, string>): SessionMeta {
+  const json = <T>(field: string, fallback: T): T => (raw[field] ? (JSON.parse(raw[field]) as T) : fallback);
+  const num = (field: string): number => Number(raw[field] ?? 0);
+  return {
+    version: num('version'),
+    compaction: json<CompactionState | null>('compaction', null),
+    lastPromptTokens: num('lastPromptTokens'),
+    appendedTokensSince: num('appendedTokensSince'),
+    overheadTokens: num('overheadTokens'),
+    projectionTokens: num('projectionTokens'),
+    turnInboundIds: json<string[]>('turnInboundIds', []),
+    route: json<SessionRoute | null>('route', null),
+    lastActivityMs: num('lastActivityMs'),
+  };
+}

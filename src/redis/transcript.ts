@@ -1,0 +1,88 @@
+import type { CompactionOutcome } from '../core/compaction-types.js';
+import type { ChatMessage } from '../core/messages.js';
+import { messageText } from '../core/messages.js';
+import type { RedisClient } from './client.js';
+import type { SessionKeys } from './keys.js';
+
+/** A message as recorded in the transcript. */
+export interface TranscriptMessage {
+  type: 'message';
+  message: ChatMessage;
+  tokens: number;
+  /** The inbound message id, for user messages that came from a channel. */
+  inboundId?: string;
+  atMs: number;
+}
+
+/** A compaction event as recorded in the transcript. */
+export interface TranscriptCompaction {
+  type: 'compaction';
+  /** `in-loop`, `hygiene`, `reactive` or `manual`. */
+  layer: string;
+  outcome: CompactionOutcome;
+  tokensBefore: number;
+  tokensAfter: number;
+  model?: string;
+  durationMs: number;
+  reason?: string;
+  atMs: number;
+}
+
+/** One transcript entry. */
+export type TranscriptEntry = TranscriptMessage | TranscriptCompaction;
+
+/** A transcript entry with its stream id. */
+export type StoredTranscriptEntry = TranscriptEntry & { id: string };
+
+/** Options of {@link searchTranscript}. */
+export interface TranscriptSearchOptions {
+  /** Maximum hits, newest first. Default 10. */
+  limit?: number;
+  /** Stream entries read per round trip. Default 500. */
+  batchSize?: number;
+}
+
+/** Reads transcript entries from `start` to `end` (stream ids, default all), oldest first. */
+export async function readTranscript(redis: RedisClient, keys: SessionKeys, start = '-', end = '+', count?: number): Promise<StoredTranscriptEntry[]> {
+  const raw = count === undefined
+    ? await redis.xrange(keys.transcript, start, end)
+    : await redis.xrange(keys.transcript, start, end, 'COUNT', count);
+  return raw.map(([id, fields]) => toEntry(id, fields));
+}
+
+/**
+ * Finds transcript messages whose text contains `query` (case-insensitive), newest first,
+ * walking the stream backwards in batches (XREVRANGE).
+ */
+export async function searchTranscript(redis: RedisClient, keys: SessionKeys, query: string, options: TranscriptSearchOptions = {}): Promise<StoredTranscriptEntry[]> {
+  const limit = options.limit ?? 10;
+  const batchSize = options.batchSize ?? 500;
+  const needle = query.toLowerCase();
+  const hits: StoredTranscriptEntry[] = [];
+  let end = '+';
+  for (;;) {
+    const raw = await redis.xrevrange(keys.transcript, end, '-', 'COUNT', batchSize);
+    for (const [id, fields] of raw) {
+      const entry = toEntry(id, fields);
+      if (entry.type === 'message' && entryText(entry).toLowerCase().includes(needle)) hits.push(entry);
+      if (hits.length >= limit) return hits;
+    }
+    if (raw.length < batchSize) return hits;
+    end = `(${raw[raw.length - 1][0]}`;
+  }
+}
+
+/** Searchable text of a transcript message: content plus tool-call names and arguments. */
+export function entryText(entry: TranscriptMessage): string {
+  const message = entry.message;
+  let text = messageText(message);
+  if (message.role === 'assistant' && message.tool_calls) {
+    for (const call of message.tool_calls) text += `\n${call.function.name} ${call.function.arguments}`;
+  }
+  return text;
+}
+
+function toEntry(id: string, fields: string[]): StoredTranscriptEntry {
+  const index = fields.indexOf('data');
+  return { ...(JSON.parse(fields[index + 1]) as TranscriptEntry), id };
+}

@@ -1,0 +1,81 @@
+import type { ToolCall } from '../../src/core/messages.js';
+import type { ToolSchema } from '../../src/llm/client.js';
+import { BUILTIN_TOOLS } from './builtins.js';
+import { toToolSchema, type ToolContext, type ToolDefinition } from './types.js';
+
+/** Default timeout of one tool call in ms. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * The tools offered to the model. Every failure (unknown tool, malformed arguments, a throw, a
+ * timeout) becomes a result text starting with `Error:` that the model can read.
+ */
+export class ToolRegistry {
+  private readonly tools = new Map<string, ToolDefinition>();
+  private schemaCache: ToolSchema[] | null = null;
+
+  /** @param tools initial tools; default the built-ins. */
+  constructor(tools: readonly ToolDefinition[] = BUILTIN_TOOLS, private readonly defaultTimeoutMs = DEFAULT_TOOL_TIMEOUT_MS) {
+    for (const tool of tools) this.register(tool);
+  }
+
+  /** Adds or replaces a tool. @throws Error when the name breaks the chat-completions rule. */
+  register(tool: ToolDefinition): this {
+    if (!NAME.test(tool.name)) throw new Error(`tool name must match ${NAME} (got ${tool.name})`);
+    this.tools.set(tool.name, tool);
+    this.schemaCache = null;
+    return this;
+  }
+
+  /** Removes a tool. @returns whether it existed. */
+  unregister(name: string): boolean {
+    this.schemaCache = null;
+    return this.tools.delete(name);
+  }
+
+  /** The tool schemas for the request. */
+  schemas(): ToolSchema[] {
+    this.schemaCache ??= [...this.tools.values()].map(toToolSchema);
+    return this.schemaCache;
+  }
+
+  /** Runs one tool call and returns its result text; never throws. */
+  async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>): Promise<string> {
+    const name = call.function.name;
+    const tool = this.tools.get(name);
+    if (!tool) return `Error: unknown tool "${name}". Available tools: ${[...this.tools.keys()].join(', ')}.`;
+    let raw: unknown;
+    try {
+      raw = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+    } catch (err) {
+      return `Error: the arguments of ${name} are not valid JSON (${(err as Error).message}). Send a JSON object.`;
+    }
+    const parsed = tool.schema.safeParse(raw);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+      return `Error: invalid arguments for ${name}: ${issues}`;
+    }
+    return this.runWithTimeout(tool, parsed.data, context);
+  }
+
+  private async runWithTimeout(tool: ToolDefinition, args: unknown, context: Omit<ToolContext, 'signal'>): Promise<string> {
+    const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new Error(`timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+    });
+    try {
+      const result = await Promise.race([Promise.resolve(tool.run(args, { ...context, signal: controller.signal })), timeout]);
+      return typeof result === 'string' ? result : JSON.stringify(result ?? null);
+    } catch (err) {
+      return `Error: tool ${tool.name} failed: ${err instanceof Error ? err.message : String(err)}`;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

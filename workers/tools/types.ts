@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import type { ToolSchema } from '../../src/llm/client.js';
+import type { StoredTranscriptEntry } from '../../src/redis/transcript.js';
+
+/** The per-session notes ledger the `remember`/`forget` tools write (outside the projection). */
+export interface NotesPort {
+  list(): Promise<Record<string, string>>;
+  set(key: string, text: string): Promise<void>;
+  /** @returns false when there was no such note. */
+  remove(key: string): Promise<boolean>;
+}
+
+/** What a tool may use while it runs. */
+export interface ToolContext {
+  sessionId: string;
+  notes: NotesPort;
+  /** Substring search over the session's full transcript, newest first. */
+  searchTranscript(query: string, limit: number): Promise<StoredTranscriptEntry[]>;
+  /** Asks the loop to compact (forced) before the next model call. */
+  requestCompaction(focus?: string): void;
+  /** Aborted when the tool times out. */
+  signal: AbortSignal;
+  now(): Date;
+}
+
+/** A tool: a name, a description, a zod schema and a function returning the result text. */
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  /** `^[a-zA-Z0-9_-]{1,64}$` (the chat-completions rule). */
+  name: string;
+  description: string;
+  schema: S;
+  /** Timeout of one call in ms. Default: the registry's (30000). */
+  timeoutMs?: number;
+  /** Runs the tool; a string is sent as is, anything else as JSON. Throwing becomes an error result. */
+  run(args: z.infer<S>, context: ToolContext): Promise<unknown> | unknown;
+}
+
+/** Defines a tool with its argument type inferred from the schema. */
+export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> {
+  return definition;
+}
+
+/** The chat-completions schema of a tool (zod 4 → JSON schema). */
+export function toToolSchema(tool: ToolDefinition): ToolSchema {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
+}
