@@ -1,0 +1,207 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { resolve as resolvePath } from 'node:path';
+import { Redis } from 'ioredis';
+import { GatewayError } from '../errors.js';
+import { createSilentLogger, type Logger } from '../log.js';
+
+/** Options of {@link resolveRedis}. */
+export interface ResolveRedisOptions {
+  /** `REDIS_URL`. When set it is used or the call fails; nothing else is tried. */
+  url?: string;
+  /** Address tried when `url` is unset. Default `127.0.0.1`. */
+  fallbackHost?: string;
+  /** Port tried when `url` is unset. Default 6379. */
+  fallbackPort?: number;
+  /** State folder; a started redis-server keeps its data in `<stateDir>/redis`. Default `.state`. */
+  stateDir?: string;
+  logger?: Logger;
+  /** Command that starts Redis, looked up on PATH. Default `redis-server`. */
+  redisServerCommand?: string;
+  /** Time to wait for a connection and PING, ms. Default 2000. */
+  connectTimeoutMs?: number;
+  /** Time a started redis-server may take to accept connections, ms. Default 15000. */
+  startTimeoutMs?: number;
+}
+
+/** The Redis chatgate will use. */
+export interface ResolvedRedis {
+  /** Connection URL. */
+  url: string;
+  /** `env`: REDIS_URL; `default`: the fallback address answered; `spawned`: a redis-server started here. */
+  source: 'env' | 'default' | 'spawned';
+  /** Process id of the started redis-server (`spawned` only). */
+  pid?: number;
+  /** Stops the redis-server started here (waits for it to exit); a no-op for the other sources. */
+  stop(): Promise<void>;
+}
+
+const DEFAULTS = { fallbackHost: '127.0.0.1', fallbackPort: 6379, stateDir: '.state', redisServerCommand: 'redis-server', connectTimeoutMs: 2000, startTimeoutMs: 15_000 };
+const START_ATTEMPTS = 3;
+const INSTALL_HINT =
+  'Install Redis (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`), ' +
+  'run one with Docker (`docker run -d -p 6379:6379 redis:7-alpine`), or set REDIS_URL.';
+
+/**
+ * Finds the Redis to use: `url` if set (unreachable → error); else the fallback address if it
+ * answers PING; else a `redis-server` from PATH started on a free loopback port with
+ * `--dir <stateDir>/redis`, stopped by `stop()` or when this process exits.
+ * @throws GatewayError `REDIS_UNREACHABLE` (url set but not answering), `REDIS_NOT_FOUND` (no
+ * Redis and no redis-server on PATH), `REDIS_START_FAILED` (redis-server would not start).
+ */
+export async function resolveRedis(options: ResolveRedisOptions = {}): Promise<ResolvedRedis> {
+  const o = { ...DEFAULTS, ...stripUndefined(options) };
+  const log = (options.logger ?? createSilentLogger()).child({ component: 'redis-launcher' });
+  const noop = async () => {};
+  if (o.url) {
+    const failure = await pingRedis(o.url, o.connectTimeoutMs);
+    if (failure) throw new GatewayError('REDIS_UNREACHABLE', `REDIS_URL ${redactUrl(o.url)} is not reachable (${failure}); start Redis there or unset REDIS_URL to use a local one`);
+    return { url: o.url, source: 'env', stop: noop };
+  }
+  const fallbackUrl = `redis://${o.fallbackHost}:${o.fallbackPort}`;
+  if (!(await pingRedis(fallbackUrl, o.connectTimeoutMs))) {
+    log.info({ url: fallbackUrl }, 'using redis at the default address');
+    return { url: fallbackUrl, source: 'default', stop: noop };
+  }
+  const dir = resolvePath(o.stateDir, 'redis');
+  mkdirSync(dir, { recursive: true });
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= START_ATTEMPTS; attempt += 1) {
+    try {
+      return await startRedisServer(o.redisServerCommand, dir, o.startTimeoutMs, log);
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'REDIS_NOT_FOUND') {
+        throw new GatewayError('REDIS_NOT_FOUND', `no Redis found: nothing answers at ${o.fallbackHost}:${o.fallbackPort} and \`${o.redisServerCommand}\` is not on PATH. ${INSTALL_HINT}`);
+      }
+      lastError = err;
+      log.warn({ err, attempt }, 'redis-server did not start');
+    }
+  }
+  const why = lastError instanceof Error ? lastError.message : String(lastError);
+  throw new GatewayError('REDIS_START_FAILED', `could not start ${o.redisServerCommand} with its data in ${dir} (${why}). ${INSTALL_HINT}`, { cause: lastError });
+}
+
+/** PINGs a Redis; resolves undefined when it answers, else the reason it did not. */
+export async function pingRedis(url: string, timeoutMs = 2000): Promise<string | undefined> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  let socketError: string | undefined;
+  client.on('error', (err: Error) => {
+    socketError ??= err.message; // more telling than the "Connection is closed." the promise gets
+  });
+  try {
+    await client.connect();
+    await client.ping();
+    return undefined;
+  } catch (err) {
+    return socketError ?? (err instanceof Error ? err.message : String(err));
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function startRedisServer(command: string, dir: string, timeoutMs: number, log: Logger): Promise<ResolvedRedis> {
+  const port = await freeLoopbackPort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--appendonly', 'yes', '--protected-mode', 'yes'];
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitUntilReady(child, timeoutMs);
+  const url = `redis://127.0.0.1:${port}`;
+  const killOnExit = () => child.kill('SIGTERM');
+  process.once('exit', killOnExit);
+  log.info({ port, dir, pid: child.pid }, 'started embedded redis-server');
+  return {
+    url,
+    source: 'spawned',
+    pid: child.pid,
+    stop: async () => {
+      process.removeListener('exit', killOnExit);
+      await stopChild(child);
+      log.info({ port }, 'stopped embedded redis-server');
+    },
+  };
+}
+
+function waitUntilReady(child: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => fail(new Error(`not ready after ${timeoutMs} ms`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-2000);
+      if (/ready to accept connections/i.test(output)) done();
+    };
+    const onExit = (code: number | null) => fail(new Error(`exited with code ${code}: ${lastLine(output)}`));
+    const onError = (err: NodeJS.ErrnoException) =>
+      fail(err.code === 'ENOENT' ? new GatewayError('REDIS_NOT_FOUND', 'redis-server not found') : err);
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
+    child.once('error', onError);
+    function cleanup() {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.off('error', onError);
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.stdout?.resume(); // keep draining so the child never blocks on a full pipe
+      child.stderr?.resume();
+    }
+    function done() {
+      cleanup();
+      resolve();
+    }
+    function fail(err: Error) {
+      cleanup();
+      if (child.exitCode === null && child.pid !== undefined) child.kill('SIGKILL');
+      reject(err);
+    }
+  });
+}
+
+function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').pop() ?? '';
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
