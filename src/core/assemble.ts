@@ -44,38 +44,35 @@ export function sanitizeToolPairs(messages: readonly ChatMessage[]): ChatMessage
  * the one neither neighbour has; when both roles are taken it is merged into the first tail message.
  */
 export function placeSummary(head: readonly ChatMessage[], summaryText: string, tail: readonly ChatMessage[]): ChatMessage[] {
-  const before = lastConversational(head);
+  const beforeIndex = lastNonSystem(head);
+  const beforeRole = beforeIndex >= 0 ? head[beforeIndex].role : undefined;
   const after = tail.find((m) => m.role !== 'system');
-  const beforeRole = before?.role;
   const afterRole = after?.role === 'tool' ? 'assistant' : after?.role;
   let role: 'user' | 'assistant' | null = null;
   if (beforeRole !== 'user' && afterRole !== 'user') role = 'user';
   else if (beforeRole !== 'assistant' && afterRole !== 'assistant') role = 'assistant';
   if (role) return [...head, { role, content: summaryText }, ...tail];
-  const first = tail[0];
-  const merged = mergeInto(first, summaryText);
-  return [...head, merged, ...tail.slice(1)];
+  // Both roles are taken by the neighbours: append to the last head message, never touching the tail.
+  const merged = head.slice();
+  merged[beforeIndex] = appendTo(head[beforeIndex], summaryText);
+  return [...merged, ...tail];
 }
 
-function mergeInto(message: ChatMessage, summaryText: string): ChatMessage {
+function appendTo(message: ChatMessage, summaryText: string): ChatMessage {
   if (message.role === 'user') {
-    if (typeof message.content === 'string') return { ...message, content: `${summaryText}\n\n${message.content}` };
-    return { ...message, content: [{ type: 'text', text: summaryText }, ...message.content] };
+    if (typeof message.content === 'string') return { ...message, content: `${message.content}\n\n${summaryText}` };
+    return { ...message, content: [...message.content, { type: 'text', text: summaryText }] };
   }
   if (message.role === 'assistant') {
     const text = messageText(message);
-    return { ...message, content: text ? `${summaryText}\n\n${text}` : summaryText };
+    return { ...message, content: text ? `${text}\n\n${summaryText}` : summaryText };
   }
   return message;
 }
 
-function lastConversational(messages: readonly ChatMessage[]): ChatMessage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i];
-    if (message.role === 'system') continue;
-    return message.role === 'tool' ? { role: 'assistant', content: null } : message;
-  }
-  return undefined;
+function lastNonSystem(messages: readonly ChatMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role !== 'system') return i;
+  return -1;
 }
 
 function followsItsCall(out: readonly ChatMessage[], callId: string): boolean {

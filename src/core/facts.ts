@@ -1,4 +1,5 @@
 import { isChatgateText, messageText, type ChatMessage } from './messages.js';
+import { SUMMARY_PREFIX, withoutSummaryBlock } from './summary-block.js';
 
 /** Most facts a ledger keeps; beyond this the least recently seen are forgotten. */
 export const MAX_LEDGER_FACTS = 2000;
@@ -53,9 +54,12 @@ export function mineFacts(
   const facts: Record<string, number> = { ...ledger };
   let now = clock;
   for (const message of messages) {
-    if (message.role === 'system' || isChatgateText(messageText(message))) continue;
+    const text = messageText(message);
+    if (message.role === 'system' || isChatgateText(text)) continue;
     now += 1;
-    for (const fact of factsOfMessage(message)) facts[fact] = now;
+    // A message carrying an appended summary is mined without it: summaries are chatgate's own words.
+    const found = text.includes(SUMMARY_PREFIX) ? extractFacts(withoutSummaryBlock(text)) : factsOfMessage(message);
+    for (const fact of found) facts[fact] = now;
   }
   return { facts: boundLedger(facts), clock: now };
 }

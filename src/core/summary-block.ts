@@ -22,17 +22,27 @@ export function summaryTargetTokens(middleTokens: number, contextWindow: number)
   return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, Math.min(0.05 * contextWindow, 12000))));
 }
 
-/** Finds a summary block at the start of a message's text, or null. */
+/** Finds a summary block in a user or assistant message (at its start, or appended at its end), or null. */
 export function parseSummary(message: ChatMessage): ParsedSummary | null {
   if (message.role !== 'user' && message.role !== 'assistant') return null;
   const text = messageText(message);
-  if (!text.startsWith(SUMMARY_PREFIX)) return null;
-  const end = text.indexOf(SUMMARY_END);
-  const inner = text.slice(SUMMARY_PREFIX.length, end === -1 ? text.length : end);
-  const rest = end === -1 ? '' : text.slice(end + SUMMARY_END.length).replace(/^\n+/, '');
+  const start = text.indexOf(SUMMARY_PREFIX);
+  if (start === -1) return null;
+  const end = text.indexOf(SUMMARY_END, start);
+  const inner = text.slice(start + SUMMARY_PREFIX.length, end === -1 ? text.length : end);
+  const after = end === -1 ? '' : text.slice(end + SUMMARY_END.length);
+  const rest = `${text.slice(0, start)}${after}`.trim();
   const pinnedAt = inner.indexOf(PINNED_HEADING);
   const body = (pinnedAt === -1 ? inner : inner.slice(0, pinnedAt)).trim();
   return { body, rest };
+}
+
+/** A text without its summary block (what the user or model wrote around it). */
+export function withoutSummaryBlock(text: string): string {
+  const start = text.indexOf(SUMMARY_PREFIX);
+  if (start === -1) return text;
+  const end = text.indexOf(SUMMARY_END, start);
+  return `${text.slice(0, start)}${end === -1 ? '' : text.slice(end + SUMMARY_END.length)}`;
 }
 
 /** Renders the pinned section for a list of facts (empty string when there are none). */
