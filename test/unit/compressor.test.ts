@@ -17,10 +17,6 @@ function summaryBlocks(messages: ChatMessage[]): number {
   return messages.filter((m) => messageText(m).includes(SUMMARY_PREFIX)).length;
 }
 
-function allText(messages: ChatMessage[]): string {
-  return messages.map((m) => `${messageText(m)} ${m.role === 'assistant' ? JSON.stringify(m.tool_calls ?? []) : ''}`).join('\n');
-}
-
 describe('ContextCompressor basics', () => {
   it('computes the trigger from the window, the reserve and the threshold', () => {
     const c = compressor(vagueSummarizer(), { reservedOutputTokens: 2000, threshold: 0.5 });
