@@ -20,6 +20,16 @@ function closedPort(): Promise<number> {
   });
 }
 
+type CodedError = Error & { code: string };
+
+/** The error a promise rejects with (fails the test when it resolves). */
+async function rejection(promise: Promise<unknown>): Promise<CodedError> {
+  return promise.then(
+    () => { throw new Error('expected a rejection'); },
+    (err: unknown) => err as CodedError,
+  );
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -74,18 +84,15 @@ describe('resolveRedis', () => {
     await expect(resolveRedis({ url: own.url, stateDir })).resolves.toMatchObject({ source: 'env', url: own.url });
     await own.stop();
     const dead = `redis://:hunter2secret@127.0.0.1:${await closedPort()}`;
-    const error = await resolveRedis({ url: dead, stateDir }).catch((err: unknown) => err as Error & { code: string });
+    const error = await rejection(resolveRedis({ url: dead, stateDir }));
     expect(error).toMatchObject({ code: 'REDIS_UNREACHABLE' });
     expect(error.message).toMatch(/^REDIS_URL redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ is not reachable \(.*ECONNREFUSED.*\)/);
     expect(error.message).not.toContain('hunter2secret');
   });
 
   it('says how to install Redis or use Docker when there is no redis-server', async () => {
-    const error = await resolveRedis({
-      fallbackPort: await closedPort(),
-      stateDir,
-      redisServerCommand: 'redis-server-that-does-not-exist',
-    }).catch((err: unknown) => err as Error & { code: string });
+    const fallbackPort = await closedPort();
+    const error = await rejection(resolveRedis({ fallbackPort, stateDir, redisServerCommand: 'redis-server-that-does-not-exist' }));
     expect(error).toMatchObject({ code: 'REDIS_NOT_FOUND' });
     expect(error.message).toContain('apt-get install redis-server');
     expect(error.message).toContain('docker run');
