@@ -1,25 +1,10 @@
 import type { CompactionOutcome } from '../core/compaction-types.js';
+import { estimateCostUsd, lookupModel, type ModelPricing } from '../core/models.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 
-/** Price of a model in USD per million tokens. */
-export interface ModelPrice {
-  inputPerMTok: number;
-  outputPerMTok: number;
-  /** Price of cached prompt tokens; default the input price. */
-  cachedInputPerMTok?: number;
-}
-
-/** Built-in prices (USD per million tokens); override or extend with the `prices` option. */
-export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = {
-  'gpt-4o': { inputPerMTok: 2.5, outputPerMTok: 10, cachedInputPerMTok: 1.25 },
-  'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6, cachedInputPerMTok: 0.075 },
-  'gpt-4.1': { inputPerMTok: 2, outputPerMTok: 8, cachedInputPerMTok: 0.5 },
-  'gpt-4.1-mini': { inputPerMTok: 0.4, outputPerMTok: 1.6, cachedInputPerMTok: 0.1 },
-  'gpt-4.1-nano': { inputPerMTok: 0.1, outputPerMTok: 0.4, cachedInputPerMTok: 0.025 },
-  'gpt-5': { inputPerMTok: 1.25, outputPerMTok: 10, cachedInputPerMTok: 0.125 },
-  'gpt-5-mini': { inputPerMTok: 0.25, outputPerMTok: 2, cachedInputPerMTok: 0.025 },
-};
+/** Price overrides by exact model name (USD per 1M tokens); other models use the core table. */
+export type PriceTable = Readonly<Record<string, ModelPricing>>;
 
 /** Token usage of one model call, as the provider reported it. */
 export interface CallUsage {
@@ -48,17 +33,14 @@ export interface UsageLedger {
   lastContextFill: number;
 }
 
-/** Estimated cost of a call in micro-USD (0 for unknown models). */
-export function callCostMicroUsd(model: string, usage: CallUsage, prices: Readonly<Record<string, ModelPrice>> = DEFAULT_PRICES): number {
-  const price = prices[model] ?? prices[model.replace(/^[^/]+\//, '')];
-  if (!price) return 0;
-  const uncached = Math.max(0, usage.promptTokens - usage.cachedTokens);
-  const cachedPrice = price.cachedInputPerMTok ?? price.inputPerMTok;
-  return Math.round(uncached * price.inputPerMTok + usage.cachedTokens * cachedPrice + usage.completionTokens * price.outputPerMTok);
+/** Estimated cost of a call in micro-USD: `prices[model]`, else the core model table; 0 when unknown. */
+export function callCostMicroUsd(model: string, usage: CallUsage, prices: PriceTable = {}): number {
+  const pricing = prices[model] ?? lookupModel(model)?.pricing;
+  return Math.round(estimateCostUsd(pricing, usage) * 1_000_000);
 }
 
 /** Ledger change of one model call; `contextWindow` turns prompt tokens into a fill ratio. */
-export function callUsageDelta(model: string, usage: CallUsage, contextWindow: number, prices?: Readonly<Record<string, ModelPrice>>): UsageDelta {
+export function callUsageDelta(model: string, usage: CallUsage, contextWindow: number, prices?: PriceTable): UsageDelta {
   return {
     incr: {
       promptTokens: usage.promptTokens,

@@ -1,0 +1,237 @@
+import type { ContextCompressor } from '../src/core/compressor.js';
+import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
+import type { ChatMessage } from '../src/core/messages.js';
+import { LlmError } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
+import type { CompletionResult, LlmClient } from '../src/llm/client.js';
+import { toLlmError } from '../src/llm/errors.js';
+import { replyJobId } from '../src/queue/names.js';
+import type { RedisClient } from '../src/redis/client.js';
+import { createSessionNotes } from '../src/redis/notes.js';
+import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } from '../src/redis/session-store.js';
+import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
+import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
+import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
+import { capToolResult, notesMessage, overheadTokens, TOOL_RESULT_SHARE, toUserMessage } from './request.js';
+import type { ToolRegistry } from './tools/registry.js';
+import type { ToolContext } from './tools/types.js';
+import { TurnState } from './turn-state.js';
+
+/** What the tool loop needs. */
+export interface AgentDeps {
+  redis: RedisClient;
+  store: SessionStore;
+  llm: LlmClient;
+  compressor: ContextCompressor;
+  tools: ToolRegistry;
+  logger: Logger;
+  /** Called before every model call (the gateway shows "typing"). */
+  onModelCall?: () => void;
+}
+
+/** Options of the tool loop. */
+export interface AgentOptions {
+  systemPrompt: string;
+  contextWindow: number;
+  /** Model calls allowed in one turn. */
+  maxModelCalls: number;
+  /** Forced compactions after "context length exceeded" per turn, before giving up. */
+  maxContextRetries: number;
+  /** Model that writes summaries (for the transcript); default the main model. */
+  summaryModel?: string;
+  prices?: PriceTable;
+}
+
+/** One turn's input: the session as loaded, the lease's fence and the messages taken from the inbox. */
+export interface TurnInput {
+  snapshot: SessionSnapshot;
+  fence: number;
+  items: InboundMessage[];
+}
+
+/** User-facing texts of the ways a turn can end without an answer. */
+export const TURN_NOTICES = {
+  contextOverflow: 'This conversation no longer fits into the model\'s context window, even after compacting it. Use /compact <focus> to summarise it around what matters, or /reset to start over.',
+  unavailable: (detail: string) => `The model is not answering right now (${detail}). Please send your message again in a little while.`,
+  refused: (detail: string) => `The model endpoint refused the request (${detail}). An operator needs to check the configuration.`,
+  maxCalls: (calls: number) => `I stopped after ${calls} model calls in this turn without finishing. Ask me to continue if you want me to go on.`,
+  paused: 'Automatic compaction is paused for this conversation because it did not shrink it enough twice in a row. Use /compact <focus> or /reset.',
+  empty: 'The model returned an empty answer.',
+} as const;
+
+interface Loop {
+  deps: AgentDeps;
+  options: AgentOptions;
+  turn: TurnState;
+  items: InboundMessage[];
+  system: ChatMessage;
+  log: Logger;
+  calls: number;
+  contextFailures: number;
+  manual: { focus?: string } | null;
+  notices: string[];
+  /** Compactions since the last model call; bounds compaction to one in-loop run per call. */
+  compactionsSinceCall: number;
+}
+
+/**
+ * Runs one turn: puts the new inbound messages into the projection, then loops model call → tools
+ * until the model answers, compacting before any call whose request reaches the trigger. Every
+ * round is committed atomically; the final commit deletes the processing list and puts the replies
+ * in the outbox. @returns the replies committed. @throws StaleCommitError when the lease was lost.
+ */
+export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<OutboundMessage[]> {
+  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence);
+  const loop: Loop = {
+    deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
+    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0,
+  };
+  await appendInbound(loop);
+  for (;;) {
+    if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
+    const request = await buildRequest(loop);
+    if (await compactIfNeeded(loop, request.overhead)) continue;
+    deps.onModelCall?.();
+    loop.calls++;
+    loop.compactionsSinceCall = 0;
+    let result: CompletionResult;
+    try {
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools });
+    } catch (err) {
+      const error = toLlmError(err, 'chat completion');
+      const notice = await onModelError(loop, error, request.overhead);
+      if (notice === null) continue;
+      return finish(loop, null, notice);
+    }
+    const done = await applyResult(loop, result, request.overhead);
+    if (done) return done;
+  }
+}
+
+async function appendInbound(loop: Loop): Promise<void> {
+  const applied = new Set(loop.turn.meta.turnInboundIds);
+  const fresh = loop.items.filter((item) => !applied.has(item.id));
+  const last = loop.items[loop.items.length - 1];
+  const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
+  if (fresh.length === 0) return;
+  const entries = fresh.map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
+  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[k].id));
+  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route } });
+}
+
+async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
+  const notes = notesMessage(await notesOf(loop).list());
+  const prefix = notes ? [loop.system, notes] : [loop.system];
+  const tools = loop.deps.tools.schemas();
+  const overhead = overheadTokens(prefix, tools, loop.deps.llm.model);
+  return { messages: [...prefix, ...loop.turn.messages()], tools, overhead };
+}
+
+/** Compacts when the model asked for it or the request reached the trigger. @returns true when it ran. */
+async function compactIfNeeded(loop: Loop, overhead: number): Promise<boolean> {
+  const requestTokens = loop.turn.requestTokens(overhead);
+  if (loop.manual) {
+    const focus = loop.manual.focus;
+    loop.manual = null;
+    await compact(loop, 'manual', true, requestTokens, focus);
+    return true;
+  }
+  if (loop.compactionsSinceCall > 0) return false;
+  if (!loop.deps.compressor.shouldCompress(requestTokens, loop.turn.compaction)) return false;
+  const before = loop.turn.meta.version;
+  await compact(loop, 'in-loop', false, requestTokens);
+  // A noop leaves the projection as it was: go on with the call instead of compacting again.
+  return loop.turn.meta.version !== before && loop.turn.compaction.lastOutcome !== 'noop' && loop.turn.compaction.lastOutcome !== 'aborted';
+}
+
+async function compact(loop: Loop, layer: CompactionLayer, force: boolean, requestTokens: number, focus?: string): Promise<void> {
+  const result = await runCompactionStep({
+    compressor: loop.deps.compressor, turn: loop.turn, system: loop.system, requestTokens, layer, force, focus,
+    summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log,
+  });
+  loop.compactionsSinceCall++;
+  if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
+}
+
+/** @returns null to retry the call, or the notice that ends the turn. */
+async function onModelError(loop: Loop, error: LlmError, overhead: number): Promise<string | null> {
+  loop.log.warn({ err: error, kind: error.kind, status: error.status }, 'model call failed');
+  if (error.kind === 'context_length') {
+    loop.contextFailures++;
+    if (loop.contextFailures > loop.options.maxContextRetries) return TURN_NOTICES.contextOverflow;
+    await compact(loop, 'reactive', true, loop.turn.requestTokens(overhead));
+    return null;
+  }
+  const detail = error.status ? `HTTP ${error.status}` : error.kind;
+  return error.kind === 'transient' || error.kind === 'connection' ? TURN_NOTICES.unavailable(detail) : TURN_NOTICES.refused(detail);
+}
+
+/** Commits one answered call; @returns the replies when the turn is over, else null. */
+async function applyResult(loop: Loop, result: CompletionResult, overhead: number): Promise<OutboundMessage[] | null> {
+  const { deps, options, turn } = loop;
+  const usage: UsageDelta = result.usage
+    ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
+    : { incr: { calls: 1 }, set: {} };
+  const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
+  const assistant = toEntry(result.message, deps.llm.model);
+  const calls = result.message.tool_calls ?? [];
+  if (calls.length === 0) {
+    const text = (result.message.content ?? '').trim();
+    return finish(loop, { entry: assistant, usage, meta }, text === '' ? TURN_NOTICES.empty : null, text);
+  }
+  const context = toolContext(loop);
+  const maxTokens = Math.floor(options.contextWindow * TOOL_RESULT_SHARE);
+  const results: StoredEntry[] = [];
+  for (const call of calls) {
+    const text = capToolResult(await deps.tools.execute(call, context), maxTokens, deps.llm.model);
+    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: text }, deps.llm.model));
+  }
+  const entries = [assistant, ...results];
+  await turn.append(entries, { transcript: entries.map((entry) => messageEvent(entry)), usage, meta });
+  return null;
+}
+
+interface FinalCall {
+  entry: StoredEntry;
+  usage: UsageDelta;
+  meta: { lastPromptTokens: number; appendedTokensSince: number; overheadTokens: number };
+}
+
+/** The last commit of a turn: the answer (if any), replies into the outbox, processing deleted. */
+async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
+  const ids = loop.items.map((item) => item.id);
+  const outbox: OutboundMessage[] = [];
+  if (replyText) outbox.push(outbound(loop, replyJobId(ids, 'reply'), replyText, 'reply'));
+  [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice')));
+  const change = { outbox, finishTurn: true };
+  if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry)], usage: final.usage, meta: final.meta });
+  else await loop.turn.commitOnly(change);
+  loop.log.info({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
+  return outbox;
+}
+
+function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['kind']): OutboundMessage {
+  const last = loop.items[loop.items.length - 1];
+  const message: OutboundMessage = { id, sessionId: loop.turn.sessionId, channel: last.channel, chatId: last.chatId, text, kind };
+  if (last.threadId) message.threadId = last.threadId;
+  return message;
+}
+
+function toolContext(loop: Loop): Omit<ToolContext, 'signal'> {
+  const keys = loop.deps.store.keys(loop.turn.sessionId);
+  return {
+    sessionId: loop.turn.sessionId,
+    notes: notesOf(loop),
+    searchTranscript: (query, limit) => searchTranscript(loop.deps.redis, keys, query, { limit }),
+    requestCompaction: (focus) => { loop.manual = { focus }; },
+    now: () => new Date(),
+  };
+}
+
+function notesOf(loop: Loop) {
+  return createSessionNotes(loop.deps.redis, loop.deps.store.keys(loop.turn.sessionId));
+}
+
+function messageEvent(entry: StoredEntry, inboundId?: string): TranscriptEntry {
+  return { type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now(), ...(inboundId ? { inboundId } : {}) };
+}

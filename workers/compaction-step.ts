@@ -1,0 +1,58 @@
+import type { ContextCompressor } from '../src/core/compressor.js';
+import type { CompactionResult } from '../src/core/compaction-types.js';
+import type { ChatMessage } from '../src/core/messages.js';
+import type { Logger } from '../src/log.js';
+import { toEntry } from '../src/redis/session-store.js';
+import type { TranscriptCompaction } from '../src/redis/transcript.js';
+import { compactionUsageDelta } from '../src/redis/usage.js';
+import type { TurnState } from './turn-state.js';
+
+/** Which trigger asked for a compaction. */
+export type CompactionLayer = 'in-loop' | 'reactive' | 'manual' | 'hygiene';
+
+/** What one compaction step needs. */
+export interface CompactionStepInput {
+  compressor: ContextCompressor;
+  turn: TurnState;
+  /** System prompt (first message of every request; protected head). */
+  system: ChatMessage;
+  /** Tokens of the next request as the ledger knows it (overhead included). */
+  requestTokens: number;
+  layer: CompactionLayer;
+  force: boolean;
+  focus?: string;
+  /** Model that writes summaries (recorded in the transcript). */
+  summaryModel: string;
+  model?: string;
+  logger: Logger;
+}
+
+/**
+ * Runs the compressor on system prompt + projection and commits the outcome atomically: the new
+ * projection (unless noop/aborted), the compaction state, a `compaction` transcript event and
+ * the ledger counters. @throws StaleCommitError when the lease was lost.
+ */
+export async function runCompactionStep(input: CompactionStepInput): Promise<CompactionResult> {
+  const { turn, system, layer } = input;
+  const startedMs = Date.now();
+  const result = await input.compressor.compress([system, ...turn.messages()], {
+    requestTokens: input.requestTokens, force: input.force, focus: input.focus, state: turn.compaction,
+  });
+  const durationMs = Date.now() - startedMs;
+  const event: TranscriptCompaction = {
+    type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
+    model: input.summaryModel, durationMs, reason: result.reason, atMs: Date.now(),
+  };
+  const usage = compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter);
+  if (result.outcome === 'noop' || result.outcome === 'aborted') {
+    await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
+  } else {
+    const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
+    await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage });
+  }
+  input.logger.info({
+    layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
+    requestTokens: input.requestTokens, durationMs, reason: result.reason,
+  }, 'compaction');
+  return result;
+}

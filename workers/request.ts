@@ -1,0 +1,50 @@
+import type { InboundMessage } from '../src/core/inbound.js';
+import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
+import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../src/core/tokens.js';
+import type { ToolSchema } from '../src/llm/client.js';
+
+/** Share of the context window one tool result may take when it enters the projection. */
+export const TOOL_RESULT_SHARE = 0.25;
+
+/** The user message of an inbound message; in groups it names the sender. */
+export function toUserMessage(message: InboundMessage): ChatMessage {
+  let text = message.text;
+  if (message.attachments.length > 0) {
+    const list = message.attachments.map((a) => a.fileName ?? a.kind).join(', ');
+    text += `${text ? '\n' : ''}[attachments: ${list}]`;
+  }
+  if (message.chatType === 'group') text = `${message.userName}: ${text}`;
+  return { role: 'user', content: text };
+}
+
+/** The notes block injected right after the system prompt, or null without notes. */
+export function notesMessage(notes: Record<string, string>): ChatMessage | null {
+  const keys = Object.keys(notes).sort();
+  if (keys.length === 0) return null;
+  const lines = keys.map((key) => `- ${key}: ${notes[key]}`);
+  return { role: 'system', content: `${CHATGATE_MARK}notes] Notes you saved with the remember tool (they persist):\n${lines.join('\n')}` };
+}
+
+/** Tokens of a request outside the projection: system prompt, notes, tool schemas, reply priming. */
+export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly ToolSchema[], model?: string): number {
+  let total = REPLY_PRIMING_TOKENS;
+  for (const message of prefix) total += messageTokens(message, model);
+  if (tools.length > 0) total += countTextTokens(JSON.stringify(tools), model);
+  return total;
+}
+
+/**
+ * Caps a tool result at `maxTokens`: a head-and-tail excerpt with a marker saying how much was
+ * cut, so one giant tool output cannot push a request over the window.
+ */
+export function capToolResult(text: string, maxTokens: number, model?: string): string {
+  const tokens = countTextTokens(text, model);
+  if (tokens <= maxTokens) return text;
+  let keepChars = Math.floor((text.length * maxTokens) / tokens * 0.9);
+  for (;;) {
+    const half = Math.floor(keepChars / 2);
+    const excerpt = `${text.slice(0, half)}\n${CHATGATE_MARK}trimmed] ${text.length - 2 * half} of ${text.length} characters cut from this tool result\n${text.slice(-half)}`;
+    if (countTextTokens(excerpt, model) <= maxTokens || keepChars < 64) return excerpt;
+    keepChars = Math.floor(keepChars * 0.8);
+  }
+}

@@ -1,0 +1,69 @@
+import type { CompactionState } from '../src/core/compaction-types.js';
+import { toCompactionState } from '../src/core/compaction-state.js';
+import type { ChatMessage } from '../src/core/messages.js';
+import type { CommitChange, MetaUpdate, SessionMeta, SessionSnapshot, SessionStore, StoredEntry } from '../src/redis/session-store.js';
+import { requestTokens } from '../src/redis/session-store.js';
+
+type Change = Omit<CommitChange, 'expectedVersion' | 'fence' | 'meta' | 'projection'> & { meta?: MetaUpdate };
+
+/**
+ * The running turn's view of its session: the projection and meta as last committed, plus the
+ * lease's fencing token. Every write goes through {@link TurnState.append} or
+ * {@link TurnState.replace}, which commit atomically and then update the local mirror.
+ */
+export class TurnState {
+  entries: StoredEntry[];
+  meta: SessionMeta;
+  compaction: CompactionState;
+
+  constructor(private readonly store: SessionStore, readonly sessionId: string, snapshot: SessionSnapshot, readonly fence: number) {
+    this.entries = snapshot.entries;
+    this.meta = snapshot.meta;
+    this.compaction = toCompactionState(snapshot.meta.compaction);
+  }
+
+  /** The projection's messages. */
+  messages(): ChatMessage[] {
+    return this.entries.map((entry) => entry.message);
+  }
+
+  /** Size of the next request: the provider's last report plus what was appended since. */
+  requestTokens(overheadTokens: number): number {
+    return requestTokens({ meta: this.meta }, overheadTokens);
+  }
+
+  /** Appends entries (their tokens count as "appended since the report") and commits. */
+  async append(entries: StoredEntry[], change: Change = {}): Promise<void> {
+    const added = entries.reduce((sum, entry) => sum + entry.tokens, 0);
+    const meta: MetaUpdate = { appendedTokensSince: (change.meta?.appendedTokensSince ?? this.meta.appendedTokensSince) + added, ...withoutAppended(change.meta) };
+    await this.commit({ ...change, meta, projection: { append: entries } });
+    this.entries = [...this.entries, ...entries];
+    this.meta.projectionTokens += added;
+  }
+
+  /** Replaces the projection (a compaction) and commits; the provider report is void afterwards. */
+  async replace(entries: StoredEntry[], compaction: CompactionState, change: Change = {}): Promise<void> {
+    const meta: MetaUpdate = { ...change.meta, compaction, lastPromptTokens: 0, appendedTokensSince: 0 };
+    await this.commit({ ...change, meta, projection: { replace: entries } });
+    this.entries = entries;
+    this.compaction = compaction;
+    this.meta.projectionTokens = entries.reduce((sum, entry) => sum + entry.tokens, 0);
+  }
+
+  /** Commits without touching the projection. */
+  async commitOnly(change: Change): Promise<void> {
+    await this.commit(change);
+  }
+
+  private async commit(change: Change & { projection?: CommitChange['projection'] }): Promise<void> {
+    const version = await this.store.commit(this.sessionId, { ...change, expectedVersion: this.meta.version, fence: this.fence });
+    this.meta = { ...this.meta, ...change.meta, version } as SessionMeta;
+    if (change.meta?.compaction) this.compaction = change.meta.compaction;
+  }
+}
+
+function withoutAppended(meta: MetaUpdate | undefined): MetaUpdate {
+  if (!meta) return {};
+  const { appendedTokensSince: _ignored, ...rest } = meta;
+  return rest;
+}
