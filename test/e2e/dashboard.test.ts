@@ -1,0 +1,84 @@
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
+import { seededSession, seededSessions } from '../helpers/monitor-seed.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = 'test-output/dashboard.png';
+const TOKEN = 'dashboard-token-0123456789';
+
+describe('dashboard in headless Chromium', () => {
+  const reader = new MemorySessionReader(seededSessions());
+  let server: ServerType;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    // Bound off loopback with a token: the page must carry the token to its API calls.
+    const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN, dashboardPollMs: 250 });
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    const closed = new Promise((resolve) => server.close(resolve));
+    (server as Server).closeAllConnections();
+    await closed;
+  });
+
+  it('lists the seeded sessions', async () => {
+    await page.goto(`${base}/dashboard?token=${TOKEN}`);
+    const rows = page.locator('#sessions-body tr');
+    await rows.first().waitFor();
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.session))).toEqual(['discord:2002', 'telegram:1001', 'web:abc']);
+    const telegram = page.locator('tr[data-session="telegram:1001"] td');
+    expect(await telegram.allTextContents()).toEqual(['telegram:1001', 'telegram', '120', '17.8%', expect.any(String), '10,500', '$0.4567', '2', '2026-01-15 10:00:00']);
+  });
+
+  it('re-sorts by context fill', async () => {
+    await page.selectOption('#sort', 'fill');
+    await page.locator('#sessions-body tr').first().and(page.locator('[data-session="web:abc"]')).waitFor();
+    expect(await page.locator('#sessions-body tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.session))).toEqual(['web:abc', 'telegram:1001', 'discord:2002']);
+  });
+
+  it('opens a session: the fill chart shows both trigger lines and the compaction markers, and the ledger', async () => {
+    await page.click('tr[data-session="telegram:1001"]');
+    const markers = page.locator('#fill-chart .compaction-marker');
+    await markers.first().waitFor();
+    expect(await markers.count()).toBe(2);
+    expect(await markers.evaluateAll((gs) => gs.map((g) => g.querySelector('title')?.textContent))).toEqual([
+      'in-loop compacted: 66,000 → 19,800 tokens (turn 16)',
+      'in-loop compacted: 75,800 → 22,740 tokens (turn 30)',
+    ]);
+    expect(await page.locator('#fill-chart .threshold-compress').count()).toBe(1);
+    expect(await page.locator('#fill-chart .threshold-hygiene').count()).toBe(1);
+    expect(await page.locator('#fill-chart').textContent()).toContain('compress 50%');
+    expect(await page.locator('#fill-chart').textContent()).toContain('hygiene 85%');
+    const points = await page.locator('#fill-chart .fill-line').getAttribute('points');
+    expect(points?.split(' ')).toHaveLength(30);
+    expect(await page.locator('#ledger').textContent()).toContain('$0.4567');
+    expect(await page.locator('#pinned li').allTextContents()).toEqual(['ORD-48213-XK', '#4471']);
+    expect(await page.locator('#compaction-timeline tbody tr').count()).toBe(2);
+    expect(page.url()).toContain('#session=telegram%3A1001');
+    mkdirSync('test-output', { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  });
+
+  it('updates live when a session changes', async () => {
+    reader.put(seededSession('telegram:1001', { turns: 40, perTurn: 4_000, compactAt: [16, 30, 38], lastActivityAt: Date.UTC(2026, 0, 15, 12) }));
+    await page.locator('#fill-chart .compaction-marker').nth(2).waitFor();
+    expect(await page.locator('#fill-chart .compaction-marker').count()).toBe(3);
+    reader.put(seededSession('web:new', { turns: 1, perTurn: 500, compactAt: [] }));
+    await page.locator('tr[data-session="web:new"]').waitFor();
+  });
+});
