@@ -21,7 +21,7 @@ export {
   tokensTotal,
   turnDurationSeconds,
 } from './metrics.js';
-export type { CallUsage, QueueDepth, QueueDepthSource } from './metrics.js';
+export type { ModelCallRecord, QueueDepth, QueueDepthSource } from './metrics.js';
 export { DEFAULT_PAGE_SIZE, pageSessions } from './session-reader.js';
 export type {
   CompactionEvent,
@@ -29,10 +29,10 @@ export type {
   FillPoint,
   ListSessionsOptions,
   SessionDetail,
+  SessionLedger,
   SessionNote,
   SessionPage,
   SessionReader,
   SessionRow,
   SessionSort,
-  UsageLedger,
 } from './session-reader.js';

@@ -109,7 +109,7 @@ export function setQueueDepthSource(source: QueueDepthSource | undefined): void 
 }
 
 /** Usage of one model call, as the provider reported it. */
-export interface CallUsage {
+export interface ModelCallRecord {
   channel: string;
   promptTokens: number;
   completionTokens: number;
@@ -118,7 +118,7 @@ export interface CallUsage {
 }
 
 /** Records one model call: `chatgate_model_calls_total` and `chatgate_tokens_total`. */
-export function recordModelCall(usage: CallUsage): void {
+export function recordModelCall(usage: ModelCallRecord): void {
   modelCallsTotal.inc({ channel: usage.channel, outcome: usage.outcome ?? 'ok' });
   tokensTotal.inc({ kind: 'prompt', channel: usage.channel }, usage.promptTokens);
   tokensTotal.inc({ kind: 'completion', channel: usage.channel }, usage.completionTokens);

@@ -13,7 +13,7 @@ export type CompactionLayer = 'in-loop' | 'hygiene' | 'reactive' | 'manual';
 export type SessionSort = 'lastActivity' | 'fill';
 
 /** The per-session usage ledger. Token figures are as the provider reported them. */
-export interface UsageLedger {
+export interface SessionLedger {
   promptTokens: number;
   completionTokens: number;
   /** Prompt tokens served from the provider's cache (a subset of `promptTokens`). */
@@ -93,7 +93,7 @@ export interface SessionNote {
 /** Everything the monitor shows about one session. */
 export interface SessionDetail {
   session: SessionRow;
-  ledger: UsageLedger;
+  ledger: SessionLedger;
   /** Where the dashboard draws the trigger lines, as fractions of the window (reserve already applied). */
   thresholds: { compress: number; hygiene: number };
   /** Oldest first. */
