@@ -169,7 +169,7 @@ export class ContextCompressor {
     const { model } = this.options;
     const trimmed = new Set(layout.trimmed);
     const tail = pruned.slice(layout.tailStart).map((m, k) =>
-      m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS) } : m,
+      m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) } : m,
     );
     const head = pruned.slice(0, layout.headEnd);
     const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), model);

@@ -16,7 +16,17 @@ const AMOUNT_RE = new RegExp(
   'g',
 );
 const HASH_NUMBER_RE = /(?<![\w&])#\d{2,}\b/g;
-const TOKEN_RE = /\b[A-Za-z0-9][A-Za-z0-9_-]*[A-Za-z0-9]\b/g;
+const DIGITS_RE = /\d+/g;
+const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
+// Cheap guards, so a text is scanned by a shape's regex only when it may hold one.
+const WIDE_SHAPES: ReadonlyArray<readonly [RegExp, (text: string) => boolean]> = [
+  [URL_RE, (t) => t.includes('://')],
+  [EMAIL_RE, (t) => t.includes('@')],
+  [ISO_DATE_RE, (t) => t.includes('-') && /\d{4}-\d\d-/.test(t)],
+  [PATH_RE, (t) => t.includes('/') || t.includes('\\')],
+  [AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
+  [HASH_NUMBER_RE, (t) => t.includes('#')],
+];
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const factCache = new WeakMap<ChatMessage, readonly string[]>();
 
@@ -28,18 +38,35 @@ const factCache = new WeakMap<ChatMessage, readonly string[]>();
 export function extractFacts(text: string): string[] {
   const found: string[] = [];
   let rest = text;
-  for (const re of [URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, AMOUNT_RE, HASH_NUMBER_RE]) {
+  for (const [re, mayHold] of WIDE_SHAPES) {
+    if (!mayHold(rest)) continue; // cheap guard: most texts hold no URL, email, path or amount
     rest = rest.replace(re, (match) => {
-      const cleaned = re === URL_RE || re === AMOUNT_RE ? match.replace(/[.,;:!?]+$/, '') : match.trim();
-      found.push(cleaned);
+      found.push(re === URL_RE || re === AMOUNT_RE ? match.replace(/[.,;:!?]+$/, '') : match.trim());
       return ' ';
     });
   }
-  for (const match of rest.matchAll(TOKEN_RE)) {
-    const token = match[0];
-    if (isStrongToken(token)) found.push(token);
-  }
+  collectTokens(rest, found);
   return [...new Set(found)];
+}
+
+/** Finds tokens holding a digit by expanding around each digit run: far cheaper than a word regex. */
+function collectTokens(text: string, found: string[]): void {
+  DIGITS_RE.lastIndex = 0;
+  let match: RegExpExecArray | null;
+  while ((match = DIGITS_RE.exec(text)) !== null) {
+    let start = match.index;
+    let end = start + match[0].length;
+    while (start > 0 && isTokenChar(text.charCodeAt(start - 1))) start--;
+    while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
+    DIGITS_RE.lastIndex = end;
+    let token = text.slice(start, end);
+    token = token.replace(/^[-_]+|[-_]+$/g, '');
+    if (token.length > 0 && isStrongToken(token)) found.push(token);
+  }
+}
+
+function isTokenChar(code: number): boolean {
+  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 45 || code === 95;
 }
 
 /**
@@ -91,7 +118,9 @@ export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
 
 /** Facts of the ledger, newest first (ties broken by the fact itself, for determinism). */
 export function factsNewestFirst(ledger: Readonly<Record<string, number>>): string[] {
-  return Object.keys(ledger).sort((a, b) => ledger[b] - ledger[a] || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.entries(ledger)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([fact]) => fact);
 }
 
 function isStrongToken(token: string): boolean {

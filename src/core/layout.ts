@@ -2,6 +2,7 @@ import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, 
 import { messageTokens } from './tokens.js';
 import { parseSummary } from './summary-block.js';
 import { trimToolResult } from './prune.js';
+import { factsOfMessage } from './facts.js';
 
 /** Characters a tail tool result outside the current round is trimmed to when the tail is over budget. */
 export const TAIL_TRIM_CHARS = 800;
@@ -121,7 +122,7 @@ function trimmedGroupTokens(messages: readonly ChatMessage[], from: number, to: 
   let total = 0;
   for (let i = from; i < to; i++) {
     const m = messages[i];
-    total += m.role === 'tool' ? messageTokens({ ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS) }, model) : messageTokens(m, model);
+    total += m.role === 'tool' ? messageTokens({ ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) }, model) : messageTokens(m, model);
   }
   return total;
 }

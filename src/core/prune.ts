@@ -1,4 +1,4 @@
-import { extractFacts } from './facts.js';
+import { extractFacts, factsOfMessage } from './facts.js';
 import { hasToolCalls, isChatgateText, type ChatMessage, type ToolCall } from './messages.js';
 
 /** Tool results longer than this (characters) are pruned to a one-line description. */
@@ -18,22 +18,22 @@ const ARG_VALUE_CHARS = 160;
  */
 export function pruneRange(messages: readonly ChatMessage[], from: number, to: number): ChatMessage[] {
   const callNames = toolCallIndex(messages);
-  const laterContents = new Set<string>();
+  const later = new LaterContents();
   const out = messages.slice();
   for (let i = messages.length - 1; i >= from; i--) {
     const message = messages[i];
     if (message.role === 'tool' && i < to && !isChatgateText(message.content)) {
       const name = callNames.get(message.tool_call_id);
-      if (laterContents.has(message.content) && message.content.length > 40) {
+      if (message.content.length > 40 && later.has(message.content)) {
         out[i] = { ...message, content: `[chatgate:duplicate] same result as a later ${name?.name ?? 'tool'} call` };
       } else if (message.content.length > PRUNE_MIN_CHARS) {
-        out[i] = { ...message, content: describeToolResult(message.content, name) };
+        out[i] = { ...message, content: describeToolResult(message.content, name, factsOfMessage(message)) };
       }
     } else if (hasToolCalls(message) && i < to) {
       const calls = message.tool_calls.map(shortenCall);
       if (calls.some((call, k) => call !== message.tool_calls[k])) out[i] = { ...message, tool_calls: calls };
     }
-    if (message.role === 'tool') laterContents.add(message.content);
+    if (message.role === 'tool') later.add(message.content);
   }
   return out;
 }
@@ -42,9 +42,9 @@ export function pruneRange(messages: readonly ChatMessage[], from: number, to: n
  * Trims a tool result to a head-and-tail excerpt of about `maxChars`, marked as trimmed, keeping the
  * identifiers it contained. Results already short enough are returned unchanged.
  */
-export function trimToolResult(content: string, maxChars: number): string {
+export function trimToolResult(content: string, maxChars: number, facts?: readonly string[]): string {
   if (content.length <= maxChars || isChatgateText(content)) return content;
-  const ids = extractFacts(content).slice(0, NOTE_IDS);
+  const ids = (facts ?? extractFacts(content)).slice(0, NOTE_IDS);
   const headChars = Math.max(0, Math.floor(maxChars * 0.6));
   const tailChars = Math.max(0, Math.floor(maxChars * 0.25));
   const idPart = ids.length > 0 ? `; ids: ${ids.join(', ')}` : '';
@@ -54,8 +54,8 @@ export function trimToolResult(content: string, maxChars: number): string {
 }
 
 /** The one-line description a pruned tool result becomes. */
-export function describeToolResult(content: string, call?: { name: string; arguments: string }): string {
-  const ids = extractFacts(content).slice(0, NOTE_IDS);
+export function describeToolResult(content: string, call?: { name: string; arguments: string }, facts?: readonly string[]): string {
+  const ids = (facts ?? extractFacts(content)).slice(0, NOTE_IDS);
   const args = call ? summariseArguments(call.arguments) : '';
   const label = call ? `${call.name}${args ? ` ${args}` : ''}` : 'tool';
   const idPart = ids.length > 0 ? `; ids: ${ids.join(', ')}` : '';
@@ -116,5 +116,25 @@ function summariseArguments(args: string): string {
 }
 
 function formatCount(n: number): string {
-  return n.toLocaleString('en-US');
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Tool results seen later in the history, looked up by a cheap key before comparing whole texts. */
+class LaterContents {
+  private readonly byKey = new Map<string, string[]>();
+
+  add(content: string): void {
+    const key = keyOf(content);
+    const bucket = this.byKey.get(key);
+    if (bucket) bucket.push(content);
+    else this.byKey.set(key, [content]);
+  }
+
+  has(content: string): boolean {
+    return this.byKey.get(keyOf(content))?.some((other) => other === content) ?? false;
+  }
+}
+
+function keyOf(content: string): string {
+  return content.length <= 96 ? content : `${content.length}:${content.slice(0, 48)}${content.slice(-48)}`;
 }

@@ -1,0 +1,8 @@
+/** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
+import { runCompressorBench } from './compressor.js';
+import { runSessionsBench } from './sessions.js';
+
+const wanted = new Set(process.argv.slice(2));
+const all = wanted.size === 0;
+if (all || wanted.has('compressor')) await runCompressorBench();
+if (all || wanted.has('sessions')) await runSessionsBench();
