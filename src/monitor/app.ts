@@ -73,7 +73,8 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   app.get('/readyz', (c) => readiness(c, deps.checks ?? {}, resolved.checkTimeoutMs));
 
   const auth = createMonitorAuth({ host: resolved.host, token: resolved.monitorToken });
-  for (const path of ['/metrics', '/api/*', '/dashboard', `${QUEUES_BASE_PATH}`, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
+  // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
+  for (const path of ['/metrics', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
   app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }));
   app.get('/api/sessions', async (c) => {

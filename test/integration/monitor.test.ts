@@ -175,6 +175,14 @@ describe('monitor auth', () => {
     expect((await fetch(`${base}/api/sessions`, { headers: { cookie: cookie.split(';')[0] } })).status).toBe(200);
   });
 
+  it('guards only its own routes, so a web chat mounted on the same app keeps its own rules', async () => {
+    const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN });
+    app.get('/api/chat/ping', (c) => c.text('pong'));
+    expect((await app.request('/api/chat/ping')).status).toBe(200);
+    expect((await app.request('/api/sessions')).status).toBe(401);
+    expect((await app.request('/api/sessions/web:abc')).status).toBe(401);
+  });
+
   it('bound off loopback without a configured token, refuses everything (fail closed)', async () => {
     const base = await start({ sessions: reader }, {}, '0.0.0.0');
     expect((await fetch(`${base}/api/sessions`)).status).toBe(401);
