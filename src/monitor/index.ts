@@ -36,3 +36,4 @@ export type {
   SessionRow,
   SessionSort,
 } from './session-reader.js';
+export { formatSessionsTable, formatSessionUsage } from './session-table.js';

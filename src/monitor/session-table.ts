@@ -1,0 +1,64 @@
+import type { SessionDetail, SessionRow } from './session-reader.js';
+
+/**
+ * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the
+ * same figures as the dashboard, aligned in columns. Pure functions.
+ */
+
+const COLUMNS = ['session', 'channel', 'messages', 'fill', 'tokens in', 'tokens out', 'cost', 'compactions', 'last activity (UTC)'] as const;
+const RIGHT_ALIGNED = new Set<string>(['messages', 'fill', 'tokens in', 'tokens out', 'cost', 'compactions']);
+
+/** The sessions table: one line per row under a header; `(no sessions)` when empty. */
+export function formatSessionsTable(rows: readonly SessionRow[]): string {
+  if (rows.length === 0) return '(no sessions)';
+  const cells = rows.map((row) => [
+    row.paused ? `${row.id} (paused)` : row.id,
+    row.channel,
+    formatInt(row.messages),
+    formatPercent(row.fill),
+    formatInt(row.promptTokens),
+    formatInt(row.completionTokens),
+    formatUsd(row.costUsd),
+    formatInt(row.compactions),
+    formatUtc(row.lastActivityAt),
+  ]);
+  const widths = COLUMNS.map((header, i) => Math.max(header.length, ...cells.map((line) => line[i].length)));
+  const render = (line: readonly string[]) =>
+    line.map((cell, i) => (RIGHT_ALIGNED.has(COLUMNS[i]) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+  return [render(COLUMNS), ...cells.map(render)].join('\n');
+}
+
+/** The usage report of one session: ledger, context fill against both triggers, compactions. */
+export function formatSessionUsage(detail: SessionDetail): string {
+  const { session: s, ledger: l, thresholds: t } = detail;
+  const byLayer = Object.entries(l.compactionsByLayer)
+    .map(([layer, outcomes]) => `${layer} ${Object.entries(outcomes ?? {}).map(([o, n]) => `${o}=${n}`).join(' ')}`)
+    .join('; ');
+  const lines = [
+    `session        ${s.id} (${s.channel})${s.paused ? ' — automatic compaction paused' : ''}`,
+    `context        ${formatInt(s.contextTokens)} / ${formatInt(s.contextWindow)} tokens (${formatPercent(s.fill)}; compress at ${formatPercent(t.compress)}, hygiene at ${formatPercent(t.hygiene)})`,
+    `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}), completion ${formatInt(l.completionTokens)}`,
+    `model calls    ${formatInt(l.calls)}`,
+    `cost           ${formatUsd(l.costUsd)} (estimated)`,
+    `compactions    ${formatInt(l.compactions)}${byLayer ? ` (${byLayer})` : ''}, ${formatInt(l.tokensRemoved)} tokens removed`,
+    `messages       ${formatInt(s.messages)}, last activity ${formatUtc(s.lastActivityAt)} UTC`,
+  ];
+  if (detail.pinnedFacts.length > 0) lines.push(`pinned facts   ${detail.pinnedFacts.join(', ')}`);
+  return lines.join('\n');
+}
+
+function formatInt(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function formatPercent(fraction: number): string {
+  return `${(fraction * 100).toFixed(1)}%`;
+}
+
+function formatUsd(usd: number): string {
+  return `$${usd.toFixed(4)}`;
+}
+
+function formatUtc(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
