@@ -20,6 +20,7 @@ COPY --chown=node:node package.json tsconfig.json ./
 COPY --chown=node:node src ./src
 COPY --chown=node:node channels ./channels
 COPY --chown=node:node workers ./workers
+COPY --chown=node:node bin ./bin
 # `chatgate <command>` on PATH: the CLI entry point run through tsx.
 RUN printf '#!/bin/sh\nexec node --import tsx /app/src/cli.ts "$@"\n' > /usr/local/bin/chatgate \
  && chmod 0755 /usr/local/bin/chatgate \

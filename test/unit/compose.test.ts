@@ -115,6 +115,6 @@ describe('Dockerfile', () => {
   });
 
   it('copies every source folder the CLI needs', () => {
-    for (const folder of ['src', 'channels', 'workers']) expect(dockerfile).toMatch(new RegExp(`^COPY .*\\b${folder} \\./${folder}$`, 'm'));
+    for (const folder of ['src', 'channels', 'workers', 'bin']) expect(dockerfile).toMatch(new RegExp(`^COPY .*\\b${folder} \\./${folder}$`, 'm'));
   });
 });
