@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve as resolvePath } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../errors.js';
 import { createSilentLogger, type Logger } from '../log.js';
@@ -29,8 +29,11 @@ export interface ResolveRedisOptions {
 export interface ResolvedRedis {
   /** Connection URL. */
   url: string;
-  /** `env`: REDIS_URL; `default`: the fallback address answered; `spawned`: a redis-server started here. */
-  source: 'env' | 'default' | 'spawned';
+  /**
+   * `env`: REDIS_URL; `default`: the fallback address answered; `spawned`: a redis-server started
+   * here; `reused`: the redis-server another chatgate process started in the same state folder.
+   */
+  source: 'env' | 'default' | 'spawned' | 'reused';
   /** Process id of the started redis-server (`spawned` only). */
   pid?: number;
   /** Stops the redis-server started here (waits for it to exit); a no-op for the other sources. */
@@ -39,6 +42,8 @@ export interface ResolvedRedis {
 
 const DEFAULTS = { fallbackHost: '127.0.0.1', fallbackPort: 6379, stateDir: '.state', redisServerCommand: 'redis-server', connectTimeoutMs: 2000, startTimeoutMs: 15_000 };
 const START_ATTEMPTS = 3;
+/** Written next to the data of a started redis-server, so other chatgate processes find and share it. */
+const STATE_FILE = 'chatgate-redis.json';
 const INSTALL_HINT =
   'Install Redis (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`), ' +
   'run one with Docker (`docker run -d -p 6379:6379 redis:7-alpine`), or set REDIS_URL.';
@@ -46,7 +51,9 @@ const INSTALL_HINT =
 /**
  * Finds the Redis to use: `url` if set (unreachable → error); else the fallback address if it
  * answers PING; else a `redis-server` from PATH started on a free loopback port with
- * `--dir <stateDir>/redis`, stopped by `stop()` or when this process exits.
+ * `--dir <stateDir>/redis`, stopped by `stop()` or when this process exits. Another chatgate
+ * process resolving with the same state folder meanwhile shares that server (`reused`) instead of
+ * starting a second one on the same data.
  * @throws GatewayError `REDIS_UNREACHABLE` (url set but not answering), `REDIS_NOT_FOUND` (no
  * Redis and no redis-server on PATH), `REDIS_START_FAILED` (redis-server would not start).
  */
@@ -66,6 +73,11 @@ export async function resolveRedis(options: ResolveRedisOptions = {}): Promise<R
   }
   const dir = resolvePath(o.stateDir, 'redis');
   mkdirSync(dir, { recursive: true });
+  const shared = await findSharedServer(dir, o.connectTimeoutMs);
+  if (shared) {
+    log.info({ url: shared, dir }, 'using the redis-server another chatgate process started');
+    return { url: shared, source: 'reused', stop: noop };
+  }
   let lastError: unknown;
   for (let attempt = 1; attempt <= START_ATTEMPTS; attempt += 1) {
     try {
@@ -113,7 +125,12 @@ async function startRedisServer(command: string, dir: string, timeoutMs: number,
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   await waitUntilReady(child, timeoutMs);
   const url = `redis://127.0.0.1:${port}`;
-  const killOnExit = () => child.kill('SIGTERM');
+  const stateFile = join(dir, STATE_FILE);
+  writeFileSync(stateFile, JSON.stringify({ pid: child.pid, port }));
+  const killOnExit = () => {
+    child.kill('SIGTERM');
+    rmSync(stateFile, { force: true });
+  };
   process.once('exit', killOnExit);
   log.info({ port, dir, pid: child.pid }, 'started embedded redis-server');
   return {
@@ -123,9 +140,23 @@ async function startRedisServer(command: string, dir: string, timeoutMs: number,
     stop: async () => {
       process.removeListener('exit', killOnExit);
       await stopChild(child);
+      rmSync(stateFile, { force: true });
       log.info({ port }, 'stopped embedded redis-server');
     },
   };
+}
+
+/** The URL of a live redis-server recorded in `dir` by another chatgate process, if any. */
+async function findSharedServer(dir: string, timeoutMs: number): Promise<string | undefined> {
+  let port: unknown;
+  try {
+    port = (JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as { port?: unknown }).port;
+  } catch {
+    return undefined;
+  }
+  if (typeof port !== 'number') return undefined;
+  const url = `redis://127.0.0.1:${port}`;
+  return (await pingRedis(url, timeoutMs)) === undefined ? url : undefined;
 }
 
 function waitUntilReady(child: ChildProcess, timeoutMs: number): Promise<void> {

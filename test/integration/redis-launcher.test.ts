@@ -78,6 +78,23 @@ describe('resolveRedis', () => {
     await own.stop();
   });
 
+  it('shares the server it started with another process using the same state folder', async () => {
+    const dir = join(stateDir, 'shared');
+    const first = await resolveRedis({ fallbackPort: await closedPort(), stateDir: dir });
+    started.push(first);
+    expect(existsSync(join(dir, 'redis', 'chatgate-redis.json'))).toBe(true);
+    const second = await resolveRedis({ fallbackPort: await closedPort(), stateDir: dir });
+    expect(second).toMatchObject({ source: 'reused', url: first.url });
+    await second.stop();
+    expect(await pingRedis(first.url)).toBeUndefined();
+    await first.stop();
+    expect(existsSync(join(dir, 'redis', 'chatgate-redis.json'))).toBe(false);
+    const third = await resolveRedis({ fallbackPort: await closedPort(), stateDir: dir });
+    started.push(third);
+    expect(third.source).toBe('spawned');
+    await third.stop();
+  });
+
   it('uses REDIS_URL when it answers and fails clearly when it does not', async () => {
     const own = await resolveRedis({ fallbackPort: await closedPort(), stateDir });
     started.push(own);
