@@ -1,0 +1,229 @@
+/**
+ * The Telegram channel (grammY): long polling by default, webhook mode when a public URL is
+ * configured. An update counts as handled only when `onMessage` resolved: in polling mode the
+ * offset is not advanced past a failed update, so Telegram re-delivers it; in webhook mode the
+ * handler answers 500, so Telegram retries the webhook.
+ */
+import { autoRetry } from '@grammyjs/auto-retry';
+import { Bot, webhookCallback, type Context as GrammyContext } from 'grammy';
+import type { BotCommand, Update } from 'grammy/types';
+import type { Context as HonoContext } from 'hono';
+import { ChannelError } from '../../src/errors.js';
+import { createSilentLogger, type Logger } from '../../src/log.js';
+import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
+import { UNSUPPORTED_MEDIA_REPLY, toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
+
+/** The chat commands registered with setMyCommands by default. */
+export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = [
+  { command: 'usage', description: 'Tokens, cost and context fill of this chat' },
+  { command: 'status', description: 'Model, window, session age and state' },
+  { command: 'compact', description: 'Compact the conversation now (optional focus)' },
+  { command: 'reset', description: 'Start a fresh conversation' },
+  { command: 'pins', description: 'Notes and pinned facts' },
+  { command: 'help', description: 'What this bot can do' },
+];
+
+/** Options of {@link createTelegramChannel}. */
+export interface TelegramChannelOptions {
+  /** Bot token from @BotFather. Required. */
+  token: string;
+  /** Bot API root. Default `https://api.telegram.org` (tests point it at a fake). */
+  apiRoot?: string;
+  /** Public HTTPS URL of the webhook; when set the channel runs in webhook mode. Default: polling. */
+  webhookUrl?: string;
+  /** Secret checked in `X-Telegram-Bot-Api-Secret-Token`. Required with `webhookUrl`. */
+  webhookSecret?: string;
+  /** When the bot answers in groups. Default `mention`. */
+  groupTrigger?: GroupTrigger;
+  /** Long-poll timeout of getUpdates, in seconds. Default 30. */
+  pollTimeoutSeconds?: number;
+  /** Wait before fetching again after an update could not be handled, in ms. Default 1000. */
+  redeliveryDelayMs?: number;
+  /** Commands registered with setMyCommands on start. Default {@link DEFAULT_TELEGRAM_COMMANDS}. */
+  commands?: readonly BotCommand[];
+  /** Renewal period of the typing indicator, in ms. Default 4000 (it fades after 5 s). */
+  typingIntervalMs?: number;
+  /** auto-retry plugin: retries of 429/5xx/network errors per call. Default 2. */
+  maxRetryAttempts?: number;
+  /** auto-retry plugin: longest `retry_after` waited inside a call, in s. Default 30. */
+  maxRetryDelaySeconds?: number;
+}
+
+/** Resolved {@link TelegramChannelOptions}. */
+export type ResolvedTelegramChannelOptions = Required<Omit<TelegramChannelOptions, 'webhookUrl' | 'webhookSecret'>> & Pick<TelegramChannelOptions, 'webhookUrl' | 'webhookSecret'>;
+
+/** The Telegram channel; in webhook mode mount {@link TelegramChannel.webhookHandler} at the webhook URL's path. */
+export interface TelegramChannel extends Channel {
+  readonly name: 'telegram';
+  readonly mode: 'polling' | 'webhook';
+  /** The bot's identity, known after `start`. */
+  readonly identity: TelegramBotIdentity | undefined;
+  /** A hono handler for webhook POSTs (checks the secret-token header; 500 when not handled). */
+  webhookHandler(): (c: HonoContext) => Promise<Response>;
+}
+
+const DEFAULTS = {
+  apiRoot: 'https://api.telegram.org',
+  groupTrigger: 'mention',
+  pollTimeoutSeconds: 30,
+  redeliveryDelayMs: 1_000,
+  commands: DEFAULT_TELEGRAM_COMMANDS,
+  typingIntervalMs: 4_000,
+  maxRetryAttempts: 2,
+  maxRetryDelaySeconds: 30,
+} satisfies Omit<ResolvedTelegramChannelOptions, 'token'>;
+
+/** Creates the Telegram channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
+export function createTelegramChannel(deps: { log?: Logger } = {}, options: TelegramChannelOptions): TelegramChannel {
+  const resolved: ResolvedTelegramChannelOptions = { ...DEFAULTS, ...options };
+  validate(resolved);
+  const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'telegram' });
+  const bot = new Bot(resolved.token, { client: { apiRoot: resolved.apiRoot } });
+  bot.api.config.use(autoRetry({ maxRetryAttempts: resolved.maxRetryAttempts, maxDelaySeconds: resolved.maxRetryDelaySeconds, rethrowInternalServerErrors: true, rethrowHttpErrors: true }));
+  const state: { onMessage?: InboundHandler; identity?: TelegramBotIdentity; poller?: Poller } = {};
+  bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
+  const mode = resolved.webhookUrl ? 'webhook' : 'polling';
+
+  return {
+    name: 'telegram',
+    maxMessageLength: 4096,
+    lengthUnit: 'utf16',
+    formatting: 'telegram-html',
+    typingIntervalMs: resolved.typingIntervalMs,
+    mode,
+    get identity() {
+      return state.identity;
+    },
+    async start(onMessage) {
+      state.onMessage = onMessage;
+      try {
+        await bot.init();
+        state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
+        await bot.api.setMyCommands([...resolved.commands]);
+        if (mode === 'webhook') {
+          await bot.api.setWebhook(resolved.webhookUrl!, { secret_token: resolved.webhookSecret, allowed_updates: ['message'] });
+        } else {
+          await bot.api.deleteWebhook();
+          state.poller = startPolling(bot, resolved, log);
+        }
+      } catch (err) {
+        throw toTelegramChannelError(err, 'start');
+      }
+      log.info({ mode, username: state.identity.username }, 'telegram channel started');
+    },
+    async stop() {
+      const poller = state.poller;
+      state.poller = undefined;
+      state.onMessage = undefined;
+      if (poller) await poller.stop();
+    },
+    async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+      return sendTelegramText(bot.api, target, message);
+    },
+    async sendTyping(target: ChatTarget): Promise<void> {
+      await sendTelegramTyping(bot.api, target);
+    },
+    webhookHandler() {
+      const callback = webhookCallback(bot, 'hono', { secretToken: resolved.webhookSecret, onTimeout: 'throw', timeoutMilliseconds: 55_000 });
+      return async (c: HonoContext) => {
+        try {
+          return await callback(c);
+        } catch (err) {
+          log.warn({ err: toTelegramChannelError(err, 'webhook') }, 'webhook update not handled; Telegram will retry');
+          return c.json({ ok: false }, 500);
+        }
+      };
+    },
+  };
+}
+
+/** grammY types its signal with the `abort-controller` polyfill; Node's native one is compatible. */
+type GrammySignal = Parameters<Bot['api']['getUpdates']>[1];
+
+interface Poller {
+  stop(): Promise<void>;
+}
+
+/** Runs `message` updates through translate → onMessage (or the unsupported-media reply). */
+async function handleMessage(ctx: GrammyContext, state: { onMessage?: InboundHandler; identity?: TelegramBotIdentity }, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
+  const message = ctx.message;
+  if (!message || !state.identity) return;
+  const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now() });
+  if (translated.kind === 'ignore') {
+    log.debug({ chatId: message.chat.id, reason: translated.reason }, 'update ignored');
+    return;
+  }
+  if (translated.kind === 'unsupported') {
+    const target = { chatId: translated.chatId, threadId: translated.threadId, replyTo: String(translated.messageId) };
+    await sendTelegramText(ctx.api, target, { text: UNSUPPORTED_MEDIA_REPLY, mode: 'plain' });
+    return;
+  }
+  const onMessage = state.onMessage;
+  if (!onMessage) throw new ChannelError('telegram update arrived while the channel is stopped', { retryable: true, code: CHANNEL_ERROR_CODES.notStarted });
+  await onMessage(translated.message);
+}
+
+/**
+ * Long polling that confirms an update only after it was handled: on a failure the offset stays
+ * at the failed update, which getUpdates returns again after `redeliveryDelayMs`.
+ */
+function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, log: Logger): Poller {
+  const abort = new AbortController();
+  let offset = 0;
+  const wait = (ms: number): Promise<void> => new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    abort.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+  const loop = async (): Promise<void> => {
+    while (!abort.signal.aborted) {
+      let updates: Update[];
+      try {
+        updates = await bot.api.getUpdates({ offset, timeout: options.pollTimeoutSeconds, allowed_updates: ['message'] }, abort.signal as GrammySignal);
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        const error = toTelegramChannelError(err, 'getUpdates');
+        log.error({ err: error }, 'polling failed');
+        if (!error.retryable) return;
+        await wait(error.retryAfterMs ?? options.redeliveryDelayMs);
+        continue;
+      }
+      offset = await handleBatch(bot, updates, offset, log);
+      if (updates.length > 0 && offset <= updates[updates.length - 1].update_id) await wait(options.redeliveryDelayMs);
+    }
+  };
+  const running = loop().catch((err: unknown) => log.error({ err }, 'polling stopped'));
+  return {
+    async stop() {
+      abort.abort();
+      await running;
+      // Confirm what was handled, as grammY's bot.stop() does.
+      await bot.api.getUpdates({ offset, limit: 1, timeout: 0 }).catch(() => undefined);
+    },
+  };
+}
+
+/** Handles updates in order; returns the new offset (stops at the first failure). */
+async function handleBatch(bot: Bot, updates: Update[], offset: number, log: Logger): Promise<number> {
+  for (const update of updates) {
+    try {
+      await bot.handleUpdate(update);
+    } catch (err) {
+      const cause = err instanceof Error && 'error' in err ? (err as { error: unknown }).error : err;
+      log.warn({ err: cause, updateId: update.update_id }, 'update not handled; Telegram will re-deliver it');
+      return update.update_id;
+    }
+    offset = update.update_id + 1;
+  }
+  return offset;
+}
+
+function validate(options: ResolvedTelegramChannelOptions): void {
+  const issues: string[] = [];
+  if (!/^\d+:[\w-]+$/.test(options.token)) issues.push('`token` must look like `<bot id>:<secret>` (from @BotFather)');
+  if (options.webhookUrl !== undefined && !options.webhookSecret) issues.push('`webhookSecret` is required with `webhookUrl`');
+  if (options.webhookSecret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(options.webhookSecret)) issues.push('`webhookSecret` must be 1–256 characters of A-Z, a-z, 0-9, _ and -');
+  if (!(options.pollTimeoutSeconds >= 0)) issues.push(`\`pollTimeoutSeconds\` must be ≥ 0 (got ${options.pollTimeoutSeconds})`);
+  if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
+  if (issues.length > 0) throw new ChannelError(`invalid telegram options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+}

@@ -1,0 +1,83 @@
+/**
+ * Telegram sends (sendMessage, sendChatAction) and the one conversion of grammY errors into
+ * ChannelError. Error messages never contain the bot token (it is part of every API URL).
+ */
+import { GrammyError, HttpError, type Api } from 'grammy';
+import { classifyChannelFailure, type ChannelFailure } from '../../src/core/retry.js';
+import { ChannelError } from '../../src/errors.js';
+import { CHANNEL_ERROR_CODES, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+
+const KIND_TO_CODE = {
+  rate_limited: CHANNEL_ERROR_CODES.rateLimited,
+  transient: CHANNEL_ERROR_CODES.transient,
+  format_rejected: CHANNEL_ERROR_CODES.formatRejected,
+  permanent: CHANNEL_ERROR_CODES.permanent,
+} as const;
+
+/** Sends one chunk: HTML parse mode when `formatted`, literal text when `plain`. `@throws` ChannelError. */
+export async function sendTelegramText(api: Api, target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+  try {
+    const sent = await api.sendMessage(target.chatId, message.text, {
+      ...(message.mode === 'formatted' ? { parse_mode: 'HTML' as const } : {}),
+      ...(target.threadId !== undefined ? { message_thread_id: Number(target.threadId) } : {}),
+      ...(target.replyTo !== undefined ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } } : {}),
+      link_preview_options: { is_disabled: true },
+    });
+    return { messageId: String(sent.message_id) };
+  } catch (err) {
+    throw toTelegramChannelError(err, 'sendMessage', target.chatId);
+  }
+}
+
+/** Shows "typing…" in the chat (or topic). `@throws` ChannelError. */
+export async function sendTelegramTyping(api: Api, target: ChatTarget): Promise<void> {
+  try {
+    await api.sendChatAction(target.chatId, 'typing', target.threadId !== undefined ? { message_thread_id: Number(target.threadId) } : {});
+  } catch (err) {
+    throw toTelegramChannelError(err, 'sendChatAction', target.chatId);
+  }
+}
+
+/**
+ * Converts a grammY error (or anything thrown by a Bot API call) into a ChannelError, classified
+ * by the shared retry policy. The message names the method, the chat and Telegram's answer —
+ * never the request URL.
+ */
+export function toTelegramChannelError(err: unknown, method: string, chatId?: string): ChannelError {
+  if (err instanceof ChannelError) return err;
+  const where = chatId === undefined ? '' : ` for telegram:${chatId}`;
+  let failure: ChannelFailure;
+  let detail: string;
+  if (err instanceof GrammyError) {
+    failure = { status: err.error_code, description: err.description, retryAfterSeconds: err.parameters.retry_after };
+    detail = `${err.error_code}: ${err.description}`;
+  } else if (err instanceof HttpError) {
+    failure = { network: true };
+    detail = 'network error';
+  } else {
+    failure = {};
+    detail = 'unexpected error';
+  }
+  const classified = classifyChannelFailure(failure);
+  const retryAfter = classified.retryAfterMs !== undefined ? `, retry after ${Math.ceil(classified.retryAfterMs / 1000)} s` : '';
+  return new ChannelError(`${method} failed${where} (${detail}${retryAfter})`, {
+    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
+    retryAfterMs: classified.retryAfterMs,
+    code: KIND_TO_CODE[classified.kind],
+    // Network errors carry the request URL, which contains the token: keep only a scrubbed copy.
+    cause: err instanceof GrammyError ? err : scrubbedError(err),
+  });
+}
+
+/** Replaces bot tokens (`<digits>:<secret>`) in `text` with `[Redacted]`. */
+export function redactBotToken(text: string): string {
+  return text.replace(/\d{5,}:[A-Za-z0-9_-]{20,}/g, '[Redacted]');
+}
+
+function scrubbedError(err: unknown): Error {
+  const inner = err instanceof HttpError ? err.error : err;
+  const message = inner instanceof Error ? inner.message : String(inner);
+  const scrubbed = new Error(redactBotToken(message));
+  scrubbed.name = inner instanceof Error ? inner.name : 'Error';
+  return scrubbed;
+}

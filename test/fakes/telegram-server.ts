@@ -1,0 +1,239 @@
+/**
+ * A fake Telegram Bot API server: real HTTP on 127.0.0.1, port 0. Speaks enough of the Bot API
+ * for grammY (`new Bot(token, { client: { apiRoot } })`): getMe, getUpdates with real long-poll
+ * semantics (held until an update is pushed or the timeout passes; `offset` confirms), sendMessage
+ * (validates Telegram HTML and the 4096 limit), sendChatAction, editMessageText, setMyCommands,
+ * deleteWebhook, setWebhook. Records every call; can be told to fail the next calls of a method.
+ */
+import { EventEmitter, once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One recorded API call. */
+export interface TelegramCall {
+  method: string;
+  params: Record<string, unknown>;
+  /** ms since epoch when the request arrived. */
+  atMs: number;
+}
+
+/** A scripted failure answered instead of the normal result. */
+export interface TelegramFailure {
+  errorCode: number;
+  description: string;
+  /** Sent as `parameters.retry_after`, in seconds. */
+  retryAfterSeconds?: number;
+}
+
+/** Options of {@link startFakeTelegram}. */
+export interface FakeTelegramOptions {
+  token?: string;
+  botId?: number;
+  botUsername?: string;
+}
+
+const TELEGRAM_HTML_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span', 'tg-emoji']);
+const MAX_TEXT = 4096;
+
+/** The running fake; see the module comment. */
+export class FakeTelegramServer extends EventEmitter {
+  readonly calls: TelegramCall[] = [];
+  readonly token: string;
+  readonly botId: number;
+  readonly botUsername: string;
+  private readonly updates: Array<{ update_id: number } & Record<string, unknown>> = [];
+  private readonly failures: Array<{ method: string; failure: TelegramFailure; when?: (params: Record<string, unknown>) => boolean }> = [];
+  private nextUpdateId = 1;
+  private nextMessageId = 1000;
+  private server!: Server;
+  apiRoot = '';
+
+  constructor(options: FakeTelegramOptions = {}) {
+    super();
+    this.token = options.token ?? '123456789:AAFakeTokenForTests_0123456789abcdef';
+    this.botId = options.botId ?? 123456789;
+    this.botUsername = options.botUsername ?? 'chatgate_test_bot';
+  }
+
+  /** Starts listening on a free port. */
+  async listen(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.apiRoot = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** Stops the server, dropping held long polls. */
+  async close(): Promise<void> {
+    this.emit('closing');
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Queues an update (its `update_id` is assigned) and wakes any held getUpdates. */
+  pushUpdate(update: Record<string, unknown>): number {
+    const updateId = this.nextUpdateId++;
+    this.updates.push({ update_id: updateId, ...update });
+    this.emit('update');
+    return updateId;
+  }
+
+  /** Queues a `message` update built from `message` (message_id, date, from and chat defaulted). */
+  pushMessage(message: Record<string, unknown>): { updateId: number; messageId: number } {
+    const messageId = this.nextMessageId++;
+    const full = {
+      message_id: messageId,
+      date: Math.floor(Date.now() / 1000),
+      from: { id: 42, is_bot: false, first_name: 'Ada', username: 'ada' },
+      chat: { id: 42, type: 'private', first_name: 'Ada' },
+      ...message,
+    };
+    return { updateId: this.pushUpdate({ message: full }), messageId };
+  }
+
+  /** Answers the next `times` calls of `method` (matching `when`, if given) with `failure`. */
+  failNext(method: string, failure: TelegramFailure, options: { times?: number; when?: (params: Record<string, unknown>) => boolean } = {}): void {
+    for (let i = 0; i < (options.times ?? 1); i++) this.failures.push({ method, failure, when: options.when });
+  }
+
+  /** Recorded calls of `method`. */
+  callsOf(method: string): TelegramCall[] {
+    return this.calls.filter((call) => call.method === method);
+  }
+
+  /** Resolves with the `count`-th call of `method` (1-based), waiting for it if needed. */
+  async waitForCall(method: string, count = 1): Promise<TelegramCall> {
+    for (;;) {
+      const calls = this.callsOf(method);
+      if (calls.length >= count) return calls[count - 1];
+      await once(this, 'call');
+    }
+  }
+
+  /** Pending (unconfirmed) update ids. */
+  pendingUpdateIds(): number[] {
+    return this.updates.map((update) => update.update_id);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url?.split('?')[0] ?? '');
+    const params = await readParams(req);
+    if (!match) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    const [, token, method] = match;
+    if (token !== this.token) return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    this.calls.push({ method, params, atMs: Date.now() });
+    this.emit('call', method);
+    const failure = this.takeFailure(method, params);
+    if (failure) return fail(res, failure);
+    if (method === 'getUpdates') return this.getUpdates(req, res, params);
+    const result = this.answer(method, params);
+    if ('errorCode' in result) return fail(res, result);
+    reply(res, 200, { ok: true, result: result.value });
+  }
+
+  private takeFailure(method: string, params: Record<string, unknown>): TelegramFailure | undefined {
+    const index = this.failures.findIndex((entry) => entry.method === method && (!entry.when || entry.when(params)));
+    if (index === -1) return undefined;
+    return this.failures.splice(index, 1)[0].failure;
+  }
+
+  private answer(method: string, params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    switch (method) {
+      case 'getMe':
+        return { value: { id: this.botId, is_bot: true, first_name: 'Chatgate Test', username: this.botUsername, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } };
+      case 'sendMessage':
+        return this.sendMessage(params);
+      case 'editMessageText':
+        return { value: { message_id: Number(params.message_id), date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text: params.text } };
+      case 'sendChatAction':
+      case 'setMyCommands':
+      case 'deleteWebhook':
+      case 'setWebhook':
+        return { value: true };
+      default:
+        return { errorCode: 404, description: 'Not Found: method not found' };
+    }
+  }
+
+  private sendMessage(params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    const text = String(params.text ?? '');
+    if (text.trim() === '') return { errorCode: 400, description: 'Bad Request: message text is empty' };
+    if (text.length > MAX_TEXT) return { errorCode: 400, description: 'Bad Request: message is too long' };
+    if (params.parse_mode === 'HTML') {
+      const problem = htmlProblem(text);
+      if (problem) return { errorCode: 400, description: `Bad Request: can't parse entities: ${problem}` };
+    }
+    const message = { message_id: this.nextMessageId++, date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text };
+    return { value: message };
+  }
+
+  private getUpdates(req: IncomingMessage, res: ServerResponse, params: Record<string, unknown>): void {
+    const offset = Number(params.offset ?? 0);
+    // Confirm: every update below `offset` is forgotten, as on the real server.
+    if (offset > 0) while (this.updates.length > 0 && this.updates[0].update_id < offset) this.updates.shift();
+    const limit = Number(params.limit ?? 100);
+    const available = (): unknown[] => this.updates.filter((update) => update.update_id >= offset).slice(0, limit);
+    const ready = available();
+    const timeoutSeconds = Number(params.timeout ?? 0);
+    if (ready.length > 0 || timeoutSeconds <= 0) return reply(res, 200, { ok: true, result: ready });
+    const finish = (): void => {
+      clearTimeout(timer);
+      this.off('update', onUpdate);
+      this.off('closing', finish);
+      if (!res.writableEnded && !res.destroyed) reply(res, 200, { ok: true, result: available() });
+    };
+    const onUpdate = (): void => finish();
+    const timer = setTimeout(finish, timeoutSeconds * 1000);
+    this.on('update', onUpdate);
+    this.on('closing', finish);
+    req.socket.once('close', finish);
+  }
+}
+
+/** Starts a {@link FakeTelegramServer} on a free port. */
+export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegramServer> {
+  return new FakeTelegramServer(options).listen();
+}
+
+async function readParams(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks).toString('utf8');
+  const query = Object.fromEntries(new URL(req.url ?? '/', 'http://x').searchParams);
+  if (body === '') return query;
+  if ((req.headers['content-type'] ?? '').includes('application/json')) return { ...query, ...(JSON.parse(body) as Record<string, unknown>) };
+  return { ...query, ...Object.fromEntries(new URLSearchParams(body)) };
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function fail(res: ServerResponse, failure: TelegramFailure): void {
+  const body: Record<string, unknown> = { ok: false, error_code: failure.errorCode, description: failure.description };
+  if (failure.retryAfterSeconds !== undefined) body.parameters = { retry_after: failure.retryAfterSeconds };
+  reply(res, failure.errorCode, body);
+}
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** What Telegram's HTML parser would reject in `html`, or undefined. */
+function htmlProblem(html: string): string | undefined {
+  const stack: string[] = [];
+  const tagRe = /<(\/?)([a-zA-Z-]*)[^>]*>|<|&(#?\w+;)?/g;
+  for (let match = tagRe.exec(html); match; match = tagRe.exec(html)) {
+    const token = match[0];
+    if (token === '&') return `can't find end of the entity starting at byte offset ${match.index}`;
+    if (token.startsWith('&')) continue;
+    if (token === '<') return `unexpected end of name token at byte offset ${match.index}`;
+    const [, closing, name] = match;
+    if (!TELEGRAM_HTML_TAGS.has(name.toLowerCase())) return `unsupported start tag "${name}" at byte offset ${match.index}`;
+    if (!closing) stack.push(name.toLowerCase());
+    else if (stack.pop() !== name.toLowerCase()) return `can't find end tag corresponding to start tag "${name}"`;
+  }
+  return stack.length > 0 ? `can't find end tag corresponding to start tag "${stack[stack.length - 1]}"` : undefined;
+}

@@ -1,0 +1,227 @@
+import { once } from 'node:events';
+import { Hono } from 'hono';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTelegramChannel, DEFAULT_TELEGRAM_COMMANDS, type TelegramChannel, type TelegramChannelOptions } from '../../channels/telegram/index.js';
+import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { ChannelError } from '../../src/errors.js';
+import { createDelivery } from '../../src/gateway/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createTypingIndicators } from '../../src/gateway/typing.js';
+import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
+
+let fake: FakeTelegramServer;
+let channel: TelegramChannel | undefined;
+
+/** Collects inbound messages; `next()` resolves with the next one. */
+function inbox(handler?: (message: InboundMessage) => Promise<void>) {
+  const received: InboundMessage[] = [];
+  const waiters: Array<() => void> = [];
+  const onMessage = async (message: InboundMessage): Promise<void> => {
+    if (handler) await handler(message);
+    received.push(message);
+    waiters.splice(0).forEach((wake) => wake());
+  };
+  let consumed = 0;
+  /** The `count`-th message (1-based), default the next one not yet returned. */
+  const next = async (count = consumed + 1): Promise<InboundMessage> => {
+    while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
+    consumed = Math.max(consumed, count);
+    return received[count - 1];
+  };
+  return { received, onMessage, next };
+}
+
+async function startChannel(onMessage: (message: InboundMessage) => Promise<void>, options: Partial<TelegramChannelOptions> = {}): Promise<TelegramChannel> {
+  channel = createTelegramChannel({}, { token: fake.token, apiRoot: fake.apiRoot, redeliveryDelayMs: 20, ...options });
+  await channel.start(onMessage);
+  return channel;
+}
+
+const deliveryFor = (target: TelegramChannel) => createDelivery({ channels: new Map([['telegram', target]]), ledger: createMemoryDeliveryLedger() });
+const reply = (text: string) => ({ id: `r${Math.random()}`, sessionId: 'telegram:42', channel: 'telegram' as const, chatId: '42', text, kind: 'reply' as const });
+
+beforeEach(async () => {
+  fake = await startFakeTelegram();
+});
+
+afterEach(async () => {
+  await channel?.stop();
+  channel = undefined;
+  await fake.close();
+});
+
+describe('telegram channel: inbound', () => {
+  it('registers the commands, drops a webhook and emits a private message', async () => {
+    const { onMessage, next } = inbox();
+    await startChannel(onMessage);
+    expect(fake.callsOf('setMyCommands')[0].params.commands).toEqual(DEFAULT_TELEGRAM_COMMANDS);
+    expect(fake.callsOf('deleteWebhook')).toHaveLength(1);
+    const { messageId } = fake.pushMessage({ text: 'hello bot', from: { id: 7, is_bot: false, first_name: 'Ada', last_name: 'L' }, chat: { id: 7, type: 'private' } });
+    expect(await next()).toMatchObject({
+      id: `telegram:7:${messageId}`, channel: 'telegram', chatId: '7', userId: '7', userName: 'Ada L', text: 'hello bot', attachments: [], chatType: 'private',
+    });
+  });
+
+  it('answers in groups only when mentioned, replied to or commanded', async () => {
+    const { onMessage, next, received } = inbox();
+    await startChannel(onMessage);
+    const group = { id: -100, type: 'supergroup', title: 'G' };
+    const mention = `@${fake.botUsername}`;
+    fake.pushMessage({ chat: group, text: 'just chatting' });
+    fake.pushMessage({ chat: group, text: `${mention} what is 2+2?`, entities: [{ type: 'mention', offset: 0, length: mention.length }] });
+    fake.pushMessage({ chat: group, text: 'and 3+3?', reply_to_message: { message_id: 5, date: 0, chat: group, from: { id: fake.botId, is_bot: true, first_name: 'B' }, text: '4' } });
+    fake.pushMessage({ chat: group, text: `/usage@${fake.botUsername}`, entities: [{ type: 'bot_command', offset: 0, length: 7 + mention.length }] });
+    fake.pushMessage({ chat: group, text: '/usage@other_bot', entities: [{ type: 'bot_command', offset: 0, length: 16 }] });
+    await next(3);
+    expect(received.map((m) => [m.text, m.chatType, m.replyTo])).toEqual([
+      ['what is 2+2?', 'group', undefined],
+      ['and 3+3?', 'group', '5'],
+      ['/usage', 'group', undefined],
+    ]);
+  });
+
+  it('maps forum topics to threadId and photo captions to text', async () => {
+    const { onMessage, next } = inbox();
+    await startChannel(onMessage, { groupTrigger: 'always' });
+    const forum = { id: -200, type: 'supergroup', title: 'F', is_forum: true };
+    fake.pushMessage({ chat: forum, text: 'in a topic', is_topic_message: true, message_thread_id: 77, reply_to_message: { message_id: 77, date: 0, chat: forum } });
+    expect(await next()).toMatchObject({ chatId: '-200', threadId: '77', text: 'in a topic' });
+    fake.pushMessage({ caption: 'what is this?', photo: [{ file_id: 'small', file_unique_id: 's', width: 1, height: 1 }, { file_id: 'large', file_unique_id: 'l', width: 9, height: 9 }] });
+    expect(await next(2)).toMatchObject({ text: 'what is this?', attachments: [{ kind: 'photo', ref: 'large' }] });
+  });
+
+  it('answers other media with what is supported, without emitting a message', async () => {
+    const { onMessage, received } = inbox();
+    await startChannel(onMessage);
+    const { messageId } = fake.pushMessage({ sticker: { file_id: 'st', file_unique_id: 'st', type: 'regular', width: 1, height: 1, is_animated: false, is_video: false } });
+    const sent = await fake.waitForCall('sendMessage');
+    expect(sent.params).toMatchObject({ chat_id: '42', text: UNSUPPORTED_MEDIA_REPLY, reply_parameters: { message_id: messageId } });
+    expect(received).toEqual([]);
+  });
+
+  it('re-delivers an update whose handler failed, and confirms it once handled', async () => {
+    let attempts = 0;
+    const { onMessage, next } = inbox(async () => {
+      if (++attempts === 1) throw new Error('redis down');
+    });
+    await startChannel(onMessage);
+    const { updateId } = fake.pushMessage({ text: 'keep me' });
+    expect((await next()).text).toBe('keep me');
+    expect(attempts).toBe(2);
+    // The retry asked for the failed update again (offset = its id), which confirms nothing past it.
+    expect(fake.callsOf('getUpdates').map((call) => call.params.offset)).toContain(updateId);
+    await channel!.stop();
+    expect(fake.pendingUpdateIds()).toEqual([]);
+  });
+});
+
+describe('telegram channel: outbound', () => {
+  it('delivers a long reply in chunks of at most 4096 UTF-16 units, as valid HTML', async () => {
+    await startChannel(inbox().onMessage);
+    const paragraphs = Array.from({ length: 120 }, (_, i) => `**Step ${i}**: compute a < b && c > d 😀 ${'lorem ipsum '.repeat(6)}`);
+    const text = `${paragraphs.join('\n')}\n\`\`\`ts\n${'const x = 1 < 2;\n'.repeat(200)}\`\`\``;
+    const result = await deliveryFor(channel!).deliver(reply(text));
+    const calls = fake.callsOf('sendMessage');
+    expect(calls).toHaveLength(result.chunks);
+    expect(result.chunks).toBeGreaterThan(2);
+    expect(result.plainFallbacks).toBe(0);
+    for (const call of calls) {
+      expect(call.params.parse_mode).toBe('HTML');
+      expect(String(call.params.text).length).toBeLessThanOrEqual(4096);
+    }
+    const visible = calls.map((call) => String(call.params.text).replace(/<[^>]+>/g, '')).join('\n');
+    expect(visible).toContain('<b>Step 0</b>'.replace(/<[^>]+>/g, ''));
+    expect(visible.match(/Step \d+/g)).toHaveLength(120);
+    expect(visible.match(/const x = 1 &lt; 2;/g)).toHaveLength(200);
+  });
+
+  it('honours a 429 retry_after before sending again', async () => {
+    await startChannel(inbox().onMessage);
+    fake.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 });
+    const result = await deliveryFor(channel!).deliver(reply('hello'));
+    expect(result.sent).toBe(1);
+    const [first, second] = fake.callsOf('sendMessage');
+    expect(second.params.text).toBe('hello');
+    expect(second.atMs - first.atMs).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it('resends as plain text when Telegram cannot parse the HTML', async () => {
+    await startChannel(inbox().onMessage);
+    fake.failNext('sendMessage', { errorCode: 400, description: "Bad Request: can't parse entities: unsupported start tag" }, { when: (params) => params.parse_mode === 'HTML' });
+    const result = await deliveryFor(channel!).deliver(reply('**bold** <tag>'));
+    expect(result.plainFallbacks).toBe(1);
+    const [formatted, plain] = fake.callsOf('sendMessage');
+    expect(formatted.params).toMatchObject({ parse_mode: 'HTML', text: '<b>bold</b> &lt;tag&gt;' });
+    expect(plain.params.parse_mode).toBeUndefined();
+    expect(plain.params.text).toBe('**bold** <tag>');
+  });
+
+  it('turns a blocked bot into a permanent ChannelError without the token', async () => {
+    await startChannel(inbox().onMessage);
+    fake.failNext('sendMessage', { errorCode: 403, description: 'Forbidden: bot was blocked by the user' });
+    const error = await channel!.send({ chatId: '42' }, { text: 'hi', mode: 'plain' }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ChannelError);
+    expect(error).toMatchObject({ retryable: false, code: 'CHANNEL_PERMANENT' });
+    expect((error as Error).message).toBe('sendMessage failed for telegram:42 (403: Forbidden: bot was blocked by the user)');
+  });
+
+  it('keeps the token out of network errors', async () => {
+    await startChannel(inbox().onMessage, { maxRetryAttempts: 0 });
+    await fake.close();
+    const error = (await channel!.send({ chatId: '42' }, { text: 'hi', mode: 'plain' }).catch((err: unknown) => err)) as ChannelError;
+    expect(error).toMatchObject({ retryable: true, code: 'CHANNEL_TRANSIENT' });
+    expect(JSON.stringify({ message: error.message, cause: String(error.cause) })).not.toContain(fake.token.split(':')[1]);
+    fake = await startFakeTelegram();
+  });
+
+  it('renews the typing indicator until stopped', async () => {
+    await startChannel(inbox().onMessage, { typingIntervalMs: 30 });
+    const typing = createTypingIndicators();
+    typing.start('telegram:-200:77', channel!, { chatId: '-200', threadId: '77' });
+    const third = await fake.waitForCall('sendChatAction', 3);
+    typing.stop('telegram:-200:77');
+    expect(third.params).toMatchObject({ chat_id: '-200', action: 'typing', message_thread_id: 77 });
+    expect(typing.active()).toEqual([]);
+  });
+});
+
+describe('telegram channel: webhook mode', () => {
+  it('sets the webhook with its secret and accepts only requests carrying it', async () => {
+    const { onMessage, next } = inbox();
+    await startChannel(onMessage, { webhookUrl: 'https://bot.example.com/telegram/webhook', webhookSecret: 'sekret-123' });
+    expect(fake.callsOf('setWebhook')[0].params).toMatchObject({ url: 'https://bot.example.com/telegram/webhook', secret_token: 'sekret-123' });
+    expect(fake.callsOf('getUpdates')).toEqual([]);
+    const app = new Hono().post('/telegram/webhook', channel!.webhookHandler());
+    const update = { update_id: 1, message: { message_id: 3, date: 0, chat: { id: 42, type: 'private' }, from: { id: 42, is_bot: false, first_name: 'Ada' }, text: 'via webhook' } };
+    const post = (secret: string) => app.request('/telegram/webhook', { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret }, body: JSON.stringify(update) });
+    expect((await post('wrong')).status).toBe(401);
+    expect((await post('sekret-123')).status).toBe(200);
+    expect(await next()).toMatchObject({ id: 'telegram:42:3', text: 'via webhook' });
+  });
+
+  it('answers 500 when the update could not be handled, so Telegram retries', async () => {
+    await startChannel(async () => {
+      throw new Error('enqueue failed');
+    }, { webhookUrl: 'https://bot.example.com/hook', webhookSecret: 's' });
+    const app = new Hono().post('/hook', channel!.webhookHandler());
+    const update = { update_id: 2, message: { message_id: 4, date: 0, chat: { id: 42, type: 'private' }, from: { id: 42, is_bot: false, first_name: 'Ada' }, text: 'x' } };
+    const response = await app.request('/hook', { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's' }, body: JSON.stringify(update) });
+    expect(response.status).toBe(500);
+  });
+});
+
+describe('telegram channel: options', () => {
+  it('rejects a malformed token and a webhook without a secret', () => {
+    expect(() => createTelegramChannel({}, { token: 'nope' })).toThrow(/`token` must look like/);
+    expect(() => createTelegramChannel({}, { token: '1:abc', webhookUrl: 'https://x' })).toThrow(/`webhookSecret` is required/);
+  });
+
+  it('stops without waiting for the long poll to time out', async () => {
+    await startChannel(inbox().onMessage, { pollTimeoutSeconds: 50 });
+    await fake.waitForCall('getUpdates');
+    const stopping = channel!.stop();
+    channel = undefined;
+    await Promise.race([stopping, once(fake, 'never')]);
+  });
+});
