@@ -56,3 +56,13 @@ export function sessionIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
 export function turnSignalChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}signals`;
 }
+
+/** Marker of an inbound message already taken by the gateway (platform re-delivery is dropped). */
+export function dedupeKey(messageId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}seen:${messageId}`;
+}
+
+/** Counter of one user's messages in one rate-limit window. */
+export function rateLimitKey(channel: string, userId: string, windowIndex: number, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}rate:${channel}:${userId}:${windowIndex}`;
+}

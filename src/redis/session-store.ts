@@ -117,7 +117,7 @@ export function requestTokens(session: Pick<SessionSnapshot, 'meta'>, overheadTo
 
 /** Creates the Redis session store. */
 export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }, options: SessionStoreOptions = {}): SessionStore {
-  const resolved = { ...DEFAULTS, ...options };
+  const resolved = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) } as Required<SessionStoreOptions>;
   const { redis } = deps;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
   const keysOf = (sessionId: string): SessionKeys => sessionKeys(sessionId, resolved.keyPrefix);

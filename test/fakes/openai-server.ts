@@ -1,0 +1,122 @@
+/**
+ * A fake OpenAI-compatible chat-completions server on port 0, scripted per test: text answers,
+ * tool calls, usage (counted with our tokenizer over messages + tool schemas), HTTP errors with
+ * headers (429/500), context-length errors and held requests (answered when the test says so, or
+ * never: the client may be killed while it waits).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ChatMessage } from '../../src/core/messages.js';
+import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
+
+/** A request the fake received. */
+export interface FakeRequest {
+  index: number;
+  model: string;
+  messages: ChatMessage[];
+  tools: unknown[];
+  /** Prompt tokens as the fake counts (and reports) them: messages + tool schemas. */
+  promptTokens: number;
+}
+
+/** What the fake answers. */
+export type FakeReply =
+  | { content: string; usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number } | null }
+  | { toolCalls: Array<{ name: string; arguments: string | object; id?: string }>; content?: string }
+  | { status: number; message?: string; code?: string; headers?: Record<string, string> }
+  | { contextLength: true }
+  | { hold: Promise<FakeReply> };
+
+/** Answers one request. */
+export type FakeHandler = (request: FakeRequest) => FakeReply | Promise<FakeReply>;
+
+/** A running fake. */
+export interface FakeOpenAI {
+  /** Base URL for the openai SDK (ends in `/v1`). */
+  baseURL: string;
+  requests: FakeRequest[];
+  setHandler(handler: FakeHandler): void;
+  /** Resolves with the next request for which `predicate` holds (already received ones count). */
+  waitForRequest(predicate: (request: FakeRequest) => boolean): Promise<FakeRequest>;
+  close(): Promise<void>;
+}
+
+/** Starts the fake. Default handler: answers `ok`. */
+export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: 'ok' })): Promise<FakeOpenAI> {
+  let current = handler;
+  const requests: FakeRequest[] = [];
+  const waiters: Array<{ predicate: (r: FakeRequest) => boolean; resolve: (r: FakeRequest) => void }> = [];
+  const server: Server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { message: String(err) } });
+    });
+  });
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = JSON.parse(await readBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[] };
+    const tools = body.tools ?? [];
+    const promptTokens = countMessageTokens(body.messages) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools)) : 0);
+    const request: FakeRequest = { index: requests.length, model: body.model, messages: body.messages, tools, promptTokens };
+    requests.push(request);
+    for (const waiter of waiters.splice(0)) {
+      if (waiter.predicate(request)) waiter.resolve(request);
+      else waiters.push(waiter);
+    }
+    let reply = await current(request);
+    while ('hold' in reply) reply = await reply.hold;
+    if (!res.destroyed) respond(res, request, reply);
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setHandler(next) { current = next; },
+    waitForRequest(predicate) {
+      const found = requests.find(predicate);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve) => waiters.push({ predicate, resolve }));
+    },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeReply, { hold: unknown }>): void {
+  if ('contextLength' in reply) {
+    sendJson(res, 400, { error: { message: `This model's maximum context length is 16000 tokens. However, your messages resulted in ${request.promptTokens} tokens.`, type: 'invalid_request_error', code: 'context_length_exceeded', param: 'messages' } });
+    return;
+  }
+  if ('status' in reply) {
+    sendJson(res, reply.status, { error: { message: reply.message ?? `fake error ${reply.status}`, type: 'server_error', code: reply.code ?? null } }, reply.headers);
+    return;
+  }
+  const message = 'toolCalls' in reply
+    ? { role: 'assistant', content: reply.content ?? null, tool_calls: reply.toolCalls.map((call, k) => ({ id: call.id ?? `call_${request.index}_${k}`, type: 'function', function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) } })) }
+    : { role: 'assistant', content: reply.content };
+  const completion = 'content' in reply && typeof reply.content === 'string' ? countTextTokens(reply.content) : 20;
+  const usageOverride = 'usage' in reply ? reply.usage : undefined;
+  const usage = usageOverride === null ? undefined : {
+    prompt_tokens: usageOverride?.prompt_tokens ?? request.promptTokens,
+    completion_tokens: usageOverride?.completion_tokens ?? completion,
+    total_tokens: (usageOverride?.prompt_tokens ?? request.promptTokens) + completion,
+    prompt_tokens_details: { cached_tokens: usageOverride?.cached_tokens ?? 0 },
+  };
+  sendJson(res, 200, {
+    id: `chatcmpl-${request.index}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: request.model,
+    choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
+    ...(usage ? { usage } : {}),
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

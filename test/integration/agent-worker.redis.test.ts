@@ -1,0 +1,162 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { messageText } from '../../src/core/messages.js';
+import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import { createSessionStore } from '../../src/redis/session-store.js';
+import { readTranscript } from '../../src/redis/transcript.js';
+import { readUsage } from '../../src/redis/usage.js';
+import { TURN_NOTICES } from '../../workers/agent.processor.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { defineTool } from '../../workers/tools/types.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+
+const SESSION = 'web:chat1';
+let seq = 0;
+
+function inbound(text: string, chatId = 'chat1'): InboundMessage {
+  seq++;
+  return { id: `web:${chatId}:${seq}`, channel: 'web', chatId, userId: 'u1', userName: 'Ann', text, attachments: [], receivedAt: Date.now() };
+}
+
+const isAgent = (r: FakeRequest) => !String(r.messages[0]?.content).startsWith('You write handoff summaries');
+
+describe('agent worker', () => {
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let worker: RunningWorker | null;
+  let producer: TurnProducer;
+  let out: OutboundCollector;
+
+  const start = async (options: Partial<RunWorkerOptions> = {}) => {
+    worker = await runWorker({
+      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
+      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
+      concurrency: 2, ...options,
+    });
+  };
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    fake = await startFakeOpenAI();
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    out = await collectOutbound(t);
+    worker = null;
+  });
+  afterEach(async () => {
+    await worker?.close();
+    await out.close();
+    await producer.close();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('answers a message, records usage and the transcript, and clears inbox and processing', async () => {
+    await start();
+    fake.setHandler(() => ({ content: 'hello Ann' }));
+    await producer.submitInbound(inbound('hi'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toMatchObject({ sessionId: SESSION, channel: 'web', chatId: 'chat1', text: 'hello Ann', kind: 'reply' });
+    const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    const keys = store.keys(SESSION);
+    expect(await t.redis.llen(keys.inbox)).toBe(0);
+    expect(await t.redis.exists(keys.processing)).toBe(0);
+    const snapshot = await store.load(SESSION);
+    expect(snapshot.entries.map((e) => e.message.role)).toEqual(['user', 'assistant']);
+    expect(snapshot.meta.lastPromptTokens).toBe(fake.requests[0].promptTokens);
+    const usage = await readUsage(t.redis, keys);
+    expect(usage.calls).toBe(1);
+    expect(usage.promptTokens).toBe(fake.requests[0].promptTokens);
+    expect((await readTranscript(t.redis, keys)).map((e) => e.type)).toEqual(['message', 'message']);
+  });
+
+  it('turns unknown tools, bad arguments, throwing and slow tools into results and goes on', async () => {
+    const boom = defineTool({ name: 'boom', description: 'throws', schema: z.object({}), run: () => { throw new Error('kaput'); } });
+    const slow = defineTool({ name: 'slow', description: 'never ends', schema: z.object({}), timeoutMs: 50, run: () => new Promise(() => undefined) });
+    await start({ tools: [boom, slow] });
+    fake.setHandler((r) => r.messages.some((m) => m.role === 'tool')
+      ? { content: 'done' }
+      : { toolCalls: [
+        { name: 'nope', arguments: {} }, { name: 'calculator', arguments: '{"expression": ' },
+        { name: 'calculator', arguments: { expression: 42 } }, { name: 'boom', arguments: {} },
+        { name: 'slow', arguments: {} }, { name: 'calculator', arguments: { expression: '2^10 + (3 - 1) * 4' } },
+      ] });
+    await producer.submitInbound(inbound('go'));
+    await out.waitFor((r) => r.length === 1);
+    const results = fake.requests[1].messages.filter((m) => m.role === 'tool').map((m) => messageText(m));
+    expect(results[0]).toMatch(/^Error: unknown tool "nope"/);
+    expect(results[1]).toMatch(/^Error: the arguments of calculator are not valid JSON/);
+    expect(results[2]).toMatch(/^Error: invalid arguments for calculator: expression/);
+    expect(results[3]).toBe('Error: tool boom failed: kaput');
+    expect(results[4]).toBe('Error: tool slow failed: timed out after 50 ms');
+    expect(JSON.parse(results[5])).toEqual({ expression: '2^10 + (3 - 1) * 4', result: 1032 });
+    expect(out.replies[0].text).toBe('done');
+  });
+
+  it('injects remembered notes right after the system prompt and searches the transcript', async () => {
+    await start();
+    fake.setHandler((r) => {
+      const last = r.messages[r.messages.length - 1];
+      if (last.role === 'user' && messageText(last) === 'remember') return { toolCalls: [{ name: 'remember', arguments: { key: 'order', note: 'ORD-77' } }] };
+      if (last.role === 'user' && messageText(last) === 'search') return { toolCalls: [{ name: 'search_history', arguments: { query: 'remember' } }] };
+      return { content: 'ok' };
+    });
+    await producer.submitInbound(inbound('remember'));
+    await out.waitFor((r) => r.length === 1);
+    await producer.submitInbound(inbound('search'));
+    await out.waitFor((r) => r.length === 2);
+    const last = fake.requests[fake.requests.length - 1];
+    expect(last.messages[1].role).toBe('system');
+    expect(messageText(last.messages[1])).toContain('order: ORD-77');
+    expect(messageText(last.messages[last.messages.length - 1])).toMatch(/user: remember/);
+  });
+
+  it('retries 429 honouring retry-after, and tells the user when 500s do not stop', async () => {
+    await start();
+    let calls = 0;
+    fake.setHandler(() => (++calls <= 2 ? { status: 429, headers: { 'retry-after-ms': '10' } } : { content: 'finally' }));
+    await producer.submitInbound(inbound('a'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0].text).toBe('finally');
+    fake.setHandler(() => ({ status: 500 }));
+    await producer.submitInbound(inbound('b'));
+    await out.waitFor((r) => r.length === 2);
+    expect(out.replies[1]).toMatchObject({ kind: 'notice', text: TURN_NOTICES.unavailable('HTTP 500') });
+  });
+
+  it('ends a turn at the model-call limit with a message saying so', async () => {
+    await start({ maxModelCalls: 3 });
+    fake.setHandler(() => ({ toolCalls: [{ name: 'current_time', arguments: {} }] }));
+    await producer.submitInbound(inbound('loop'));
+    await out.waitFor((r) => r.length === 1);
+    expect(fake.requests).toHaveLength(3);
+    expect(out.replies[0]).toMatchObject({ kind: 'notice', text: TURN_NOTICES.maxCalls(3) });
+  });
+
+  it('compacts (forced) after "context length exceeded" and retries, and gives up after 4 failures (test 4)', async () => {
+    await start();
+    fake.setHandler((r) => ({ content: `answer ${r.index}` }));
+    for (let i = 0; i < 6; i++) {
+      await producer.submitInbound(inbound(`warm-up message ${i} with some words to summarise later`));
+      await out.waitFor((r) => r.length === i + 1);
+    }
+    let failures = 0;
+    fake.setHandler((r) => (isAgent(r) && ++failures <= 2 ? { contextLength: true } : isAgent(r) ? { content: 'made it' } : { content: 'summary of the chat' }));
+    await producer.submitInbound(inbound('big question'));
+    await out.waitFor((r) => r.length === 7);
+    expect(out.replies[6].text).toBe('made it');
+    const keys = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).keys(SESSION);
+    const events = (await readTranscript(t.redis, keys)).filter((e) => e.type === 'compaction');
+    expect(events.map((e) => e.type === 'compaction' && e.layer)).toEqual(['reactive', 'reactive']);
+
+    const before = fake.requests.filter(isAgent).length;
+    fake.setHandler((r) => (isAgent(r) ? { contextLength: true } : { content: 'summary again' }));
+    await producer.submitInbound(inbound('another one'));
+    await out.waitFor((r) => r.length === 8);
+    expect(out.replies[7]).toMatchObject({ kind: 'notice', text: TURN_NOTICES.contextOverflow });
+    expect(fake.requests.filter(isAgent).length - before).toBe(4);
+    const usage = await readUsage(t.redis, keys);
+    expect(Object.entries(usage.compactions).filter(([k]) => k.startsWith('reactive:')).reduce((s, [, n]) => s + n, 0)).toBe(5);
+  });
+});

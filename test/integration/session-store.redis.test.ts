@@ -1,0 +1,94 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StaleCommitError } from '../../src/errors.js';
+import { createLogger } from '../../src/log.js';
+import { acquireLease, releaseLease, renewLease } from '../../src/redis/lease.js';
+import { createSessionStore, requestTokens, toEntry, type SessionStore } from '../../src/redis/session-store.js';
+import { readTranscript, searchTranscript } from '../../src/redis/transcript.js';
+import { callUsageDelta, readUsage } from '../../src/redis/usage.js';
+import { sessionIndexKey } from '../../src/redis/keys.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { Writable } from 'node:stream';
+
+const SESSION = 'telegram:42';
+
+describe('session store', () => {
+  let t: TestRedis;
+  let store: SessionStore;
+  let logLines: Array<Record<string, unknown>>;
+
+  beforeEach(() => {
+    t = createTestRedis();
+    logLines = [];
+    const sink = new Writable({ write(chunk, _enc, done) { logLines.push(JSON.parse(String(chunk))); done(); } });
+    store = createSessionStore({ redis: t.redis, logger: createLogger({ destination: sink }) }, { keyPrefix: t.keyPrefix });
+  });
+  afterEach(async () => { await t.cleanup(); });
+
+  it('keys of one session share one hash tag under the prefix', () => {
+    const keys = Object.values(store.keys(SESSION));
+    for (const key of keys) expect(key.startsWith(`${t.keyPrefix}{${SESSION}}:`)).toBe(true);
+  });
+
+  it('commits projection, transcript, meta and usage together and counts each message once', async () => {
+    const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
+    const user = toEntry({ role: 'user', content: 'my order is ORD-48213-XK' });
+    const version = await store.commit(SESSION, {
+      expectedVersion: 0, fence, projection: { append: [user] },
+      transcript: [{ type: 'message', message: user.message, tokens: user.tokens, atMs: 1 }],
+      meta: { lastPromptTokens: 100, appendedTokensSince: user.tokens },
+      usage: callUsageDelta('gpt-4o-mini', { promptTokens: 100, completionTokens: 10, cachedTokens: 20 }, 16_000),
+    });
+    expect(version).toBe(1);
+    const snapshot = await store.load(SESSION);
+    expect(snapshot.entries).toEqual([user]);
+    expect(snapshot.meta.projectionTokens).toBe(user.tokens);
+    expect(requestTokens(snapshot)).toBe(100 + user.tokens);
+    const usage = await readUsage(t.redis, store.keys(SESSION));
+    expect(usage).toMatchObject({ promptTokens: 100, completionTokens: 10, cachedTokens: 20, calls: 1 });
+    expect(usage.costMicroUsd).toBeGreaterThan(0);
+    expect(await readTranscript(t.redis, store.keys(SESSION))).toHaveLength(1);
+    expect((await searchTranscript(t.redis, store.keys(SESSION), 'ord-48213'))[0].type).toBe('message');
+    expect(await t.redis.zscore(sessionIndexKey(t.keyPrefix), SESSION)).not.toBeNull();
+  });
+
+  it('requestTokens falls back to a full count when there is no provider report', async () => {
+    const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
+    const entries = [toEntry({ role: 'user', content: 'hello there' }), toEntry({ role: 'assistant', content: 'hi!' })];
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { replace: entries }, meta: { overheadTokens: 50 } });
+    const snapshot = await store.load(SESSION);
+    expect(requestTokens(snapshot)).toBe(3 + entries[0].tokens + entries[1].tokens + 50);
+  });
+
+  it('refuses a commit with an old fencing token and leaves the session unchanged (test 5)', async () => {
+    const keys = store.keys(SESSION);
+    const oldFence = (await acquireLease(t.redis, keys, 60_000))!;
+    await store.commit(SESSION, { expectedVersion: 0, fence: oldFence, projection: { append: [toEntry({ role: 'user', content: 'first' })] } });
+    await releaseLease(t.redis, keys, oldFence);
+    const newFence = (await acquireLease(t.redis, keys, 60_000))!;
+    expect(newFence).toBeGreaterThan(oldFence);
+    expect(await renewLease(t.redis, keys, oldFence)).toBe(false);
+    const before = await dump(t, keys);
+
+    const stale = store.commit(SESSION, {
+      expectedVersion: 1, fence: oldFence, projection: { replace: [toEntry({ role: 'user', content: 'overwrite' })] },
+      transcript: [{ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 1, tokensAfter: 0, durationMs: 0, atMs: 0 }],
+      usage: { incr: { calls: 1 }, set: {} }, finishTurn: true, meta: { lastPromptTokens: 7 },
+    });
+    await expect(stale).rejects.toBeInstanceOf(StaleCommitError);
+    expect(await dump(t, keys)).toEqual(before);
+    expect(logLines.some((line) => line.msg === 'stale commit refused' && line.sessionId === SESSION)).toBe(true);
+
+    await expect(store.commit(SESSION, { expectedVersion: 0, fence: newFence })).rejects.toThrow(/version mismatch/);
+    expect(await store.commit(SESSION, { expectedVersion: 1, fence: newFence })).toBe(2);
+  });
+});
+
+async function dump(t: TestRedis, keys: ReturnType<SessionStore['keys']>) {
+  return {
+    history: await t.redis.lrange(keys.history, 0, -1),
+    meta: await t.redis.hgetall(keys.meta),
+    usage: await t.redis.hgetall(keys.usage),
+    transcript: await t.redis.xlen(keys.transcript),
+    outbox: await t.redis.llen(keys.outbox),
+  };
+}
