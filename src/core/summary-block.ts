@@ -108,3 +108,15 @@ function oneLine(text: string, maxChars: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > maxChars ? `${flat.slice(0, maxChars)}…` : flat;
 }
+
+/** The facts listed in a summary block's pinned section (empty when there is none). */
+export function pinnedFactsOf(text: string): string[] {
+  const start = text.indexOf(PINNED_HEADING);
+  if (start === -1) return [];
+  const end = text.indexOf(SUMMARY_END, start);
+  return text
+    .slice(start + PINNED_HEADING.length, end === -1 ? text.length : end)
+    .split('\n')
+    .filter((line) => line.startsWith('- '))
+    .map((line) => line.slice(2).trim());
+}

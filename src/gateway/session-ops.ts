@@ -1,0 +1,116 @@
+import type { ContextCompressor } from '../core/compressor.js';
+import type { CompactionResult } from '../core/compaction-types.js';
+import { createCompactionState } from '../core/compaction-state.js';
+import { decideHygiene } from '../core/hygiene.js';
+import type { ChatMessage } from '../core/messages.js';
+import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
+import { acquireLease, releaseLease } from '../redis/lease.js';
+import { requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
+import { runCompactionStep, type CompactionLayer } from '../../workers/compaction-step.js';
+import { TurnState } from '../../workers/turn-state.js';
+
+/** What the gateway's session operations (hygiene, /compact, /reset) need. */
+export interface SessionOpsDeps {
+  redis: RedisClient;
+  store: SessionStore;
+  /** A compressor configured for the session's model (one per operation: it keeps state). */
+  createCompressor: () => ContextCompressor;
+  logger: Logger;
+}
+
+/** Options of the session operations. */
+export interface SessionOpsOptions {
+  systemPrompt: string;
+  contextWindow: number;
+  reservedOutputTokens: number;
+  /** Gateway hygiene trigger as a share of (window − reserve). */
+  hygieneThreshold: number;
+  model: string;
+  summaryModel: string;
+  /** Lease TTL while the gateway compacts, ms. */
+  leaseTtlMs: number;
+}
+
+/** The result of an operation that needs the session idle: `busy` when a worker holds it. */
+export type IdleResult<T> = { busy: true } | { busy: false; value: T };
+
+/** Gateway-side operations on a session, each under the session's lease. */
+export interface SessionOps {
+  /**
+   * The 85% check before dispatch: when the session is idle, has ≥ 4 messages and its next request
+   * is at or over the hygiene line, compacts it (layer `hygiene`). Returns null when it did not run.
+   */
+  hygiene(sessionId: string): Promise<CompactionResult | null>;
+  /** A forced compaction (`/compact`, the CLI). */
+  compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
+  /** Empties the projection and the compaction state; the transcript keeps everything. */
+  reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
+}
+
+/** Creates the gateway's session operations. */
+export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOptions): SessionOps {
+  const log = deps.logger.child({ component: 'session-ops' });
+  const system: ChatMessage = { role: 'system', content: options.systemPrompt };
+
+  async function underLease<T>(sessionId: string, work: (turn: TurnState) => Promise<T>): Promise<IdleResult<T>> {
+    const keys = deps.store.keys(sessionId);
+    const fence = await acquireLease(deps.redis, keys, options.leaseTtlMs);
+    if (fence === null) return { busy: true };
+    try {
+      const snapshot = await deps.store.load(sessionId);
+      return { busy: false, value: await work(new TurnState(deps.store, sessionId, snapshot, fence)) };
+    } finally {
+      await releaseLease(deps.redis, keys, fence);
+    }
+  }
+
+  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string) =>
+    runCompactionStep({
+      compressor: deps.createCompressor(), turn, system, requestTokens: requestTokens({ meta: turn.meta }),
+      layer, force, focus, summaryModel: options.summaryModel, model: options.model, logger: log.child({ sessionId: turn.sessionId }),
+    });
+
+  return {
+    async hygiene(sessionId) {
+      if (!(await overHygieneLine(deps, sessionId, options))) return null;
+      const result = await underLease(sessionId, async (turn) => {
+        const decision = decide(turn.entries.length, requestTokens({ meta: turn.meta }), options);
+        return decision.compact ? compactTurn(turn, 'hygiene', false) : null;
+      });
+      return result.busy ? null : result.value;
+    },
+    compact(sessionId, focus, layer = 'manual') {
+      return underLease(sessionId, (turn) => compactTurn(turn, layer, true, focus));
+    },
+    reset(sessionId) {
+      return underLease(sessionId, async (turn) => {
+        const removedMessages = turn.entries.length;
+        await turn.replace([], createCompactionState(), {
+          transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: turn.meta.projectionTokens, tokensAfter: 0, model: 'reset', durationMs: 0, reason: 'reset by the user: new projection, transcript kept', atMs: Date.now() }],
+        });
+        log.info({ sessionId, removedMessages }, 'session reset');
+        return { removedMessages };
+      });
+    },
+  };
+}
+
+function decide(messageCount: number, tokens: number, options: SessionOpsOptions) {
+  return decideHygiene({
+    messageCount, requestTokens: tokens, contextWindow: options.contextWindow,
+    threshold: options.hygieneThreshold, reservedOutputTokens: options.reservedOutputTokens,
+  });
+}
+
+/** Cheap pre-check from the meta hash alone, so most messages never load the projection. */
+async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions): Promise<boolean> {
+  const keys = deps.store.keys(sessionId);
+  const [fields, count] = await Promise.all([
+    deps.redis.hmget(keys.meta, 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens'),
+    deps.redis.llen(keys.history),
+  ]);
+  const [lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens] = fields.map((v) => Number(v ?? 0));
+  const meta = { lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens } as SessionMeta;
+  return decide(count, requestTokens({ meta }), options).compact;
+}
