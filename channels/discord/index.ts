@@ -1,0 +1,176 @@
+/**
+ * The Discord channel (discord.js 14): DMs (Channel partials), guild text channels when the bot is
+ * mentioned (configurable), threads as separate sessions. The gateway does not re-deliver
+ * events, so a failed `onMessage` is logged and answered with a short "try again" reply.
+ */
+import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
+import { ChannelError } from '../../src/errors.js';
+import { createSilentLogger, type Logger } from '../../src/log.js';
+import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
+import { UNSUPPORTED_ATTACHMENT_REPLY, toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
+
+/** The text commands recognised in guild channels without a mention. */
+export const DEFAULT_DISCORD_COMMANDS: readonly string[] = ['usage', 'status', 'compact', 'reset', 'pins', 'help'];
+
+/** The reply when a message could not be accepted (Discord will not send it again). */
+export const NOT_ACCEPTED_REPLY = 'Sorry, I could not take your message just now. Please send it again in a moment.';
+
+/** Options of {@link createDiscordChannel}. */
+export interface DiscordChannelOptions {
+  /** Bot token from the Developer Portal. Required. */
+  token: string;
+  /** REST API root (discord.js `rest.api`). Default `https://discord.com/api` (tests point it at a fake). */
+  apiRoot?: string;
+  /** When the bot answers in guild channels. Default `mention`. */
+  guildTrigger?: GuildTrigger;
+  /** Commands answered in guild channels without a mention. Default {@link DEFAULT_DISCORD_COMMANDS}. */
+  commandNames?: readonly string[];
+  /** Renewal period of the typing indicator, in ms. Default 8000 (it lasts ~10 s). */
+  typingIntervalMs?: number;
+  /** How long `start` waits for the gateway to become ready, in ms. Default 30 000. */
+  readyTimeoutMs?: number;
+}
+
+/** Resolved {@link DiscordChannelOptions}. */
+export type ResolvedDiscordChannelOptions = Required<DiscordChannelOptions>;
+
+/** The Discord channel. */
+export interface DiscordChannel extends Channel {
+  readonly name: 'discord';
+  /** The bot's user id, known after `start`. */
+  readonly botUserId: string | undefined;
+}
+
+const DEFAULTS = {
+  apiRoot: 'https://discord.com/api',
+  guildTrigger: 'mention',
+  commandNames: DEFAULT_DISCORD_COMMANDS,
+  typingIntervalMs: 8_000,
+  readyTimeoutMs: 30_000,
+} satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
+
+/** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
+export function createDiscordChannel(deps: { log?: Logger } = {}, options: DiscordChannelOptions): DiscordChannel {
+  const resolved: ResolvedDiscordChannelOptions = { ...DEFAULTS, ...options };
+  validate(resolved);
+  const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+    partials: [Partials.Channel],
+    rest: { api: resolved.apiRoot },
+  });
+  const state: { onMessage?: InboundHandler } = {};
+  // Messages of one channel are handed over in arrival order (handlers are async).
+  const chains = new Map<string, Promise<void>>();
+  client.on(Events.MessageCreate, (message) => {
+    const key = message.channelId;
+    const next = (chains.get(key) ?? Promise.resolve())
+      .then(() => handleMessage(message, client, state.onMessage, resolved, log))
+      .catch((err: unknown) => log.error({ err }, 'message handling failed'));
+    chains.set(key, next);
+    void next.finally(() => {
+      if (chains.get(key) === next) chains.delete(key);
+    });
+  });
+  client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
+
+  return {
+    name: 'discord',
+    maxMessageLength: 2000,
+    lengthUnit: 'codepoints',
+    formatting: 'markdown',
+    typingIntervalMs: resolved.typingIntervalMs,
+    get botUserId() {
+      return client.user?.id;
+    },
+    async start(onMessage) {
+      state.onMessage = onMessage;
+      const ready = waitForReady(client, resolved.readyTimeoutMs);
+      ready.catch(() => undefined); // observed below; avoids an unhandled rejection if login fails first
+      try {
+        await client.login(resolved.token);
+        await ready;
+      } catch (err) {
+        await client.destroy();
+        throw toDiscordChannelError(err, 'login');
+      }
+      log.info({ botUserId: client.user?.id }, 'discord channel started');
+    },
+    async stop() {
+      state.onMessage = undefined;
+      await client.destroy();
+    },
+    async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+      return sendDiscordText(client.rest, target, message);
+    },
+    async sendTyping(target: ChatTarget): Promise<void> {
+      await sendDiscordTyping(client.rest, target);
+    },
+  };
+}
+
+/** Extracts the translation's input from a discord.js message. */
+export function toMessageLike(message: Message): DiscordMessageLike {
+  const channel = message.channel;
+  const like: DiscordMessageLike = {
+    id: message.id,
+    channelId: message.channelId,
+    guildId: message.guildId,
+    author: { id: message.author.id, bot: message.author.bot, username: message.author.username, displayName: message.author.globalName ?? undefined },
+    content: message.content,
+    mentionedUserIds: [...message.mentions.users.keys()],
+    attachments: [...message.attachments.values()].map((a) => ({ url: a.url, contentType: a.contentType ?? undefined, name: a.name })),
+  };
+  if (channel.isThread() && channel.parentId) like.threadParentId = channel.parentId;
+  if (message.mentions.repliedUser) like.repliedToUserId = message.mentions.repliedUser.id;
+  if (message.reference?.messageId) like.referenceMessageId = message.reference.messageId;
+  return like;
+}
+
+async function handleMessage(message: Message, client: Client, onMessage: InboundHandler | undefined, options: ResolvedDiscordChannelOptions, log: Logger): Promise<void> {
+  const botId = client.user?.id;
+  if (!botId || !onMessage) return;
+  const translated = toInboundMessage(toMessageLike(message), botId, { guildTrigger: options.guildTrigger, commandNames: options.commandNames, receivedAt: Date.now() });
+  if (translated.kind === 'ignore') {
+    log.debug({ channelId: message.channelId, reason: translated.reason }, 'message ignored');
+    return;
+  }
+  const target = { chatId: message.channelId, replyTo: message.id };
+  try {
+    if (translated.kind === 'unsupported') {
+      await sendDiscordText(client.rest, target, { text: UNSUPPORTED_ATTACHMENT_REPLY, mode: 'plain' });
+      return;
+    }
+    await onMessage(translated.message);
+  } catch (err) {
+    log.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');
+    await sendDiscordText(client.rest, target, { text: NOT_ACCEPTED_REPLY, mode: 'plain' }).catch((sendErr: unknown) => {
+      log.warn({ err: sendErr }, 'could not tell the user their message was not accepted');
+    });
+  }
+}
+
+/** Resolves when the client is ready; rejects on timeout or when the gateway closes first. */
+function waitForReady(client: Client, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off(Events.ClientReady, onReady);
+      reject(new ChannelError(`discord gateway not ready after ${timeoutMs} ms`, { retryable: true, code: CHANNEL_ERROR_CODES.transient }));
+    }, timeoutMs);
+    timer.unref();
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once(Events.ClientReady, onReady);
+  });
+}
+
+function validate(options: ResolvedDiscordChannelOptions): void {
+  const issues: string[] = [];
+  if (options.token.trim() === '' || /\s/.test(options.token)) issues.push('`token` must be the bot token from the Developer Portal (no spaces)');
+  if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
+  if (!(options.readyTimeoutMs > 0)) issues.push(`\`readyTimeoutMs\` must be > 0 (got ${options.readyTimeoutMs})`);
+  if (issues.length > 0) throw new ChannelError(`invalid discord options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+}

@@ -1,0 +1,75 @@
+/**
+ * Discord sends (create message, trigger typing) over discord.js's REST client, and the one
+ * conversion of discord.js errors into ChannelError. The token travels in a header, never in
+ * a URL, and never reaches a message.
+ */
+import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
+import { classifyChannelFailure, type ChannelFailure } from '../../src/core/retry.js';
+import { ChannelError } from '../../src/errors.js';
+import { CHANNEL_ERROR_CODES, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+
+const KIND_TO_CODE = {
+  rate_limited: CHANNEL_ERROR_CODES.rateLimited,
+  transient: CHANNEL_ERROR_CODES.transient,
+  format_rejected: CHANNEL_ERROR_CODES.formatRejected,
+  permanent: CHANNEL_ERROR_CODES.permanent,
+} as const;
+
+/** The channel a target's messages go to: the thread when there is one. */
+export function discordChannelOf(target: ChatTarget): string {
+  return target.threadId ?? target.chatId;
+}
+
+/**
+ * Creates a message. Mentions in the text never ping anyone (`allowed_mentions: none`); a reply
+ * reference to a deleted message does not fail the send. `@throws` ChannelError.
+ */
+export async function sendDiscordText(rest: REST, target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+  const channelId = discordChannelOf(target);
+  const body: Record<string, unknown> = { content: message.text, allowed_mentions: { parse: [], replied_user: false } };
+  if (target.replyTo !== undefined) body.message_reference = { message_id: target.replyTo, fail_if_not_exists: false };
+  try {
+    const created = (await rest.post(Routes.channelMessages(channelId), { body })) as { id: string };
+    return { messageId: created.id };
+  } catch (err) {
+    throw toDiscordChannelError(err, 'createMessage', channelId);
+  }
+}
+
+/** Shows "typing…" in the channel or thread for ~10 s. `@throws` ChannelError. */
+export async function sendDiscordTyping(rest: REST, target: ChatTarget): Promise<void> {
+  const channelId = discordChannelOf(target);
+  try {
+    await rest.post(Routes.channelTyping(channelId));
+  } catch (err) {
+    throw toDiscordChannelError(err, 'triggerTyping', channelId);
+  }
+}
+
+/** Converts a discord.js REST error into a ChannelError classified by the shared retry policy. */
+export function toDiscordChannelError(err: unknown, operation: string, channelId?: string): ChannelError {
+  if (err instanceof ChannelError) return err;
+  const where = channelId === undefined ? '' : ` for discord:${channelId}`;
+  let failure: ChannelFailure;
+  let detail: string;
+  if (err instanceof DiscordAPIError) {
+    failure = { status: err.status, description: err.message };
+    detail = `${err.status}: ${err.message} (code ${err.code})`;
+  } else if (err instanceof RateLimitError) {
+    failure = { status: 429, retryAfterSeconds: err.retryAfter / 1000 };
+    detail = '429: rate limited';
+  } else if (err instanceof HTTPError) {
+    failure = { status: err.status };
+    detail = `${err.status}: ${err.message}`;
+  } else {
+    failure = { network: true };
+    detail = err instanceof Error ? `network error: ${err.name}` : 'unexpected error';
+  }
+  const classified = classifyChannelFailure(failure);
+  return new ChannelError(`${operation} failed${where} (${detail})`, {
+    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
+    retryAfterMs: classified.retryAfterMs,
+    code: KIND_TO_CODE[classified.kind],
+    cause: err,
+  });
+}

@@ -1,0 +1,305 @@
+/**
+ * A fake Discord: REST v10 over HTTP and gateway v10 over WebSocket (`ws`), on 127.0.0.1 port 0.
+ * discord.js is pointed at it with `rest: { api: fake.apiRoot }`; the gateway URL comes from
+ * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
+ * heartbeat ACK, MESSAGE_CREATE on demand. REST: /gateway/bot, /users/@me, GET /channels/:id,
+ * POST /channels/:id/messages (2000-character limit; scripted 429s with retry_after),
+ * POST /channels/:id/typing (204 without a content type). Records every call.
+ */
+import { EventEmitter, once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/** One recorded REST call. */
+export interface DiscordCall {
+  method: string;
+  /** Path after `/api/v10`, e.g. `/channels/123/messages`. */
+  path: string;
+  body: Record<string, unknown> | undefined;
+  atMs: number;
+}
+
+/** A scripted REST failure. */
+export interface DiscordFailure {
+  status: number;
+  /** Discord JSON error code (e.g. 10003 Unknown Channel, 50007 Cannot send messages to this user). */
+  code?: number;
+  message?: string;
+  /** For 429: `retry_after` in seconds (also sent as the Retry-After header, rounded up). */
+  retryAfterSeconds?: number;
+}
+
+/** Options of {@link startFakeDiscord}. */
+export interface FakeDiscordOptions {
+  token?: string;
+  /** HELLO's heartbeat_interval, in ms. Default 41 250. */
+  heartbeatIntervalMs?: number;
+}
+
+/** Ids of the fake world: one guild with a text channel and a thread, and a DM channel. */
+export const FAKE_DISCORD_IDS = {
+  bot: '900000000000000001',
+  application: '900000000000000002',
+  guild: '900000000000000010',
+  textChannel: '900000000000000011',
+  thread: '900000000000000012',
+  dmChannel: '900000000000000020',
+  user: '900000000000000030',
+} as const;
+
+const CHANNEL_TYPES = { text: 0, dm: 1, publicThread: 11 } as const;
+const MAX_CONTENT = 2000;
+
+/** The running fake; see the module comment. */
+export class FakeDiscordServer extends EventEmitter {
+  readonly calls: DiscordCall[] = [];
+  /** Every gateway payload received from clients. */
+  readonly gatewayReceived: Array<{ op: number; d: unknown }> = [];
+  readonly token: string;
+  apiRoot = '';
+  private readonly heartbeatIntervalMs: number;
+  private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
+  private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
+  private nextId = 1n;
+  private server!: Server;
+  private wss!: WebSocketServer;
+
+  constructor(options: FakeDiscordOptions = {}) {
+    super();
+    this.token = options.token ?? 'MTAwMDAwMDAwMDAwMDAwMDAx.FakeTk.discord-test-token-0123456789';
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
+  }
+
+  /** Starts listening on a free port. */
+  async listen(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.wss = new WebSocketServer({ server: this.server });
+    this.wss.on('connection', (ws) => this.onConnection(ws));
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.apiRoot = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api`;
+    return this;
+  }
+
+  /** Closes every socket and the server. */
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.ws.terminate();
+    this.wss.close();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Whether a client has identified (READY was sent). */
+  get identified(): boolean {
+    return this.gatewayReceived.some((payload) => payload.op === 2);
+  }
+
+  /** Dispatches MESSAGE_CREATE to every identified client. Returns the message id. */
+  dispatchMessage(options: {
+    content: string;
+    where: 'dm' | 'guild' | 'thread';
+    author?: { id: string; username: string; bot?: boolean };
+    mentions?: string[];
+    replyTo?: { messageId: string; authorId: string };
+    attachments?: Array<{ filename: string; content_type: string }>;
+  }): string {
+    const id = this.snowflake();
+    const author = { id: FAKE_DISCORD_IDS.user, username: 'ada', ...options.author };
+    const channelId = { dm: FAKE_DISCORD_IDS.dmChannel, guild: FAKE_DISCORD_IDS.textChannel, thread: FAKE_DISCORD_IDS.thread }[options.where];
+    const data: Record<string, unknown> = {
+      id,
+      channel_id: channelId,
+      channel_type: { dm: CHANNEL_TYPES.dm, guild: CHANNEL_TYPES.text, thread: CHANNEL_TYPES.publicThread }[options.where],
+      author: user(author.id, author.username, author.bot ?? false),
+      content: options.content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: (options.mentions ?? []).map((userId) => user(userId, userId === FAKE_DISCORD_IDS.bot ? 'chatgate' : 'someone', userId === FAKE_DISCORD_IDS.bot)),
+      mention_roles: [],
+      attachments: (options.attachments ?? []).map((a) => ({ id: this.snowflake(), filename: a.filename, content_type: a.content_type, size: 10, url: `https://cdn.example/${a.filename}`, proxy_url: `https://cdn.example/${a.filename}` })),
+      embeds: [],
+      pinned: false,
+      type: options.replyTo ? 19 : 0,
+      flags: 0,
+    };
+    if (options.where !== 'dm') {
+      data.guild_id = FAKE_DISCORD_IDS.guild;
+      data.member = { roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+    }
+    if (options.replyTo) {
+      data.message_reference = { type: 0, message_id: options.replyTo.messageId, channel_id: channelId, guild_id: data.guild_id };
+      data.referenced_message = null;
+      if (!(options.mentions ?? []).includes(options.replyTo.authorId)) (data.mentions as unknown[]).push(user(options.replyTo.authorId, 'replied', options.replyTo.authorId === FAKE_DISCORD_IDS.bot));
+    }
+    this.dispatch('MESSAGE_CREATE', data);
+    return id;
+  }
+
+  /** Answers the next call of `method` on a path matching `path` with `failure`. */
+  failNext(method: string, path: RegExp, failure: DiscordFailure): void {
+    this.failures.push({ method, path, failure });
+  }
+
+  /** REST calls matching `method` and `path`. */
+  callsOf(method: string, path: RegExp): DiscordCall[] {
+    return this.calls.filter((call) => call.method === method && path.test(call.path));
+  }
+
+  /** Resolves with the `count`-th REST call matching (1-based), waiting for it if needed. */
+  async waitForCall(method: string, path: RegExp, count = 1): Promise<DiscordCall> {
+    for (;;) {
+      const calls = this.callsOf(method, path);
+      if (calls.length >= count) return calls[count - 1];
+      await once(this, 'call');
+    }
+  }
+
+  /** Resolves once a gateway payload with `op` has been received `count` times. */
+  async waitForGateway(op: number, count = 1): Promise<void> {
+    while (this.gatewayReceived.filter((payload) => payload.op === op).length < count) await once(this, 'gateway');
+  }
+
+  private snowflake(): string {
+    // Timestamp-based like real snowflakes, so discord.js derives sane creation dates.
+    return String(((BigInt(Date.now()) - 1420070400000n) << 22n) + this.nextId++);
+  }
+
+  private dispatch(event: string, data: unknown): void {
+    for (const socket of this.sockets) this.sendDispatch(socket, event, data);
+  }
+
+  private sendDispatch(socket: { ws: WebSocket; seq: number }, event: string, data: unknown): void {
+    socket.seq += 1;
+    socket.ws.send(JSON.stringify({ op: 0, t: event, s: socket.seq, d: data }));
+  }
+
+  private onConnection(ws: WebSocket): void {
+    const socket = { ws, seq: 0 };
+    ws.send(JSON.stringify({ op: 10, s: null, t: null, d: { heartbeat_interval: this.heartbeatIntervalMs } }));
+    ws.on('message', (raw) => {
+      const payload = JSON.parse(String(raw)) as { op: number; d: Record<string, unknown> };
+      this.gatewayReceived.push(payload);
+      if (payload.op === 1) ws.send(JSON.stringify({ op: 11, s: null, t: null, d: null }));
+      if (payload.op === 2) this.onIdentify(socket, payload.d);
+      this.emit('gateway', payload.op);
+    });
+    ws.on('close', () => this.sockets.delete(socket));
+  }
+
+  private onIdentify(socket: { ws: WebSocket; seq: number }, identify: Record<string, unknown>): void {
+    if (identify.token !== this.token) {
+      socket.ws.close(4004, 'Authentication failed.');
+      return;
+    }
+    this.sockets.add(socket);
+    const resumeUrl = this.apiRoot.replace(/^http/, 'ws').replace(/\/api$/, '');
+    this.sendDispatch(socket, 'READY', {
+      v: 10,
+      user: user(FAKE_DISCORD_IDS.bot, 'chatgate', true),
+      guilds: [{ id: FAKE_DISCORD_IDS.guild, unavailable: true }],
+      session_id: 'fake-session',
+      resume_gateway_url: resumeUrl,
+      shard: [0, 1],
+      application: { id: FAKE_DISCORD_IDS.application, flags: 0 },
+    });
+    this.sendDispatch(socket, 'GUILD_CREATE', guildCreate());
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const method = req.method ?? 'GET';
+    const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
+    if (req.headers.authorization !== `Bot ${this.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
+    this.calls.push({ method, path, body, atMs: Date.now() });
+    this.emit('call');
+    const index = this.failures.findIndex((f) => f.method === method && f.path.test(path));
+    if (index !== -1) return fail(res, this.failures.splice(index, 1)[0].failure);
+    this.route(method, path, body, res);
+  }
+
+  private route(method: string, path: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
+    const channel = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
+    if (method === 'GET' && path === '/gateway/bot') {
+      const url = this.apiRoot.replace(/^http/, 'ws').replace(/\/api$/, '');
+      return json(res, 200, { url, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
+    }
+    if (method === 'GET' && path === '/users/@me') return json(res, 200, user(FAKE_DISCORD_IDS.bot, 'chatgate', true));
+    if (!channel) return json(res, 404, { message: '404: Not Found', code: 0 });
+    const known = channelObject(channel[1]);
+    if (!known) return json(res, 404, { message: 'Unknown Channel', code: 10003 });
+    if (method === 'GET' && channel[2] === undefined) return json(res, 200, known);
+    if (method === 'POST' && channel[2] === '/typing') {
+      res.writeHead(204);
+      return void res.end();
+    }
+    if (method === 'POST' && channel[2] === '/messages') return this.createMessage(channel[1], body, res);
+    json(res, 405, { message: '405: Method Not Allowed', code: 0 });
+  }
+
+  private createMessage(channelId: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
+    const content = String(body?.content ?? '');
+    if (content === '') return json(res, 400, { message: 'Cannot send an empty message', code: 50006 });
+    if ([...content].length > MAX_CONTENT) {
+      return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
+    }
+    json(res, 200, {
+      id: this.snowflake(), channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
+      edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
+      message_reference: body?.message_reference,
+    });
+  }
+}
+
+/** Starts a {@link FakeDiscordServer} on a free port. */
+export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscordServer> {
+  return new FakeDiscordServer(options).listen();
+}
+
+function user(id: string, username: string, bot: boolean): Record<string, unknown> {
+  return { id, username, discriminator: '0', global_name: username === 'ada' ? 'Ada Lovelace' : null, avatar: null, bot, flags: 0 };
+}
+
+function channelObject(id: string): Record<string, unknown> | undefined {
+  const guildChannel = { guild_id: FAKE_DISCORD_IDS.guild, position: 0, permission_overwrites: [], nsfw: false, rate_limit_per_user: 0, last_message_id: null };
+  if (id === FAKE_DISCORD_IDS.textChannel) return { id, type: CHANNEL_TYPES.text, name: 'general', parent_id: null, topic: null, ...guildChannel };
+  if (id === FAKE_DISCORD_IDS.thread) {
+    return {
+      id, type: CHANNEL_TYPES.publicThread, name: 'a thread', parent_id: FAKE_DISCORD_IDS.textChannel, owner_id: FAKE_DISCORD_IDS.user, message_count: 0, member_count: 1,
+      thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date(0).toISOString(), locked: false }, ...guildChannel,
+    };
+  }
+  if (id === FAKE_DISCORD_IDS.dmChannel) return { id, type: CHANNEL_TYPES.dm, last_message_id: null, recipients: [user(FAKE_DISCORD_IDS.user, 'ada', false)] };
+  return undefined;
+}
+
+function guildCreate(): Record<string, unknown> {
+  const { guild } = FAKE_DISCORD_IDS;
+  return {
+    id: guild, name: 'Fake Guild', icon: null, owner_id: FAKE_DISCORD_IDS.user, unavailable: false, member_count: 2, large: false, features: [],
+    roles: [{ id: guild, name: '@everyone', permissions: '1071698660929', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
+    emojis: [], stickers: [], members: [], presences: [], voice_states: [], stage_instances: [], guild_scheduled_events: [],
+    channels: [channelObject(FAKE_DISCORD_IDS.textChannel)], threads: [channelObject(FAKE_DISCORD_IDS.thread)],
+    joined_at: new Date(0).toISOString(), premium_tier: 0, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0,
+    mfa_level: 0, nsfw_level: 0, preferred_locale: 'en-US', system_channel_flags: 0,
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function fail(res: ServerResponse, failure: DiscordFailure): void {
+  if (failure.status === 429) {
+    const seconds = failure.retryAfterSeconds ?? 1;
+    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(Math.ceil(seconds)), 'x-ratelimit-scope': 'user' });
+    return void res.end(JSON.stringify({ message: 'You are being rate limited.', retry_after: seconds, global: false }));
+  }
+  json(res, failure.status, { message: failure.message ?? 'error', code: failure.code ?? 0 });
+}
