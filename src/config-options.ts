@@ -59,7 +59,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'REDIS_URL', group: 'Redis', schema: z.url({ protocol: /^rediss?$/ }), rule: 'a redis:// or rediss:// URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 if it answers, else a redis-server from PATH started on a free port with its data in the state folder.' },
   { env: 'CHATGATE_REDIS_FALLBACK_HOST', group: 'Redis', schema: text, rule: 'a host name', default: '127.0.0.1', doc: 'Address tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
-  { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]*:$/), rule: 'letters, digits, `_.-{}` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },
+  { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },
   { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: '{cgq}', doc: 'BullMQ queue prefix, hash-tagged so every queue key lands in one Redis Cluster slot.' },
   { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: 'https://api.openai.com/v1', doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
   { env: 'OPENAI_API_KEY', group: 'LLM', schema: text, rule: 'a non-empty key', secret: true, doc: 'API key of the endpoint (any value for local servers that ignore it).' },

@@ -21,7 +21,7 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['REDIS_URL', 'not a url', '`REDIS_URL` must be a redis:// or rediss:// URL (got not a url)'],
   ['CHATGATE_REDIS_FALLBACK_PORT', '70000', '`CHATGATE_REDIS_FALLBACK_PORT` must be an integer in [1, 65535] (got 70000)'],
   ['CHATGATE_REDIS_FALLBACK_PORT', '0', '`CHATGATE_REDIS_FALLBACK_PORT` must be an integer in [1, 65535] (got 0)'],
-  ['CHATGATE_KEY_PREFIX', 'cg', '`CHATGATE_KEY_PREFIX` must be letters, digits, `_.-{}` ending in `:` (got cg)'],
+  ['CHATGATE_KEY_PREFIX', 'cg', '`CHATGATE_KEY_PREFIX` must be letters, digits, `_.-{}:` ending in `:` (got cg)'],
   ['CHATGATE_QUEUE_PREFIX', 'cg:q', '`CHATGATE_QUEUE_PREFIX` must be letters, digits and `_.-{}` (no `:`) (got cg:q)'],
   ['OPENAI_BASE_URL', 'ftp://example.com', '`OPENAI_BASE_URL` must be an http(s) URL (got ftp://example.com)'],
   ['CHATGATE_MODEL', 'gpt 4o', '`CHATGATE_MODEL` must be a model name (got gpt 4o)'],

@@ -1,0 +1,102 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTelegramChannel } from '../../channels/telegram/index.js';
+import { readUsage } from '../../src/redis/usage.js';
+import { sessionKeys } from '../../src/redis/keys.js';
+import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import type { FakeHandler } from '../fakes/openai-server.js';
+
+let telegram: FakeTelegramServer;
+let stack: Stack | undefined;
+
+async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
+  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 50 });
+  stack = await startStack({ channels: { list: [channel] }, handler, env });
+  return stack;
+}
+
+/** Resolves once `condition` holds, checking on every Telegram call. */
+function waitUntil(condition: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!condition()) return;
+      telegram.off('call', check);
+      resolve();
+    };
+    telegram.on('call', check);
+    check();
+  });
+}
+
+const texts = () => telegram.callsOf('sendMessage').map((call) => String(call.params.text));
+const say = (text: string, from = 42) => telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'Ada' }, chat: { id: from, type: 'private', first_name: 'Ada' } });
+
+beforeEach(async () => {
+  telegram = await startFakeTelegram();
+});
+
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+  await telegram.close();
+});
+
+describe('gateway with Telegram', () => {
+  it('answers a message end to end and registers the chat commands', async () => {
+    const s = await start(() => ({ content: 'Hello **Ada**!' }));
+    say('hi there');
+    const sent = await telegram.waitForCall('sendMessage');
+    expect(sent.params).toMatchObject({ chat_id: '42', text: 'Hello <b>Ada</b>!', parse_mode: 'HTML' });
+    expect(s.agentRequests().at(-1)?.messages.at(-1)).toMatchObject({ role: 'user' });
+    expect(telegram.callsOf('setMyCommands')[0].params.commands).toEqual(expect.arrayContaining([expect.objectContaining({ command: 'usage' })]));
+    expect(telegram.callsOf('sendChatAction').length).toBeGreaterThan(0);
+  });
+
+  it('splits a long reply at the 4096 limit and honours a 429', async () => {
+    const long = Array.from({ length: 300 }, (_, i) => `Line ${i}: ${'word '.repeat(8)}`).join('\n');
+    await start(() => ({ content: long }));
+    telegram.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 });
+    say('tell me everything');
+    await waitUntil(() => texts().some((t) => t.includes('Line 299:')));
+    const calls = telegram.callsOf('sendMessage');
+    const delivered = texts().slice(1);
+    expect(new Set(delivered).size).toBe(delivered.length);
+    expect(delivered.every((t) => t.length <= 4096)).toBe(true);
+    expect(delivered.join('\n').replace(/\n+/g, '\n')).toContain('Line 299:');
+    expect(calls[1].atMs - calls[0].atMs).toBeGreaterThanOrEqual(900);
+  });
+
+  it('answers /usage and /compact with real figures', async () => {
+    const s = await start(() => ({ content: `An answer with some words in it. ${'detail '.repeat(40)}` }));
+    for (const text of ['first question', 'second question', 'third question']) {
+      say(text);
+      await telegram.waitForCall('sendMessage', texts().length + 1);
+    }
+    const sessionId = 'telegram:42';
+    const usage = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
+    say('/usage');
+    await telegram.waitForCall('sendMessage', 4);
+    expect(texts()[3]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
+    expect(texts()[3]).toContain('3 model calls');
+    say('/compact the questions');
+    await telegram.waitForCall('sendMessage', 5);
+    expect(texts()[4]).toMatch(/Compaction (compacted|pruned|fallback|noop) \(focus: the questions\): [\d,]+ → [\d,]+ tokens/);
+  });
+
+  it('processes a re-delivered update once, refuses unlisted users and over-size messages without the LLM', async () => {
+    const s = await start(() => ({ content: 'ok' }), { CHATGATE_ALLOW_TELEGRAM: '42', CHATGATE_MAX_MESSAGE_CHARS: '100' });
+    const { messageId } = say('once please');
+    telegram.pushUpdate({ message: { message_id: messageId, date: Math.floor(Date.now() / 1000), text: 'once please', from: { id: 42, is_bot: false, first_name: 'Ada' }, chat: { id: 42, type: 'private' } } });
+    say('let me in', 99);
+    say('x'.repeat(500));
+    say('and now a second one');
+    // Turns of one chat run in arrival order: once the second message is answered, a duplicate turn would have been too.
+    await waitUntil(() => telegram.callsOf('sendMessage').filter((c) => c.params.chat_id === '42' && c.params.text === 'ok').length >= 2);
+    await waitUntil(() => texts().some((t) => t.includes('the limit is 100')) && texts().some((t) => /not authorised/.test(t)));
+    const all = telegram.callsOf('sendMessage');
+    expect(all.filter((c) => c.params.chat_id === '42' && c.params.text === 'ok')).toHaveLength(2);
+    expect(all.find((c) => c.params.chat_id === '99')?.params.text).toMatch(/not authorised/);
+    expect(texts().some((t) => t.includes('the limit is 100'))).toBe(true);
+    expect(s.agentRequests()).toHaveLength(2);
+  });
+});

@@ -1,0 +1,55 @@
+import { loadConfig, type Config } from '../../src/config.js';
+import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
+import { createSilentLogger } from '../../src/log.js';
+import { MemorySessionReader } from '../../src/monitor/memory-session-reader.js';
+import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
+import type { GatewayChannels } from '../../src/gateway/channels.js';
+import { runWorker, type RunningWorker } from '../../workers/main.js';
+import { startFakeOpenAI, type FakeHandler, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import { createTestRedis, type TestRedis } from './redis.js';
+
+/** Gateway + one in-process worker + fake LLM, on real Redis with fresh prefixes. */
+export interface Stack {
+  t: TestRedis;
+  llm: FakeOpenAI;
+  config: Config;
+  gateway: GatewayHandle;
+  worker: RunningWorker;
+  /** Requests the agent made (summariser calls excluded). */
+  agentRequests(): FakeRequest[];
+  close(): Promise<void>;
+}
+
+/** True for a request the summariser made. */
+export function isSummaryRequest(request: FakeRequest): boolean {
+  return request.messages.some((m) => m.role === 'system' && typeof m.content === 'string' && m.content.includes(SUMMARIZER_MARK));
+}
+
+/** Starts the stack. `handler` answers agent requests; summariser requests get a short summary. */
+export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; env?: Record<string, string> }): Promise<Stack> {
+  const t = createTestRedis();
+  const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? { content: 'Goal: help the user. Active state: conversation summarised.' } : options.handler(request)));
+  const config = loadConfig({
+    REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix,
+    OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'fake-model', CHATGATE_CONTEXT_WINDOW: '16000',
+    CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent', ...options.env,
+  });
+  const logger = createSilentLogger();
+  const gateway = await startGateway({ config, redis: t.redis, logger, sessions: new MemorySessionReader(), channels: options.channels });
+  const worker = await runWorker({
+    redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, logger,
+    llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
+    contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
+    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100,
+  });
+  return {
+    t, llm, config, gateway, worker,
+    agentRequests: () => llm.requests.filter((r) => !isSummaryRequest(r)),
+    async close() {
+      await worker.close();
+      await gateway.close();
+      await llm.close();
+      await t.cleanup();
+    },
+  };
+}
