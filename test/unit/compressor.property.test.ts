@@ -20,7 +20,9 @@ const turn = fc.record({
   oddity: fc.constantFrom('none', 'none', 'none', 'double-user', 'system-mid', 'assistant-only'),
 });
 
-function build(turns: Array<fc.RecordValue<typeof turn>>, withSystem: boolean): ChatMessage[] {
+type Turn = typeof turn extends fc.Arbitrary<infer T> ? T : never;
+
+function build(turns: Turn[], withSystem: boolean): ChatMessage[] {
   const messages: ChatMessage[] = withSystem ? [{ role: 'system', content: 'You are terse.' }] : [];
   turns.forEach((t, i) => {
     if (t.oddity === 'assistant-only') {
