@@ -13,8 +13,8 @@ import { createSessionStore, requestTokens, type SessionMeta, type StoredEntry }
 import { readTranscript, type StoredTranscriptEntry } from './transcript.js';
 import { readUsage, type UsageLedger } from './usage.js';
 
-/** First characters of the transcript marker `chatgate reset` writes (a system message). */
-export const RESET_MARK = '[chatgate:reset]';
+/** `model` of the transcript event `/reset` and `chatgate reset` write (a `manual`/`noop` compaction event). */
+export const RESET_EVENT_MODEL = 'reset';
 
 /** Options of {@link createRedisSessionReader}. */
 export interface RedisSessionReaderOptions {
@@ -153,14 +153,11 @@ function replayTranscript(entries: readonly StoredTranscriptEntry[], overheadTok
         tokensBefore: entry.tokensBefore, tokensAfter: entry.tokensAfter, durationMs: entry.durationMs,
         ...(entry.model ? { model: entry.model } : {}), ...(entry.reason ? { reason: entry.reason } : {}),
       });
-      if (entry.outcome !== 'noop' && entry.outcome !== 'aborted') tokens = entry.tokensAfter + base;
+      if (entry.model === RESET_EVENT_MODEL && entry.tokensAfter === 0) tokens = base;
+      else if (entry.outcome !== 'noop' && entry.outcome !== 'aborted') tokens = entry.tokensAfter + base;
       continue;
     }
     const message = entry.message;
-    if (message.role === 'system' && messageText(message).startsWith(RESET_MARK)) {
-      tokens = base;
-      continue;
-    }
     tokens += entry.tokens;
     if (message.role === 'user' && previousRole !== 'user') turn += 1;
     previousRole = message.role;

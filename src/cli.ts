@@ -1,0 +1,108 @@
+/**
+ * `chatgate`: the composition root and operator CLI — the only module that wires the gateway,
+ * workers, monitor, Redis and the LLM endpoint together. Exit codes: 0 ok, 1 failure, 2 usage error.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { CliExit, errorText, EXIT, intOption, processIo, type CliIo } from './cli/context.js';
+import { doctorCommand } from './cli/doctor.js';
+import { compactCommand, resetCommand } from './cli/maintenance.js';
+import { runRoles, waitForStopSignal } from './cli/run.js';
+import { sessionsCommand, transcriptCommand, usageCommand, type SessionsFlags } from './cli/sessions.js';
+
+/** Options of {@link createProgram}. */
+export interface ProgramOptions {
+  io?: CliIo;
+  /** Resolves when a running role should stop. Default: the first SIGINT or SIGTERM. */
+  stopSignal?: () => Promise<string>;
+  /** Receives each command's exit code. */
+  onExit: (code: number) => void;
+}
+
+/** Builds the commander program; each action reports its exit code through `onExit`. */
+export function createProgram(options: ProgramOptions): Command {
+  const io = options.io ?? processIo();
+  const stop = options.stopSignal ?? waitForStopSignal;
+  const run = (action: () => Promise<number>) => async () => options.onExit(await action());
+  const concurrency = () => new Option('--concurrency <n>', 'turns the in-process worker runs at once (default CHATGATE_WORKER_CONCURRENCY)').argParser(intOption(1, 256));
+  const program = new Command('chatgate')
+    .description('Multi-channel chat-bot gateway with session hygiene. Configuration comes from the environment (docs/operating.md).')
+    .showHelpAfterError('(run `chatgate --help` for the commands)')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+
+  program.command('start').description('run the gateway, workers and monitor in one process')
+    .option('--demo', 'use the built-in offline demo model instead of an LLM endpoint')
+    .addOption(concurrency())
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: true, worker: true }, flags, stop))());
+  program.command('gateway').description('run the gateway alone: channels, ingest, hygiene, delivery, web chat and monitor')
+    .option('--demo', 'use the built-in offline demo model (for hygiene summaries)')
+    .action((flags: { demo?: boolean }) => run(() => runRoles(io, { gateway: true, worker: false }, flags, stop))());
+  program.command('worker').description('run an agent worker alone (start as many as you like)')
+    .option('--demo', 'use the built-in offline demo model')
+    .addOption(concurrency())
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: false, worker: true }, flags, stop))());
+
+  program.command('sessions').description('list sessions: channel, messages, context fill, tokens, cost, compactions')
+    .addOption(new Option('--sort <key>', 'order by last activity or context fill').choices(['activity', 'fill']).default('activity'))
+    .option('--json', 'print JSON')
+    .addOption(new Option('--limit <n>', 'at most this many sessions').argParser(intOption(1, 100_000)).default(50))
+    .action((flags: SessionsFlags) => run(() => sessionsCommand(io, flags))());
+  program.command('usage').description('the usage ledger and context fill of one session').argument('<session>', 'session id, e.g. web:abc')
+    .option('--json', 'print JSON')
+    .action((session: string, flags: { json?: boolean }) => run(() => usageCommand(io, session, flags))());
+  program.command('compact').description('compact a session now (layer manual), under its lease').argument('<session>', 'session id')
+    .option('--focus <text>', 'what the summary should keep in detail')
+    .action((session: string, flags: { focus?: string }) => run(() => compactCommand(io, session, flags))());
+  program.command('transcript').description('print the full transcript of a session (every message and compaction)').argument('<session>', 'session id')
+    .option('--jsonl', 'one JSON entry per line')
+    .action((session: string, flags: { jsonl?: boolean }) => run(() => transcriptCommand(io, session, flags))());
+  program.command('reset').description('start a session over: empty projection, fresh compaction state (the transcript keeps everything)').argument('<session>', 'session id')
+    .action((session: string) => run(() => resetCommand(io, session))());
+  program.command('doctor').description('check configuration, Redis, queues, the LLM endpoint and bot tokens')
+    .option('--telegram-api-root <url>', 'Telegram Bot API root (a local Bot API server or proxy)')
+    .option('--discord-api-root <url>', 'Discord REST API root')
+    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(() => doctorCommand(io, flags))());
+  return program;
+}
+
+/**
+ * Runs the CLI on `argv` (as in `process.argv`). @returns the exit code: 0 ok, 1 failure,
+ * 2 usage error (help and version are 0).
+ */
+export async function runCli(argv: readonly string[], options: Omit<ProgramOptions, 'onExit'> = {}): Promise<number> {
+  const io = options.io ?? processIo();
+  let code: number = EXIT.ok;
+  const program = createProgram({ ...options, io, onExit: (c) => { code = c; } });
+  if (argv.length <= 2) {
+    program.outputHelp();
+    return EXIT.usage;
+  }
+  try {
+    await program.parseAsync(argv as string[]);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+    }
+    if (err instanceof CliExit) return err.exitCode;
+    io.err(`chatgate: ${errorText(err)}`);
+    return EXIT.failure;
+  }
+}
+
+function isMain(): boolean {
+  if (!process.argv[1]) return false;
+  try {
+    return realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  process.exitCode = await runCli(process.argv);
+  // Sockets of libraries closed late must not keep a finished command alive.
+  setTimeout(() => process.exit(process.exitCode), 200).unref();
+}

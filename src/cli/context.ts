@@ -1,0 +1,113 @@
+import { Redis } from 'ioredis';
+import { InvalidArgumentError } from 'commander';
+import { loadConfig, type Config } from '../config.js';
+import { ConfigError, GatewayError } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
+
+/** Exit codes of every command. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/** Where a command writes: results to `out`, progress and errors to `err`. */
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** A failure already explained to the user: the command ends with `exitCode`. */
+export class CliExit extends Error {
+  constructor(readonly exitCode: number, message = `exit ${exitCode}`) {
+    super(message);
+    this.name = 'CliExit';
+  }
+}
+
+/** A Redis connection for a command, with what it took to get it. */
+export interface CliRedis {
+  redis: Redis;
+  resolved: ResolvedRedis;
+  /** Closes the connection and stops a redis-server this command started. */
+  close(): Promise<void>;
+}
+
+/** The process's I/O. */
+export function processIo(): CliIo {
+  return {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+    env: process.env,
+  };
+}
+
+/** Writes a progress line to stderr. */
+export function progress(io: CliIo, text: string): void {
+  io.err(`chatgate: ${text}`);
+}
+
+/**
+ * Loads the configuration with `overrides` on top of the environment; on invalid options prints
+ * one line per option and throws {@link CliExit} 1.
+ */
+export function loadCliConfig(io: CliIo, overrides: Record<string, string | undefined> = {}): Config {
+  try {
+    return loadConfig({ ...io.env, ...overrides });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err('chatgate: invalid configuration:');
+    for (const issue of err.issues) io.err(`  - ${issue}`);
+    io.err('Fix the options above in the environment, .env or the CHATGATE_CONFIG file (docs/operating.md lists every option).');
+    throw new CliExit(EXIT.failure);
+  }
+}
+
+/** A logger for a role (`start`, `gateway`, `worker`): JSON lines on stdout at the configured level. */
+export function roleLogger(config: Config): Logger {
+  return createLogger({ level: config.logLevel, base: { pid: process.pid } });
+}
+
+/** A quiet logger for operator commands: warnings and errors only, on stderr. */
+export function commandLogger(): Logger {
+  return createLogger({ level: 'warn', destination: process.stderr });
+}
+
+/**
+ * Finds Redis as `chatgate start` does (REDIS_URL, the fallback address, the redis-server another
+ * chatgate shares, or one started here) and connects. @throws CliExit 1 with the launcher's advice.
+ */
+export async function connectRedis(io: CliIo, config: Config, logger: Logger): Promise<CliRedis> {
+  let resolved: ResolvedRedis;
+  try {
+    resolved = await resolveRedis({ url: config.redis.url, fallbackHost: config.redis.fallbackHost, fallbackPort: config.redis.fallbackPort, stateDir: config.stateDir, logger });
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    io.err(`chatgate: ${err.message}`);
+    throw new CliExit(EXIT.failure);
+  }
+  if (resolved.source === 'spawned') progress(io, `started redis-server (pid ${resolved.pid}) at ${resolved.url} with its data in ${config.stateDir}/redis`);
+  const redis = new Redis(resolved.url, { maxRetriesPerRequest: null });
+  redis.on('error', (err: Error) => logger.warn({ err }, 'redis connection error'));
+  return {
+    redis,
+    resolved,
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+      await resolved.stop();
+    },
+  };
+}
+
+/** commander argument parser: an integer in [min, max] (a bad value is a usage error, exit 2). */
+export function intOption(min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`must be an integer in [${min}, ${max}]`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be an integer in [${min}, ${max}]`);
+    return n;
+  };
+}
+
+/** A message for any thrown value. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

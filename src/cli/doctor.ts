@@ -1,0 +1,136 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { startDemoModel } from '../llm/demo-model.js';
+import { resolveQueueNames } from '../queue/names.js';
+import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
+import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
+
+/** Options of `chatgate doctor` (API roots are options so a proxy, a local Bot API server or a test fake can stand in). */
+export interface DoctorOptions {
+  /** Telegram Bot API root. Default `https://api.telegram.org`. */
+  telegramApiRoot?: string;
+  /** Discord REST root. Default `https://discord.com/api/v10`. */
+  discordApiRoot?: string;
+  /** Timeout of one remote check, ms. Default 5000. */
+  timeoutMs?: number;
+}
+
+/** One check's verdict. */
+interface Verdict {
+  status: 'ok' | 'FAIL' | 'skip';
+  detail: string;
+  /** What to do about a failure. */
+  fix?: string;
+}
+
+const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api/v10', timeoutMs: 5000 };
+const MIN_REDIS = [6, 2];
+
+/**
+ * `chatgate doctor`: configuration, Redis (reachable, version ≥ 6.2), queues, the LLM endpoint and
+ * model, and bot tokens — one line each, `ok`, `skip` or `FAIL` with a fix. @returns 1 when any failed.
+ */
+export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Promise<number> {
+  const o = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  let failed = false;
+  const report = (name: string, verdict: Verdict) => {
+    if (verdict.status === 'FAIL') failed = true;
+    io.out(`${verdict.status.padEnd(4)}  ${name.padEnd(9)} ${verdict.detail}${verdict.fix ? `\n                fix: ${verdict.fix}` : ''}`);
+  };
+  let config: Config;
+  try {
+    config = loadCliConfig(io);
+  } catch (err) {
+    if (!(err instanceof CliExit)) throw err;
+    report('config', { status: 'FAIL', detail: 'invalid (see the lines above)', fix: 'correct the named options; every option is listed in docs/operating.md' });
+    return EXIT.failure;
+  }
+  report('config', { status: 'ok', detail: `valid: model ${config.llm.model}, context window ${config.llm.contextWindow} tokens (${config.llm.contextWindowSource})${config.configFile ? `, file ${config.configFile}` : ''}` });
+  let conn: CliRedis | null = null;
+  try {
+    conn = await connectRedis(io, config, commandLogger());
+    report('redis', await checkRedis(conn));
+    report('queues', await checkQueues(conn.redis, config));
+  } catch (err) {
+    report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
+    report('queues', { status: 'skip', detail: 'needs Redis' });
+  } finally {
+    await conn?.close();
+  }
+  report('llm', await checkLlm(config));
+  report('telegram', await checkTelegram(config, o.telegramApiRoot, o.timeoutMs));
+  report('discord', await checkDiscord(config, o.discordApiRoot, o.timeoutMs));
+  io.out(failed ? 'Some checks failed; fix them and run `chatgate doctor` again.' : 'All checks passed.');
+  return failed ? EXIT.failure : EXIT.ok;
+}
+
+async function checkRedis(conn: CliRedis): Promise<Verdict> {
+  const info = await conn.redis.info('server');
+  const version = /redis_version:([\d.]+)/.exec(info)?.[1] ?? '0';
+  const [major, minor] = version.split('.').map(Number);
+  const where = `${conn.resolved.url.replace(/\/\/[^@/]*@/, '//***@')} (${conn.resolved.source})`;
+  if (major < MIN_REDIS[0] || (major === MIN_REDIS[0] && minor < MIN_REDIS[1])) {
+    return { status: 'FAIL', detail: `Redis ${version} at ${where} is too old`, fix: 'use Redis 6.2 or newer (BullMQ and the session scripts need it)' };
+  }
+  return { status: 'ok', detail: `Redis ${version} at ${where}` };
+}
+
+async function checkQueues(redis: Redis, config: Config): Promise<Verdict> {
+  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
+  const parts: string[] = [];
+  for (const name of [names.turnQueue, names.outboundQueue]) {
+    const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
+    try {
+      const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+      parts.push(`${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+    } finally {
+      await queue.close();
+    }
+  }
+  return { status: 'ok', detail: `${parts.join('; ')} (prefix ${names.queuePrefix})` };
+}
+
+async function checkLlm(config: Config): Promise<Verdict> {
+  const demo = config.demo ? await startDemoModel({ model: config.llm.model }) : null;
+  try {
+    const llm = demo ? { ...config.llm, baseUrl: demo.baseUrl } : config.llm;
+    const models = await probeModels(llm);
+    if (!models.ok) return { status: 'FAIL', detail: models.detail, fix: LLM_HELP };
+    const completion = await probeCompletion(llm);
+    if (!completion.ok) return { status: 'FAIL', detail: `${models.detail}, but ${completion.detail}`, fix: LLM_HELP };
+    return { status: 'ok', detail: `${demo ? 'built-in demo model: ' : ''}${models.detail}; ${completion.detail}` };
+  } finally {
+    await demo?.close();
+  }
+}
+
+async function checkTelegram(config: Config, apiRoot: string, timeoutMs: number): Promise<Verdict> {
+  if (!config.telegram) return { status: 'skip', detail: 'TELEGRAM_BOT_TOKEN not set (Telegram channel off)' };
+  // The URL holds the token: never print it.
+  const result = await getJson(`${apiRoot.replace(/\/+$/, '')}/bot${config.telegram.token}/getMe`, {}, timeoutMs);
+  const body = result.body as { ok?: boolean; result?: { username?: string }; description?: string } | null;
+  if (result.status === 200 && body?.ok) return { status: 'ok', detail: `token valid: bot @${body.result?.username ?? '?'}` };
+  if (result.status === 401 || result.status === 404) return { status: 'FAIL', detail: `TELEGRAM_BOT_TOKEN was rejected (HTTP ${result.status}${body?.description ? `: ${body.description}` : ''})`, fix: 'copy the token again from @BotFather (/mybots → API Token)' };
+  return { status: 'FAIL', detail: `Telegram Bot API did not confirm the token (${result.error ?? `HTTP ${result.status}`})`, fix: 'check the network connection to api.telegram.org' };
+}
+
+async function checkDiscord(config: Config, apiRoot: string, timeoutMs: number): Promise<Verdict> {
+  if (!config.discord) return { status: 'skip', detail: 'DISCORD_BOT_TOKEN not set (Discord channel off)' };
+  const result = await getJson(`${apiRoot.replace(/\/+$/, '')}/users/@me`, { authorization: `Bot ${config.discord.token}` }, timeoutMs);
+  const body = result.body as { username?: string; bot?: boolean } | null;
+  if (result.status === 200 && body?.username) return { status: 'ok', detail: `token valid: ${body.bot === false ? 'user' : 'bot'} ${body.username}` };
+  if (result.status === 401) return { status: 'FAIL', detail: 'DISCORD_BOT_TOKEN was rejected (HTTP 401)', fix: 'reset the token in the Discord developer portal (Bot → Reset Token) and set it again' };
+  return { status: 'FAIL', detail: `Discord API did not confirm the token (${result.error ?? `HTTP ${result.status}`})`, fix: 'check the network connection to discord.com' };
+}
+
+async function getJson(url: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; body: unknown; error?: string }> {
+  try {
+    const response = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    return { status: response.status, body: await response.json().catch(() => null) };
+  } catch (err) {
+    const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
+    const timedOut = err instanceof Error && err.name === 'TimeoutError';
+    return { status: 0, body: null, error: timedOut ? `no answer within ${timeoutMs} ms` : cause?.code ?? 'network error' };
+  }
+}

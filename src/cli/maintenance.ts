@@ -1,0 +1,83 @@
+import { ContextCompressor } from '../core/compressor.js';
+import type { Config } from '../config.js';
+import { createSessionOps, type SessionOps } from '../gateway/session-ops.js';
+import { createLlmClient } from '../llm/client.js';
+import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
+import { createSummarizer } from '../llm/summarizer.js';
+import type { Logger } from '../log.js';
+import { createSessionStore } from '../redis/session-store.js';
+import { DEFAULT_SYSTEM_PROMPT } from '../../workers/main.js';
+import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
+import { noSession, withRedis } from './sessions.js';
+
+/** Lease time to live while the CLI compacts or resets a session, ms (a summary may take a while). */
+const CLI_LEASE_TTL_MS = 120_000;
+
+/**
+ * `chatgate compact <session>`: a forced compaction (layer `manual`) under the session's lease,
+ * committed as the worker and the chat command `/compact` commit theirs (the gateway's session
+ * operations over `runCompactionStep`). Prints before → after tokens and the outcome.
+ */
+export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: string }): Promise<number> {
+  return withSession(io, sessionId, async (config, conn, logger) => {
+    const demo: DemoModel | null = config.demo ? await startDemoModel({ logger, model: config.llm.model }) : null;
+    try {
+      const ops = sessionOps(config, conn, logger, demo);
+      progress(io, `compacting ${sessionId} (summary by ${config.llm.summaryModel}${demo ? ', the offline demo model' : ''})…`);
+      const outcome = await ops.compact(sessionId, flags.focus, 'manual');
+      if (outcome.busy) return busy(io, sessionId);
+      const result = outcome.value;
+      io.out(`${sessionId}: ${result.outcome}, ${result.tokensBefore} → ${result.tokensAfter} tokens (${result.reason})`);
+      if (result.pinnedFacts.length > 0) io.out(`pinned facts: ${result.pinnedFacts.join(', ')}`);
+      if (result.outcome !== 'aborted') return EXIT.ok;
+      io.err('chatgate: the compaction was aborted and the projection left unchanged; check the LLM endpoint with `chatgate doctor`');
+      return EXIT.failure;
+    } finally {
+      await demo?.close();
+    }
+  });
+}
+
+/**
+ * `chatgate reset <session>`: an empty projection and a fresh compaction state under the lease, as
+ * the chat command `/reset` does. The transcript keeps everything and records the reset (as a
+ * `manual`/`noop` compaction event with model `reset`); notes and the usage ledger stay.
+ */
+export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
+  return withSession(io, sessionId, async (config, conn, logger) => {
+    const outcome = await sessionOps(config, conn, logger, null).reset(sessionId);
+    if (outcome.busy) return busy(io, sessionId);
+    io.out(`${sessionId}: reset — ${outcome.value.removedMessages} messages removed from the projection, fresh compaction state; transcript, notes and usage kept`);
+    return EXIT.ok;
+  });
+}
+
+/** Runs `body` for an existing session; an unknown one is exit 1 (checked before any lease is taken). */
+function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: CliRedis, logger: Logger) => Promise<number>): Promise<number> {
+  return withRedis(io, async (config, conn) => {
+    const meta = createSessionStore({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix }).keys(sessionId).meta;
+    if ((await conn.redis.hexists(meta, 'version')) === 0) return noSession(io, sessionId);
+    return body(config, conn, commandLogger());
+  });
+}
+
+function sessionOps(config: Config, conn: CliRedis, logger: Logger, demo: DemoModel | null): SessionOps {
+  const store = createSessionStore({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen });
+  const llm = createLlmClient({ baseURL: demo?.baseUrl ?? config.llm.baseUrl, apiKey: config.llm.apiKey ?? (demo ? 'demo' : undefined), model: config.llm.model }, { logger });
+  const summarizer = createSummarizer({ llm, logger }, { summaryModel: config.llm.summaryModel });
+  return createSessionOps({
+    redis: conn.redis, store, logger,
+    createCompressor: () => new ContextCompressor({
+      contextWindow: config.llm.contextWindow, summarizer, threshold: config.compaction.threshold,
+      reservedOutputTokens: config.compaction.reservedOutputTokens, model: config.llm.model,
+    }),
+  }, {
+    systemPrompt: DEFAULT_SYSTEM_PROMPT, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
+    hygieneThreshold: config.compaction.hygieneThreshold, model: config.llm.model, summaryModel: config.llm.summaryModel, leaseTtlMs: CLI_LEASE_TTL_MS,
+  });
+}
+
+function busy(io: CliIo, sessionId: string): number {
+  io.err(`chatgate: ${sessionId} is busy (a worker is running a turn for it); try again in a few seconds`);
+  return EXIT.failure;
+}

@@ -1,0 +1,137 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { startGateway, type GatewayHandle } from '../gateway/index.js';
+import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
+import type { Logger } from '../log.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
+import { LLM_HELP, probeModels } from './llm-check.js';
+import { readerFor } from './sessions.js';
+
+/** Which roles a process runs. */
+export interface RunRoles {
+  gateway: boolean;
+  worker: boolean;
+}
+
+/** Flags of `start`, `gateway` and `worker`. */
+export interface RunFlags {
+  demo?: boolean;
+  concurrency?: number;
+}
+
+/** Resolves with the signal's name on the first SIGINT or SIGTERM. */
+export function waitForStopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: string) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+/** The worker's options from the configuration. */
+export function workerOptionsFromConfig(config: Config, redis: Redis, logger: Logger): RunWorkerOptions {
+  return {
+    redis, logger, keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix,
+    llm: { baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model, summaryModel: config.llm.summaryModel },
+    contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens, threshold: config.compaction.threshold,
+    concurrency: config.workers.concurrency, maxModelCalls: config.llm.maxModelCalls, transcriptRetention: config.transcriptMaxLen,
+    prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
+  };
+}
+
+/**
+ * `chatgate start|gateway|worker`: Redis, the LLM endpoint (or the demo model), then the roles;
+ * runs until `stop` resolves (default SIGINT/SIGTERM), then closes everything it started.
+ * @returns the exit code.
+ */
+export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop: () => Promise<string> = waitForStopSignal): Promise<number> {
+  const stopping = stop();
+  let config = loadCliConfig(io, {
+    ...(flags.demo ? { CHATGATE_DEMO: 'true' } : {}),
+    ...(flags.concurrency !== undefined ? { CHATGATE_WORKER_CONCURRENCY: String(flags.concurrency) } : {}),
+  });
+  const logger = roleLogger(config);
+  const cleanups: Array<() => Promise<void>> = [];
+  try {
+    progress(io, 'looking for Redis…');
+    const conn: CliRedis = await connectRedis(io, config, logger);
+    cleanups.push(() => conn.close());
+    progress(io, `using Redis at ${redactUrl(conn.resolved.url)} (${conn.resolved.source})`);
+    config = await prepareModel(io, config, logger, cleanups);
+    const handles = await startRoles(io, config, conn.redis, logger, roles, cleanups);
+    printReady(io, config, roles, handles.gateway);
+    const signal = await stopping;
+    progress(io, `${signal}: shutting down…`);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CliExit) return err.exitCode;
+    io.err(`chatgate: ${roleName(roles)} failed to start: ${errorText(err)}`);
+    logger.error({ err }, 'start failed');
+    return EXIT.failure;
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((err: unknown) => io.err(`chatgate: shutdown step failed: ${errorText(err)}`));
+    }
+    if (cleanups.length > 0) progress(io, 'stopped');
+  }
+}
+
+/** Starts the demo model (demo mode) or checks that the endpoint answers. @returns the config to use. */
+async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<Config> {
+  if (config.demo) {
+    const demo: DemoModel = await startDemoModel({ logger, model: config.llm.model });
+    cleanups.push(() => demo.close());
+    progress(io, `DEMO MODE: replies come from the built-in offline demo model at ${demo.baseUrl}, not from a real LLM`);
+    return { ...config, llm: { ...config.llm, baseUrl: demo.baseUrl, apiKey: config.llm.apiKey ?? 'demo' } };
+  }
+  progress(io, `checking the LLM endpoint ${config.llm.baseUrl}…`);
+  const probe = await probeModels(config.llm);
+  if (!probe.ok) {
+    io.err(`chatgate: the LLM endpoint does not answer: ${probe.detail}.`);
+    io.err(LLM_HELP);
+    throw new CliExit(EXIT.failure);
+  }
+  if (probe.models && probe.models.length > 0 && !probe.models.includes(config.llm.model)) {
+    progress(io, `warning: ${config.llm.baseUrl} does not list model ${config.llm.model} (run \`chatgate doctor\` to check it answers)`);
+  }
+  return config;
+}
+
+async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<{ gateway?: GatewayHandle }> {
+  let gateway: GatewayHandle | undefined;
+  if (roles.worker) {
+    progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
+    const worker: RunningWorker = await runWorker(workerOptionsFromConfig(config, redis, logger));
+    cleanups.push(() => worker.close());
+  }
+  if (roles.gateway) {
+    progress(io, 'starting the gateway…');
+    const handle = await startGateway({ config, redis, logger, sessions: readerFor(config, { redis }) });
+    gateway = handle;
+    cleanups.push(() => handle.close());
+  }
+  return { gateway };
+}
+
+function printReady(io: CliIo, config: Config, roles: RunRoles, gateway: GatewayHandle | undefined): void {
+  const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
+  if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
+  if (gateway) lines.push(`Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
+  if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
+  lines.push('Press Ctrl+C to stop.');
+  for (const line of lines) io.out(line);
+}
+
+function roleName(roles: RunRoles): string {
+  if (roles.gateway && roles.worker) return 'start';
+  return roles.gateway ? 'gateway' : 'worker';
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, '//***@');
+}

@@ -1,0 +1,94 @@
+import type { Config } from '../config.js';
+import { hasToolCalls, messageText } from '../core/messages.js';
+import { formatSessionUsage, formatSessionsTable } from '../monitor/session-table.js';
+import type { SessionReader } from '../monitor/session-reader.js';
+import { sessionKeys } from '../redis/keys.js';
+import { createRedisSessionReader } from '../redis/session-reader.js';
+import { readTranscript, type StoredTranscriptEntry } from '../redis/transcript.js';
+import { commandLogger, connectRedis, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
+
+/** Flags of `chatgate sessions`. */
+export interface SessionsFlags {
+  sort: 'activity' | 'fill';
+  json?: boolean;
+  limit: number;
+}
+
+const TRANSCRIPT_BATCH = 500;
+
+/** Runs `body` with the configuration and a Redis connection, closing it afterwards. */
+export async function withRedis(io: CliIo, body: (config: Config, conn: CliRedis) => Promise<number>): Promise<number> {
+  const config = loadCliConfig(io);
+  const conn = await connectRedis(io, config, commandLogger());
+  try {
+    return await body(config, conn);
+  } finally {
+    await conn.close();
+  }
+}
+
+/** The Redis session reader for the configuration. */
+export function readerFor(config: Config, conn: Pick<CliRedis, 'redis'>): SessionReader {
+  return createRedisSessionReader({ redis: conn.redis }, {
+    keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow, threshold: config.compaction.threshold,
+    hygieneThreshold: config.compaction.hygieneThreshold, reservedOutputTokens: config.compaction.reservedOutputTokens,
+  });
+}
+
+/** `chatgate sessions`: the table (or JSON) of sessions, by last activity or context fill. */
+export function sessionsCommand(io: CliIo, flags: SessionsFlags): Promise<number> {
+  return withRedis(io, async (config, conn) => {
+    const page = await readerFor(config, conn).listSessions({ sort: flags.sort === 'fill' ? 'fill' : 'lastActivity', limit: flags.limit });
+    if (flags.json) io.out(JSON.stringify(page, null, 2));
+    else {
+      io.out(formatSessionsTable(page.items));
+      if (page.total > page.items.length) io.err(`chatgate: showing ${page.items.length} of ${page.total} sessions (--limit N shows more)`);
+    }
+    return EXIT.ok;
+  });
+}
+
+/** `chatgate usage <session>`: the usage ledger, context fill and compactions of one session. */
+export function usageCommand(io: CliIo, sessionId: string, flags: { json?: boolean }): Promise<number> {
+  return withRedis(io, async (config, conn) => {
+    const detail = await readerFor(config, conn).getSession(sessionId);
+    if (!detail) return noSession(io, sessionId);
+    io.out(flags.json ? JSON.stringify(detail, null, 2) : formatSessionUsage(detail));
+    return EXIT.ok;
+  });
+}
+
+/** `chatgate transcript <session>`: every message and compaction event, oldest first. */
+export function transcriptCommand(io: CliIo, sessionId: string, flags: { jsonl?: boolean }): Promise<number> {
+  return withRedis(io, async (config, conn) => {
+    const keys = sessionKeys(sessionId, config.redis.keyPrefix);
+    if ((await conn.redis.xlen(keys.transcript)) === 0) return noSession(io, sessionId);
+    let start = '-';
+    for (;;) {
+      const batch = await readTranscript(conn.redis, keys, start, '+', TRANSCRIPT_BATCH);
+      for (const entry of batch) io.out(flags.jsonl ? JSON.stringify(entry) : formatEntry(entry));
+      if (batch.length < TRANSCRIPT_BATCH) return EXIT.ok;
+      start = `(${batch[batch.length - 1].id}`;
+    }
+  });
+}
+
+/** Prints that the session does not exist. @returns exit code 1. */
+export function noSession(io: CliIo, sessionId: string): number {
+  io.err(`chatgate: no session ${sessionId} (\`chatgate sessions\` lists the sessions; ids look like web:abc or telegram:123)`);
+  return EXIT.failure;
+}
+
+/** One transcript entry as a readable line (multi-line texts indented). */
+export function formatEntry(entry: StoredTranscriptEntry): string {
+  const when = new Date(entry.atMs).toISOString().replace('T', ' ').slice(0, 19);
+  if (entry.type === 'compaction') {
+    const reason = entry.reason ? ` — ${entry.reason}` : '';
+    return `${when}  ── compaction (${entry.layer}): ${entry.outcome}, ${entry.tokensBefore} → ${entry.tokensAfter} tokens in ${entry.durationMs} ms${reason}`;
+  }
+  const message = entry.message;
+  let text = messageText(message);
+  if (hasToolCalls(message)) text += `${text ? '\n' : ''}${message.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join('\n')}`;
+  const who = message.role === 'tool' ? `tool[${message.tool_call_id}]` : message.role;
+  return `${when}  ${who}: ${text.replace(/\n/g, '\n    ')}`;
+}
