@@ -1,0 +1,201 @@
+/**
+ * The web chat channel: a hono sub-app serving the chat page at `/chat` and a JSON API
+ * (see channels/web/README.md): POST a message into a conversation, receive the replies by SSE
+ * or long poll. Conversations live in memory; the session state lives in Redis like any other
+ * channel's.
+ */
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { streamSSE } from 'hono/streaming';
+import { randomUUID } from 'node:crypto';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { ChannelError } from '../../src/errors.js';
+import { createSilentLogger, type Logger } from '../../src/log.js';
+import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { createConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
+import { renderChatPage } from './page.js';
+
+/** Options of {@link createWebChannel}. */
+export interface WebChannelOptions extends ConversationStoreOptions {
+  /** Page title. Default `chatgate`. */
+  title?: string;
+  /** Path prefix under which the app is mounted (for the page's API URLs). Default ``. */
+  basePath?: string;
+  /** Longest message chunk sent to the page, in code points. Default 8000. */
+  maxMessageLength?: number;
+  /** Longest accepted request body, in bytes. Default 65 536. */
+  maxBodyBytes?: number;
+  /** Default and maximum wait of a long poll, in ms. Default 25 000 and 60 000. */
+  longPollTimeoutMs?: number;
+  maxLongPollTimeoutMs?: number;
+  /** SSE keep-alive comment period, in ms. Default 15 000. */
+  keepAliveMs?: number;
+  /** Renewal period of the typing hint, in ms. Default 4000. */
+  typingIntervalMs?: number;
+}
+
+/** Resolved {@link WebChannelOptions}. */
+export type ResolvedWebChannelOptions = Required<WebChannelOptions>;
+
+/** The web chat channel: mount {@link WebChannel.app} on the gateway's HTTP server. */
+export interface WebChannel extends Channel {
+  readonly name: 'web';
+  /** Routes: GET /chat, POST /api/chat/:id/messages, GET /api/chat/:id/messages, GET /api/chat/:id/events. */
+  readonly app: Hono;
+}
+
+const DEFAULTS = {
+  title: 'chatgate',
+  basePath: '',
+  maxMessageLength: 8_000,
+  maxBodyBytes: 65_536,
+  longPollTimeoutMs: 25_000,
+  maxLongPollTimeoutMs: 60_000,
+  keepAliveMs: 15_000,
+  typingIntervalMs: 4_000,
+  maxRepliesPerConversation: 200,
+  maxConversations: 10_000,
+} satisfies ResolvedWebChannelOptions;
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Creates the web chat channel. */
+export function createWebChannel(deps: { log?: Logger } = {}, options: WebChannelOptions = {}): WebChannel {
+  const resolved: ResolvedWebChannelOptions = { ...DEFAULTS, ...options };
+  const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'web' });
+  const store = createConversationStore(resolved);
+  const state: { onMessage?: InboundHandler } = {};
+  const page = renderChatPage({ title: resolved.title, basePath: resolved.basePath });
+
+  const app = new Hono();
+  app.get('/chat', (c) => c.html(page));
+  app.use('/api/chat/:conversationId/*', async (c, next) => {
+    if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
+    await next();
+  });
+  app.post('/api/chat/:conversationId/messages', bodyLimit({ maxSize: resolved.maxBodyBytes, onError: (c) => c.json({ error: `body over ${resolved.maxBodyBytes} bytes` }, 413) }), (c) =>
+    postMessage(c, state.onMessage, log),
+  );
+  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, resolved));
+  app.get('/api/chat/:conversationId/events', (c) => events(c, store, resolved));
+
+  return {
+    name: 'web',
+    maxMessageLength: resolved.maxMessageLength,
+    lengthUnit: 'codepoints',
+    formatting: 'markdown',
+    typingIntervalMs: resolved.typingIntervalMs,
+    app,
+    async start(onMessage) {
+      state.onMessage = onMessage;
+    },
+    async stop() {
+      state.onMessage = undefined;
+      store.closeAll();
+    },
+    async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+      if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+      const reply = store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text');
+      return { messageId: reply.id };
+    },
+    async sendTyping(target: ChatTarget): Promise<void> {
+      store.typing(target.chatId);
+    },
+  };
+}
+
+/** POST /api/chat/:id/messages — 202 once the message is accepted, 503 when it could not be. */
+async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
+  const conversationId = c.req.param('conversationId')!;
+  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const text = typeof body?.text === 'string' ? body.text.trim() : '';
+  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
+  const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
+  const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
+  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? body.userName.trim().slice(0, 64) : 'web user';
+  const message: InboundMessage = {
+    id: `web:${conversationId}:${clientMessageId}`,
+    channel: 'web',
+    chatId: conversationId,
+    userId,
+    userName,
+    text,
+    attachments: [],
+    chatType: 'private',
+    receivedAt: Date.now(),
+  };
+  if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
+  try {
+    await onMessage(message);
+  } catch (err) {
+    log.warn({ err, conversationId }, 'web message not accepted');
+    return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);
+  }
+  return c.json({ id: message.id, accepted: true }, 202);
+}
+
+/** GET /api/chat/:id/messages?after=&timeoutMs= — replies after `after`, waiting for one if none. */
+async function longPoll(c: Context, store: ReturnType<typeof createConversationStore>, options: ResolvedWebChannelOptions): Promise<Response> {
+  const conversationId = c.req.param('conversationId')!;
+  const after = toNonNegative(c.req.query('after'), 0);
+  const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
+  const respond = (messages: WebReply[]): Response => c.json({ messages, next: messages.length > 0 ? messages[messages.length - 1].seq : after });
+  const ready = store.repliesAfter(conversationId, after);
+  if (ready.length > 0 || timeoutMs === 0) return respond(ready);
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      unlisten();
+      c.req.raw.signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    const unlisten = store.listen(conversationId, (event) => {
+      if (event.type !== 'typing') done();
+    });
+    c.req.raw.signal.addEventListener('abort', done);
+  });
+  return respond(store.repliesAfter(conversationId, after));
+}
+
+/** GET /api/chat/:id/events — SSE: replays replies after `after` (or Last-Event-ID), then streams. */
+function events(c: Context, store: ReturnType<typeof createConversationStore>, options: ResolvedWebChannelOptions): Response {
+  const conversationId = c.req.param('conversationId')!;
+  const after = toNonNegative(c.req.header('last-event-id') ?? c.req.query('after'), 0);
+  return streamSSE(c, async (stream) => {
+    const queue: StreamItem[] = store.repliesAfter(conversationId, after).map((reply) => ({ type: 'message', reply }));
+    let wake: (() => void) | undefined;
+    const push = (item: StreamItem): void => {
+      queue.push(item);
+      wake?.();
+    };
+    const unlisten = store.listen(conversationId, push);
+    const keepAlive = setInterval(() => push({ type: 'keep-alive' }), options.keepAliveMs);
+    stream.onAbort(() => push({ type: 'closed' }));
+    try {
+      for (;;) {
+        const item = queue.shift();
+        if (!item) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        if (item.type === 'closed') return;
+        if (item.type === 'keep-alive') await stream.write(': keep-alive\n\n');
+        else if (item.type === 'typing') await stream.writeSSE({ event: 'typing', data: '{}' });
+        else await stream.writeSSE({ event: 'message', id: String(item.reply.seq), data: JSON.stringify(item.reply) });
+      }
+    } finally {
+      clearInterval(keepAlive);
+      unlisten();
+    }
+  });
+}
+
+/** What the SSE loop writes: store events plus keep-alive comments. */
+type StreamItem = WebEvent | { type: 'keep-alive' };
+
+function toNonNegative(value: string | undefined, fallback: number): number {
+  const parsed = Number(value);
+  return value !== undefined && value !== '' && Number.isFinite(parsed) && parsed >= 0 ? Math.floor(parsed) : fallback;
+}

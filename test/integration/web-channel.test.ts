@@ -1,0 +1,140 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { createDelivery } from '../../src/gateway/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createTypingIndicators } from '../../src/gateway/typing.js';
+
+let channel: WebChannel;
+let server: ServerType;
+let base: string;
+let received: InboundMessage[];
+let failNext: boolean;
+/** Resolves the next time a long poll is waiting inside the channel. */
+let pollWaiting: Promise<void>;
+
+beforeEach(async () => {
+  received = [];
+  failNext = false;
+  channel = createWebChannel({}, { keepAliveMs: 60_000, typingIntervalMs: 20 });
+  await channel.start(async (message) => {
+    if (failNext) {
+      failNext = false;
+      throw new Error('redis down');
+    }
+    received.push(message);
+  });
+  let signalPoll: () => void = () => undefined;
+  pollWaiting = new Promise((resolve) => (signalPoll = resolve));
+  const app = new Hono();
+  app.get('/api/chat/:id/messages', async (_c, next) => {
+    const handled = next(); // runs synchronously up to the wait, so the poll is listening now
+    signalPoll();
+    await handled;
+  });
+  app.route('/', channel.app);
+  server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await once(server, 'listening');
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(async () => {
+  await channel.stop();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+const post = (conversation: string, body: unknown) =>
+  fetch(`${base}/api/chat/${conversation}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** Reads SSE events from a response body until `count` events of `type` arrived. */
+async function readEvents(response: Response, type: string, count: number): Promise<Array<{ id?: string; data: string }>> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const events: Array<{ event: string; id?: string; data: string }> = [];
+  let buffer = '';
+  while (events.filter((e) => e.event === type).length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
+      if (fields.data !== undefined) events.push({ event: fields.event ?? 'message', id: fields.id, data: fields.data });
+    }
+  }
+  await reader.cancel();
+  return events.filter((e) => e.event === type);
+}
+
+describe('web channel API', () => {
+  it('serves the chat page', async () => {
+    const response = await fetch(`${base}/chat`);
+    expect(response.headers.get('content-type')).toContain('text/html');
+    expect(await response.text()).toContain('/api/chat/');
+  });
+
+  it('accepts a message as an InboundMessage of channel web', async () => {
+    const response = await post('conv-1', { text: '  hello  ', clientMessageId: 'm1', userId: 'u1', userName: 'Ada' });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ id: 'web:conv-1:m1', accepted: true });
+    expect(received).toEqual([
+      { id: 'web:conv-1:m1', channel: 'web', chatId: 'conv-1', userId: 'u1', userName: 'Ada', text: 'hello', attachments: [], chatType: 'private', receivedAt: expect.any(Number) },
+    ]);
+  });
+
+  it('answers 503 when the message could not be accepted, so the client retries', async () => {
+    failNext = true;
+    expect((await post('conv-1', { text: 'x', clientMessageId: 'm2' })).status).toBe(503);
+    expect((await post('conv-1', { text: 'x', clientMessageId: 'm2' })).status).toBe(202);
+    expect(received.map((m) => m.id)).toEqual(['web:conv-1:m2']);
+  });
+
+  it.each([
+    ['no text', 'conv-1', { text: '  ' }, 400],
+    ['not JSON', 'conv-1', 'nope', 400],
+    ['bad conversation id', 'a.b', { text: 'x' }, 400],
+    ['body too large', 'conv-1', { text: 'x'.repeat(70_000) }, 413],
+  ])('rejects %s', async (_name, conversation, body, status) => {
+    const response = await fetch(`${base}/api/chat/${conversation}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    expect(response.status).toBe(status);
+    expect(received).toEqual([]);
+  });
+
+  it('long-polls: waits for a reply, then returns it with the next cursor', async () => {
+    const polling = fetch(`${base}/api/chat/conv-2/messages?after=0&timeoutMs=10000`).then((r) => r.json());
+    await pollWaiting;
+    await channel.send({ chatId: 'conv-2' }, { text: 'first', mode: 'formatted' });
+    expect(await polling).toMatchObject({ messages: [{ seq: 1, id: 'web:conv-2:1', text: 'first', format: 'markdown' }], next: 1 });
+    await channel.send({ chatId: 'conv-2' }, { text: 'second', mode: 'plain' });
+    const again = await (await fetch(`${base}/api/chat/conv-2/messages?after=1&timeoutMs=0`)).json();
+    expect(again).toMatchObject({ messages: [{ seq: 2, text: 'second', format: 'text' }], next: 2 });
+    expect(await (await fetch(`${base}/api/chat/conv-2/messages?after=2&timeoutMs=0`)).json()).toEqual({ messages: [], next: 2 });
+  });
+
+  it('streams replies by SSE, replaying those after Last-Event-ID', async () => {
+    await channel.send({ chatId: 'conv-3' }, { text: 'one', mode: 'formatted' });
+    await channel.send({ chatId: 'conv-3' }, { text: 'two', mode: 'formatted' });
+    const response = await fetch(`${base}/api/chat/conv-3/events`, { headers: { 'last-event-id': '1' } });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const reading = readEvents(response, 'message', 2);
+    const delivery = createDelivery({ channels: new Map([['web', channel]]), ledger: createMemoryDeliveryLedger() });
+    await delivery.deliver({ id: 'r1', sessionId: 'web:conv-3', channel: 'web', chatId: 'conv-3', text: 'three', kind: 'reply' });
+    const events = await reading;
+    expect(events.map((e) => [e.id, JSON.parse(e.data).text])).toEqual([['2', 'two'], ['3', 'three']]);
+  });
+
+  it('sends typing hints to SSE listeners', async () => {
+    const response = await fetch(`${base}/api/chat/conv-4/events`);
+    const typing = createTypingIndicators();
+    // The loop renews the hint, so it reaches the stream whenever the stream starts listening.
+    typing.start('web:conv-4', channel, { chatId: 'conv-4' });
+    const events = await readEvents(response, 'typing', 2);
+    typing.stopAll();
+    expect(events.map((e) => e.data)).toEqual(['{}', '{}']);
+  });
+});
