@@ -41,7 +41,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
   const durationMs = Date.now() - startedMs;
   const event: TranscriptCompaction = {
     type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
-    model: input.summaryModel, durationMs, reason: result.reason, atMs: Date.now(),
+    requestTokens: input.requestTokens, model: input.summaryModel, durationMs, reason: result.reason, atMs: Date.now(),
   };
   const usage = compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter);
   if (result.outcome === 'noop' || result.outcome === 'aborted') {

@@ -22,6 +22,8 @@ export interface TranscriptCompaction {
   outcome: CompactionOutcome;
   tokensBefore: number;
   tokensAfter: number;
+  /** Size of the whole request (overhead included) that triggered it. */
+  requestTokens?: number;
   model?: string;
   durationMs: number;
   reason?: string;
