@@ -35,6 +35,7 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   .msg.user { align-self: flex-end; background: var(--me); }
   .msg.bot { align-self: flex-start; background: var(--bot); }
   .msg.failed { outline: 2px solid #d33; }
+  .msg code { background: #8882; padding: 0 3px; border-radius: 4px; font-size: 90%; }
   .msg pre { background: #8882; padding: 8px; border-radius: 6px; overflow-x: auto; margin: 6px 0; white-space: pre; }
   #typing { min-height: 20px; padding: 0 16px; font-size: 12px; color: var(--muted); }
   form { display: flex; gap: 8px; padding: 12px 16px; border-top: 1px solid #8883; }
@@ -64,12 +65,31 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   let lastSeq = 0;
   let typingTimer;
 
+  // Markdown subset, built with DOM nodes only (never innerHTML): fenced code, **bold**, \`code\`.
+  function inline(el, text) {
+    const re = /\\*\\*([^*\\n]+)\\*\\*|\`([^\`\\n]+)\`/g;
+    let last = 0;
+    for (let m = re.exec(text); m; m = re.exec(text)) {
+      el.appendChild(document.createTextNode(text.slice(last, m.index)));
+      const node = document.createElement(m[1] !== undefined ? 'strong' : 'code');
+      node.textContent = m[1] !== undefined ? m[1] : m[2];
+      el.appendChild(node);
+      last = re.lastIndex;
+    }
+    el.appendChild(document.createTextNode(text.slice(last)));
+  }
   function render(el, text, format) {
     if (format !== 'markdown') { el.textContent = text; return; }
     text.split(/^\`\`\`[^\\n]*\\n?/m).forEach((part, i) => {
-      const node = document.createElement(i % 2 ? 'pre' : 'span');
-      node.textContent = i % 2 ? part.replace(/\\n?\`\`\`\\s*$/, '') : part;
-      el.appendChild(node);
+      if (i % 2) {
+        const pre = document.createElement('pre');
+        pre.textContent = part;
+        el.appendChild(pre);
+      } else {
+        const span = document.createElement('span');
+        inline(span, part);
+        el.appendChild(span);
+      }
     });
   }
   function add(kind, text, format) {

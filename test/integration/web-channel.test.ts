@@ -75,7 +75,11 @@ describe('web channel API', () => {
   it('serves the chat page', async () => {
     const response = await fetch(`${base}/chat`);
     expect(response.headers.get('content-type')).toContain('text/html');
-    expect(await response.text()).toContain('/api/chat/');
+    const html = await response.text();
+    expect(html).toContain('/api/chat/');
+    // The inline script must at least parse (escaping inside the template literal is easy to break).
+    const script = html.slice(html.indexOf('<script>') + 8, html.indexOf('</script>'));
+    expect(() => new Function(script)).not.toThrow();
   });
 
   it('accepts a message as an InboundMessage of channel web', async () => {
