@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -43,7 +44,7 @@ describe('web chat in headless Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await channel.stop();
-    server.closeAllConnections?.();
+    (server as Server).closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
 
