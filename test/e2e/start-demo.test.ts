@@ -1,0 +1,110 @@
+/**
+ * `npm start -- --demo` on a machine without Redis: REDIS_URL unset and the default address pointed
+ * (CHATGATE_REDIS_FALLBACK_PORT, a test-only setting) at a closed port, so chatgate starts its own
+ * redis-server in the state folder; the web chat answers through the offline demo model; SIGTERM
+ * stops everything, that Redis included. Never touches the shared Redis on 6379.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface WebReply { seq: number; text: string }
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Collects a child's output and resolves when a line matches. */
+function waitForLine(child: ChildProcessWithoutNullStreams, stream: 'stdout' | 'stderr', pattern: RegExp, output: { text: string }): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = pattern.exec(output.text);
+      if (match) {
+        child[stream].off('data', check);
+        child.off('exit', onExit);
+        resolve(match);
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`chatgate exited (${code}) before printing ${pattern}:\n${output.text}`));
+    child[stream].on('data', check);
+    child.once('exit', onExit);
+    check();
+  });
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('chatgate start --demo on a machine without Redis', () => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'chatgate-demo-'));
+  let child: ChildProcessWithoutNullStreams | undefined;
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const gone = new Promise((resolve) => child!.once('exit', resolve));
+      child.kill('SIGTERM'); // lets it stop its redis-server
+      await gone;
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('starts its own Redis, answers in the web chat through the demo model, and stops that Redis on SIGTERM', async () => {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
+      CHATGATE_REDIS_FALLBACK_PORT: String(await closedPort()), CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+    };
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start', '--demo'], { cwd: ROOT, env });
+    const stdout = { text: '' };
+    const stderr = { text: '' };
+    child.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr.text += chunk.toString(); });
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+
+    const [, redisPid] = await waitForLine(child, 'stderr', /started redis-server \(pid (\d+)\)/, stderr);
+    expect(stderr.text).toContain(`with its data in ${stateDir}/redis`);
+    await waitForLine(child, 'stdout', /Press Ctrl\+C to stop\./, stdout);
+    expect(stdout.text).toContain('DEMO MODE');
+    expect(stdout.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
+    const chatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(stdout.text)![1];
+    const base = new URL(chatUrl).origin;
+
+    expect((await fetch(chatUrl)).status).toBe(200);
+    const posted = await fetch(`${base}/api/chat/e2e-demo/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'What is 6*7?', clientMessageId: 'm1' }),
+    });
+    expect(posted.status).toBe(202);
+    const replies: WebReply[] = [];
+    let after = 0;
+    while (!replies.some((r) => r.text.includes('[demo model]'))) {
+      const polled = (await (await fetch(`${base}/api/chat/e2e-demo/messages?after=${after}&timeoutMs=20000`)).json()) as { messages: WebReply[]; next: number };
+      replies.push(...polled.messages);
+      after = polled.next;
+    }
+    const answer = replies.find((r) => r.text.includes('[demo model]'))!;
+    expect(answer.text).toContain('42');
+
+    expect(isRunning(Number(redisPid))).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr.text).toContain('stopped');
+    expect(isRunning(Number(redisPid))).toBe(false);
+  });
+});
