@@ -26,7 +26,7 @@ const getOrder = defineTool({
 });
 
 const isSummary = (r: FakeRequest) => messageText(r.messages[0]).startsWith(SUMMARIZER_MARK);
-const lastOf = (messages: ChatMessage[]) => messages[messages.length - 1];
+const lastOf = <T>(items: T[]): T => items[items.length - 1];
 
 /** The scripted model: every user turn looks up an order (turn 3 also remembers a note), then answers. */
 function scriptedModel(summaries: string[]) {

@@ -123,6 +123,28 @@ describe('worker processes', () => {
     expect(await t.redis.exists(keys.processing)).toBe(0);
     (release as ((reply: FakeReply) => void) | null)?.({ content: 'too late' });
   });
+
+  it('drains the running turn on SIGTERM and exits 0', async () => {
+    let release: ((reply: FakeReply) => void) | null = null;
+    let onHeld = (): void => undefined;
+    const held = new Promise<void>((resolve) => { onHeld = resolve; });
+    fake.setHandler(() => {
+      onHeld();
+      return { hold: new Promise<FakeReply>((resolve) => { release = resolve; }) };
+    });
+    const child = await startWorker();
+    await producer.submitInbound(inbound(5, 0));
+    await held;
+    const exited = once(child, 'exit');
+    const draining = waitForLine(child, '"draining"');
+    child.kill('SIGTERM');
+    await draining;
+    (release as ((reply: FakeReply) => void) | null)?.({ content: 'ack s5 0' });
+    const [code] = await exited;
+    expect(code).toBe(0);
+    await out.waitFor((replies) => covered(replies) === 1);
+    expect(await t.redis.exists(sessionKeys('web:c5', t.keyPrefix).processing)).toBe(0);
+  });
 });
 
 function inbound(session: number, seq: number): InboundMessage {
@@ -150,6 +172,11 @@ function covered(replies: OutboundMessage[]): number {
 async function userIdsInTranscript(t: TestRedis, session: number): Promise<string[]> {
   const entries = await readTranscript(t.redis, sessionKeys(`web:c${session}`, t.keyPrefix));
   return entries.flatMap((e) => (e.type === 'message' && e.message.role === 'user' && e.inboundId ? [e.inboundId] : []));
+}
+
+function waitForLine(child: ChildProcess, text: string): Promise<void> {
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve) => lines.on('line', (line) => { if (line.includes(text)) resolve(); }));
 }
 
 async function waitUntil(check: () => Promise<boolean>): Promise<void> {
