@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { messageText, type ChatMessage } from '../../src/core/messages.js';
+import { messageText } from '../../src/core/messages.js';
 import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
