@@ -134,7 +134,9 @@ function afterTools(messages: readonly ChatMessage[]): string {
 
 function smallTalk(text: string, turn: number, now: () => Date): string {
   const echo = text.length > 0 ? `You said: "${text.slice(0, 200)}". ` : '';
-  return `${echo}${SMALL_TALK[(turn - 1 + SMALL_TALK.length) % SMALL_TALK.length]} (turn ${turn}, ${now().toISOString().slice(0, 10)})`;
+  // Three paragraphs (~250 tokens) a turn: the small demo window reaches the trigger after a handful of turns.
+  const paragraphs = [0, 1, 2].map((k) => SMALL_TALK[(turn - 1 + k) % SMALL_TALK.length]);
+  return `${echo}${paragraphs.join('\n\n')}\n\n(turn ${turn}, ${now().toISOString().slice(0, 10)})`;
 }
 
 /** A structured handoff summary in the fixed sections, built from the summariser prompt; updates merge. */
