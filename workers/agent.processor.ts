@@ -12,7 +12,7 @@ import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } fr
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
 import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
 import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
-import { capToolResult, notesMessage, overheadTokens, TOOL_RESULT_SHARE, toUserMessage } from './request.js';
+import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
 import { TurnState } from './turn-state.js';
@@ -180,7 +180,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
     return finish(loop, { entry: assistant, usage, meta }, text === '' ? TURN_NOTICES.empty : null, text);
   }
   const context = toolContext(loop);
-  const maxTokens = Math.floor(options.contextWindow * TOOL_RESULT_SHARE);
+  const maxTokens = toolResultCap(options.contextWindow, calls.length);
   const results: StoredEntry[] = [];
   for (const call of calls) {
     const text = capToolResult(await deps.tools.execute(call, context), maxTokens, deps.llm.model);

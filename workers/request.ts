@@ -5,6 +5,13 @@ import type { ToolSchema } from '../src/llm/client.js';
 
 /** Share of the context window one tool result may take when it enters the projection. */
 export const TOOL_RESULT_SHARE = 0.25;
+/** Share of the context window all results of one round may take together. */
+export const TOOL_ROUND_SHARE = 0.4;
+
+/** Token cap of each of `count` tool results of one round: min(25%, 40% ÷ count) of the window. */
+export function toolResultCap(contextWindow: number, count: number): number {
+  return Math.floor(contextWindow * Math.min(TOOL_RESULT_SHARE, TOOL_ROUND_SHARE / Math.max(1, count)));
+}
 
 /** The user message of an inbound message; in groups it names the sender. */
 export function toUserMessage(message: InboundMessage): ChatMessage {

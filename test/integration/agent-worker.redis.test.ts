@@ -125,6 +125,18 @@ describe('agent worker', () => {
     expect(out.replies[1]).toMatchObject({ kind: 'notice', text: TURN_NOTICES.unavailable('HTTP 500') });
   });
 
+  it('caps a giant tool result so the next request still fits the window', async () => {
+    const huge = defineTool({ name: 'dump', description: 'huge output', schema: z.object({}), run: () => 'row ORD-1 data '.repeat(20_000) });
+    await start({ tools: [huge] });
+    fake.setHandler((r) => (r.messages.some((m) => m.role === 'tool') ? { content: 'summarised the dump' } : { toolCalls: [{ name: 'dump', arguments: {} }] }));
+    await producer.submitInbound(inbound('dump it'));
+    await out.waitFor((r) => r.length === 1);
+    expect(fake.requests[1].promptTokens).toBeLessThanOrEqual(16_000);
+    const result = messageText(fake.requests[1].messages.find((m) => m.role === 'tool')!);
+    expect(result).toContain('[chatgate:trimmed]');
+    expect(out.replies[0].text).toBe('summarised the dump');
+  });
+
   it('ends a turn at the model-call limit with a message saying so', async () => {
     await start({ maxModelCalls: 3 });
     fake.setHandler(() => ({ toolCalls: [{ name: 'current_time', arguments: {} }] }));
