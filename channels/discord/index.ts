@@ -30,6 +30,8 @@ export interface DiscordChannelOptions {
   typingIntervalMs?: number;
   /** How long `start` waits for the gateway to become ready, in ms. Default 30 000. */
   readyTimeoutMs?: number;
+  /** Longest rate-limit wait done inside a REST call, in ms; longer ones throw `CHANNEL_RATE_LIMITED`. Default 30 000. */
+  maxRateLimitWaitMs?: number;
 }
 
 /** Resolved {@link DiscordChannelOptions}. */
@@ -48,6 +50,7 @@ const DEFAULTS = {
   commandNames: DEFAULT_DISCORD_COMMANDS,
   typingIntervalMs: 8_000,
   readyTimeoutMs: 30_000,
+  maxRateLimitWaitMs: 30_000,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
 /** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
@@ -58,7 +61,8 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
     partials: [Partials.Channel],
-    rest: { api: resolved.apiRoot },
+    // Short rate limits are waited inside discord.js; long ones surface as ChannelError (retryAfterMs).
+    rest: { api: resolved.apiRoot, rejectOnRateLimit: (limit) => limit.retryAfter > resolved.maxRateLimitWaitMs },
   });
   const state: { onMessage?: InboundHandler } = {};
   // Messages of one channel are handed over in arrival order (handlers are async).

@@ -138,6 +138,14 @@ describe('discord channel: outbound', () => {
     expect(sent.messageId).toMatch(/^\d+$/);
   });
 
+  it('surfaces a rate limit longer than maxRateLimitWaitMs as a retryable ChannelError', async () => {
+    await startChannel(inbox().onMessage, { maxRateLimitWaitMs: 100 });
+    fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 5 });
+    const error = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' }).catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: 'CHANNEL_RATE_LIMITED', retryable: true });
+    expect((error as ChannelError).retryAfterMs).toBeGreaterThan(4_000);
+  });
+
   it('turns an unknown channel into a permanent ChannelError', async () => {
     await startChannel(inbox().onMessage);
     const error = await channel!.send({ chatId: '1' }, { text: 'x', mode: 'plain' }).catch((err: unknown) => err);
