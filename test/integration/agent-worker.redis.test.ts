@@ -2,6 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
+import { LlmError } from '../../src/errors.js';
+import { createLlmClient } from '../../src/llm/client.js';
+import { classifyRetry } from '../../src/llm/errors.js';
+import { createSummarizer } from '../../src/llm/summarizer.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
@@ -9,7 +13,7 @@ import { readUsage } from '../../src/redis/usage.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
 import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
 
 const SESSION = 'web:chat1';
@@ -170,5 +174,42 @@ describe('agent worker', () => {
     expect(fake.requests.filter(isAgent).length - before).toBe(4);
     const usage = await readUsage(t.redis, keys);
     expect(Object.entries(usage.compactions).filter(([k]) => k.startsWith('reactive:')).reduce((s, [, n]) => s + n, 0)).toBe(5);
+  });
+});
+
+describe('llm client and summariser', () => {
+  let fake: FakeOpenAI;
+  beforeEach(async () => { fake = await startFakeOpenAI(); });
+  afterEach(async () => { await fake.close(); });
+
+  it('maps provider errors to LlmError kinds, honouring retry-after', async () => {
+    const llm = createLlmClient({ baseURL: fake.baseURL, model: 'm', retry: { maxRetries: 0 } });
+    const cases: Array<[FakeReply, string, number | undefined]> = [
+      [{ status: 401 }, 'auth', undefined], [{ contextLength: true }, 'context_length', undefined],
+      [{ status: 429, headers: { 'retry-after': '3' } }, 'transient', 3000], [{ status: 503 }, 'transient', undefined],
+      [{ status: 404 }, 'permanent', undefined],
+    ];
+    for (const [reply, kind, retryAfterMs] of cases) {
+      fake.setHandler(() => reply);
+      const error = await llm.complete({ messages: [{ role: 'user', content: 'x' }] }).catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(LlmError);
+      expect(error).toMatchObject({ kind, retryAfterMs });
+    }
+    expect(classifyRetry(new LlmError('x', { kind: 'transient', retryAfterMs: 99_000 }), 0)).toEqual({ retry: true, delayMs: 30_000 });
+    expect(classifyRetry(new LlmError('x', { kind: 'transient' }), 4)).toEqual({ retry: false });
+    expect(classifyRetry(new LlmError('x', { kind: 'auth' }), 0)).toEqual({ retry: false });
+  });
+
+  it('writes the prompt from the request and falls back once from the summary model to the main model', async () => {
+    fake.setHandler((r) => (r.model === 'cheap' ? { status: 400, message: 'model broken' } : { content: 'the summary' }));
+    const summarizer = createSummarizer({ llm: createLlmClient({ baseURL: fake.baseURL, model: 'main', retry: { maxRetries: 0 } }) }, { summaryModel: 'cheap' });
+    const text = await summarizer.summarize({ turns: [{ role: 'user', content: 'order ORD-1' }], previousSummary: 'old summary', focus: 'billing', targetTokens: 2000 });
+    expect(text).toBe('the summary');
+    expect(fake.requests.map((r) => r.model)).toEqual(['cheap', 'main']);
+    const prompt = messageText(fake.requests[1].messages[1]);
+    expect(prompt).toContain('<previous-summary>\nold summary');
+    expect(prompt).toContain('Focus especially on: billing');
+    expect(prompt).toContain('[user] order ORD-1');
+    expect(messageText(fake.requests[1].messages[0])).toContain('## Key decisions and why');
   });
 });
