@@ -2,7 +2,7 @@
  * `chatgate`: the composition root and operator CLI — the only module that wires the gateway,
  * workers, monitor, Redis and the LLM endpoint together. Exit codes: 0 ok, 1 failure, 2 usage error.
  */
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, processIo, type CliIo } from './cli/context.js';
@@ -30,7 +30,10 @@ export function createProgram(options: ProgramOptions): Command {
     .description('Multi-channel chat-bot gateway with session hygiene. Configuration comes from the environment (docs/operating.md).')
     .showHelpAfterError('(run `chatgate --help` for the commands)')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
+    .option('--dotenv <path>', 'read options from this file (default: ./.env when it exists; the environment wins)')
+    .option('--no-dotenv', 'do not read ./.env')
+    .hook('preAction', () => loadEnvFile(io, program.opts<{ dotenv?: string | false }>().dotenv));
 
   program.command('start').description('run the gateway, workers and monitor in one process')
     .option('--demo', 'use the built-in offline demo model instead of an LLM endpoint')
@@ -89,6 +92,23 @@ export async function runCli(argv: readonly string[], options: Omit<ProgramOptio
     if (err instanceof CliExit) return err.exitCode;
     io.err(`chatgate: ${errorText(err)}`);
     return EXIT.failure;
+  }
+}
+
+/** Loads `.env`-style options into the environment (never overriding a variable already set). */
+function loadEnvFile(io: CliIo, choice: string | false | undefined): void {
+  if (choice === false || io.env !== process.env) return;
+  const path = choice ?? '.env';
+  if (!existsSync(path)) {
+    if (choice === undefined) return;
+    io.err(`chatgate: the env file ${path} does not exist`);
+    throw new CliExit(EXIT.failure);
+  }
+  try {
+    process.loadEnvFile(path);
+  } catch (err) {
+    io.err(`chatgate: could not read the env file ${path} (${errorText(err)})`);
+    throw new CliExit(EXIT.failure);
   }
 }
 

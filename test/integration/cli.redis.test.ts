@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/core/messages.js';
+import { renderConfigTable } from '../../src/config.js';
 import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
@@ -24,10 +25,10 @@ const TELEGRAM_TOKEN = '123456:GOOD-token';
 
 interface CliResult { code: number | null; stdout: string; stderr: string }
 
-/** Runs `node --import tsx src/cli.ts …args` with `env` (nothing inherited but PATH and HOME). */
+/** Runs `node --import tsx src/cli.ts --no-dotenv …args` with `env` (nothing inherited but PATH and HOME; no ./.env). */
 function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
@@ -221,6 +222,12 @@ describe('chatgate CLI against real Redis', () => {
     expect(result.stdout).not.toContain('GOOD-token');
   });
 
+  it('doctor: checks the built-in demo model in demo mode', async () => {
+    const result = await runCli(['doctor'], { ...env, CHATGATE_DEMO: 'true', CHATGATE_MODEL: 'chatgate-demo', CHATGATE_CONTEXT_WINDOW: '', OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
+    expect(result.stdout).toMatch(/^ok\s+llm\s+built-in demo model: .*model chatgate-demo answers \(\d+ tokens\)/m);
+    expect(result.code).toBe(0);
+  });
+
   it('doctor: FAIL lines with a fix when the LLM is down and the bot token is rejected; exit 1', async () => {
     const down = `http://127.0.0.1:${await closedPort()}/v1`;
     const result = await runCli(['doctor', '--telegram-api-root', fake.url], { ...env, OPENAI_BASE_URL: down, TELEGRAM_BOT_TOKEN: '654321:BAD-token' });
@@ -250,5 +257,11 @@ describe('chatgate CLI against real Redis', () => {
     expect(missingArg.stderr).toContain("missing required argument 'session'");
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr).toContain('`CHATGATE_THRESHOLD` must be a number in (0, 1) (got 1.5)');
+  });
+});
+
+describe('docs/operating.md', () => {
+  it('lists every option as renderConfigTable() renders it', () => {
+    expect(readFileSync(join(ROOT, 'docs/operating.md'), 'utf8')).toContain(renderConfigTable());
   });
 });
