@@ -129,18 +129,21 @@ async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?:
     throw new DelayedError();
   }
   const log = runner.logger.child({ sessionId, jobId: job.id });
+  let signal: ((type: TurnSignal['type']) => void) | null = null;
   try {
     await flushOutbox(runner, sessionId);
     const items = await claimInbox(runner.redis, keys);
     if (items.length === 0) return 'empty';
-    const signal = (type: TurnSignal['type']) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
+    signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const snapshot = await runner.store.load(sessionId);
-    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: () => signal('typing') }, runner.agentOptions, { snapshot, fence: lease.fence, items });
+    const typing = signal;
+    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: () => typing('typing') }, runner.agentOptions, { snapshot, fence: lease.fence, items });
     await flushOutbox(runner, sessionId);
-    signal('turn-ended');
     return `answered ${items.length}`;
   } finally {
+    // Sent on failure too, so the gateway never keeps "typing" for a turn that died.
+    signal?.('turn-ended');
     await lease.release();
   }
 }

@@ -7,6 +7,7 @@ import { createLlmClient } from '../../src/llm/client.js';
 import { classifyRetry } from '../../src/llm/errors.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import { subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
@@ -73,6 +74,22 @@ describe('agent worker', () => {
     expect(usage.calls).toBe(1);
     expect(usage.promptTokens).toBe(fake.requests[0].promptTokens);
     expect((await readTranscript(t.redis, keys)).map((e) => e.type)).toEqual(['message', 'message']);
+  });
+
+  it('publishes turn-started, typing and turn-ended signals for the gateway', async () => {
+    await start();
+    const signals: TurnSignal[] = [];
+    let ended = (): void => undefined;
+    const done = new Promise<void>((resolve) => { ended = resolve; });
+    const unsubscribe = await subscribeTurnSignals(t.redis.duplicate(), (signal) => {
+      signals.push(signal);
+      if (signal.type === 'turn-ended') ended();
+    }, t.keyPrefix);
+    await producer.submitInbound(inbound('hi'));
+    await done;
+    await unsubscribe();
+    expect(signals.map((s) => s.type)).toEqual(['turn-started', 'typing', 'turn-ended']);
+    expect(signals[0]).toMatchObject({ sessionId: SESSION, channel: 'web', chatId: 'chat1' });
   });
 
   it('turns unknown tools, bad arguments, throwing and slow tools into results and goes on', async () => {
