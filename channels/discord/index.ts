@@ -58,25 +58,9 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
   const resolved: ResolvedDiscordChannelOptions = { ...DEFAULTS, ...options };
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
-  const client = new Client({
-    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
-    partials: [Partials.Channel],
-    // Short rate limits are waited inside discord.js; long ones surface as ChannelError (retryAfterMs).
-    rest: { api: resolved.apiRoot, rejectOnRateLimit: (limit) => limit.retryAfter > resolved.maxRateLimitWaitMs },
-  });
+  const client = createClient(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  // Messages of one channel are handed over in arrival order (handlers are async).
-  const chains = new Map<string, Promise<void>>();
-  client.on(Events.MessageCreate, (message) => {
-    const key = message.channelId;
-    const next = (chains.get(key) ?? Promise.resolve())
-      .then(() => handleMessage(message, client, state.onMessage, resolved, log))
-      .catch((err: unknown) => log.error({ err }, 'message handling failed'));
-    chains.set(key, next);
-    void next.finally(() => {
-      if (chains.get(key) === next) chains.delete(key);
-    });
-  });
+  routeInOrder(client, (message) => handleMessage(message, client, state.onMessage, resolved, log), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
 
   return {
@@ -90,15 +74,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
     },
     async start(onMessage) {
       state.onMessage = onMessage;
-      const ready = waitForReady(client, resolved.readyTimeoutMs);
-      ready.catch(() => undefined); // observed below; avoids an unhandled rejection if login fails first
-      try {
-        await client.login(resolved.token);
-        await ready;
-      } catch (err) {
-        await client.destroy();
-        throw toDiscordChannelError(err, 'login');
-      }
+      await login(client, resolved);
       log.info({ botUserId: client.user?.id }, 'discord channel started');
     },
     async stop() {
@@ -112,6 +88,43 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
       await sendDiscordTyping(client.rest, target);
     },
   };
+}
+
+function createClient(options: ResolvedDiscordChannelOptions): Client {
+  return new Client({
+    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+    partials: [Partials.Channel],
+    // Short rate limits are waited inside discord.js; long ones surface as ChannelError (retryAfterMs).
+    rest: { api: options.apiRoot, rejectOnRateLimit: (limit) => limit.retryAfter > options.maxRateLimitWaitMs },
+  });
+}
+
+/** Logs in and waits for the gateway to be ready. `@throws` ChannelError. */
+async function login(client: Client, options: ResolvedDiscordChannelOptions): Promise<void> {
+  const ready = waitForReady(client, options.readyTimeoutMs);
+  ready.catch(() => undefined); // observed below; avoids an unhandled rejection if login fails first
+  try {
+    await client.login(options.token);
+    await ready;
+  } catch (err) {
+    await client.destroy();
+    throw toDiscordChannelError(err, 'login');
+  }
+}
+
+/** Hands messages to `handle` one at a time per channel, in arrival order (handlers are async). */
+function routeInOrder(client: Client, handle: (message: Message) => Promise<void>, log: Logger): void {
+  const chains = new Map<string, Promise<void>>();
+  client.on(Events.MessageCreate, (message) => {
+    const key = message.channelId;
+    const next = (chains.get(key) ?? Promise.resolve())
+      .then(() => handle(message))
+      .catch((err: unknown) => log.error({ err }, 'message handling failed'));
+    chains.set(key, next);
+    void next.finally(() => {
+      if (chains.get(key) === next) chains.delete(key);
+    });
+  });
 }
 
 /** Extracts the translation's input from a discord.js message. */

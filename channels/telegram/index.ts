@@ -59,7 +59,7 @@ export interface TelegramChannel extends Channel {
   readonly mode: 'polling' | 'webhook';
   /** The bot's identity, known after `start`. */
   readonly identity: TelegramBotIdentity | undefined;
-  /** A hono handler for webhook POSTs (checks the secret-token header; 500 when not handled). */
+  /** A hono handler for webhook POSTs (checks the secret-token header; 500 when not handled; 404 in polling mode). */
   webhookHandler(): (c: HonoContext) => Promise<Response>;
 }
 
@@ -81,7 +81,7 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'telegram' });
   const bot = new Bot(resolved.token, { client: { apiRoot: resolved.apiRoot } });
   bot.api.config.use(autoRetry({ maxRetryAttempts: resolved.maxRetryAttempts, maxDelaySeconds: resolved.maxRetryDelaySeconds, rethrowInternalServerErrors: true, rethrowHttpErrors: true }));
-  const state: { onMessage?: InboundHandler; identity?: TelegramBotIdentity; poller?: Poller } = {};
+  const state: ChannelState = {};
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
 
@@ -97,20 +97,7 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
     },
     async start(onMessage) {
       state.onMessage = onMessage;
-      try {
-        await bot.init();
-        state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
-        await bot.api.setMyCommands([...resolved.commands]);
-        if (mode === 'webhook') {
-          await bot.api.setWebhook(resolved.webhookUrl!, { secret_token: resolved.webhookSecret, allowed_updates: ['message'] });
-        } else {
-          await bot.api.deleteWebhook();
-          state.poller = startPolling(bot, resolved, log);
-        }
-      } catch (err) {
-        throw toTelegramChannelError(err, 'start');
-      }
-      log.info({ mode, username: state.identity.username }, 'telegram channel started');
+      await startBot(bot, mode, resolved, state, log);
     },
     async stop() {
       const poller = state.poller;
@@ -125,16 +112,42 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
       await sendTelegramTyping(bot.api, target);
     },
     webhookHandler() {
-      const callback = webhookCallback(bot, 'hono', { secretToken: resolved.webhookSecret, onTimeout: 'throw', timeoutMilliseconds: 55_000 });
-      return async (c: HonoContext) => {
-        try {
-          return await callback(c);
-        } catch (err) {
-          log.warn({ err: toTelegramChannelError(err, 'webhook') }, 'webhook update not handled; Telegram will retry');
-          return c.json({ ok: false }, 500);
-        }
-      };
+      return createWebhookHandler(bot, mode, resolved, log);
     },
+  };
+}
+
+type ChannelState = { onMessage?: InboundHandler; identity?: TelegramBotIdentity; poller?: Poller };
+
+/** getMe, setMyCommands, then setWebhook (webhook mode) or deleteWebhook and polling. `@throws` ChannelError. */
+async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, state: ChannelState, log: Logger): Promise<void> {
+  try {
+    await bot.init();
+    state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
+    await bot.api.setMyCommands([...options.commands]);
+    if (mode === 'webhook') {
+      await bot.api.setWebhook(options.webhookUrl!, { secret_token: options.webhookSecret, allowed_updates: ['message'] });
+    } else {
+      await bot.api.deleteWebhook();
+      state.poller = startPolling(bot, options, log);
+    }
+  } catch (err) {
+    throw toTelegramChannelError(err, 'start');
+  }
+  log.info({ mode, username: state.identity.username }, 'telegram channel started');
+}
+
+/** The webhook endpoint: 401 on a wrong secret, 500 when the update was not handled, 404 in polling mode. */
+function createWebhookHandler(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, log: Logger): (c: HonoContext) => Promise<Response> {
+  if (mode !== 'webhook') return async (c) => c.json({ ok: false, error: 'telegram runs in polling mode' }, 404);
+  const callback = webhookCallback(bot, 'hono', { secretToken: options.webhookSecret, onTimeout: 'throw', timeoutMilliseconds: 55_000 });
+  return async (c) => {
+    try {
+      return await callback(c);
+    } catch (err) {
+      log.warn({ err: toTelegramChannelError(err, 'webhook') }, 'webhook update not handled; Telegram will retry');
+      return c.json({ ok: false }, 500);
+    }
   };
 }
 
@@ -146,7 +159,7 @@ interface Poller {
 }
 
 /** Runs `message` updates through translate → onMessage (or the unsupported-media reply). */
-async function handleMessage(ctx: GrammyContext, state: { onMessage?: InboundHandler; identity?: TelegramBotIdentity }, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
+async function handleMessage(ctx: GrammyContext, state: ChannelState, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
   const message = ctx.message;
   if (!message || !state.identity) return;
   const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now() });

@@ -12,7 +12,7 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
-import { createConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
+import { createConversationStore, type ConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
 import { renderChatPage } from './page.js';
 
 /** Options of {@link createWebChannel}. */
@@ -65,19 +65,7 @@ export function createWebChannel(deps: { log?: Logger } = {}, options: WebChanne
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'web' });
   const store = createConversationStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  const page = renderChatPage({ title: resolved.title, basePath: resolved.basePath });
-
-  const app = new Hono();
-  app.get('/chat', (c) => c.html(page));
-  app.use('/api/chat/:conversationId/*', async (c, next) => {
-    if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
-    await next();
-  });
-  app.post('/api/chat/:conversationId/messages', bodyLimit({ maxSize: resolved.maxBodyBytes, onError: (c) => c.json({ error: `body over ${resolved.maxBodyBytes} bytes` }, 413) }), (c) =>
-    postMessage(c, state.onMessage, log),
-  );
-  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, resolved));
-  app.get('/api/chat/:conversationId/events', (c) => events(c, store, resolved));
+  const app = createApp(store, () => state.onMessage, resolved, log);
 
   return {
     name: 'web',
@@ -102,6 +90,22 @@ export function createWebChannel(deps: { log?: Logger } = {}, options: WebChanne
       store.typing(target.chatId);
     },
   };
+}
+
+/** The routes: the page and the JSON API. */
+function createApp(store: ConversationStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger): Hono {
+  const page = renderChatPage({ title: options.title, basePath: options.basePath });
+  const app = new Hono();
+  app.get('/chat', (c) => c.html(page));
+  app.use('/api/chat/:conversationId/*', async (c, next) => {
+    if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
+    await next();
+  });
+  const limit = bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413) });
+  app.post('/api/chat/:conversationId/messages', limit, (c) => postMessage(c, handler(), log));
+  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options));
+  app.get('/api/chat/:conversationId/events', (c) => events(c, store, options));
+  return app;
 }
 
 /** POST /api/chat/:id/messages — 202 once the message is accepted, 503 when it could not be. */
@@ -135,7 +139,7 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
 }
 
 /** GET /api/chat/:id/messages?after=&timeoutMs= — replies after `after`, waiting for one if none. */
-async function longPoll(c: Context, store: ReturnType<typeof createConversationStore>, options: ResolvedWebChannelOptions): Promise<Response> {
+async function longPoll(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const after = toNonNegative(c.req.query('after'), 0);
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
@@ -159,7 +163,7 @@ async function longPoll(c: Context, store: ReturnType<typeof createConversationS
 }
 
 /** GET /api/chat/:id/events — SSE: replays replies after `after` (or Last-Event-ID), then streams. */
-function events(c: Context, store: ReturnType<typeof createConversationStore>, options: ResolvedWebChannelOptions): Response {
+function events(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Response {
   const conversationId = c.req.param('conversationId')!;
   const after = toNonNegative(c.req.header('last-event-id') ?? c.req.query('after'), 0);
   return streamSSE(c, async (stream) => {
