@@ -23,9 +23,6 @@ export interface ProgramOptions {
 /** Builds the commander program; each action reports its exit code through `onExit`. */
 export function createProgram(options: ProgramOptions): Command {
   const io = options.io ?? processIo();
-  const stop = options.stopSignal ?? waitForStopSignal;
-  const run = (action: () => Promise<number>) => async () => options.onExit(await action());
-  const concurrency = () => new Option('--concurrency <n>', 'turns the in-process worker runs at once (default CHATGATE_WORKER_CONCURRENCY)').argParser(intOption(1, 256));
   const program = new Command('chatgate')
     .description('Multi-channel chat-bot gateway with session hygiene. Configuration comes from the environment (docs/operating.md).')
     .showHelpAfterError('(run `chatgate --help` for the commands)')
@@ -34,40 +31,52 @@ export function createProgram(options: ProgramOptions): Command {
     .option('--dotenv <path>', 'read options from this file (default: ./.env when it exists; the environment wins)')
     .option('--no-dotenv', 'do not read ./.env')
     .hook('preAction', () => loadEnvFile(io, program.opts<{ dotenv?: string | false }>().dotenv));
+  const run = (action: () => Promise<number>) => action().then(options.onExit);
+  addRoleCommands(program, io, options.stopSignal ?? waitForStopSignal, run);
+  addSessionCommands(program, io, run);
+  program.command('doctor').description('check configuration, Redis, queues, the LLM endpoint and bot tokens')
+    .option('--telegram-api-root <url>', 'Telegram Bot API root (a local Bot API server or proxy)')
+    .option('--discord-api-root <url>', 'Discord REST API root')
+    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(() => doctorCommand(io, flags)));
+  return program;
+}
 
+type Runner = (action: () => Promise<number>) => Promise<void>;
+
+/** `start`, `gateway`, `worker`: the long-running roles. */
+function addRoleCommands(program: Command, io: CliIo, stop: () => Promise<string>, run: Runner): void {
+  const concurrency = () => new Option('--concurrency <n>', 'turns the in-process worker runs at once (default CHATGATE_WORKER_CONCURRENCY)').argParser(intOption(1, 256));
   program.command('start').description('run the gateway, workers and monitor in one process')
     .option('--demo', 'use the built-in offline demo model instead of an LLM endpoint')
     .addOption(concurrency())
-    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: true, worker: true }, flags, stop))());
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: true, worker: true }, flags, stop)));
   program.command('gateway').description('run the gateway alone: channels, ingest, hygiene, delivery, web chat and monitor')
     .option('--demo', 'use the built-in offline demo model (for hygiene summaries)')
-    .action((flags: { demo?: boolean }) => run(() => runRoles(io, { gateway: true, worker: false }, flags, stop))());
+    .action((flags: { demo?: boolean }) => run(() => runRoles(io, { gateway: true, worker: false }, flags, stop)));
   program.command('worker').description('run an agent worker alone (start as many as you like)')
     .option('--demo', 'use the built-in offline demo model')
     .addOption(concurrency())
-    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: false, worker: true }, flags, stop))());
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: false, worker: true }, flags, stop)));
+}
 
+/** `sessions`, `usage`, `compact`, `transcript`, `reset`: operator commands on sessions. */
+function addSessionCommands(program: Command, io: CliIo, run: Runner): void {
   program.command('sessions').description('list sessions: channel, messages, context fill, tokens, cost, compactions')
     .addOption(new Option('--sort <key>', 'order by last activity or context fill').choices(['activity', 'fill']).default('activity'))
     .option('--json', 'print JSON')
     .addOption(new Option('--limit <n>', 'at most this many sessions').argParser(intOption(1, 100_000)).default(50))
-    .action((flags: SessionsFlags) => run(() => sessionsCommand(io, flags))());
+    .action((flags: SessionsFlags) => run(() => sessionsCommand(io, flags)));
   program.command('usage').description('the usage ledger and context fill of one session').argument('<session>', 'session id, e.g. web:abc')
     .option('--json', 'print JSON')
-    .action((session: string, flags: { json?: boolean }) => run(() => usageCommand(io, session, flags))());
+    .action((session: string, flags: { json?: boolean }) => run(() => usageCommand(io, session, flags)));
   program.command('compact').description('compact a session now (layer manual), under its lease').argument('<session>', 'session id')
     .option('--focus <text>', 'what the summary should keep in detail')
-    .action((session: string, flags: { focus?: string }) => run(() => compactCommand(io, session, flags))());
+    .action((session: string, flags: { focus?: string }) => run(() => compactCommand(io, session, flags)));
   program.command('transcript').description('print the full transcript of a session (every message and compaction)').argument('<session>', 'session id')
     .option('--jsonl', 'one JSON entry per line')
-    .action((session: string, flags: { jsonl?: boolean }) => run(() => transcriptCommand(io, session, flags))());
+    .action((session: string, flags: { jsonl?: boolean }) => run(() => transcriptCommand(io, session, flags)));
   program.command('reset').description('start a session over: empty projection, fresh compaction state (the transcript keeps everything)').argument('<session>', 'session id')
-    .action((session: string) => run(() => resetCommand(io, session))());
-  program.command('doctor').description('check configuration, Redis, queues, the LLM endpoint and bot tokens')
-    .option('--telegram-api-root <url>', 'Telegram Bot API root (a local Bot API server or proxy)')
-    .option('--discord-api-root <url>', 'Discord REST API root')
-    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(() => doctorCommand(io, flags))());
-  return program;
+    .action((session: string) => run(() => resetCommand(io, session)));
 }
 
 /**
