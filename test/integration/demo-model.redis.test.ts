@@ -1,0 +1,111 @@
+import { Worker } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../src/core/messages.js';
+import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
+import { createLlmClient, type LlmClient, type ToolSchema } from '../../src/llm/client.js';
+import { DEMO_LABEL, startDemoModel, type DemoModel } from '../../src/llm/demo-model.js';
+import { SUMMARY_SECTIONS, buildSummaryPrompt } from '../../src/llm/summarizer.js';
+import { createTurnProducer } from '../../src/queue/producer.js';
+import { createRedisSessionReader } from '../../src/redis/session-reader.js';
+import { runWorker } from '../../workers/main.js';
+import { BUILTIN_TOOLS } from '../../workers/tools/builtins.js';
+import { ToolRegistry } from '../../workers/tools/registry.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+
+describe('offline demo model', () => {
+  let demo: DemoModel;
+  let llm: LlmClient;
+  const tools: ToolSchema[] = new ToolRegistry(BUILTIN_TOOLS).schemas();
+
+  beforeEach(async () => {
+    demo = await startDemoModel();
+    llm = createLlmClient({ baseURL: demo.baseUrl, apiKey: 'none', model: demo.model });
+  });
+  afterEach(async () => { await demo.close(); });
+
+  const ask = (text: string) => llm.complete({ messages: [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content: text }], tools });
+
+  it('is an OpenAI-compatible endpoint on loopback that lists its model', async () => {
+    expect(demo.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    const models = (await (await fetch(`${demo.baseUrl}/models`)).json()) as { data: Array<{ id: string }> };
+    expect(models.data.map((m) => m.id)).toEqual(['chatgate-demo']);
+  });
+
+  it.each([
+    ['what time is it?', 'current_time', {}],
+    ['what is 12*(3+4)?', 'calculator', { expression: '12*(3+4)' }],
+    ['remember that my name is Ada', 'remember', { key: 'name-ada', note: 'my name is Ada' }],
+  ])('calls a tool for %j', async (text, name, args) => {
+    const result = await ask(text);
+    expect(result.message.tool_calls?.map((c) => c.function.name)).toEqual([name]);
+    expect(JSON.parse(result.message.tool_calls![0].function.arguments)).toEqual(args);
+    expect(result.message.content).toContain(DEMO_LABEL);
+  });
+
+  it('answers with a labelled text after the tool results and reports usage counted with the tokenizer', async () => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'what is 2+2?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: '{"expression":"2+2"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: '{"expression":"2+2","result":4}' },
+    ];
+    const result = await llm.complete({ messages, tools });
+    expect(result.message.tool_calls).toBeUndefined();
+    expect(result.message.content).toMatch(/^\[demo model\] The tool answered: .*"result":4/);
+    expect(result.usage!.promptTokens).toBe(countMessageTokens(messages, demo.model) + countTextTokens(JSON.stringify(tools), demo.model));
+    expect(result.usage!.completionTokens).toBe(countTextTokens(result.message.content!, demo.model));
+  });
+
+  it('answers summariser prompts with the fixed sections, keeping identifiers and merging the previous summary', async () => {
+    const turns: ChatMessage[] = [{ role: 'user', content: 'my order ORD-48213-XK is late, ticket #4471' }, { role: 'assistant', content: 'checking' }];
+    const first = await llm.complete({ messages: buildSummaryPrompt({ turns, previousSummary: null, focus: 'the order', targetTokens: 2000 }) });
+    const summary = first.message.content!;
+    for (const section of SUMMARY_SECTIONS) expect(summary).toContain(`## ${section}`);
+    expect(summary).toContain('ORD-48213-XK');
+    expect(summary).toContain('#4471');
+    expect(summary).toContain('Focus requested: the order');
+    expect(summary).toContain(DEMO_LABEL);
+    const next = await llm.complete({ messages: buildSummaryPrompt({ turns: [{ role: 'user', content: 'also INV-2024-001' }], previousSummary: summary, targetTokens: 2000 }) });
+    expect(next.message.content).toContain('ORD-48213-XK');
+    expect(next.message.content).toContain('INV-2024-001');
+    expect(next.message.content!.match(/## Goal/g)).toHaveLength(1);
+  });
+});
+
+describe('a worker on the demo model', () => {
+  let t: TestRedis;
+  beforeEach(() => { t = createTestRedis(); });
+  afterEach(async () => { await t.cleanup(); });
+
+  it('compacts a session after a handful of turns without any key (window 8192, reserve 4096)', async () => {
+    const demo = await startDemoModel();
+    const worker = await runWorker({
+      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
+      llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
+    });
+    const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    const replies: string[] = [];
+    let onReply = () => {};
+    const outbound = new Worker('outbound', async (job) => { replies.push(job.data.text as string); onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
+    const reader = createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
+    try {
+      for (let turn = 1; turn <= 12; turn += 1) {
+        const replied = new Promise<void>((resolve) => { onReply = resolve; });
+        const text = turn === 2 ? 'remember that my order is ORD-48213-XK' : `tell me more, part ${turn}`;
+        await producer.submitInbound({ id: `m${turn}`, channel: 'web', chatId: 'demo', userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
+        await replied;
+        if ((await reader.getSession('web:demo'))!.compactions.length > 0) break;
+      }
+      const detail = (await reader.getSession('web:demo'))!;
+      expect(detail.compactions[0]).toMatchObject({ layer: 'in-loop', outcome: 'compacted' });
+      expect(detail.compactions[0].tokensAfter).toBeLessThan(detail.compactions[0].tokensBefore);
+      expect(detail.summary).toContain(DEMO_LABEL);
+      expect(detail.notes.map((n) => n.text)).toEqual(['my order is ORD-48213-XK']);
+      expect(replies.every((r) => r.startsWith(DEMO_LABEL))).toBe(true);
+    } finally {
+      await outbound.close();
+      await worker.close();
+      await producer.close();
+      await demo.close();
+    }
+  });
+});
