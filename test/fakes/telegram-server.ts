@@ -126,7 +126,7 @@ export class FakeTelegramServer extends EventEmitter {
     this.emit('call', method);
     const failure = this.takeFailure(method, params);
     if (failure) return fail(res, failure);
-    if (method === 'getUpdates') return this.getUpdates(req, res, params);
+    if (method === 'getUpdates') return this.getUpdates(res, params);
     const result = this.answer(method, params);
     if ('errorCode' in result) return fail(res, result);
     reply(res, 200, { ok: true, result: result.value });
@@ -168,7 +168,7 @@ export class FakeTelegramServer extends EventEmitter {
     return { value: message };
   }
 
-  private getUpdates(req: IncomingMessage, res: ServerResponse, params: Record<string, unknown>): void {
+  private getUpdates(res: ServerResponse, params: Record<string, unknown>): void {
     const offset = Number(params.offset ?? 0);
     // Confirm: every update below `offset` is forgotten, as on the real server.
     if (offset > 0) while (this.updates.length > 0 && this.updates[0].update_id < offset) this.updates.shift();
@@ -187,7 +187,7 @@ export class FakeTelegramServer extends EventEmitter {
     const timer = setTimeout(finish, timeoutSeconds * 1000);
     this.on('update', onUpdate);
     this.on('closing', finish);
-    req.socket.once('close', finish);
+    res.once('close', finish);
   }
 }
 
