@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.js';
+import { DEMO_MODEL, type Config } from '../config.js';
 import { startGateway, type GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
@@ -52,7 +52,8 @@ export function workerOptionsFromConfig(config: Config, redis: Redis, logger: Lo
 export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop: () => Promise<string> = waitForStopSignal): Promise<number> {
   const stopping = stop();
   let config = loadCliConfig(io, {
-    ...(flags.demo ? { CHATGATE_DEMO: 'true' } : {}),
+    // --demo means the demo model with its small window, whatever model the environment names.
+    ...(flags.demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
     ...(flags.concurrency !== undefined ? { CHATGATE_WORKER_CONCURRENCY: String(flags.concurrency) } : {}),
   });
   const logger = roleLogger(config);
@@ -87,7 +88,9 @@ async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups:
     const demo: DemoModel = await startDemoModel({ logger, model: config.llm.model });
     cleanups.push(() => demo.close());
     progress(io, `DEMO MODE: replies come from the built-in offline demo model at ${demo.baseUrl}, not from a real LLM`);
-    return { ...config, llm: { ...config.llm, baseUrl: demo.baseUrl, apiKey: config.llm.apiKey ?? 'demo' } };
+    // Demo tokens cost nothing, whatever model name the demo answers to.
+    const pricing = { input: 0, output: 0, cachedInput: 0 };
+    return { ...config, llm: { ...config.llm, baseUrl: demo.baseUrl, apiKey: config.llm.apiKey ?? 'demo', pricing } };
   }
   progress(io, `checking the LLM endpoint ${config.llm.baseUrl}…`);
   const probe = await probeModels(config.llm);
