@@ -96,7 +96,7 @@ export async function runCli(argv: readonly string[], options: Omit<ProgramOptio
     return code;
   } catch (err) {
     if (err instanceof CommanderError) {
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof CliExit) return err.exitCode;
     io.err(`chatgate: ${errorText(err)}`);
