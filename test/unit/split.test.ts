@@ -6,8 +6,8 @@ import { markdownToTelegramHtml } from '../../src/core/markdown.js';
 /** Undoes what the splitter added around a chunk (a reopened fence line, a closing fence). */
 function unfence(chunk: SplitChunk): string {
   let text = chunk.text;
-  if (chunk.reopenedFence !== undefined) text = text.slice(chunk.reopenedFence.length);
-  if (chunk.closedFence !== undefined) text = text.slice(0, text.length - chunk.closedFence.length);
+  if (chunk.reopenedFence !== undefined) text = text.slice(chunk.reopenedFence.length + 1);
+  if (chunk.closedFence !== undefined) text = text.slice(0, text.length - chunk.closedFence.length - 1);
   return text;
 }
 
@@ -121,6 +121,16 @@ describe('splitChunks properties', () => {
           expect(chunk.text.trim()).not.toBe('');
         }
         expect(stripWhitespace(chunks.map(unfence).join(''))).toBe(stripWhitespace(text));
+        // Stronger: each chunk is a verbatim slice of the text, in order, and only whitespace lies between.
+        let cursor = 0;
+        for (const chunk of chunks) {
+          const body = unfence(chunk);
+          const at = text.indexOf(body, cursor);
+          expect(at).toBeGreaterThanOrEqual(cursor);
+          expect(text.slice(cursor, at).trim()).toBe('');
+          cursor = at + body.length;
+        }
+        expect(text.slice(cursor).trim()).toBe('');
       }),
       { numRuns: 300 },
     );
