@@ -1,6 +1,8 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
+import { createDiscordChannel } from '../../channels/discord/index.js';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
+import { createWebChannel } from '../../channels/web/index.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 
@@ -11,7 +13,10 @@ export interface GatewayChannels {
   mount?: (app: Hono) => void;
 }
 
-/** Builds the channels the configuration asks for: Telegram and Discord with a token, web chat otherwise. */
+/**
+ * Builds the channels the configuration asks for: Telegram and Discord when their tokens are set;
+ * the web chat when no bot token is set, or whenever the HTTP server is bound to loopback.
+ */
 export function createChannels(config: Config, logger: Logger): GatewayChannels {
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
@@ -24,6 +29,12 @@ export function createChannels(config: Config, logger: Logger): GatewayChannels 
       const path = new URL(config.telegram.webhookUrl).pathname;
       mounts.push((app) => app.post(path, telegram.webhookHandler()));
     }
+  }
+  if (config.discord) list.push(createDiscordChannel({ log: logger }, { token: config.discord.token }));
+  if (list.length === 0 || config.http.loopback) {
+    const web = createWebChannel({ log: logger });
+    list.push(web);
+    mounts.push((app) => app.route('/', web.app));
   }
   return { list, mount: (app) => mounts.forEach((mount) => mount(app)) };
 }
