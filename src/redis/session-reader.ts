@@ -10,7 +10,7 @@ import { pageSessions } from '../monitor/session-reader.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
 import { createSessionStore, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
-import { readTranscript, type StoredTranscriptEntry } from './transcript.js';
+import { readTranscript, type StoredTranscriptEntry, type TranscriptEntry } from './transcript.js';
 import { readUsage, type UsageLedger } from './usage.js';
 
 /** `model` of the transcript event `/reset` and `chatgate reset` write (a `manual`/`noop` compaction event). */
@@ -34,6 +34,8 @@ type ResolvedOptions = Required<RedisSessionReaderOptions>;
 
 const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 0 };
 const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web'];
+/** Transcript entries replayed for a session's fill history and compaction timeline (the newest). */
+const MAX_REPLAY_ENTRIES = 5000;
 
 /**
  * The monitor's {@link SessionReader} over the Redis session store: rows from the session index,
@@ -54,7 +56,7 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
     async getSession(id: string): Promise<SessionDetail | null> {
       const keys = sessionKeys(id, o.keyPrefix);
       const [snapshot, usage, notes, transcript, length] = await Promise.all([
-        store.load(id), readUsage(redis, keys), redis.hgetall(keys.notes), readTranscript(redis, keys), redis.xlen(keys.transcript),
+        store.load(id), readUsage(redis, keys), redis.hgetall(keys.notes), readRecentTranscript(redis, keys), redis.xlen(keys.transcript),
       ]);
       if (snapshot.meta.version === 0 && snapshot.entries.length === 0 && length === 0) return null;
       const row = toRow(o, id, snapshot.meta, usage, length);
@@ -72,6 +74,16 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
       };
     },
   };
+}
+
+/**
+ * The newest {@link MAX_REPLAY_ENTRIES} transcript entries, oldest first: the dashboard polls
+ * details, so a very long transcript is never read whole (its fill history then starts mid-way).
+ */
+async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Promise<StoredTranscriptEntry[]> {
+  if ((await redis.xlen(keys.transcript)) <= MAX_REPLAY_ENTRIES) return readTranscript(redis, keys);
+  const newest = await redis.xrevrange(keys.transcript, '+', '-', 'COUNT', MAX_REPLAY_ENTRIES);
+  return newest.reverse().map(([streamId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]) as TranscriptEntry), id: streamId }));
 }
 
 /** Parses a meta hash as the session store writes it (the store's own parser is private). */
