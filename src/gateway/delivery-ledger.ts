@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/client.js';
-import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { DEFAULT_KEY_PREFIX, replyDeliveryKey } from '../redis/keys.js';
 
 /** Which reply a ledger entry belongs to. */
 export interface ReplyRef {
@@ -34,7 +34,7 @@ const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, ttlMs: 7 * 24 * 3_600_000 } sa
  * (`<prefix>{<sessionId>}:delivery:<replyId>`), expiring `ttlMs` after the last write.
  */
 export function deliveryKey(ref: ReplyRef, keyPrefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${keyPrefix}{${ref.sessionId}}:delivery:${ref.replyId}`;
+  return replyDeliveryKey(ref.sessionId, ref.replyId, keyPrefix);
 }
 
 /** A {@link DeliveryLedger} in Redis. */

@@ -66,3 +66,8 @@ export function dedupeKey(messageId: string, prefix: string = DEFAULT_KEY_PREFIX
 export function rateLimitKey(channel: string, userId: string, windowIndex: number, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}rate:${channel}:${userId}:${windowIndex}`;
 }
+
+/** Hash `chunk index → platform message id` of one reply's delivery, in the session's hash slot. */
+export function replyDeliveryKey(sessionId: string, replyId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:delivery:${replyId}`;
+}
