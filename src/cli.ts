@@ -6,15 +6,18 @@ import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, processIo, type CliIo } from './cli/context.js';
-import { doctorCommand } from './cli/doctor.js';
-import { compactCommand, resetCommand } from './cli/maintenance.js';
-import { runRoles, waitForStopSignal } from './cli/run.js';
-import { sessionsCommand, transcriptCommand, usageCommand, type SessionsFlags } from './cli/sessions.js';
+import type { SessionsFlags } from './cli/sessions.js';
+
+// Command modules load on use: `chatgate sessions` never loads the gateway, channels or workers.
+const roles = () => import('./cli/run.js');
+const sessions = () => import('./cli/sessions.js');
+const maintenance = () => import('./cli/maintenance.js');
+const doctor = () => import('./cli/doctor.js');
 
 /** Options of {@link createProgram}. */
 export interface ProgramOptions {
   io?: CliIo;
-  /** Resolves when a running role should stop. Default: the first SIGINT or SIGTERM. */
+  /** Resolves when a running role should stop. Default: the first SIGINT or SIGTERM (`waitForStopSignal`). */
   stopSignal?: () => Promise<string>;
   /** Receives each command's exit code. */
   onExit: (code: number) => void;
@@ -32,31 +35,35 @@ export function createProgram(options: ProgramOptions): Command {
     .option('--no-dotenv', 'do not read ./.env')
     .hook('preAction', () => loadEnvFile(io, program.opts<{ dotenv?: string | false }>().dotenv));
   const run = (action: () => Promise<number>) => action().then(options.onExit);
-  addRoleCommands(program, io, options.stopSignal ?? waitForStopSignal, run);
+  addRoleCommands(program, io, options.stopSignal, run);
   addSessionCommands(program, io, run);
   program.command('doctor').description('check configuration, Redis, queues, the LLM endpoint and bot tokens')
     .option('--telegram-api-root <url>', 'Telegram Bot API root (a local Bot API server or proxy)')
     .option('--discord-api-root <url>', 'Discord REST API root')
-    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(() => doctorCommand(io, flags)));
+    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(async () => (await doctor()).doctorCommand(io, flags)));
   return program;
 }
 
 type Runner = (action: () => Promise<number>) => Promise<void>;
 
 /** `start`, `gateway`, `worker`: the long-running roles. */
-function addRoleCommands(program: Command, io: CliIo, stop: () => Promise<string>, run: Runner): void {
+function addRoleCommands(program: Command, io: CliIo, stop: (() => Promise<string>) | undefined, run: Runner): void {
+  const runRoles = async (which: { gateway: boolean; worker: boolean }, flags: { demo?: boolean; concurrency?: number }) => {
+    const module = await roles();
+    return module.runRoles(io, which, flags, stop ?? module.waitForStopSignal);
+  };
   const concurrency = () => new Option('--concurrency <n>', 'turns the in-process worker runs at once (default CHATGATE_WORKER_CONCURRENCY)').argParser(intOption(1, 256));
   program.command('start').description('run the gateway, workers and monitor in one process')
     .option('--demo', 'use the built-in offline demo model instead of an LLM endpoint')
     .addOption(concurrency())
-    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: true, worker: true }, flags, stop)));
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles({ gateway: true, worker: true }, flags)));
   program.command('gateway').description('run the gateway alone: channels, ingest, hygiene, delivery, web chat and monitor')
     .option('--demo', 'use the built-in offline demo model (for hygiene summaries)')
-    .action((flags: { demo?: boolean }) => run(() => runRoles(io, { gateway: true, worker: false }, flags, stop)));
+    .action((flags: { demo?: boolean }) => run(() => runRoles({ gateway: true, worker: false }, flags)));
   program.command('worker').description('run an agent worker alone (start as many as you like)')
     .option('--demo', 'use the built-in offline demo model')
     .addOption(concurrency())
-    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles(io, { gateway: false, worker: true }, flags, stop)));
+    .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles({ gateway: false, worker: true }, flags)));
 }
 
 /** `sessions`, `usage`, `compact`, `transcript`, `reset`: operator commands on sessions. */
@@ -65,18 +72,18 @@ function addSessionCommands(program: Command, io: CliIo, run: Runner): void {
     .addOption(new Option('--sort <key>', 'order by last activity or context fill').choices(['activity', 'fill']).default('activity'))
     .option('--json', 'print JSON')
     .addOption(new Option('--limit <n>', 'at most this many sessions').argParser(intOption(1, 100_000)).default(50))
-    .action((flags: SessionsFlags) => run(() => sessionsCommand(io, flags)));
+    .action((flags: SessionsFlags) => run(async () => (await sessions()).sessionsCommand(io, flags)));
   program.command('usage').description('the usage ledger and context fill of one session').argument('<session>', 'session id, e.g. web:abc')
     .option('--json', 'print JSON')
-    .action((session: string, flags: { json?: boolean }) => run(() => usageCommand(io, session, flags)));
+    .action((session: string, flags: { json?: boolean }) => run(async () => (await sessions()).usageCommand(io, session, flags)));
   program.command('compact').description('compact a session now (layer manual), under its lease').argument('<session>', 'session id')
     .option('--focus <text>', 'what the summary should keep in detail')
-    .action((session: string, flags: { focus?: string }) => run(() => compactCommand(io, session, flags)));
+    .action((session: string, flags: { focus?: string }) => run(async () => (await maintenance()).compactCommand(io, session, flags)));
   program.command('transcript').description('print the full transcript of a session (every message and compaction)').argument('<session>', 'session id')
     .option('--jsonl', 'one JSON entry per line')
-    .action((session: string, flags: { jsonl?: boolean }) => run(() => transcriptCommand(io, session, flags)));
+    .action((session: string, flags: { jsonl?: boolean }) => run(async () => (await sessions()).transcriptCommand(io, session, flags)));
   program.command('reset').description('start a session over: empty projection, fresh compaction state (the transcript keeps everything)').argument('<session>', 'session id')
-    .action((session: string) => run(() => resetCommand(io, session)));
+    .action((session: string) => run(async () => (await maintenance()).resetCommand(io, session)));
 }
 
 /**
