@@ -2,7 +2,7 @@
  * `chatgate`: the composition root and operator CLI — the only module that wires the gateway,
  * workers, monitor, Redis and the LLM endpoint together. Exit codes: 0 ok, 1 failure, 2 usage error.
  */
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, processIo, type CliIo } from './cli/context.js';
@@ -29,6 +29,7 @@ export function createProgram(options: ProgramOptions): Command {
   const program = new Command('chatgate')
     .description('Multi-channel chat-bot gateway with session hygiene. Configuration comes from the environment (docs/operating.md).')
     .showHelpAfterError('(run `chatgate --help` for the commands)')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
     .option('--dotenv <path>', 'read options from this file (default: ./.env when it exists; the environment wins)')
@@ -108,6 +109,14 @@ export async function runCli(argv: readonly string[], options: Omit<ProgramOptio
     if (err instanceof CliExit) return err.exitCode;
     io.err(`chatgate: ${errorText(err)}`);
     return EXIT.failure;
+  }
+}
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
   }
 }
 
