@@ -104,10 +104,10 @@ export class ContextCompressor {
     if (!force && !this.shouldCompress(requestTokens, state)) {
       return this.unchanged(base, 'noop', state.paused ? 'automatic compaction is paused' : 'below the trigger');
     }
-    const mined = mineFacts(messages, state.facts, state.factClock);
+    const layout = computeLayout(messages, this.layoutOptions(messages));
+    const mined = mineFacts(messages, state.facts, state.factClock, layout.summaryIndex);
     const minedState: CompactionState = { ...state, facts: mined.facts, factClock: mined.clock };
     const overLimit = requestTokens > this.limitTokens;
-    const layout = computeLayout(messages, this.layoutOptions(messages));
     const middleEnd = layout.tailStart;
     const hasMiddle = middleTurns(messages, layout).length > 0;
     if (!hasMiddle && !overLimit) return this.unchanged({ ...base, state: minedState }, 'noop', 'nothing between head and tail');

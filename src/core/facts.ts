@@ -1,5 +1,5 @@
 import { isChatgateText, messageText, type ChatMessage } from './messages.js';
-import { SUMMARY_PREFIX, withoutSummaryBlock } from './summary-block.js';
+import { withoutSummaryBlock } from './summary-block.js';
 
 /** Most facts a ledger keeps; beyond this the least recently seen are forgotten. */
 export const MAX_LEDGER_FACTS = 2000;
@@ -71,21 +71,25 @@ function isTokenChar(code: number): boolean {
 
 /**
  * Adds the facts of every original message to the ledger (chatgate's own notes and summaries are
- * skipped). Later messages are newer. Returns the new ledger and clock; the inputs are not mutated.
+ * skipped; `summaryIndex` names the message that carries the summary block). Later messages are newer.
+ * Returns the new ledger and clock; the inputs are not mutated.
  */
 export function mineFacts(
   messages: readonly ChatMessage[],
   ledger: Readonly<Record<string, number>>,
   clock: number,
+  summaryIndex = -1,
 ): { facts: Record<string, number>; clock: number } {
   const facts: Record<string, number> = { ...ledger };
   let now = clock;
-  for (const message of messages) {
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i];
+    if (message.role === 'system') continue;
     const text = messageText(message);
-    if (message.role === 'system' || isChatgateText(text)) continue;
+    if (isChatgateText(text)) continue;
     now += 1;
-    // A message carrying an appended summary is mined without it: summaries are chatgate's own words.
-    const found = text.includes(SUMMARY_PREFIX) ? extractFacts(withoutSummaryBlock(text)) : factsOfMessage(message);
+    // The message carrying the summary is mined without it: summaries are chatgate's own words.
+    const found = i === summaryIndex ? extractFacts(withoutSummaryBlock(text)) : factsOfMessage(message);
     for (const fact of found) facts[fact] = now;
   }
   return { facts: boundLedger(facts), clock: now };
