@@ -100,6 +100,9 @@ describe('chatgate start --demo on a machine without Redis', () => {
     }
     const answer = replies.find((r) => r.text.includes('[demo model]'))!;
     expect(answer.text).toContain('42');
+    const sessions = (await (await fetch(`${base}/api/sessions`)).json()) as { items: Array<{ id: string; contextWindow: number; promptTokens: number }> };
+    expect(sessions.items.find((row) => row.id === 'web:e2e-demo')).toMatchObject({ contextWindow: 8192 });
+    expect(sessions.items.find((row) => row.id === 'web:e2e-demo')!.promptTokens).toBeGreaterThan(0);
 
     expect(isRunning(Number(redisPid))).toBe(true);
     child.kill('SIGTERM');
