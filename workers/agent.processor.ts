@@ -11,6 +11,7 @@ import { createSessionNotes } from '../src/redis/notes.js';
 import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } from '../src/redis/session-store.js';
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
 import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
+import { recordModelCall } from '../src/monitor/metrics.js';
 import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
 import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
@@ -172,6 +173,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const usage: UsageDelta = result.usage
     ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
     : { incr: { calls: 1 }, set: {} };
+  recordModelCall({ channel: channelOf(loop), promptTokens: result.usage?.promptTokens ?? 0, completionTokens: result.usage?.completionTokens ?? 0, cachedTokens: result.usage?.cachedTokens ?? 0 });
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
   const assistant = toEntry(result.message, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
@@ -234,4 +236,9 @@ function notesOf(loop: Loop) {
 
 function messageEvent(entry: StoredEntry, inboundId?: string): TranscriptEntry {
   return { type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now(), ...(inboundId ? { inboundId } : {}) };
+}
+
+/** The channel of the turn's messages, for metric labels. */
+function channelOf(loop: Loop): string {
+  return loop.items[0]?.channel ?? 'unknown';
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../src/log.js';
 import { toEntry } from '../src/redis/session-store.js';
 import type { TranscriptCompaction } from '../src/redis/transcript.js';
 import { compactionUsageDelta } from '../src/redis/usage.js';
+import { recordCompaction } from '../src/monitor/metrics.js';
 import type { TurnState } from './turn-state.js';
 
 /** Which trigger asked for a compaction. */
@@ -50,6 +51,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
     await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage });
   }
+  recordCompaction({ layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
   input.logger.info({
     layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
     requestTokens: input.requestTokens, durationMs, reason: result.reason,

@@ -2,6 +2,7 @@ import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import { ContextCompressor } from '../src/core/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { Logger } from '../src/log.js';
+import { turnDurationSeconds } from '../src/monitor/metrics.js';
 import { createSilentLogger } from '../src/log.js';
 import { createLlmClient, type LlmClientOptions } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
@@ -138,7 +139,14 @@ async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?:
     signal('turn-started');
     const snapshot = await runner.store.load(sessionId);
     const typing = signal;
-    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: () => typing('typing') }, runner.agentOptions, { snapshot, fence: lease.fence, items });
+    const stopTimer = turnDurationSeconds.startTimer({ channel: items[0].channel });
+    try {
+      await runAgentTurn({ ...runner.deps, logger: log, onModelCall: () => typing('typing') }, runner.agentOptions, { snapshot, fence: lease.fence, items });
+      stopTimer({ outcome: 'ok' });
+    } catch (err) {
+      stopTimer({ outcome: 'error' });
+      throw err;
+    }
     await flushOutbox(runner, sessionId);
     return `answered ${items.length}`;
   } finally {

@@ -28,6 +28,13 @@ function waitUntil(condition: () => boolean): Promise<void> {
   });
 }
 
+/** `chatgate_model_calls_total{channel="telegram"}` as the gateway's /metrics exposes it. */
+async function modelCalls(s: Stack): Promise<number> {
+  const text = await (await fetch(`${s.gateway.httpUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('chatgate_model_calls_total{') && l.includes('channel="telegram"'));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
 const texts = () => telegram.callsOf('sendMessage').map((call) => String(call.params.text));
 const say = (text: string, from = 42) => telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'Ada' }, chat: { id: from, type: 'private', first_name: 'Ada' } });
 
@@ -42,14 +49,16 @@ afterEach(async () => {
 });
 
 describe('gateway with Telegram', () => {
-  it('answers a message end to end and registers the chat commands', async () => {
+  it('answers a message end to end, registers the chat commands and counts the turn in /metrics', async () => {
     const s = await start(() => ({ content: 'Hello **Ada**!' }));
+    const before = await modelCalls(s);
     say('hi there');
     const sent = await telegram.waitForCall('sendMessage');
     expect(sent.params).toMatchObject({ chat_id: '42', text: 'Hello <b>Ada</b>!', parse_mode: 'HTML' });
     expect(s.agentRequests().at(-1)?.messages.at(-1)).toMatchObject({ role: 'user' });
     expect(telegram.callsOf('setMyCommands')[0].params.commands).toEqual(expect.arrayContaining([expect.objectContaining({ command: 'usage' })]));
     expect(telegram.callsOf('sendChatAction').length).toBeGreaterThan(0);
+    expect(await modelCalls(s)).toBe(before + 1);
   });
 
   it('splits a long reply at the 4096 limit and honours a 429', async () => {
