@@ -1,0 +1,64 @@
+/**
+ * The web chat end to end in headless Chromium: page → web API → gateway ingest → Redis → worker →
+ * fake LLM → outbound queue → delivery → web channel → SSE → page.
+ */
+import { mkdirSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebChannel } from '../../channels/web/index.js';
+import { messageText } from '../../src/core/messages.js';
+import { sessionKeys } from '../../src/redis/keys.js';
+import { readUsage } from '../../src/redis/usage.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = 'test-output/web-chat-e2e.png';
+const CONVERSATION = 'browser-e2e';
+
+describe('web chat through the whole stack in headless Chromium', () => {
+  let stack: Stack;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    const web = createWebChannel({});
+    stack = await startStack({
+      channels: { list: [web], mount: (app) => app.route('/', web.app) },
+      handler: (request) => ({ content: `You said **${messageText(request.messages.at(-1)!)}**. Anything else?` }),
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it('shows the model reply to a typed message, then the /usage figures', async () => {
+    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
+    await page.goto(`${stack.gateway.httpUrl}/chat?c=${CONVERSATION}`);
+    await page.locator('#status', { hasText: 'connected' }).waitFor();
+    await page.fill('#input', 'hello from the browser');
+    await page.keyboard.press('Enter');
+
+    const reply = page.locator('.msg.bot').first();
+    await reply.waitFor();
+    expect(await reply.textContent()).toBe('You said hello from the browser. Anything else?');
+    expect(await reply.locator('strong').textContent()).toBe('hello from the browser');
+    expect(stack.agentRequests()).toHaveLength(1);
+    expect(stack.agentRequests()[0].messages.at(-1)).toMatchObject({ role: 'user', content: 'hello from the browser' });
+
+    const usage = await readUsage(stack.t.redis, sessionKeys(`web:${CONVERSATION}`, stack.t.keyPrefix));
+    await page.fill('#input', '/usage');
+    await page.click('#send');
+    const usageReply = page.locator('.msg.bot', { hasText: 'Usage of this chat' });
+    await usageReply.waitFor();
+    const text = (await usageReply.textContent()) ?? '';
+    expect(text).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
+    expect(text).toContain(`${usage.completionTokens.toLocaleString('en-US')} out`);
+    expect(text).toContain('1 model calls');
+    expect(stack.agentRequests()).toHaveLength(1);
+
+    mkdirSync('test-output', { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  });
+});
