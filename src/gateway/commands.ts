@@ -62,7 +62,7 @@ async function usageText(deps: CommandDeps, options: CommandOptions, sessionId: 
   const compactions = Object.entries(usage.compactions).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
   return [
     `**Usage of this chat** (${options.model})`,
-    `Tokens: ${fmt(usage.promptTokens)} in (${fmt(usage.cachedTokens)} cached), ${fmt(usage.completionTokens)} out, ${usage.calls} model calls`,
+    `Tokens: ${fmt(usage.promptTokens)} in (${fmt(usage.cachedTokens)} cached), ${fmt(usage.completionTokens)} out, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`,
     `Estimated cost: $${(usage.costMicroUsd / 1_000_000).toFixed(4)}`,
     `Context: next request ≈ ${fmt(next)} of ${fmt(limit)} tokens (${pct(next / limit)}); compaction at ${pct(options.threshold)} (${fmt(Math.floor(limit * options.threshold))}), hygiene at ${pct(options.hygieneThreshold)} (${fmt(Math.floor(limit * options.hygieneThreshold))})`,
     `Compactions: ${compactions}; ${fmt(usage.tokensRemovedByCompaction)} tokens removed`,
