@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+/** The endpoint used when `OPENAI_BASE_URL` is not set. */
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
 /** One configuration option: its environment variable, parser, rule, default, unit and meaning. */
 export interface OptionSpec {
   /** Environment variable (also the key in the `CHATGATE_CONFIG` JSON file). */
@@ -61,7 +64,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },
   { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: '{cgq}', doc: 'BullMQ queue prefix, hash-tagged so every queue key lands in one Redis Cluster slot.' },
-  { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: 'https://api.openai.com/v1', doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
+  { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: DEFAULT_OPENAI_BASE_URL, doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
   { env: 'OPENAI_API_KEY', group: 'LLM', schema: text, rule: 'a non-empty key', secret: true, doc: 'API key of the endpoint (any value for local servers that ignore it).' },
   { env: 'CHATGATE_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', default: 'gpt-4o-mini', doc: 'Model of the agent (`chatgate-demo` with CHATGATE_DEMO).' },
   { env: 'CHATGATE_SUMMARY_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Cheaper model for compaction summaries. Default: CHATGATE_MODEL.' },

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { DEMO_MODEL, type Config } from '../config.js';
+import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 import { startGateway, type GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
@@ -51,11 +52,17 @@ export function workerOptionsFromConfig(config: Config, redis: Redis, logger: Lo
  */
 export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop: () => Promise<string> = waitForStopSignal): Promise<number> {
   const stopping = stop();
-  let config = loadCliConfig(io, {
+  const load = (demo: boolean) => loadCliConfig(io, {
     // --demo means the demo model with its small window, whatever model the environment names.
-    ...(flags.demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
+    ...(demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
     ...(flags.concurrency !== undefined ? { CHATGATE_WORKER_CONCURRENCY: String(flags.concurrency) } : {}),
   });
+  let config = load(flags.demo === true);
+  if (roles.gateway && roles.worker && !config.demo && isLlmUnconfigured(config)) {
+    // A bare `npm start` on a fresh machine: show a working bot at once rather than an error.
+    io.err(NO_LLM_NOTICE);
+    config = load(true);
+  }
   const logger = roleLogger(config);
   const cleanups: Array<() => Promise<void>> = [];
   try {
@@ -128,6 +135,18 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, gateway: Gateway
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   lines.push('Press Ctrl+C to stop.');
   for (const line of lines) io.out(line);
+}
+
+/** Shown when `start` falls back to the demo model because no endpoint or key is configured. */
+const NO_LLM_NOTICE = [
+  'chatgate: no LLM endpoint is configured (neither OPENAI_BASE_URL nor OPENAI_API_KEY is set),',
+  'chatgate: so this run uses the built-in OFFLINE DEMO MODEL. Its replies are scripted, not a real LLM.',
+  'chatgate: for real answers set OPENAI_API_KEY (and OPENAI_BASE_URL / CHATGATE_MODEL for other endpoints) in the environment or ./.env.',
+].join('\n');
+
+/** True when neither an endpoint nor a key was configured: the defaults would only fail. */
+function isLlmUnconfigured(config: Config): boolean {
+  return config.llm.apiKey === undefined && config.llm.baseUrl === DEFAULT_OPENAI_BASE_URL;
 }
 
 function roleName(roles: RunRoles): string {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createTestRedis } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -109,5 +110,29 @@ describe('chatgate start --demo on a machine without Redis', () => {
     expect(await exited).toBe(0);
     expect(stderr.text).toContain('stopped');
     expect(isRunning(Number(redisPid))).toBe(false);
+  });
+
+  it('a bare `start` with no LLM endpoint configured says so and runs the demo model instead of failing', async () => {
+    const t = createTestRedis();
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url,
+      CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+    };
+    const bare = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start'], { cwd: ROOT, env });
+    const stdout = { text: '' };
+    const stderr = { text: '' };
+    bare.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });
+    bare.stderr.on('data', (chunk: Buffer) => { stderr.text += chunk.toString(); });
+    const exited = new Promise<number | null>((resolve) => bare.once('exit', (code) => resolve(code)));
+    try {
+      await waitForLine(bare, 'stdout', /Press Ctrl\+C to stop\./, stdout);
+      expect(stderr.text).toContain('no LLM endpoint is configured');
+      expect(stderr.text).toContain('OFFLINE DEMO MODEL');
+      expect(stdout.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
+    } finally {
+      bare.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await t.cleanup();
+    }
   });
 });
