@@ -12,11 +12,11 @@ import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } fr
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
 import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
 import { recordModelCall } from '../src/monitor/metrics.js';
-import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
+import { runCompactionStep, type CompactionLayer } from '../src/session/compaction-step.js';
 import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
-import { TurnState } from './turn-state.js';
+import { TurnState } from '../src/session/turn-state.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {

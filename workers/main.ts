@@ -2,6 +2,7 @@ import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import { ContextCompressor } from '../src/core/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { Logger } from '../src/log.js';
+import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { turnDurationSeconds } from '../src/monitor/metrics.js';
 import { createSilentLogger } from '../src/log.js';
 import { createLlmClient, type LlmClientOptions } from '../src/llm/client.js';
@@ -19,8 +20,7 @@ import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import type { ToolDefinition } from './tools/types.js';
 
-/** Default system prompt of the agent. */
-export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant in a chat. Answer concisely. Use the tools when they help; use remember for facts the user wants kept.';
+export { DEFAULT_SYSTEM_PROMPT };
 
 /** Options of {@link runWorker}. */
 export interface RunWorkerOptions extends Partial<QueueNames> {

@@ -1,12 +1,8 @@
-import { ContextCompressor } from '../core/compressor.js';
 import type { Config } from '../config.js';
-import { createSessionOps, type SessionOps } from '../gateway/session-ops.js';
-import { createLlmClient } from '../llm/client.js';
+import { createSessionOpsFromConfig, type SessionOps } from '../session/session-ops.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
-import { createSummarizer } from '../llm/summarizer.js';
 import type { Logger } from '../log.js';
 import { createSessionStore } from '../redis/session-store.js';
-import { DEFAULT_SYSTEM_PROMPT } from '../../workers/main.js';
 import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
 import { noSession, withRedis } from './sessions.js';
 
@@ -62,18 +58,8 @@ function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: 
 }
 
 function sessionOps(config: Config, conn: CliRedis, logger: Logger, demo: DemoModel | null): SessionOps {
-  const store = createSessionStore({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen });
-  const llm = createLlmClient({ baseURL: demo?.baseUrl ?? config.llm.baseUrl, apiKey: config.llm.apiKey ?? (demo ? 'demo' : undefined), model: config.llm.model }, { logger });
-  const summarizer = createSummarizer({ llm, logger }, { summaryModel: config.llm.summaryModel });
-  return createSessionOps({
-    redis: conn.redis, store, logger,
-    createCompressor: () => new ContextCompressor({
-      contextWindow: config.llm.contextWindow, summarizer, threshold: config.compaction.threshold,
-      reservedOutputTokens: config.compaction.reservedOutputTokens, model: config.llm.model,
-    }),
-  }, {
-    systemPrompt: DEFAULT_SYSTEM_PROMPT, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-    hygieneThreshold: config.compaction.hygieneThreshold, model: config.llm.model, summaryModel: config.llm.summaryModel, leaseTtlMs: CLI_LEASE_TTL_MS,
+  return createSessionOpsFromConfig({ redis: conn.redis, logger }, config, {
+    baseUrl: demo?.baseUrl, apiKey: config.llm.apiKey ?? (demo ? 'demo' : undefined), leaseTtlMs: CLI_LEASE_TTL_MS,
   });
 }
 

@@ -6,7 +6,7 @@ import type { RedisClient } from '../redis/client.js';
 import { createSessionNotes } from '../redis/notes.js';
 import { requestTokens, type SessionStore } from '../redis/session-store.js';
 import { readUsage } from '../redis/usage.js';
-import type { SessionOps } from './session-ops.js';
+import type { SessionOps } from '../session/session-ops.js';
 
 /** What the command handlers need. */
 export interface CommandDeps {

@@ -4,24 +4,20 @@ import { Hono } from 'hono';
 import type { Redis } from 'ioredis';
 import type { Channel } from '../../channels/channel.js';
 import type { Config } from '../config.js';
-import { ContextCompressor } from '../core/compressor.js';
 import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
-import { createLlmClient } from '../llm/client.js';
-import { createSummarizer } from '../llm/summarizer.js';
 import { createMonitorApp } from '../monitor/app.js';
 import type { SessionReader } from '../monitor/session-reader.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { createSessionStore } from '../redis/session-store.js';
-import { DEFAULT_SYSTEM_PROMPT } from '../../workers/main.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import { createDelivery } from './delivery.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
-import { createSessionOps } from './session-ops.js';
+import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -62,19 +58,7 @@ export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
   const producer = createTurnProducer({ redis }, { ...names, keyPrefix, groupMode: config.groupMode });
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
   const turns = new Queue(names.turnQueue, { connection: redis, prefix: names.queuePrefix });
-  const llm = createLlmClient({ baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model }, { logger: deps.logger });
-  const summarizer = createSummarizer({ llm, logger: deps.logger }, { summaryModel: config.llm.summaryModel });
-  const ops = createSessionOps({
-    redis, store, logger: deps.logger,
-    createCompressor: () => new ContextCompressor({
-      contextWindow: config.llm.contextWindow, summarizer, threshold: config.compaction.threshold,
-      reservedOutputTokens: config.compaction.reservedOutputTokens, model: config.llm.model,
-    }),
-  }, {
-    systemPrompt: deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: config.llm.contextWindow,
-    reservedOutputTokens: config.compaction.reservedOutputTokens, hygieneThreshold: config.compaction.hygieneThreshold,
-    model: config.llm.model, summaryModel: config.llm.summaryModel, leaseTtlMs: GATEWAY_LEASE_TTL_MS,
-  });
+  const ops = createSessionOpsFromConfig({ redis, logger: deps.logger, store }, config, { leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt });
   const ingest = createIngest({
     redis, producer, ops, outbound, logger: deps.logger,
     commands: { redis, store, waitingTurns: () => turns.getWaitingCount() },

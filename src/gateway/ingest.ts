@@ -8,7 +8,7 @@ import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { dedupeKey, rateLimitKey } from '../redis/keys.js';
 import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
-import type { SessionOps } from './session-ops.js';
+import type { SessionOps } from '../session/session-ops.js';
 
 /** Who may talk to the bot on a channel: everyone (`*`) or the listed user ids. */
 export type AllowList = '*' | readonly string[];

@@ -1,8 +1,8 @@
-import type { CompactionState } from '../src/core/compaction-types.js';
-import { toCompactionState } from '../src/core/compaction-state.js';
-import type { ChatMessage } from '../src/core/messages.js';
-import type { CommitChange, MetaUpdate, SessionMeta, SessionSnapshot, SessionStore, StoredEntry } from '../src/redis/session-store.js';
-import { requestTokens } from '../src/redis/session-store.js';
+import type { CompactionState } from '../core/compaction-types.js';
+import { toCompactionState } from '../core/compaction-state.js';
+import type { ChatMessage } from '../core/messages.js';
+import type { CommitChange, MetaUpdate, SessionMeta, SessionSnapshot, SessionStore, StoredEntry } from '../redis/session-store.js';
+import { requestTokens } from '../redis/session-store.js';
 
 type Change = Omit<CommitChange, 'expectedVersion' | 'fence' | 'meta' | 'projection'> & { meta?: MetaUpdate };
 

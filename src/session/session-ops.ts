@@ -1,4 +1,7 @@
-import type { ContextCompressor } from '../core/compressor.js';
+import { ContextCompressor } from '../core/compressor.js';
+import type { Config } from '../config.js';
+import { createLlmClient } from '../llm/client.js';
+import { createSummarizer } from '../llm/summarizer.js';
 import type { CompactionResult } from '../core/compaction-types.js';
 import { createCompactionState } from '../core/compaction-state.js';
 import { decideHygiene } from '../core/hygiene.js';
@@ -6,9 +9,12 @@ import type { ChatMessage } from '../core/messages.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { acquireLease, releaseLease } from '../redis/lease.js';
-import { requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
-import { runCompactionStep, type CompactionLayer } from '../../workers/compaction-step.js';
-import { TurnState } from '../../workers/turn-state.js';
+import { createSessionStore, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
+import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
+import { TurnState } from './turn-state.js';
+
+/** Default system prompt of the agent (the first message of every request). */
+export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant in a chat. Answer concisely. Use the tools when they help; use remember for facts the user wants kept.';
 
 /** What the gateway's session operations (hygiene, /compact, /reset) need. */
 export interface SessionOpsDeps {
@@ -46,6 +52,32 @@ export interface SessionOps {
   compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
   /** Empties the projection and the compaction state; the transcript keeps everything. */
   reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
+}
+
+/**
+ * The session operations for a configuration: the summariser on the configured endpoint (or
+ * `baseUrl`, e.g. the demo model's) and compressors with the configured window and thresholds.
+ */
+export function createSessionOpsFromConfig(
+  deps: { redis: RedisClient; logger: Logger; store?: SessionStore },
+  config: Config,
+  options: { baseUrl?: string; apiKey?: string; leaseTtlMs: number; systemPrompt?: string },
+): SessionOps {
+  const { logger } = deps;
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen });
+  const llm = createLlmClient({ baseURL: options.baseUrl ?? config.llm.baseUrl, apiKey: options.apiKey ?? config.llm.apiKey, model: config.llm.model }, { logger });
+  const summarizer = createSummarizer({ llm, logger }, { summaryModel: config.llm.summaryModel });
+  return createSessionOps({
+    redis: deps.redis, store, logger,
+    createCompressor: () => new ContextCompressor({
+      contextWindow: config.llm.contextWindow, summarizer, threshold: config.compaction.threshold,
+      reservedOutputTokens: config.compaction.reservedOutputTokens, model: config.llm.model,
+    }),
+  }, {
+    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: config.llm.contextWindow,
+    reservedOutputTokens: config.compaction.reservedOutputTokens, hygieneThreshold: config.compaction.hygieneThreshold,
+    model: config.llm.model, summaryModel: config.llm.summaryModel, leaseTtlMs: options.leaseTtlMs,
+  });
 }
 
 /** Creates the gateway's session operations. */

@@ -1,11 +1,11 @@
-import type { ContextCompressor } from '../src/core/compressor.js';
-import type { CompactionResult } from '../src/core/compaction-types.js';
-import type { ChatMessage } from '../src/core/messages.js';
-import type { Logger } from '../src/log.js';
-import { toEntry } from '../src/redis/session-store.js';
-import type { TranscriptCompaction } from '../src/redis/transcript.js';
-import { compactionUsageDelta } from '../src/redis/usage.js';
-import { recordCompaction } from '../src/monitor/metrics.js';
+import type { ContextCompressor } from '../core/compressor.js';
+import type { CompactionResult } from '../core/compaction-types.js';
+import type { ChatMessage } from '../core/messages.js';
+import type { Logger } from '../log.js';
+import { toEntry } from '../redis/session-store.js';
+import type { TranscriptCompaction } from '../redis/transcript.js';
+import { compactionUsageDelta } from '../redis/usage.js';
+import { recordCompaction } from '../monitor/metrics.js';
 import type { TurnState } from './turn-state.js';
 
 /** Which trigger asked for a compaction. */
