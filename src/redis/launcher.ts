@@ -122,7 +122,9 @@ export async function pingRedis(url: string, timeoutMs = 2000): Promise<string |
 async function startRedisServer(command: string, dir: string, timeoutMs: number, log: Logger): Promise<ResolvedRedis> {
   const port = await freeLoopbackPort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--appendonly', 'yes', '--protected-mode', 'yes'];
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a terminal's Ctrl+C reaches chatgate only, which drains its turns and
+  // then stops this server itself (a server killed by a SIGKILLed parent is reused next start).
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   await waitUntilReady(child, timeoutMs);
   const url = `redis://127.0.0.1:${port}`;
   const stateFile = join(dir, STATE_FILE);
