@@ -9,6 +9,7 @@ import type { ChatMessage } from '../core/messages.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { acquireLease, releaseLease } from '../redis/lease.js';
+import { RESET_EVENT_MODEL } from '../redis/session-reader.js';
 import { createSessionStore, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
 import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
 import { TurnState } from './turn-state.js';
@@ -119,7 +120,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
       return underLease(sessionId, async (turn) => {
         const removedMessages = turn.entries.length;
         await turn.replace([], createCompactionState(), {
-          transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: turn.meta.projectionTokens, tokensAfter: 0, model: 'reset', durationMs: 0, reason: 'reset by the user: new projection, transcript kept', atMs: Date.now() }],
+          transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: turn.meta.projectionTokens, tokensAfter: 0, model: RESET_EVENT_MODEL, durationMs: 0, reason: 'reset by the user: new projection, transcript kept', atMs: Date.now() }],
         });
         log.info({ sessionId, removedMessages }, 'session reset');
         return { removedMessages };
