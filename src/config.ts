@@ -45,7 +45,13 @@ export interface Config {
     /** Gateway hygiene trigger, fraction of the window. */
     hygieneThreshold: number;
   };
-  workers: { concurrency: number };
+  workers: {
+    concurrency: number;
+    /** Session lease of a running turn, ms. */
+    leaseTtlMs: number;
+    /** BullMQ lock of a turn job, ms. */
+    turnLockMs: number;
+  };
   telegram?: {
     token: string;
     webhookUrl?: string;
@@ -53,6 +59,8 @@ export interface Config {
   };
   /** Group chats: one session per chat or per user. Applies to every channel. */
   groupMode: 'per-chat' | 'per-user';
+  /** When the bot answers in groups and guild channels. */
+  groupTrigger: 'mention' | 'always';
   discord?: { token: string };
   access: {
     allow: { telegram: AllowList; discord: AllowList; web: AllowList };
@@ -234,9 +242,10 @@ function buildConfig(v: Record<string, unknown>): Config {
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
     },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD') },
-    workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY') },
+    workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],
+    groupTrigger: s('CHATGATE_GROUP_TRIGGER') as Config['groupTrigger'],
     discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN') },
     access: {
       allow: { telegram: v.CHATGATE_ALLOW_TELEGRAM as AllowList, discord: v.CHATGATE_ALLOW_DISCORD as AllowList, web: v.CHATGATE_ALLOW_WEB as AllowList },

@@ -41,6 +41,7 @@ export function workerOptionsFromConfig(config: Config, redis: Redis, logger: Lo
     llm: { baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model, summaryModel: config.llm.summaryModel },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens, threshold: config.compaction.threshold,
     concurrency: config.workers.concurrency, maxModelCalls: config.llm.maxModelCalls, transcriptRetention: config.transcriptMaxLen,
+    leaseTtlMs: config.workers.leaseTtlMs, lockDurationMs: config.workers.turnLockMs,
     prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
   };
 }

@@ -22,7 +22,7 @@ export function createChannels(config: Config, logger: Logger): GatewayChannels 
   const mounts: Array<(app: Hono) => void> = [];
   if (config.telegram) {
     const telegram = createTelegramChannel({ log: logger }, {
-      token: config.telegram.token, webhookUrl: config.telegram.webhookUrl, webhookSecret: config.telegram.webhookSecret,
+      token: config.telegram.token, webhookUrl: config.telegram.webhookUrl, webhookSecret: config.telegram.webhookSecret, groupTrigger: config.groupTrigger,
     });
     list.push(telegram);
     if (config.telegram.webhookUrl) {
@@ -30,7 +30,7 @@ export function createChannels(config: Config, logger: Logger): GatewayChannels 
       mounts.push((app) => app.post(path, telegram.webhookHandler()));
     }
   }
-  if (config.discord) list.push(createDiscordChannel({ log: logger }, { token: config.discord.token }));
+  if (config.discord) list.push(createDiscordChannel({ log: logger }, { token: config.discord.token, guildTrigger: config.groupTrigger }));
   if (list.length === 0 || config.http.loopback) {
     const web = createWebChannel({ log: logger });
     list.push(web);
