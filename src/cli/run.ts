@@ -115,16 +115,17 @@ async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups:
 
 async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<{ gateway?: GatewayHandle }> {
   let gateway: GatewayHandle | undefined;
-  if (roles.worker) {
-    progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
-    const worker: RunningWorker = await runWorker(workerOptionsFromConfig(config, redis, logger));
-    cleanups.push(() => worker.close());
-  }
+  // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
   if (roles.gateway) {
     progress(io, 'starting the gateway…');
     const handle = await startGateway({ config, redis, logger, sessions: readerFor(config, { redis }) });
     gateway = handle;
     cleanups.push(() => handle.close());
+  }
+  if (roles.worker) {
+    progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
+    const worker: RunningWorker = await runWorker(workerOptionsFromConfig(config, redis, logger));
+    cleanups.push(() => worker.close());
   }
   return { gateway };
 }

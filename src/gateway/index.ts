@@ -12,12 +12,12 @@ import { resolveQueueNames } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { createSessionStore } from '../redis/session-store.js';
+import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import { createDelivery } from './delivery.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
-import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -35,7 +35,7 @@ export interface GatewayHandle {
 /** Dependencies of {@link startGateway}. */
 export interface GatewayDeps {
   config: Config;
-  /** A connection with `maxRetriesPerRequest: null` (BullMQ). */
+  /** A connection with `maxRetriesPerRequest: null` (BullMQ workers); the gateway derives a fail-fast one for ingest. */
   redis: Redis;
   logger: Logger;
   /** What the monitor's sessions API and dashboard read. */
@@ -47,22 +47,51 @@ export interface GatewayDeps {
 
 /** Lease TTL while the gateway compacts a session (hygiene, /compact), ms. */
 const GATEWAY_LEASE_TTL_MS = 120_000;
+/** One summariser call made by the gateway (hygiene, /compact) may take this long, ms. */
+const GATEWAY_SUMMARY_TIMEOUT_MS = 30_000;
 
-/** Starts the gateway: the HTTP server first, then the channels, so nothing arrives before it can be handled. */
+/**
+ * Starts the gateway: the HTTP server first, then the channels, so nothing arrives before it can be
+ * handled. A failure part-way closes what was opened and rethrows.
+ */
 export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
-  const { config, redis } = deps;
   const log = deps.logger.child({ component: 'gateway' });
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch((err: unknown) => log.warn({ err }, 'gateway shutdown step failed'));
+  };
+  try {
+    const parts = await startParts(deps, closers);
+    log.info({ httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, channels: parts.channels }, 'gateway started');
+    return {
+      httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, ingest: parts.ingest,
+      async close() {
+        await closeAll();
+        log.info({}, 'gateway stopped');
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknown>>) {
+  const { config, redis, logger } = deps;
   const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
   const keyPrefix = config.redis.keyPrefix;
-  const store = createSessionStore({ redis, logger: deps.logger }, { keyPrefix, transcriptRetention: config.transcriptMaxLen });
-  const producer = createTurnProducer({ redis }, { ...names, keyPrefix, groupMode: config.groupMode });
-  const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
-  const turns = new Queue(names.turnQueue, { connection: redis, prefix: names.queuePrefix });
-  const ops = createSessionOpsFromConfig({ redis, logger: deps.logger, store }, config, { leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt });
-  const ingest = createIngest({
-    redis, producer, ops, outbound, logger: deps.logger,
-    commands: { redis, store, waitingTurns: () => turns.getWaitingCount() },
-  }, {
+  // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
+  const fast = redis.duplicate({ maxRetriesPerRequest: 2 });
+  closers.push(() => fast.quit());
+  const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: config.transcriptMaxLen });
+  const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: config.groupMode });
+  const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: fast, prefix: names.queuePrefix });
+  const turns = new Queue(names.turnQueue, { connection: fast, prefix: names.queuePrefix });
+  closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
+  const ops = createSessionOpsFromConfig({ redis: fast, logger, store }, config, {
+    leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs: GATEWAY_SUMMARY_TIMEOUT_MS, llmMaxRetries: 1,
+  });
+  const ingest = createIngest({ redis: fast, producer, ops, outbound, logger, commands: { redis: fast, store, waitingTurns: () => turns.getWaitingCount() } }, {
     keyPrefix, allow: config.access.allow, rateLimitPerMinute: config.access.rateLimitPerMinute,
     maxMessageChars: config.access.maxMessageChars, groupMode: config.groupMode,
     command: {
@@ -70,37 +99,38 @@ export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
       threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
     },
   });
-  const gatewayChannels = deps.channels ?? createChannels(config, deps.logger);
+  const gatewayChannels = deps.channels ?? createChannels(config, logger);
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
-  const typing = createTypingIndicators({ log: deps.logger });
-  const delivery = createDelivery({ channels: channelMap, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: deps.logger });
-  const consumer = createOutboundConsumer({ redis, delivery, logger: deps.logger }, { queuePrefix: names.queuePrefix, outboundQueue: names.outboundQueue });
-  consumer.on('error', (err) => log.error({ err }, 'outbound consumer error'));
-  const unsubscribe = await subscribeTurnSignals(redis.duplicate(), (signal) => onSignal(signal, channelMap, typing), keyPrefix);
-
+  await startDelivery(deps, channelMap, names, closers);
   const app = new Hono();
   gatewayChannels.mount?.(app);
   app.route('/', createMonitorApp({
-    sessions: deps.sessions, queues: [turns, outbound], logger: deps.logger,
-    checks: { redis: async () => (await redis.ping()) === 'PONG', queues: () => turns.getJobCounts() },
+    sessions: deps.sessions, queues: [turns, outbound], logger,
+    checks: { redis: async () => (await fast.ping()) === 'PONG', queues: () => turns.getJobCounts() },
   }, { host: config.http.host, monitorToken: config.http.monitorToken }));
   const { server, httpUrl } = await listen(app, config.http.host, config.http.port);
+  closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
-  for (const channel of gatewayChannels.list) await channel.start(handle);
-  const webChatUrl = channelMap.has('web') ? `${httpUrl}/chat` : undefined;
-  log.info({ httpUrl, webChatUrl, channels: [...channelMap.keys()] }, 'gateway started');
-  return {
-    httpUrl, webChatUrl, ingest,
-    async close() {
-      for (const channel of gatewayChannels.list) await channel.stop().catch((err: unknown) => log.warn({ err, channel: channel.name }, 'channel stop failed'));
-      typing.stopAll();
-      await consumer.close();
-      await unsubscribe().catch(() => undefined);
-      await Promise.all([outbound.close(), turns.close(), producer.close()]);
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      log.info({}, 'gateway stopped');
-    },
-  };
+  for (const channel of gatewayChannels.list) {
+    await channel.start(handle);
+    closers.push(() => channel.stop());
+  }
+  return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
+}
+
+/** The outbound consumer and the typing indicators (driven by the workers' turn signals). */
+async function startDelivery(deps: GatewayDeps, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>): Promise<void> {
+  const { redis, logger, config } = deps;
+  const typing = createTypingIndicators({ log: logger });
+  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix: config.redis.keyPrefix }), log: logger });
+  const consumer = createOutboundConsumer({ redis, delivery, logger }, names);
+  consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
+  closers.push(() => consumer.close());
+  const unsubscribe = await subscribeTurnSignals(redis.duplicate(), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix);
+  closers.push(async () => {
+    typing.stopAll();
+    await unsubscribe();
+  });
 }
 
 function onSignal(signal: TurnSignal, channels: ReadonlyMap<ChannelName, Channel>, typing: TypingIndicators): void {

@@ -1,23 +1,25 @@
 import type { Queue } from 'bullmq';
-import { parseCommand } from '../core/commands.js';
+import { parseCommand, type ChatCommand } from '../core/commands.js';
 import { sessionKeyOf, type ChannelName, type GroupSessionMode, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
+import type { AllowList } from '../config.js';
 import type { Logger } from '../log.js';
-import { hygieneFiringsTotal, inboundMessagesTotal, recordCompaction } from '../monitor/metrics.js';
+import { hygieneFiringsTotal, inboundMessagesTotal } from '../monitor/metrics.js';
 import { replyJobId } from '../queue/names.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
-import { dedupeKey, rateLimitKey } from '../redis/keys.js';
-import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
+import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
+import { acceptInbound, countInWindow } from './accept.js';
+import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
 
-/** Who may talk to the bot on a channel: everyone (`*`) or the listed user ids. */
-export type AllowList = '*' | readonly string[];
+export type { AllowList };
 
 /** How the gateway handled one inbound message. */
 export type IngestOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command';
 
 /** What the ingest pipeline needs. */
 export interface IngestDeps {
+  /** A connection that fails fast when Redis is down (so the platform is asked to re-deliver). */
   redis: RedisClient;
   producer: TurnProducer;
   ops: SessionOps;
@@ -45,84 +47,30 @@ export interface IngestOptions {
 /** The one pipeline every channel's messages go through. */
 export interface Ingest {
   /**
-   * Handles one message: duplicates, allow-list, rate limit, size, commands, hygiene, enqueue.
-   * Resolves once the message is durably in Redis (or answered); rejects when it is not, so the
-   * platform re-delivers it.
+   * Handles one message: duplicates, allow-list, rate limit, size, commands, then accept (inbox),
+   * hygiene and the turn job. Resolves once the message is durably in Redis (or answered); rejects
+   * when it is not, so the platform re-delivers it.
    */
   handle(message: InboundMessage): Promise<IngestOutcome>;
 }
+
+const DAY_S = 86_400;
 
 /** Creates the ingest pipeline. */
 export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const log = deps.logger.child({ component: 'ingest' });
   const now = deps.now ?? Date.now;
-  const notify = (message: InboundMessage, sessionId: string, text: string, tag: string) =>
-    deps.outbound.add('notice', toNotice(message, sessionId, text, tag), { jobId: replyJobId([message.id, tag], 'notice'), attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000, removeOnFail: 5000 });
-
-  async function admit(message: InboundMessage, sessionId: string): Promise<IngestOutcome | null> {
-    if (!isAllowed(options.allow[message.channel], message.userId)) {
-      log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
-      if (message.chatType !== 'group') await notify(message, sessionId, `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`, 'denied');
-      return 'denied';
-    }
-    if (options.rateLimitPerMinute > 0) {
-      const window = Math.floor(now() / 60_000);
-      const key = rateLimitKey(message.channel, message.userId, window, options.keyPrefix);
-      const count = await deps.redis.incr(key);
-      if (count === 1) await deps.redis.expire(key, 120);
-      if (count > options.rateLimitPerMinute) {
-        const waitS = Math.ceil(((window + 1) * 60_000 - now()) / 1000);
-        if (count === options.rateLimitPerMinute + 1) await notify(message, sessionId, `You are sending messages faster than ${options.rateLimitPerMinute} a minute. Wait ${waitS} s, then send this one again.`, 'rate');
-        return 'rate_limited';
-      }
-    }
-    if (message.text.length > options.maxMessageChars) {
-      await notify(message, sessionId, `Your message has ${message.text.length.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`, 'size');
-      return 'too_long';
-    }
-    return null;
-  }
-
-  async function dispatch(message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
-    const command = parseCommand(message.text);
-    if (command) {
-      const reply = await runCommand({ ...deps.commands, ops: deps.ops }, options.command, sessionId, command);
-      await notify(message, sessionId, reply, `cmd-${command.name}`);
-      return 'command';
-    }
-    await runHygiene(sessionId, message.channel);
-    await deps.producer.submitInbound(message);
-    return 'accepted';
-  }
-
-  async function runHygiene(sessionId: string, channel: ChannelName): Promise<void> {
-    try {
-      const result = await deps.ops.hygiene(sessionId);
-      if (!result) return;
-      hygieneFiringsTotal.inc({ channel });
-      recordCompaction({ layer: 'hygiene', ...result });
-      log.info({ sessionId, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
-    } catch (err) {
-      log.warn({ err, sessionId }, 'hygiene compaction failed; dispatching anyway');
-    }
-  }
-
+  const ttl = options.dedupeTtlSeconds ?? DAY_S;
+  const ctx: Context = { deps, options, log, now, ttl };
   return {
     async handle(message) {
       const sessionId = sessionKeyOf(message, options.groupMode);
-      const seen = dedupeKey(message.id, options.keyPrefix);
-      const fresh = await deps.redis.set(seen, String(now()), 'EX', options.dedupeTtlSeconds ?? 86_400, 'NX');
-      if (fresh === null) {
-        inboundMessagesTotal.inc({ channel: message.channel, outcome: 'duplicate' });
-        return 'duplicate';
-      }
       try {
-        const outcome = (await admit(message, sessionId)) ?? (await dispatch(message, sessionId));
+        const outcome = await route(ctx, message, sessionId);
         inboundMessagesTotal.inc({ channel: message.channel, outcome });
         log.debug({ sessionId, channel: message.channel, outcome }, 'inbound handled');
         return outcome;
       } catch (err) {
-        await deps.redis.del(seen).catch(() => undefined); // not handled: let the platform re-deliver it
         log.error({ err, sessionId, channel: message.channel }, 'inbound message not handled');
         throw err;
       }
@@ -130,14 +78,94 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   };
 }
 
+interface Context {
+  deps: IngestDeps;
+  options: IngestOptions;
+  log: Logger;
+  now: () => number;
+  ttl: number;
+}
+
+async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
+  const { deps, options } = ctx;
+  const keys = sessionKeys(sessionId, options.keyPrefix);
+  const seen = seenKey(sessionId, message.id, options.keyPrefix);
+  if ((await deps.redis.exists(seen)) === 1) return duplicate(ctx, sessionId);
+  const refused = await admit(ctx, message, sessionId);
+  if (refused) return refused;
+  const command = parseCommand(message.text);
+  if (command) return answerCommand(ctx, message, sessionId, seen, command);
+  if (!(await acceptInbound(deps.redis, keys, seen, message, ctx.ttl))) return duplicate(ctx, sessionId);
+  // The message is durable now; hygiene runs before its turn is enqueued and never blocks it.
+  await runHygiene(ctx, sessionId, message.channel);
+  await deps.producer.enqueueTurn(sessionId);
+  return 'accepted';
+}
+
+/** A re-delivery: nothing to add, but make sure a turn is pending in case the first delivery died before enqueueing it. */
+async function duplicate(ctx: Context, sessionId: string): Promise<IngestOutcome> {
+  const keys = sessionKeys(sessionId, ctx.options.keyPrefix);
+  if ((await ctx.deps.redis.llen(keys.inbox)) > 0) await ctx.deps.producer.enqueueTurn(sessionId);
+  return 'duplicate';
+}
+
+async function admit(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome | null> {
+  const { deps, options } = ctx;
+  if (!isAllowed(options.allow[message.channel], message.userId)) {
+    ctx.log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
+    const firstToday = (await deps.redis.set(deniedKey(message.channel, message.userId, options.keyPrefix), '1', 'EX', DAY_S, 'NX')) !== null;
+    if (message.chatType !== 'group' && firstToday) {
+      await notify(ctx, message, sessionId, `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`, 'denied');
+    }
+    return 'denied';
+  }
+  if (options.rateLimitPerMinute > 0) {
+    const window = Math.floor(ctx.now() / 60_000);
+    const count = await countInWindow(deps.redis, rateLimitKey(message.channel, message.userId, window, options.keyPrefix), 120);
+    if (count > options.rateLimitPerMinute) {
+      const waitS = Math.ceil(((window + 1) * 60_000 - ctx.now()) / 1000);
+      if (count === options.rateLimitPerMinute + 1) await notify(ctx, message, sessionId, `You are sending messages faster than ${options.rateLimitPerMinute} a minute. Wait ${waitS} s, then send this one again.`, 'rate');
+      return 'rate_limited';
+    }
+  }
+  if (message.text.length > options.maxMessageChars) {
+    await notify(ctx, message, sessionId, `Your message has ${message.text.length.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`, 'size');
+    return 'too_long';
+  }
+  return null;
+}
+
+async function answerCommand(ctx: Context, message: InboundMessage, sessionId: string, seen: string, command: ChatCommand): Promise<IngestOutcome> {
+  const { deps } = ctx;
+  if ((await deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
+  try {
+    const reply = await runCommand({ ...deps.commands, ops: deps.ops }, ctx.options.command, sessionId, command);
+    await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+    return 'command';
+  } catch (err) {
+    await deps.redis.del(seen).catch(() => undefined); // not answered: let the platform re-deliver it
+    throw err;
+  }
+}
+
+async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
+  try {
+    const result = await ctx.deps.ops.hygiene(sessionId);
+    if (!result) return;
+    hygieneFiringsTotal.inc({ channel });
+    ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
+  } catch (err) {
+    ctx.log.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');
+  }
+}
+
+function notify(ctx: Context, message: InboundMessage, sessionId: string, text: string, tag: string) {
+  const id = replyJobId([message.id, tag], 'notice');
+  const notice: OutboundMessage = { id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice' };
+  return ctx.deps.outbound.add('notice', notice, { jobId: id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000, removeOnFail: 5000 });
+}
+
 function isAllowed(list: AllowList | undefined, userId: string): boolean {
   if (list === undefined || list === '*') return true;
   return list.includes('*') || list.includes(userId);
-}
-
-function toNotice(message: InboundMessage, sessionId: string, text: string, tag: string): OutboundMessage {
-  return {
-    id: replyJobId([message.id, tag], 'notice'), sessionId, channel: message.channel, chatId: message.chatId,
-    threadId: message.threadId, text, kind: 'notice',
-  };
 }

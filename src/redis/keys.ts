@@ -57,9 +57,17 @@ export function turnSignalChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}signals`;
 }
 
-/** Marker of an inbound message already taken by the gateway (platform re-delivery is dropped). */
-export function dedupeKey(messageId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${prefix}seen:${messageId}`;
+/**
+ * Marker of an inbound message the gateway already took (a platform re-delivery is dropped). In the
+ * session's hash slot, so it is set in the same script that appends the message to the inbox.
+ */
+export function seenKey(sessionId: string, messageId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:seen:${messageId}`;
+}
+
+/** Marker that an unlisted user was already told they are not authorised (told once a day). */
+export function deniedKey(channel: string, userId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}denied:${channel}:${userId}`;
 }
 
 /** Counter of one user's messages in one rate-limit window. */

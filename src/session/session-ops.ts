@@ -62,11 +62,22 @@ export interface SessionOps {
 export function createSessionOpsFromConfig(
   deps: { redis: RedisClient; logger: Logger; store?: SessionStore },
   config: Config,
-  options: { baseUrl?: string; apiKey?: string; leaseTtlMs: number; systemPrompt?: string },
+  options: {
+    baseUrl?: string;
+    apiKey?: string;
+    leaseTtlMs: number;
+    systemPrompt?: string;
+    /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes). */
+    llmTimeoutMs?: number;
+    llmMaxRetries?: number;
+  },
 ): SessionOps {
   const { logger } = deps;
   const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen });
-  const llm = createLlmClient({ baseURL: options.baseUrl ?? config.llm.baseUrl, apiKey: options.apiKey ?? config.llm.apiKey, model: config.llm.model }, { logger });
+  const llm = createLlmClient({
+    baseURL: options.baseUrl ?? config.llm.baseUrl, apiKey: options.apiKey ?? config.llm.apiKey, model: config.llm.model,
+    timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries },
+  }, { logger });
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: config.llm.summaryModel });
   return createSessionOps({
     redis: deps.redis, store, logger,
