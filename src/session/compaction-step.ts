@@ -22,6 +22,11 @@ export interface CompactionStepInput {
   layer: CompactionLayer;
   force: boolean;
   focus?: string;
+  /**
+   * Messages about to join the projection (the gateway's view of the inbox): compacted as if present,
+   * so the exchange before them may be summarised, then left out of the commit.
+   */
+  pending?: ChatMessage[];
   /** Model that writes summaries (recorded in the transcript). */
   summaryModel: string;
   model?: string;
@@ -36,9 +41,12 @@ export interface CompactionStepInput {
 export async function runCompactionStep(input: CompactionStepInput): Promise<CompactionResult> {
   const { turn, system, layer } = input;
   const startedMs = Date.now();
-  const result = await input.compressor.compress([system, ...turn.messages()], {
+  const pending = input.pending ?? [];
+  const compressed = await input.compressor.compress([system, ...turn.messages(), ...pending], {
     requestTokens: input.requestTokens, force: input.force, focus: input.focus, state: turn.compaction,
   });
+  // The compressor keeps the latest user messages verbatim and last: the pending ones come off again.
+  const result = pending.length === 0 ? compressed : { ...compressed, messages: compressed.messages.slice(0, compressed.messages.length - pending.length) };
   const durationMs = Date.now() - startedMs;
   const event: TranscriptCompaction = {
     type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,

@@ -5,7 +5,9 @@ import { createSummarizer } from '../llm/summarizer.js';
 import type { CompactionResult } from '../core/compaction-types.js';
 import { createCompactionState } from '../core/compaction-state.js';
 import { decideHygiene } from '../core/hygiene.js';
+import type { InboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
+import { messageTokens } from '../core/tokens.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { acquireLease, releaseLease } from '../redis/lease.js';
@@ -109,18 +111,20 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     }
   }
 
-  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string) =>
+  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = []) =>
     runCompactionStep({
-      compressor: deps.createCompressor(), turn, system, requestTokens: requestTokens({ meta: turn.meta }),
-      layer, force, focus, summaryModel: options.summaryModel, model: options.model, logger: log.child({ sessionId: turn.sessionId }),
+      compressor: deps.createCompressor(), turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, options.model),
+      layer, force, focus, pending, summaryModel: options.summaryModel, model: options.model, logger: log.child({ sessionId: turn.sessionId }),
     });
 
   return {
     async hygiene(sessionId) {
-      if (!(await overHygieneLine(deps, sessionId, options))) return null;
+      const pending = await pendingMessages(deps, sessionId);
+      const pendingTokens = countPending(pending, options.model);
+      if (!(await overHygieneLine(deps, sessionId, options, pendingTokens))) return null;
       const result = await underLease(sessionId, async (turn) => {
-        const decision = decide(turn.entries.length, requestTokens({ meta: turn.meta }), options);
-        return decision.compact ? compactTurn(turn, 'hygiene', false) : null;
+        const decision = decide(turn.entries.length, requestTokens({ meta: turn.meta }) + pendingTokens, options);
+        return decision.compact ? compactTurn(turn, 'hygiene', false, undefined, pending) : null;
       });
       return result.busy ? null : result.value;
     },
@@ -147,8 +151,22 @@ function decide(messageCount: number, tokens: number, options: SessionOpsOptions
   });
 }
 
+/**
+ * The inbox as one user message (the latest one, which the compressor keeps verbatim and last), or
+ * nothing when the inbox is empty.
+ */
+async function pendingMessages(deps: SessionOpsDeps, sessionId: string): Promise<ChatMessage[]> {
+  const raw = await deps.redis.lrange(deps.store.keys(sessionId).inbox, 0, -1);
+  if (raw.length === 0) return [];
+  return [{ role: 'user', content: raw.map((item) => (JSON.parse(item) as InboundMessage).text).join('\n\n') }];
+}
+
+function countPending(pending: readonly ChatMessage[], model: string): number {
+  return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
+}
+
 /** Cheap pre-check from the meta hash alone, so most messages never load the projection. */
-async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions): Promise<boolean> {
+async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions, pendingTokens: number): Promise<boolean> {
   const keys = deps.store.keys(sessionId);
   const [fields, count] = await Promise.all([
     deps.redis.hmget(keys.meta, 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens'),
@@ -156,5 +174,5 @@ async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options:
   ]);
   const [lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens] = fields.map((v) => Number(v ?? 0));
   const meta = { lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens } as SessionMeta;
-  return decide(count, requestTokens({ meta }), options).compact;
+  return decide(count, requestTokens({ meta }) + pendingTokens, options).compact;
 }
