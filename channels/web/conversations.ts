@@ -1,13 +1,18 @@
 /**
  * In-memory conversations of the web chat: a bounded buffer of outgoing messages per
  * conversation, numbered by `seq`, and listeners (SSE streams, long polls) woken on each event.
+ * Numbers restart at 1 when the process restarts, so every store has a random `epoch` and
+ * clients resume from a cursor `<epoch>:<seq>`: a cursor of another epoch replays the whole buffer.
  */
+import { randomBytes } from 'node:crypto';
 
 /** One message from the bot to a web conversation. */
 export interface WebReply {
-  /** Position in the conversation, from 1; clients resume with `after=<seq>`. */
+  /** The store's boot id: `seq` restarts at 1 under a new epoch. */
+  epoch: string;
+  /** Position in the conversation within its epoch, from 1; clients resume with `after=<epoch>:<seq>`. */
   seq: number;
-  /** Platform message id: `web:<conversationId>:<seq>`. */
+  /** Platform message id: `web:<conversationId>:<epoch>:<seq>` (unique across restarts). */
   id: string;
   text: string;
   /** `markdown` for formatted replies, `text` for plain ones. */
@@ -27,14 +32,24 @@ export interface ConversationStoreOptions {
   maxConversations?: number;
 }
 
+/** Where a client is in a conversation: `<epoch>:<seq>`, or a bare `<seq>` (taken as the current epoch). */
+export interface ReplyCursor {
+  epoch?: string;
+  seq: number;
+}
+
 /** The store; see the module comment. */
 export interface ConversationStore {
+  /** This store's boot id (random, `[0-9a-f]{12}`). */
+  readonly epoch: string;
   /** Appends a reply and wakes the conversation's listeners. */
   append(conversationId: string, text: string, format: WebReply['format']): WebReply;
   /** Wakes the listeners with a typing hint (not stored). */
   typing(conversationId: string): void;
-  /** Buffered replies with `seq > after`. */
-  repliesAfter(conversationId: string, after: number): WebReply[];
+  /** Buffered replies after the cursor: all of them when the cursor is of another epoch. */
+  repliesAfter(conversationId: string, after: ReplyCursor): WebReply[];
+  /** The cursor a client holding `after` is at now (of this epoch; seq 0 when `after` is of another). */
+  cursorAfter(after: ReplyCursor, replies: readonly WebReply[]): string;
   /** Registers a listener; returns the function that removes it. */
   listen(conversationId: string, listener: (event: WebEvent) => void): () => void;
   /** Tells every listener the channel stopped. */
@@ -53,6 +68,8 @@ const DEFAULTS = { maxRepliesPerConversation: 200, maxConversations: 10_000 } sa
 export function createConversationStore(options: ConversationStoreOptions = {}): ConversationStore {
   const resolved = { ...DEFAULTS, ...options };
   const conversations = new Map<string, Conversation>();
+  const epoch = randomBytes(6).toString('hex');
+  const current = (after: ReplyCursor): boolean => after.epoch === undefined || after.epoch === epoch;
 
   const get = (id: string): Conversation => {
     let conversation = conversations.get(id);
@@ -76,10 +93,11 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
   };
 
   return {
+    epoch,
     append(conversationId, text, format) {
       const conversation = get(conversationId);
       const seq = ++conversation.seq;
-      const reply: WebReply = { seq, id: `web:${conversationId}:${seq}`, text, format, at: Date.now() };
+      const reply: WebReply = { epoch, seq, id: `web:${conversationId}:${epoch}:${seq}`, text, format, at: Date.now() };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
       notify(conversation, { type: 'message', reply });
@@ -90,7 +108,12 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
       if (conversation) notify(conversation, { type: 'typing' });
     },
     repliesAfter(conversationId, after) {
-      return (conversations.get(conversationId)?.replies ?? []).filter((reply) => reply.seq > after);
+      const replies = conversations.get(conversationId)?.replies ?? [];
+      return current(after) ? replies.filter((reply) => reply.seq > after.seq) : [...replies];
+    },
+    cursorAfter(after, replies) {
+      const last = replies.at(-1);
+      return formatCursor({ epoch, seq: last ? last.seq : current(after) ? after.seq : 0 });
     },
     listen(conversationId, listener) {
       const conversation = get(conversationId);
@@ -101,4 +124,16 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
       for (const conversation of conversations.values()) notify(conversation, { type: 'closed' });
     },
   };
+}
+
+/** `<epoch>:<seq>`. */
+export function formatCursor(cursor: Required<ReplyCursor>): string {
+  return `${cursor.epoch}:${cursor.seq}`;
+}
+
+/** Parses `<epoch>:<seq>` or a bare `<seq>`; anything else (or nothing) is `fallback`. */
+export function parseCursor(value: string | undefined, fallback: ReplyCursor = { seq: 0 }): ReplyCursor {
+  const match = value?.trim().match(/^(?:([A-Za-z0-9_-]{1,64}):)?(\d{1,15})$/);
+  if (!match) return fallback;
+  return match[1] === undefined ? { seq: Number(match[2]) } : { epoch: match[1], seq: Number(match[2]) };
 }

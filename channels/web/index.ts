@@ -4,7 +4,7 @@
  * or long poll. Conversations live in memory; the session state lives in Redis like any other
  * channel's.
  */
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +12,7 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
-import { createConversationStore, type ConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
+import { createConversationStore, formatCursor, parseCursor, type ConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
 import { renderChatPage } from './page.js';
 
 /** Options of {@link createWebChannel}. */
@@ -32,6 +32,19 @@ export interface WebChannelOptions extends ConversationStoreOptions {
   keepAliveMs?: number;
   /** Renewal period of the typing hint, in ms. Default 4000. */
   typingIntervalMs?: number;
+  /** Reconnection delay the SSE stream asks `EventSource` to use (`retry:`), in ms. Default 1000. */
+  sseRetryMs?: number;
+}
+
+/** What the web chat needs from its host. */
+export interface WebChannelDeps {
+  log?: Logger;
+  /**
+   * Middleware run before `/chat` and every `/api/chat/*` route, e.g. the monitor's
+   * `createAccessGuard({ host, monitorToken, tokenOnLoopback: false })`. Default none (open).
+   * The page's API calls and SSE carry its cookie, so a cookie-based guard covers them.
+   */
+  guard?: MiddlewareHandler;
 }
 
 /** Resolved {@link WebChannelOptions}. */
@@ -53,6 +66,7 @@ const DEFAULTS = {
   maxLongPollTimeoutMs: 60_000,
   keepAliveMs: 15_000,
   typingIntervalMs: 4_000,
+  sseRetryMs: 1_000,
   maxRepliesPerConversation: 200,
   maxConversations: 10_000,
 } satisfies ResolvedWebChannelOptions;
@@ -60,12 +74,12 @@ const DEFAULTS = {
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Creates the web chat channel. */
-export function createWebChannel(deps: { log?: Logger } = {}, options: WebChannelOptions = {}): WebChannel {
+export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelOptions = {}): WebChannel {
   const resolved: ResolvedWebChannelOptions = { ...DEFAULTS, ...options };
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'web' });
   const store = createConversationStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  const app = createApp(store, () => state.onMessage, resolved, log);
+  const app = createApp(store, () => state.onMessage, resolved, log, deps.guard);
 
   return {
     name: 'web',
@@ -93,9 +107,13 @@ export function createWebChannel(deps: { log?: Logger } = {}, options: WebChanne
 }
 
 /** The routes: the page and the JSON API. */
-function createApp(store: ConversationStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger): Hono {
+function createApp(store: ConversationStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler): Hono {
   const page = renderChatPage({ title: options.title, basePath: options.basePath });
   const app = new Hono();
+  if (guard) {
+    app.use('/chat', guard);
+    app.use('/api/chat/*', guard);
+  }
   app.get('/chat', (c) => c.html(page));
   app.use('/api/chat/:conversationId/*', async (c, next) => {
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
@@ -138,12 +156,12 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
   return c.json({ id: message.id, accepted: true }, 202);
 }
 
-/** GET /api/chat/:id/messages?after=&timeoutMs= — replies after `after`, waiting for one if none. */
+/** GET /api/chat/:id/messages?after=<epoch>:<seq>&timeoutMs= — replies after the cursor, waiting for one if none. */
 async function longPoll(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
-  const after = toNonNegative(c.req.query('after'), 0);
+  const after = parseCursor(c.req.query('after'));
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
-  const respond = (messages: WebReply[]): Response => c.json({ messages, next: messages.length > 0 ? messages[messages.length - 1].seq : after });
+  const respond = (messages: WebReply[]): Response => c.json({ messages, epoch: store.epoch, next: store.cursorAfter(after, messages) });
   const ready = store.repliesAfter(conversationId, after);
   if (ready.length > 0 || timeoutMs === 0) return respond(ready);
   await new Promise<void>((resolve) => {
@@ -162,11 +180,12 @@ async function longPoll(c: Context, store: ConversationStore, options: ResolvedW
   return respond(store.repliesAfter(conversationId, after));
 }
 
-/** GET /api/chat/:id/events — SSE: replays replies after `after` (or Last-Event-ID), then streams. */
+/** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams. */
 function events(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Response {
   const conversationId = c.req.param('conversationId')!;
-  const after = toNonNegative(c.req.header('last-event-id') ?? c.req.query('after'), 0);
+  const after = parseCursor(c.req.header('last-event-id'), parseCursor(c.req.query('after')));
   return streamSSE(c, async (stream) => {
+    await stream.write(`retry: ${options.sseRetryMs}\n\n`);
     const queue: StreamItem[] = store.repliesAfter(conversationId, after).map((reply) => ({ type: 'message', reply }));
     let wake: (() => void) | undefined;
     const push = (item: StreamItem): void => {
@@ -187,7 +206,7 @@ function events(c: Context, store: ConversationStore, options: ResolvedWebChanne
         if (item.type === 'closed') return;
         if (item.type === 'keep-alive') await stream.write(': keep-alive\n\n');
         else if (item.type === 'typing') await stream.writeSSE({ event: 'typing', data: '{}' });
-        else await stream.writeSSE({ event: 'message', id: String(item.reply.seq), data: JSON.stringify(item.reply) });
+        else await stream.writeSSE({ event: 'message', id: formatCursor(item.reply), data: JSON.stringify(item.reply) });
       }
     } finally {
       clearInterval(keepAlive);

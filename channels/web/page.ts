@@ -1,7 +1,8 @@
 /**
  * The web chat page: one self-contained HTML document (inline CSS and JS, no dependencies).
  * It posts messages to the JSON API and receives replies by SSE (EventSource reconnects and
- * resumes with Last-Event-ID), falling back to long polling where EventSource is missing.
+ * resumes with Last-Event-ID), falling back to long polling where EventSource is missing. A reply
+ * of a new epoch (the gateway restarted) resets the page's cursor instead of being dropped.
  */
 
 /** Options of {@link renderChatPage}. */
@@ -62,7 +63,9 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   const userId = localStorage.getItem('chatgate.user') || randomId('u');
   localStorage.setItem('chatgate.user', userId);
   const base = CONFIG.api + encodeURIComponent(conversation);
-  let lastSeq = 0;
+  // Where we are in the reply stream. Numbers restart at 1 when the gateway restarts, under a new epoch.
+  let cursor = { epoch: '', seq: 0 };
+  const after = () => encodeURIComponent(cursor.epoch ? cursor.epoch + ':' + cursor.seq : String(cursor.seq));
   let typingTimer;
 
   // Markdown subset, built with DOM nodes only (never innerHTML): fenced code, **bold**, \`code\`.
@@ -101,8 +104,9 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
     return el;
   }
   function onReply(reply) {
-    if (reply.seq <= lastSeq) return;
-    lastSeq = reply.seq;
+    if (reply.epoch !== cursor.epoch) cursor = { epoch: reply.epoch, seq: 0 };
+    if (reply.seq <= cursor.seq) return;
+    cursor.seq = reply.seq;
     $('typing').textContent = '';
     add('bot', reply.text, reply.format);
   }
@@ -125,7 +129,7 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   }
   function subscribe() {
     if (!window.EventSource) return longPoll();
-    const source = new EventSource(base + '/events?after=' + lastSeq);
+    const source = new EventSource(base + '/events?after=' + after());
     source.onopen = () => { $('status').textContent = 'connected'; };
     source.onerror = () => { $('status').textContent = 'reconnecting…'; };
     source.addEventListener('message', (e) => onReply(JSON.parse(e.data)));
@@ -135,7 +139,7 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
     $('status').textContent = 'connected (polling)';
     for (;;) {
       try {
-        const res = await fetch(base + '/messages?after=' + lastSeq + '&timeoutMs=25000');
+        const res = await fetch(base + '/messages?after=' + after() + '&timeoutMs=25000');
         (await res.json()).messages.forEach(onReply);
       } catch { await new Promise((r) => setTimeout(r, 2000)); }
     }

@@ -1,16 +1,16 @@
 import type { Queue } from 'bullmq';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { createSilentLogger, type Logger } from '../log.js';
-import { createMonitorAuth } from './auth.js';
+import { createAccessGuard } from './auth.js';
 import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-board.js';
 import { renderDashboardPage } from './dashboard-page.js';
+import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { metricsRegistry, setQueueDepthSource, type QueueDepthSource } from './metrics.js';
 import type { SessionReader } from './session-reader.js';
 
-/** A readiness check: resolves when the dependency is reachable; rejects (or resolves false) when not. */
-export type ReadinessCheck = () => Promise<unknown>;
+export type { ReadinessCheck } from './health.js';
 
 /** What the monitor reads from. */
 export interface MonitorDeps {
@@ -53,9 +53,10 @@ const LIST_QUERY = z.object({
 });
 
 /**
- * The monitor as a hono app: `/healthz`, `/readyz` (open), and behind the bearer token `/metrics`,
- * `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`. Mount
- * the web chat on the same app (or route this one into it). Sets the process-wide queue-depth source.
+ * The monitor as a hono app: `/healthz`, `/readyz` (open), and behind {@link createAccessGuard}
+ * `/metrics`, `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`
+ * (the token when one is set or when bound off loopback; otherwise loopback Host names only).
+ * Mount the web chat on the same app (or route this one into it). Sets the process-wide queue-depth source.
  */
 export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}): Hono {
   const resolved: ResolvedMonitorOptions = { ...DEFAULTS, ...stripUndefined(options) };
@@ -69,14 +70,13 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     log.error({ err, path: c.req.path }, 'monitor request failed');
     return c.json({ error: 'internal error' }, 500);
   });
-  app.get('/healthz', (c) => c.json({ status: 'ok', uptimeS: Math.round(process.uptime()) }));
-  app.get('/readyz', (c) => readiness(c, deps.checks ?? {}, resolved.checkTimeoutMs));
+  addProbeRoutes(app, deps.checks ?? {}, resolved.checkTimeoutMs);
 
-  const auth = createMonitorAuth({ host: resolved.host, token: resolved.monitorToken });
+  const auth = createAccessGuard({ host: resolved.host, monitorToken: resolved.monitorToken });
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
   for (const path of ['/metrics', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
-  app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }));
+  addMetricsRoute(app, registry);
   app.get('/api/sessions', async (c) => {
     const query = LIST_QUERY.safeParse(c.req.query());
     if (!query.success) return c.json({ error: 'bad query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 400);
@@ -92,31 +92,6 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   });
   if (queues.length > 0) app.route(QUEUES_BASE_PATH, createQueuesBoard(queues, QUEUES_BASE_PATH));
   return app;
-}
-
-async function readiness(c: Context, checks: Record<string, ReadinessCheck>, timeoutMs: number) {
-  const entries = await Promise.all(
-    Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check, timeoutMs)] as const),
-  );
-  const results = Object.fromEntries(entries);
-  const ready = entries.every(([, result]) => result === 'ok');
-  return c.json({ status: ready ? 'ready' : 'not ready', checks: results }, ready ? 200 : 503);
-}
-
-async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`timed out after ${timeoutMs} ms`), timeoutMs);
-  });
-  const run = check().then(
-    (result) => (result === false ? 'failed' : 'ok'),
-    (err: unknown) => (err instanceof Error ? err.message : String(err)),
-  );
-  try {
-    return await Promise.race([run, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

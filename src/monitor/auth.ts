@@ -1,10 +1,26 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { isLoopbackHost } from '../config.js';
 
-/** Cookie that carries the monitor token for browser pages (dashboard, bull-board). */
+/** Cookie that carries the monitor token for browser pages (dashboard, bull-board, web chat). */
 export const MONITOR_COOKIE = 'cg_monitor';
+
+/** Options of {@link createAccessGuard}. */
+export interface AccessGuardOptions {
+  /** Address the HTTP server is bound to (`CHATGATE_HTTP_HOST`). Off loopback, every request needs the token. */
+  host: string;
+  /** `CHATGATE_MONITOR_TOKEN`. Without it, a server bound off loopback refuses everything (fail closed). */
+  monitorToken?: string;
+  /**
+   * On a loopback-bound server with a token configured: require the token (`true`, the monitor)
+   * or let loopback Host names in without it (`false`, the web chat; other Host names still need it).
+   * Default `true`.
+   */
+  tokenOnLoopback?: boolean;
+  /** Realm named in `WWW-Authenticate`. Default `chatgate monitor`. */
+  realm?: string;
+}
 
 /** Options of {@link createMonitorAuth}. */
 export interface MonitorAuthOptions {
@@ -15,29 +31,78 @@ export interface MonitorAuthOptions {
 }
 
 /**
- * Bearer-token middleware of the monitor. Open on loopback without a token; otherwise requires
- * `Authorization: Bearer <token>`, the {@link MONITOR_COOKIE} cookie, or `?token=<token>` (which
- * sets the cookie, so a browser can open the dashboard and bull-board). Anything else: 401.
- * Bound off loopback without a token configured, every request is refused (fail closed).
+ * Access guard of the HTTP server's private routes (the monitor, the web chat off loopback).
+ *
+ * - **Open** (bound to loopback, and no token configured or `tokenOnLoopback: false`): only
+ *   requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port) pass;
+ *   others get 403 — a DNS-rebinding page cannot reach the server under its own name.
+ * - **Token** otherwise: `Authorization: Bearer <token>` or the {@link MONITOR_COOKIE} cookie, else 401.
+ *   `?token=<token>` is only a browser login: a GET with it is answered 303 to the same URL
+ *   without the token, setting the cookie (HttpOnly, SameSite=Strict, Secure over https or
+ *   `X-Forwarded-Proto: https`); it never authorises the request that carries it.
  */
-export function createMonitorAuth(options: MonitorAuthOptions): MiddlewareHandler {
-  const open = isLoopbackHost(options.host) && !options.token;
-  const expected = options.token ? digest(options.token) : undefined;
+export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandler {
+  const loopbackBound = isLoopbackHost(options.host);
+  const token = options.monitorToken;
+  const open = loopbackBound && (!token || options.tokenOnLoopback === false);
+  const expected = token ? digest(token) : undefined;
+  const realm = options.realm ?? 'chatgate monitor';
+  const matches = (presented: string | undefined): boolean =>
+    expected !== undefined && presented !== undefined && timingSafeEqual(digest(presented), expected);
+
   return async (c, next) => {
-    if (open) return next();
-    const header = c.req.header('authorization');
-    const bearer = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
-    const query = c.req.query('token');
-    const presented = bearer ?? getCookie(c, MONITOR_COOKIE) ?? query;
-    if (!expected || presented === undefined || !timingSafeEqual(digest(presented), expected)) {
-      c.header('WWW-Authenticate', 'Bearer realm="chatgate monitor"');
-      return c.json({ error: 'unauthorized: send Authorization: Bearer <CHATGATE_MONITOR_TOKEN>' }, 401);
+    if (open && isLoopbackRequest(c)) return next();
+    if (open && !token) return forbiddenHost(c);
+    const login = c.req.query('token');
+    if (login !== undefined) {
+      if ((c.req.method === 'GET' || c.req.method === 'HEAD') && matches(login)) return loginRedirect(c, login);
+      return unauthorized(c, realm, '`?token=` is only a browser login for pages; send Authorization: Bearer <CHATGATE_MONITOR_TOKEN>');
     }
-    if (query !== undefined && presented === query) {
-      setCookie(c, MONITOR_COOKIE, query, { httpOnly: true, sameSite: 'Strict', path: '/' });
+    const bearer = c.req.header('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1];
+    if (!matches(bearer ?? getCookie(c, MONITOR_COOKIE))) {
+      return unauthorized(c, realm, 'send Authorization: Bearer <CHATGATE_MONITOR_TOKEN>, or open the page once with ?token=<CHATGATE_MONITOR_TOKEN>');
     }
     return next();
   };
+}
+
+/** The monitor's guard: {@link createAccessGuard} with the token required on loopback too when set. */
+export function createMonitorAuth(options: MonitorAuthOptions): MiddlewareHandler {
+  return createAccessGuard({ host: options.host, monitorToken: options.token });
+}
+
+/** True when the `Host` the client asked for is a loopback name or address (any port). */
+export function isLoopbackRequestHost(hostHeader: string): boolean {
+  const match = hostHeader.trim().match(/^\[([^\]]+)\](?::\d*)?$/) ?? hostHeader.trim().match(/^([^:[\]]+)(?::\d*)?$/);
+  return match !== null && isLoopbackHost(match[1]);
+}
+
+function isLoopbackRequest(c: Context): boolean {
+  return isLoopbackRequestHost(c.req.header('host') ?? new URL(c.req.url).host);
+}
+
+function forbiddenHost(c: Context): Response {
+  const host = (c.req.header('host') ?? new URL(c.req.url).host).slice(0, 100);
+  return c.json({
+    error: `forbidden: Host ${JSON.stringify(host)} is not a loopback name. Without CHATGATE_MONITOR_TOKEN this server answers only ` +
+      'to localhost, 127.0.0.1 and [::1]; set CHATGATE_MONITOR_TOKEN to reach it under another name.',
+  }, 403);
+}
+
+function unauthorized(c: Context, realm: string, hint: string): Response {
+  c.header('WWW-Authenticate', `Bearer realm="${realm}"`);
+  return c.json({ error: `unauthorized: ${hint}` }, 401);
+}
+
+/** 303 to the same URL without `token`, setting the cookie; the token never stays in the address bar. */
+function loginRedirect(c: Context, token: string): Response {
+  const url = new URL(c.req.url);
+  url.searchParams.delete('token');
+  const secure = url.protocol === 'https:' || c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https';
+  setCookie(c, MONITOR_COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/', secure });
+  c.header('Cache-Control', 'no-store');
+  c.header('Referrer-Policy', 'no-referrer');
+  return c.redirect(`${url.pathname}${url.search}`, 303);
 }
 
 function digest(value: string): Buffer {

@@ -1,7 +1,10 @@
 export { createMonitorApp } from './app.js';
 export type { MonitorDeps, MonitorOptions, ReadinessCheck, ResolvedMonitorOptions } from './app.js';
-export { createMonitorAuth, MONITOR_COOKIE } from './auth.js';
-export type { MonitorAuthOptions } from './auth.js';
+export { createAccessGuard, createMonitorAuth, isLoopbackRequestHost, MONITOR_COOKIE } from './auth.js';
+export type { AccessGuardOptions, MonitorAuthOptions } from './auth.js';
+export { addMetricsRoute, addProbeRoutes } from './health.js';
+export { createWorkerMonitorApp, serveHttp } from './worker-app.js';
+export type { RunningHttpServer, WorkerMonitorDeps, WorkerMonitorOptions } from './worker-app.js';
 export { createQueuesBoard, readQueueDepths, QUEUES_BASE_PATH } from './bull-board.js';
 export { renderDashboardPage } from './dashboard-page.js';
 export type { DashboardPageOptions } from './dashboard-page.js';

@@ -44,11 +44,14 @@ describe('monitor with BullMQ queues', () => {
 
   it('serves bull-board at /admin/queues behind the token, with its assets and API', async () => {
     expect((await fetch(`${base}/admin/queues`)).status).toBe(401);
-    const page = await fetch(`${base}/admin/queues?token=${TOKEN}`);
+    const login = await fetch(`${base}/admin/queues?token=${TOKEN}`, { redirect: 'manual' });
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/admin/queues');
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+    const page = await fetch(`${base}/admin/queues`, { headers: { cookie } });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain('chatgate queues');
-    const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0];
     const asset = html.match(/src="([^"]+\.js)"/)?.[1];
     expect(asset).toBeDefined();
     const assetRes = await fetch(new URL(asset as string, `${base}/admin/queues/`), { headers: { cookie } });

@@ -163,15 +163,17 @@ describe('monitor auth', () => {
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
   });
 
-  it('bound off loopback, accepts the bearer token, and ?token= sets a cookie for the browser', async () => {
+  it('bound off loopback, accepts the bearer token, and ?token= logs a browser in with a cookie', async () => {
     const base = await start({ sessions: reader }, { monitorToken: TOKEN }, '0.0.0.0');
     const auth = { Authorization: `Bearer ${TOKEN}` };
     expect((await fetch(`${base}/api/sessions`, { headers: auth })).status).toBe(200);
     expect((await scrape(base, auth)).size).toBeGreaterThan(0);
-    const page = await fetch(`${base}/dashboard?token=${TOKEN}`);
-    expect(page.status).toBe(200);
-    const cookie = page.headers.get('set-cookie') ?? '';
+    const login = await fetch(`${base}/dashboard?token=${TOKEN}`, { redirect: 'manual' });
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/dashboard');
+    const cookie = login.headers.get('set-cookie') ?? '';
     expect(cookie).toMatch(/^cg_monitor=.+HttpOnly/);
+    expect((await fetch(`${base}/dashboard`, { headers: { cookie: cookie.split(';')[0] } })).status).toBe(200);
     expect((await fetch(`${base}/api/sessions`, { headers: { cookie: cookie.split(';')[0] } })).status).toBe(200);
   });
 

@@ -113,23 +113,29 @@ describe('web channel API', () => {
     const polling = fetch(`${base}/api/chat/conv-2/messages?after=0&timeoutMs=10000`).then((r) => r.json());
     await pollWaiting;
     await channel.send({ chatId: 'conv-2' }, { text: 'first', mode: 'formatted' });
-    expect(await polling).toMatchObject({ messages: [{ seq: 1, id: 'web:conv-2:1', text: 'first', format: 'markdown' }], next: 1 });
+    const first = (await polling) as { epoch: string };
+    const { epoch } = first;
+    expect(epoch).toMatch(/^[0-9a-f]{12}$/);
+    expect(first).toMatchObject({ messages: [{ epoch, seq: 1, id: `web:conv-2:${epoch}:1`, text: 'first', format: 'markdown' }], next: `${epoch}:1` });
     await channel.send({ chatId: 'conv-2' }, { text: 'second', mode: 'plain' });
-    const again = await (await fetch(`${base}/api/chat/conv-2/messages?after=1&timeoutMs=0`)).json();
-    expect(again).toMatchObject({ messages: [{ seq: 2, text: 'second', format: 'text' }], next: 2 });
-    expect(await (await fetch(`${base}/api/chat/conv-2/messages?after=2&timeoutMs=0`)).json()).toEqual({ messages: [], next: 2 });
+    const again = await (await fetch(`${base}/api/chat/conv-2/messages?after=${epoch}:1&timeoutMs=0`)).json();
+    expect(again).toMatchObject({ messages: [{ seq: 2, text: 'second', format: 'text' }], next: `${epoch}:2` });
+    expect(await (await fetch(`${base}/api/chat/conv-2/messages?after=${epoch}:2&timeoutMs=0`)).json()).toEqual({ messages: [], epoch, next: `${epoch}:2` });
+    // A bare seq is taken as the current epoch.
+    expect(await (await fetch(`${base}/api/chat/conv-2/messages?after=1&timeoutMs=0`)).json()).toMatchObject({ messages: [{ seq: 2 }], next: `${epoch}:2` });
   });
 
   it('streams replies by SSE, replaying those after Last-Event-ID', async () => {
     await channel.send({ chatId: 'conv-3' }, { text: 'one', mode: 'formatted' });
     await channel.send({ chatId: 'conv-3' }, { text: 'two', mode: 'formatted' });
-    const response = await fetch(`${base}/api/chat/conv-3/events`, { headers: { 'last-event-id': '1' } });
+    const { epoch } = (await (await fetch(`${base}/api/chat/conv-3/messages?after=0&timeoutMs=0`)).json()) as { epoch: string };
+    const response = await fetch(`${base}/api/chat/conv-3/events`, { headers: { 'last-event-id': `${epoch}:1` } });
     expect(response.headers.get('content-type')).toContain('text/event-stream');
     const reading = readEvents(response, 'message', 2);
     const delivery = createDelivery({ channels: new Map([['web', channel]]), ledger: createMemoryDeliveryLedger() });
     await delivery.deliver({ id: 'r1', sessionId: 'web:conv-3', channel: 'web', chatId: 'conv-3', text: 'three', kind: 'reply' });
     const events = await reading;
-    expect(events.map((e) => [e.id, JSON.parse(e.data).text])).toEqual([['2', 'two'], ['3', 'three']]);
+    expect(events.map((e) => [e.id, JSON.parse(e.data).text])).toEqual([[`${epoch}:2`, 'two'], [`${epoch}:3`, 'three']]);
   });
 
   it('sends typing hints to SSE listeners', async () => {
