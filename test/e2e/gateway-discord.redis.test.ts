@@ -80,24 +80,26 @@ describe('gateway with Discord', () => {
   });
 
   it('answers /usage and /compact with real figures', async () => {
-    const s = await start(() => ({ content: `An answer with some words in it. ${'detail '.repeat(40)}` }));
-    for (const text of ['first question', 'second question', 'third question']) {
+    const s = await start((request) => ({ content: `Answer ${request.index}. ${'detail of the answer '.repeat(60)}` }));
+    for (let i = 0; i < 10; i++) {
       const before = posted().length;
-      dm(text);
+      dm(`question ${i}`);
       await untilPosted(() => posted().length > before);
     }
     const sessionId = `discord:${FAKE_DISCORD_IDS.dmChannel}`;
     const usage = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
-    expect(usage.calls).toBe(3);
+    expect(usage.calls).toBe(10);
     dm('/usage');
-    await untilPosted(() => posted().length >= 4);
-    expect(posted()[3]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
-    expect(posted()[3]).toContain(`${usage.completionTokens.toLocaleString('en-US')} out`);
-    expect(posted()[3]).toContain('3 model calls');
+    await untilPosted(() => posted().length >= 11);
+    expect(posted()[10]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
+    expect(posted()[10]).toContain(`${usage.completionTokens.toLocaleString('en-US')} out`);
+    expect(posted()[10]).toContain('10 model calls');
     dm('/compact the questions');
-    await untilPosted(() => posted().length >= 5);
-    expect(posted()[4]).toMatch(/Compaction (compacted|pruned|fallback|noop) \(focus: the questions\): [\d,]+ → [\d,]+ tokens/);
-    expect(s.agentRequests()).toHaveLength(3);
+    await untilPosted(() => posted().length >= 12);
+    const match = /Compaction compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(posted()[11]);
+    expect(match, posted()[11]).not.toBeNull();
+    expect(Number(match![2].replace(/,/g, ''))).toBeLessThan(Number(match![1].replace(/,/g, '')));
+    expect(s.agentRequests()).toHaveLength(10);
   });
 
   it('answers a re-dispatched MESSAGE_CREATE once, refuses unlisted users and over-size messages without the LLM', async () => {
@@ -108,6 +110,8 @@ describe('gateway with Discord', () => {
     dm('let me in', '900000000000000099');
     mention('let me in too', '900000000000000098');
     dm('x'.repeat(500));
+    // The second message waits for the first answer, or both could be answered in one turn.
+    await untilPosted(() => posted(FAKE_DISCORD_IDS.dmChannel).includes('ok'));
     dm('and now a second one');
     mention('and one in the guild');
     // Messages of one channel are handled in arrival order: once the later ones are answered, a duplicate would have been too.

@@ -3,7 +3,7 @@ import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 
 let telegram: FakeTelegramServer;
@@ -76,20 +76,25 @@ describe('gateway with Telegram', () => {
   });
 
   it('answers /usage and /compact with real figures', async () => {
-    const s = await start(() => ({ content: `An answer with some words in it. ${'detail '.repeat(40)}` }));
-    for (const text of ['first question', 'second question', 'third question']) {
-      say(text);
-      await telegram.waitForCall('sendMessage', texts().length + 1);
+    const s = await start((request) => ({ content: `Answer ${request.index}. ${'detail of the answer '.repeat(60)}` }));
+    for (let i = 0; i < 10; i++) {
+      say(`question ${i}`);
+      await telegram.waitForCall('sendMessage', i + 1);
     }
     const sessionId = 'telegram:42';
     const usage = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
     say('/usage');
-    await telegram.waitForCall('sendMessage', 4);
-    expect(texts()[3]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
-    expect(texts()[3]).toContain('3 model calls');
+    await telegram.waitForCall('sendMessage', 11);
+    expect(texts()[10]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
+    expect(texts()[10]).toContain('10 model calls');
     say('/compact the questions');
-    await telegram.waitForCall('sendMessage', 5);
-    expect(texts()[4]).toMatch(/Compaction (compacted|pruned|fallback|noop) \(focus: the questions\): [\d,]+ → [\d,]+ tokens/);
+    await telegram.waitForCall('sendMessage', 12);
+    const match = /Compaction compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(texts()[11]);
+    expect(match, texts()[11]).not.toBeNull();
+    const [before, after] = [match![1], match![2]].map((n) => Number(n.replace(/,/g, '')));
+    expect(after).toBeLessThan(before);
+    const summaryCall = s.llm.requests.find((r) => isSummaryRequest(r));
+    expect(JSON.stringify(summaryCall?.messages)).toContain('the questions');
   });
 
   it('processes a re-delivered update once, refuses unlisted users and over-size messages without the LLM', async () => {
@@ -98,6 +103,8 @@ describe('gateway with Telegram', () => {
     telegram.pushUpdate({ message: { message_id: messageId, date: Math.floor(Date.now() / 1000), text: 'once please', from: { id: 42, is_bot: false, first_name: 'Ada' }, chat: { id: 42, type: 'private' } } });
     say('let me in', 99);
     say('x'.repeat(500));
+    // The second message waits for the first answer, or both could be answered in one turn.
+    await waitUntil(() => telegram.callsOf('sendMessage').some((c) => c.params.chat_id === '42' && c.params.text === 'ok'));
     say('and now a second one');
     // Turns of one chat run in arrival order: once the second message is answered, a duplicate turn would have been too.
     await waitUntil(() => telegram.callsOf('sendMessage').filter((c) => c.params.chat_id === '42' && c.params.text === 'ok').length >= 2);
