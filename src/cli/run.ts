@@ -4,6 +4,7 @@ import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 import { startGateway, type GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
+import { createWorkerMonitorApp, serveHttp } from '../monitor/worker-app.js';
 import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeModels } from './llm-check.js';
@@ -73,7 +74,7 @@ export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop
     progress(io, `using Redis at ${redactUrl(conn.resolved.url)} (${conn.resolved.source})`);
     config = await prepareModel(io, config, logger, cleanups);
     const handles = await startRoles(io, config, conn.redis, logger, roles, cleanups);
-    printReady(io, config, roles, handles.gateway);
+    printReady(io, config, roles, handles);
     const signal = await stopping;
     progress(io, `${signal}: shutting down…`);
     return EXIT.ok;
@@ -113,8 +114,16 @@ async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups:
   return config;
 }
 
-async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<{ gateway?: GatewayHandle }> {
+/** What {@link startRoles} started that {@link printReady} shows. */
+interface StartedRoles {
+  gateway?: GatewayHandle;
+  /** Base URL of a worker-only process's `/healthz` + `/metrics` server, when it could listen. */
+  workerHttpUrl?: string;
+}
+
+async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
+  let workerHttpUrl: string | undefined;
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
   if (roles.gateway) {
     progress(io, 'starting the gateway…');
@@ -126,15 +135,40 @@ async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logge
     progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
     const worker: RunningWorker = await runWorker(workerOptionsFromConfig(config, redis, logger));
     cleanups.push(() => worker.close());
+    // A worker alone has no gateway HTTP server: give its metrics a server of their own.
+    if (!roles.gateway) workerHttpUrl = await startWorkerHttp(io, config, redis, logger, cleanups);
   }
-  return { gateway };
+  return { gateway, workerHttpUrl };
 }
 
-function printReady(io: CliIo, config: Config, roles: RunRoles, gateway: GatewayHandle | undefined): void {
+/**
+ * `/healthz`, `/readyz` and `/metrics` of a worker-only process on CHATGATE_HTTP_HOST:PORT.
+ * A port already taken (a gateway or another worker on the same machine) is a warning, not a failure.
+ */
+async function startWorkerHttp(io: CliIo, config: Config, redis: Redis, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+  const app = createWorkerMonitorApp(
+    { logger, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
+    { host: config.http.host, monitorToken: config.http.monitorToken },
+  );
+  try {
+    const http = await serveHttp(app, config.http.host, config.http.port);
+    cleanups.push(() => http.close());
+    return http.url;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    io.err(`chatgate: warning: worker metrics not served: ${config.http.host}:${config.http.port} is in use (set CHATGATE_HTTP_PORT to a free port, or 0 for any)`);
+    logger.warn({ host: config.http.host, port: config.http.port }, 'worker metrics server not started: port in use');
+    return undefined;
+  }
+}
+
+function printReady(io: CliIo, config: Config, roles: RunRoles, started: StartedRoles): void {
+  const { gateway, workerHttpUrl } = started;
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
   if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
   if (gateway) lines.push(`Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
+  if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
   lines.push('Press Ctrl+C to stop.');
   for (const line of lines) io.out(line);
 }

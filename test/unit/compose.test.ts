@@ -87,14 +87,14 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).toMatch(new RegExp(`^EXPOSE ${port}$`, 'm'));
   });
 
-  it('gives every service a health check; the gateway probes /healthz on its own port', () => {
+  it('gives every service a health check; the gateway probes /healthz and the workers /readyz on their own port', () => {
     for (const [name, service] of Object.entries(compose.services)) {
       expect(service.healthcheck?.test?.[0], name).toBe('CMD');
       expect(service.healthcheck?.interval, name).toMatch(/^\d+s$/);
       expect(service.healthcheck?.retries, name).toBeGreaterThan(0);
     }
     expect(gateway.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${gateway.environment?.CHATGATE_HTTP_PORT}/healthz`);
-    expect(worker.healthcheck?.test.join(' ')).toContain('process.env.REDIS_URL');
+    expect(worker.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${worker.environment?.CHATGATE_HTTP_PORT}/readyz`);
   });
 });
 
