@@ -1,7 +1,7 @@
 import type { ContextCompressor } from '../src/core/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage } from '../src/core/messages.js';
-import { LlmError } from '../src/errors.js';
+import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { CompletionResult, LlmClient } from '../src/llm/client.js';
 import { toLlmError } from '../src/llm/errors.js';
@@ -16,6 +16,7 @@ import { runCompactionStep, type CompactionLayer } from '../src/session/compacti
 import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
+import { TURN_NOTICES } from './notices.js';
 import { TurnState } from '../src/session/turn-state.js';
 
 /** What the tool loop needs. */
@@ -41,6 +42,13 @@ export interface AgentOptions {
   /** Model that writes summaries (for the transcript); default the main model. */
   summaryModel?: string;
   prices?: PriceTable;
+  /** Tokens kept free for the answer, sent as the call's output limit (`max_tokens`) when > 0. Default 0. */
+  reservedOutputTokens?: number;
+}
+
+/** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */
+export interface LeaseGuard {
+  confirm(): Promise<boolean>;
 }
 
 /** One turn's input: the session as loaded, the lease's fence and the messages taken from the inbox. */
@@ -48,17 +56,11 @@ export interface TurnInput {
   snapshot: SessionSnapshot;
   fence: number;
   items: InboundMessage[];
+  /** Asked before every model call (summaries too) and every tool; a lost lease aborts the turn. */
+  lease?: LeaseGuard;
 }
 
-/** User-facing texts of the ways a turn can end without an answer. */
-export const TURN_NOTICES = {
-  contextOverflow: 'This conversation no longer fits into the model\'s context window, even after compacting it. Use /compact <focus> to summarise it around what matters, or /reset to start over.',
-  unavailable: (detail: string) => `The model is not answering right now (${detail}). Please send your message again in a little while.`,
-  refused: (detail: string) => `The model endpoint refused the request (${detail}). An operator needs to check the configuration.`,
-  maxCalls: (calls: number) => `I stopped after ${calls} model calls in this turn without finishing. Ask me to continue if you want me to go on.`,
-  paused: 'Automatic compaction is paused for this conversation because it did not shrink it enough twice in a row. Use /compact <focus> or /reset.',
-  empty: 'The model returned an empty answer.',
-} as const;
+export { TURN_NOTICES };
 
 interface Loop {
   deps: AgentDeps;
@@ -73,31 +75,34 @@ interface Loop {
   notices: string[];
   /** Compactions since the last model call; bounds compaction to one in-loop run per call. */
   compactionsSinceCall: number;
+  lease?: LeaseGuard;
 }
 
 /**
  * Runs one turn: puts the new inbound messages into the projection, then loops model call → tools
  * until the model answers, compacting before any call whose request reaches the trigger. Every
  * round is committed atomically; the final commit deletes the processing list and puts the replies
- * in the outbox. @returns the replies committed. @throws StaleCommitError when the lease was lost.
+ * in the outbox. @returns the replies committed. @throws StaleCommitError when the lease was lost
+ * (checked before every model call and tool, so a turn that lost it stops at once, committing nothing more).
  */
 export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<OutboundMessage[]> {
   const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence);
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
-    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0,
+    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
   };
   await appendInbound(loop);
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
     const request = await buildRequest(loop);
     if (await compactIfNeeded(loop, request.overhead)) continue;
+    await ensureLease(loop, 'model call');
     deps.onModelCall?.();
     loop.calls++;
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, ...outputLimit(options) });
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
       const notice = await onModelError(loop, error, request.overhead);
@@ -146,6 +151,7 @@ async function compactIfNeeded(loop: Loop, overhead: number): Promise<boolean> {
 }
 
 async function compact(loop: Loop, layer: CompactionLayer, force: boolean, requestTokens: number, focus?: string): Promise<void> {
+  await ensureLease(loop, 'compaction');
   const result = await runCompactionStep({
     compressor: loop.deps.compressor, turn: loop.turn, system: loop.system, requestTokens, layer, force, focus,
     summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log,
@@ -185,6 +191,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const maxTokens = toolResultCap(options.contextWindow, calls.length);
   const results: StoredEntry[] = [];
   for (const call of calls) {
+    await ensureLease(loop, `tool ${call.function.name}`);
     const text = capToolResult(await deps.tools.execute(call, context), maxTokens, deps.llm.model);
     results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: text }, deps.llm.model));
   }
@@ -217,6 +224,17 @@ function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['k
   const message: OutboundMessage = { id, sessionId: loop.turn.sessionId, channel: last.channel, chatId: last.chatId, text, kind };
   if (last.threadId) message.threadId = last.threadId;
   return message;
+}
+
+/** @throws StaleCommitError when the session's lease is no longer ours: nothing more may be done for it. */
+async function ensureLease(loop: Loop, before: string): Promise<void> {
+  if (!loop.lease || (await loop.lease.confirm())) return;
+  throw new StaleCommitError(loop.turn.sessionId, `the session lease was lost before the ${before}`);
+}
+
+function outputLimit(options: AgentOptions): { maxTokens?: number } {
+  const reserve = options.reservedOutputTokens ?? 0;
+  return reserve > 0 ? { maxTokens: reserve } : {};
 }
 
 function toolContext(loop: Loop): Omit<ToolContext, 'signal'> {

@@ -4,6 +4,7 @@ import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { Logger } from '../src/log.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { turnDurationSeconds } from '../src/monitor/metrics.js';
+import { StaleCommitError } from '../src/errors.js';
 import { createSilentLogger } from '../src/log.js';
 import { createLlmClient, type LlmClientOptions } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
@@ -12,12 +13,13 @@ import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
 import { createRedis, type RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';
 import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
-import { DEFAULT_LEASE_TTL_MS, holdLease } from '../src/redis/lease.js';
+import { DEFAULT_LEASE_TTL_MS, holdLease, type HeldLease } from '../src/redis/lease.js';
 import { createSessionStore, type SessionStore } from '../src/redis/session-store.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
+import { deadLetterTurn } from './dead-letter.js';
 import type { ToolDefinition } from './tools/types.js';
 
 export { DEFAULT_SYSTEM_PROMPT };
@@ -52,8 +54,10 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   leaseRetryMs?: number;
   /** BullMQ job lock in ms (a dead worker's turn is retried after about this long). Default 30000. */
   lockDurationMs?: number;
-  /** BullMQ stalled-job check interval in ms. Default 30000. */
+  /** BullMQ stalled-job check interval in ms. Default `lockDurationMs`. */
   stalledIntervalMs?: number;
+  /** Times a turn job may stall (its worker died) before it fails for good and is dead-lettered. Default 5. */
+  maxStalledCount?: number;
   /** Approximate transcript entries kept per session. Default 100000. */
   transcriptRetention?: number;
   /** Price overrides by model (USD per 1M tokens). */
@@ -86,21 +90,30 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunningWorke
   const agentOptions: AgentOptions = {
     systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: options.contextWindow,
     maxModelCalls: options.maxModelCalls ?? 12, maxContextRetries: options.maxContextRetries ?? 3,
-    summaryModel: options.llm.summaryModel, prices: options.prices,
+    summaryModel: options.llm.summaryModel, prices: options.prices, reservedOutputTokens: options.reservedOutputTokens,
   };
   const turn: TurnRunner = { redis, store, outbound, logger, keyPrefix, agentOptions, leaseTtlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
-    leaseRetryMs: options.leaseRetryMs ?? 1000, deps: { redis, store, llm, compressor, tools, logger } };
+    leaseRetryMs: options.leaseRetryMs ?? 1000, deps: { redis, store, llm, compressor, tools, logger }, deadLettered: new Set() };
+  const lockDuration = options.lockDurationMs ?? 30_000;
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: options.concurrency ?? 4,
-    lockDuration: options.lockDurationMs ?? 30_000, stalledInterval: options.stalledIntervalMs ?? 30_000, maxStalledCount: 5,
+    lockDuration, stalledInterval: options.stalledIntervalMs ?? lockDuration, maxStalledCount: options.maxStalledCount ?? 5,
   });
-  worker.on('failed', (job, err) => logger.warn({ err, jobId: job?.id, sessionId: job?.data.sessionId }, 'turn job failed'));
+  const failures = new Set<Promise<void>>();
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const handled = onTurnFailed(turn, job, err).catch((error: unknown) => logger.error({ err: error, jobId: job.id }, 'failed turn not handled'));
+    failures.add(handled);
+    void handled.finally(() => failures.delete(handled));
+  });
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   await worker.waitUntilReady();
   logger.info({ queue: names.turnQueue, concurrency: options.concurrency ?? 4 }, 'worker started');
   return {
     async close() {
+      logger.info({}, 'worker draining');
       await worker.close();
+      await Promise.all(failures);
       await outbound.close();
       if (ownsRedis) await redis.quit();
       logger.info({}, 'worker stopped');
@@ -118,6 +131,16 @@ interface TurnRunner {
   leaseTtlMs: number;
   leaseRetryMs: number;
   deps: AgentDeps;
+  /** Jobs whose final failure the processor already dead-lettered (the 'failed' handler skips them). */
+  deadLettered: Set<string>;
+}
+
+interface RunningTurn {
+  job: Job<TurnJobData>;
+  log: Logger;
+  lease: HeldLease;
+  items: InboundMessage[];
+  typing: () => void;
 }
 
 /** One turn job: lease, outbox left from a crash, inbox → processing, tool loop, replies out. */
@@ -125,11 +148,7 @@ async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?:
   const { sessionId } = job.data;
   const keys = runner.store.keys(sessionId);
   const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
-  if (!lease) {
-    await job.moveToDelayed(Date.now() + runner.leaseRetryMs, token);
-    throw new DelayedError();
-  }
-  const log = runner.logger.child({ sessionId, jobId: job.id });
+  if (!lease) return retryLater(runner, job, token);
   let signal: ((type: TurnSignal['type']) => void) | null = null;
   try {
     await flushOutbox(runner, sessionId);
@@ -137,16 +156,10 @@ async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?:
     if (items.length === 0) return 'empty';
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
-    const snapshot = await runner.store.load(sessionId);
     const typing = signal;
-    const stopTimer = turnDurationSeconds.startTimer({ channel: items[0].channel });
-    try {
-      await runAgentTurn({ ...runner.deps, logger: log, onModelCall: () => typing('typing') }, runner.agentOptions, { snapshot, fence: lease.fence, items });
-      stopTimer({ outcome: 'ok' });
-    } catch (err) {
-      stopTimer({ outcome: 'error' });
-      throw err;
-    }
+    const outcome = await runTurn(runner, { job, log: turnLogger(runner.logger, job), lease, items, typing: () => typing('typing') });
+    // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
+    if (outcome === 'lease-lost') return await retryLater(runner, job, token);
     await flushOutbox(runner, sessionId);
     return `answered ${items.length}`;
   } finally {
@@ -154,6 +167,73 @@ async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?:
     signal?.('turn-ended');
     await lease.release();
   }
+}
+
+/**
+ * Runs the tool loop. A lost lease ends the turn quietly ('lease-lost'); any other failure is
+ * rethrown for BullMQ to retry — on the job's last attempt after dead-lettering its messages.
+ */
+async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'lease-lost'> {
+  const { job, log, lease, items } = turn;
+  const stopTimer = turnDurationSeconds.startTimer({ channel: items[0].channel });
+  try {
+    const snapshot = await runner.store.load(job.data.sessionId);
+    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items });
+    stopTimer({ outcome: 'ok' });
+    return 'ok';
+  } catch (err) {
+    if (err instanceof StaleCommitError) {
+      stopTimer({ outcome: 'lease-lost' });
+      log.warn({ err, messages: items.length }, 'turn aborted: the session lease was lost');
+      return 'lease-lost';
+    }
+    stopTimer({ outcome: 'error' });
+    if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+      await deadLetterTurn({ redis: runner.redis, logger: log }, { sessionId: job.data.sessionId, keys: runner.store.keys(job.data.sessionId), fence: lease.fence, jobId: job.id, err });
+      await flushOutbox(runner, job.data.sessionId);
+      if (job.id) runner.deadLettered.add(job.id);
+    }
+    throw err;
+  }
+}
+
+/**
+ * The 'failed' handler: logs every failed attempt; on a final failure the processor did not
+ * handle (a job stalled too often is failed without running it), dead-letters the session's
+ * processing list under the lease — unless a running turn holds the session and takes it anyway.
+ */
+async function onTurnFailed(runner: TurnRunner, job: Job<TurnJobData>, err: Error): Promise<void> {
+  const log = turnLogger(runner.logger, job);
+  const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+  log.warn({ err, attemptsMade: job.attemptsMade, final }, 'turn job failed');
+  if (!final || (job.id !== undefined && runner.deadLettered.delete(job.id))) return;
+  const { sessionId } = job.data;
+  const keys = runner.store.keys(sessionId);
+  const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
+  if (!lease) {
+    log.warn({}, 'dead letter skipped: a running turn holds the session and takes its messages');
+    return;
+  }
+  try {
+    await deadLetterTurn({ redis: runner.redis, logger: log }, { sessionId, keys, fence: lease.fence, jobId: job.id, err });
+    await flushOutbox(runner, sessionId);
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Puts the job back for `leaseRetryMs` without spending an attempt. */
+async function retryLater(runner: TurnRunner, job: Job<TurnJobData>, token?: string): Promise<never> {
+  await job.moveToDelayed(Date.now() + runner.leaseRetryMs, token);
+  throw new DelayedError();
+}
+
+/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (DESIGN §6). */
+function turnLogger(logger: Logger, job: Job<TurnJobData>): Logger {
+  const { sessionId } = job.data;
+  // Session ids are `channel:chatId[:threadId]` (sessionKeyOf).
+  const channel = sessionId.includes(':') ? sessionId.slice(0, sessionId.indexOf(':')) : 'unknown';
+  return logger.child({ sessionId, channel, jobId: job.id });
 }
 
 /** Enqueues committed replies (stable job ids: re-adding one that exists is a no-op), then drops them. */

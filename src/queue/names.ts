@@ -42,9 +42,10 @@ export function turnDedupId(sessionId: string): string {
 
 /**
  * Stable id of the reply to a set of inbound messages: a retried turn derives the same id, so the
- * outbound queue keeps one job. `index` numbers several notices of one turn.
+ * outbound queue keeps one job. `index` numbers several notices of one turn; `failed` is the notice
+ * that a turn failed for good (its messages went to the dead-letter list).
  */
-export function replyJobId(inboundIds: readonly string[], kind: 'reply' | 'notice' = 'reply', index = 0): string {
+export function replyJobId(inboundIds: readonly string[], kind: 'reply' | 'notice' | 'failed' = 'reply', index = 0): string {
   return `${kind}-${digest(inboundIds.join('\n'))}-${index}`;
 }
 

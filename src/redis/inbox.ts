@@ -1,4 +1,4 @@
-import type { InboundMessage } from '../core/inbound.js';
+import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { RedisClient } from './client.js';
 import { runScript } from './client.js';
 import type { SessionKeys } from './keys.js';
@@ -26,4 +26,34 @@ export async function claimInbox(redis: RedisClient, keys: SessionKeys): Promise
 export async function pendingCount(redis: RedisClient, keys: SessionKeys): Promise<{ inbox: number; processing: number }> {
   const [inbox, processing] = await Promise.all([redis.llen(keys.inbox), redis.llen(keys.processing)]);
   return { inbox, processing };
+}
+
+// Under the lease: processing → failed (newest kept), the notice into the outbox, turn bookkeeping reset.
+const DEAD_LETTER = `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+local moved = 0
+while redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT') do moved = moved + 1 end
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
+if moved > 0 and ARGV[2] ~= '' then redis.call('RPUSH', KEYS[5], ARGV[2]) end
+redis.call('HSET', KEYS[4], 'turnInboundIds', '[]')
+redis.call('HINCRBY', KEYS[4], 'version', 1)
+return moved`;
+
+/** Dead letters kept per session (the newest). */
+export const DEAD_LETTER_RETENTION = 1000;
+
+/** The processing list as it is (the items a running or crashed turn has taken), oldest first. */
+export async function readProcessing(redis: RedisClient, keys: SessionKeys): Promise<InboundMessage[]> {
+  const raw = await redis.lrange(keys.processing, 0, -1);
+  return raw.map((item) => JSON.parse(item) as InboundMessage);
+}
+
+/**
+ * Moves the processing list to the session's dead-letter list (`keys.failed`) and, when anything
+ * moved, puts `notice` in the outbox — atomically, only while `fence` holds the lease.
+ * @returns the number of messages moved, or null when the lease is not held by `fence`.
+ */
+export async function deadLetterProcessing(redis: RedisClient, keys: SessionKeys, fence: number, notice: OutboundMessage | null): Promise<number | null> {
+  const moved = Number(await runScript(redis, DEAD_LETTER, [keys.processing, keys.failed, keys.lease, keys.meta, keys.outbox], [String(fence), notice ? JSON.stringify(notice) : '', DEAD_LETTER_RETENTION]));
+  return moved < 0 ? null : moved;
 }

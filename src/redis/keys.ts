@@ -26,6 +26,8 @@ export interface SessionKeys {
   notes: string;
   /** List of outbound replies committed but not yet enqueued. */
   outbox: string;
+  /** List of inbound messages (JSON) whose turn failed for good (dead letters; newest 1000 kept). */
+  failed: string;
 }
 
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
@@ -41,6 +43,7 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
     lease: `${base}lease`,
     notes: `${base}notes`,
     outbox: `${base}outbox`,
+    failed: `${base}failed`,
   };
 }
 

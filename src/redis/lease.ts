@@ -39,10 +39,15 @@ export async function releaseLease(redis: RedisClient, keys: SessionKeys, fence:
   return Number(await runScript(redis, RELEASE, [keys.lease], [String(fence)])) === 1;
 }
 
-/** A lease kept alive by a timer until `stop()`; `lost` turns true when a renewal failed. */
+/** A lease kept alive by a timer until `release()`; `lost` turns true when a renewal failed. */
 export interface HeldLease {
   readonly fence: number;
   readonly lost: boolean;
+  /**
+   * Renews the lease now. @returns false (and `lost` turns true) when another holder has it or it
+   * expired: the caller must stop writing for the session. @throws on Redis errors.
+   */
+  confirm(): Promise<boolean>;
   /** Stops renewing and releases the lease. */
   release(): Promise<void>;
 }
@@ -62,6 +67,11 @@ export async function holdLease(redis: RedisClient, keys: SessionKeys, ttlMs: nu
   return {
     fence,
     get lost() { return lost; },
+    async confirm() {
+      if (lost) return false;
+      if (!(await renewLease(redis, keys, fence, ttlMs))) lost = true;
+      return !lost;
+    },
     async release() {
       clearInterval(timer);
       await releaseLease(redis, keys, fence);

@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { messageText } from '../../src/core/messages.js';
+import { replyJobId } from '../../src/queue/names.js';
+import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import { claimInbox } from '../../src/redis/inbox.js';
+import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
+import { readTranscript } from '../../src/redis/transcript.js';
+import { TURN_NOTICES } from '../../workers/agent.processor.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { defineTool } from '../../workers/tools/types.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { createLogSink, type LogSink } from '../helpers/log-sink.js';
+import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+
+const SESSION = 'web:chat1';
+let seq = 0;
+
+function inbound(text: string): InboundMessage {
+  seq++;
+  return { id: `web:chat1:${seq}`, channel: 'web', chatId: 'chat1', userId: 'u1', userName: 'Ann', text, attachments: [], receivedAt: Date.now() };
+}
+
+describe('worker failures', () => {
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let worker: RunningWorker | null;
+  let producer: TurnProducer;
+  let out: OutboundCollector;
+  let sink: LogSink;
+  let keys: SessionKeys;
+
+  const start = async (options: Partial<RunWorkerOptions> = {}) => {
+    worker = await runWorker({
+      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, logger: sink.logger,
+      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
+      concurrency: 2, ...options,
+    });
+  };
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    fake = await startFakeOpenAI();
+    sink = createLogSink();
+    out = await collectOutbound(t);
+    worker = null;
+    keys = sessionKeys(SESSION, t.keyPrefix);
+  });
+  afterEach(async () => {
+    await worker?.close();
+    await out.close();
+    await producer.close();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('dead-letters the messages of a turn that fails on its last attempt, tells the user, and the session goes on', async () => {
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, attempts: 2 });
+    await start();
+    fake.setHandler(() => ({ content: 'answered' }));
+    // A session whose meta cannot be read: every attempt of the turn throws.
+    await t.redis.hset(keys.meta, 'route', '{not json');
+    const lost = inbound('this one breaks');
+    await producer.submitInbound(lost);
+
+    const first = await sink.waitFor((line) => line.msg === 'turn job failed');
+    expect(first).toMatchObject({ final: false, sessionId: SESSION, channel: 'web' });
+    expect(await t.redis.lrange(keys.processing, 0, -1)).toHaveLength(1);
+    expect(out.replies).toHaveLength(0);
+
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toEqual({
+      id: replyJobId([lost.id], 'failed'), sessionId: SESSION, channel: 'web', chatId: 'chat1', kind: 'notice', text: TURN_NOTICES.failed(1),
+    });
+    expect(await t.redis.exists(keys.processing)).toBe(0);
+    expect((await t.redis.lrange(keys.failed, 0, -1)).map((raw) => (JSON.parse(raw) as InboundMessage).id)).toEqual([lost.id]);
+    const deadLetter = await sink.waitFor((line) => line.msg.startsWith('turn failed for good'));
+    expect(deadLetter).toMatchObject({ messages: 1, inboundIds: [lost.id], sessionId: SESSION, channel: 'web' });
+    expect(fake.requests).toHaveLength(0);
+
+    await t.redis.hdel(keys.meta, 'route');
+    const next = inbound('hello again');
+    await producer.submitInbound(next);
+    await out.waitFor((r) => r.length === 2);
+    expect(out.replies[1]).toMatchObject({ kind: 'reply', text: 'answered', id: replyJobId([next.id]) });
+    expect(fake.requests.map((r) => r.messages.filter((m) => m.role === 'user').map(messageText))).toEqual([[expect.stringContaining('hello again')]]);
+    expect(await t.redis.llen(keys.failed)).toBe(1);
+    expect(await t.redis.exists(keys.processing)).toBe(0);
+  });
+
+  it('dead-letters the messages of a turn whose job stalled too often (its worker died), under the lease', async () => {
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    const lost = inbound('taken by a worker that died');
+    await producer.submitInbound(lost);
+    // A worker that takes the job and the messages, then dies: its job lock is never renewed.
+    const dead = new Worker('turns', null, { connection: t.redis, prefix: t.queuePrefix, autorun: false, lockDuration: 200 });
+    const job = await dead.getNextJob(randomUUID());
+    expect(job?.data).toEqual({ sessionId: SESSION });
+    await claimInbox(t.redis, keys);
+    await dead.close(true);
+
+    await start({ maxStalledCount: 0, stalledIntervalMs: 100, lockDurationMs: 1000 });
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toMatchObject({ id: replyJobId([lost.id], 'failed'), kind: 'notice', text: TURN_NOTICES.failed(1) });
+    expect(await t.redis.exists(keys.processing)).toBe(0);
+    expect(await t.redis.llen(keys.failed)).toBe(1);
+    expect(sink.lines.find((line) => line.msg === 'turn job failed')).toMatchObject({ final: true, jobId: job?.id });
+
+    await producer.submitInbound(inbound('still there?'));
+    await out.waitFor((r) => r.length === 2);
+    expect(out.replies[1]).toMatchObject({ kind: 'reply', text: 'ok' });
+  });
+
+  it('stops a turn whose lease was lost before the next tool or model call, without a reply or a spent attempt', async () => {
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    const ran: string[] = [];
+    // Another worker takes the session over while this turn runs its tools.
+    const takeover = defineTool({ name: 'takeover', description: 'x', schema: z.object({}), run: async () => {
+      ran.push('takeover');
+      await t.redis.set(keys.lease, '999999', 'PX', 300);
+      return 'taken';
+    } });
+    const after = defineTool({ name: 'after', description: 'x', schema: z.object({}), run: () => { ran.push('after'); return 'ran'; } });
+    await start({ tools: [takeover, after], leaseRetryMs: 50 });
+    fake.setHandler((r) => (r.index === 0 ? { toolCalls: [{ name: 'takeover', arguments: {} }, { name: 'after', arguments: {} }] } : { content: 'done' }));
+    const message = inbound('go');
+    await producer.submitInbound(message);
+
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies).toEqual([expect.objectContaining({ id: replyJobId([message.id]), kind: 'reply', text: 'done' })]);
+    expect(ran).toEqual(['takeover']);
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[1].messages.filter((m) => m.role === 'tool')).toEqual([]);
+    expect(sink.lines.filter((line) => line.msg === 'turn aborted: the session lease was lost')).toHaveLength(1);
+    expect(sink.lines.filter((line) => line.msg === 'turn job failed')).toEqual([]);
+    const transcript = await readTranscript(t.redis, keys);
+    expect(transcript.map((e) => (e.type === 'message' ? e.message.role : e.type))).toEqual(['user', 'assistant']);
+    const turns = new Queue('turns', { connection: t.redis, prefix: t.queuePrefix });
+    const [job] = await turns.getJobs(['completed']);
+    await turns.close();
+    // Completion counts as the one attempt made: the lost lease spent none.
+    expect(job.attemptsMade).toBe(1);
+    expect(job.stacktrace).toEqual([]);
+  });
+});
