@@ -20,6 +20,7 @@ export interface CompletionRequest {
   tools?: ToolSchema[];
   /** Default: the client's model. */
   model?: string;
+  /** Output limit of the answer in tokens (the output reserve); omitted when unset or 0. */
   maxTokens?: number;
 }
 
@@ -42,7 +43,16 @@ export interface LlmClientOptions {
   timeoutMs?: number;
   /** Retries of 429/5xx/timeouts. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * Request field of the output limit. Default `max_tokens`, which every OpenAI-compatible server
+   * accepts; an endpoint that rejects it by name (OpenAI's reasoning models) is asked again once
+   * with the other field, which the client then keeps using.
+   */
+  maxTokensField?: MaxTokensField;
 }
+
+/** The request fields that carry an output limit. */
+export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';
 
 /** Calls the chat-completions endpoint, retrying transient failures; throws {@link LlmError}. */
 export interface LlmClient {
@@ -55,11 +65,12 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
   const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: options.timeoutMs ?? 120_000, maxRetries: 0 });
   const policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
-  const once = async (request: CompletionRequest): Promise<CompletionResult> => {
+  let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
+  const once = async (request: CompletionRequest, field: MaxTokensField): Promise<CompletionResult> => {
     const model = request.model ?? options.model;
     const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
     if (request.tools && request.tools.length > 0) body.tools = request.tools;
-    if (request.maxTokens) body.max_completion_tokens = request.maxTokens;
+    if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
     const response = await sdk.chat.completions.create(body);
     const choice = response.choices[0];
     if (!choice) throw new Error(`chat completion for ${model} returned no choices`);
@@ -69,12 +80,24 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     model: options.model,
     async complete(request) {
       const model = request.model ?? options.model;
+      let field = limitField;
+      let switched = false;
       for (let attempt = 0; ; attempt++) {
         let error: LlmError;
         try {
-          return await once(request);
+          const result = await once(request, field);
+          limitField = field;
+          return result;
         } catch (err) {
           error = toLlmError(err, `chat completion with ${model}`);
+        }
+        if (!switched && request.maxTokens && rejectsField(error, field)) {
+          switched = true;
+          const rejected = field;
+          field = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+          log.warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
+          attempt--;
+          continue;
         }
         const decision = classifyRetry(error, attempt, policy);
         if (!decision.retry) throw error;
@@ -83,6 +106,11 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
       }
     },
   };
+}
+
+/** True when the endpoint refused the request because of the output-limit field itself (by name). */
+function rejectsField(error: LlmError, field: MaxTokensField): boolean {
+  return (error.status === 400 || error.status === 422) && error.message.includes(field) && /unsupported|not supported|unknown|unrecogni[sz]ed|not allowed|not permitted|extra/i.test(error.message);
 }
 
 function toAssistant(message: OpenAI.Chat.Completions.ChatCompletionMessage): AssistantMessage {

@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
+import type { Logger } from '../log.js';
+import { createSilentLogger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, turnSignalChannel } from '../redis/keys.js';
 
@@ -21,16 +23,44 @@ export async function publishTurnSignal(redis: RedisClient, signal: TurnSignal, 
 
 /**
  * Subscribes to turn signals on a dedicated connection (a subscribed connection can do nothing
- * else; pass `redis.duplicate()`). @returns a function that unsubscribes and closes it.
+ * else; pass `redis.duplicate()`). A malformed payload, or an `onSignal` that throws, is logged
+ * (warn) and skipped: signals are hints, never worth a crash. @returns a function that
+ * unsubscribes and closes the connection.
  */
-export async function subscribeTurnSignals(subscriber: Redis, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<() => Promise<void>> {
+export async function subscribeTurnSignals(subscriber: Redis, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
   const channel = turnSignalChannel(keyPrefix);
+  const log = (logger ?? createSilentLogger()).child({ component: 'turn-signals' });
   subscriber.on('message', (from: string, payload: string) => {
-    if (from === channel) onSignal(JSON.parse(payload) as TurnSignal);
+    if (from !== channel) return;
+    const signal = parseSignal(payload);
+    if (!signal) {
+      log.warn({ channel, bytes: payload.length }, 'malformed turn signal ignored');
+      return;
+    }
+    try {
+      onSignal(signal);
+    } catch (err) {
+      log.warn({ err, sessionId: signal.sessionId, type: signal.type }, 'turn signal handler failed');
+    }
   });
   await subscriber.subscribe(channel);
   return async () => {
     await subscriber.unsubscribe(channel);
     subscriber.disconnect();
   };
+}
+
+const SIGNAL_TYPES = new Set<string>(['turn-started', 'typing', 'turn-ended']);
+
+function parseSignal(payload: string): TurnSignal | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const signal = value as Partial<TurnSignal>;
+  const ok = SIGNAL_TYPES.has(String(signal.type)) && typeof signal.sessionId === 'string' && typeof signal.channel === 'string' && typeof signal.chatId === 'string';
+  return ok ? (signal as TurnSignal) : null;
 }
