@@ -15,6 +15,7 @@ import { TURN_NOTICES } from '../../workers/agent.processor.js';
 import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
+import { createLogSink } from '../helpers/log-sink.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
 
 const SESSION = 'web:chat1';
@@ -74,6 +75,15 @@ describe('agent worker', () => {
     expect(usage.calls).toBe(1);
     expect(usage.promptTokens).toBe(fake.requests[0].promptTokens);
     expect((await readTranscript(t.redis, keys)).map((e) => e.type)).toEqual(['message', 'message']);
+  });
+
+  it('binds sessionId, channel and jobId on the logs of a turn', async () => {
+    const sink = createLogSink();
+    await start({ logger: sink.logger });
+    await producer.submitInbound(inbound('hi'));
+    await out.waitFor((r) => r.length === 1);
+    const committed = await sink.waitFor((line) => line.msg === 'turn committed');
+    expect(committed).toMatchObject({ component: 'worker', sessionId: SESSION, channel: 'web', jobId: expect.any(String) });
   });
 
   it('publishes turn-started, typing and turn-ended signals for the gateway', async () => {
@@ -220,8 +230,8 @@ describe('llm client and summariser', () => {
   it('writes the prompt from the request and falls back once from the summary model to the main model', async () => {
     fake.setHandler((r) => (r.model === 'cheap' ? { status: 400, message: 'model broken' } : { content: 'the summary' }));
     const summarizer = createSummarizer({ llm: createLlmClient({ baseURL: fake.baseURL, model: 'main', retry: { maxRetries: 0 } }) }, { summaryModel: 'cheap' });
-    const text = await summarizer.summarize({ turns: [{ role: 'user', content: 'order ORD-1' }], previousSummary: 'old summary', focus: 'billing', targetTokens: 2000 });
-    expect(text).toBe('the summary');
+    const answer = await summarizer.summarize({ turns: [{ role: 'user', content: 'order ORD-1' }], previousSummary: 'old summary', focus: 'billing', targetTokens: 2000 });
+    expect(answer).toMatchObject({ text: 'the summary', usage: { promptTokens: fake.requests[1].promptTokens } });
     expect(fake.requests.map((r) => r.model)).toEqual(['cheap', 'main']);
     const prompt = messageText(fake.requests[1].messages[1]);
     expect(prompt).toContain('<previous-summary>\nold summary');
