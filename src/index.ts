@@ -5,6 +5,8 @@ export type {
   ContentPart,
   SummaryRequest,
   Summarizer,
+  SummaryOutput,
+  SummaryUsage,
   CompactionOutcome,
   CompactionState,
   CompressOptions,

@@ -12,9 +12,25 @@ export interface SummaryRequest {
   targetTokens: number;
 }
 
-/** Writes the handoff summary of a compaction. Throwing or answering empty triggers the fallback. */
+/** Tokens a summariser call used, as its provider reported them. */
+export interface SummaryUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens?: number;
+}
+
+/** A summary with the usage of the call that wrote it. */
+export interface SummaryOutput {
+  text: string;
+  usage?: SummaryUsage;
+}
+
+/**
+ * Writes the handoff summary of a compaction: the text, or the text with its usage (so the
+ * session's ledger can account for it). Throwing or answering empty triggers the fallback.
+ */
 export interface Summarizer {
-  summarize(request: SummaryRequest): Promise<string>;
+  summarize(request: SummaryRequest): Promise<string | SummaryOutput>;
 }
 
 /** How a compaction ended. */
@@ -79,4 +95,6 @@ export interface CompactionResult {
   reason: string;
   /** Milliseconds the summariser took (0 when not called). */
   summarizerMs: number;
+  /** Tokens the summariser reported using, when it was called and reported them. */
+  summarizerUsage?: SummaryUsage;
 }

@@ -1,4 +1,4 @@
-import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer } from './compaction-types.js';
+import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryUsage } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
 import { factsNewestFirst, factsOfMessage, mineFacts, presentFacts } from './facts.js';
 import { fitDraft, renderDraft, summaryText, type Draft } from './fit.js';
@@ -116,7 +116,7 @@ export class ContextCompressor {
     if (!force && hasMiddle) {
       const prunedTokens = countMessageTokens(pruned, model);
       if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, middleEnd)) {
-        return this.finish({ ...base, state: minedState }, pruned, 'pruned', null, [], 'pruning alone was enough', 0);
+        return this.finish({ ...base, state: minedState }, pruned, 'pruned', null, [], 'pruning alone was enough', NO_CALL);
       }
     }
     return this.summarise({ ...base, state: minedState }, pruned, layout, { force, overLimit, focus: options.focus });
@@ -134,7 +134,7 @@ export class ContextCompressor {
     let body: string | null = previous?.body ?? null;
     let outcome: CompactionOutcome = 'compacted';
     let reason = 'summarised';
-    let summarizerMs = 0;
+    let call: SummarizerCall = NO_CALL;
     let state = base.state;
     if (turns.length > 0) {
       const targetTokens = summaryTargetTokens(countMessageTokens(turns, model), contextWindow);
@@ -143,7 +143,7 @@ export class ContextCompressor {
       const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, {
         turns, previousSummary: previous?.body ?? null, focus: flags.focus, targetTokens,
       });
-      summarizerMs = coolingDown ? 0 : Math.max(0, now() - started);
+      call = { ms: coolingDown ? 0 : Math.max(0, now() - started), usage: attempt && 'text' in attempt ? attempt.usage : undefined };
       if (attempt && 'text' in attempt) {
         body = attempt.text;
         state = { ...state, summarizerFailures: 0, cooldownUntilMs: 0 };
@@ -162,7 +162,7 @@ export class ContextCompressor {
       reason = 'over the window with nothing to summarise';
     }
     const draft = this.draft({ ...base, state }, pruned, layout, body);
-    return this.finishDraft({ ...base, state }, draft, layout, outcome, reason, summarizerMs);
+    return this.finishDraft({ ...base, state }, draft, layout, outcome, reason, call);
   }
 
   private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null): Draft {
@@ -196,7 +196,7 @@ export class ContextCompressor {
     };
   }
 
-  private finishDraft(base: Base, draft: Draft, layout: Layout, outcome: CompactionOutcome, reason: string, summarizerMs: number): CompactionResult {
+  private finishDraft(base: Base, draft: Draft, layout: Layout, outcome: CompactionOutcome, reason: string, call: SummarizerCall): CompactionResult {
     const { model } = this.options;
     const messages = base.messages;
     const hard = this.limitTokens - base.overhead;
@@ -213,16 +213,17 @@ export class ContextCompressor {
     }
     const summary = fitted.body === null && fitted.pinned.length === 0 ? null : summaryText(fitted);
     const state = { ...base.state, pinsOmitted: fitted.omitted };
-    return this.finish({ ...base, state }, out, outcome, summary, fitted.pinned, reason, summarizerMs);
+    return this.finish({ ...base, state }, out, outcome, summary, fitted.pinned, reason, call);
   }
 
-  private finish(base: Base, out: ChatMessage[], outcome: CompactionOutcome, summary: string | null, pinnedFacts: string[], reason: string, summarizerMs: number): CompactionResult {
+  private finish(base: Base, out: ChatMessage[], outcome: CompactionOutcome, summary: string | null, pinnedFacts: string[], reason: string, call: SummarizerCall): CompactionResult {
     const tokensAfter = countMessageTokens(out, this.options.model);
     const effective = tokensAfter + base.overhead < this.thresholdTokens;
     const recorded = recordCompaction(base.state, outcome, effective);
     return {
       messages: out, outcome, summary, tokensBefore: base.tokensBefore, tokensAfter,
-      pinnedFacts, state: recorded.state, pausedNow: recorded.pausedNow, reason, summarizerMs,
+      pinnedFacts, state: recorded.state, pausedNow: recorded.pausedNow, reason, summarizerMs: call.ms,
+      ...(call.usage ? { summarizerUsage: call.usage } : {}),
     };
   }
 
@@ -255,6 +256,14 @@ export class ContextCompressor {
     return { protectFirstN, protectLastN, tailBudget: Math.floor(Math.min(targetRatio * t, tailCeiling / 1.5)), tailCeiling, maxHeadTokens: Math.floor(0.1 * t), model };
   }
 }
+
+/** What a summariser call cost: its duration and, when reported, its tokens. */
+interface SummarizerCall {
+  ms: number;
+  usage?: SummaryUsage;
+}
+
+const NO_CALL: SummarizerCall = { ms: 0 };
 
 interface Base {
   messages: ChatMessage[];
@@ -300,11 +309,12 @@ function currentSummary(messages: readonly ChatMessage[]): string | null {
   return null;
 }
 
-async function callSummarizer(summarizer: Summarizer, request: Parameters<Summarizer['summarize']>[0]): Promise<{ text: string } | { error: unknown } | null> {
+async function callSummarizer(summarizer: Summarizer, request: Parameters<Summarizer['summarize']>[0]): Promise<SummaryOutput | { error: unknown } | null> {
   try {
-    const text = await summarizer.summarize(request);
-    if (typeof text !== 'string' || text.trim() === '') return null;
-    return { text };
+    const answer = await summarizer.summarize(request);
+    const output: SummaryOutput = typeof answer === 'string' ? { text: answer } : answer;
+    if (typeof output?.text !== 'string' || output.text.trim() === '') return null;
+    return output;
   } catch (error) {
     return { error };
   }

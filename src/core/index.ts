@@ -1,6 +1,6 @@
 export type { ChatMessage, ToolCall, ContentPart, AssistantMessage, ToolMessage } from './messages.js';
 export { messageText, hasToolCalls, isChatgateText, lastUserIndex, CHATGATE_MARK } from './messages.js';
-export type { SummaryRequest, Summarizer, CompactionOutcome, CompactionState, CompressOptions, CompactionResult } from './compaction-types.js';
+export type { SummaryRequest, Summarizer, SummaryOutput, SummaryUsage, CompactionOutcome, CompactionState, CompressOptions, CompactionResult } from './compaction-types.js';
 export { ContextCompressor, type CompressorOptions } from './compressor.js';
 export { createCompactionState, toCompactionState } from './compaction-state.js';
 export { sanitizeToolPairs, alternates, turnRoles } from './assemble.js';

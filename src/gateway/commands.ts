@@ -66,7 +66,8 @@ async function usageText(deps: CommandDeps, options: CommandOptions, sessionId: 
     `Estimated cost: $${(usage.costMicroUsd / 1_000_000).toFixed(4)}`,
     `Context: next request ≈ ${fmt(next)} of ${fmt(limit)} tokens (${pct(next / limit)}); compaction at ${pct(options.threshold)} (${fmt(Math.floor(limit * options.threshold))}), hygiene at ${pct(options.hygieneThreshold)} (${fmt(Math.floor(limit * options.hygieneThreshold))})`,
     `Compactions: ${compactions}; ${fmt(usage.tokensRemovedByCompaction)} tokens removed`,
-  ].join('\n');
+    usage.summaryCalls > 0 ? `Summaries: ${usage.summaryCalls} call${usage.summaryCalls === 1 ? '' : 's'}, ${fmt(usage.summaryPromptTokens)} tokens in, ${fmt(usage.summaryCompletionTokens)} out (included in the cost)` : '',
+  ].filter(Boolean).join('\n');
 }
 
 async function statusText(deps: CommandDeps, options: CommandOptions, sessionId: string): Promise<string> {

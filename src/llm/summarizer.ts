@@ -1,4 +1,4 @@
-import type { Summarizer, SummaryRequest } from '../core/compaction-types.js';
+import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageText } from '../core/messages.js';
 import type { Logger } from '../log.js';
@@ -30,14 +30,14 @@ export interface LlmSummarizerOptions {
   summaryModel?: string;
 }
 
-/** Creates the summariser the compressor calls: same endpoint, summary model with fallback. */
+/** Creates the summariser the compressor calls: same endpoint, summary model with fallback; answers carry the call's usage. */
 export function createSummarizer(deps: { llm: LlmClient; logger?: Logger }, options: LlmSummarizerOptions = {}): Summarizer {
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'summarizer' });
   const mainModel = deps.llm.model;
   const summaryModel = options.summaryModel ?? mainModel;
-  const ask = async (model: string, request: SummaryRequest): Promise<string> => {
+  const ask = async (model: string, request: SummaryRequest): Promise<SummaryOutput> => {
     const result = await deps.llm.complete({ model, messages: buildSummaryPrompt(request), maxTokens: Math.ceil(request.targetTokens * 1.5) });
-    return (result.message.content ?? '').trim();
+    return { text: (result.message.content ?? '').trim(), usage: result.usage ?? undefined };
   };
   return {
     async summarize(request) {

@@ -31,6 +31,10 @@ export interface UsageLedger {
   tokensRemovedByCompaction: number;
   /** Last real prompt tokens ÷ window (0..1+), 0 before the first call. */
   lastContextFill: number;
+  /** Tokens and calls of compaction summaries (their cost is in `costMicroUsd`). */
+  summaryPromptTokens: number;
+  summaryCompletionTokens: number;
+  summaryCalls: number;
 }
 
 /** Estimated cost of a call in micro-USD: `prices[model]`, else the core model table; 0 when unknown. */
@@ -50,6 +54,19 @@ export function callUsageDelta(model: string, usage: CallUsage, contextWindow: n
       costMicroUsd: callCostMicroUsd(model, usage, prices),
     },
     set: { lastContextFill: (usage.promptTokens / contextWindow).toFixed(4) },
+  };
+}
+
+/** Ledger change of one summariser call: its own counters, its cost added to the session's. */
+export function summaryUsageDelta(model: string, usage: CallUsage, prices?: PriceTable): UsageDelta {
+  return {
+    incr: {
+      summaryPromptTokens: usage.promptTokens,
+      summaryCompletionTokens: usage.completionTokens,
+      summaryCalls: 1,
+      costMicroUsd: callCostMicroUsd(model, usage, prices),
+    },
+    set: {},
   };
 }
 
@@ -85,5 +102,8 @@ export async function readUsage(redis: RedisClient, keys: SessionKeys): Promise<
     compactions,
     tokensRemovedByCompaction: num('tokensRemovedByCompaction'),
     lastContextFill: num('lastContextFill'),
+    summaryPromptTokens: num('summaryPromptTokens'),
+    summaryCompletionTokens: num('summaryCompletionTokens'),
+    summaryCalls: num('summaryCalls'),
   };
 }

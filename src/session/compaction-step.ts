@@ -4,7 +4,7 @@ import type { ChatMessage } from '../core/messages.js';
 import type { Logger } from '../log.js';
 import { toEntry } from '../redis/session-store.js';
 import type { TranscriptCompaction } from '../redis/transcript.js';
-import { compactionUsageDelta } from '../redis/usage.js';
+import { compactionUsageDelta, mergeUsage, summaryUsageDelta, type PriceTable } from '../redis/usage.js';
 import { recordCompaction } from '../monitor/metrics.js';
 import type { TurnState } from './turn-state.js';
 
@@ -27,6 +27,8 @@ export interface CompactionStepInput {
    * so the exchange before them may be summarised, then left out of the commit.
    */
   pending?: ChatMessage[];
+  /** Price overrides for the summary model's cost. */
+  prices?: PriceTable;
   /** Model that writes summaries (recorded in the transcript). */
   summaryModel: string;
   model?: string;
@@ -52,7 +54,11 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
     requestTokens: input.requestTokens, model: input.summaryModel, durationMs, reason: result.reason, atMs: Date.now(),
   };
-  const usage = compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter);
+  const summary = result.summarizerUsage;
+  const usage = mergeUsage(
+    compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter),
+    ...(summary ? [summaryUsageDelta(input.summaryModel, { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedTokens: summary.cachedTokens ?? 0 }, input.prices)] : []),
+  );
   if (result.outcome === 'noop' || result.outcome === 'aborted') {
     await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
   } else {

@@ -91,10 +91,12 @@ describe('gateway with Telegram', () => {
     await telegram.waitForCall('sendMessage', 12);
     const match = /Compaction compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(texts()[11]);
     expect(match, texts()[11]).not.toBeNull();
-    const [before, after] = [match![1], match![2]].map((n) => Number(n.replace(/,/g, '')));
-    expect(after).toBeLessThan(before);
+    const [tokensBefore, tokensAfter] = [match![1], match![2]].map((n) => Number(n.replace(/,/g, '')));
+    expect(tokensAfter).toBeLessThan(tokensBefore);
     const summaryCall = s.llm.requests.find((r) => isSummaryRequest(r));
     expect(JSON.stringify(summaryCall?.messages)).toContain('the questions');
+    const after = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
+    expect(after).toMatchObject({ summaryCalls: 1, summaryPromptTokens: summaryCall!.promptTokens });
   });
 
   it('processes a re-delivered update once, refuses unlisted users and over-size messages without the LLM', async () => {

@@ -1,8 +1,9 @@
 import type { ChatMessage, Summarizer, SummaryRequest } from '../../src/index.js';
+import type { SummaryOutput } from '../../src/core/compaction-types.js';
 import { messageText } from '../../src/core/messages.js';
 
 /** A summariser that records its requests and answers with `answer(request)`. */
-export function recordingSummarizer(answer: (request: SummaryRequest) => string | Promise<string>): Summarizer & { requests: SummaryRequest[] } {
+export function recordingSummarizer(answer: (request: SummaryRequest) => string | SummaryOutput | Promise<string | SummaryOutput>): Summarizer & { requests: SummaryRequest[] } {
   const requests: SummaryRequest[] = [];
   return {
     requests,

@@ -210,3 +210,13 @@ describe('ContextCompressor summariser failures', () => {
     expect(summarizer.requests).toHaveLength(3);
   });
 });
+
+describe('ContextCompressor summariser usage', () => {
+  it('passes on the usage a summariser reports with its text', async () => {
+    const summarizer = recordingSummarizer(() => ({ text: 'A summary.', usage: { promptTokens: 1234, completionTokens: 56 } }));
+    const result = await compressor(summarizer).compress(chatHistory(60), { force: true });
+    expect(result.outcome).toBe('compacted');
+    expect(result.summarizerUsage).toEqual({ promptTokens: 1234, completionTokens: 56 });
+    expect(result.summary).toContain('A summary.');
+  });
+});
