@@ -38,6 +38,9 @@ describe('dashboard in headless Chromium', () => {
 
   it('lists the seeded sessions', async () => {
     await page.goto(`${base}/dashboard?token=${TOKEN}`);
+    // ?token= is a one-time login: redirected without it, the page runs on an HttpOnly cookie.
+    expect(page.url()).not.toContain('token=');
+    expect(await page.context().cookies()).toEqual([expect.objectContaining({ name: 'cg_monitor', httpOnly: true, sameSite: 'Strict' })]);
     const rows = page.locator('#sessions-body tr');
     await rows.first().waitFor();
     expect(await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.session))).toEqual(['discord:2002', 'telegram:1001', 'web:abc']);

@@ -138,6 +138,27 @@ describe('web channel API', () => {
     expect(events.map((e) => [e.id, JSON.parse(e.data).text])).toEqual([[`${epoch}:2`, 'two'], [`${epoch}:3`, 'three']]);
   });
 
+  it('after a restart (a new epoch), a cursor of the old epoch gets the new replies instead of skipping them', async () => {
+    for (const text of ['one', 'two', 'three']) await channel.send({ chatId: 'conv-5' }, { text, mode: 'plain' });
+    const old = (await (await fetch(`${base}/api/chat/conv-5/messages?after=0&timeoutMs=0`)).json()) as { epoch: string; next: string };
+    expect(old.next).toBe(`${old.epoch}:3`);
+
+    const restarted = createWebChannel({}, { keepAliveMs: 60_000 });
+    await restarted.start(async () => undefined);
+    await restarted.send({ chatId: 'conv-5' }, { text: 'after restart', mode: 'plain' });
+    const poll = (await (await restarted.app.request(`/api/chat/conv-5/messages?after=${old.next}&timeoutMs=0`)).json()) as { epoch: string; next: string; messages: Array<{ epoch: string; seq: number; text: string }> };
+    expect(poll.epoch).not.toBe(old.epoch);
+    expect(poll.messages.map((m) => [m.epoch, m.seq, m.text])).toEqual([[poll.epoch, 1, 'after restart']]);
+    expect(poll.next).toBe(`${poll.epoch}:1`);
+    const idle = (await (await restarted.app.request(`/api/chat/conv-6/messages?after=${old.epoch}:9&timeoutMs=0`)).json()) as { epoch: string; next: string };
+    expect(idle.next).toBe(`${idle.epoch}:0`);
+
+    const response = await restarted.app.request('/api/chat/conv-5/events', { headers: { 'last-event-id': old.next } });
+    const events = await readEvents(response, 'message', 1);
+    expect(events.map((e) => [e.id, JSON.parse(e.data).text])).toEqual([[`${poll.epoch}:1`, 'after restart']]);
+    await restarted.stop();
+  });
+
   it('sends typing hints to SSE listeners', async () => {
     const response = await fetch(`${base}/api/chat/conv-4/events`);
     const typing = createTypingIndicators();
