@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
@@ -9,6 +8,7 @@ import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
+import { spawnCliWorker, startModelsFront, waitForLine } from '../helpers/cli-worker.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
 
 const PROCESSES = 3;
@@ -22,23 +22,22 @@ describe('worker processes', () => {
   let out: OutboundCollector;
   const children: ChildProcess[] = [];
 
+  let front: Awaited<ReturnType<typeof startModelsFront>>;
+
+  // The real entry point, `chatgate worker`, configured through the environment as in production.
   const startWorker = async (): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, [
-      '--import', 'tsx', 'bin/chatgate-worker.ts', '--concurrency', '4', '--key-prefix', t.keyPrefix, '--queue-prefix', t.queuePrefix,
-      '--lease-ttl-ms', '1500', '--lock-duration-ms', '1500', '--log-level', 'info',
-    ], { env: { ...process.env, REDIS_URL: t.url, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'k', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000' }, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    const lines = createInterface({ input: child.stdout! });
-    await new Promise<void>((resolve, reject) => {
-      lines.on('line', (line) => { if (line.includes('"worker started"')) resolve(); });
-      child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
+    const child = await spawnCliWorker({
+      redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
+      env: { CHATGATE_WORKER_CONCURRENCY: '4', CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
     });
+    children.push(child);
     return child;
   };
 
   beforeEach(async () => {
     t = createTestRedis();
     fake = await startFakeOpenAI();
+    front = await startModelsFront(fake.baseURL);
     producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     out = await collectOutbound(t);
   });
@@ -50,11 +49,12 @@ describe('worker processes', () => {
     }));
     await out.close();
     await producer.close();
+    await front.close();
     await fake.close();
     await t.cleanup();
   });
 
-  it('answers every message once, in order, with no overlapping turns, across 3 processes (test 1)', async () => {
+  it('answers every message once, in order, with no overlapping turns, across 3 `chatgate worker` processes (test 1)', async () => {
     const inFlight = new Map<string, number>();
     let overlaps = 0;
     fake.setHandler(async (r) => {
@@ -136,7 +136,7 @@ describe('worker processes', () => {
     await producer.submitInbound(inbound(5, 0));
     await held;
     const exited = once(child, 'exit');
-    const draining = waitForLine(child, '"draining"');
+    const draining = waitForLine(child, '"worker draining"');
     child.kill('SIGTERM');
     await draining;
     (release as ((reply: FakeReply) => void) | null)?.({ content: 'ack s5 0' });
@@ -172,11 +172,6 @@ function covered(replies: OutboundMessage[]): number {
 async function userIdsInTranscript(t: TestRedis, session: number): Promise<string[]> {
   const entries = await readTranscript(t.redis, sessionKeys(`web:c${session}`, t.keyPrefix));
   return entries.flatMap((e) => (e.type === 'message' && e.message.role === 'user' && e.inboundId ? [e.inboundId] : []));
-}
-
-function waitForLine(child: ChildProcess, text: string): Promise<void> {
-  const lines = createInterface({ input: child.stdout! });
-  return new Promise((resolve) => lines.on('line', (line) => { if (line.includes(text)) resolve(); }));
 }
 
 async function waitUntil(check: () => Promise<boolean>): Promise<void> {
