@@ -4,6 +4,7 @@ import { createDiscordChannel } from '../../channels/discord/index.js';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import type { Config } from '../config.js';
+import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
@@ -32,7 +33,10 @@ export function createChannels(config: Config, logger: Logger): GatewayChannels 
   }
   if (config.discord) list.push(createDiscordChannel({ log: logger }, { token: config.discord.token, guildTrigger: config.groupTrigger }));
   if (list.length === 0 || config.http.loopback) {
-    const web = createWebChannel({ log: logger });
+    // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
+    // (to local Host names only, which stops DNS rebinding).
+    const guard = createAccessGuard({ host: config.http.host, monitorToken: config.http.monitorToken, tokenOnLoopback: false });
+    const web = createWebChannel({ log: logger, guard });
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }

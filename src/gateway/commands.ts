@@ -26,6 +26,14 @@ export interface CommandOptions {
   hygieneThreshold: number;
 }
 
+// Provider error text never reaches the chat: the outcome says what happened, the logs say why.
+const OUTCOME_TEXT: Partial<Record<string, string>> = {
+  compacted: 'The earlier conversation is now a summary; identifiers it lost are pinned',
+  pruned: 'Old tool output was shortened; no summary was needed',
+  fallback: 'The summariser was unavailable, so a simple summary was built from the turns',
+  aborted: 'The summariser could not be reached, so nothing was changed; try again in a while',
+};
+
 const BUSY = 'I am writing a reply in this chat right now. Try again when it has arrived.';
 
 /** Answers one chat command for a session; returns the reply text (Markdown). */
@@ -44,7 +52,7 @@ export async function runCommand(deps: CommandDeps, options: CommandOptions, ses
       if (result.busy) return BUSY;
       const r = result.value;
       const focus = command.args ? ` (focus: ${command.args})` : '';
-      return `Compaction ${r.outcome}${focus}: ${fmt(r.tokensBefore)} → ${fmt(r.tokensAfter)} tokens. ${r.reason}.`;
+      return `Compaction ${r.outcome}${focus}: ${fmt(r.tokensBefore)} → ${fmt(r.tokensAfter)} tokens. ${OUTCOME_TEXT[r.outcome] ?? r.reason}.`;
     }
     case 'reset': {
       const result = await deps.ops.reset(sessionId);
