@@ -13,9 +13,12 @@ export interface CommandDeps {
   redis: RedisClient;
   store: SessionStore;
   ops: SessionOps;
-  /** Turns waiting in the queue, for `/status`. */
-  waitingTurns: () => Promise<number>;
+  /** Where the session's turn is, for `/status`: running, queued (with how many turns ahead) or none. */
+  turnPosition: (sessionId: string) => Promise<TurnPosition>;
 }
+
+/** Where a session's next turn stands in the turn queue. */
+export type TurnPosition = { state: 'none' } | { state: 'running' } | { state: 'queued'; ahead: number };
 
 /** Facts about the deployment that `/status` and `/usage` show. */
 export interface CommandOptions {
@@ -80,17 +83,22 @@ async function usageText(deps: CommandDeps, options: CommandOptions, sessionId: 
 
 async function statusText(deps: CommandDeps, options: CommandOptions, sessionId: string): Promise<string> {
   const keys = deps.store.keys(sessionId);
-  const [snapshot, leased, inbox, first, waiting] = await Promise.all([
-    deps.store.load(sessionId), deps.redis.exists(keys.lease), deps.redis.llen(keys.inbox),
-    deps.redis.xrange(keys.transcript, '-', '+', 'COUNT', 1), deps.waitingTurns(),
+  const [snapshot, leased, inbox, position] = await Promise.all([
+    deps.store.load(sessionId), deps.redis.exists(keys.lease), deps.redis.llen(keys.inbox), deps.turnPosition(sessionId),
   ]);
-  const startedMs = first.length > 0 ? Number(first[0][0].split('-')[0]) : Date.now();
+  const createdMs = (await deps.redis.hget(keys.meta, 'createdAtMs').then(Number)) || Date.now();
   return [
     `**Status** — model ${options.model}, window ${fmt(options.contextWindow)} tokens`,
-    `Session: ${sessionId}, ${duration(Date.now() - startedMs)} old, ${snapshot.entries.length} messages in context`,
-    `State: ${leased ? 'busy (a reply is being written)' : 'idle'}; ${inbox} of your messages waiting; ${waiting} turns queued across all chats`,
+    `Session: ${sessionId}, ${duration(Date.now() - createdMs)} old, ${snapshot.entries.length} messages in context`,
+    `State: ${leased ? 'busy (a reply is being written)' : 'idle'}; ${inbox} of your messages waiting; ${positionText(position)}`,
     snapshot.meta.compaction?.paused ? 'Automatic compaction is paused here: use /compact <focus> or /reset.' : '',
   ].filter(Boolean).join('\n');
+}
+
+function positionText(position: TurnPosition): string {
+  if (position.state === 'running') return 'your turn is running';
+  if (position.state === 'queued') return position.ahead === 0 ? 'your turn is next in the queue' : `your turn is queued behind ${position.ahead} other${position.ahead === 1 ? '' : 's'}`;
+  return 'no turn queued';
 }
 
 async function pinsText(deps: CommandDeps, sessionId: string): Promise<string> {

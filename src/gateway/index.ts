@@ -8,12 +8,13 @@ import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbou
 import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
 import type { SessionReader } from '../monitor/session-reader.js';
-import { resolveQueueNames } from '../queue/names.js';
+import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createChannels, type GatewayChannels } from './channels.js';
+import type { TurnPosition } from './commands.js';
 import { createDelivery } from './delivery.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
@@ -91,7 +92,7 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
   const ops = createSessionOpsFromConfig({ redis: fast, logger, store }, config, {
     leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs: GATEWAY_SUMMARY_TIMEOUT_MS, llmMaxRetries: 1,
   });
-  const ingest = createIngest({ redis: fast, producer, ops, outbound, logger, commands: { redis: fast, store, waitingTurns: () => turns.getWaitingCount() } }, {
+  const ingest = createIngest({ redis: fast, producer, ops, outbound, logger, commands: { redis: fast, store, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: config.access.allow, rateLimitPerMinute: config.access.rateLimitPerMinute,
     maxMessageChars: config.access.maxMessageChars, groupMode: config.groupMode,
     command: {
@@ -131,6 +132,19 @@ async function startDelivery(deps: GatewayDeps, channels: ReadonlyMap<ChannelNam
     typing.stopAll();
     await unsubscribe();
   });
+}
+
+/** How far the session's pending turn job is from running (at most the first 1,000 waiting jobs are looked at). */
+async function turnPosition(turns: Queue, sessionId: string): Promise<TurnPosition> {
+  const jobId = await turns.getDeduplicationJobId(turnDedupId(sessionId));
+  const job = jobId ? await turns.getJob(jobId) : undefined;
+  if (!job) return { state: 'none' };
+  const state = await job.getState();
+  if (state === 'active') return { state: 'running' };
+  if (state !== 'waiting' && state !== 'delayed' && state !== 'prioritized') return { state: 'none' };
+  const waiting = await turns.getJobs(['waiting'], 0, 999, true);
+  const index = waiting.findIndex((other) => other.id === job.id);
+  return { state: 'queued', ahead: index === -1 ? waiting.length : index };
 }
 
 function onSignal(signal: TurnSignal, channels: ReadonlyMap<ChannelName, Channel>, typing: TypingIndicators): void {

@@ -97,6 +97,10 @@ describe('gateway with Telegram', () => {
     expect(JSON.stringify(summaryCall?.messages)).toContain('the questions');
     const after = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
     expect(after).toMatchObject({ summaryCalls: 1, summaryPromptTokens: summaryCall!.promptTokens });
+    say('/status');
+    await telegram.waitForCall('sendMessage', 13);
+    expect(texts()[12]).toMatch(/Session: telegram:42, .* old, \d+ messages in context/);
+    expect(texts()[12]).toContain('idle; 0 of your messages waiting; no turn queued');
   });
 
   it('processes a re-delivered update once, refuses unlisted users and over-size messages without the LLM', async () => {
