@@ -129,6 +129,10 @@ function createApp(store: ConversationStore, handler: () => InboundHandler | und
 /** POST /api/chat/:id/messages — 202 once the message is accepted, 503 when it could not be. */
 async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
+  // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
+  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
+    return c.json({ error: 'send the message as `Content-Type: application/json`' }, 415);
+  }
   const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
   const text = typeof body?.text === 'string' ? body.text.trim() : '';
   if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);

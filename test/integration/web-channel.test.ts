@@ -91,6 +91,12 @@ describe('web channel API', () => {
     ]);
   });
 
+  it('refuses a post that is not JSON (a cross-site form cannot post into a conversation)', async () => {
+    const response = await fetch(`${base}/api/chat/conv-1/messages`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ text: 'hi' }) });
+    expect(response.status).toBe(415);
+    expect(received).toEqual([]);
+  });
+
   it('answers 503 when the message could not be accepted, so the client retries', async () => {
     failNext = true;
     expect((await post('conv-1', { text: 'x', clientMessageId: 'm2' })).status).toBe(503);
