@@ -134,7 +134,10 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     reset(sessionId) {
       return underLease(sessionId, async (turn) => {
         const removedMessages = turn.entries.length;
+        // A crashed turn's messages still in `processing` are appended again by its retry: forget
+        // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {
+          meta: { turnInboundIds: [] },
           transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: turn.meta.projectionTokens, tokensAfter: 0, model: RESET_EVENT_MODEL, durationMs: 0, reason: 'reset by the user: new projection, transcript kept', atMs: Date.now() }],
         });
         log.info({ sessionId, removedMessages }, 'session reset');
