@@ -7,6 +7,7 @@ import { messageText } from '../../src/core/messages.js';
 import { replyJobId } from '../../src/queue/names.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
+import { acquireLease } from '../../src/redis/lease.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
@@ -99,10 +100,12 @@ describe('worker failures', () => {
     const dead = new Worker('turns', null, { connection: t.redis, prefix: t.queuePrefix, autorun: false, lockDuration: 200 });
     const job = await dead.getNextJob(randomUUID());
     expect(job?.data).toEqual({ sessionId: SESSION });
+    expect(await acquireLease(t.redis, keys, 500)).not.toBeNull();
     await claimInbox(t.redis, keys);
     await dead.close(true);
 
-    await start({ maxStalledCount: 0, stalledIntervalMs: 100, lockDurationMs: 1000 });
+    // Its job is failed for good at the first stall; its session lease is still there for a while.
+    await start({ maxStalledCount: 0, stalledIntervalMs: 100, lockDurationMs: 1000, leaseRetryMs: 50 });
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]).toMatchObject({ id: replyJobId([lost.id], 'failed'), kind: 'notice', text: TURN_NOTICES.failed(1) });
     expect(await t.redis.exists(keys.processing)).toBe(0);

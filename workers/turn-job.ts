@@ -1,0 +1,162 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayedError, type Job, type Queue } from 'bullmq';
+import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
+import { StaleCommitError } from '../src/errors.js';
+import type { Logger } from '../src/log.js';
+import { turnDurationSeconds } from '../src/monitor/metrics.js';
+import type { TurnJobData } from '../src/queue/names.js';
+import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
+import type { RedisClient } from '../src/redis/client.js';
+import { claimInbox } from '../src/redis/inbox.js';
+import type { SessionKeys } from '../src/redis/keys.js';
+import { holdLease, type HeldLease } from '../src/redis/lease.js';
+import type { SessionStore } from '../src/redis/session-store.js';
+import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
+import { deadLetterTurn } from './dead-letter.js';
+
+/** What a turn job needs, shared by every job of one worker. */
+export interface TurnRunner {
+  redis: RedisClient;
+  store: SessionStore;
+  outbound: Queue<OutboundMessage>;
+  logger: Logger;
+  keyPrefix: string;
+  agentOptions: AgentOptions;
+  leaseTtlMs: number;
+  leaseRetryMs: number;
+  deps: AgentDeps;
+  /** Jobs whose final failure the processor already dead-lettered (the 'failed' handler skips them). */
+  deadLettered: Set<string>;
+  /** Set by close(): the 'failed' handler stops waiting for a lease. */
+  closing: boolean;
+}
+
+interface RunningTurn {
+  job: Job<TurnJobData>;
+  log: Logger;
+  lease: HeldLease;
+  items: InboundMessage[];
+  typing: () => void;
+}
+
+/** One turn job: lease, outbox left from a crash, inbox → processing, tool loop, replies out. */
+export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?: string): Promise<string> {
+  const { sessionId } = job.data;
+  const keys = runner.store.keys(sessionId);
+  const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
+  if (!lease) return retryLater(runner, job, token);
+  let signal: ((type: TurnSignal['type']) => void) | null = null;
+  try {
+    await flushOutbox(runner, sessionId);
+    const items = await claimInbox(runner.redis, keys);
+    if (items.length === 0) return 'empty';
+    signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
+    signal('turn-started');
+    const typing = signal;
+    const outcome = await runTurn(runner, { job, log: turnLogger(runner.logger, job), lease, items, typing: () => typing('typing') });
+    // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
+    if (outcome === 'lease-lost') return await retryLater(runner, job, token);
+    await flushOutbox(runner, sessionId);
+    return `answered ${items.length}`;
+  } finally {
+    // Sent on failure too, so the gateway never keeps "typing" for a turn that died.
+    signal?.('turn-ended');
+    await lease.release();
+  }
+}
+
+/**
+ * Runs the tool loop. A lost lease ends the turn quietly ('lease-lost'); any other failure is
+ * rethrown for BullMQ to retry — on the job's last attempt after dead-lettering its messages.
+ */
+async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'lease-lost'> {
+  const { job, log, lease, items } = turn;
+  const stopTimer = turnDurationSeconds.startTimer({ channel: items[0].channel });
+  try {
+    const snapshot = await runner.store.load(job.data.sessionId);
+    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items });
+    stopTimer({ outcome: 'ok' });
+    return 'ok';
+  } catch (err) {
+    if (err instanceof StaleCommitError) {
+      stopTimer({ outcome: 'lease-lost' });
+      log.warn({ err, messages: items.length }, 'turn aborted: the session lease was lost');
+      return 'lease-lost';
+    }
+    stopTimer({ outcome: 'error' });
+    if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+      await deadLetterTurn({ redis: runner.redis, logger: log }, { sessionId: job.data.sessionId, keys: runner.store.keys(job.data.sessionId), fence: lease.fence, jobId: job.id, err });
+      await flushOutbox(runner, job.data.sessionId);
+      if (job.id) runner.deadLettered.add(job.id);
+    }
+    throw err;
+  }
+}
+
+/**
+ * The 'failed' handler: logs every failed attempt; on a final failure the processor did not
+ * handle (a job stalled too often is failed without running it), dead-letters the session's
+ * processing list under the lease — unless a running turn holds the session and takes it anyway.
+ */
+export async function onTurnFailed(runner: TurnRunner, job: Job<TurnJobData>, err: Error): Promise<void> {
+  const log = turnLogger(runner.logger, job);
+  const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+  log.warn({ err, attemptsMade: job.attemptsMade, final }, 'turn job failed');
+  if (!final || (job.id !== undefined && runner.deadLettered.delete(job.id))) return;
+  const { sessionId } = job.data;
+  const keys = runner.store.keys(sessionId);
+  const lease = await leaseForDeadLetter(runner, keys);
+  if (!lease) {
+    log.warn({}, 'dead letter skipped: a running turn holds the session and takes its messages');
+    return;
+  }
+  try {
+    await deadLetterTurn({ redis: runner.redis, logger: log }, { sessionId, keys, fence: lease.fence, jobId: job.id, err });
+    await flushOutbox(runner, sessionId);
+  } finally {
+    await lease.release();
+  }
+}
+
+/**
+ * The session's lease for dead-lettering, waiting up to one lease TTL: a dead worker's lease
+ * expires by then, while a live turn keeps renewing it (and takes the processing list itself).
+ */
+async function leaseForDeadLetter(runner: TurnRunner, keys: SessionKeys): Promise<HeldLease | null> {
+  const deadline = Date.now() + runner.leaseTtlMs;
+  for (;;) {
+    const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
+    if (lease || Date.now() >= deadline || runner.closing) return lease;
+    await sleep(runner.leaseRetryMs);
+  }
+}
+
+/** Puts the job back for `leaseRetryMs` without spending an attempt. */
+async function retryLater(runner: TurnRunner, job: Job<TurnJobData>, token?: string): Promise<never> {
+  await job.moveToDelayed(Date.now() + runner.leaseRetryMs, token);
+  throw new DelayedError();
+}
+
+/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (DESIGN §6). */
+function turnLogger(logger: Logger, job: Job<TurnJobData>): Logger {
+  const { sessionId } = job.data;
+  // Session ids are `channel:chatId[:threadId]` (sessionKeyOf).
+  const channel = sessionId.includes(':') ? sessionId.slice(0, sessionId.indexOf(':')) : 'unknown';
+  return logger.child({ sessionId, channel, jobId: job.id });
+}
+
+/** Enqueues committed replies (stable job ids: re-adding one that exists is a no-op), then drops them. */
+async function flushOutbox(runner: TurnRunner, sessionId: string): Promise<void> {
+  const pending = await runner.store.readOutbox(sessionId);
+  for (const message of pending) {
+    await runner.outbound.add(message.kind, message, {
+      jobId: message.id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 },
+    });
+  }
+  await runner.store.clearOutbox(sessionId, pending.length);
+}
+
+function toSignal(type: TurnSignal['type'], sessionId: string, items: InboundMessage[]): TurnSignal {
+  const last = items[items.length - 1];
+  return { type, sessionId, channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}), atMs: Date.now() };
+}
