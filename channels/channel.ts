@@ -1,4 +1,6 @@
 import type { ChannelName, InboundMessage } from '../src/core/inbound.js';
+import { classifyChannelFailure, type ChannelFailure, type ChannelFailureKind } from '../src/core/retry.js';
+import { ChannelError } from '../src/errors.js';
 
 /** Stable `ChannelError` codes thrown by every adapter's `send`/`sendTyping`. */
 export const CHANNEL_ERROR_CODES = {
@@ -73,4 +75,27 @@ export interface Channel {
   send(target: ChatTarget, message: OutgoingText): Promise<SentMessage>;
   /** Shows the typing indicator once (it fades after a few seconds). `@throws` ChannelError. */
   sendTyping(target: ChatTarget): Promise<void>;
+}
+
+const KIND_TO_CODE: Record<ChannelFailureKind, string> = {
+  rate_limited: CHANNEL_ERROR_CODES.rateLimited,
+  transient: CHANNEL_ERROR_CODES.transient,
+  format_rejected: CHANNEL_ERROR_CODES.formatRejected,
+  permanent: CHANNEL_ERROR_CODES.permanent,
+};
+
+/**
+ * The one way adapters turn a failed platform call into a {@link ChannelError}: the failure is
+ * classified once (src/core/retry.ts) and the code, retryability and wait follow from it.
+ * `message` says what failed and for which chat; a rate limit's wait is appended to it.
+ */
+export function toChannelError(message: string, failure: ChannelFailure, cause: unknown): ChannelError {
+  const classified = classifyChannelFailure(failure);
+  const retryAfter = classified.retryAfterMs !== undefined ? `, retry after ${Math.ceil(classified.retryAfterMs / 1000)} s` : '';
+  return new ChannelError(message.endsWith(')') ? `${message.slice(0, -1)}${retryAfter})` : `${message}${retryAfter}`, {
+    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
+    retryAfterMs: classified.retryAfterMs,
+    code: KIND_TO_CODE[classified.kind],
+    cause,
+  });
 }

@@ -4,16 +4,10 @@
  * a URL, and never reaches a message.
  */
 import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
-import { classifyChannelFailure, type ChannelFailure } from '../../src/core/retry.js';
+import type { ChannelFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
-import { CHANNEL_ERROR_CODES, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
 
-const KIND_TO_CODE = {
-  rate_limited: CHANNEL_ERROR_CODES.rateLimited,
-  transient: CHANNEL_ERROR_CODES.transient,
-  format_rejected: CHANNEL_ERROR_CODES.formatRejected,
-  permanent: CHANNEL_ERROR_CODES.permanent,
-} as const;
 
 /** The channel a target's messages go to: the thread when there is one. */
 export function discordChannelOf(target: ChatTarget): string {
@@ -65,11 +59,5 @@ export function toDiscordChannelError(err: unknown, operation: string, channelId
     failure = { network: true };
     detail = err instanceof Error ? `network error: ${err.name}` : 'unexpected error';
   }
-  const classified = classifyChannelFailure(failure);
-  return new ChannelError(`${operation} failed${where} (${detail})`, {
-    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
-    retryAfterMs: classified.retryAfterMs,
-    code: KIND_TO_CODE[classified.kind],
-    cause: err,
-  });
+  return toChannelError(`${operation} failed${where} (${detail})`, failure, err);
 }

@@ -3,16 +3,10 @@
  * ChannelError. Error messages never contain the bot token (it is part of every API URL).
  */
 import { GrammyError, HttpError, type Api } from 'grammy';
-import { classifyChannelFailure, type ChannelFailure } from '../../src/core/retry.js';
+import type { ChannelFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
-import { CHANNEL_ERROR_CODES, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
 
-const KIND_TO_CODE = {
-  rate_limited: CHANNEL_ERROR_CODES.rateLimited,
-  transient: CHANNEL_ERROR_CODES.transient,
-  format_rejected: CHANNEL_ERROR_CODES.formatRejected,
-  permanent: CHANNEL_ERROR_CODES.permanent,
-} as const;
 
 /** Sends one chunk: HTML parse mode when `formatted`, literal text when `plain`. `@throws` ChannelError. */
 export async function sendTelegramText(api: Api, target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
@@ -58,15 +52,8 @@ export function toTelegramChannelError(err: unknown, method: string, chatId?: st
     failure = {};
     detail = 'unexpected error';
   }
-  const classified = classifyChannelFailure(failure);
-  const retryAfter = classified.retryAfterMs !== undefined ? `, retry after ${Math.ceil(classified.retryAfterMs / 1000)} s` : '';
-  return new ChannelError(`${method} failed${where} (${detail}${retryAfter})`, {
-    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
-    retryAfterMs: classified.retryAfterMs,
-    code: KIND_TO_CODE[classified.kind],
-    // Network errors carry the request URL, which contains the token: keep only a scrubbed copy.
-    cause: err instanceof GrammyError ? err : scrubbedError(err),
-  });
+  // Network errors carry the request URL, which contains the token: keep only a scrubbed copy.
+  return toChannelError(`${method} failed${where} (${detail})`, failure, err instanceof GrammyError ? err : scrubbedError(err));
 }
 
 /** Replaces bot tokens (`<digits>:<secret>`) in `text` with `[Redacted]`. */
