@@ -9,7 +9,7 @@ import type {
 import { pageSessions } from '../monitor/session-reader.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
-import { createSessionStore, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
+import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
 import { readTranscript, type StoredTranscriptEntry, type TranscriptEntry } from './transcript.js';
 import { readUsage, type UsageLedger } from './usage.js';
 
@@ -87,21 +87,11 @@ async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Prom
 }
 
 /** Parses a meta hash as the session store writes it (the store's own parser is private). */
-export function parseSessionMeta(raw: Record<string, string>): SessionMeta {
-  const json = <T>(field: string, fallback: T): T => (raw[field] ? (JSON.parse(raw[field]) as T) : fallback);
-  const num = (field: string): number => Number(raw[field] ?? 0);
-  return {
-    version: num('version'), compaction: json('compaction', null), lastPromptTokens: num('lastPromptTokens'),
-    appendedTokensSince: num('appendedTokensSince'), overheadTokens: num('overheadTokens'), projectionTokens: num('projectionTokens'),
-    turnInboundIds: json<string[]>('turnInboundIds', []), route: json('route', null), lastActivityMs: num('lastActivityMs'),
-  };
-}
-
 async function readRow(redis: RedisClient, o: ResolvedOptions, id: string): Promise<SessionRow | null> {
   const keys: SessionKeys = sessionKeys(id, o.keyPrefix);
   const [rawMeta, usage, length] = await Promise.all([redis.hgetall(keys.meta), readUsage(redis, keys), redis.xlen(keys.transcript)]);
   if (Object.keys(rawMeta).length === 0) return null;
-  return toRow(o, id, parseSessionMeta(rawMeta), usage, length);
+  return toRow(o, id, parseMeta(rawMeta), usage, length);
 }
 
 function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: UsageLedger, transcriptLength: number): SessionRow {

@@ -177,7 +177,8 @@ function serializeMeta(meta: MetaUpdate): Record<string, string> {
   return out;
 }
 
-function parseMeta(raw: Record<string, string>): SessionMeta {
+/** Parses a session's meta hash (missing fields read as zero/empty). */
+export function parseMeta(raw: Record<string, string>): SessionMeta {
   const json = <T>(field: string, fallback: T): T => (raw[field] ? (JSON.parse(raw[field]) as T) : fallback);
   const num = (field: string): number => Number(raw[field] ?? 0);
   return {
