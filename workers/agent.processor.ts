@@ -102,7 +102,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, ...outputLimit(options) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, ...outputLimit(options) });
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
       const notice = await onModelError(loop, error, request.overhead);

@@ -22,6 +22,8 @@ export interface CompletionRequest {
   model?: string;
   /** Output limit of the answer in tokens (the output reserve); omitted when unset or 0. */
   maxTokens?: number;
+  /** Logger of the unit of work (a turn binds sessionId, channel, jobId); default the client's. */
+  logger?: Logger;
 }
 
 /** The answer of one call. `usage` is null when the provider did not report it. */
@@ -80,6 +82,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     model: options.model,
     async complete(request) {
       const model = request.model ?? options.model;
+      const callLog = request.logger ? request.logger.child({ component: 'llm' }) : log;
       let field = limitField;
       let switched = false;
       for (let attempt = 0; ; attempt++) {
@@ -95,13 +98,13 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           switched = true;
           const rejected = field;
           field = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-          log.warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
+          callLog.warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
           attempt--;
           continue;
         }
         const decision = classifyRetry(error, attempt, policy);
         if (!decision.retry) throw error;
-        log.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
+        callLog.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
         await sleep(decision.delayMs);
       }
     },

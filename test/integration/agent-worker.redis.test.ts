@@ -80,10 +80,13 @@ describe('agent worker', () => {
   it('binds sessionId, channel and jobId on the logs of a turn', async () => {
     const sink = createLogSink();
     await start({ logger: sink.logger });
+    fake.setHandler((r) => (r.index === 0 ? { status: 429, headers: { 'retry-after-ms': '1' } } : { content: 'hi' }));
     await producer.submitInbound(inbound('hi'));
     await out.waitFor((r) => r.length === 1);
     const committed = await sink.waitFor((line) => line.msg === 'turn committed');
-    expect(committed).toMatchObject({ component: 'worker', sessionId: SESSION, channel: 'web', jobId: expect.any(String) });
+    const bound = { sessionId: SESSION, channel: 'web', jobId: expect.any(String) };
+    expect(committed).toMatchObject({ component: 'worker', ...bound });
+    expect(sink.lines.find((line) => line.msg === 'llm call failed, retrying')).toMatchObject({ component: 'llm', status: 429, ...bound });
   });
 
   it('publishes turn-started, typing and turn-ended signals for the gateway', async () => {
