@@ -48,12 +48,13 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   let signal: ((type: TurnSignal['type']) => void) | null = null;
   try {
     await flushOutbox(runner, sessionId);
-    const items = await claimInbox(runner.redis, keys);
+    const log = turnLogger(runner.logger, job);
+    const items = await claimInbox(runner.redis, keys, log);
     if (items.length === 0) return 'empty';
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const typing = signal;
-    const outcome = await runTurn(runner, { job, log: turnLogger(runner.logger, job), lease, items, typing: () => typing('typing') });
+    const outcome = await runTurn(runner, { job, log, lease, items, typing: () => typing('typing') });
     // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
     if (outcome === 'lease-lost') return await retryLater(runner, job, token);
     await flushOutbox(runner, sessionId);

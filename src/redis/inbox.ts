@@ -1,12 +1,26 @@
 import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
+import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { runScript } from './client.js';
 import type { SessionKeys } from './keys.js';
 
 // Items already in processing (a crashed turn's) stay first; the inbox follows in arrival order.
+// An item that is not an inbound message would fail every turn: it goes to the dead letters.
 const CLAIM = `
 while redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT') do end
-return redis.call('LRANGE', KEYS[2], 0, -1)`;
+local good, bad = {}, 0
+for _, item in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  local ok, value = pcall(cjson.decode, item)
+  if ok and type(value) == 'table' and type(value['id']) == 'string' and type(value['channel']) == 'string'
+    and type(value['chatId']) == 'string' and type(value['text']) == 'string' then
+    table.insert(good, item)
+  else
+    redis.call('LREM', KEYS[2], 1, item)
+    redis.call('RPUSH', KEYS[3], item)
+    bad = bad + 1
+  end
+end
+return {bad, good}`;
 
 /** Appends an inbound message to the session's inbox. @returns the inbox length. */
 export async function pushInbox(redis: RedisClient, keys: SessionKeys, message: InboundMessage): Promise<number> {
@@ -16,9 +30,12 @@ export async function pushInbox(redis: RedisClient, keys: SessionKeys, message: 
 /**
  * Moves every inbox item to the processing list and returns the whole processing list, oldest
  * first (a crashed turn's items come before new ones). Items leave processing only at commit.
+ * An item that is not an inbound message (no string `id`, `channel`, `chatId`, `text`) is moved
+ * to the dead-letter list (`keys.failed`) instead, and logged at warn.
  */
-export async function claimInbox(redis: RedisClient, keys: SessionKeys): Promise<InboundMessage[]> {
-  const raw = (await runScript(redis, CLAIM, [keys.inbox, keys.processing], [])) as string[];
+export async function claimInbox(redis: RedisClient, keys: SessionKeys, logger?: Logger): Promise<InboundMessage[]> {
+  const [malformed, raw] = (await runScript(redis, CLAIM, [keys.inbox, keys.processing, keys.failed], [])) as [number, string[]];
+  if (malformed > 0) logger?.warn({ malformed, key: keys.failed }, 'malformed inbox items moved to the dead-letter list');
   return raw.map((item) => JSON.parse(item) as InboundMessage);
 }
 

@@ -117,6 +117,18 @@ describe('worker failures', () => {
     expect(out.replies[1]).toMatchObject({ kind: 'reply', text: 'ok' });
   });
 
+  it('moves an inbox item that is not a message to the dead letters and answers the rest', async () => {
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    await t.redis.rpush(keys.inbox, 'garbage {', JSON.stringify({ id: 'web:chat1:x' }));
+    await start();
+    await producer.submitInbound(inbound('fine'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toMatchObject({ kind: 'reply', text: 'ok' });
+    expect(await t.redis.lrange(keys.failed, 0, -1)).toEqual(['garbage {', JSON.stringify({ id: 'web:chat1:x' })]);
+    expect(sink.lines.find((line) => line.msg === 'malformed inbox items moved to the dead-letter list')).toMatchObject({ malformed: 2, sessionId: SESSION });
+    expect(await t.redis.exists(keys.processing)).toBe(0);
+  });
+
   it('stops a turn whose lease was lost before the next tool or model call, without a reply or a spent attempt', async () => {
     producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     const ran: string[] = [];
