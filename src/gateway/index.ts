@@ -127,7 +127,7 @@ async function startDelivery(deps: GatewayDeps, channels: ReadonlyMap<ChannelNam
   const consumer = createOutboundConsumer({ redis, delivery, logger }, names);
   consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
   closers.push(() => consumer.close());
-  const unsubscribe = await subscribeTurnSignals(redis.duplicate(), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix);
+  const unsubscribe = await subscribeTurnSignals(redis.duplicate(), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
