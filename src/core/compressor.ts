@@ -8,7 +8,7 @@ import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutToTokens, fallbackSummary, parseSummary, summaryTargetTokens } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens, countTextTokens } from './tokens.js';
+import { countMessageTokens } from './tokens.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {
@@ -175,12 +175,12 @@ export class ContextCompressor {
     const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), model);
     const present = presentFacts([...head, ...tail]);
     const summaryLower = body ?? '';
-    const missing = factsNewestFirst(base.state.facts).filter((f) => !present.has(f) && !summaryLower.includes(f));
+    const missing = factsNewestFirst(base.state.facts, (f) => !present.has(f) && !summaryLower.includes(f));
     const pinned: string[] = [];
     let used = 0;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
     for (const fact of missing) {
-      const cost = countTextTokens(`- ${fact}\n`, model);
+      const cost = pinnedLineTokens(fact);
       if (used + cost > cap) continue;
       used += cost;
       pinned.push(fact);
@@ -255,6 +255,11 @@ export class ContextCompressor {
     const tailCeiling = Math.floor(Math.min(1.5 * targetRatio * t, room));
     return { protectFirstN, protectLastN, tailBudget: Math.floor(Math.min(targetRatio * t, tailCeiling / 1.5)), tailCeiling, maxHeadTokens: Math.floor(0.1 * t), model };
   }
+}
+
+/** A pinned line's tokens, estimated on the safe side (identifiers run ~3 characters a token); the result is counted exactly. */
+function pinnedLineTokens(fact: string): number {
+  return Math.ceil(fact.length / 3) + 2;
 }
 
 /** What a summariser call cost: its duration and, when reported, its tokens. */

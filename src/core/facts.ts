@@ -29,6 +29,7 @@ const WIDE_SHAPES: ReadonlyArray<readonly [RegExp, (text: string) => boolean]> =
 ];
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const factCache = new WeakMap<ChatMessage, readonly string[]>();
+const NO_FACTS: readonly string[] = Object.freeze([]);
 
 /**
  * Extracts the strong identifiers of a text: ids mixing letters and digits, `#`-numbers, standalone
@@ -59,10 +60,17 @@ function collectTokens(text: string, found: string[]): void {
     while (start > 0 && isTokenChar(text.charCodeAt(start - 1))) start--;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
     DIGITS_RE.lastIndex = end;
-    let token = text.slice(start, end);
-    token = token.replace(/^[-_]+|[-_]+$/g, '');
-    if (token.length > 0 && isStrongToken(token)) found.push(token);
+    while (start < end && isSeparator(text.charCodeAt(start))) start++;
+    while (end > start && isSeparator(text.charCodeAt(end - 1))) end--;
+    if (end > start) {
+      const token = text.slice(start, end);
+      if (isStrongToken(token)) found.push(token);
+    }
   }
+}
+
+function isSeparator(code: number): boolean {
+  return code === 45 || code === 95;
 }
 
 function isTokenChar(code: number): boolean {
@@ -102,13 +110,13 @@ export function mineFacts(
 export function factsOfMessage(message: ChatMessage): readonly string[] {
   const cached = factCache.get(message);
   if (cached) return cached;
-  const found: string[] = [];
   const text = messageText(message);
-  if (text) found.push(...extractFacts(text));
+  let facts: readonly string[] = text ? extractFacts(text) : NO_FACTS;
   if (message.role === 'assistant' && message.tool_calls) {
+    const found = [...facts];
     for (const call of message.tool_calls) found.push(...extractFacts(call.function.arguments));
+    facts = [...new Set(found)];
   }
-  const facts = [...new Set(found)];
   factCache.set(message, facts);
   return facts;
 }
@@ -120,27 +128,48 @@ export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
   return present;
 }
 
-/** Facts of the ledger, newest first (ties broken by the fact itself, for determinism). */
-export function factsNewestFirst(ledger: Readonly<Record<string, number>>): string[] {
+/** Facts of the ledger that `keep` accepts, newest first (ties broken by the fact itself, for determinism). */
+export function factsNewestFirst(ledger: Readonly<Record<string, number>>, keep: (fact: string) => boolean = () => true): string[] {
   return Object.entries(ledger)
+    .filter(([fact]) => keep(fact))
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     .map(([fact]) => fact);
 }
 
 function isStrongToken(token: string): boolean {
-  const hasDigit = /\d/.test(token);
-  if (!hasDigit) return false;
-  if (/^\d+$/.test(token)) return token.length >= 5;
-  if (!/[A-Za-z]/.test(token)) return false;
+  let digits = 0;
+  let letters = 0;
+  let upper = false;
+  let separator = false;
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    if (code >= 48 && code <= 57) digits++;
+    else if (code >= 65 && code <= 90) {
+      letters++;
+      upper = true;
+    } else if (code >= 97 && code <= 122) letters++;
+    else separator = true;
+  }
+  if (digits === 0) return false;
+  if (letters === 0) return !separator && token.length >= 5; // a standalone number of 5+ digits
   if (token.length < 5 || UNIT_LIKE_RE.test(token)) return false;
   // Version-like or encoding-like words with a single digit (gpt-4o, utf8) are weak: need 2+ digits.
-  return (token.match(/\d/g) ?? []).length >= 2 || /[-_]/.test(token) === false && /[A-Z]/.test(token);
+  return digits >= 2 || (!separator && upper);
 }
 
+/** Keeps the newest MAX_LEDGER_FACTS facts: a numeric cut-off, ties broken by the fact itself. */
 function boundLedger(facts: Record<string, number>): Record<string, number> {
-  const keys = Object.keys(facts);
-  if (keys.length <= MAX_LEDGER_FACTS) return facts;
+  const entries = Object.entries(facts);
+  if (entries.length <= MAX_LEDGER_FACTS) return facts;
+  const seen = Float64Array.from(entries, ([, clock]) => clock).sort();
+  const cutoff = seen[seen.length - MAX_LEDGER_FACTS];
   const kept: Record<string, number> = {};
-  for (const key of factsNewestFirst(facts).slice(0, MAX_LEDGER_FACTS)) kept[key] = facts[key];
+  const atCutoff: string[] = [];
+  for (const [fact, clock] of entries) {
+    if (clock > cutoff) kept[fact] = clock;
+    else if (clock === cutoff) atCutoff.push(fact);
+  }
+  atCutoff.sort();
+  for (const fact of atCutoff.slice(0, MAX_LEDGER_FACTS - Object.keys(kept).length)) kept[fact] = cutoff;
   return kept;
 }

@@ -4,6 +4,8 @@ import { trimToolResult } from './prune.js';
 import { renderPinned, renderSummaryBlock, cutToTokens } from './summary-block.js';
 import { countMessageTokens, countTextTokens } from './tokens.js';
 
+const rendered = new WeakMap<Draft, ChatMessage[]>();
+
 /** Characters every older tool result is trimmed to when a request must be made to fit. */
 export const ESCALATION_TRIM_CHARS = 400;
 
@@ -27,8 +29,14 @@ export interface Draft {
 
 /** Renders a draft into a projection: head, one summary block, tail; tool pairs sanitized. */
 export function renderDraft(draft: Draft): ChatMessage[] {
-  if (draft.body === null && draft.pinned.length === 0) return sanitizeToolPairs([...draft.head, ...draft.tail]);
-  return sanitizeToolPairs(placeSummary(draft.head, summaryText(draft), draft.tail));
+  // Remembered per draft, so counting it again reuses the summary message's token count.
+  const cached = rendered.get(draft);
+  if (cached) return cached;
+  const messages = draft.body === null && draft.pinned.length === 0
+    ? sanitizeToolPairs([...draft.head, ...draft.tail])
+    : sanitizeToolPairs(placeSummary(draft.head, summaryText(draft), draft.tail));
+  rendered.set(draft, messages);
+  return messages;
 }
 
 /** The summary block text of a draft. */
