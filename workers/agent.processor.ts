@@ -210,8 +210,9 @@ interface FinalCall {
 async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
   const ids = loop.items.map((item) => item.id);
   const outbox: OutboundMessage[] = [];
-  if (replyText) outbox.push(outbound(loop, replyJobId(ids, 'reply'), replyText, 'reply'));
-  [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice')));
+  if (replyText) outbox.push(outbound(loop, replyJobId(ids, 'reply'), replyText, 'reply', true));
+  // Without an answer, the first notice stands in for it and is the one threaded to the asker.
+  [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   const change = { outbox, finishTurn: true };
   if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry)], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
@@ -219,10 +220,16 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   return outbox;
 }
 
-function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['kind']): OutboundMessage {
+/**
+ * One outbound message of the turn, to the chat of its last inbound message. With `threaded`, in
+ * a group chat it replies to that message (so the asker sees the answer is theirs); in private
+ * chats a reply quote is noise, so never there.
+ */
+function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['kind'], threaded = false): OutboundMessage {
   const last = loop.items[loop.items.length - 1];
   const message: OutboundMessage = { id, sessionId: loop.turn.sessionId, channel: last.channel, chatId: last.chatId, text, kind };
   if (last.threadId) message.threadId = last.threadId;
+  if (threaded && last.chatType === 'group' && last.platformMessageId) message.replyTo = last.platformMessageId;
   return message;
 }
 

@@ -66,6 +66,7 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
     userName: message.author.displayName || message.author.username,
     text,
     attachments: message.attachments.map(toAttachment),
+    platformMessageId: message.id,
     chatType: isDm ? 'private' : 'group',
     receivedAt: options.receivedAt,
   };

@@ -57,6 +57,7 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
     userName: [message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || message.from.username || String(message.from.id),
     text,
     attachments: photoAttachments(message),
+    platformMessageId: String(message.message_id),
     chatType: isPrivate ? 'private' : 'group',
     receivedAt: options.receivedAt,
   };

@@ -147,6 +147,7 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
     userName,
     text,
     attachments: [],
+    platformMessageId: clientMessageId,
     chatType: 'private',
     receivedAt: Date.now(),
   };

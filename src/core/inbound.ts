@@ -27,6 +27,11 @@ export interface InboundMessage {
   attachments: Attachment[];
   /** Platform id of the message this one replies to. */
   replyTo?: string;
+  /**
+   * The platform's own id of this message, as a string (Telegram `message_id`, Discord message
+   * snowflake, web `clientMessageId`): what a reply threads to (`OutboundMessage.replyTo`).
+   */
+  platformMessageId?: string;
   /** Whether the chat is private (a DM) or a group/guild channel. */
   chatType?: 'private' | 'group';
   /** ms since epoch, when the adapter received it. */

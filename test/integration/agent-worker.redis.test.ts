@@ -77,6 +77,25 @@ describe('agent worker', () => {
     expect((await readTranscript(t.redis, keys)).map((e) => e.type)).toEqual(['message', 'message']);
   });
 
+  it('threads a group turn\'s reply to its last message, and never a private one', async () => {
+    fake.setHandler(() => ({ content: 'answer' }));
+    const inGroup = (userId: string, platformMessageId: string): InboundMessage => ({
+      ...inbound(`question from ${userId}`, 'g1'), channel: 'telegram', id: `telegram:g1:${platformMessageId}`, userId, chatType: 'group', platformMessageId,
+    });
+    // Both are in the inbox before a worker runs, so one turn takes them together.
+    await producer.submitInbound(inGroup('u1', '11'));
+    await producer.submitInbound(inGroup('u2', '12'));
+    await start();
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toMatchObject({ sessionId: 'telegram:g1', kind: 'reply', text: 'answer', replyTo: '12' });
+    expect(fake.requests).toHaveLength(1);
+
+    await producer.submitInbound({ ...inbound('hi'), chatType: 'private', platformMessageId: 'm1' });
+    await out.waitFor((r) => r.length === 2);
+    expect(out.replies[1]).toMatchObject({ sessionId: SESSION, kind: 'reply' });
+    expect(out.replies[1].replyTo).toBeUndefined();
+  });
+
   it('binds sessionId, channel and jobId on the logs of a turn', async () => {
     const sink = createLogSink();
     await start({ logger: sink.logger });

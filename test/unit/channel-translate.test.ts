@@ -2,6 +2,8 @@ import type { Message } from 'grammy/types';
 import { describe, expect, it } from 'vitest';
 import { toInboundMessage as fromDiscord, type DiscordMessageLike } from '../../channels/discord/translate.js';
 import { toInboundMessage as fromTelegram } from '../../channels/telegram/translate.js';
+import { createWebChannel } from '../../channels/web/index.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
 
 const BOT = { id: 999, username: 'chatgate_bot' };
 const user = { id: 7, is_bot: false, first_name: 'Ada', last_name: 'L', username: 'ada' };
@@ -16,8 +18,13 @@ describe('telegram toInboundMessage', () => {
   it('translates a private text message', () => {
     expect(telegram({ text: 'hi' })).toEqual({
       kind: 'message',
-      message: { id: 'telegram:7:5', channel: 'telegram', chatId: '7', userId: '7', userName: 'Ada L', text: 'hi', attachments: [], chatType: 'private', receivedAt: 1 },
+      message: { id: 'telegram:7:5', channel: 'telegram', chatId: '7', userId: '7', userName: 'Ada L', text: 'hi', attachments: [], platformMessageId: '5', chatType: 'private', receivedAt: 1 },
     });
+  });
+
+  it('carries the platform message id of a group message', () => {
+    const mention = telegram({ message_id: 42, chat: group, text: '@chatgate_bot hi', entities: [{ type: 'mention', offset: 0, length: 13 }] });
+    expect(mention.kind === 'message' && [mention.message.platformMessageId, mention.message.chatType]).toEqual(['42', 'group']);
   });
 
   it.each([
@@ -66,7 +73,7 @@ describe('discord toInboundMessage', () => {
   it('translates a DM', () => {
     expect(discord({ guildId: null })).toEqual({
       kind: 'message',
-      message: { id: 'discord:20:10', channel: 'discord', chatId: '20', userId: '7', userName: 'Ada', text: 'hi', attachments: [], chatType: 'private', receivedAt: 1 },
+      message: { id: 'discord:20:10', channel: 'discord', chatId: '20', userId: '7', userName: 'Ada', text: 'hi', attachments: [], platformMessageId: '10', chatType: 'private', receivedAt: 1 },
     });
   });
 
@@ -91,5 +98,19 @@ describe('discord toInboundMessage', () => {
   it('keeps image attachments with their text', () => {
     const result = discord({ guildId: null, content: 'what is this?', attachments: [{ url: 'https://cdn/x.png', contentType: 'image/png', name: 'x.png' }] });
     expect(result.kind === 'message' && result.message.attachments).toEqual([{ kind: 'photo', ref: 'https://cdn/x.png', mimeType: 'image/png', fileName: 'x.png' }]);
+  });
+});
+
+describe('web inbound message', () => {
+  it('carries the clientMessageId as the platform message id', async () => {
+    const channel = createWebChannel();
+    const received: InboundMessage[] = [];
+    await channel.start(async (message) => { received.push(message); });
+    const response = await channel.app.request('/api/chat/conv-1/messages', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hi', clientMessageId: 'm7' }),
+    });
+    await channel.stop();
+    expect(response.status).toBe(202);
+    expect(received.map((m) => [m.id, m.platformMessageId, m.chatType])).toEqual([['web:conv-1:m7', 'm7', 'private']]);
   });
 });
