@@ -109,7 +109,10 @@ export interface SessionDetail {
 
 /** Options of {@link SessionReader.listSessions}. */
 export interface ListSessionsOptions {
-  /** Default `lastActivity`. */
+  /**
+   * Default `lastActivity`. An implementation may compute `fill` sorting and `channel` filters over
+   * only its most recent sessions (the Redis reader: 5,000); the page then says `capped: true`.
+   */
   sort?: SessionSort;
   /** Default `desc` (most recent or fullest first). */
   order?: 'asc' | 'desc';
@@ -128,6 +131,11 @@ export interface SessionPage {
   total: number;
   offset: number;
   limit: number;
+  /**
+   * Set when the list was computed over only the most recent sessions (an implementation's scan
+   * cap for fill sorting or channel filters): older sessions are missing from `items` and `total`.
+   */
+  capped?: boolean;
 }
 
 /** Read access to sessions for the monitor and the CLI. */

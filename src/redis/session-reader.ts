@@ -1,3 +1,4 @@
+import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
 import { hasToolCalls, messageText, type ChatMessage } from '../core/messages.js';
 import { PINNED_HEADING, SUMMARY_END, parseSummary } from '../core/summary-block.js';
@@ -6,7 +7,7 @@ import type {
   CompactionEvent, CompactionLayer, FillPoint, ListSessionsOptions, SessionDetail, SessionLedger, SessionNote,
   SessionPage, SessionReader, SessionRow,
 } from '../monitor/session-reader.js';
-import { pageSessions } from '../monitor/session-reader.js';
+import { DEFAULT_PAGE_SIZE } from '../monitor/session-reader.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
@@ -28,11 +29,21 @@ export interface RedisSessionReaderOptions {
   hygieneThreshold?: number;
   /** Output reserve subtracted before the triggers, tokens. Default 0. */
   reservedOutputTokens?: number;
+  /**
+   * Most recent sessions considered when the list is sorted by fill or filtered by channel (those
+   * need every candidate's meta; sorting by last activity pages in Redis and has no cap). Older
+   * sessions are left out of such lists and the page says `capped: true`. Default 5000.
+   */
+  maxScannedSessions?: number;
 }
 
 type ResolvedOptions = Required<RedisSessionReaderOptions>;
 
-const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 0 };
+const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 0, maxScannedSessions: 5000 };
+/** Sessions whose meta one pipeline reads while scanning for a fill-sorted or channel-filtered list. */
+const SCAN_BATCH = 500;
+/** The meta fields a scan reads: enough for the fill, the channel and the last activity. */
+const SCAN_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'overheadTokens', 'projectionTokens', 'route', 'lastActivityMs'] as const;
 const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web'];
 /** Transcript entries replayed for a session's fill history and compaction timeline (the newest). */
 const MAX_REPLAY_ENTRIES = 5000;
@@ -42,6 +53,12 @@ const MAX_REPLAY_ENTRIES = 5000;
  * meta, usage ledger and transcript length; details add the fill history and compaction timeline
  * (replayed from the transcript: an estimate between provider reports), the current summary,
  * pinned facts and notes.
+ *
+ * Listing by last activity (the default) pages in Redis: `ZCARD` + `ZREVRANGE`/`ZRANGE` on the
+ * session index, then one pipeline for the page's rows — three round trips whatever the number of
+ * sessions (ties in last activity come in Redis's member order). Sorting by fill or filtering by
+ * channel reads the meta of the `maxScannedSessions` most recent sessions in pipelined batches of
+ * 500, then the page's rows; beyond that cap older sessions are not listed (`capped: true`).
  */
 export function createRedisSessionReader(deps: { redis: RedisClient }, options: RedisSessionReaderOptions): SessionReader {
   const o: ResolvedOptions = { ...DEFAULTS, ...stripUndefined(options) } as ResolvedOptions;
@@ -49,9 +66,8 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
   const store = createSessionStore({ redis }, { keyPrefix: o.keyPrefix });
   return {
     async listSessions(list: ListSessionsOptions = {}): Promise<SessionPage> {
-      const ids = await redis.zrevrange(sessionIndexKey(o.keyPrefix), 0, -1);
-      const rows = await Promise.all(ids.map((id) => readRow(redis, o, id)));
-      return pageSessions(rows.filter((row): row is SessionRow => row !== null), list);
+      const query = toQuery(list);
+      return query.sort === 'lastActivity' && !query.channel ? pageByActivity(redis, o, query) : pageByScan(redis, o, query);
     },
     async getSession(id: string): Promise<SessionDetail | null> {
       const keys = sessionKeys(id, o.keyPrefix);
@@ -86,17 +102,138 @@ async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Prom
   return newest.reverse().map(([streamId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]) as TranscriptEntry), id: streamId }));
 }
 
-/** Parses a meta hash as the session store writes it (the store's own parser is private). */
-async function readRow(redis: RedisClient, o: ResolvedOptions, id: string): Promise<SessionRow | null> {
-  const keys: SessionKeys = sessionKeys(id, o.keyPrefix);
-  const [rawMeta, usage, length] = await Promise.all([redis.hgetall(keys.meta), readUsage(redis, keys), redis.xlen(keys.transcript)]);
-  if (Object.keys(rawMeta).length === 0) return null;
-  return toRow(o, id, parseMeta(rawMeta), usage, length);
+/** {@link ListSessionsOptions} with the defaults applied, as `pageSessions` applies them. */
+interface ListQuery {
+  sort: 'lastActivity' | 'fill';
+  desc: boolean;
+  offset: number;
+  limit: number;
+  channel?: ChannelName;
 }
 
-function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: UsageLedger, transcriptLength: number): SessionRow {
+/** What a scan knows of a session: enough to filter and sort it. */
+interface Candidate {
+  id: string;
+  channel: ChannelName;
+  fill: number;
+  lastActivityAt: number;
+}
+
+function toQuery(list: ListSessionsOptions): ListQuery {
+  const query: ListQuery = {
+    sort: list.sort ?? 'lastActivity', desc: (list.order ?? 'desc') === 'desc',
+    offset: Math.max(0, list.offset ?? 0), limit: Math.max(1, list.limit ?? DEFAULT_PAGE_SIZE),
+  };
+  if (list.channel) query.channel = list.channel;
+  return query;
+}
+
+/** One page by last activity, ranged on the index itself: the work does not grow with the sessions. */
+async function pageByActivity(redis: RedisClient, o: ResolvedOptions, query: ListQuery): Promise<SessionPage> {
+  const index = sessionIndexKey(o.keyPrefix);
+  const last = query.offset + query.limit - 1;
+  const pipe = redis.pipeline().zcard(index);
+  if (query.desc) pipe.zrevrange(index, query.offset, last);
+  else pipe.zrange(index, query.offset, String(last));
+  const [total, ids] = (await execAll(pipe)) as [number, string[]];
+  return { items: await readRows(redis, o, ids), total, offset: query.offset, limit: query.limit };
+}
+
+/** One page by fill, or filtered by channel: scans the most recent sessions' meta in batches, then reads the page. */
+async function pageByScan(redis: RedisClient, o: ResolvedOptions, query: ListQuery): Promise<SessionPage> {
+  const index = sessionIndexKey(o.keyPrefix);
+  const [indexed, ids] = (await execAll(redis.pipeline().zcard(index).zrevrange(index, 0, o.maxScannedSessions - 1))) as [number, string[]];
+  const candidates: Candidate[] = [];
+  for (let start = 0; start < ids.length; start += SCAN_BATCH) {
+    const batch = ids.slice(start, start + SCAN_BATCH);
+    const replies = await perSession(redis, batch, (pipe, id) => pipe.hmget(sessionKeys(id, o.keyPrefix).meta, ...SCAN_FIELDS));
+    batch.forEach((id, k) => {
+      const candidate = toCandidate(o, id, replies[k][0] as Array<string | null>);
+      if (candidate && (!query.channel || candidate.channel === query.channel)) candidates.push(candidate);
+    });
+  }
+  const sign = query.desc ? -1 : 1;
+  const key = (c: Candidate) => (query.sort === 'fill' ? c.fill : c.lastActivityAt);
+  candidates.sort((a, b) => sign * (key(a) - key(b)) || a.id.localeCompare(b.id));
+  const page = candidates.slice(query.offset, query.offset + query.limit).map((c) => c.id);
+  const result: SessionPage = { items: await readRows(redis, o, page), total: candidates.length, offset: query.offset, limit: query.limit };
+  if (indexed > ids.length) result.capped = true;
+  return result;
+}
+
+function toCandidate(o: ResolvedOptions, id: string, values: Array<string | null>): Candidate | null {
+  if (values.every((value) => value === null)) return null;
+  const raw: Record<string, string> = {};
+  SCAN_FIELDS.forEach((field, k) => {
+    if (values[k] !== null) raw[field] = values[k]!;
+  });
+  const meta = parseMeta(raw);
+  return { id, channel: channelOf(id, meta), fill: contextTokensOf(meta) / o.contextWindow, lastActivityAt: meta.lastActivityMs };
+}
+
+/** The rows of `ids`, in that order, read with one pipeline; sessions without meta are left out. */
+async function readRows(redis: RedisClient, o: ResolvedOptions, ids: readonly string[]): Promise<SessionRow[]> {
+  const replies = await perSession(redis, ids, (pipe, id) => {
+    const keys: SessionKeys = sessionKeys(id, o.keyPrefix);
+    pipe.hgetall(keys.meta).hgetall(keys.usage).xlen(keys.transcript);
+  });
+  const rows: SessionRow[] = [];
+  ids.forEach((id, k) => {
+    const [rawMeta, rawUsage, length] = replies[k] as [Record<string, string>, Record<string, string>, number];
+    if (Object.keys(rawMeta).length > 0) rows.push(toRow(o, id, parseMeta(rawMeta), rowUsage(rawUsage), length));
+  });
+  return rows;
+}
+
+/**
+ * Runs `add`'s commands for every session and returns each session's replies. One pipeline on a
+ * single node; on a cluster one pipeline per session (its keys share a hash tag), in parallel.
+ * @throws the first command error.
+ */
+async function perSession(redis: RedisClient, ids: readonly string[], add: (pipe: ChainableCommander, id: string) => void): Promise<unknown[][]> {
+  if (ids.length === 0) return [];
+  if (redis.isCluster) return Promise.all(ids.map((id) => pipelineOf(redis, [id], add).then((replies) => replies[0])));
+  return pipelineOf(redis, ids, add);
+}
+
+async function pipelineOf(redis: RedisClient, ids: readonly string[], add: (pipe: ChainableCommander, id: string) => void): Promise<unknown[][]> {
+  const pipe = redis.pipeline();
+  const counts = ids.map((id) => {
+    const before = pipe.length;
+    add(pipe, id);
+    return pipe.length - before;
+  });
+  const replies = await execAll(pipe);
+  let next = 0;
+  return counts.map((count) => replies.slice(next, (next += count)));
+}
+
+/** Executes a pipeline. @returns its replies in order. @throws the first command error. */
+async function execAll(pipe: ChainableCommander): Promise<unknown[]> {
+  const replies = (await pipe.exec()) ?? [];
+  const failed = replies.find(([err]) => err);
+  if (failed) throw failed[0];
+  return replies.map(([, value]) => value);
+}
+
+/** The usage fields a row shows, from the raw usage hash (as `readUsage` parses them). */
+function rowUsage(raw: Record<string, string>): RowUsage {
+  const compactions: Record<string, number> = {};
+  for (const [field, value] of Object.entries(raw)) {
+    if (field.startsWith('compactions:')) compactions[field.slice('compactions:'.length)] = Number(value);
+  }
+  return { promptTokens: Number(raw.promptTokens ?? 0), completionTokens: Number(raw.completionTokens ?? 0), costMicroUsd: Number(raw.costMicroUsd ?? 0), compactions };
+}
+
+type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'compactions'>;
+
+function contextTokensOf(meta: SessionMeta): number {
+  return meta.version === 0 ? 0 : requestTokens({ meta });
+}
+
+function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: RowUsage, transcriptLength: number): SessionRow {
   const compactions = sumValues(usage.compactions);
-  const contextTokens = meta.version === 0 ? 0 : requestTokens({ meta });
+  const contextTokens = contextTokensOf(meta);
   return {
     id,
     channel: channelOf(id, meta),
