@@ -55,13 +55,17 @@ const MAX_REPLAY_ENTRIES = 5000;
  * pinned facts and notes.
  *
  * Listing by last activity (the default) pages in Redis: `ZCARD` + `ZREVRANGE`/`ZRANGE` on the
- * session index, then one pipeline for the page's rows — three round trips whatever the number of
- * sessions (ties in last activity come in Redis's member order). Sorting by fill or filtering by
- * channel reads the meta of the `maxScannedSessions` most recent sessions in pipelined batches of
- * 500, then the page's rows; beyond that cap older sessions are not listed (`capped: true`).
+ * session index in one pipeline, then the page's rows in another — two round trips whatever the
+ * number of sessions (ties in last activity come in Redis's member order). Sorting by fill or
+ * filtering by channel reads the meta of the `maxScannedSessions` most recent sessions in
+ * pipelined batches of 500, then the page's rows; older sessions are not listed (`capped: true`).
+ * @throws RangeError when `maxScannedSessions` is not an integer ≥ 1.
  */
 export function createRedisSessionReader(deps: { redis: RedisClient }, options: RedisSessionReaderOptions): SessionReader {
   const o: ResolvedOptions = { ...DEFAULTS, ...stripUndefined(options) } as ResolvedOptions;
+  if (!Number.isInteger(o.maxScannedSessions) || o.maxScannedSessions < 1) {
+    throw new RangeError(`\`maxScannedSessions\` must be an integer ≥ 1 (got ${o.maxScannedSessions})`);
+  }
   const { redis } = deps;
   const store = createSessionStore({ redis }, { keyPrefix: o.keyPrefix });
   return {
