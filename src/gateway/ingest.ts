@@ -161,7 +161,11 @@ async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName)
 
 function notify(ctx: Context, message: InboundMessage, sessionId: string, text: string, tag: string) {
   const id = replyJobId([message.id, tag], 'notice');
-  const notice: OutboundMessage = { id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice' };
+  const notice: OutboundMessage = {
+    id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice',
+    // In groups the answer quotes the message it answers, so everyone sees whose command it was.
+    ...(message.chatType === 'group' && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
+  };
   return ctx.deps.outbound.add('notice', notice, { jobId: id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000, removeOnFail: 5000 });
 }
 

@@ -12,7 +12,7 @@ import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
 import { readTranscript, type StoredTranscriptEntry, type TranscriptEntry } from './transcript.js';
-import { readUsage, type UsageLedger } from './usage.js';
+import { parseUsage, readUsage, type UsageLedger } from './usage.js';
 
 /** `model` of the transcript event `/reset` and `chatgate reset` write (a `manual`/`noop` compaction event). */
 export const RESET_EVENT_MODEL = 'reset';
@@ -184,7 +184,7 @@ async function readRows(redis: RedisClient, o: ResolvedOptions, ids: readonly st
   const rows: SessionRow[] = [];
   ids.forEach((id, k) => {
     const [rawMeta, rawUsage, length] = replies[k] as [Record<string, string>, Record<string, string>, number];
-    if (Object.keys(rawMeta).length > 0) rows.push(toRow(o, id, parseMeta(rawMeta), rowUsage(rawUsage), length));
+    if (Object.keys(rawMeta).length > 0) rows.push(toRow(o, id, parseMeta(rawMeta), parseUsage(rawUsage), length));
   });
   return rows;
 }
@@ -218,15 +218,6 @@ async function execAll(pipe: ChainableCommander): Promise<unknown[]> {
   const failed = replies.find(([err]) => err);
   if (failed) throw failed[0];
   return replies.map(([, value]) => value);
-}
-
-/** The usage fields a row shows, from the raw usage hash (as `readUsage` parses them). */
-function rowUsage(raw: Record<string, string>): RowUsage {
-  const compactions: Record<string, number> = {};
-  for (const [field, value] of Object.entries(raw)) {
-    if (field.startsWith('compactions:')) compactions[field.slice('compactions:'.length)] = Number(value);
-  }
-  return { promptTokens: Number(raw.promptTokens ?? 0), completionTokens: Number(raw.completionTokens ?? 0), costMicroUsd: Number(raw.costMicroUsd ?? 0), compactions };
 }
 
 type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'compactions'>;

@@ -87,7 +87,11 @@ export function mergeUsage(...deltas: UsageDelta[]): UsageDelta {
 
 /** Reads a session's usage ledger (zeros for a new session). */
 export async function readUsage(redis: RedisClient, keys: SessionKeys): Promise<UsageLedger> {
-  const raw = await redis.hgetall(keys.usage);
+  return parseUsage(await redis.hgetall(keys.usage));
+}
+
+/** Parses a session's usage hash (missing fields read as zero). */
+export function parseUsage(raw: Record<string, string>): UsageLedger {
   const num = (field: string): number => Number(raw[field] ?? 0);
   const compactions: Record<string, number> = {};
   for (const [field, value] of Object.entries(raw)) {
