@@ -51,6 +51,9 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     expected !== undefined && presented !== undefined && timingSafeEqual(digest(presented), expected);
 
   return async (c, next) => {
+    // Open means no credential to forge, so a page on another site must not be able to write: the
+    // browser says where a request comes from (Sec-Fetch-Site, Origin); tools like curl send neither.
+    if (open && isLoopbackRequest(c) && isCrossSiteWrite(c)) return forbiddenCrossSite(c);
     if (open && isLoopbackRequest(c)) return next();
     if (open && !token) return forbiddenHost(c);
     const login = c.req.query('token');
@@ -79,6 +82,24 @@ export function isLoopbackRequestHost(hostHeader: string): boolean {
 
 function isLoopbackRequest(c: Context): boolean {
   return isLoopbackRequestHost(c.req.header('host') ?? new URL(c.req.url).host);
+}
+
+/** True for a state-changing request that a browser says came from another site. */
+export function isCrossSiteWrite(c: Context): boolean {
+  if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return false;
+  const site = c.req.header('sec-fetch-site');
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
+  const origin = c.req.header('origin');
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host !== (c.req.header('host') ?? new URL(c.req.url).host);
+  } catch {
+    return true; // `Origin: null` (sandboxed or opaque): not this page
+  }
+}
+
+function forbiddenCrossSite(c: Context): Response {
+  return c.json({ error: 'forbidden: a page on another site may not change anything here (cross-site request refused)' }, 403);
 }
 
 function forbiddenHost(c: Context): Response {

@@ -82,6 +82,20 @@ describe('open on loopback without a token: loopback Host names only (DNS rebind
     expect((await request(guarded, '/api/sessions', { host: 'monitor.example', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 
+  it('refuses writes that a browser says come from another site (CSRF), but not same-origin pages or tools', async () => {
+    const board = createMonitorApp({ sessions: reader }, { host: '127.0.0.1' });
+    const write = (headers: Record<string, string>) => request(board, '/api/sessions', { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: '{}' });
+    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }]) {
+      const res = await write(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(((await res.json()) as { error: string }).error).toMatch(/cross-site request refused/);
+    }
+    // Same-origin pages and non-browser tools get past the guard (to the route's own answer).
+    for (const headers of [{ 'sec-fetch-site': 'same-origin' }, { origin: 'http://127.0.0.1:8787' }, {}]) {
+      expect((await write(headers)).status, JSON.stringify(headers)).not.toBe(403);
+    }
+  });
+
   it('parses Host headers', () => {
     expect(isLoopbackRequestHost('127.0.0.1')).toBe(true);
     expect(isLoopbackRequestHost('[::1]')).toBe(true);
@@ -132,6 +146,8 @@ describe('web chat behind the access guard', () => {
       expect((await request(app, '/chat', { host: 'localhost:8787' })).status).toBe(200);
       expect((await request(app, '/api/chat/c1/messages', post)).status).toBe(202);
       expect((await request(app, '/chat', { host: 'rebound.example:8787' })).status).toBe(token ? 401 : 403);
+      const crossSite = await request(app, '/api/chat/c1/messages', { ...post, headers: { ...post.headers, 'sec-fetch-site': 'cross-site' } });
+      expect(crossSite.status).toBe(403);
     }
   });
 });
