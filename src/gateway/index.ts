@@ -19,6 +19,7 @@ import { createDelivery } from './delivery.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
+import { startPendingSweeper } from './sweeper.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -46,10 +47,12 @@ export interface GatewayDeps {
   systemPrompt?: string;
 }
 
-/** Lease TTL while the gateway compacts a session (hygiene, /compact), ms. */
-const GATEWAY_LEASE_TTL_MS = 120_000;
-/** One summariser call made by the gateway (hygiene, /compact) may take this long, ms. */
-const GATEWAY_SUMMARY_TIMEOUT_MS = 30_000;
+/** Lease TTL while the gateway compacts a session (renewed while it works), ms. */
+const GATEWAY_LEASE_TTL_MS = 15_000;
+/** Hygiene runs while a platform waits for its acknowledgement: one summariser try, this long at most, ms. */
+const HYGIENE_SUMMARY_TIMEOUT_MS = 20_000;
+/** `/compact` runs in the background: its summary may take this long, ms. */
+const COMMAND_SUMMARY_TIMEOUT_MS = 120_000;
 
 /**
  * Starts the gateway: the HTTP server first, then the channels, so nothing arrives before it can be
@@ -59,7 +62,7 @@ export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
   const log = deps.logger.child({ component: 'gateway' });
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
-    for (const close of closers.reverse()) await close().catch((err: unknown) => log.warn({ err }, 'gateway shutdown step failed'));
+    for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => log.warn({ err }, 'gateway shutdown step failed'));
   };
   try {
     const parts = await startParts(deps, closers);
@@ -89,10 +92,13 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: fast, prefix: names.queuePrefix });
   const turns = new Queue(names.turnQueue, { connection: fast, prefix: names.queuePrefix });
   closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
-  const ops = createSessionOpsFromConfig({ redis: fast, logger, store }, config, {
-    leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs: GATEWAY_SUMMARY_TIMEOUT_MS, llmMaxRetries: 1,
-  });
-  const ingest = createIngest({ redis: fast, producer, ops, outbound, logger, commands: { redis: fast, store, turnPosition: (id) => turnPosition(turns, id) } }, {
+  const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
+  closers.push(async () => sweeper.stop());
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) =>
+    createSessionOpsFromConfig({ redis: fast, logger, store }, config, { leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs, llmMaxRetries });
+  const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
+  const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
+  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, commands: { redis: fast, store, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: config.access.allow, rateLimitPerMinute: config.access.rateLimitPerMinute,
     maxMessageChars: config.access.maxMessageChars, groupMode: config.groupMode,
     command: {
@@ -102,7 +108,6 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
   });
   const gatewayChannels = deps.channels ?? createChannels(config, logger);
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
-  await startDelivery(deps, channelMap, names, closers);
   const app = new Hono();
   gatewayChannels.mount?.(app);
   app.route('/', createMonitorApp({
@@ -116,6 +121,8 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
     await channel.start(handle);
     closers.push(() => channel.stop());
   }
+  // Replies go out once every channel can send (and stop first, while the channels still can).
+  await startDelivery(deps, channelMap, names, closers);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
 }
 

@@ -7,7 +7,7 @@ import { hygieneFiringsTotal, inboundMessagesTotal } from '../monitor/metrics.js
 import { replyJobId } from '../queue/names.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
-import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { deniedKey, pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
 import { acceptInbound, countInWindow } from './accept.js';
 import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
@@ -22,7 +22,10 @@ export interface IngestDeps {
   /** A connection that fails fast when Redis is down (so the platform is asked to re-deliver). */
   redis: RedisClient;
   producer: TurnProducer;
+  /** Session operations of commands (`/compact` may take its time: it runs in the background). */
   ops: SessionOps;
+  /** Session operations of the hygiene check, which runs before the platform gets its answer: bounded. Default `ops`. */
+  hygiene?: SessionOps;
   commands: Omit<CommandDeps, 'ops'>;
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */
   outbound: Queue<OutboundMessage>;
@@ -95,6 +98,8 @@ async function route(ctx: Context, message: InboundMessage, sessionId: string): 
   if (refused) return refused;
   const command = parseCommand(message.text);
   if (command) return answerCommand(ctx, message, sessionId, seen, command);
+  // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
+  await deps.redis.zadd(pendingIndexKey(options.keyPrefix), ctx.now(), sessionId);
   if (!(await acceptInbound(deps.redis, keys, seen, message, ctx.ttl))) return duplicate(ctx, sessionId);
   // The message is durable now; hygiene runs before its turn is enqueued and never blocks it.
   await runHygiene(ctx, sessionId, message.channel);
@@ -113,9 +118,14 @@ async function admit(ctx: Context, message: InboundMessage, sessionId: string): 
   const { deps, options } = ctx;
   if (!isAllowed(options.allow[message.channel], message.userId)) {
     ctx.log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
-    const firstToday = (await deps.redis.set(deniedKey(message.channel, message.userId, options.keyPrefix), '1', 'EX', DAY_S, 'NX')) !== null;
-    if (message.chatType !== 'group' && firstToday) {
+    if (message.chatType === 'group') return 'denied'; // silence in groups
+    const marker = deniedKey(message.channel, message.userId, options.keyPrefix);
+    if ((await deps.redis.set(marker, '1', 'EX', DAY_S, 'NX')) === null) return 'denied'; // told already today
+    try {
       await notify(ctx, message, sessionId, `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`, 'denied');
+    } catch (err) {
+      await deps.redis.del(marker).catch(() => undefined);
+      throw err;
     }
     return 'denied';
   }
@@ -138,9 +148,20 @@ async function admit(ctx: Context, message: InboundMessage, sessionId: string): 
 async function answerCommand(ctx: Context, message: InboundMessage, sessionId: string, seen: string, command: ChatCommand): Promise<IngestOutcome> {
   const { deps } = ctx;
   if ((await deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
-  try {
+  const answer = async () => {
     const reply = await runCommand({ ...deps.commands, ops: deps.ops }, ctx.options.command, sessionId, command);
     await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+  };
+  if (command.name === 'compact') {
+    // A summary can take a minute: the platform gets its acknowledgement now, the answer follows.
+    void answer().catch(async (err: unknown) => {
+      ctx.log.error({ err, sessionId }, 'compact command failed');
+      await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
+    });
+    return 'command';
+  }
+  try {
+    await answer();
     return 'command';
   } catch (err) {
     await deps.redis.del(seen).catch(() => undefined); // not answered: let the platform re-deliver it
@@ -150,7 +171,7 @@ async function answerCommand(ctx: Context, message: InboundMessage, sessionId: s
 
 async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
   try {
-    const result = await ctx.deps.ops.hygiene(sessionId);
+    const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
     if (!result) return;
     hygieneFiringsTotal.inc({ channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');

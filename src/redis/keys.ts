@@ -82,3 +82,12 @@ export function rateLimitKey(channel: string, userId: string, windowIndex: numbe
 export function replyDeliveryKey(sessionId: string, replyId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}{${sessionId}}:delivery:${replyId}`;
 }
+
+/**
+ * Sorted set of sessions that were given a message (scored by when); the gateway's sweeper
+ * enqueues a turn for any whose inbox is not empty, so a crash between accepting a message and
+ * enqueueing its turn cannot strand it. Its own slot, like the session index.
+ */
+export function pendingIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}pending`;
+}

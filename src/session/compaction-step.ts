@@ -27,6 +27,8 @@ export interface CompactionStepInput {
    * so the exchange before them may be summarised, then left out of the commit.
    */
   pending?: ChatMessage[];
+  /** Commit a `noop`/`aborted` outcome (its transcript event and counters). Default true. */
+  commitNoop?: boolean;
   /** Price overrides for the summary model's cost. */
   prices?: PriceTable;
   /** Model that writes summaries (recorded in the transcript). */
@@ -60,7 +62,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     ...(summary ? [summaryUsageDelta(input.summaryModel, { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedTokens: summary.cachedTokens ?? 0 }, input.prices)] : []),
   );
   if (result.outcome === 'noop' || result.outcome === 'aborted') {
-    await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
+    if (input.commitNoop !== false || result.outcome === 'aborted') await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
   } else {
     const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
     await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage });

@@ -10,7 +10,7 @@ import type { ChatMessage } from '../core/messages.js';
 import { messageTokens } from '../core/tokens.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { acquireLease, releaseLease } from '../redis/lease.js';
+import { holdLease } from '../redis/lease.js';
 import { RESET_EVENT_MODEL } from '../redis/session-reader.js';
 import { createSessionStore, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
 import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
@@ -101,30 +101,36 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
 
   async function underLease<T>(sessionId: string, work: (turn: TurnState) => Promise<T>): Promise<IdleResult<T>> {
     const keys = deps.store.keys(sessionId);
-    const fence = await acquireLease(deps.redis, keys, options.leaseTtlMs);
-    if (fence === null) return { busy: true };
+    // Renewed while the work runs, so a slow summary keeps the session; a dead gateway frees it soon.
+    const lease = await holdLease(deps.redis, keys, options.leaseTtlMs);
+    if (lease === null) return { busy: true };
     try {
       const snapshot = await deps.store.load(sessionId);
-      return { busy: false, value: await work(new TurnState(deps.store, sessionId, snapshot, fence)) };
+      return { busy: false, value: await work(new TurnState(deps.store, sessionId, snapshot, lease.fence)) };
     } finally {
-      await releaseLease(deps.redis, keys, fence);
+      await lease.release();
     }
   }
 
-  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = []) =>
+  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor()) =>
     runCompactionStep({
-      compressor: deps.createCompressor(), turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, options.model),
+      compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, options.model),
       layer, force, focus, pending, summaryModel: options.summaryModel, model: options.model, logger: log.child({ sessionId: turn.sessionId }),
+      // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
+      commitNoop: force,
     });
 
   return {
     async hygiene(sessionId) {
-      const pending = await pendingMessages(deps, sessionId);
-      const pendingTokens = countPending(pending, options.model);
-      if (!(await overHygieneLine(deps, sessionId, options, pendingTokens))) return null;
+      if (!(await overHygieneLine(deps, sessionId, options))) return null;
       const result = await underLease(sessionId, async (turn) => {
-        const decision = decide(turn.entries.length, requestTokens({ meta: turn.meta }) + pendingTokens, options);
-        return decision.compact ? compactTurn(turn, 'hygiene', false, undefined, pending) : null;
+        // Read under the lease: a turn that ran meanwhile has taken (and answered) what was waiting.
+        const pending = await pendingMessages(deps, sessionId);
+        const tokens = requestTokens({ meta: turn.meta }) + countPending(pending, options.model);
+        const compressor = deps.createCompressor();
+        if (!decide(turn.entries.length, tokens, options).compact || !compressor.shouldCompress(tokens, turn.compaction)) return null;
+        const compacted = await compactTurn(turn, 'hygiene', false, undefined, pending, compressor);
+        return compacted.outcome === 'noop' ? null : compacted;
       });
       return result.busy ? null : result.value;
     },
@@ -168,13 +174,18 @@ function countPending(pending: readonly ChatMessage[], model: string): number {
   return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
 }
 
-/** Cheap pre-check from the meta hash alone, so most messages never load the projection. */
-async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions, pendingTokens: number): Promise<boolean> {
+/**
+ * Cheap pre-check from the meta hash and the inbox length alone, so most messages never load the
+ * projection; waiting messages are estimated at their serialized size (an upper bound).
+ */
+async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions): Promise<boolean> {
   const keys = deps.store.keys(sessionId);
-  const [fields, count] = await Promise.all([
+  const [fields, count, waiting] = await Promise.all([
     deps.redis.hmget(keys.meta, 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens'),
     deps.redis.llen(keys.history),
+    deps.redis.eval("local n = 0 for _, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do n = n + #v end return n", 1, keys.inbox) as Promise<number>,
   ]);
+  const pendingTokens = Math.ceil(Number(waiting) / 3);
   const [lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens] = fields.map((v) => Number(v ?? 0));
   const meta = { lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens } as SessionMeta;
   return decide(count, requestTokens({ meta }) + pendingTokens, options).compact;

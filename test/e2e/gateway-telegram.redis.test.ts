@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { readUsage } from '../../src/redis/usage.js';
+import { readTranscript } from '../../src/redis/transcript.js';
+import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
@@ -120,5 +122,39 @@ describe('gateway with Telegram', () => {
     expect(all.find((c) => c.params.chat_id === '99')?.params.text).toMatch(/not authorised/);
     expect(texts().some((t) => t.includes('the limit is 100'))).toBe(true);
     expect(s.agentRequests()).toHaveLength(2);
+  });
+
+  it('rate-limits a user with a clear reply, and answers /help and /pins', async () => {
+    const s = await start((request) => (request.messages.some((m) => m.role === 'tool')
+      ? { content: 'Noted.' }
+      : messageText(request.messages.at(-1)!).includes('remember')
+        ? { toolCalls: [{ name: 'remember', arguments: { key: 'city', note: 'Ada lives in Lisbon' } }] }
+        : { content: 'ok' }), { CHATGATE_RATE_LIMIT_PER_MINUTE: '3' });
+    say('please remember my city');
+    await waitUntil(() => texts().includes('Noted.'));
+    say('/pins');
+    await waitUntil(() => texts().some((t) => t.includes('Notes')));
+    expect(texts().find((t) => t.includes('Notes'))).toContain('city: Ada lives in Lisbon');
+    say('/help');
+    await waitUntil(() => texts().some((t) => t.includes('/compact [focus]')));
+    say('one too many');
+    await waitUntil(() => texts().some((t) => t.includes('faster than 3 a minute')));
+    expect(s.agentRequests().some((r) => JSON.stringify(r.messages).includes('one too many'))).toBe(false);
+  });
+
+  it('/reset starts a fresh context and keeps the transcript', async () => {
+    const s = await start(() => ({ content: 'ok' }));
+    for (let i = 0; i < 3; i++) {
+      say(`message ${i}`);
+      await telegram.waitForCall('sendMessage', i + 1);
+    }
+    say('/reset');
+    await telegram.waitForCall('sendMessage', 4);
+    expect(texts()[3]).toMatch(/Started a fresh conversation \(6 messages left the context; the transcript keeps them\)/);
+    say('/status');
+    await telegram.waitForCall('sendMessage', 5);
+    expect(texts()[4]).toContain('0 messages in context');
+    const transcript = await readTranscript(s.t.redis, sessionKeys('telegram:42', s.t.keyPrefix));
+    expect(transcript.filter((e) => e.type === 'message' && e.message.role === 'user')).toHaveLength(3);
   });
 });

@@ -1,0 +1,62 @@
+import type { Logger } from '../log.js';
+import type { TurnProducer } from '../queue/producer.js';
+import type { RedisClient } from '../redis/client.js';
+import { runScript } from '../redis/client.js';
+import { pendingIndexKey, sessionKeys } from '../redis/keys.js';
+
+/** Options of {@link startPendingSweeper}. */
+export interface PendingSweeperOptions {
+  keyPrefix: string;
+  /** How often the pending index is swept, ms. Default 30 000. */
+  intervalMs?: number;
+  /** Entries younger than this are left to the ingest that wrote them, ms. Default 10 000. */
+  graceMs?: number;
+  /** Sessions looked at per sweep. Default 500. */
+  batch?: number;
+  /** Sweep once right away (a restarted gateway picks up what a dead one left). Default true. */
+  sweepAtStart?: boolean;
+  now?: () => number;
+}
+
+/** A running sweeper. */
+export interface PendingSweeper {
+  /** Runs one sweep now. @returns how many sessions got a turn enqueued. */
+  sweep(): Promise<number>;
+  stop(): void;
+}
+
+// Forget a session only if nobody marked it again since we looked (the score did not move).
+const FORGET = `
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) <= tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 0`;
+
+/**
+ * Makes sure every accepted message gets a turn: sessions in the pending index whose inbox still
+ * holds messages get their turn enqueued (deduplicated, so a pending turn is not doubled); the
+ * others leave the index. Runs at start and every `intervalMs`.
+ */
+export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnProducer; logger: Logger }, options: PendingSweeperOptions): PendingSweeper {
+  const log = deps.logger.child({ component: 'sweeper' });
+  const now = options.now ?? Date.now;
+  const index = pendingIndexKey(options.keyPrefix);
+  const sweep = async (): Promise<number> => {
+    const entries = await deps.redis.zrangebyscore(index, '-inf', now() - (options.graceMs ?? 10_000), 'WITHSCORES', 'LIMIT', 0, options.batch ?? 500);
+    let enqueued = 0;
+    for (let i = 0; i < entries.length; i += 2) {
+      const [sessionId, score] = [entries[i], entries[i + 1]];
+      if ((await deps.redis.llen(sessionKeys(sessionId, options.keyPrefix).inbox)) > 0) {
+        await deps.producer.enqueueTurn(sessionId);
+        enqueued++;
+      }
+      await runScript(deps.redis, FORGET, [index], [sessionId, score]);
+    }
+    if (enqueued > 0) log.info({ enqueued }, 'turns enqueued for waiting messages');
+    return enqueued;
+  };
+  const tick = () => void sweep().catch((err: unknown) => log.warn({ err }, 'pending sweep failed'));
+  const timer = setInterval(tick, options.intervalMs ?? 30_000);
+  timer.unref();
+  if (options.sweepAtStart !== false) tick();
+  return { sweep, stop: () => clearInterval(timer) };
+}
