@@ -23,14 +23,14 @@ describe('pending sweeper', () => {
     const index = pendingIndexKey(t.keyPrefix);
     // A gateway accepted a message for `web:stranded` and died before enqueueing its turn.
     await t.redis.rpush(sessionKeys('web:stranded', t.keyPrefix).inbox, JSON.stringify({ id: 'web:stranded:1', text: 'hello' }));
-    await t.redis.zadd(index, 1_000, 'web:stranded', '1000', 'web:answered');
+    await t.redis.zadd(index, 1_000, 'web:stranded', 1_000, 'web:answered');
     await t.redis.zadd(index, 99_000, 'web:fresh'); // within the grace period: its ingest is still running
     const sweeper = startPendingSweeper({ redis: t.redis, producer, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 3_600_000, sweepAtStart: false, now: () => 100_000 });
     try {
       expect(await sweeper.sweep()).toBe(1);
       const waiting = await turns.getJobs(['waiting']);
       expect(waiting.map((job) => job.data)).toEqual([{ sessionId: 'web:stranded' }]);
-    await t.redis.zadd(index, '1000', 'web:stranded', '1000', 'web:answered');
+      expect(await t.redis.zrange(index, '0', '-1')).toEqual(['web:fresh']);
       // A second sweep finds nothing left to do.
       expect(await sweeper.sweep()).toBe(0);
     } finally {
