@@ -9,6 +9,7 @@ export function createCompactionState(): CompactionState {
     paused: false,
     summarizerFailures: 0,
     cooldownUntilMs: 0,
+    cooldownAborts: false,
     facts: {},
     factClock: 0,
     pinsOmitted: 0,

@@ -52,6 +52,8 @@ export interface CompactionState {
   summarizerFailures: number;
   /** Until when (ms since epoch) the summariser is not called after a failure; `force` bypasses. */
   cooldownUntilMs: number;
+  /** The failure behind the cool-down was an unreachable or refusing summariser: compactions abort until it ends. */
+  cooldownAborts: boolean;
   /** The fact ledger: strong identifier → logical time it was last seen (higher is newer). */
   facts: Record<string, number>;
   /** Logical clock for the ledger; grows with every message mined. */

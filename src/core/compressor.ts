@@ -139,6 +139,10 @@ export class ContextCompressor {
     if (turns.length > 0) {
       const targetTokens = summaryTargetTokens(countMessageTokens(turns, model), contextWindow);
       const coolingDown = !flags.force && state.cooldownUntilMs > now();
+      if (coolingDown && state.cooldownAborts && !flags.overLimit) {
+        // The summariser was unreachable or refused us: keep the history as it is, as that call would have.
+        return this.unchanged({ ...base, state }, 'aborted', 'summariser cooling down after it was unreachable or unauthorised');
+      }
       const started = now();
       const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, {
         turns, previousSummary: previous?.body ?? null, focus: flags.focus, targetTokens,
@@ -146,13 +150,13 @@ export class ContextCompressor {
       call = { ms: coolingDown ? 0 : Math.max(0, now() - started), usage: attempt && 'text' in attempt ? attempt.usage : undefined };
       if (attempt && 'text' in attempt) {
         body = attempt.text;
-        state = { ...state, summarizerFailures: 0, cooldownUntilMs: 0 };
+        state = { ...state, summarizerFailures: 0, cooldownUntilMs: 0, cooldownAborts: false };
       } else {
         if (attempt && isAbortingSummarizerError(attempt.error) && !flags.overLimit) {
-          const failed = this.failedSummarizer(state);
+          const failed = this.failedSummarizer(state, true);
           return this.unchanged({ ...base, state: failed }, 'aborted', `summariser unreachable or unauthorised: ${errorText(attempt.error)}`);
         }
-        if (attempt) state = this.failedSummarizer(state);
+        if (attempt) state = this.failedSummarizer(state, attempt && 'error' in attempt && isAbortingSummarizerError(attempt.error));
         body = fallbackSummary(turns, previous?.body ?? null);
         outcome = 'fallback';
         reason = coolingDown ? 'summariser cooling down after a failure' : attempt && 'error' in attempt ? `summariser failed: ${errorText(attempt.error)}` : 'summariser returned nothing';
@@ -235,10 +239,10 @@ export class ContextCompressor {
     };
   }
 
-  private failedSummarizer(state: CompactionState): CompactionState {
+  private failedSummarizer(state: CompactionState, aborting: boolean): CompactionState {
     const failures = state.summarizerFailures + 1;
     const backoff = this.options.summarizerCooldownMs * Math.min(2 ** (failures - 1), 8);
-    return { ...state, summarizerFailures: failures, cooldownUntilMs: this.options.now() + backoff };
+    return { ...state, summarizerFailures: failures, cooldownUntilMs: this.options.now() + backoff, cooldownAborts: aborting };
   }
 
   private summaryCap(): number {

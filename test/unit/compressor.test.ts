@@ -220,3 +220,20 @@ describe('ContextCompressor summariser usage', () => {
     expect(result.summary).toContain('A summary.');
   });
 });
+
+describe('ContextCompressor cool-down after an aborting error', () => {
+  it('keeps aborting (messages unchanged) while cooling down after an unreachable summariser', async () => {
+    let now = 1_000;
+    const summarizer = failingSummarizer(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const c = compressor(summarizer, { now: () => now });
+    const history = chatHistory(60, 90);
+    expect((await c.compress(history)).outcome).toBe('aborted');
+    const during = await c.compress(history);
+    expect(during.outcome).toBe('aborted');
+    expect(during.messages).toEqual(history);
+    expect(summarizer.requests).toHaveLength(1);
+    now += 10 * 60_000;
+    await c.compress(history);
+    expect(summarizer.requests).toHaveLength(2);
+  });
+});
