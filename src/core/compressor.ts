@@ -8,7 +8,7 @@ import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutToTokens, fallbackSummary, parseSummary, summaryTargetTokens } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens } from './tokens.js';
+import { countMessageTokens, countTextTokens } from './tokens.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {
@@ -184,7 +184,7 @@ export class ContextCompressor {
     let used = 0;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
     for (const fact of missing) {
-      const cost = pinnedLineTokens(fact);
+      const cost = pinnedLineTokens(fact, model);
       if (used + cost > cap) continue;
       used += cost;
       pinned.push(fact);
@@ -261,10 +261,19 @@ export class ContextCompressor {
   }
 }
 
-/** A pinned line's tokens, estimated on the safe side (identifiers run ~3 characters a token); the result is counted exactly. */
-function pinnedLineTokens(fact: string): number {
-  return Math.ceil(fact.length / 3) + 2;
+/** A pinned line's tokens, counted once per fact text (the same facts are pinned again and again). */
+function pinnedLineTokens(fact: string, model?: string): number {
+  const key = `${model ?? ''}\u0000${fact}`;
+  let tokens = pinnedLineCache.get(key);
+  if (tokens === undefined) {
+    tokens = countTextTokens(`- ${fact}\n`, model);
+    if (pinnedLineCache.size >= 50_000) pinnedLineCache.clear();
+    pinnedLineCache.set(key, tokens);
+  }
+  return tokens;
 }
+
+const pinnedLineCache = new Map<string, number>();
 
 /** What a summariser call cost: its duration and, when reported, its tokens. */
 interface SummarizerCall {
