@@ -44,7 +44,7 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_ALLOW_TELEGRAM', '12, 3 4', '`CHATGATE_ALLOW_TELEGRAM` must be `*`, `none` or a comma-separated list of user ids (got 12, 3 4)'],
   ['CHATGATE_ALLOW_DISCORD', ',', '`CHATGATE_ALLOW_DISCORD` must be `*`, `none` or a comma-separated list of user ids (got ,)'],
   ['CHATGATE_ALLOW_WEB', 'a;b', '`CHATGATE_ALLOW_WEB` must be `*`, `none` or a comma-separated list of user ids (got a;b)'],
-  ['CHATGATE_RATE_LIMIT_PER_MINUTE', '0', '`CHATGATE_RATE_LIMIT_PER_MINUTE` must be an integer in [1, 10000] (got 0)'],
+  ['CHATGATE_RATE_LIMIT_PER_MINUTE', '-1', '`CHATGATE_RATE_LIMIT_PER_MINUTE` must be an integer in [0, 10000] (got -1)'],
   ['CHATGATE_MAX_MESSAGE_CHARS', 'lots', '`CHATGATE_MAX_MESSAGE_CHARS` must be an integer in [1, 1000000] (got lots)'],
   ['CHATGATE_HTTP_PORT', '65536', '`CHATGATE_HTTP_PORT` must be an integer in [0, 65535] (got 65536)'],
   ['CHATGATE_HTTP_HOST', '0.0.0.0', '`CHATGATE_MONITOR_TOKEN` must be set when `CHATGATE_HTTP_HOST` is not loopback (got host 0.0.0.0)'],
