@@ -85,13 +85,15 @@ describe('open on loopback without a token: loopback Host names only (DNS rebind
   it('refuses writes that a browser says come from another site (CSRF), but not same-origin pages or tools', async () => {
     const board = createMonitorApp({ sessions: reader }, { host: '127.0.0.1' });
     const write = (headers: Record<string, string>) => request(board, '/api/sessions', { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: '{}' });
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }]) {
+    const crossSite: Array<Record<string, string>> = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }];
+    for (const headers of crossSite) {
       const res = await write(headers);
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(((await res.json()) as { error: string }).error).toMatch(/cross-site request refused/);
     }
     // Same-origin pages and non-browser tools get past the guard (to the route's own answer).
-    for (const headers of [{ 'sec-fetch-site': 'same-origin' }, { origin: 'http://127.0.0.1:8787' }, {}]) {
+    const allowed: Array<Record<string, string>> = [{ 'sec-fetch-site': 'same-origin' }, { origin: 'http://127.0.0.1:8787' }, {}];
+    for (const headers of allowed) {
       expect((await write(headers)).status, JSON.stringify(headers)).not.toBe(403);
     }
   });
