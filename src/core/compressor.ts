@@ -104,7 +104,7 @@ export class ContextCompressor {
     if (!force && !this.shouldCompress(requestTokens, state)) {
       return this.unchanged(base, 'noop', state.paused ? 'automatic compaction is paused' : 'below the trigger');
     }
-    const layout = computeLayout(messages, this.layoutOptions(messages));
+    const layout = computeLayout(messages, this.layoutOptions());
     const mined = mineFacts(messages, state.facts, state.factClock, layout.summaryIndex);
     const minedState: CompactionState = { ...state, facts: mined.facts, factClock: mined.clock };
     const overLimit = requestTokens > this.limitTokens;
@@ -251,11 +251,10 @@ export class ContextCompressor {
     return Math.max(64, Math.floor(Math.min(ceiling, 0.3 * this.thresholdTokens)) - BLOCK_FRAMING_TOKENS);
   }
 
-  private layoutOptions(messages: readonly ChatMessage[]) {
+  private layoutOptions() {
     const { targetRatio, protectFirstN, protectLastN, pinnedShare, model } = this.options;
     const t = this.thresholdTokens;
     const room = Math.max(0, AFTER_SHARE * t - this.summaryCap() - BLOCK_FRAMING_TOKENS - pinnedShare * t);
-    void messages;
     const tailCeiling = Math.floor(Math.min(1.5 * targetRatio * t, room));
     return { protectFirstN, protectLastN, tailBudget: Math.floor(Math.min(targetRatio * t, tailCeiling / 1.5)), tailCeiling, maxHeadTokens: Math.floor(0.1 * t), model };
   }
