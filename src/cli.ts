@@ -13,6 +13,7 @@ const roles = () => import('./cli/run.js');
 const sessions = () => import('./cli/sessions.js');
 const maintenance = () => import('./cli/maintenance.js');
 const doctor = () => import('./cli/doctor.js');
+const failed = () => import('./cli/failed.js');
 
 /** Options of {@link createProgram}. */
 export interface ProgramOptions {
@@ -67,7 +68,7 @@ function addRoleCommands(program: Command, io: CliIo, stop: (() => Promise<strin
     .action((flags: { demo?: boolean; concurrency?: number }) => run(() => runRoles({ gateway: false, worker: true }, flags)));
 }
 
-/** `sessions`, `usage`, `compact`, `transcript`, `reset`: operator commands on sessions. */
+/** `sessions`, `usage`, `compact`, `transcript`, `reset`, `failed`, `retry`: operator commands on sessions. */
 function addSessionCommands(program: Command, io: CliIo, run: Runner): void {
   program.command('sessions').description('list sessions: channel, messages, context fill, tokens, cost, compactions')
     .addOption(new Option('--sort <key>', 'order by last activity or context fill').choices(['activity', 'fill']).default('activity'))
@@ -85,6 +86,11 @@ function addSessionCommands(program: Command, io: CliIo, run: Runner): void {
     .action((session: string, flags: { jsonl?: boolean }) => run(async () => (await sessions()).transcriptCommand(io, session, flags)));
   program.command('reset').description('start a session over: empty projection, fresh compaction state (the transcript keeps everything)').argument('<session>', 'session id')
     .action((session: string) => run(async () => (await maintenance()).resetCommand(io, session)));
+  program.command('failed').description('list the messages of turns that failed for good (the dead letters), oldest first').argument('<session>', 'session id')
+    .option('--json', 'print JSON')
+    .action((session: string, flags: { json?: boolean }) => run(async () => (await failed()).failedCommand(io, session, flags)));
+  program.command('retry').description('put a session\'s failed messages back at the front of its inbox and enqueue a turn').argument('<session>', 'session id')
+    .action((session: string) => run(async () => (await failed()).retryCommand(io, session)));
 }
 
 /**

@@ -98,6 +98,7 @@ function renderDetail(d) {
   $('detail').replaceChildren(
     el('h2', {}, s.id, s.paused ? el('span', { class: 'paused' }, '  (automatic compaction paused)') : ''),
     el('p', { class: 'muted' }, 'context ' + int(s.contextTokens) + ' / ' + int(s.contextWindow) + ' tokens (' + pct(s.fill) + ')'),
+    d.failed > 0 ? el('p', { id: 'failed', class: 'paused' }, int(d.failed) + ' failed message' + (d.failed === 1 ? '' : 's') + ' (chatgate failed ' + s.id + ' lists them, chatgate retry ' + s.id + ' re-queues them)') : '',
     chart(d),
     el('div', { class: 'grid' },
       el('div', { id: 'ledger' }, el('h2', {}, 'Usage ledger'), kv([['prompt tokens', int(l.promptTokens)], ['completion tokens', int(l.completionTokens)],

@@ -105,6 +105,11 @@ export interface SessionDetail {
   /** Facts pinned by the last compaction. */
   pinnedFacts: string[];
   notes: SessionNote[];
+  /**
+   * Messages in the session's dead-letter list: turns that failed for good (`chatgate failed`
+   * lists them, `chatgate retry` re-queues them). Absent means 0.
+   */
+  failed?: number;
 }
 
 /** Options of {@link SessionReader.listSessions}. */

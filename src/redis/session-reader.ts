@@ -75,8 +75,9 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
     },
     async getSession(id: string): Promise<SessionDetail | null> {
       const keys = sessionKeys(id, o.keyPrefix);
-      const [snapshot, usage, notes, transcript, length] = await Promise.all([
+      const [snapshot, usage, notes, transcript, length, failed] = await Promise.all([
         store.load(id), readUsage(redis, keys), redis.hgetall(keys.notes), readRecentTranscript(redis, keys), redis.xlen(keys.transcript),
+        redis.llen(keys.failed),
       ]);
       if (snapshot.meta.version === 0 && snapshot.entries.length === 0 && length === 0) return null;
       const row = toRow(o, id, snapshot.meta, usage, length);
@@ -91,6 +92,7 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
         summary: summary?.body ?? null,
         pinnedFacts: summary?.pinned ?? [],
         notes: toNotes(notes, replay.noteTimes, snapshot.meta.lastActivityMs),
+        failed,
       };
     },
   };
