@@ -32,6 +32,11 @@ export interface DiscordChannelOptions {
   readyTimeoutMs?: number;
   /** Longest rate-limit wait done inside a REST call, in ms; longer ones throw `CHANNEL_RATE_LIMITED`. Default 30 000. */
   maxRateLimitWaitMs?: number;
+  /**
+   * How long `stop` waits for messages already received to be handed to `onMessage` (Discord
+   * never re-delivers them), in ms; what is still queued after that is dropped and logged. Default 10 000.
+   */
+  stopDrainTimeoutMs?: number;
 }
 
 /** Resolved {@link DiscordChannelOptions}. */
@@ -51,6 +56,7 @@ const DEFAULTS = {
   typingIntervalMs: 8_000,
   readyTimeoutMs: 30_000,
   maxRateLimitWaitMs: 30_000,
+  stopDrainTimeoutMs: 10_000,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
 /** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
@@ -60,7 +66,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
   const client = createClient(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  routeInOrder(client, (message) => handleMessage(message, client, state.onMessage, resolved, log), log);
+  const router = routeInOrder(client, (message) => handleMessage(message, client, state.onMessage, resolved, log), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
 
   return {
@@ -78,6 +84,9 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
       log.info({ botUserId: client.user?.id }, 'discord channel started');
     },
     async stop() {
+      // Messages received but still queued per channel would be lost: let them through first.
+      const busyChannels = await router.drain(resolved.stopDrainTimeoutMs);
+      if (busyChannels > 0) log.warn({ busyChannels, timeoutMs: resolved.stopDrainTimeoutMs }, 'discord channel stopped with messages still queued');
       state.onMessage = undefined;
       await client.destroy();
     },
@@ -112,8 +121,12 @@ async function login(client: Client, options: ResolvedDiscordChannelOptions): Pr
   }
 }
 
-/** Hands messages to `handle` one at a time per channel, in arrival order (handlers are async). */
-function routeInOrder(client: Client, handle: (message: Message) => Promise<void>, log: Logger): void {
+/**
+ * Hands messages to `handle` one at a time per channel, in arrival order (handlers are async).
+ * `drain` resolves once no channel has a message queued or in hand (messages arriving meanwhile
+ * included), or after `timeoutMs`, with the number of channels still busy.
+ */
+function routeInOrder(client: Client, handle: (message: Message) => Promise<void>, log: Logger): { drain(timeoutMs: number): Promise<number> } {
   const chains = new Map<string, Promise<void>>();
   client.on(Events.MessageCreate, (message) => {
     const key = message.channelId;
@@ -125,6 +138,20 @@ function routeInOrder(client: Client, handle: (message: Message) => Promise<void
       if (chains.get(key) === next) chains.delete(key);
     });
   });
+  return {
+    async drain(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<'expired'>((resolve) => { timer = setTimeout(() => resolve('expired'), timeoutMs); });
+      try {
+        while (chains.size > 0) {
+          if ((await Promise.race([Promise.all(chains.values()), expired])) === 'expired') break;
+        }
+      } finally {
+        clearTimeout(timer);
+      }
+      return chains.size;
+    },
+  };
 }
 
 /** Extracts the translation's input from a discord.js message. */
@@ -189,5 +216,6 @@ function validate(options: ResolvedDiscordChannelOptions): void {
   if (options.token.trim() === '' || /\s/.test(options.token)) issues.push('`token` must be the bot token from the Developer Portal (no spaces)');
   if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
   if (!(options.readyTimeoutMs > 0)) issues.push(`\`readyTimeoutMs\` must be > 0 (got ${options.readyTimeoutMs})`);
+  if (!(options.stopDrainTimeoutMs >= 0)) issues.push(`\`stopDrainTimeoutMs\` must be ≥ 0 (got ${options.stopDrainTimeoutMs})`);
   if (issues.length > 0) throw new ChannelError(`invalid discord options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
 }
