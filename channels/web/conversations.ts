@@ -1,6 +1,8 @@
 /**
  * In-memory conversations of the web chat: a bounded buffer of outgoing messages per
  * conversation, numbered by `seq`, and listeners (SSE streams, long polls) woken on each event.
+ * `seq` increases across the whole store (a conversation's numbers have gaps), so a conversation
+ * evicted from memory and started again never reuses a number an open page has already seen.
  * Numbers restart at 1 when the process restarts, so every store has a random `epoch` and
  * clients resume from a cursor `<epoch>:<seq>`: a cursor of another epoch replays the whole buffer.
  */
@@ -10,7 +12,11 @@ import { randomBytes } from 'node:crypto';
 export interface WebReply {
   /** The store's boot id: `seq` restarts at 1 under a new epoch. */
   epoch: string;
-  /** Position in the conversation within its epoch, from 1; clients resume with `after=<epoch>:<seq>`. */
+  /**
+   * Increasing within its epoch across all conversations, from 1 (so a conversation's numbers have
+   * gaps, and an evicted conversation that comes back continues above them); clients resume with
+   * `after=<epoch>:<seq>`.
+   */
   seq: number;
   /** Platform message id: `web:<conversationId>:<epoch>:<seq>` (unique across restarts). */
   id: string;
@@ -57,7 +63,6 @@ export interface ConversationStore {
 }
 
 interface Conversation {
-  seq: number;
   replies: WebReply[];
   listeners: Set<(event: WebEvent) => void>;
 }
@@ -69,6 +74,7 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
   const resolved = { ...DEFAULTS, ...options };
   const conversations = new Map<string, Conversation>();
   const epoch = randomBytes(6).toString('hex');
+  let lastSeq = 0;
   const current = (after: ReplyCursor): boolean => after.epoch === undefined || after.epoch === epoch;
 
   const get = (id: string): Conversation => {
@@ -76,7 +82,7 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
     if (conversation) {
       conversations.delete(id); // re-insert: Map order is our LRU order
     } else {
-      conversation = { seq: 0, replies: [], listeners: new Set() };
+      conversation = { replies: [], listeners: new Set() };
     }
     conversations.set(id, conversation);
     evict();
@@ -96,7 +102,7 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
     epoch,
     append(conversationId, text, format) {
       const conversation = get(conversationId);
-      const seq = ++conversation.seq;
+      const seq = ++lastSeq;
       const reply: WebReply = { epoch, seq, id: `web:${conversationId}:${epoch}:${seq}`, text, format, at: Date.now() };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
