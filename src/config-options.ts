@@ -53,6 +53,16 @@ const allowList = z.string().transform((value, ctx): '*' | string[] => {
   return ids;
 });
 
+/** A comma-separated list of `host:port` seeds of a Redis Cluster (a few masters are enough). */
+const clusterNodes = z.string().transform((value, ctx): Array<{ host: string; port: number }> => {
+  const nodes = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0).map((item) => {
+    const match = /^([\w.-]+|\[[\da-fA-F:.]+\]):(\d{1,5})$/.exec(item);
+    return match ? { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) } : null;
+  });
+  if (nodes.length === 0 || nodes.some((node) => node === null || node.port < 1 || node.port > 65535)) ctx.addIssue({ code: 'custom', message: 'bad node' });
+  return nodes.filter((node) => node !== null);
+});
+
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
 const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
@@ -60,6 +70,7 @@ const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
 /** Every option chatgate reads, in the order of `.env.example`. */
 export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'REDIS_URL', group: 'Redis', schema: z.url({ protocol: /^rediss?$/ }), rule: 'a redis:// or rediss:// URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 if it answers, else a redis-server from PATH started on a free port with its data in the state folder.' },
+  { env: 'REDIS_CLUSTER_NODES', group: 'Redis', schema: clusterNodes, rule: 'a comma-separated list of `host:port` (e.g. `10.0.0.1:7000,10.0.0.2:7000`)', doc: 'Seed nodes of a Redis Cluster to use instead of one Redis (the rest are discovered); not with REDIS_URL.' },
   { env: 'CHATGATE_REDIS_FALLBACK_HOST', group: 'Redis', schema: text, rule: 'a host name', default: '127.0.0.1', doc: 'Address tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },

@@ -15,6 +15,8 @@ export interface Config {
   redis: {
     /** REDIS_URL; undefined: try the fallback address, then start a local redis-server. */
     url?: string;
+    /** REDIS_CLUSTER_NODES: seeds of a Redis Cluster (never with `url`); undefined: one Redis. */
+    clusterNodes?: ReadonlyArray<{ host: string; port: number }>;
     fallbackHost: string;
     fallbackPort: number;
     /** Prefix of every key, e.g. `cg:`. */
@@ -230,7 +232,7 @@ function buildConfig(v: Record<string, unknown>): Config {
   const known = lookupModel(model);
   const host = s('CHATGATE_HTTP_HOST');
   return {
-    redis: { url: v.REDIS_URL as string | undefined, fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX') },
+    redis: { url: v.REDIS_URL as string | undefined, clusterNodes: v.REDIS_CLUSTER_NODES as Config['redis']['clusterNodes'], fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX') },
     llm: {
       baseUrl: s('OPENAI_BASE_URL'),
       apiKey: v.OPENAI_API_KEY as string | undefined,
@@ -263,6 +265,7 @@ function buildConfig(v: Record<string, unknown>): Config {
 
 function crossChecks(c: Config, raw: RawEnv): string[] {
   const issues: string[] = [];
+  if (c.redis.url && c.redis.clusterNodes) issues.push('`REDIS_URL` and `REDIS_CLUSTER_NODES` must not both be set (one Redis, or a Cluster)');
   if (c.llm.contextWindow === 0) {
     issues.push(`\`CHATGATE_CONTEXT_WINDOW\` must be set for a model not in the table of known models (got model ${c.llm.model})`);
   } else if (c.compaction.reservedOutputTokens > c.llm.contextWindow / 2) {

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
+import { createRedisCluster, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
 
 /** Exit codes of every command. */
@@ -23,10 +24,17 @@ export class CliExit extends Error {
   }
 }
 
+/** Where a command's Redis is: what the launcher found, or `cluster` (REDIS_CLUSTER_NODES). */
+export interface CliResolvedRedis extends Omit<ResolvedRedis, 'source'> {
+  /** `cluster`: a Redis Cluster reached through its seed nodes (`url` lists them); else as {@link ResolvedRedis}. */
+  source: ResolvedRedis['source'] | 'cluster';
+}
+
 /** A Redis connection for a command, with what it took to get it. */
 export interface CliRedis {
-  redis: Redis;
-  resolved: ResolvedRedis;
+  /** One Redis, or a Redis Cluster when REDIS_CLUSTER_NODES is set. */
+  redis: RedisClient;
+  resolved: CliResolvedRedis;
   /** Closes the connection and stops a redis-server this command started. */
   close(): Promise<void>;
 }
@@ -72,10 +80,12 @@ export function commandLogger(): Logger {
 }
 
 /**
- * Finds Redis as `chatgate start` does (REDIS_URL, the fallback address, the redis-server another
- * chatgate shares, or one started here) and connects. @throws CliExit 1 with the launcher's advice.
+ * Finds Redis as `chatgate start` does (REDIS_CLUSTER_NODES, REDIS_URL, the fallback address, the
+ * redis-server another chatgate shares, or one started here) and connects. @throws CliExit 1 with
+ * the launcher's advice.
  */
 export async function connectRedis(io: CliIo, config: Config, logger: Logger): Promise<CliRedis> {
+  if (config.redis.clusterNodes) return connectCluster(config.redis.clusterNodes, logger);
   let resolved: ResolvedRedis;
   try {
     resolved = await resolveRedis({ url: config.redis.url, fallbackHost: config.redis.fallbackHost, fallbackPort: config.redis.fallbackPort, stateDir: config.stateDir, logger });
@@ -93,6 +103,24 @@ export async function connectRedis(io: CliIo, config: Config, logger: Logger): P
     async close() {
       await redis.quit().catch(() => redis.disconnect());
       await resolved.stop();
+    },
+  };
+}
+
+/**
+ * Connects to a Redis Cluster through its seeds (nothing is started here). Node errors are logged;
+ * commands wait for the cluster as they wait for one Redis.
+ */
+function connectCluster(seeds: NonNullable<Config['redis']['clusterNodes']>, logger: Logger): CliRedis {
+  const redis = createRedisCluster(seeds);
+  redis.on('error', (err: Error) => logger.warn({ err }, 'redis connection error'));
+  redis.on('node error', (err: Error, node: string) => logger.warn({ err, node }, 'redis cluster node error'));
+  const url = `redis-cluster://${seeds.map((seed) => `${seed.host.includes(':') ? `[${seed.host}]` : seed.host}:${seed.port}`).join(',')}`;
+  return {
+    redis,
+    resolved: { url, source: 'cluster', stop: async () => undefined },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
     },
   };
 }

@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
+import type { RedisClient } from '../redis/client.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
 
@@ -76,7 +76,7 @@ async function checkRedis(conn: CliRedis): Promise<Verdict> {
   return { status: 'ok', detail: `Redis ${version} at ${where}` };
 }
 
-async function checkQueues(redis: Redis, config: Config): Promise<Verdict> {
+async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict> {
   const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
   const parts: string[] = [];
   for (const name of [names.turnQueue, names.outboundQueue]) {

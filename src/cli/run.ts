@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis';
 import { DEMO_MODEL, type Config } from '../config.js';
 import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 import { startGateway, type GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
 import { createWorkerMonitorApp, serveHttp } from '../monitor/worker-app.js';
 import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
@@ -36,7 +36,7 @@ export function waitForStopSignal(): Promise<string> {
 }
 
 /** The worker's options from the configuration. */
-export function workerOptionsFromConfig(config: Config, redis: Redis, logger: Logger): RunWorkerOptions {
+export function workerOptionsFromConfig(config: Config, redis: RedisClient, logger: Logger): RunWorkerOptions {
   return {
     redis, logger, keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix,
     llm: { baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model, summaryModel: config.llm.summaryModel },
@@ -121,7 +121,7 @@ interface StartedRoles {
   workerHttpUrl?: string;
 }
 
-async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<StartedRoles> {
+async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
   let workerHttpUrl: string | undefined;
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
@@ -145,7 +145,7 @@ async function startRoles(io: CliIo, config: Config, redis: Redis, logger: Logge
  * `/healthz`, `/readyz` and `/metrics` of a worker-only process on CHATGATE_HTTP_HOST:PORT.
  * A port already taken (a gateway or another worker on the same machine) is a warning, not a failure.
  */
-async function startWorkerHttp(io: CliIo, config: Config, redis: Redis, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+async function startWorkerHttp(io: CliIo, config: Config, redis: RedisClient, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
   const app = createWorkerMonitorApp(
     { logger, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
     { host: config.http.host, monitorToken: config.http.monitorToken },

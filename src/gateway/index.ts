@@ -1,7 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { Hono } from 'hono';
-import type { Redis } from 'ioredis';
 import type { Channel } from '../../channels/channel.js';
 import type { Config } from '../config.js';
 import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbound.js';
@@ -11,6 +10,7 @@ import type { SessionReader } from '../monitor/session-reader.js';
 import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
+import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createChannels, type GatewayChannels } from './channels.js';
@@ -38,7 +38,7 @@ export interface GatewayHandle {
 export interface GatewayDeps {
   config: Config;
   /** A connection with `maxRetriesPerRequest: null` (BullMQ workers); the gateway derives a fail-fast one for ingest. */
-  redis: Redis;
+  redis: RedisClient;
   logger: Logger;
   /** What the monitor's sessions API and dashboard read. */
   sessions: SessionReader;
@@ -85,7 +85,7 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
   const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
   const keyPrefix = config.redis.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
-  const fast = redis.duplicate({ maxRetriesPerRequest: 2 });
+  const fast = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
   closers.push(() => fast.quit());
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: config.transcriptMaxLen });
   const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: config.groupMode });
@@ -134,7 +134,7 @@ async function startDelivery(deps: GatewayDeps, channels: ReadonlyMap<ChannelNam
   const consumer = createOutboundConsumer({ redis, delivery, logger }, names);
   consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
   closers.push(() => consumer.close());
-  const unsubscribe = await subscribeTurnSignals(redis.duplicate(), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix, logger);
+  const unsubscribe = await subscribeTurnSignals(duplicateRedis(redis), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
@@ -23,11 +22,11 @@ export async function publishTurnSignal(redis: RedisClient, signal: TurnSignal, 
 
 /**
  * Subscribes to turn signals on a dedicated connection (a subscribed connection can do nothing
- * else; pass `redis.duplicate()`). A malformed payload, or an `onSignal` that throws, is logged
- * (warn) and skipped: signals are hints, never worth a crash. @returns a function that
- * unsubscribes and closes the connection.
+ * else; pass `duplicateRedis(redis)`, which works on one Redis and on a Cluster). A malformed
+ * payload, or an `onSignal` that throws, is logged (warn) and skipped: signals are hints, never
+ * worth a crash. @returns a function that unsubscribes and closes the connection.
  */
-export async function subscribeTurnSignals(subscriber: Redis, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
+export async function subscribeTurnSignals(subscriber: RedisClient, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
   const channel = turnSignalChannel(keyPrefix);
   const log = (logger ?? createSilentLogger()).child({ component: 'turn-signals' });
   subscriber.on('message', (from: string, payload: string) => {
