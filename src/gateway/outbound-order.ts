@@ -1,0 +1,74 @@
+import type { RedisClient } from '../redis/client.js';
+import { runScript } from '../redis/client.js';
+
+// KEYS[1] the session's pending set. ARGV: member, now (ms), prune bound '(<ms>', hold (ms), mode.
+// A member's score is when it entered (kept above every earlier one): the set's order is the
+// order replies entered it, and entries older than the hold stop counting.
+const ENTER = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if mine then
+  if ARGV[5] == 'pending' then return 1 end
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if first[1] == ARGV[1] then return 1 end
+  return 0
+end
+if ARGV[5] == 'check' and redis.call('ZCARD', KEYS[1]) == 0 then return 1 end
+local score = tonumber(ARGV[2])
+local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if top[2] and tonumber(top[2]) >= score then score = tonumber(top[2]) + 1 end
+redis.call('ZADD', KEYS[1], score, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if ARGV[5] == 'check' then return 0 end
+return 1`;
+
+/**
+ * Per-session order of the outbound replies that are not delivered yet but will be tried again:
+ * one that failed transiently and waits for BullMQ's retry, and the later replies held back
+ * behind it. A reply goes when no reply entered before it is still pending, so one chat's
+ * replies arrive in the order the consumer first took them. A pending reply stops holding the
+ * others back `maxHoldMs` after it entered (the key expires then too), so a vanished job or a
+ * crashed consumer never blocks a chat for good.
+ */
+export interface OutboundOrder {
+  /**
+   * Whether `jobId` may be delivered now: nothing of its session is pending, or it is the oldest
+   * pending reply. When it may not, it is recorded as pending (behind the others).
+   */
+  mayDeliver(sessionId: string, jobId: string): Promise<boolean>;
+  /** Records `jobId` as pending (it failed and will be tried again); a recorded one keeps its place. */
+  markPending(sessionId: string, jobId: string): Promise<void>;
+  /** Forgets `jobId`: it was delivered or failed for good. */
+  settle(sessionId: string, jobId: string): Promise<void>;
+}
+
+/** Options of {@link createOutboundOrder}. */
+export interface OutboundOrderOptions {
+  /** Namespace of the keys: the outbound queue's BullMQ prefix and name (keys share the prefix's hash tag). */
+  queuePrefix: string;
+  outboundQueue: string;
+  /** How long a pending reply may hold its session's later replies back, ms. Default 600 000. */
+  maxHoldMs?: number;
+  /** Clock, ms since epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Creates the Redis-backed {@link OutboundOrder}: one key per session with pending replies. */
+export function createOutboundOrder(deps: { redis: RedisClient }, options: OutboundOrderOptions): OutboundOrder {
+  const maxHoldMs = options.maxHoldMs ?? 600_000;
+  const now = options.now ?? Date.now;
+  const keyOf = (sessionId: string) => `${options.queuePrefix}:${options.outboundQueue}:chatgate-pending:${sessionId}`;
+  const enter = async (sessionId: string, jobId: string, mode: 'check' | 'pending'): Promise<boolean> => {
+    const at = now();
+    return Number(await runScript(deps.redis, ENTER, [keyOf(sessionId)], [jobId, at, `(${at - maxHoldMs}`, maxHoldMs, mode])) === 1;
+  };
+  return {
+    mayDeliver: (sessionId, jobId) => enter(sessionId, jobId, 'check'),
+    async markPending(sessionId, jobId) {
+      await enter(sessionId, jobId, 'pending');
+    },
+    async settle(sessionId, jobId) {
+      await deps.redis.zrem(keyOf(sessionId), jobId);
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import { Queue } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Channel, ChatTarget, OutgoingText, SentMessage } from '../../channels/channel.js';
+import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
+import type { ChannelName, OutboundMessage } from '../../src/core/inbound.js';
+import { ChannelError } from '../../src/errors.js';
+import { createDelivery } from '../../src/gateway/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createOutboundConsumer } from '../../src/gateway/outbound.js';
+import { createSilentLogger } from '../../src/log.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+
+const QUEUE = 'outbound';
+
+/** A web-like channel whose sends of texts in `failing` fail transiently `failing[text]` times. */
+function fakeChannel(failing: Record<string, number>) {
+  const sent: string[] = [];
+  const failures: string[] = [];
+  const waiters: Array<() => void> = [];
+  const channel: Channel = {
+    name: 'web', maxMessageLength: 4000, lengthUnit: 'utf16', formatting: 'plain', typingIntervalMs: 5000,
+    start: () => Promise.resolve(), stop: () => Promise.resolve(), sendTyping: () => Promise.resolve(),
+    send(_target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
+      if ((failing[message.text] ?? 0) > 0) {
+        failing[message.text]--;
+        failures.push(message.text);
+        return Promise.reject(new ChannelError(`send failed for web:chat (503)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient }));
+      }
+      sent.push(message.text);
+      waiters.splice(0).forEach((wake) => wake());
+      return Promise.resolve({ messageId: String(sent.length) });
+    },
+  };
+  const waitForSent = async (count: number): Promise<string[]> => {
+    while (sent.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
+    return sent;
+  };
+  return { channel, sent, failures, waitForSent };
+}
+
+const reply = (n: number, sessionId = 'web:chat'): OutboundMessage => ({
+  id: `reply-${sessionId.replace(':', '-')}-${n}`, sessionId, channel: 'web', chatId: sessionId.slice(4), text: `reply ${n} of ${sessionId}`, kind: 'reply',
+});
+
+describe('outbound consumer: per-chat order across retries', () => {
+  let t: TestRedis;
+  let queue: Queue<OutboundMessage>;
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeEach(() => {
+    t = createTestRedis();
+    queue = new Queue<OutboundMessage>(QUEUE, { connection: t.redis, prefix: t.queuePrefix });
+  });
+
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await queue.close();
+    await t.cleanup();
+  });
+
+  /** Adds the replies in order, as the workers do (fixed short backoff so the test is quick). */
+  async function enqueue(messages: OutboundMessage[]): Promise<void> {
+    for (const message of messages) await queue.add('reply', message, { jobId: message.id, attempts: 5, backoff: { type: 'fixed', delay: 100 } });
+  }
+
+  function startConsumer(channel: Channel) {
+    const delivery = createDelivery(
+      { channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger(), sleep: () => Promise.resolve() },
+      { maxAttempts: 2 },
+    );
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20 });
+    closers.push(() => consumer.close());
+    return consumer;
+  }
+
+  it('a reply that fails after the delivery retries still reaches the chat before the next ones', async () => {
+    // Two delivery attempts fail: the job fails once and waits for BullMQ's retry.
+    const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
+    await enqueue([reply(1), reply(2), reply(3)]);
+    startConsumer(fake.channel);
+    expect(await fake.waitForSent(3)).toEqual(['reply 1 of web:chat', 'reply 2 of web:chat', 'reply 3 of web:chat']);
+    expect(fake.failures).toEqual(['reply 1 of web:chat', 'reply 1 of web:chat']);
+  });
+
+  it('other chats are not held back, and a reply that fails for good does not block its chat', async () => {
+    const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
+    const permanent = fakeChannel({});
+    permanent.channel.send = (target, message) => message.text === 'reply 1 of web:gone'
+      ? Promise.reject(new ChannelError('send failed for web:gone (403: blocked)', { retryable: false, code: CHANNEL_ERROR_CODES.permanent }))
+      : fake.channel.send(target, message);
+    await enqueue([reply(1), reply(1, 'web:other'), reply(1, 'web:gone'), reply(2), reply(2, 'web:gone')]);
+    startConsumer(permanent.channel);
+    const sent = await fake.waitForSent(4);
+    expect(sent.filter((text) => text.endsWith('web:chat'))).toEqual(['reply 1 of web:chat', 'reply 2 of web:chat']);
+    // web:other went while web:chat's first reply waited for its retry.
+    expect(sent.indexOf('reply 1 of web:other')).toBeLessThan(sent.indexOf('reply 1 of web:chat'));
+    expect(sent).toContain('reply 2 of web:gone');
+  });
+});
