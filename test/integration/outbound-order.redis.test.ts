@@ -12,8 +12,11 @@ import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const QUEUE = 'outbound';
 
-/** A web-like channel whose sends of texts in `failing` fail transiently `failing[text]` times. */
-function fakeChannel(failing: Record<string, number>) {
+/**
+ * A web-like channel whose sends of a text in `failing` fail transiently `failing[text]` times,
+ * and then as long as `holdFailing(sent)` says so.
+ */
+function fakeChannel(failing: Record<string, number>, holdFailing: (sent: readonly string[]) => boolean = () => false) {
   const sent: string[] = [];
   const failures: string[] = [];
   const waiters: Array<() => void> = [];
@@ -21,7 +24,7 @@ function fakeChannel(failing: Record<string, number>) {
     name: 'web', maxMessageLength: 4000, lengthUnit: 'utf16', formatting: 'plain', typingIntervalMs: 5000,
     start: () => Promise.resolve(), stop: () => Promise.resolve(), sendTyping: () => Promise.resolve(),
     send(_target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
-      if ((failing[message.text] ?? 0) > 0) {
+      if ((failing[message.text] ?? 0) > 0 || (message.text in failing && holdFailing(sent))) {
         failing[message.text]--;
         failures.push(message.text);
         return Promise.reject(new ChannelError(`send failed for web:chat (503)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient }));
@@ -60,7 +63,7 @@ describe('outbound consumer: per-chat order across retries', () => {
 
   /** Adds the replies in order, as the workers do (fixed short backoff so the test is quick). */
   async function enqueue(messages: OutboundMessage[]): Promise<void> {
-    for (const message of messages) await queue.add('reply', message, { jobId: message.id, attempts: 5, backoff: { type: 'fixed', delay: 100 } });
+    for (const message of messages) await queue.add('reply', message, { jobId: message.id, attempts: 20, backoff: { type: 'fixed', delay: 100 } });
   }
 
   function startConsumer(channel: Channel) {
@@ -83,7 +86,8 @@ describe('outbound consumer: per-chat order across retries', () => {
   });
 
   it('other chats are not held back, and a reply that fails for good does not block its chat', async () => {
-    const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
+    // web:chat's first reply keeps failing until web:other's reply went: other chats must not wait.
+    const fake = fakeChannel({ 'reply 1 of web:chat': 2 }, (sent) => !sent.includes('reply 1 of web:other'));
     const permanent = fakeChannel({});
     permanent.channel.send = (target, message) => message.text === 'reply 1 of web:gone'
       ? Promise.reject(new ChannelError('send failed for web:gone (403: blocked)', { retryable: false, code: CHANNEL_ERROR_CODES.permanent }))
@@ -92,7 +96,6 @@ describe('outbound consumer: per-chat order across retries', () => {
     startConsumer(permanent.channel);
     const sent = await fake.waitForSent(4);
     expect(sent.filter((text) => text.endsWith('web:chat'))).toEqual(['reply 1 of web:chat', 'reply 2 of web:chat']);
-    // web:other went while web:chat's first reply waited for its retry.
     expect(sent.indexOf('reply 1 of web:other')).toBeLessThan(sent.indexOf('reply 1 of web:chat'));
     expect(sent).toContain('reply 2 of web:gone');
   });
