@@ -1,0 +1,49 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
+import { seededSession } from '../helpers/monitor-seed.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'dashboard-token-0123456789';
+
+describe('dashboard: failed messages of a session', () => {
+  const reader = new MemorySessionReader([
+    { ...seededSession('telegram:1001', { turns: 4, perTurn: 300, compactAt: [] }), failed: 3 },
+    { ...seededSession('web:abc', { turns: 2, perTurn: 300, compactAt: [] }), failed: 0 },
+  ]);
+  let server: ServerType;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN, dashboardPollMs: 250 });
+    server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
+    });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    page = await browser.newPage();
+    await page.goto(`${base}/dashboard?token=${TOKEN}`);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    const closed = new Promise((resolve) => server.close(resolve));
+    (server as Server).closeAllConnections();
+    await closed;
+  });
+
+  it('shows the count and the commands when a session has failed messages, nothing otherwise', async () => {
+    await page.click('tr[data-session="telegram:1001"]');
+    const failed = page.locator('#failed');
+    await failed.waitFor();
+    expect(await failed.textContent()).toBe('3 failed messages (chatgate failed telegram:1001 lists them, chatgate retry telegram:1001 re-queues them)');
+    await page.click('tr[data-session="web:abc"]');
+    await page.locator('#detail h2', { hasText: 'web:abc' }).first().waitFor();
+    expect(await page.locator('#failed').count()).toBe(0);
+  });
+});
