@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/client.js';
+import { outboundOrderKey } from '../redis/keys.js';
 import { runScript } from '../redis/client.js';
 
 // KEYS[1] the session's pending set. ARGV: member, now (ms), prune bound '(<ms>', hold (ms), mode.
@@ -57,7 +58,7 @@ export interface OutboundOrderOptions {
 export function createOutboundOrder(deps: { redis: RedisClient }, options: OutboundOrderOptions): OutboundOrder {
   const maxHoldMs = options.maxHoldMs ?? 600_000;
   const now = options.now ?? Date.now;
-  const keyOf = (sessionId: string) => `${options.queuePrefix}:${options.outboundQueue}:chatgate-pending:${sessionId}`;
+  const keyOf = (sessionId: string) => outboundOrderKey(options.queuePrefix, options.outboundQueue, sessionId);
   const enter = async (sessionId: string, jobId: string, mode: 'check' | 'pending'): Promise<boolean> => {
     const at = now();
     return Number(await runScript(deps.redis, ENTER, [keyOf(sessionId)], [jobId, at, `(${at - maxHoldMs}`, maxHoldMs, mode])) === 1;

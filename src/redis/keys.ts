@@ -91,3 +91,11 @@ export function replyDeliveryKey(sessionId: string, replyId: string, prefix: str
 export function pendingIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}pending`;
 }
+
+/**
+ * Sorted set of one session's replies waiting for a retry in the outbound queue (delivery order):
+ * under the queue prefix, so it shares the queue's Cluster slot.
+ */
+export function outboundOrderKey(queuePrefix: string, outboundQueue: string, sessionId: string): string {
+  return `${queuePrefix}:${outboundQueue}:chatgate-pending:${sessionId}`;
+}
