@@ -9,10 +9,13 @@ import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
+import { compactCommand } from '../../src/cli/maintenance.js';
 import { workerOptionsFromConfig } from '../../src/cli/run.js';
+import { sessionsCommand, transcriptCommand, usageCommand } from '../../src/cli/sessions.js';
 import type { Config } from '../../src/config.js';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { acceptInbound, countInWindow } from '../../src/gateway/accept.js';
+import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
@@ -21,6 +24,7 @@ import { duplicateRedis } from '../../src/redis/client.js';
 import { pendingIndexKey, rateLimitKey, seenKey, sessionIndexKey } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry, type SessionStore } from '../../src/redis/session-store.js';
+import { createRedisSessionReader } from '../../src/redis/session-reader.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createSessionOpsFromConfig } from '../../src/session/session-ops.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
@@ -28,6 +32,8 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/ope
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 
 const logger = createSilentLogger();
+let cluster: TestCluster;
+let fake: FakeOpenAI;
 const isAgent = (r: FakeRequest) => !String(r.messages[0]?.content).startsWith('You write handoff summaries');
 let seq = 0;
 
@@ -35,6 +41,41 @@ function inbound(text: string, chatId: string): InboundMessage {
   seq++;
   return { id: `web:${chatId}:${seq}`, channel: 'web', chatId, userId: 'u1', userName: 'Ann', text, attachments: [], receivedAt: Date.now() };
 }
+
+/** Resolves once `check` holds (checked every 20 ms; a turn's lease has no event to wait on). */
+async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** CLI I/O whose environment points at the test cluster and the fake LLM, with `env` on top; `out` collects. */
+function cliIo(env: Record<string, string> = {}): CliIo & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines, out: (text) => lines.push(text), err: () => undefined,
+    env: { REDIS_CLUSTER_NODES: cluster.seeds, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_CONTEXT_WINDOW: '16000', ...env },
+  };
+}
+
+/** The CLI's configuration and connection for the test cluster, with `env` on top. */
+async function connect(env: Record<string, string> = {}): Promise<{ config: Config; conn: CliRedis }> {
+  const io = cliIo(env);
+  const config = loadCliConfig(io);
+  return { config, conn: await connectRedis(io, config, logger) };
+}
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  fake = await startFakeOpenAI((r) => (isAgent(r) ? { content: `answer ${r.index}` } : { content: 'summary of the chat so far' }));
+});
+
+afterAll(async () => {
+  await fake?.close();
+  await cluster?.stop();
+});
 
 /** Replies taken from the outbound queue by a BullMQ worker on the cluster connection. */
 function collectReplies(conn: CliRedis, config: Config) {
@@ -52,8 +93,6 @@ function collectReplies(conn: CliRedis, config: Config) {
 }
 
 describe('on a Redis Cluster', () => {
-  let cluster: TestCluster;
-  let fake: FakeOpenAI;
   let conn: CliRedis;
   let config: Config;
   let store: SessionStore;
@@ -62,14 +101,7 @@ describe('on a Redis Cluster', () => {
   let out: ReturnType<typeof collectReplies>;
 
   beforeAll(async () => {
-    cluster = await startTestCluster();
-    fake = await startFakeOpenAI((r) => (isAgent(r) ? { content: `answer ${r.index}` } : { content: 'summary of the chat so far' }));
-    const io: CliIo = {
-      out: () => undefined, err: () => undefined,
-      env: { REDIS_CLUSTER_NODES: cluster.seeds, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_CONTEXT_WINDOW: '16000' },
-    };
-    config = loadCliConfig(io);
-    conn = await connectRedis(io, config, logger);
+    ({ config, conn } = await connect());
     store = createSessionStore({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix });
     producer = createTurnProducer({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix });
     worker = await runWorker({ ...workerOptionsFromConfig(config, conn.redis, logger), concurrency: 2 });
@@ -82,13 +114,16 @@ describe('on a Redis Cluster', () => {
     await out?.worker.close();
     await producer?.close();
     await conn?.close();
-    await fake?.close();
-    await cluster?.stop();
   });
 
   it('connects through REDIS_CLUSTER_NODES to a cluster whose slots are spread over the masters', async () => {
     expect(conn.redis).toBeInstanceOf(Cluster);
     expect(conn.resolved).toMatchObject({ source: 'cluster', url: `redis-cluster://${cluster.seeds}` });
+    const fast = duplicateRedis(conn.redis, { maxRetriesPerRequest: 2 });
+    expect(fast).toBeInstanceOf(Cluster);
+    expect((fast as Cluster).options.redisOptions?.maxRetriesPerRequest).toBe(2);
+    expect(await fast.ping()).toBe('PONG');
+    fast.disconnect();
     const slotOf = async (key: string) => Number(await cluster.cli(cluster.ports[0], 'cluster', 'keyslot', key));
     const slots = new Set([await slotOf(store.keys('web:a').meta), await slotOf(store.keys('web:b').meta), await slotOf(`${config.redis.queuePrefix}:turns:wait`), await slotOf(pendingIndexKey(config.redis.keyPrefix))]);
     expect(slots.size).toBe(4);
@@ -106,8 +141,11 @@ describe('on a Redis Cluster', () => {
   });
 
   it('answers submitted messages through the worker, signals the turn, and compacts the session', async () => {
-    const signals: TurnSignal[] = [];
-    const unsubscribe = await subscribeTurnSignals(duplicateRedis(conn.redis), (signal) => signals.push(signal), config.redis.keyPrefix);
+    let ended = (_signal: TurnSignal): void => undefined;
+    const turnEnded = new Promise<TurnSignal>((resolve) => { ended = resolve; });
+    const unsubscribe = await subscribeTurnSignals(duplicateRedis(conn.redis), (signal) => {
+      if (signal.type === 'turn-ended') ended(signal);
+    }, config.redis.keyPrefix);
     const before = out.replies.length;
     for (let i = 0; i < 6; i++) {
       await producer.submitInbound(inbound(`message ${i} with a few words worth summarising later`, 'flow'));
@@ -116,8 +154,10 @@ describe('on a Redis Cluster', () => {
     const replies = out.replies.slice(before);
     expect(replies.map((r) => r.sessionId)).toEqual(Array(6).fill('web:flow'));
     expect(replies.every((r) => r.kind === 'reply' && r.text.startsWith('answer'))).toBe(true);
-    expect(signals.some((s) => s.type === 'turn-ended' && s.sessionId === 'web:flow')).toBe(true);
+    expect(await turnEnded).toMatchObject({ type: 'turn-ended', sessionId: 'web:flow' });
     await unsubscribe();
+    // The reply is enqueued before the worker releases the session's lease; compact once it is free.
+    await until(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0);
 
     const ops = createSessionOpsFromConfig({ redis: conn.redis, logger, store }, config, { leaseTtlMs: 10_000 });
     const result = await ops.compact('web:flow');
@@ -125,6 +165,24 @@ describe('on a Redis Cluster', () => {
     const events = (await readTranscript(conn.redis, store.keys('web:flow'))).filter((e) => e.type === 'compaction');
     expect(events).toHaveLength(1);
     expect((await store.load('web:flow')).meta.version).toBeGreaterThan(6);
+    const reader = createRedisSessionReader({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow });
+    for (const sort of ['lastActivity', 'fill'] as const) {
+      expect((await reader.listSessions({ sort })).items.map((row) => row.id)).toContain('web:flow');
+    }
+  });
+
+  it('runs the operator commands (sessions, usage, transcript, compact) against the cluster', async () => {
+    const list = cliIo();
+    expect(await sessionsCommand(list, { sort: 'fill', json: true, limit: 50 })).toBe(0);
+    expect((JSON.parse(list.lines.join('\n')) as { items: Array<{ id: string }> }).items.map((row) => row.id)).toContain('web:flow');
+    const usage = cliIo();
+    expect(await usageCommand(usage, 'web:flow', { json: true })).toBe(0);
+    expect(JSON.parse(usage.lines.join('\n'))).toMatchObject({ session: { id: 'web:flow', compactions: 1 } });
+    const transcript = cliIo();
+    expect(await transcriptCommand(transcript, 'web:flow', { jsonl: true })).toBe(0);
+    expect(transcript.lines.length).toBeGreaterThanOrEqual(13);
+    expect(await compactCommand(cliIo(), 'web:flow', {})).toBe(0);
+    expect((await readTranscript(conn.redis, store.keys('web:flow'))).filter((e) => e.type === 'compaction')).toHaveLength(2);
   });
 
   it('accepts a message once, counts the rate window, and the sweeper gives a stranded inbox its turn', async () => {
@@ -151,5 +209,34 @@ describe('on a Redis Cluster', () => {
     const replies = await out.waitFor(before + 1);
     expect(replies[before]).toMatchObject({ sessionId, kind: 'reply' });
     expect(await conn.redis.llen(keys.inbox)).toBe(0);
+  });
+});
+
+describe('the gateway on a Redis Cluster', () => {
+  let conn: CliRedis;
+  let gateway: GatewayHandle;
+  let worker: RunningWorker;
+
+  beforeAll(async () => {
+    let config: Config;
+    ({ config, conn } = await connect({ CHATGATE_KEY_PREFIX: 'gw:', CHATGATE_QUEUE_PREFIX: '{gwq}', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent' }));
+    const sessions = createRedisSessionReader({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow });
+    gateway = await startGateway({ config, redis: conn.redis, logger, sessions });
+    worker = await runWorker(workerOptionsFromConfig(config, conn.redis, logger));
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await gateway?.close();
+    await conn?.close();
+  });
+
+  it('takes a web chat message in, and delivers the worker\'s reply back to the chat', async () => {
+    const base = gateway.httpUrl;
+    const posted = await fetch(`${base}/api/chat/conv-1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello over the cluster' }) });
+    expect(posted.ok).toBe(true);
+    const polled = (await (await fetch(`${base}/api/chat/conv-1/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
+    expect(polled.messages.map((m) => m.text)).toEqual([expect.stringMatching(/^answer \d+$/)]);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
   });
 });
