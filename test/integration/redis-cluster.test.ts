@@ -9,6 +9,7 @@ import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
+import { doctorCommand } from '../../src/cli/doctor.js';
 import { compactCommand } from '../../src/cli/maintenance.js';
 import { workerOptionsFromConfig } from '../../src/cli/run.js';
 import { sessionsCommand, transcriptCommand, usageCommand } from '../../src/cli/sessions.js';
@@ -183,6 +184,10 @@ describe('on a Redis Cluster', () => {
     expect(transcript.lines.length).toBeGreaterThanOrEqual(13);
     expect(await compactCommand(cliIo(), 'web:flow', {})).toBe(0);
     expect((await readTranscript(conn.redis, store.keys('web:flow'))).filter((e) => e.type === 'compaction')).toHaveLength(2);
+    const doctor = cliIo();
+    await doctorCommand(doctor, { timeoutMs: 2000 });
+    expect(doctor.lines.find((line) => line.includes(' redis '))).toMatch(new RegExp(`^ok +redis +Redis [\\d.]+ at redis-cluster://${cluster.seeds} \\(cluster\\)$`));
+    expect(doctor.lines.find((line) => line.includes(' queues '))).toMatch(/^ok +queues +turns: 0 waiting, 0 active/);
   });
 
   it('accepts a message once, counts the rate window, and the sweeper gives a stranded inbox its turn', async () => {
