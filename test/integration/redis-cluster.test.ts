@@ -5,6 +5,11 @@
  * script, turn signals and the pending sweeper. Any command or script whose keys span two slots
  * fails here with CROSSSLOT.
  */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -243,5 +248,42 @@ describe('the gateway on a Redis Cluster', () => {
     const polled = (await (await fetch(`${base}/api/chat/conv-1/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
     expect(polled.messages.map((m) => m.text)).toEqual([expect.stringMatching(/^answer \d+$/)]);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('chatgate start on a Redis Cluster', () => {
+  it('connects through REDIS_CLUSTER_NODES (starting no redis-server), answers in the web chat, and stops on SIGTERM', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'cgcluster-start-'));
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_CLUSTER_NODES: cluster.seeds, CHATGATE_KEY_PREFIX: 'st:',
+      CHATGATE_QUEUE_PREFIX: '{stq}', CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+    };
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start', '--demo'], { cwd: root, env });
+    const output = { stdout: '', stderr: '' };
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const webChat = await new Promise<string>((resolve, reject) => {
+        child.stderr.on('data', (chunk: Buffer) => { output.stderr += chunk.toString(); });
+        child.stdout.on('data', (chunk: Buffer) => {
+          output.stdout += chunk.toString();
+          const match = /Web chat: +(\S+)\/chat/.exec(output.stdout);
+          if (match) resolve(match[1]);
+        });
+        void exited.then((code) => reject(new Error(`chatgate exited (${code}):\n${output.stdout}\n${output.stderr}`)));
+      });
+      expect(output.stderr).toContain(`using Redis at redis-cluster://${cluster.seeds} (cluster)`);
+      const posted = await fetch(`${webChat}/api/chat/conv-9/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello' }) });
+      expect(posted.ok).toBe(true);
+      const polled = (await (await fetch(`${webChat}/api/chat/conv-9/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
+      expect(polled.messages).toHaveLength(1);
+      expect(polled.messages[0].text.length).toBeGreaterThan(0);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(existsSync(join(stateDir, 'redis'))).toBe(false);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });
