@@ -79,13 +79,21 @@ export function commandLogger(): Logger {
   return createLogger({ level: 'warn', destination: process.stderr });
 }
 
+/** Options of {@link connectRedis}. */
+export interface ConnectOptions {
+  /** How long a Redis Cluster may take to answer with its slots and `cluster_state:ok`, ms. Default 10 000. */
+  clusterReadyTimeoutMs?: number;
+}
+
+const CLUSTER_READY_TIMEOUT_MS = 10_000;
+
 /**
  * Finds Redis as `chatgate start` does (REDIS_CLUSTER_NODES, REDIS_URL, the fallback address, the
  * redis-server another chatgate shares, or one started here) and connects. @throws CliExit 1 with
  * the launcher's advice.
  */
-export async function connectRedis(io: CliIo, config: Config, logger: Logger): Promise<CliRedis> {
-  if (config.redis.clusterNodes) return connectCluster(config.redis.clusterNodes, logger);
+export async function connectRedis(io: CliIo, config: Config, logger: Logger, options: ConnectOptions = {}): Promise<CliRedis> {
+  if (config.redis.clusterNodes) return connectCluster(io, config.redis.clusterNodes, logger, options.clusterReadyTimeoutMs ?? CLUSTER_READY_TIMEOUT_MS);
   let resolved: ResolvedRedis;
   try {
     resolved = await resolveRedis({ url: config.redis.url, fallbackHost: config.redis.fallbackHost, fallbackPort: config.redis.fallbackPort, stateDir: config.stateDir, logger });
@@ -108,14 +116,31 @@ export async function connectRedis(io: CliIo, config: Config, logger: Logger): P
 }
 
 /**
- * Connects to a Redis Cluster through its seeds (nothing is started here). Node errors are logged;
- * commands wait for the cluster as they wait for one Redis.
+ * Connects to a Redis Cluster through its seeds (nothing is started here) and waits until it is
+ * ready (slots known, `cluster_state:ok`). @throws CliExit 1 when it is not within `timeoutMs`.
  */
-function connectCluster(seeds: NonNullable<Config['redis']['clusterNodes']>, logger: Logger): CliRedis {
+async function connectCluster(io: CliIo, seeds: NonNullable<Config['redis']['clusterNodes']>, logger: Logger, timeoutMs: number): Promise<CliRedis> {
+  const url = `redis-cluster://${seeds.map((seed) => `${seed.host.includes(':') ? `[${seed.host}]` : seed.host}:${seed.port}`).join(',')}`;
   const redis = createRedisCluster(seeds);
+  let lastError: Error | undefined;
+  const remember = (err: Error) => { lastError = err; };
+  redis.on('error', remember);
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+  redis.off('error', remember);
+  if (!ready) {
+    redis.disconnect();
+    io.err(`chatgate: the Redis Cluster at ${url} was not ready within ${timeoutMs / 1000} s (${lastError?.message ?? 'no answer'}).`);
+    io.err('Check REDIS_CLUSTER_NODES, and that every node answers and reports cluster_state:ok (`redis-cli -h <host> -p <port> cluster info`).');
+    throw new CliExit(EXIT.failure);
+  }
   redis.on('error', (err: Error) => logger.warn({ err }, 'redis connection error'));
   redis.on('node error', (err: Error, node: string) => logger.warn({ err, node }, 'redis cluster node error'));
-  const url = `redis-cluster://${seeds.map((seed) => `${seed.host.includes(':') ? `[${seed.host}]` : seed.host}:${seed.port}`).join(',')}`;
   return {
     redis,
     resolved: { url, source: 'cluster', stop: async () => undefined },

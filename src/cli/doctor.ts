@@ -53,7 +53,7 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
     report('redis', await checkRedis(conn));
     report('queues', await checkQueues(conn.redis, config));
   } catch (err) {
-    report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
+    report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
     report('queues', { status: 'skip', detail: 'needs Redis' });
   } finally {
     await conn?.close();

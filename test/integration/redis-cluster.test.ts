@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
+import { CliExit, loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
 import { doctorCommand } from '../../src/cli/doctor.js';
 import { compactCommand } from '../../src/cli/maintenance.js';
 import { workerOptionsFromConfig } from '../../src/cli/run.js';
@@ -248,6 +248,19 @@ describe('the gateway on a Redis Cluster', () => {
     const polled = (await (await fetch(`${base}/api/chat/conv-1/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
     expect(polled.messages.map((m) => m.text)).toEqual([expect.stringMatching(/^answer \d+$/)]);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('an unreachable Redis Cluster', () => {
+  it('ends the command with exit 1 and advice when it is not ready in time', async () => {
+    const io = { ...cliIo({ REDIS_CLUSTER_NODES: '127.0.0.1:1' }), errors: [] as string[] };
+    io.err = (text) => io.errors.push(text);
+    const config = loadCliConfig(io);
+    const refused = await connectRedis(io, config, logger, { clusterReadyTimeoutMs: 300 }).then(() => null, (err: unknown) => err);
+    expect(refused).toBeInstanceOf(CliExit);
+    expect((refused as CliExit).exitCode).toBe(1);
+    expect(io.errors[0]).toMatch(/^chatgate: the Redis Cluster at redis-cluster:\/\/127\.0\.0\.1:1 was not ready within 0\.3 s/);
+    expect(io.errors[1]).toContain('REDIS_CLUSTER_NODES');
   });
 });
 
