@@ -266,6 +266,10 @@ function buildConfig(v: Record<string, unknown>): Config {
 function crossChecks(c: Config, raw: RawEnv): string[] {
   const issues: string[] = [];
   if (c.redis.url && c.redis.clusterNodes) issues.push('`REDIS_URL` and `REDIS_CLUSTER_NODES` must not both be set (one Redis, or a Cluster)');
+  // Redis Cluster hashes only the first non-empty `{…}` of a key: BullMQ's multi-key scripts need every queue key in one slot.
+  if (c.redis.clusterNodes && !/^[^{]*\{[^}]+\}/.test(c.redis.queuePrefix)) {
+    issues.push(mustBe('CHATGATE_QUEUE_PREFIX', 'hash-tagged (e.g. `{cgq}`) on a Redis Cluster', c.redis.queuePrefix));
+  }
   if (c.llm.contextWindow === 0) {
     issues.push(`\`CHATGATE_CONTEXT_WINDOW\` must be set for a model not in the table of known models (got model ${c.llm.model})`);
   } else if (c.compaction.reservedOutputTokens > c.llm.contextWindow / 2) {

@@ -30,4 +30,13 @@ describe('REDIS_CLUSTER_NODES', () => {
   it('cannot be set together with REDIS_URL', () => {
     expect(issuesOf({ REDIS_CLUSTER_NODES: '10.0.0.1:7000', REDIS_URL: 'redis://10.0.0.9:6379' })).toEqual(['`REDIS_URL` and `REDIS_CLUSTER_NODES` must not both be set (one Redis, or a Cluster)']);
   });
+
+  it.each(['cgq', 'cg{}q', 'cg}q{x'])('needs a hash-tagged queue prefix on a cluster (not %s)', (prefix) => {
+    expect(issuesOf({ REDIS_CLUSTER_NODES: '10.0.0.1:7000', CHATGATE_QUEUE_PREFIX: prefix })).toEqual([`\`CHATGATE_QUEUE_PREFIX\` must be hash-tagged (e.g. \`{cgq}\`) on a Redis Cluster (got ${prefix})`]);
+    expect(issuesOf({ CHATGATE_QUEUE_PREFIX: prefix })).toEqual([]);
+  });
+
+  it('takes any hash-tagged queue prefix on a cluster', () => {
+    for (const prefix of ['{cgq}', 'team-{q}', '{a}b']) expect(issuesOf({ REDIS_CLUSTER_NODES: '10.0.0.1:7000', CHATGATE_QUEUE_PREFIX: prefix })).toEqual([]);
+  });
 });
