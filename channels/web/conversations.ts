@@ -5,11 +5,29 @@
  * evicted from memory and started again never reuses a number an open page has already seen.
  * Numbers restart at 1 when the process restarts, so every store has a random `epoch` and
  * clients resume from a cursor `<epoch>:<seq>`: a cursor of another epoch replays the whole buffer.
+ * This is the default store of the web chat; `redis-replies.ts` is the shared, durable one.
  */
 import { randomBytes } from 'node:crypto';
 
-/** One message from the bot to a web conversation. */
+/** One message from the bot to a web conversation, as clients receive it. */
 export interface WebReply {
+  /** Platform message id, unique across restarts: `web:<conversationId>:<epoch>:<seq>` in memory, `web:<conversationId>:<stream id>` in Redis. */
+  id: string;
+  /** Where a client that saw this reply resumes (`after=`, SSE `id:`): `<epoch>:<seq>` in memory, the stream id in Redis. */
+  cursor: string;
+  text: string;
+  /** `markdown` for formatted replies, `text` for plain ones. */
+  format: 'markdown' | 'text';
+  /** ms since epoch. */
+  at: number;
+  /** In-memory store only: its boot id. */
+  epoch?: string;
+  /** In-memory store only: the reply's number within {@link WebReply.epoch}. */
+  seq?: number;
+}
+
+/** A reply of the in-memory store. */
+export interface MemoryReply extends WebReply {
   /** The store's boot id: `seq` restarts at 1 under a new epoch. */
   epoch: string;
   /**
@@ -18,17 +36,10 @@ export interface WebReply {
    * `after=<epoch>:<seq>`.
    */
   seq: number;
-  /** Platform message id: `web:<conversationId>:<epoch>:<seq>` (unique across restarts). */
-  id: string;
-  text: string;
-  /** `markdown` for formatted replies, `text` for plain ones. */
-  format: 'markdown' | 'text';
-  /** ms since epoch. */
-  at: number;
 }
 
 /** What a listener is told: a new reply, a typing hint, or that the channel stopped. */
-export type WebEvent = { type: 'message'; reply: WebReply } | { type: 'typing' } | { type: 'closed' };
+export type WebEvent = { type: 'message'; reply: MemoryReply } | { type: 'typing' } | { type: 'closed' };
 
 /** Options of {@link createConversationStore}. */
 export interface ConversationStoreOptions {
@@ -49,13 +60,13 @@ export interface ConversationStore {
   /** This store's boot id (random, `[0-9a-f]{12}`). */
   readonly epoch: string;
   /** Appends a reply and wakes the conversation's listeners. */
-  append(conversationId: string, text: string, format: WebReply['format']): WebReply;
+  append(conversationId: string, text: string, format: WebReply['format']): MemoryReply;
   /** Wakes the listeners with a typing hint (not stored). */
   typing(conversationId: string): void;
   /** Buffered replies after the cursor: all of them when the cursor is of another epoch. */
-  repliesAfter(conversationId: string, after: ReplyCursor): WebReply[];
+  repliesAfter(conversationId: string, after: ReplyCursor): MemoryReply[];
   /** The cursor a client holding `after` is at now (of this epoch; seq 0 when `after` is of another). */
-  cursorAfter(after: ReplyCursor, replies: readonly WebReply[]): string;
+  cursorAfter(after: ReplyCursor, replies: readonly MemoryReply[]): string;
   /** Registers a listener; returns the function that removes it. */
   listen(conversationId: string, listener: (event: WebEvent) => void): () => void;
   /** Tells every listener the channel stopped. */
@@ -63,7 +74,7 @@ export interface ConversationStore {
 }
 
 interface Conversation {
-  replies: WebReply[];
+  replies: MemoryReply[];
   listeners: Set<(event: WebEvent) => void>;
 }
 
@@ -103,7 +114,7 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
     append(conversationId, text, format) {
       const conversation = get(conversationId);
       const seq = ++lastSeq;
-      const reply: WebReply = { epoch, seq, id: `web:${conversationId}:${epoch}:${seq}`, text, format, at: Date.now() };
+      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), epoch, seq };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
       notify(conversation, { type: 'message', reply });

@@ -1,8 +1,9 @@
 /**
  * The web chat channel: a hono sub-app serving the chat page at `/chat` and a JSON API
  * (see channels/web/README.md): POST a message into a conversation, receive the replies by SSE
- * or long poll. Conversations live in memory; the session state lives in Redis like any other
- * channel's.
+ * or long poll. Replies live in memory by default, or in Redis streams when `deps.redis` is given
+ * (then any number of gateways serve the chat, and cursors survive restarts); the session state
+ * lives in Redis like any other channel's.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -12,8 +13,11 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
-import { createConversationStore, formatCursor, parseCursor, type ConversationStore, type ConversationStoreOptions, type WebEvent, type WebReply } from './conversations.js';
+import type { RedisClient } from '../../src/redis/client.js';
+import type { ConversationStoreOptions, WebReply } from './conversations.js';
 import { renderChatPage } from './page.js';
+import { createRedisReplyStore } from './redis-replies.js';
+import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
 
 /** Options of {@link createWebChannel}. */
 export interface WebChannelOptions extends ConversationStoreOptions {
@@ -45,6 +49,13 @@ export interface WebChannelDeps {
    * The page's API calls and SSE carry its cookie, so a cookie-based guard covers them.
    */
   guard?: MiddlewareHandler;
+  /**
+   * When given, replies go to one Redis stream per conversation (see `redis-replies.ts`): every
+   * gateway on this Redis can deliver them and serve the chat. Default: in memory (one gateway).
+   */
+  redis?: RedisClient;
+  /** Key prefix of the Redis streams (the gateway's). Default `cg:`. */
+  keyPrefix?: string;
 }
 
 /** Resolved {@link WebChannelOptions}. */
@@ -77,7 +88,9 @@ const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelOptions = {}): WebChannel {
   const resolved: ResolvedWebChannelOptions = { ...DEFAULTS, ...options };
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'web' });
-  const store = createConversationStore(resolved);
+  const store: ReplyStore = deps.redis
+    ? createRedisReplyStore({ redis: deps.redis }, { keyPrefix: deps.keyPrefix, maxRepliesPerConversation: resolved.maxRepliesPerConversation })
+    : createMemoryReplyStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
   const app = createApp(store, () => state.onMessage, resolved, log, deps.guard);
 
@@ -97,8 +110,12 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     },
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
-      const reply = store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text');
-      return { messageId: reply.id };
+      try {
+        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text');
+        return { messageId: reply.id };
+      } catch (err) {
+        throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
+      }
     },
     async sendTyping(target: ChatTarget): Promise<void> {
       store.typing(target.chatId);
@@ -107,7 +124,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
 }
 
 /** The routes: the page and the JSON API. */
-function createApp(store: ConversationStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler): Hono {
+function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler): Hono {
   const page = renderChatPage({ title: options.title, basePath: options.basePath });
   const app = new Hono();
   if (guard) {
@@ -121,8 +138,8 @@ function createApp(store: ConversationStore, handler: () => InboundHandler | und
   });
   const limit = bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413) });
   app.post('/api/chat/:conversationId/messages', limit, (c) => postMessage(c, handler(), log));
-  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options));
-  app.get('/api/chat/:conversationId/events', (c) => events(c, store, options));
+  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
+  app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
   return app;
 }
 
@@ -161,37 +178,27 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
   return c.json({ id: message.id, accepted: true }, 202);
 }
 
-/** GET /api/chat/:id/messages?after=<epoch>:<seq>&timeoutMs= — replies after the cursor, waiting for one if none. */
-async function longPoll(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Promise<Response> {
+/** GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one if none. */
+async function longPoll(c: Context, store: ReplyStore, options: ResolvedWebChannelOptions, log: Logger): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
-  const after = parseCursor(c.req.query('after'));
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
-  const respond = (messages: WebReply[]): Response => c.json({ messages, epoch: store.epoch, next: store.cursorAfter(after, messages) });
-  const ready = store.repliesAfter(conversationId, after);
-  if (ready.length > 0 || timeoutMs === 0) return respond(ready);
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      unlisten();
-      c.req.raw.signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, timeoutMs);
-    const unlisten = store.listen(conversationId, (event) => {
-      if (event.type !== 'typing') done();
-    });
-    c.req.raw.signal.addEventListener('abort', done);
-  });
-  return respond(store.repliesAfter(conversationId, after));
+  try {
+    const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: c.req.raw.signal });
+    return c.json({ messages: page.replies, ...(page.epoch === undefined ? {} : { epoch: page.epoch }), next: page.next });
+  } catch (err) {
+    log.warn({ err, conversationId }, 'web replies not readable');
+    return c.json({ error: 'replies not available; retry' }, 503);
+  }
 }
 
 /** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams. */
-function events(c: Context, store: ConversationStore, options: ResolvedWebChannelOptions): Response {
+function events(c: Context, store: ReplyStore, options: ResolvedWebChannelOptions, log: Logger): Response {
   const conversationId = c.req.param('conversationId')!;
-  const after = parseCursor(c.req.header('last-event-id'), parseCursor(c.req.query('after')));
+  const lastEventId = c.req.header('last-event-id');
+  const after = lastEventId !== undefined && isCursor(lastEventId) ? lastEventId : c.req.query('after');
   return streamSSE(c, async (stream) => {
     await stream.write(`retry: ${options.sseRetryMs}\n\n`);
-    const queue: StreamItem[] = store.repliesAfter(conversationId, after).map((reply) => ({ type: 'message', reply }));
+    const queue: StreamItem[] = [];
     let wake: (() => void) | undefined;
     const push = (item: StreamItem): void => {
       queue.push(item);
@@ -200,6 +207,8 @@ function events(c: Context, store: ConversationStore, options: ResolvedWebChanne
     const unlisten = store.listen(conversationId, push);
     const keepAlive = setInterval(() => push({ type: 'keep-alive' }), options.keepAliveMs);
     stream.onAbort(() => push({ type: 'closed' }));
+    const reading = new AbortController();
+    const pump = pumpReplies({ store, log, push }, conversationId, after, { waitMs: options.keepAliveMs, signal: reading.signal });
     try {
       for (;;) {
         const item = queue.shift();
@@ -211,17 +220,37 @@ function events(c: Context, store: ConversationStore, options: ResolvedWebChanne
         if (item.type === 'closed') return;
         if (item.type === 'keep-alive') await stream.write(': keep-alive\n\n');
         else if (item.type === 'typing') await stream.writeSSE({ event: 'typing', data: '{}' });
-        else await stream.writeSSE({ event: 'message', id: formatCursor(item.reply), data: JSON.stringify(item.reply) });
+        else await stream.writeSSE({ event: 'message', id: item.reply.cursor, data: JSON.stringify(item.reply) });
       }
     } finally {
+      reading.abort();
       clearInterval(keepAlive);
       unlisten();
+      await pump;
     }
   });
 }
 
-/** What the SSE loop writes: store events plus keep-alive comments. */
-type StreamItem = WebEvent | { type: 'keep-alive' };
+/** Reads replies from the store into the SSE queue until aborted; a read failure closes the stream (the page reconnects). */
+async function pumpReplies(deps: { store: ReplyStore; log: Logger; push: (item: StreamItem) => void }, conversationId: string, after: string | undefined, options: { waitMs: number; signal: AbortSignal }): Promise<void> {
+  let cursor = after;
+  while (!options.signal.aborted) {
+    try {
+      const page = await deps.store.read(conversationId, cursor, { timeoutMs: options.waitMs, signal: options.signal });
+      if (options.signal.aborted) return;
+      for (const reply of page.replies) deps.push({ type: 'message', reply });
+      cursor = page.next;
+    } catch (err) {
+      if (options.signal.aborted) return;
+      deps.log.warn({ err, conversationId }, 'web reply stream failed');
+      deps.push({ type: 'closed' });
+      return;
+    }
+  }
+}
+
+/** What the SSE loop writes: replies, hints, keep-alive comments. */
+type StreamItem = { type: 'message'; reply: WebReply } | ReplyHint | { type: 'keep-alive' };
 
 function toNonNegative(value: string | undefined, fallback: number): number {
   const parsed = Number(value);

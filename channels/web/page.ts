@@ -1,8 +1,9 @@
 /**
  * The web chat page: one self-contained HTML document (inline CSS and JS, no dependencies).
  * It posts messages to the JSON API and receives replies by SSE (EventSource reconnects and
- * resumes with Last-Event-ID), falling back to long polling where EventSource is missing. A reply
- * of a new epoch (the gateway restarted) resets the page's cursor instead of being dropped.
+ * resumes with Last-Event-ID), falling back to long polling where EventSource is missing. It
+ * resumes from the last reply's `cursor` and drops replies whose `id` it already showed, so a
+ * replay (a reconnect, a restarted in-memory gateway under a new epoch) shows each reply once.
  */
 
 /** Options of {@link renderChatPage}. */
@@ -63,9 +64,11 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   const userId = localStorage.getItem('chatgate.user') || randomId('u');
   localStorage.setItem('chatgate.user', userId);
   const base = CONFIG.api + encodeURIComponent(conversation);
-  // Where we are in the reply stream. Numbers restart at 1 when the gateway restarts, under a new epoch.
-  let cursor = { epoch: '', seq: 0 };
-  const after = () => encodeURIComponent(cursor.epoch ? cursor.epoch + ':' + cursor.seq : String(cursor.seq));
+  // Where we are in the reply stream: the cursor of the last reply shown (opaque to the page).
+  // Replies are told apart by id, so a replay after a reconnect or a gateway restart shows each once.
+  let cursor = '0';
+  const seen = new Set();
+  const after = () => encodeURIComponent(cursor);
   let typingTimer;
 
   // Markdown subset, built with DOM nodes only (never innerHTML): fenced code, **bold**, \`code\`.
@@ -104,9 +107,9 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
     return el;
   }
   function onReply(reply) {
-    if (reply.epoch !== cursor.epoch) cursor = { epoch: reply.epoch, seq: 0 };
-    if (reply.seq <= cursor.seq) return;
-    cursor.seq = reply.seq;
+    cursor = reply.cursor;
+    if (seen.has(reply.id)) return;
+    seen.add(reply.id);
     $('typing').textContent = '';
     add('bot', reply.text, reply.format);
   }

@@ -6,6 +6,7 @@ import { createWebChannel } from '../../channels/web/index.js';
 import type { Config } from '../config.js';
 import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
 export interface GatewayChannels {
@@ -16,9 +17,10 @@ export interface GatewayChannels {
 
 /**
  * Builds the channels the configuration asks for: Telegram and Discord when their tokens are set;
- * the web chat when no bot token is set, or whenever the HTTP server is bound to loopback.
+ * the web chat when no bot token is set, or whenever the HTTP server is bound to loopback. With
+ * `redis`, the web chat keeps its replies in Redis streams, so every gateway can serve it.
  */
-export function createChannels(config: Config, logger: Logger): GatewayChannels {
+export function createChannels(config: Config, logger: Logger, redis?: RedisClient): GatewayChannels {
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
   if (config.telegram) {
@@ -36,7 +38,7 @@ export function createChannels(config: Config, logger: Logger): GatewayChannels 
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
     const guard = createAccessGuard({ host: config.http.host, monitorToken: config.http.monitorToken, tokenOnLoopback: false });
-    const web = createWebChannel({ log: logger, guard });
+    const web = createWebChannel({ log: logger, guard, redis, keyPrefix: config.redis.keyPrefix });
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }

@@ -106,7 +106,7 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
       threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
     },
   });
-  const gatewayChannels = deps.channels ?? createChannels(config, logger);
+  const gatewayChannels = deps.channels ?? createChannels(config, logger, fast);
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);

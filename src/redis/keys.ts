@@ -99,3 +99,11 @@ export function pendingIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
 export function outboundOrderKey(queuePrefix: string, outboundQueue: string, sessionId: string): string {
   return `${queuePrefix}:${outboundQueue}:chatgate-pending:${sessionId}`;
 }
+
+/**
+ * Stream of one web chat conversation's replies (`text`, `format`, `at`), capped near the web chat's
+ * buffer size; its stream ids are the clients' cursors. Hash-tagged by conversation.
+ */
+export function webConversationKey(conversationId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}web:{${conversationId}}:replies`;
+}

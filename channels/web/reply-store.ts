@@ -1,0 +1,86 @@
+/**
+ * The web chat's reply store port, with two implementations: the in-memory store (default; one
+ * gateway, replies lost on restart) adapted here, and the Redis store in `redis-replies.ts` (one
+ * stream per conversation, shared by every gateway and kept across restarts).
+ */
+import { createConversationStore, parseCursor, type ConversationStoreOptions, type WebReply } from './conversations.js';
+
+/** What {@link ReplyStore.read} returns. */
+export interface ReplyPage {
+  /** Replies after the cursor, oldest first. */
+  replies: WebReply[];
+  /** The cursor to read from next. */
+  next: string;
+  /** In-memory store only: its boot id. */
+  epoch?: string;
+}
+
+/** Options of {@link ReplyStore.read}. */
+export interface ReadOptions {
+  /** How long to wait for a reply when none is there yet; 0 = answer at once. */
+  timeoutMs: number;
+  /** Ends the wait early (the page went away). */
+  signal?: AbortSignal;
+}
+
+/** An in-process hint for live listeners: a typing hint, or that the channel stopped. */
+export type ReplyHint = { type: 'typing' } | { type: 'closed' };
+
+/** Where the web chat keeps its replies; see the module comment. */
+export interface ReplyStore {
+  /** Appends a reply; every reader of the conversation (on any gateway sharing the store) sees it. */
+  append(conversationId: string, text: string, format: WebReply['format']): Promise<WebReply>;
+  /** Replies after `after` (a cursor; absent or unknown = the whole buffer), waiting up to `timeoutMs` for one. */
+  read(conversationId: string, after: string | undefined, options: ReadOptions): Promise<ReplyPage>;
+  /** Tells this process's hint listeners of the conversation that the bot is typing (best effort, not stored). */
+  typing(conversationId: string): void;
+  /** Registers a hint listener; returns the function that removes it. */
+  listen(conversationId: string, listener: (hint: ReplyHint) => void): () => void;
+  /** Ends every wait and tells every hint listener the channel stopped. */
+  closeAll(): void;
+}
+
+/** Whether `value` is a cursor of either store: `<epoch>:<seq>`, a bare `<seq>`, or a stream id `<ms>-<n>`. */
+export function isCursor(value: string): boolean {
+  return /^(?:(?:[A-Za-z0-9_-]{1,64}:)?\d{1,15}|\d{1,20}-\d{1,20})$/.test(value.trim());
+}
+
+/** The in-memory {@link ReplyStore} (the default): cursors are `<epoch>:<seq>`. */
+export function createMemoryReplyStore(options: ConversationStoreOptions = {}): ReplyStore {
+  const store = createConversationStore(options);
+  const page = (conversationId: string, after: string | undefined): ReplyPage => {
+    const cursor = parseCursor(after);
+    const replies = store.repliesAfter(conversationId, cursor);
+    return { replies, next: store.cursorAfter(cursor, replies), epoch: store.epoch };
+  };
+  return {
+    async append(conversationId, text, format) {
+      return store.append(conversationId, text, format);
+    },
+    async read(conversationId, after, options) {
+      const ready = page(conversationId, after);
+      if (ready.replies.length > 0 || options.timeoutMs <= 0 || options.signal?.aborted) return ready;
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          unlisten();
+          options.signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, options.timeoutMs);
+        const unlisten = store.listen(conversationId, (event) => {
+          if (event.type !== 'typing') done();
+        });
+        options.signal?.addEventListener('abort', done);
+      });
+      return page(conversationId, after);
+    },
+    typing: (conversationId) => store.typing(conversationId),
+    listen(conversationId, listener) {
+      return store.listen(conversationId, (event) => {
+        if (event.type !== 'message') listener(event);
+      });
+    },
+    closeAll: () => store.closeAll(),
+  };
+}
