@@ -154,7 +154,7 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
   await ensureLease(loop, 'compaction');
   const result = await runCompactionStep({
     compressor: loop.deps.compressor, turn: loop.turn, system: loop.system, requestTokens, layer, force, focus,
-    summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log,
+    summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log, prices: loop.options.prices,
   });
   loop.compactionsSinceCall++;
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
