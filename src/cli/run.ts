@@ -9,6 +9,7 @@ import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../work
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
+import { redactRedisUrl } from '../redis/client.js';
 
 /** Which roles a process runs. */
 export interface RunRoles {
@@ -71,7 +72,7 @@ export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop
     progress(io, 'looking for Redis…');
     const conn: CliRedis = await connectRedis(io, config, logger);
     cleanups.push(() => conn.close());
-    progress(io, `using Redis at ${redactUrl(conn.resolved.url)} (${conn.resolved.source})`);
+    progress(io, `using Redis at ${redactRedisUrl(conn.resolved.url)} (${conn.resolved.source})`);
     config = await prepareModel(io, config, logger, cleanups);
     const handles = await startRoles(io, config, conn.redis, logger, roles, cleanups);
     printReady(io, config, roles, handles);
@@ -190,6 +191,3 @@ function roleName(roles: RunRoles): string {
   return roles.gateway ? 'gateway' : 'worker';
 }
 
-function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, '//***@');
-}

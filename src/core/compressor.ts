@@ -9,6 +9,7 @@ import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutToTokens, fallbackSummary, parseSummary, summaryTargetTokens } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens, countTextTokens } from './tokens.js';
+import { stripUndefined } from './objects.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {
@@ -341,9 +342,6 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
 
 function validate(o: ResolvedCompressorOptions): void {
   const rules: Array<[boolean, string]> = [

@@ -9,6 +9,7 @@ import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { metricsRegistry, setQueueDepthSource, type QueueDepthSource } from './metrics.js';
 import type { SessionReader } from './session-reader.js';
+import { stripUndefined } from '../core/objects.js';
 
 export type { ReadinessCheck } from './health.js';
 
@@ -94,6 +95,3 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   return app;
 }
 
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

@@ -54,3 +54,8 @@ export async function runScript(redis: RedisClient, script: string, keys: string
     return redis.eval(script, keys.length, ...keys, ...args);
   }
 }
+
+/** A Redis URL (or cluster seed list) fit for messages and logs: the password in `user:password@` is masked. */
+export function redactRedisUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}

@@ -5,6 +5,8 @@ import { join, resolve as resolvePath } from 'node:path';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../errors.js';
 import { createSilentLogger, type Logger } from '../log.js';
+import { stripUndefined } from '../core/objects.js';
+import { redactRedisUrl } from './client.js';
 
 /** Options of {@link resolveRedis}. */
 export interface ResolveRedisOptions {
@@ -63,7 +65,7 @@ export async function resolveRedis(options: ResolveRedisOptions = {}): Promise<R
   const noop = async () => {};
   if (o.url) {
     const failure = await pingRedis(o.url, o.connectTimeoutMs);
-    if (failure) throw new GatewayError('REDIS_UNREACHABLE', `REDIS_URL ${redactUrl(o.url)} is not reachable (${failure}); start Redis there or unset REDIS_URL to use a local one`);
+    if (failure) throw new GatewayError('REDIS_UNREACHABLE', `REDIS_URL ${redactRedisUrl(o.url)} is not reachable (${failure}); start Redis there or unset REDIS_URL to use a local one`);
     return { url: o.url, source: 'env', stop: noop };
   }
   const fallbackUrl = `redis://${o.fallbackHost}:${o.fallbackPort}`;
@@ -221,20 +223,8 @@ function freeLoopbackPort(): Promise<number> {
   });
 }
 
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
-}
 
 function lastLine(text: string): string {
   return text.trim().split('\n').pop() ?? '';
 }
 
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

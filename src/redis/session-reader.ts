@@ -13,6 +13,7 @@ import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } fr
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
 import { readTranscript, type StoredTranscriptEntry, type TranscriptEntry } from './transcript.js';
 import { parseUsage, readUsage, type UsageLedger } from './usage.js';
+import { stripUndefined } from '../core/objects.js';
 
 /** `model` of the transcript event `/reset` and `chatgate reset` write (a `manual`/`noop` compaction event). */
 export const RESET_EVENT_MODEL = 'reset';
@@ -346,6 +347,3 @@ function sumValues(record: Record<string, number>): number {
   return Object.values(record).reduce((sum, n) => sum + n, 0);
 }
 
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
 import { seededSession } from '../helpers/monitor-seed.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'dashboard-token-0123456789';
 
 describe('dashboard: failed messages of a session', () => {
@@ -25,7 +25,7 @@ describe('dashboard: failed messages of a session', () => {
       const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     page = await browser.newPage();
     await page.goto(`${base}/dashboard?token=${TOKEN}`);
   });

@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
 import { seededSession, seededSessions } from '../helpers/monitor-seed.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = 'test-output/dashboard.png';
 const TOKEN = 'dashboard-token-0123456789';
 
@@ -25,7 +25,7 @@ describe('dashboard in headless Chromium', () => {
       const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
   });
 

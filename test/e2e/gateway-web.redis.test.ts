@@ -3,7 +3,8 @@
  * fake LLM → outbound queue → delivery → web channel → SSE → page.
  */
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
@@ -11,7 +12,6 @@ import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = 'test-output/web-chat-e2e.png';
 const CONVERSATION = 'browser-e2e';
 
@@ -25,7 +25,7 @@ describe('web chat through the whole stack in headless Chromium', () => {
       channels: { list: [web], mount: (app) => app.route('/', web.app) },
       handler: (request) => ({ content: `You said **${messageText(request.messages.at(-1)!)}**. Anything else?` }),
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

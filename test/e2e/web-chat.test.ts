@@ -2,14 +2,14 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { createDelivery } from '../../src/gateway/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = 'test-output/web-chat.png';
 
 describe('web chat in headless Chromium', () => {
@@ -37,7 +37,7 @@ describe('web chat in headless Chromium', () => {
       const s = serve({ fetch: channel.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 900, height: 700 } });
   });
 
