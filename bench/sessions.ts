@@ -3,7 +3,7 @@
  * 50%, against three fake summarisers (faithful, drops 30%, one vague sentence), compared with no
  * compaction. ~40 identifiers are planted in each session; we count how many reach the final request.
  */
-import { ContextCompressor, countMessageTokens, countTextTokens, type ChatMessage, type Summarizer, type SummaryRequest } from '../src/index.js';
+import { ContextCompressor, createCompactionState, countMessageTokens, countTextTokens, type ChatMessage, type Summarizer, type SummaryRequest } from '../src/index.js';
 import { messageText } from '../src/core/messages.js';
 import { printTable, prose, seededRandom } from './util.js';
 
@@ -105,10 +105,12 @@ async function runOne(scenario: Scenario, mode: Mode | 'none') {
   let largest = 0;
   let compactions = 0;
   let last: ChatMessage[] = history;
+  let state = createCompactionState();
   const call = async () => {
     let request = countMessageTokens(history) + TOOL_SCHEMA_TOKENS;
-    if (mode !== 'none' && compressor.shouldCompress(request)) {
-      const result = await compressor.compress(history, { requestTokens: request });
+    if (mode !== 'none' && compressor.shouldCompress(request, state)) {
+      const result = await compressor.compress(history, { requestTokens: request, state });
+      state = result.state;
       if (result.outcome !== 'noop' && result.outcome !== 'aborted') compactions++;
       history = result.messages;
       request = result.tokensAfter + TOOL_SCHEMA_TOKENS;

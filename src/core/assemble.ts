@@ -1,4 +1,7 @@
-import { hasToolCalls, messageText, type ChatMessage } from './messages.js';
+import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from './messages.js';
+
+/** The assistant's acknowledgement of a summary, when a user message follows it. */
+export const SUMMARY_ACK = `${CHATGATE_MARK}summary acknowledged] Understood. I will continue from the summary above.`;
 
 /**
  * Removes tool results whose call is not in the list and strips tool calls that have no result.
@@ -40,14 +43,21 @@ export function sanitizeToolPairs(messages: readonly ChatMessage[]): ChatMessage
 }
 
 /**
- * Places the summary text between `head` and `tail` keeping user/assistant alternation: its role is
- * the one neither neighbour has; when both roles are taken it is merged into the first tail message.
+ * Places the summary text between `head` and `tail`. With no protected head the summary is the first
+ * message after the system prompt, as a `user` message (providers behind OpenAI-compatible proxies
+ * reject a conversation that starts with the assistant); when the tail starts with a user message a
+ * short acknowledgement keeps the alternation. With a protected head its role is the one neither
+ * neighbour has; when both roles are taken it is merged into the last head message.
  */
 export function placeSummary(head: readonly ChatMessage[], summaryText: string, tail: readonly ChatMessage[]): ChatMessage[] {
   const beforeIndex = lastNonSystem(head);
-  const beforeRole = beforeIndex >= 0 ? head[beforeIndex].role : undefined;
   const after = tail.find((m) => m.role !== 'system');
   const afterRole = after?.role === 'tool' ? 'assistant' : after?.role;
+  if (beforeIndex < 0) {
+    const ack: ChatMessage[] = afterRole === 'user' ? [{ role: 'assistant', content: SUMMARY_ACK }] : [];
+    return [...head, { role: 'user', content: summaryText }, ...ack, ...tail];
+  }
+  const beforeRole = head[beforeIndex].role;
   let role: 'user' | 'assistant' | null = null;
   if (beforeRole !== 'user' && afterRole !== 'user') role = 'user';
   else if (beforeRole !== 'assistant' && afterRole !== 'assistant') role = 'assistant';
@@ -56,6 +66,11 @@ export function placeSummary(head: readonly ChatMessage[], summaryText: string, 
   const merged = head.slice();
   merged[beforeIndex] = appendTo(head[beforeIndex], summaryText);
   return [...merged, ...tail];
+}
+
+/** True for the acknowledgement {@link placeSummary} puts after a summary that a user message follows. */
+export function isSummaryAck(message: ChatMessage): boolean {
+  return message.role === 'assistant' && message.content === SUMMARY_ACK;
 }
 
 function appendTo(message: ChatMessage, summaryText: string): ChatMessage {

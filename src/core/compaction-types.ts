@@ -1,4 +1,5 @@
 import type { ChatMessage } from './messages.js';
+import type { FactLedger } from './fact-ledger.js';
 
 /** What the summariser is asked to do for one compaction. */
 export interface SummaryRequest {
@@ -10,6 +11,17 @@ export interface SummaryRequest {
   focus?: string;
   /** Token budget: max(2000, min(0.20 × middle tokens, min(0.05 × window, 12000))). */
   targetTokens: number;
+  /**
+   * The most salient ledger facts that occur in `turns` or in `previousSummary` (at most 30): each
+   * should appear verbatim in the summary's references. Whatever the summary still loses is pinned.
+   */
+  mustKeep?: string[];
+  /** Today's date (YYYY-MM-DD, UTC), so that done work reads as dated past events. */
+  today?: string;
+  /** Without a `focus`: what the conversation is about now, taken from the last few user messages. */
+  autoFocus?: string;
+  /** The latest user request inside the compacted part, which the engine adds to the summary verbatim. */
+  latestRequest?: string;
 }
 
 /** Tokens a summariser call used, as its provider reported them. */
@@ -41,7 +53,7 @@ export type CompactionOutcome = 'compacted' | 'pruned' | 'fallback' | 'noop' | '
  * Create one with `createCompactionState()`; never edit it by hand.
  */
 export interface CompactionState {
-  version: 1;
+  version: 2;
   /** Compactions that changed the projection (any outcome but noop/aborted). */
   compactions: number;
   /** Compactions in a row whose result was still at or over the trigger. */
@@ -54,10 +66,25 @@ export interface CompactionState {
   cooldownUntilMs: number;
   /** The failure behind the cool-down was an unreachable or refusing summariser: compactions abort until it ends. */
   cooldownAborts: boolean;
-  /** The fact ledger: strong identifier → logical time it was last seen (higher is newer). */
-  facts: Record<string, number>;
+  /** The fact ledger: identifier → what is known of it (see `FactRecord`: recency, origin, uses, shape). */
+  facts: FactLedger;
   /** Logical clock for the ledger; grows with every message mined. */
   factClock: number;
+  /** Turns (user messages) mined so far: a fact used again in a later turn gains salience. */
+  turnClock: number;
+  /** Facts held by each `remember` key (always pinned until `forget`). */
+  noteFacts: Record<string, string[]>;
+  /**
+   * How far the history has been mined: its first `count` messages, the last of which hashed to `hash`.
+   * Between compactions a history only grows at its end, so the next compaction mines only what follows.
+   */
+  mined: { count: number; hash: string } | null;
+  /**
+   * The summary block this engine wrote last: its text's hash and length. Only a block that matches is
+   * taken as a summary; text imitating the markers stays what it is. `legacy` accepts the first marked
+   * block once, for sessions compacted before blocks were recorded.
+   */
+  summary: { hash: string; length: number } | { legacy: true } | null;
   /** Ledger facts that were missing from the request but left out of the last pinned section. */
   pinsOmitted: number;
   /** Outcome of the last compaction, or null before the first. */

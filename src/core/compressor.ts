@@ -1,14 +1,16 @@
-import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryUsage } from './compaction-types.js';
+import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
-import { factsNewestFirst, factsOfMessage, mineFacts, presentFacts } from './facts.js';
-import { fitDraft, renderDraft, summaryText, type Draft } from './fit.js';
-import { computeLayout, rangeTokens, type Layout } from './layout.js';
-import { messageText, type ChatMessage } from './messages.js';
+import { autoFocusOf, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
+import type { NoteTools } from './fact-ledger.js';
+import { factsOfMessage, presentFacts } from './facts.js';
+import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
+import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layout.js';
+import { type ChatMessage } from './messages.js';
 import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
-import { cutToTokens, fallbackSummary, parseSummary, summaryTargetTokens } from './summary-block.js';
+import { cutToTokens, fallbackSummary, findSummary, summaryRecordOf, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens, countTextTokens } from './tokens.js';
+import { countMessageTokens } from './tokens.js';
 import { stripUndefined } from './objects.js';
 
 /** Options of {@link ContextCompressor}. */
@@ -33,8 +35,10 @@ export interface CompressorOptions {
   summarizerCooldownMs?: number;
   /** Largest pinned section as a share of the trigger tokens. Default 0.10. */
   pinnedShare?: number;
-  /** Clock, in ms since epoch; only the cool-down reads it. Default `Date.now`. */
+  /** Clock, in ms since epoch: the cool-down and the summary's date read it. Default `Date.now`. */
   now?: () => number;
+  /** The tools whose arguments are notes that are always pinned, and that remove them. Default remember/forget. */
+  noteTools?: NoteTools;
 }
 
 type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model'>> & { model?: string };
@@ -48,6 +52,7 @@ const DEFAULTS = {
   summarizerCooldownMs: 60_000,
   pinnedShare: 0.1,
   now: () => Date.now(),
+  noteTools: { remember: 'remember', forget: 'forget' },
 } satisfies Partial<ResolvedCompressorOptions>;
 
 /** Share of the trigger a compacted history may use beyond the system prompt and the latest exchange. */
@@ -58,16 +63,14 @@ const BLOCK_FRAMING_TOKENS = 48;
 /**
  * The compaction engine behind both layers (in-loop at 50%, gateway hygiene at 85%): collect facts,
  * prune, lay out head/middle/tail, summarise (iteratively), pin lost facts, assemble, make it fit.
- * Pure apart from the injected summariser; keeps the last state it produced as the default for the
- * next call (`shouldCompress`, `compress`), so one instance can serve one session.
+ * Pure apart from the injected summariser, and stateless: a session's {@link CompactionState} goes in
+ * with each call and comes back in the result, so one instance serves any number of concurrent turns.
  */
 export class ContextCompressor {
   /** Trigger in tokens: floor((contextWindow − reservedOutputTokens) × threshold). */
   readonly thresholdTokens: number;
   /** Largest request allowed: contextWindow − reservedOutputTokens. */
   readonly limitTokens: number;
-  /** The state after the last `compress` call (or a fresh one). */
-  state: CompactionState = createCompactionState();
   private readonly options: ResolvedCompressorOptions;
 
   /** @throws RangeError when an option is out of range, naming the option and the rule. */
@@ -82,17 +85,17 @@ export class ContextCompressor {
    * Whether a request of this size should be compacted: at or over the trigger unless automatic
    * compaction is paused for the session; always when it would not fit the window.
    */
-  shouldCompress(requestTokens: number, state: CompactionState = this.state): boolean {
+  shouldCompress(requestTokens: number, state: CompactionState): boolean {
     if (requestTokens > this.limitTokens) return true;
     return !state.paused && requestTokens >= this.thresholdTokens;
   }
 
-  /** Compacts a history. Never mutates its input; see {@link CompactionResult}. */
+  /**
+   * Compacts a history. Never mutates its input; see {@link CompactionResult}. Pass the session's
+   * state (`options.state`, default a fresh one) and store `result.state` with the new projection.
+   */
   async compress(messages: ChatMessage[], options: CompressOptions = {}): Promise<CompactionResult> {
-    const state = toCompactionState(options.state ?? this.state);
-    const result = await this.run(messages, state, options);
-    this.state = result.state;
-    return result;
+    return this.run(messages, toCompactionState(options.state ?? createCompactionState()), options);
   }
 
   private async run(messages: ChatMessage[], state: CompactionState, options: CompressOptions): Promise<CompactionResult> {
@@ -101,102 +104,105 @@ export class ContextCompressor {
     const requestTokens = Math.max(options.requestTokens ?? tokensBefore, tokensBefore);
     const overhead = requestTokens - tokensBefore;
     const force = options.force === true;
-    const base = { messages, tokensBefore, state, overhead };
+    const summary = findSummary(messages, state.summary, systemPrefixEnd(messages));
+    const base: Base = { messages, tokensBefore, state, overhead, summary };
     if (!force && !this.shouldCompress(requestTokens, state)) {
       return this.unchanged(base, 'noop', state.paused ? 'automatic compaction is paused' : 'below the trigger');
     }
-    const layout = computeLayout(messages, this.layoutOptions());
-    const mined = mineFacts(messages, state.facts, state.factClock, layout.summaryIndex);
-    const minedState: CompactionState = { ...state, facts: mined.facts, factClock: mined.clock };
+    const layout = computeLayout(messages, this.layoutOptions(), summary?.index ?? -1);
+    const mined = { ...base, state: mineHistory(messages, state, summary, this.options.noteTools) };
     const overLimit = requestTokens > this.limitTokens;
-    const middleEnd = layout.tailStart;
-    const hasMiddle = middleTurns(messages, layout).length > 0;
-    if (!hasMiddle && !overLimit) return this.unchanged({ ...base, state: minedState }, 'noop', 'nothing between head and tail');
+    const hasMiddle = middleTurns(messages, layout, summary).length > 0;
+    if (!hasMiddle && !overLimit) return this.unchanged(mined, 'noop', 'nothing between head and tail');
 
-    const pruned = pruneRange(messages, layout.headEnd, middleEnd);
+    const pruned = pruneRange(messages, layout.headEnd, layout.tailStart);
     if (!force && hasMiddle) {
       const prunedTokens = countMessageTokens(pruned, model);
-      if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, middleEnd)) {
-        return this.finish({ ...base, state: minedState }, pruned, 'pruned', null, [], 'pruning alone was enough', NO_CALL);
+      if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, layout.tailStart)) {
+        return this.finish(mined, pruned, 'pruned', [], 'pruning alone was enough', NO_CALL);
       }
     }
-    return this.summarise({ ...base, state: minedState }, pruned, layout, { force, overLimit, focus: options.focus });
+    return this.summarise(mined, pruned, layout, { force, overLimit, focus: options.focus });
   }
 
-  private async summarise(
-    base: Base,
-    pruned: ChatMessage[],
-    layout: Layout,
-    flags: { force: boolean; overLimit: boolean; focus?: string },
-  ): Promise<CompactionResult> {
-    const { model, contextWindow, now } = this.options;
-    const previous = layout.summaryIndex >= 0 ? parseSummary(base.messages[layout.summaryIndex]) : null;
-    const turns = middleTurns(pruned, layout);
+  private async summarise(base: Base, pruned: ChatMessage[], layout: Layout, flags: { force: boolean; overLimit: boolean; focus?: string }): Promise<CompactionResult> {
+    const { now } = this.options;
+    const previous = base.summary;
+    const turns = middleTurns(pruned, layout, previous);
+    const latestRequest = latestRequestOf(turns) ?? previous?.latestRequest ?? null;
     let body: string | null = previous?.body ?? null;
     let outcome: CompactionOutcome = 'compacted';
     let reason = 'summarised';
     let call: SummarizerCall = NO_CALL;
     let state = base.state;
-    if (turns.length > 0) {
-      const targetTokens = summaryTargetTokens(countMessageTokens(turns, model), contextWindow);
-      const coolingDown = !flags.force && state.cooldownUntilMs > now();
-      if (coolingDown && state.cooldownAborts && !flags.overLimit) {
-        // The summariser was unreachable or refused us: keep the history as it is, as that call would have.
-        return this.unchanged({ ...base, state }, 'aborted', 'summariser cooling down after it was unreachable or unauthorised');
-      }
-      const started = now();
-      const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, {
-        turns, previousSummary: previous?.body ?? null, focus: flags.focus, targetTokens,
-      });
-      call = { ms: coolingDown ? 0 : Math.max(0, now() - started), usage: attempt && 'text' in attempt ? attempt.usage : undefined };
-      if (attempt && 'text' in attempt) {
-        body = attempt.text;
-        state = { ...state, summarizerFailures: 0, cooldownUntilMs: 0, cooldownAborts: false };
-      } else {
-        if (attempt && isAbortingSummarizerError(attempt.error) && !flags.overLimit) {
-          const failed = this.failedSummarizer(state, true);
-          return this.unchanged({ ...base, state: failed }, 'aborted', `summariser unreachable or unauthorised: ${errorText(attempt.error)}`);
-        }
-        if (attempt) state = this.failedSummarizer(state, attempt && 'error' in attempt && isAbortingSummarizerError(attempt.error));
-        body = fallbackSummary(turns, previous?.body ?? null);
-        outcome = 'fallback';
-        reason = coolingDown ? 'summariser cooling down after a failure' : attempt && 'error' in attempt ? `summariser failed: ${errorText(attempt.error)}` : 'summariser returned nothing';
-      }
-    } else {
-      outcome = 'fallback';
-      reason = 'over the window with nothing to summarise';
+    if (turns.length === 0) {
+      const draft = this.draft(base, pruned, layout, body, latestRequest);
+      return this.finishDraft(base, draft, layout, 'fallback', 'over the window with nothing to summarise', call);
     }
-    const draft = this.draft({ ...base, state }, pruned, layout, body);
+    const coolingDown = !flags.force && state.cooldownUntilMs > now();
+    if (coolingDown && state.cooldownAborts && !flags.overLimit) {
+      // The summariser was unreachable or refused us: keep the history as it is, as that call would have.
+      return this.unchanged(base, 'aborted', 'summariser cooling down after it was unreachable or unauthorised');
+    }
+    const started = now();
+    const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, this.summaryRequest(base, pruned, layout, turns, flags.focus, latestRequest));
+    call = { ms: coolingDown ? 0 : Math.max(0, now() - started), usage: attempt && 'text' in attempt ? attempt.usage : undefined };
+    if (attempt && 'text' in attempt) {
+      body = attempt.text;
+      state = { ...state, summarizerFailures: 0, cooldownUntilMs: 0, cooldownAborts: false };
+    } else {
+      const aborting = attempt !== null && isAbortingSummarizerError(attempt.error);
+      if (aborting && !flags.overLimit) {
+        return this.unchanged({ ...base, state: this.failedSummarizer(state, true) }, 'aborted', `summariser unreachable or unauthorised: ${errorText(attempt.error)}`);
+      }
+      if (attempt) state = this.failedSummarizer(state, aborting);
+      body = fallbackSummary(turns, previous?.body ?? null);
+      outcome = 'fallback';
+      reason = coolingDown ? 'summariser cooling down after a failure' : attempt ? `summariser failed: ${errorText(attempt.error)}` : 'summariser returned nothing';
+    }
+    const draft = this.draft({ ...base, state }, pruned, layout, body, latestRequest);
     return this.finishDraft({ ...base, state }, draft, layout, outcome, reason, call);
   }
 
-  private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null): Draft {
-    const { model } = this.options;
+  private summaryRequest(base: Base, pruned: ChatMessage[], layout: Layout, turns: ChatMessage[], focus: string | undefined, latestRequest: string | null): SummaryRequest {
+    const { model, contextWindow, now } = this.options;
+    const previousSummary = base.summary?.body ?? null;
+    const kept = presentFacts(this.keptMessages(pruned, layout));
+    const request: SummaryRequest = {
+      turns, previousSummary, focus,
+      targetTokens: summaryTargetTokens(countMessageTokens(turns, model), contextWindow),
+      mustKeep: mustKeepFacts(turns, previousSummary, base.state.facts, kept),
+      today: new Date(now()).toISOString().slice(0, 10),
+    };
+    if (!focus) {
+      const autoFocus = autoFocusOf(base.messages);
+      if (autoFocus) request.autoFocus = autoFocus;
+    }
+    if (latestRequest) request.latestRequest = latestRequest;
+    return request;
+  }
+
+  /** Head and tail as the draft keeps them (tail tool results trimmed where the layout says). */
+  private keptMessages(pruned: ChatMessage[], layout: Layout): ChatMessage[] {
     const trimmed = new Set(layout.trimmed);
     const tail = pruned.slice(layout.tailStart).map((m, k) =>
       m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) } : m,
     );
-    const head = pruned.slice(0, layout.headEnd);
+    return [...pruned.slice(0, layout.headEnd), ...tail];
+  }
+
+  private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null, latestRequest: string | null): Draft {
+    const { model } = this.options;
+    const kept = this.keptMessages(pruned, layout);
+    const head = kept.slice(0, layout.headEnd);
+    const tail = kept.slice(layout.headEnd);
     const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), model);
-    const present = presentFacts([...head, ...tail]);
-    const summaryLower = body ?? '';
-    const missing = factsNewestFirst(base.state.facts, (f) => !present.has(f) && !summaryLower.includes(f));
-    const pinned: string[] = [];
-    let used = 0;
+    const present = presentFacts(kept);
+    const written = `${body ?? ''}\n${latestRequest ?? ''}`;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
-    for (const fact of missing) {
-      const cost = pinnedLineTokens(fact, model);
-      if (used + cost > cap) continue;
-      used += cost;
-      pinned.push(fact);
-    }
+    const { pinned, omitted } = selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, model);
     return {
-      head,
-      systemCount: layout.systemEnd,
-      body,
-      pinned,
-      omitted: missing.length - pinned.length,
-      tail,
+      head, systemCount: layout.systemEnd, body, latestRequest, pinned, omitted, tail,
       exchangeOffset: Math.max(0, layout.exchangeStart - layout.tailStart),
     };
   }
@@ -216,17 +222,17 @@ export class ContextCompressor {
         return this.unchanged(base, 'noop', 'compaction would not make the history smaller');
       }
     }
-    const summary = fitted.body === null && fitted.pinned.length === 0 ? null : summaryText(fitted);
-    const state = { ...base.state, pinsOmitted: fitted.omitted };
-    return this.finish({ ...base, state }, out, outcome, summary, fitted.pinned, reason, call);
+    const block = hasBlock(fitted) ? summaryText(fitted) : null;
+    const state: CompactionState = { ...base.state, pinsOmitted: fitted.omitted, summary: block === null ? null : summaryRecordOf(block) };
+    return this.finish({ ...base, state }, out, outcome, fitted.pinned, reason, call, block);
   }
 
-  private finish(base: Base, out: ChatMessage[], outcome: CompactionOutcome, summary: string | null, pinnedFacts: string[], reason: string, call: SummarizerCall): CompactionResult {
+  private finish(base: Base, out: ChatMessage[], outcome: CompactionOutcome, pinnedFacts: string[], reason: string, call: SummarizerCall, block?: string | null): CompactionResult {
     const tokensAfter = countMessageTokens(out, this.options.model);
     const effective = tokensAfter + base.overhead < this.thresholdTokens;
-    const recorded = recordCompaction(base.state, outcome, effective);
+    const recorded = recordCompaction({ ...base.state, mined: watermarkOf(out) }, outcome, effective);
     return {
-      messages: out, outcome, summary, tokensBefore: base.tokensBefore, tokensAfter,
+      messages: out, outcome, summary: block === undefined ? (base.summary?.block ?? null) : block, tokensBefore: base.tokensBefore, tokensAfter,
       pinnedFacts, state: recorded.state, pausedNow: recorded.pausedNow, reason, summarizerMs: call.ms,
       ...(call.usage ? { summarizerUsage: call.usage } : {}),
     };
@@ -234,7 +240,7 @@ export class ContextCompressor {
 
   private unchanged(base: Base, outcome: 'noop' | 'aborted', reason: string): CompactionResult {
     return {
-      messages: base.messages.slice(), outcome, summary: currentSummary(base.messages),
+      messages: base.messages.slice(), outcome, summary: base.summary?.block ?? null,
       tokensBefore: base.tokensBefore, tokensAfter: base.tokensBefore, pinnedFacts: [],
       state: { ...base.state, lastOutcome: outcome }, pausedNow: false, reason, summarizerMs: 0,
     };
@@ -261,20 +267,6 @@ export class ContextCompressor {
   }
 }
 
-/** A pinned line's tokens, counted once per fact text (the same facts are pinned again and again). */
-function pinnedLineTokens(fact: string, model?: string): number {
-  const key = `${model ?? ''}\u0000${fact}`;
-  let tokens = pinnedLineCache.get(key);
-  if (tokens === undefined) {
-    tokens = countTextTokens(`- ${fact}\n`, model);
-    if (pinnedLineCache.size >= 50_000) pinnedLineCache.clear();
-    pinnedLineCache.set(key, tokens);
-  }
-  return tokens;
-}
-
-const pinnedLineCache = new Map<string, number>();
-
 /** What a summariser call cost: its duration and, when reported, its tokens. */
 interface SummarizerCall {
   ms: number;
@@ -288,23 +280,8 @@ interface Base {
   tokensBefore: number;
   state: CompactionState;
   overhead: number;
-}
-
-/** The messages between head and tail that the summariser gets: the old summary excluded, its merged remainder kept. */
-function middleTurns(messages: readonly ChatMessage[], layout: Layout): ChatMessage[] {
-  const turns: ChatMessage[] = [];
-  for (let i = layout.headEnd; i < layout.tailStart; i++) {
-    const message = messages[i];
-    if (i !== layout.summaryIndex) {
-      turns.push(message);
-      continue;
-    }
-    const parsed = parseSummary(message);
-    if (parsed && (parsed.rest.trim() !== '' || (message.role === 'assistant' && message.tool_calls?.length))) {
-      turns.push({ ...message, content: parsed.rest } as ChatMessage);
-    }
-  }
-  return turns;
+  /** The engine's own summary block in `messages`, if any. */
+  summary: LocatedSummary | null;
 }
 
 function losesFacts(before: readonly ChatMessage[], after: readonly ChatMessage[], from: number, to: number): boolean {
@@ -316,18 +293,7 @@ function losesFacts(before: readonly ChatMessage[], after: readonly ChatMessage[
   return false;
 }
 
-function currentSummary(messages: readonly ChatMessage[]): string | null {
-  for (const message of messages) {
-    if (parseSummary(message)) {
-      const text = messageText(message);
-      const end = text.indexOf('[chatgate:end of summary]');
-      return end === -1 ? text : text.slice(0, end + '[chatgate:end of summary]'.length);
-    }
-  }
-  return null;
-}
-
-async function callSummarizer(summarizer: Summarizer, request: Parameters<Summarizer['summarize']>[0]): Promise<SummaryOutput | { error: unknown } | null> {
+async function callSummarizer(summarizer: Summarizer, request: SummaryRequest): Promise<SummaryOutput | { error: unknown } | null> {
   try {
     const answer = await summarizer.summarize(request);
     const output: SummaryOutput = typeof answer === 'string' ? { text: answer } : answer;

@@ -1,8 +1,4 @@
-import { isChatgateText, messageText, type ChatMessage } from './messages.js';
-import { withoutSummaryBlock } from './summary-block.js';
-
-/** Most facts a ledger keeps; beyond this the least recently seen are forgotten. */
-export const MAX_LEDGER_FACTS = 2000;
+import { messageText, type ChatMessage } from './messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
 // narrower ones (ids, numbers) so that a URL's digits are not mined again as a number.
@@ -18,53 +14,153 @@ const AMOUNT_RE = new RegExp(
 const HASH_NUMBER_RE = /(?<![\w&])#\d{2,}\b/g;
 const DIGITS_RE = /\d+/g;
 const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
-// Cheap guards, so a text is scanned by a shape's regex only when it may hold one.
-const WIDE_SHAPES: ReadonlyArray<readonly [RegExp, (text: string) => boolean]> = [
-  [URL_RE, (t) => t.includes('://')],
-  [EMAIL_RE, (t) => t.includes('@')],
-  [ISO_DATE_RE, (t) => t.includes('-') && /\d{4}-\d\d-/.test(t)],
-  [PATH_RE, (t) => t.includes('/') || t.includes('\\')],
-  [AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
-  [HASH_NUMBER_RE, (t) => t.includes('#')],
-];
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
+const SECONDS_RE = /\d{2}:\d{2}:\d{2}/;
+const HEX_RE = /^[0-9a-f]+$/i;
+const CAMEL_RE = /[a-z][A-Z]/;
+const LOG_LINE_RE = /^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b|at\s+\S+\s+\(|\d+\s*[|:]\s|[-+]{3}\s|@@\s|(?:const|let|var|function|def|class|import|from|return|if|for|while|public|private|fn|func)\b)/;
+const CODE_TAIL_RE = /[;{}]\s*$/;
+const LABEL_RE = /["']?[A-Za-z][\w .-]{0,40}?["']?\s*[:=]\s*["']?$/;
+const AMOUNT_LABEL_RE = /[A-Za-z]{3,}\s*$/;
+
+/** Shapes a fact can have, the wider ones first. */
+type ShapeKind = 'url' | 'email' | 'date' | 'path' | 'amount' | 'hash' | 'token';
+
+/** How much a fact's shape says it is an identifier: 0 weak (timestamps, versions, code names, hashes), 1 medium, 2 strong. */
+export type ShapeStrength = 0 | 1 | 2;
+/** Where in its text a fact stood: running prose, a labelled value (`order: X`), or a bare token in code, logs or output. */
+export type FactContext = 'prose' | 'labelled' | 'bare';
+
+/** One identifier found in a text, with its shape strength and where it stood. */
+export interface FoundFact {
+  fact: string;
+  shape: ShapeStrength;
+  context: FactContext;
+}
+
+// Cheap guards, so a text is scanned by a shape's regex only when it may hold one.
+const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => boolean]> = [
+  ['url', URL_RE, (t) => t.includes('://')],
+  ['email', EMAIL_RE, (t) => t.includes('@')],
+  ['date', ISO_DATE_RE, (t) => t.includes('-') && /\d{4}-\d\d-/.test(t)],
+  ['path', PATH_RE, (t) => t.includes('/') || t.includes('\\')],
+  ['amount', AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
+  ['hash', HASH_NUMBER_RE, (t) => t.includes('#')],
+];
 const factCache = new WeakMap<ChatMessage, readonly string[]>();
+const scanCache = new WeakMap<ChatMessage, MessageScan>();
 const NO_FACTS: readonly string[] = Object.freeze([]);
 
 /**
  * Extracts the strong identifiers of a text: ids mixing letters and digits, `#`-numbers, standalone
- * numbers of 5+ digits, paths, URLs, emails, currency amounts and ISO dates. Deterministic, in order
- * of first appearance, without duplicates.
+ * numbers of 5+ digits, paths, URLs, emails, currency amounts and ISO dates. Deterministic, without
+ * duplicates.
  */
 export function extractFacts(text: string): string[] {
   const found: string[] = [];
-  let rest = text;
-  for (const [re, mayHold] of WIDE_SHAPES) {
-    if (!mayHold(rest)) continue; // cheap guard: most texts hold no URL, email, path or amount
-    rest = rest.replace(re, (match) => {
-      found.push(re === URL_RE || re === AMOUNT_RE ? match.replace(/[.,;:!?]+$/, '') : match.trim());
-      return ' ';
-    });
-  }
-  collectTokens(rest, found);
+  scan(text, (fact) => {
+    found.push(fact);
+  });
   return [...new Set(found)];
 }
 
+/**
+ * Like {@link extractFacts}, with what the engine needs to weigh each fact: the strength of its shape
+ * and its context. `source` says how to read the text: a person's or the model's words (prose unless
+ * inside a code block or a log/code line), or a tool's output (labelled values or bare tokens).
+ */
+export function scanFacts(text: string, source: 'words' | 'tool'): FoundFact[] {
+  const byFact = new Map<string, FoundFact>();
+  const lines = new LineReader(text);
+  scan(text, (fact, kind, at, end) => {
+    const shape = shapeOf(fact, kind, text, at, end, lines);
+    const context = contextOf(text, at, kind, source, lines);
+    const known = byFact.get(fact);
+    if (!known) byFact.set(fact, { fact, shape, context });
+    else byFact.set(fact, { fact, shape: Math.max(known.shape, shape) as ShapeStrength, context: strongerContext(known.context, context) });
+  });
+  return [...byFact.values()];
+}
+
+/** The facts of one message: those of its text and those of each tool call's arguments. */
+export interface MessageScan {
+  text: readonly FoundFact[];
+  calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
+}
+
+/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
+export function scanMessage(message: ChatMessage): MessageScan {
+  const cached = scanCache.get(message);
+  if (cached) return cached;
+  const text = messageText(message);
+  const scanned: MessageScan = {
+    text: text ? scanFacts(text, message.role === 'tool' ? 'tool' : 'words') : [],
+    calls: message.role === 'assistant' && message.tool_calls
+      ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
+      : [],
+  };
+  scanCache.set(message, scanned);
+  return scanned;
+}
+
+/**
+ * The identifiers a message holds verbatim (its text and tool-call arguments), chatgate's own notes
+ * included, the strongest shapes first. Extracted once per message object and remembered.
+ */
+export function factsOfMessage(message: ChatMessage): readonly string[] {
+  const cached = factCache.get(message);
+  if (cached) return cached;
+  const { text, calls } = scanMessage(message);
+  const found = calls.length === 0 ? [...text] : [...text, ...calls.flatMap(([, facts]) => facts)];
+  const facts: readonly string[] = found.length === 0 ? NO_FACTS : [...new Set(found.sort(byStrength).map((f) => f.fact))];
+  factCache.set(message, facts);
+  return facts;
+}
+
+/** Strong shapes first, then labelled before prose before bare; otherwise in order of finding. */
+function byStrength(a: FoundFact, b: FoundFact): number {
+  const rank: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
+  return b.shape - a.shape || rank[b.context] - rank[a.context];
+}
+
+/** Every identifier present verbatim somewhere in the messages. */
+export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
+  const present = new Set<string>();
+  for (const message of messages) for (const fact of factsOfMessage(message)) present.add(fact);
+  return present;
+}
+
+/** Runs every shape over the text, calling `found` with each match and its position. */
+function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
+  let rest = text;
+  for (const [kind, re, mayHold] of WIDE_SHAPES) {
+    if (!mayHold(rest)) continue; // cheap guard: most texts hold no URL, email, path or amount
+    // Blanked with as many spaces as it had characters, so positions in `rest` stay those of `text`.
+    rest = rest.replace(re, (match: string, ...args: unknown[]) => {
+      const at = args[args.length - 2] as number;
+      const fact = kind === 'url' || kind === 'amount' ? match.replace(/[.,;:!?]+$/, '') : match.trim();
+      if (fact) found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
+      return ' '.repeat(match.length);
+    });
+  }
+  collectTokens(rest, found);
+}
+
 /** Finds tokens holding a digit by expanding around each digit run: far cheaper than a word regex. */
-function collectTokens(text: string, found: string[]): void {
-  DIGITS_RE.lastIndex = 0;
+function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
+  const re = new RegExp(DIGITS_RE.source, 'g');
   let match: RegExpExecArray | null;
-  while ((match = DIGITS_RE.exec(text)) !== null) {
+  while ((match = re.exec(text)) !== null) {
     let start = match.index;
     let end = start + match[0].length;
     while (start > 0 && isTokenChar(text.charCodeAt(start - 1))) start--;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
-    DIGITS_RE.lastIndex = end;
+    re.lastIndex = end;
     while (start < end && isSeparator(text.charCodeAt(start))) start++;
     while (end > start && isSeparator(text.charCodeAt(end - 1))) end--;
     if (end > start) {
       const token = text.slice(start, end);
-      if (isStrongToken(token)) found.push(token);
+      if (isStrongToken(token)) found(token, 'token', start, end);
     }
   }
 }
@@ -75,65 +171,6 @@ function isSeparator(code: number): boolean {
 
 function isTokenChar(code: number): boolean {
   return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 45 || code === 95;
-}
-
-/**
- * Adds the facts of every original message to the ledger (chatgate's own notes and summaries are
- * skipped; `summaryIndex` names the message that carries the summary block). Later messages are newer.
- * Returns the new ledger and clock; the inputs are not mutated.
- */
-export function mineFacts(
-  messages: readonly ChatMessage[],
-  ledger: Readonly<Record<string, number>>,
-  clock: number,
-  summaryIndex = -1,
-): { facts: Record<string, number>; clock: number } {
-  const facts: Record<string, number> = { ...ledger };
-  let now = clock;
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i];
-    if (message.role === 'system') continue;
-    const text = messageText(message);
-    if (isChatgateText(text)) continue;
-    now += 1;
-    // The message carrying the summary is mined without it: summaries are chatgate's own words.
-    const found = i === summaryIndex ? extractFacts(withoutSummaryBlock(text)) : factsOfMessage(message);
-    for (const fact of found) facts[fact] = now;
-  }
-  return { facts: boundLedger(facts), clock: now };
-}
-
-/**
- * The identifiers a message holds verbatim (its text and tool-call arguments), chatgate's own notes
- * included. Extracted once per message object and remembered.
- */
-export function factsOfMessage(message: ChatMessage): readonly string[] {
-  const cached = factCache.get(message);
-  if (cached) return cached;
-  const text = messageText(message);
-  let facts: readonly string[] = text ? extractFacts(text) : NO_FACTS;
-  if (message.role === 'assistant' && message.tool_calls) {
-    const found = [...facts];
-    for (const call of message.tool_calls) found.push(...extractFacts(call.function.arguments));
-    facts = [...new Set(found)];
-  }
-  factCache.set(message, facts);
-  return facts;
-}
-
-/** Every identifier present verbatim somewhere in the messages. */
-export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
-  const present = new Set<string>();
-  for (const message of messages) for (const fact of factsOfMessage(message)) present.add(fact);
-  return present;
-}
-
-/** Facts of the ledger that `keep` accepts, newest first (ties broken by the fact itself, for determinism). */
-export function factsNewestFirst(ledger: Readonly<Record<string, number>>, keep: (fact: string) => boolean = () => true): string[] {
-  return Object.entries(ledger)
-    .filter(([fact]) => keep(fact))
-    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-    .map(([fact]) => fact);
 }
 
 function isStrongToken(token: string): boolean {
@@ -157,19 +194,88 @@ function isStrongToken(token: string): boolean {
   return digits >= 2 || (!separator && upper);
 }
 
-/** Keeps the newest MAX_LEDGER_FACTS facts: a numeric cut-off, ties broken by the fact itself. */
-function boundLedger(facts: Record<string, number>): Record<string, number> {
-  const entries = Object.entries(facts);
-  if (entries.length <= MAX_LEDGER_FACTS) return facts;
-  const seen = Float64Array.from(entries, ([, clock]) => clock).sort();
-  const cutoff = seen[seen.length - MAX_LEDGER_FACTS];
-  const kept: Record<string, number> = {};
-  const atCutoff: string[] = [];
-  for (const [fact, clock] of entries) {
-    if (clock > cutoff) kept[fact] = clock;
-    else if (clock === cutoff) atCutoff.push(fact);
+/** The strength of a fact's shape: strong ids, medium numbers and paths, weak machine noise. */
+function shapeOf(fact: string, kind: ShapeKind, text: string, at: number, end: number, lines: LineReader): ShapeStrength {
+  switch (kind) {
+    case 'url':
+    case 'email':
+    case 'amount':
+    case 'hash':
+      return 2;
+    case 'date':
+      return SECONDS_RE.test(fact) ? 0 : 2;
+    case 'path':
+      return lines.inMachineText(at) ? 1 : 2;
+    case 'token':
+      return tokenShape(fact, text, at, end);
   }
-  atCutoff.sort();
-  for (const fact of atCutoff.slice(0, MAX_LEDGER_FACTS - Object.keys(kept).length)) kept[fact] = cutoff;
-  return kept;
+}
+
+function tokenShape(token: string, text: string, at: number, end: number): ShapeStrength {
+  // A number with a dot next to it is a decimal, a version or an address part, not an id.
+  const after = text.charCodeAt(end);
+  const before = text.charCodeAt(at - 1);
+  if ((after === 46 && isDigit(text.charCodeAt(end + 1))) || (before === 46 && isDigit(text.charCodeAt(at - 2)))) return 0;
+  if (after === 58 && isDigit(text.charCodeAt(end + 1))) return 0; // line:column, host:port
+  const core = token.replace(/^[A-Za-z]{1,8}[-_]/, '');
+  if (core.length >= 7 && HEX_RE.test(core) && /[a-f]/i.test(core) && /\d/.test(core)) return 0; // a hash or request id
+  if (/[a-z]/.test(token) && (token.includes('_') || CAMEL_RE.test(token)) && !token.includes('-')) return 0; // code identifier
+  if (!/[A-Za-z]/.test(token)) return 1; // a bare number
+  if (!/[A-Z]/.test(token)) return token.includes('-') ? 2 : 1; // lowercase words with digits: user42
+  return 2;
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
+/** Whether a fact at `at` was said in prose, as a labelled value, or stood bare in code, logs or output. */
+function contextOf(text: string, at: number, kind: ShapeKind, source: 'words' | 'tool', lines: LineReader): FactContext {
+  if (lines.inMachineText(at)) return 'bare';
+  if (source === 'words') return 'prose';
+  const lead = text.slice(Math.max(0, at - 48), at);
+  if (LABEL_RE.test(lead)) return 'labelled';
+  if (kind === 'amount' && AMOUNT_LABEL_RE.test(lead)) return 'labelled'; // "total €1,299.00"
+  return 'bare';
+}
+
+function strongerContext(a: FactContext, b: FactContext): FactContext {
+  const rank: Record<FactContext, number> = { bare: 0, labelled: 1, prose: 2 };
+  return rank[a] >= rank[b] ? a : b;
+}
+
+/** Answers, for a position in a text, whether it lies in a code block or on a log or code line. */
+class LineReader {
+  private fences: Array<[number, number]> | null = null;
+
+  constructor(private readonly text: string) {}
+
+  inMachineText(at: number): boolean {
+    if (this.inFence(at)) return true;
+    const start = this.text.lastIndexOf('\n', at - 1) + 1;
+    let end = this.text.indexOf('\n', at);
+    if (end === -1) end = this.text.length;
+    const line = this.text.slice(start, Math.min(end, start + 400));
+    return LOG_LINE_RE.test(line) || CODE_TAIL_RE.test(line);
+  }
+
+  private inFence(at: number): boolean {
+    if (this.fences === null) this.fences = fenceRanges(this.text);
+    for (const [from, to] of this.fences) if (at >= from && at < to) return true;
+    return false;
+  }
+}
+
+function fenceRanges(text: string): Array<[number, number]> {
+  const ranges: Array<[number, number]> = [];
+  let open = -1;
+  for (let i = text.indexOf('```'); i !== -1; i = text.indexOf('```', i + 3)) {
+    if (open === -1) open = i;
+    else {
+      ranges.push([open, i]);
+      open = -1;
+    }
+  }
+  if (open !== -1) ranges.push([open, text.length]);
+  return ranges;
 }

@@ -17,8 +17,10 @@ export interface Draft {
   systemCount: number;
   /** Summary body, or null for no summary block. */
   body: string | null;
-  /** Facts in the pinned section, newest first. */
+  /** Facts in the pinned section, most salient first. */
   pinned: string[];
+  /** The latest user request of the summarised part, quoted verbatim in the block, or null. */
+  latestRequest: string | null;
   /** Ledger facts missing from the request that the pinned section leaves out. */
   omitted: number;
   /** The protected tail. */
@@ -32,7 +34,7 @@ export function renderDraft(draft: Draft): ChatMessage[] {
   // Remembered per draft, so counting it again reuses the summary message's token count.
   const cached = rendered.get(draft);
   if (cached) return cached;
-  const messages = draft.body === null && draft.pinned.length === 0
+  const messages = !hasBlock(draft)
     ? sanitizeToolPairs([...draft.head, ...draft.tail])
     : sanitizeToolPairs(placeSummary(draft.head, summaryText(draft), draft.tail));
   rendered.set(draft, messages);
@@ -41,7 +43,12 @@ export function renderDraft(draft: Draft): ChatMessage[] {
 
 /** The summary block text of a draft. */
 export function summaryText(draft: Draft): string {
-  return renderSummaryBlock(draft.body ?? '', renderPinned(draft.pinned, draft.omitted));
+  return renderSummaryBlock(draft.body ?? '', renderPinned(draft.pinned, draft.omitted), draft.latestRequest);
+}
+
+/** Whether a draft renders a summary block at all. */
+export function hasBlock(draft: Draft): boolean {
+  return draft.body !== null || draft.pinned.length > 0 || draft.latestRequest !== null;
 }
 
 /**
@@ -101,10 +108,10 @@ function dropOldestGroup(draft: Draft): Draft | null {
 }
 
 function cutSummary(draft: Draft, excess: number, model?: string): Draft {
-  if (draft.body === null) return { ...draft, pinned: [], omitted: draft.omitted + draft.pinned.length };
+  if (draft.body === null) return { ...draft, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
   const bodyTokens = countTextTokens(draft.body, model);
   const body = cutToTokens(draft.body, bodyTokens - excess - 8, model);
   const cut: Draft = { ...draft, body };
   if (countMessageTokens(renderDraft(cut), model) <= countMessageTokens(renderDraft(draft), model) - excess) return cut;
-  return { ...draft, body: null, pinned: [], omitted: draft.omitted + draft.pinned.length };
+  return { ...draft, body: null, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
 }

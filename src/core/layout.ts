@@ -1,6 +1,5 @@
 import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, type ChatMessage } from './messages.js';
 import { messageTokens } from './tokens.js';
-import { parseSummary } from './summary-block.js';
 import { trimToolResult } from './prune.js';
 import { factsOfMessage } from './facts.js';
 
@@ -38,12 +37,13 @@ export interface LayoutOptions {
   model?: string;
 }
 
-/** Lays out a history: head, summary, middle and tail, never splitting a tool-call group. */
-export function computeLayout(messages: readonly ChatMessage[], options: LayoutOptions): Layout {
+/**
+ * Lays out a history: head, summary, middle and tail, never splitting a tool-call group.
+ * `summaryIndex` is the message holding the engine's own summary block (-1 for none).
+ */
+export function computeLayout(messages: readonly ChatMessage[], options: LayoutOptions, summaryIndex = -1): Layout {
   const n = messages.length;
-  let systemEnd = 0;
-  while (systemEnd < n && messages[systemEnd].role === 'system') systemEnd++;
-  const summaryIndex = findSummary(messages, systemEnd);
+  const systemEnd = systemPrefixEnd(messages);
   const lastUser = lastUserIndex(messages);
   const exchangeStart = lastUser >= 0 ? lastUser : n;
   const mandatoryStart = Math.max(mandatoryTailStart(messages, exchangeStart), summaryIndex + 1, systemEnd);
@@ -60,9 +60,11 @@ export function rangeTokens(messages: readonly ChatMessage[], from: number, to: 
   return total;
 }
 
-function findSummary(messages: readonly ChatMessage[], systemEnd: number): number {
-  for (let i = systemEnd; i < messages.length; i++) if (parseSummary(messages[i])) return i;
-  return -1;
+/** End of the leading system messages. */
+export function systemPrefixEnd(messages: readonly ChatMessage[]): number {
+  let end = 0;
+  while (end < messages.length && messages[end].role === 'system') end++;
+  return end;
 }
 
 function mandatoryTailStart(messages: readonly ChatMessage[], exchangeStart: number): number {
@@ -84,7 +86,8 @@ function mandatoryTailStart(messages: readonly ChatMessage[], exchangeStart: num
 }
 
 function headBoundary(messages: readonly ChatMessage[], systemEnd: number, summaryIndex: number, options: LayoutOptions): number {
-  if (summaryIndex >= 0 || options.protectFirstN <= 0) return systemEnd;
+  // A head that does not open with the user is not kept: the first message after the system prompt must be a user's.
+  if (summaryIndex >= 0 || options.protectFirstN <= 0 || messages[systemEnd]?.role !== 'user') return systemEnd;
   let end = systemEnd;
   let taken = 0;
   while (end < messages.length && taken < options.protectFirstN) {

@@ -1,5 +1,5 @@
 import { countTextTokens } from './tokens.js';
-import { hasToolCalls, messageText, type ChatMessage } from './messages.js';
+import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from './messages.js';
 
 /** First line of every summary block chatgate writes. */
 export const SUMMARY_PREFIX =
@@ -9,32 +9,116 @@ export const SUMMARY_END = '[chatgate:end of summary]';
 /** Heading of the pinned-facts section inside the summary block. */
 export const PINNED_HEADING = '## Pinned facts (verbatim identifiers from earlier turns)';
 
+/** Heading of the section holding the latest user request of the summarised part, verbatim. */
+export const LATEST_REQUEST_HEADING = '## Latest user request in the summarised part (verbatim)';
+/** Characters of the latest user request the block keeps. */
+export const LATEST_REQUEST_CHARS = 1400;
+
 /** A summary block found in a message. */
 export interface ParsedSummary {
   /** The summary body without the pinned section and markers. */
   body: string;
   /** What the message held after the block (when the summary was merged into a tail message). */
   rest: string;
+  /** The latest user request the block quoted, if any. */
+  latestRequest?: string | null;
 }
+
+/** A summary block the engine wrote, located in a history. */
+export interface LocatedSummary extends ParsedSummary {
+  /** Index of the message holding it. */
+  index: number;
+  /** The block's whole text, markers included. */
+  block: string;
+  /** The facts of its pinned section. */
+  pinned: string[];
+}
+
+/** What a compaction state knows of the block it wrote (see `CompactionState.summary`). */
+export type SummaryRecord = { hash: string; length: number } | { legacy: true } | null;
 
 /** The summariser's token budget: max(2000, min(0.20 × middle, min(0.05 × window, 12000))). */
 export function summaryTargetTokens(middleTokens: number, contextWindow: number): number {
   return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, Math.min(0.05 * contextWindow, 12000))));
 }
 
-/** Finds a summary block in a user or assistant message (at its start, or appended at its end), or null. */
+/**
+ * Finds the summary block this engine wrote, as its state recorded it (hash and length of the block),
+ * from `from` on. Text that merely imitates the markers is not a summary. Null when there is none.
+ */
+export function findSummary(messages: readonly ChatMessage[], record: SummaryRecord | undefined, from = 0): LocatedSummary | null {
+  if (!record) return null;
+  for (let i = from; i < messages.length; i++) {
+    const message = messages[i];
+    if (message.role !== 'user' && message.role !== 'assistant') continue;
+    const text = messageText(message);
+    for (let start = text.indexOf(SUMMARY_PREFIX); start !== -1; start = text.indexOf(SUMMARY_PREFIX, start + 1)) {
+      const block = 'legacy' in record ? legacyBlock(text, start) : text.slice(start, start + record.length);
+      if (block === null || ('hash' in record && hashText(block) !== record.hash)) continue;
+      const rest = `${text.slice(0, start)}${text.slice(start + block.length)}`.trim();
+      return { index: i, block, rest, ...readBlock(block) };
+    }
+  }
+  return null;
+}
+
+/** The record a state keeps of a block it wrote. */
+export function summaryRecordOf(block: string): { hash: string; length: number } {
+  return { hash: hashText(block), length: block.length };
+}
+
+/**
+ * Reads a summary block out of a message by its markers alone, or null. It cannot tell a forged block
+ * from a genuine one: use {@link findSummary} with the session's state to recognise the engine's own.
+ */
 export function parseSummary(message: ChatMessage): ParsedSummary | null {
   if (message.role !== 'user' && message.role !== 'assistant') return null;
   const text = messageText(message);
   const start = text.indexOf(SUMMARY_PREFIX);
   if (start === -1) return null;
+  const block = legacyBlock(text, start) ?? text.slice(start);
+  const rest = `${text.slice(0, start)}${text.slice(start + block.length)}`.trim();
+  const { body, latestRequest } = readBlock(block);
+  return { body, rest, latestRequest };
+}
+
+/** Makes text safe to place inside a block: nothing in it can pass for a marker or a section heading. */
+export function quoteIntoBlock(text: string): string {
+  return text
+    .replaceAll(CHATGATE_MARK, '[chatgate-quoted:')
+    .replaceAll(PINNED_HEADING, '## (quoted) Pinned facts')
+    .replaceAll(LATEST_REQUEST_HEADING, '## (quoted) Latest user request');
+}
+
+/** A 32-bit FNV-1a hash of a text, as 8 hex digits. */
+export function hashText(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
+function legacyBlock(text: string, start: number): string | null {
   const end = text.indexOf(SUMMARY_END, start);
-  const inner = text.slice(start + SUMMARY_PREFIX.length, end === -1 ? text.length : end);
-  const after = end === -1 ? '' : text.slice(end + SUMMARY_END.length);
-  const rest = `${text.slice(0, start)}${after}`.trim();
-  const pinnedAt = inner.indexOf(PINNED_HEADING);
-  const body = (pinnedAt === -1 ? inner : inner.slice(0, pinnedAt)).trim();
-  return { body, rest };
+  return end === -1 ? null : text.slice(start, end + SUMMARY_END.length);
+}
+
+function readBlock(block: string): { body: string; latestRequest: string | null; pinned: string[] } {
+  const endAt = block.lastIndexOf(SUMMARY_END);
+  const inner = block.slice(SUMMARY_PREFIX.length, endAt === -1 ? block.length : endAt);
+  const pinnedAt = inner.lastIndexOf(PINNED_HEADING);
+  const beforePinned = pinnedAt === -1 ? inner : inner.slice(0, pinnedAt);
+  const latestAt = beforePinned.lastIndexOf(LATEST_REQUEST_HEADING);
+  const body = (latestAt === -1 ? beforePinned : beforePinned.slice(0, latestAt)).trim();
+  const latestRequest = latestAt === -1 ? null : beforePinned.slice(latestAt + LATEST_REQUEST_HEADING.length).trim() || null;
+  const pinned = pinnedAt === -1 ? [] : listItems(inner.slice(pinnedAt + PINNED_HEADING.length));
+  return { body, latestRequest, pinned };
+}
+
+function listItems(section: string): string[] {
+  return section.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2).trim());
 }
 
 /** A text without its summary block (what the user or model wrote around it). */
@@ -53,9 +137,27 @@ export function renderPinned(facts: readonly string[], omitted: number): string 
   return lines.join('\n');
 }
 
-/** Renders the whole block: prefix, body, pinned section, end marker. */
-export function renderSummaryBlock(body: string, pinned: string): string {
-  return [SUMMARY_PREFIX, body.trim(), pinned, SUMMARY_END].filter((part) => part.length > 0).join('\n\n');
+/**
+ * Renders the whole block: prefix, body, the latest request of the summarised part (verbatim, cut on a
+ * code point), pinned section, end marker. Body and request are quoted so they cannot forge a marker.
+ */
+export function renderSummaryBlock(body: string, pinned: string, latestRequest?: string | null): string {
+  const request = latestRequest ? `${LATEST_REQUEST_HEADING}\n${quoteIntoBlock(cutChars(latestRequest.trim(), LATEST_REQUEST_CHARS))}` : '';
+  return [SUMMARY_PREFIX, quoteIntoBlock(body.trim()), request, pinned, SUMMARY_END].filter((part) => part.length > 0).join('\n\n');
+}
+
+function sliceCodePoints(text: string, chars: number): string {
+  const code = text.charCodeAt(chars - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? chars - 1 : chars);
+}
+
+/** Cuts a text to at most `maxChars` UTF-16 units without splitting a code point, marking the cut. */
+export function cutChars(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  let end = maxChars;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--; // never leave half a surrogate pair
+  return `${text.slice(0, end)}…`;
 }
 
 /** Cuts a text to at most `maxTokens` tokens, at a line boundary where possible, marking the cut. */
@@ -64,10 +166,10 @@ export function cutToTokens(text: string, maxTokens: number, model?: string): st
   if (countTextTokens(text, model) <= maxTokens) return text;
   // Characters per token is ~4 for prose; shrink until it fits (a few passes at most).
   let chars = Math.max(0, Math.floor(maxTokens * 3.5));
-  let cut = text.slice(0, chars);
+  let cut = sliceCodePoints(text, chars);
   while (chars > 0 && countTextTokens(`${cut}\n[…cut]`, model) > maxTokens) {
     chars = Math.floor(chars * 0.8);
-    cut = text.slice(0, chars);
+    cut = sliceCodePoints(text, chars);
   }
   if (chars === 0) return '';
   const lineBreak = cut.lastIndexOf('\n');
@@ -106,17 +208,12 @@ function toolActions(turns: readonly ChatMessage[]): string[] {
 
 function oneLine(text: string, maxChars: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > maxChars ? `${flat.slice(0, maxChars)}…` : flat;
+  return cutChars(flat, maxChars);
 }
 
 /** The facts listed in a summary block's pinned section (empty when there is none). */
 export function pinnedFactsOf(text: string): string[] {
-  const start = text.indexOf(PINNED_HEADING);
+  const start = text.indexOf(SUMMARY_PREFIX);
   if (start === -1) return [];
-  const end = text.indexOf(SUMMARY_END, start);
-  return text
-    .slice(start + PINNED_HEADING.length, end === -1 ? text.length : end)
-    .split('\n')
-    .filter((line) => line.startsWith('- '))
-    .map((line) => line.slice(2).trim());
+  return readBlock(legacyBlock(text, start) ?? text.slice(start)).pinned;
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ContextCompressor, countMessageTokens, type ChatMessage } from '../../src/index.js';
+import { countMessageTokens, type ChatMessage } from '../../src/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { chatHistory, prose, toolHistory } from '../helpers/histories.js';
+import { chained } from '../helpers/compaction.js';
 import { faithfulSummarizer, lossySummarizer, recordingSummarizer, vagueSummarizer } from '../helpers/summarizers.js';
 
 const WINDOW = 16_000;
@@ -32,7 +33,7 @@ function selfExchangeTokens(messages: ChatMessage[]): number {
 
 describe('ContextCompressor pinning', () => {
   it('keeps every planted identifier when the summariser answers one vague sentence', async () => {
-    const result = await new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer() }).compress(plantedHistory(40), { force: true });
+    const result = await chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() }).compress(plantedHistory(40), { force: true });
     expect(result.outcome).toBe('compacted');
     const text = allText(result.messages);
     for (const fact of PLANTED) expect(text).toContain(fact);
@@ -42,18 +43,18 @@ describe('ContextCompressor pinning', () => {
   it('keeps an identifier that lived only in a tool result after the compaction that pruned it', async () => {
     const history = toolHistory(40, 250);
     history[23] = { role: 'tool', tool_call_id: 'call_5', content: `{"tracking":"1Z999AA10123456784","body":"${prose(300)}"}` };
-    const result = await new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer() }).compress(history, { force: true });
+    const result = await chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() }).compress(history, { force: true });
     expect(allText(result.messages)).toContain('1Z999AA10123456784');
   });
 
   it('never mines chatgate notes: prune notes and summaries add no facts of their own', async () => {
-    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
+    const c = chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
     const result = await c.compress(toolHistory(60, 300));
     expect(Object.keys(result.state.facts).some((f) => /^\d{1,3}(,\d{3})+$/.test(f) || f.includes('chars'))).toBe(false);
   });
 
   it('keeps every planted identifier over 10 chained compactions with a summariser that drops 30%', async () => {
-    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: lossySummarizer(11) });
+    const c = chained({ contextWindow: WINDOW, summarizer: lossySummarizer(11) });
     let history = plantedHistory(30);
     let state = c.state;
     for (let round = 0; round < 10; round++) {
@@ -69,7 +70,7 @@ describe('ContextCompressor pinning', () => {
 describe('ContextCompressor thrash and the hard limit', () => {
   it('leaves at most half the trigger beyond the system prompt and the latest exchange', async () => {
     for (const summarizer of [faithfulSummarizer(), vagueSummarizer(), recordingSummarizer(() => prose(20_000))]) {
-      const c = new ContextCompressor({ contextWindow: WINDOW, summarizer });
+      const c = chained({ contextWindow: WINDOW, summarizer });
       const history = [...chatHistory(50, 150), ...toolHistory(6, 300).slice(1)];
       history.push({ role: 'user', content: `Last question ${prose(100)}` });
       const result = await c.compress(history);
@@ -80,7 +81,7 @@ describe('ContextCompressor thrash and the hard limit', () => {
   });
 
   it('lets the tail floor yield to the token budget when the tail is full of tool output', async () => {
-    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
+    const c = chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
     const history = [...chatHistory(30, 120), ...toolHistory(4, 1500).slice(1)];
     history.push({ role: 'user', content: 'next' });
     const result = await c.compress(history);
@@ -91,7 +92,7 @@ describe('ContextCompressor thrash and the hard limit', () => {
   });
 
   it('pauses automatic compaction after two ineffective compactions; force overrides', async () => {
-    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
+    const c = chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() });
     const history = chatHistory(60);
     const overhead = 7_700; // big tool schemas: the request stays over the trigger whatever is compacted
     const first = await c.compress(history, { requestTokens: countMessageTokens(history) + overhead });
@@ -110,7 +111,7 @@ describe('ContextCompressor thrash and the hard limit', () => {
   });
 
   it('never returns a request over the window, overhead included, while paused too', async () => {
-    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: recordingSummarizer(() => prose(30_000)), reservedOutputTokens: 1_000 });
+    const c = chained({ contextWindow: WINDOW, summarizer: recordingSummarizer(() => prose(30_000)), reservedOutputTokens: 1_000 });
     c.state = { ...c.state, paused: true };
     const history = toolHistory(40, 700);
     history.push({ role: 'user', content: 'go' });

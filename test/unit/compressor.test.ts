@@ -5,12 +5,13 @@ import { alternates } from '../../src/core/assemble.js';
 import { messageText } from '../../src/core/messages.js';
 import { SUMMARY_PREFIX } from '../../src/core/summary-block.js';
 import { chatHistory, prose, toolHistory } from '../helpers/histories.js';
+import { chained } from '../helpers/compaction.js';
 import { failingSummarizer, recordingSummarizer, vagueSummarizer } from '../helpers/summarizers.js';
 
 const WINDOW = 16_000;
 
 function compressor(summarizer = vagueSummarizer(), extra: Partial<ConstructorParameters<typeof ContextCompressor>[0]> = {}) {
-  return new ContextCompressor({ contextWindow: WINDOW, summarizer, ...extra });
+  return chained(new ContextCompressor({ contextWindow: WINDOW, summarizer, ...extra }));
 }
 
 function summaryBlocks(messages: ChatMessage[]): number {
@@ -148,7 +149,7 @@ describe('ContextCompressor tool pairs and order', () => {
 
   it('asks for max(2000, min(0.20 × middle, min(0.05 × window, 12000))) tokens', async () => {
     const summarizer = vagueSummarizer();
-    const big = new ContextCompressor({ contextWindow: 1_000_000, summarizer });
+    const big = chained({ contextWindow: 1_000_000, summarizer });
     const history = chatHistory(400, 200);
     await big.compress(history, { force: true });
     const request = summarizer.requests[0];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractFacts } from '../../src/index.js';
-import { mineFacts } from '../../src/core/facts.js';
+import { mineMessages } from '../../src/core/fact-ledger.js';
 import { describeToolResult } from '../../src/core/prune.js';
 
 describe('extractFacts', () => {
@@ -30,12 +30,12 @@ describe('extractFacts', () => {
 describe('mineFacts', () => {
   it('dates later messages newer and skips chatgate notes', () => {
     const note = describeToolResult(`ORD-11111-AA ${'x'.repeat(300)}`, { name: 'get', arguments: '{}' });
-    const { facts } = mineFacts([
+    const { facts } = mineMessages([
       { role: 'user', content: 'about ORD-22222-BB' },
       { role: 'tool', tool_call_id: 'a', content: note },
       { role: 'assistant', content: 'and ORD-33333-CC' },
-    ], {}, 0);
+    ], {}, { factClock: 0, turnClock: 0, noteFacts: {} }, { fresh: true, noteTools: { remember: 'remember', forget: 'forget' } });
     expect(Object.keys(facts)).toEqual(['ORD-22222-BB', 'ORD-33333-CC']);
-    expect(facts['ORD-33333-CC']).toBeGreaterThan(facts['ORD-22222-BB']);
+    expect(facts['ORD-33333-CC'][0]).toBeGreaterThan(facts['ORD-22222-BB'][0]);
   });
 });
