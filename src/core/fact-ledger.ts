@@ -41,8 +41,12 @@ const ORIGIN_SCORE: Record<FactOrigin, number> = { 0: 0, 1: 12, 2: 20, 3: 30, 4:
 const SHAPE_SCORE: Record<ShapeStrength, number> = { 0: 0, 1: 15, 2: 25 };
 const USE_SCORE = 15;
 const MAX_COUNTED_USES = 3;
-/** Salience below which a fact is noise-like (a weak bare or labelled token seen once). */
-export const LOW_SALIENCE = 15;
+/**
+ * Salience below which a fact is noise-like: a bare token of tool output, code or logs, a labelled
+ * number, a code name in a call, each seen once. Such facts stay in the ledger (search_history finds
+ * them) and get a pinned line only from a small allowance, once every stronger fact has one.
+ */
+export const LOW_SALIENCE = 32;
 
 /** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
 type Mined = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;

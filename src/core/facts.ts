@@ -18,6 +18,7 @@ const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const SECONDS_RE = /\d{2}:\d{2}:\d{2}/;
 const HEX_RE = /^[0-9a-f]+$/i;
 const CAMEL_RE = /[a-z][A-Z]/;
+const EPOCH_RE = /^1[5-9]\d{8}(?:\d{3})?$/;
 const LOG_LINE_RE = /^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b|at\s+\S+\s+\(|\d+\s*[|:]\s|[-+]{3}\s|@@\s|(?:const|let|var|function|def|class|import|from|return|if|for|while|public|private|fn|func)\b)/;
 const CODE_TAIL_RE = /[;{}]\s*$/;
 const LABEL_RE = /["']?[A-Za-z][\w .-]{0,40}?["']?\s*[:=]\s*["']?$/;
@@ -71,7 +72,7 @@ export function extractFacts(text: string): string[] {
  */
 export function scanFacts(text: string, source: 'words' | 'tool'): FoundFact[] {
   const byFact = new Map<string, FoundFact>();
-  const lines = new LineReader(text);
+  const lines = new LineReader(text, source);
   scan(text, (fact, kind, at, end) => {
     const shape = shapeOf(fact, kind, text, at, end, lines);
     const context = contextOf(text, at, kind, source, lines);
@@ -138,7 +139,7 @@ function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, e
     // Blanked with as many spaces as it had characters, so positions in `rest` stay those of `text`.
     rest = rest.replace(re, (match: string, ...args: unknown[]) => {
       const at = args[args.length - 2] as number;
-      const fact = kind === 'url' || kind === 'amount' ? match.replace(/[.,;:!?]+$/, '') : match.trim();
+      const fact = kind === 'url' || kind === 'amount' || kind === 'path' ? match.trim().replace(/[.,;:!?]+$/, '') : match.trim();
       if (fact) found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
       return ' '.repeat(match.length);
     });
@@ -220,7 +221,7 @@ function tokenShape(token: string, text: string, at: number, end: number): Shape
   const core = token.replace(/^[A-Za-z]{1,8}[-_]/, '');
   if (core.length >= 7 && HEX_RE.test(core) && /[a-f]/i.test(core) && /\d/.test(core)) return 0; // a hash or request id
   if (/[a-z]/.test(token) && (token.includes('_') || CAMEL_RE.test(token)) && !token.includes('-')) return 0; // code identifier
-  if (!/[A-Za-z]/.test(token)) return 1; // a bare number
+  if (!/[A-Za-z]/.test(token)) return token.length >= 8 && !EPOCH_RE.test(token) ? 2 : 1; // long numbers are account, phone, tracking ids
   if (!/[A-Z]/.test(token)) return token.includes('-') ? 2 : 1; // lowercase words with digits: user42
   return 2;
 }
@@ -248,15 +249,17 @@ function strongerContext(a: FactContext, b: FactContext): FactContext {
 class LineReader {
   private fences: Array<[number, number]> | null = null;
 
-  constructor(private readonly text: string) {}
+  constructor(private readonly text: string, private readonly source: 'words' | 'tool') {}
 
+  /** True inside a code block, on a log line, or (in words) on a line of code; JSON output is data, not code. */
   inMachineText(at: number): boolean {
     if (this.inFence(at)) return true;
     const start = this.text.lastIndexOf('\n', at - 1) + 1;
     let end = this.text.indexOf('\n', at);
     if (end === -1) end = this.text.length;
     const line = this.text.slice(start, Math.min(end, start + 400));
-    return LOG_LINE_RE.test(line) || CODE_TAIL_RE.test(line);
+    if (LOG_LINE_RE.test(line)) return true;
+    return this.source === 'words' && CODE_TAIL_RE.test(line);
   }
 
   private inFence(at: number): boolean {

@@ -1,6 +1,7 @@
 import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageText } from '../core/messages.js';
+import { cutChars } from '../core/summary-block.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { LlmClient } from './client.js';
@@ -59,15 +60,21 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
     `${SUMMARIZER_MARK} so another assistant can continue them without the original messages.`,
     'Write in the language the user writes in. Redact secrets (passwords, API keys, tokens) as [secret].',
     'Keep every identifier, number, path, URL, email, amount and date that may matter, verbatim.',
+    request.today ? `Today is ${request.today}. Write finished work as dated past events ("on ${request.today}: refunded …"), not as tasks.` : '',
     `Use exactly these sections, in this order (write "none" under an empty one):\n${sections}`,
     `Stay within about ${request.targetTokens} tokens. Output only the summary.`,
-  ].join('\n');
+  ].filter((line) => line !== '').join('\n');
   const parts: string[] = [];
   if (request.previousSummary) {
     parts.push('Update the previous summary below with the new turns: keep what is still true, revise what changed, add what is new. Do not summarise the summary again and do not nest it.');
     parts.push(`<previous-summary>\n${request.previousSummary}\n</previous-summary>`);
   }
   if (request.focus) parts.push(`Focus especially on: ${request.focus}`);
+  else if (request.autoFocus) parts.push(`The conversation is now about (the latest user messages): ${request.autoFocus}\nKeep in most detail what bears on that.`);
+  if (request.mustKeep && request.mustKeep.length > 0) {
+    parts.push(`These identifiers must appear verbatim under "References (ids, paths, URLs)", each with a few words on what it is:\n${request.mustKeep.map((fact) => `- ${fact}`).join('\n')}`);
+  }
+  if (request.latestRequest) parts.push('The latest user request among these turns is quoted verbatim after your summary by the system: refer to it, do not copy it.');
   parts.push(`<new-turns>\n${request.turns.map(renderTurn).join('\n')}\n</new-turns>`);
   return [{ role: 'system', content: system }, { role: 'user', content: parts.join('\n\n') }];
 }
@@ -85,5 +92,7 @@ function renderTurn(message: ChatMessage): string {
 function excerpt(text: string): string {
   if (text.length <= MAX_MESSAGE_CHARS) return text;
   const half = MAX_MESSAGE_CHARS / 2;
-  return `${text.slice(0, half)}\n[… ${text.length - MAX_MESSAGE_CHARS} chars omitted …]\n${text.slice(-half)}`;
+  const head = cutChars(text, half).replace(/…$/, '');
+  const tail = text.slice(-half).replace(/^[\udc00-\udfff]/, ''); // never start on half a surrogate pair
+  return `${head}\n[… ${text.length - head.length - tail.length} chars omitted …]\n${tail}`;
 }
