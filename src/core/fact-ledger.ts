@@ -46,7 +46,7 @@ const MAX_COUNTED_USES = 3;
  * number, a code name in a call, each seen once. Such facts stay in the ledger (search_history finds
  * them) and get a pinned line only from a small allowance, once every stronger fact has one.
  */
-export const LOW_SALIENCE = 32;
+export const LOW_SALIENCE = 36;
 
 /** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
 type Mined = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;
