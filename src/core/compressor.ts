@@ -171,7 +171,8 @@ export class ContextCompressor {
     const request: SummaryRequest = {
       turns, previousSummary, focus,
       targetTokens: summaryTargetTokens(countMessageTokens(turns, model), contextWindow),
-      mustKeep: mustKeepFacts(turns, previousSummary, base.state.facts, kept),
+      // Candidates come from the original turns: a pruned tool result no longer shows what it held.
+      mustKeep: mustKeepFacts(base.messages.slice(layout.headEnd, layout.tailStart), previousSummary, base.state.facts, kept),
       today: new Date(now()).toISOString().slice(0, 10),
     };
     if (!focus) {
