@@ -75,6 +75,7 @@ async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats
   let state = createCompactionState();
   let previous: ChatMessage[] = [];
   const lb = new LowerBound();
+  const breakdown = { cached: 0, uncached: 0, calls: 0 };
   const call = async (turn: number) => {
     let history = session.history;
     let request = countMessageTokens(history) + TOOL_SCHEMA_TOKENS;
@@ -90,7 +91,11 @@ async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats
       request = countMessageTokens(history) + TOOL_SCHEMA_TOKENS;
     }
     stats.prompt += request;
-    stats.cost += PRICE.cached * (TOOL_SCHEMA_TOKENS + sharedPrefixTokens(previous, history)) + PRICE.uncached * (request - TOOL_SCHEMA_TOKENS - sharedPrefixTokens(previous, history));
+    const shared = sharedPrefixTokens(previous, history);
+    stats.cost += PRICE.cached * (TOOL_SCHEMA_TOKENS + shared) + PRICE.uncached * (request - TOOL_SCHEMA_TOKENS - shared);
+    breakdown.cached += PRICE.cached * (TOOL_SCHEMA_TOKENS + shared);
+    breakdown.uncached += PRICE.uncached * (request - TOOL_SCHEMA_TOKENS - shared);
+    breakdown.calls++;
     stats.largest = Math.max(stats.largest, request / scenario.window);
     if (request > scenario.window - RESERVE) stats.overWindow++;
     stats.lowerBound += lb.cost(plants.filter((p) => p.turn <= turn), currentTurn(history));
@@ -98,7 +103,13 @@ async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats
   };
   for (let turn = 0; turn < scenario.turns; turn++) {
     await playTurn(session, turn, plants, traffic, scenario, () => call(turn));
-    if ((turn + 1) % PROBE_EVERY === 0) stats.probes.push(presentShare(previous, plants, turn));
+    if ((turn + 1) % PROBE_EVERY === 0) {
+      stats.probes.push(presentShare(previous, plants, turn));
+      if (process.env.BENCH_DEBUG === `${scenario.name.slice(0, 4)}${mode}`) {
+        const text = previous.map((m) => `${messageText(m)} ${m.role === 'assistant' ? JSON.stringify(m.tool_calls ?? []) : ''}`).join('\n');
+        for (const p of plants.filter((p) => p.turn <= turn && !text.includes(p.id))) console.log('probe', turn, 'lost', p.mode, p.id, p.turn, JSON.stringify(state.facts[p.id]));
+      }
+    }
   }
   stats.final = presentShare(previous, plants, scenario.turns);
   if (process.env.BENCH_DEBUG === `${scenario.name.slice(0, 4)}${mode}`) {
@@ -109,6 +120,7 @@ async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats
   stats.summaryIn = tally.in;
   stats.summaryOut = tally.out;
   stats.cost += PRICE.summaryIn * tally.in + PRICE.summaryOut * tally.out;
+  if (process.env.BENCH_DEBUG === `${scenario.name.slice(0, 4)}${mode}`) console.log('breakdown', JSON.stringify(breakdown), 'summary', PRICE.summaryIn * tally.in + PRICE.summaryOut * tally.out, 'lb', stats.lowerBound, 'calls', breakdown.calls);
   return stats;
 }
 

@@ -8,7 +8,7 @@ import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layo
 import { type ChatMessage } from './messages.js';
 import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
-import { cutToTokens, fallbackSummary, findSummary, summaryRecordOf, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
+import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens } from './tokens.js';
 import { stripUndefined } from './objects.js';
@@ -46,7 +46,7 @@ type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model'>> & { 
 const DEFAULTS = {
   threshold: 0.5,
   reservedOutputTokens: 0,
-  targetRatio: 0.12,
+  targetRatio: 0.05,
   protectFirstN: 3,
   protectLastN: 8,
   summarizerCooldownMs: 60_000,
@@ -192,12 +192,14 @@ export class ContextCompressor {
     return [...pruned.slice(0, layout.headEnd), ...tail];
   }
 
-  private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null, latestRequest: string | null): Draft {
+  private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null, rawRequest: string | null): Draft {
     const { model } = this.options;
     const kept = this.keptMessages(pruned, layout);
     const head = kept.slice(0, layout.headEnd);
     const tail = kept.slice(layout.headEnd);
     const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), model);
+    // Cut as the block will show it, so that a fact beyond the cut is pinned, not assumed kept.
+    const latestRequest = rawRequest === null ? null : cutChars(rawRequest.trim(), LATEST_REQUEST_CHARS);
     const present = presentFacts(kept);
     const written = `${body ?? ''}\n${latestRequest ?? ''}`;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
@@ -208,13 +210,24 @@ export class ContextCompressor {
     };
   }
 
+  private repin(base: Base, draft: Draft): Draft {
+    const present = presentFacts([...draft.head, ...draft.tail]);
+    const written = `${draft.body ?? ''}\n${draft.latestRequest ?? ''}`;
+    const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
+    return { ...draft, ...selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, this.options.model) };
+  }
+
   private finishDraft(base: Base, draft: Draft, layout: Layout, outcome: CompactionOutcome, reason: string, call: SummarizerCall): CompactionResult {
     const { model } = this.options;
     const messages = base.messages;
     const hard = this.limitTokens - base.overhead;
     const goal = Math.floor(AFTER_SHARE * this.thresholdTokens) +
       rangeTokens(messages, 0, layout.systemEnd, model) + rangeTokens(messages, layout.exchangeStart, messages.length, model);
-    let fitted = fitDraft(draft, Math.min(hard, goal), model);
+    // The soft goal never costs a pinned fact; only the window's hard limit may shrink the section.
+    let fitted = fitDraft(draft, Math.min(hard, goal), model, goal < hard);
+    // Fitting trims and drops tail messages: pin again what they alone held, then fit once more.
+    if (fitted !== draft) fitted = fitDraft(this.repin(base, fitted), Math.min(hard, goal), model, goal < hard);
+    if (countMessageTokens(renderDraft(fitted), model) > hard) fitted = fitDraft(fitted, hard, model);
     let out = renderDraft(fitted);
     if (countMessageTokens(out, model) > base.tokensBefore) {
       fitted = fitDraft(fitted, base.tokensBefore, model);

@@ -54,23 +54,26 @@ export function hasBlock(draft: Draft): boolean {
 /**
  * Escalates until the rendered draft costs at most `targetTokens`: trim every tool result but the
  * current round's, shrink the pinned section, drop the oldest tail exchanges whole (never the latest
- * user message and what follows it), and as a last resort cut the summary. Returns the last draft.
+ * user message and what follows it), and as a last resort cut the summary. With `keepPinned` (a soft
+ * goal, not the window) the pinned section is left whole and only the summary's body is cut.
+ * Returns the last draft.
  */
-export function fitDraft(start: Draft, targetTokens: number, model?: string): Draft {
+export function fitDraft(start: Draft, targetTokens: number, model?: string, keepPinned = false): Draft {
   let draft = start;
   const over = (d: Draft) => countMessageTokens(renderDraft(d), model) - targetTokens;
   if (over(draft) <= 0) return draft;
   draft = trimOlderToolResults(draft);
   if (over(draft) <= 0) return draft;
-  draft = shrinkPinned(draft, over(draft), model);
+  if (!keepPinned) draft = shrinkPinned(draft, over(draft), model);
   if (over(draft) <= 0) return draft;
   while (over(draft) > 0) {
     const next = dropOldestGroup(draft);
     if (!next) break;
     draft = next;
   }
-  if (over(draft) <= 0) return draft;
-  return cutSummary(draft, over(draft), model);
+  if (over(draft) <= 0 || (keepPinned && draft.body === null)) return draft;
+  const cut = cutSummary(draft, over(draft), model);
+  return keepPinned && cut.body === null ? { ...cut, body: '', pinned: draft.pinned, latestRequest: draft.latestRequest, omitted: draft.omitted } : cut;
 }
 
 function trimOlderToolResults(draft: Draft): Draft {

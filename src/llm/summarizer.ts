@@ -23,7 +23,7 @@ export const SUMMARY_SECTIONS: readonly string[] = [
 export const SUMMARIZER_MARK = 'You write handoff summaries of conversations';
 
 /** Characters of one message kept in the summariser prompt (head and tail), to bound its size. */
-const MAX_MESSAGE_CHARS = 6000;
+const MAX_MESSAGE_CHARS = 3000;
 
 /** Options of {@link createSummarizer}. */
 export interface LlmSummarizerOptions {
