@@ -69,10 +69,13 @@ describe('ContextCompressor memory', () => {
   });
 
   it('quotes the latest user request of the compacted part verbatim in the summary block', async () => {
-    const history = chatHistory(40);
-    history[31] = { role: 'user', content: 'Please refund order ORD-1 to my card ending 4242 👍🏽 and email me' };
-    const result = await chained({ contextWindow: WINDOW, summarizer: vagueSummarizer() }).compress(history.slice(0, 44), { force: true });
-    expect(result.summary).toContain('Please refund order ORD-1 to my card ending 4242 👍🏽 and email me');
+    const summarizer = vagueSummarizer();
+    const history = chatHistory(40).map((m, i) => (m.role === 'user' ? { role: 'user' as const, content: `Please refund order ORD-${i} to my card ending 4242 👍🏽 and email me` } : m));
+    const result = await chained({ contextWindow: WINDOW, summarizer }).compress(history, { force: true });
+    const quoted = summarizer.requests[0].latestRequest;
+    expect(quoted).toMatch(/^Please refund order ORD-\d+ to my card ending 4242 👍🏽 and email me$/);
+    expect(result.summary).toContain(quoted);
+    expect(result.messages.slice(2).some((m) => m.role === 'user' && m.content === quoted)).toBe(false); // it was compacted
   });
 
   it('puts a user message first after the system prompt, whatever the tail starts with', async () => {
