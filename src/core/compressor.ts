@@ -46,7 +46,7 @@ type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model'>> & { 
 const DEFAULTS = {
   threshold: 0.5,
   reservedOutputTokens: 0,
-  targetRatio: 0.05,
+  targetRatio: 0.08,
   protectFirstN: 3,
   protectLastN: 8,
   summarizerCooldownMs: 60_000,

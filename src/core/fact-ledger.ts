@@ -40,6 +40,8 @@ export interface LedgerClock {
 const ORIGIN_SCORE: Record<FactOrigin, number> = { 0: 0, 1: 12, 2: 20, 3: 30, 4: 40, 5: 1000 };
 const SHAPE_SCORE: Record<ShapeStrength, number> = { 0: 0, 1: 15, 2: 25 };
 const USE_SCORE = 15;
+/** A weak shape (a code name, a timestamp) reused counts for less: sku_12 fetched twice is still a code name. */
+const WEAK_USE_SCORE = 5;
 const MAX_COUNTED_USES = 3;
 /**
  * Salience below which a fact is noise-like: a bare token of tool output, code or logs, a labelled
@@ -57,7 +59,8 @@ const minedCache = new WeakMap<ChatMessage, Mined>();
  * again. `remember` notes outrank everything. Recency breaks ties (see {@link bySalience}).
  */
 export function salienceOf(record: FactRecord): number {
-  return ORIGIN_SCORE[record[2]] + SHAPE_SCORE[record[4]] + USE_SCORE * Math.min(record[3], MAX_COUNTED_USES);
+  const perUse = record[4] === 0 ? WEAK_USE_SCORE : USE_SCORE;
+  return ORIGIN_SCORE[record[2]] + SHAPE_SCORE[record[4]] + perUse * Math.min(record[3], MAX_COUNTED_USES);
 }
 
 /** Orders facts by salience, then recency, then the fact itself (deterministic). */
