@@ -85,6 +85,7 @@ export function mineMessages(
   options: { fresh: boolean; noteTools: NoteTools; summaryIndex?: number; summaryRest?: string },
 ): { facts: FactLedger; clock: LedgerClock } {
   const facts: FactLedger = { ...ledger };
+  const owned = new Set<string>(); // records already copied in this call, safe to update in place
   const noteFacts = { ...clock.noteFacts };
   let { factClock, turnClock } = clock;
   for (let i = 0; i < messages.length; i++) {
@@ -96,7 +97,7 @@ export function mineMessages(
       factClock++;
       for (const [fact, found, shape, tool] of mined) {
         const origin = tool !== undefined && tool === options.noteTools.remember ? FactOrigin.note : found;
-        note(facts, fact, { seen: factClock, turn: turnClock, origin, shape, fresh: options.fresh });
+        note(facts, owned, fact, { seen: factClock, turn: turnClock, origin, shape, fresh: options.fresh });
       }
     }
     applyNoteCalls(message, options.noteTools, facts, noteFacts);
@@ -137,21 +138,28 @@ interface Sighting {
   fresh: boolean;
 }
 
-function note(facts: FactLedger, fact: string, s: Sighting): void {
-  const known = facts[fact];
-  if (!known) {
+function note(facts: FactLedger, owned: Set<string>, fact: string, s: Sighting): void {
+  const found = facts[fact];
+  if (!found) {
     facts[fact] = [s.seen, s.turn, s.origin, 0, s.shape];
+    owned.add(fact);
     return;
   }
+  // The input ledger's records are never changed: the first update of a call copies the record.
+  const record: FactRecord = owned.has(fact) ? found : [...found];
+  if (!owned.has(fact)) {
+    facts[fact] = record;
+    owned.add(fact);
+  }
   // A later turn's user, model or tool call using the fact again raises it; tool output does not.
-  const reused = s.fresh && s.origin >= FactOrigin.assistant && s.turn > known[1];
-  facts[fact] = [
-    Math.max(known[0], s.seen),
-    reused ? s.turn : known[1],
-    Math.max(known[2], s.origin) as FactOrigin,
-    known[3] + (reused ? 1 : 0),
-    Math.max(known[4], s.shape) as ShapeStrength,
-  ];
+  const reused = s.fresh && s.origin >= FactOrigin.assistant && s.turn > record[1];
+  record[0] = Math.max(record[0], s.seen);
+  if (reused) {
+    record[1] = s.turn;
+    record[3] += 1;
+  }
+  record[2] = Math.max(record[2], s.origin) as FactOrigin;
+  record[4] = Math.max(record[4], s.shape) as ShapeStrength;
 }
 
 /** Records which facts a `remember` key holds, and releases a key's facts on `forget`. */

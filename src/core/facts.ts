@@ -21,7 +21,6 @@ const CAMEL_RE = /[a-z][A-Z]/;
 const EPOCH_RE = /^1[5-9]\d{8}(?:\d{3})?$/;
 const LOG_LINE_RE = /^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b|at\s+\S+\s+\(|\d+\s*[|:]\s|[-+]{3}\s|@@\s|(?:const|let|var|function|def|class|import|from|return|if|for|while|public|private|fn|func)\b)/;
 const CODE_TAIL_RE = /[;{}]\s*$/;
-const LABEL_RE = /["']?[A-Za-z][\w .-]{0,40}?["']?\s*[:=]\s*["']?$/;
 const AMOUNT_LABEL_RE = /[A-Za-z]{3,}\s*$/;
 
 /** Shapes a fact can have, the wider ones first. */
@@ -234,10 +233,20 @@ function isDigit(code: number): boolean {
 function contextOf(text: string, at: number, kind: ShapeKind, source: 'words' | 'tool', lines: LineReader): FactContext {
   if (lines.inMachineText(at)) return 'bare';
   if (source === 'words') return 'prose';
-  const lead = text.slice(Math.max(0, at - 48), at);
-  if (LABEL_RE.test(lead)) return 'labelled';
-  if (kind === 'amount' && AMOUNT_LABEL_RE.test(lead)) return 'labelled'; // "total €1,299.00"
+  if (followsLabel(text, at)) return 'labelled';
+  if (kind === 'amount' && AMOUNT_LABEL_RE.test(text.slice(Math.max(0, at - 24), at))) return 'labelled'; // "total €1,299.00"
   return 'bare';
+}
+
+/** True when `key:` or `key=` (quotes and spaces allowed) stands right before `at`: `"invoice": "INV-1"`. */
+function followsLabel(text: string, at: number): boolean {
+  let i = at - 1;
+  while (i >= 0 && (text[i] === ' ' || text[i] === '"' || text[i] === "'")) i--;
+  if (i < 0 || (text[i] !== ':' && text[i] !== '=')) return false;
+  i--;
+  while (i >= 0 && (text[i] === ' ' || text[i] === '"' || text[i] === "'")) i--;
+  const code = text.charCodeAt(i);
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || code === 95;
 }
 
 function strongerContext(a: FactContext, b: FactContext): FactContext {
