@@ -5,6 +5,7 @@ import type { AllowList } from '../config.js';
 import type { Logger } from '../log.js';
 import { hygieneFiringsTotal, inboundMessagesTotal } from '../monitor/metrics.js';
 import { replyJobId } from '../queue/names.js';
+import { enqueueOutbound } from '../queue/outbound.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { deniedKey, pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
@@ -187,7 +188,7 @@ function notify(ctx: Context, message: InboundMessage, sessionId: string, text: 
     // In groups the answer quotes the message it answers, so everyone sees whose command it was.
     ...(message.chatType === 'group' && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
   };
-  return ctx.deps.outbound.add('notice', notice, { jobId: id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000, removeOnFail: 5000 });
+  return enqueueOutbound(ctx.deps.outbound, notice);
 }
 
 function isAllowed(list: AllowList | undefined, userId: string): boolean {

@@ -67,17 +67,14 @@ describe('outbound consumer: per-chat order across retries', () => {
   }
 
   function startConsumer(channel: Channel) {
-    const delivery = createDelivery(
-      { channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger(), sleep: () => Promise.resolve() },
-      { maxAttempts: 2 },
-    );
+    const delivery = createDelivery({ channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger() });
     const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20 });
     closers.push(() => consumer.close());
     return consumer;
   }
 
   it('a reply that fails after the delivery retries still reaches the chat before the next ones', async () => {
-    // Two delivery attempts fail: the job fails once and waits for BullMQ's retry.
+    // Its first two attempts fail: twice the job waits for BullMQ's retry while replies 2 and 3 are held back.
     const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
     await enqueue([reply(1), reply(2), reply(3)]);
     startConsumer(fake.channel);
