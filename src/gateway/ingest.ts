@@ -8,9 +8,10 @@ import { replyJobId } from '../queue/names.js';
 import { enqueueOutbound } from '../queue/outbound.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
-import { deniedKey, pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { acceptInbound } from '../redis/inbox.js';
+import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
-import { acceptInbound, countInWindow } from './accept.js';
+import { countInWindow } from './accept.js';
 import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
 
 export type { AllowList };
@@ -92,16 +93,13 @@ interface Context {
 
 async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
   const { deps, options } = ctx;
-  const keys = sessionKeys(sessionId, options.keyPrefix);
   const seen = seenKey(sessionId, message.id, options.keyPrefix);
   if ((await deps.redis.exists(seen)) === 1) return duplicate(ctx, sessionId);
   const refused = await admit(ctx, message, sessionId);
   if (refused) return refused;
   const command = parseCommand(message.text);
   if (command) return answerCommand(ctx, message, sessionId, seen, command);
-  // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
-  await deps.redis.zadd(pendingIndexKey(options.keyPrefix), ctx.now(), sessionId);
-  if (!(await acceptInbound(deps.redis, keys, seen, message, ctx.ttl))) return duplicate(ctx, sessionId);
+  if (!(await acceptInbound(deps.redis, sessionId, message, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return duplicate(ctx, sessionId);
   // The message is durable now; hygiene runs before its turn is enqueued and never blocks it.
   await runHygiene(ctx, sessionId, message.channel);
   await deps.producer.enqueueTurn(sessionId);

@@ -2,7 +2,7 @@ import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { runScript } from './client.js';
-import type { SessionKeys } from './keys.js';
+import { pendingIndexKey, seenKey, sessionKeys, type SessionKeys } from './keys.js';
 
 // Items already in processing (a crashed turn's) stay first; the inbox follows in arrival order.
 // An item that is not an inbound message would fail every turn: it goes to the dead letters.
@@ -22,9 +22,41 @@ for _, item in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
 end
 return {bad, good}`;
 
-/** Appends an inbound message to the session's inbox. @returns the inbox length. */
-export async function pushInbox(redis: RedisClient, keys: SessionKeys, message: InboundMessage): Promise<number> {
-  return redis.rpush(keys.inbox, JSON.stringify(message));
+// Marks the message seen and appends it to the inbox in one step: either both happen or neither,
+// so a crash can neither lose an accepted message nor let a re-delivery in twice.
+const ACCEPT = `
+if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'EX', ARGV[3]) then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  return 1
+end
+return 0`;
+
+/** Default of how long a message id is remembered to drop platform re-deliveries, in seconds (a day). */
+export const DEFAULT_DEDUPE_TTL_SECONDS = 86_400;
+
+/** Options of {@link acceptInbound}. */
+export interface AcceptOptions {
+  /** Session key prefix. */
+  keyPrefix: string;
+  /** How long the message id is remembered, in seconds. Default {@link DEFAULT_DEDUPE_TTL_SECONDS}. */
+  dedupeTtlSeconds?: number;
+  /** When, ms since epoch (the pending index's score). */
+  nowMs: number;
+}
+
+/**
+ * Durably accepts an inbound message, the one way into an inbox: marks the session pending (the
+ * sweeper enqueues its turn if the caller dies before doing so), then marks the message seen and
+ * appends it to the inbox, atomically. The caller then enqueues the session's turn.
+ * @returns false when the message was seen before (a re-delivery): nothing was appended.
+ */
+export async function acceptInbound(redis: RedisClient, sessionId: string, message: InboundMessage, options: AcceptOptions): Promise<boolean> {
+  const keys = sessionKeys(sessionId, options.keyPrefix);
+  const seen = seenKey(sessionId, message.id, options.keyPrefix);
+  // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
+  await redis.zadd(pendingIndexKey(options.keyPrefix), options.nowMs, sessionId);
+  const ttlSeconds = options.dedupeTtlSeconds ?? DEFAULT_DEDUPE_TTL_SECONDS;
+  return Number(await runScript(redis, ACCEPT, [seen, keys.inbox], [JSON.stringify(message), String(message.receivedAt), String(ttlSeconds)])) === 1;
 }
 
 /**
