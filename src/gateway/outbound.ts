@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../core/inbound.js';
-import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
+import { backoffDelayMs, DEFAULT_RETRY_AFTER_MS, DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { deliveryFailuresTotal } from '../monitor/metrics.js';
@@ -67,50 +68,72 @@ export function createOutboundConsumer(
   deps: { redis: RedisClient; delivery: Delivery; logger: Logger; onDelivered?: (message: OutboundMessage) => void; random?: () => number },
   options: OutboundConsumerOptions,
 ): Worker<OutboundMessage> {
-  const log = deps.logger.child({ component: 'outbound' });
-  const perChat = createKeyedQueue();
-  const order = createOutboundOrder({ redis: deps.redis }, { ...options, maxHoldMs: options.maxOrderHoldMs });
-  const orderRetryMs = options.orderRetryMs ?? 1000;
-  const maxRateLimitedMs = options.maxRateLimitedMs ?? 3_600_000;
+  const ctx: ConsumerContext = {
+    delivery: deps.delivery,
+    onDelivered: deps.onDelivered,
+    log: deps.logger.child({ component: 'outbound' }),
+    order: createOutboundOrder({ redis: deps.redis }, { ...options, maxHoldMs: options.maxOrderHoldMs }),
+    orderRetryMs: options.orderRetryMs ?? 1000,
+    maxRateLimitedMs: options.maxRateLimitedMs ?? 3_600_000,
+  };
   const policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;
+  const perChat = createKeyedQueue();
   const process = (job: Job<OutboundMessage>, token?: string) => perChat.run(job.data.sessionId, async () => {
-    if (!(await order.mayDeliver(job.data.sessionId, jobIdOf(job)))) return delay(job, orderRetryMs, token);
-    return deliverJob(job, token);
+    if (await ctx.order.mayDeliver(job.data.sessionId, jobIdOf(job))) return deliverJob(ctx, job, token);
+    ctx.log.debug({ sessionId: job.data.sessionId, jobId: job.id }, 'reply held back behind an older one waiting for a retry');
+    return delayJob(job, ctx.orderRetryMs, token);
   });
-  const delay = async (job: Job<OutboundMessage>, delayMs: number, token?: string): Promise<never> => {
-    await job.moveToDelayed(Date.now() + delayMs, token);
-    throw new DelayedError();
-  };
-  const deliverJob = async (job: Job<OutboundMessage>, token?: string) => {
-    const message = job.data;
-    const jobLog = log.child({ sessionId: message.sessionId, channel: message.channel, jobId: job.id });
-    try {
-      const result = await deps.delivery.deliver(message);
-      await order.settle(message.sessionId, jobIdOf(job));
-      jobLog.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
-      deps.onDelivered?.(message);
-      return result;
-    } catch (err) {
-      const failure = toFailure(err);
-      deliveryFailuresTotal.inc({ channel: message.channel, reason: failure.reason });
-      if (failure.reason === 'rate_limited' && Date.now() + failure.retryAfterMs - job.timestamp <= maxRateLimitedMs) {
-        jobLog.warn({ err, retryAfterMs: failure.retryAfterMs }, 'reply rate limited; delayed until the platform allows it');
-        await order.markPending(message.sessionId, jobIdOf(job));
-        return delay(job, failure.retryAfterMs, token);
-      }
-      jobLog.warn({ err, attempt: job.attemptsMade + 1, reason: failure.reason }, 'reply not delivered');
-      const permanent = failure.reason === 'permanent';
-      await settleOrRecord(order, job, permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
-      if (permanent) throw new UnrecoverableError(failure.error.message);
-      throw failure.error;
-    }
-  };
   return new Worker<OutboundMessage>(options.outboundQueue, process, {
     connection: deps.redis, prefix: options.queuePrefix, concurrency: options.concurrency ?? 8,
     // The delay before a failed job's next attempt (jobs carry `backoff: { type: OUTBOUND_BACKOFF }`).
     settings: { backoffStrategy: (attemptsMade, _type, err) => retryAfterOf(err) ?? backoffDelayMs(attemptsMade, policy, random()) },
   });
+}
+
+interface ConsumerContext {
+  delivery: Delivery;
+  onDelivered?: (message: OutboundMessage) => void;
+  log: Logger;
+  order: OutboundOrder;
+  orderRetryMs: number;
+  maxRateLimitedMs: number;
+}
+
+async function deliverJob(ctx: ConsumerContext, job: Job<OutboundMessage>, token: string | undefined) {
+  const message = job.data;
+  const log = ctx.log.child({ sessionId: message.sessionId, channel: message.channel, jobId: job.id });
+  let result: Awaited<ReturnType<Delivery['deliver']>>;
+  try {
+    result = await ctx.delivery.deliver(message);
+  } catch (err) {
+    return onFailure(ctx, job, toFailure(err), log, token);
+  }
+  await ctx.order.settle(message.sessionId, jobIdOf(job));
+  log.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
+  ctx.onDelivered?.(message);
+  return result;
+}
+
+/** Rate limited: delayed, no attempt spent. Permanent: failed for good. Transient: one attempt spent. */
+async function onFailure(ctx: ConsumerContext, job: Job<OutboundMessage>, failure: DeliveryFailure, log: Logger, token: string | undefined): Promise<never> {
+  const { sessionId, channel } = job.data;
+  deliveryFailuresTotal.inc({ channel, reason: failure.reason });
+  if (failure.reason === 'rate_limited' && Date.now() + failure.retryAfterMs - job.timestamp <= ctx.maxRateLimitedMs) {
+    log.warn({ err: failure.error, retryAfterMs: failure.retryAfterMs }, 'reply rate limited; delayed until the platform allows it');
+    await ctx.order.markPending(sessionId, jobIdOf(job));
+    return delayJob(job, failure.retryAfterMs, token);
+  }
+  log.warn({ err: failure.error, attempt: job.attemptsMade + 1, reason: failure.reason }, 'reply not delivered');
+  const permanent = failure.reason === 'permanent';
+  await settleOrRecord(ctx.order, job, permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+  throw permanent ? new UnrecoverableError(failure.error.message) : failure.error;
+}
+
+/** Moves the active job to delayed for `delayMs` without spending an attempt (BullMQ `DelayedError`). */
+async function delayJob(job: Job<OutboundMessage>, delayMs: number, token: string | undefined): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
 }
 
 type DeliveryFailure =
@@ -122,7 +145,7 @@ function toFailure(err: unknown): DeliveryFailure {
   const error = err instanceof Error ? err : new Error(String(err));
   if (!(err instanceof ChannelError)) return { reason: 'transient', error };
   if (!err.retryable) return { reason: 'permanent', error: err };
-  if (err.retryAfterMs !== undefined) return { reason: 'rate_limited', retryAfterMs: err.retryAfterMs, error: err };
+  if (err.code === CHANNEL_ERROR_CODES.rateLimited) return { reason: 'rate_limited', retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, error: err };
   return { reason: 'transient', error: err };
 }
 

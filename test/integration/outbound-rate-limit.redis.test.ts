@@ -45,12 +45,12 @@ describe('outbound delivery under Telegram rate limits (one retry layer)', () =>
   });
 
   /** The real Telegram channel against the fake, the Redis ledger and the outbound consumer. */
-  async function startDelivery(onDelivered: (message: OutboundMessage) => void) {
+  async function startDelivery(onDelivered: (message: OutboundMessage) => void, retry?: { baseDelayMs: number }) {
     const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
     await channel.start(async () => undefined);
     closers.push(() => channel.stop());
     const delivery = createDelivery({ channels: new Map([['telegram', channel]]), ledger: createRedisDeliveryLedger({ redis: t.redis }, { keyPrefix: t.keyPrefix }) });
-    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger(), onDelivered }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20 });
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger(), onDelivered }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry });
     closers.push(() => consumer.close());
   }
 
@@ -101,5 +101,27 @@ describe('outbound delivery under Telegram rate limits (one retry layer)', () =>
     await (await queue.getJob(reply(FLOODED[0]).id))!.promote();
     await waitUntil(deliveries, 'delivered', () => delivered.filter((message) => message.chatId === FLOODED[0]).length === 2);
     expect(sendsTo(FLOODED[0]).map((call) => call.params.text)).toEqual(['reply 1 to 101', 'reply 1 to 101', 'reply 2 to 101']);
+  });
+
+  it('a transient failure spends one attempt and is retried after the policy\'s backoff; a permanent one fails the job at once', async () => {
+    telegram.failNext('sendMessage', { errorCode: 502, description: 'Bad Gateway' }, { when: (params) => String(params.chat_id) === '301' });
+    telegram.failNext('sendMessage', { errorCode: 403, description: 'Forbidden: bot was blocked by the user' }, { when: (params) => String(params.chat_id) === '302' });
+    const delivered: OutboundMessage[] = [];
+    const deliveries = new EventEmitter();
+    await startDelivery((message) => {
+      delivered.push(message);
+      deliveries.emit('delivered');
+    }, { baseDelayMs: 10 });
+    const failed = new Promise<string>((resolve) => events.once('failed', ({ jobId, failedReason }) => resolve(`${jobId}: ${failedReason}`)));
+    const completed = new Promise<string>((resolve) => events.once('completed', ({ jobId }) => resolve(jobId)));
+    await enqueueOutbound(queue, reply('302'));
+    await enqueueOutbound(queue, reply('301'));
+    await waitUntil(deliveries, 'delivered', () => delivered.length === 1);
+    expect(delivered[0].id).toBe(reply('301').id);
+    expect(await completed).toBe(reply('301').id);
+    expect((await queue.getJob(reply('301').id))?.attemptsMade).toBe(2); // the failed attempt and the delivery
+    expect(sendsTo('301')).toHaveLength(2);
+    expect(await failed).toBe(`${reply('302').id}: sendMessage failed for telegram:302 (403: Forbidden: bot was blocked by the user)`);
+    expect(sendsTo('302')).toHaveLength(1);
   });
 });
