@@ -5,8 +5,8 @@ import { runScriptWithOptions } from '../redis/scripts.js';
 /**
  * Per-session order of the outbound replies that are not delivered yet but will be tried again:
  * one that failed transiently or was rate limited and waits as a delayed job, and the later
- * replies held back behind it. A reply goes when no reply entered before it is still pending, so one chat's
- * replies arrive in the order the consumer first took them. A pending reply stops holding the
+ * replies held back behind it. A reply goes when no reply entered before it is still pending, so
+ * one chat's replies arrive in the order the consumer first took them. A pending reply stops holding the
  * others back `maxHoldMs` after it entered (the key expires then too), so a vanished job or a
  * crashed consumer never blocks a chat for good.
  */
