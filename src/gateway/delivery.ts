@@ -70,7 +70,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         if (outcome.plainFallback) result.plainFallbacks++;
         result.messageIds.push(outcome.sent.messageId);
       }
-      replyLog.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
+      replyLog.debug({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply chunks sent');
       return result;
     },
   };
