@@ -1,5 +1,5 @@
 import type { ChannelName, InboundMessage } from '../src/core/inbound.js';
-import { classifyChannelFailure, type ChannelFailure, type ChannelFailureKind } from '../src/core/retry.js';
+import { classifyFailure, isRetryableKind, type FailureKind, type RemoteFailure } from '../src/core/retry.js';
 import { ChannelError } from '../src/errors.js';
 
 /** Stable `ChannelError` codes thrown by every adapter's `send`/`sendTyping`. */
@@ -77,7 +77,7 @@ export interface Channel {
   sendTyping(target: ChatTarget): Promise<void>;
 }
 
-const KIND_TO_CODE: Record<ChannelFailureKind, string> = {
+const KIND_TO_CODE: Record<FailureKind, string> = {
   rate_limited: CHANNEL_ERROR_CODES.rateLimited,
   transient: CHANNEL_ERROR_CODES.transient,
   format_rejected: CHANNEL_ERROR_CODES.formatRejected,
@@ -89,11 +89,11 @@ const KIND_TO_CODE: Record<ChannelFailureKind, string> = {
  * classified once (src/core/retry.ts) and the code, retryability and wait follow from it.
  * `message` says what failed and for which chat; a rate limit's wait is appended to it.
  */
-export function toChannelError(message: string, failure: ChannelFailure, cause: unknown): ChannelError {
-  const classified = classifyChannelFailure(failure);
+export function toChannelError(message: string, failure: RemoteFailure, cause: unknown): ChannelError {
+  const classified = classifyFailure(failure);
   const retryAfter = classified.retryAfterMs !== undefined ? `, retry after ${Math.ceil(classified.retryAfterMs / 1000)} s` : '';
   return new ChannelError(message.endsWith(')') ? `${message.slice(0, -1)}${retryAfter})` : `${message}${retryAfter}`, {
-    retryable: classified.kind === 'rate_limited' || classified.kind === 'transient',
+    retryable: isRetryableKind(classified.kind),
     retryAfterMs: classified.retryAfterMs,
     code: KIND_TO_CODE[classified.kind],
     cause,

@@ -5,6 +5,7 @@ import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { turnDurationSeconds } from '../src/monitor/metrics.js';
 import type { TurnJobData } from '../src/queue/names.js';
+import { enqueueOutbound } from '../src/queue/outbound.js';
 import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';
@@ -149,11 +150,7 @@ function turnLogger(logger: Logger, job: Job<TurnJobData>): Logger {
 /** Enqueues committed replies (stable job ids: re-adding one that exists is a no-op), then drops them. */
 async function flushOutbox(runner: TurnRunner, sessionId: string): Promise<void> {
   const pending = await runner.store.readOutbox(sessionId);
-  for (const message of pending) {
-    await runner.outbound.add(message.kind, message, {
-      jobId: message.id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 },
-    });
-  }
+  for (const message of pending) await enqueueOutbound(runner.outbound, message);
   await runner.store.clearOutbox(sessionId, pending.length);
 }
 

@@ -30,7 +30,11 @@ export interface DiscordChannelOptions {
   typingIntervalMs?: number;
   /** How long `start` waits for the gateway to become ready, in ms. Default 30 000. */
   readyTimeoutMs?: number;
-  /** Longest rate-limit wait done inside a REST call, in ms; longer ones throw `CHANNEL_RATE_LIMITED`. Default 30 000. */
+  /**
+   * Longest rate-limit wait done inside a REST call, in ms; longer ones throw `CHANNEL_RATE_LIMITED`.
+   * Default 0: every rate limit surfaces at once, and the gateway's outbound job (the one retry
+   * layer) waits it out as a delayed job.
+   */
   maxRateLimitWaitMs?: number;
   /**
    * How long `stop` waits for messages already received to be handed to `onMessage` (Discord
@@ -55,7 +59,7 @@ const DEFAULTS = {
   commandNames: DEFAULT_DISCORD_COMMANDS,
   typingIntervalMs: 8_000,
   readyTimeoutMs: 30_000,
-  maxRateLimitWaitMs: 30_000,
+  maxRateLimitWaitMs: 0,
   stopDrainTimeoutMs: 10_000,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
@@ -103,8 +107,9 @@ function createClient(options: ResolvedDiscordChannelOptions): Client {
   return new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
     partials: [Partials.Channel],
-    // Short rate limits are waited inside discord.js; long ones surface as ChannelError (retryAfterMs).
-    rest: { api: options.apiRoot, rejectOnRateLimit: (limit) => limit.retryAfter > options.maxRateLimitWaitMs },
+    // No retries inside discord.js (5xx, network); rate limits over `maxRateLimitWaitMs` surface as
+    // ChannelError (retryAfterMs): the outbound job is the one retry layer.
+    rest: { api: options.apiRoot, retries: 0, rejectOnRateLimit: (limit) => limit.retryAfter > options.maxRateLimitWaitMs },
   });
 }
 

@@ -4,7 +4,7 @@
  * a URL, and never reaches a message.
  */
 import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
-import type { ChannelFailure } from '../../src/core/retry.js';
+import type { RemoteFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
 
@@ -44,13 +44,13 @@ export async function sendDiscordTyping(rest: REST, target: ChatTarget): Promise
 export function toDiscordChannelError(err: unknown, operation: string, channelId?: string): ChannelError {
   if (err instanceof ChannelError) return err;
   const where = channelId === undefined ? '' : ` for discord:${channelId}`;
-  let failure: ChannelFailure;
+  let failure: RemoteFailure;
   let detail: string;
   if (err instanceof DiscordAPIError) {
     failure = { status: err.status, description: err.message };
     detail = `${err.status}: ${err.message} (code ${err.code})`;
   } else if (err instanceof RateLimitError) {
-    failure = { status: 429, retryAfterSeconds: err.retryAfter / 1000 };
+    failure = { status: 429, retryAfterMs: err.retryAfter };
     detail = '429: rate limited';
   } else if (err instanceof HTTPError) {
     failure = { status: err.status };

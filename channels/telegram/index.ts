@@ -4,7 +4,6 @@
  * offset is not advanced past a failed update, so Telegram re-delivers it; in webhook mode the
  * handler answers 500, so Telegram retries the webhook.
  */
-import { autoRetry } from '@grammyjs/auto-retry';
 import { Bot, webhookCallback, type Context as GrammyContext } from 'grammy';
 import type { BotCommand, Update } from 'grammy/types';
 import type { Context as HonoContext } from 'hono';
@@ -44,10 +43,6 @@ export interface TelegramChannelOptions {
   commands?: readonly BotCommand[];
   /** Renewal period of the typing indicator, in ms. Default 4000 (it fades after 5 s). */
   typingIntervalMs?: number;
-  /** auto-retry plugin: retries of 429/5xx/network errors per call. Default 2. */
-  maxRetryAttempts?: number;
-  /** auto-retry plugin: longest `retry_after` waited inside a call, in s. Default 30. */
-  maxRetryDelaySeconds?: number;
 }
 
 /** Resolved {@link TelegramChannelOptions}. */
@@ -70,8 +65,6 @@ const DEFAULTS = {
   redeliveryDelayMs: 1_000,
   commands: DEFAULT_TELEGRAM_COMMANDS,
   typingIntervalMs: 4_000,
-  maxRetryAttempts: 2,
-  maxRetryDelaySeconds: 30,
 } satisfies Omit<ResolvedTelegramChannelOptions, 'token'>;
 
 /** Creates the Telegram channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
@@ -80,7 +73,8 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'telegram' });
   const bot = new Bot(resolved.token, { client: { apiRoot: resolved.apiRoot } });
-  bot.api.config.use(autoRetry({ maxRetryAttempts: resolved.maxRetryAttempts, maxDelaySeconds: resolved.maxRetryDelaySeconds, rethrowInternalServerErrors: true, rethrowHttpErrors: true }));
+  // No retries inside a Bot API call: a failed send surfaces at once as a classified ChannelError and
+  // the outbound job is the one retry layer (a rate-limited reply waits as a delayed job, not here).
   const state: ChannelState = {};
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';

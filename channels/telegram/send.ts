@@ -3,7 +3,7 @@
  * ChannelError. Error messages never contain the bot token (it is part of every API URL).
  */
 import { GrammyError, HttpError, type Api } from 'grammy';
-import type { ChannelFailure } from '../../src/core/retry.js';
+import { secondsToMs, type RemoteFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
 
@@ -40,10 +40,10 @@ export async function sendTelegramTyping(api: Api, target: ChatTarget): Promise<
 export function toTelegramChannelError(err: unknown, method: string, chatId?: string): ChannelError {
   if (err instanceof ChannelError) return err;
   const where = chatId === undefined ? '' : ` for telegram:${chatId}`;
-  let failure: ChannelFailure;
+  let failure: RemoteFailure;
   let detail: string;
   if (err instanceof GrammyError) {
-    failure = { status: err.error_code, description: err.description, retryAfterSeconds: err.parameters.retry_after };
+    failure = { status: err.error_code, description: err.description, retryAfterMs: secondsToMs(err.parameters.retry_after) };
     detail = `${err.error_code}: ${err.description}`;
   } else if (err instanceof HttpError) {
     failure = { network: true };

@@ -2,7 +2,6 @@ import type { Channel, ChatTarget, SentMessage } from '../../channels/channel.js
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import { markdownToTelegramHtml } from '../core/markdown.js';
-import { backoffDelayMs, type BackoffOptions } from '../core/retry.js';
 import { planChunks, type PlannedChunk } from '../core/split.js';
 import { ChannelError } from '../errors.js';
 import { createSilentLogger, type Logger } from '../log.js';
@@ -14,24 +13,7 @@ export interface DeliveryDeps {
   channels: ReadonlyMap<ChannelName, Channel>;
   ledger: DeliveryLedger;
   log?: Logger;
-  /** Waits `ms`; injectable for tests. Default `setTimeout`. */
-  sleep?: (ms: number) => Promise<void>;
-  /** Random number in [0, 1) for backoff jitter. Default `Math.random`. */
-  random?: () => number;
 }
-
-/** Options of {@link createDelivery}. */
-export interface DeliveryOptions {
-  /** Attempts per chunk (rate limits and transient errors) before giving up. Default 5. */
-  maxAttempts?: number;
-  /** Backoff of transient errors. Default base 500 ms, max 30 s, jitter 0.2. */
-  backoff?: BackoffOptions;
-  /** A `retry_after` longer than this (ms) fails the attempt instead of waiting. Default 120 000. */
-  maxRetryAfterMs?: number;
-}
-
-/** Resolved {@link DeliveryOptions}. */
-export type ResolvedDeliveryOptions = Required<DeliveryOptions>;
 
 /** What happened to one reply. */
 export interface DeliveryResult {
@@ -52,31 +34,17 @@ export interface DeliveryResult {
 export interface Delivery {
   /**
    * Delivers `message`. Chunks recorded as sent are skipped, so calling it again after a failure
-   * sends only what is missing. `@throws` ChannelError: `retryable` false for permanent failures
-   * (chat not found, bot blocked — logged, do not retry), true when attempts ran out.
+   * sends only what is missing. Nothing is retried or waited for here (the caller is the one retry
+   * layer, see src/gateway/outbound.ts); only a rejected formatting is resent once as plain text.
+   * `@throws` ChannelError of the first chunk that failed: `retryable` false for permanent
+   * failures (chat not found, bot blocked), true with `retryAfterMs` for rate limits.
    */
   deliver(message: OutboundMessage): Promise<DeliveryResult>;
 }
 
-const DEFAULTS = {
-  maxAttempts: 5,
-  backoff: { baseMs: 500, maxMs: 30_000, jitterRatio: 0.2 },
-  maxRetryAfterMs: 120_000,
-} satisfies ResolvedDeliveryOptions;
-
 /** Creates the outbound delivery of the gateway. */
-export function createDelivery(deps: DeliveryDeps, options: DeliveryOptions = {}): Delivery {
-  const resolved: ResolvedDeliveryOptions = { ...DEFAULTS, ...options, backoff: { ...DEFAULTS.backoff, ...options.backoff } };
-  if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1) {
-    throw new RangeError(`\`maxAttempts\` must be an integer ≥ 1 (got ${resolved.maxAttempts})`);
-  }
+export function createDelivery(deps: DeliveryDeps): Delivery {
   const log = (deps.log ?? createSilentLogger()).child({ component: 'delivery' });
-  const context: SendContext = {
-    options: resolved,
-    sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
-    random: deps.random ?? Math.random,
-    log,
-  };
   return {
     async deliver(message) {
       const channel = deps.channels.get(message.channel);
@@ -96,13 +64,13 @@ export function createDelivery(deps: DeliveryDeps, options: DeliveryOptions = {}
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const outcome = await sendChunk(channel, target, chunk, { ...context, log: replyLog.child({ chunk: index }) });
+        const outcome = await sendChunk(channel, target, chunk, replyLog.child({ chunk: index }));
         await deps.ledger.markSent(ref, index, outcome.sent.messageId);
         result.sent++;
         if (outcome.plainFallback) result.plainFallbacks++;
         result.messageIds.push(outcome.sent.messageId);
       }
-      replyLog.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
+      replyLog.debug({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply chunks sent');
       return result;
     },
   };
@@ -117,41 +85,28 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
   return channel.formatting === 'plain' ? chunks.map((chunk) => ({ plain: chunk.plain })) : chunks;
 }
 
-interface SendContext {
-  options: ResolvedDeliveryOptions;
-  sleep: (ms: number) => Promise<void>;
-  random: () => number;
-  log: Logger;
-}
-
-/** Sends one chunk: formatted first, plain on a formatting rejection, retrying rate limits and transient errors. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, context: SendContext): Promise<{ sent: SentMessage; plainFallback: boolean }> {
-  let plain = chunk.formatted === undefined;
-  for (let attempt = 1; ; attempt++) {
+/** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+  if (chunk.formatted !== undefined) {
     try {
-      const sent = await channel.send(target, plain ? { text: chunk.plain, mode: 'plain' } : { text: chunk.formatted!, mode: 'formatted' });
-      return { sent, plainFallback: plain && chunk.formatted !== undefined };
+      return { sent: await channel.send(target, { text: chunk.formatted, mode: 'formatted' }), plainFallback: false };
     } catch (err) {
       const error = toChannelError(err, channel.name);
-      if (error.code === CHANNEL_ERROR_CODES.formatRejected && !plain) {
-        context.log.warn({ err: error }, 'formatting rejected; resending as plain text');
-        plain = true;
-        attempt--;
-        continue;
-      }
-      if (!error.retryable) {
-        context.log.error({ err: error, chatId: target.chatId }, 'reply chunk not delivered: permanent failure');
-        throw error;
-      }
-      const delayMs = error.retryAfterMs ?? backoffDelayMs(attempt, context.options.backoff, context.random());
-      if (attempt >= context.options.maxAttempts || delayMs > context.options.maxRetryAfterMs) {
-        context.log.warn({ err: error, attempt, delayMs }, 'reply chunk not delivered: giving up for now');
-        throw error;
-      }
-      context.log.warn({ err: error, attempt, delayMs }, 'reply chunk failed; retrying');
-      await context.sleep(delayMs);
+      if (error.code !== CHANNEL_ERROR_CODES.formatRejected) throw logged(error, log);
+      log.warn({ err: error }, 'formatting rejected; resending as plain text');
     }
   }
+  try {
+    return { sent: await channel.send(target, { text: chunk.plain, mode: 'plain' }), plainFallback: chunk.formatted !== undefined };
+  } catch (err) {
+    throw logged(toChannelError(err, channel.name), log);
+  }
+}
+
+function logged(error: ChannelError, log: Logger): ChannelError {
+  if (error.retryable) log.debug({ err: error, retryAfterMs: error.retryAfterMs }, 'reply chunk not sent; the job will be retried');
+  else log.error({ err: error }, 'reply chunk not delivered: permanent failure');
+  return error;
 }
 
 /** Channels throw ChannelError; anything else is a bug or an unexpected failure, treated as transient. */

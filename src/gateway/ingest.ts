@@ -5,11 +5,13 @@ import type { AllowList } from '../config.js';
 import type { Logger } from '../log.js';
 import { hygieneFiringsTotal, inboundMessagesTotal } from '../monitor/metrics.js';
 import { replyJobId } from '../queue/names.js';
+import { enqueueOutbound } from '../queue/outbound.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
-import { deniedKey, pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { acceptInbound } from '../redis/inbox.js';
+import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
-import { acceptInbound, countInWindow } from './accept.js';
+import { countInWindow } from './accept.js';
 import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
 
 export type { AllowList };
@@ -91,16 +93,13 @@ interface Context {
 
 async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
   const { deps, options } = ctx;
-  const keys = sessionKeys(sessionId, options.keyPrefix);
   const seen = seenKey(sessionId, message.id, options.keyPrefix);
   if ((await deps.redis.exists(seen)) === 1) return duplicate(ctx, sessionId);
   const refused = await admit(ctx, message, sessionId);
   if (refused) return refused;
   const command = parseCommand(message.text);
   if (command) return answerCommand(ctx, message, sessionId, seen, command);
-  // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
-  await deps.redis.zadd(pendingIndexKey(options.keyPrefix), ctx.now(), sessionId);
-  if (!(await acceptInbound(deps.redis, keys, seen, message, ctx.ttl))) return duplicate(ctx, sessionId);
+  if (!(await acceptInbound(deps.redis, sessionId, message, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return duplicate(ctx, sessionId);
   // The message is durable now; hygiene runs before its turn is enqueued and never blocks it.
   await runHygiene(ctx, sessionId, message.channel);
   await deps.producer.enqueueTurn(sessionId);
@@ -187,7 +186,7 @@ function notify(ctx: Context, message: InboundMessage, sessionId: string, text: 
     // In groups the answer quotes the message it answers, so everyone sees whose command it was.
     ...(message.chatType === 'group' && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
   };
-  return ctx.deps.outbound.add('notice', notice, { jobId: id, attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000, removeOnFail: 5000 });
+  return enqueueOutbound(ctx.deps.outbound, notice);
 }
 
 function isAllowed(list: AllowList | undefined, userId: string): boolean {

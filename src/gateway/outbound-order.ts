@@ -1,33 +1,12 @@
 import type { RedisClient } from '../redis/client.js';
 import { outboundOrderKey } from '../redis/keys.js';
-import { runScript } from '../redis/client.js';
-
-// KEYS[1] the session's pending set. ARGV: member, now (ms), prune bound '(<ms>', hold (ms), mode.
-// A member's score is when it entered (kept above every earlier one): the set's order is the
-// order replies entered it, and entries older than the hold stop counting.
-const ENTER = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
-local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if mine then
-  if ARGV[5] == 'pending' then return 1 end
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-  if first[1] == ARGV[1] then return 1 end
-  return 0
-end
-if ARGV[5] == 'check' and redis.call('ZCARD', KEYS[1]) == 0 then return 1 end
-local score = tonumber(ARGV[2])
-local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-if top[2] and tonumber(top[2]) >= score then score = tonumber(top[2]) + 1 end
-redis.call('ZADD', KEYS[1], score, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if ARGV[5] == 'check' then return 0 end
-return 1`;
+import { runScriptWithOptions } from '../redis/scripts.js';
 
 /**
  * Per-session order of the outbound replies that are not delivered yet but will be tried again:
- * one that failed transiently and waits for BullMQ's retry, and the later replies held back
- * behind it. A reply goes when no reply entered before it is still pending, so one chat's
- * replies arrive in the order the consumer first took them. A pending reply stops holding the
+ * one that failed transiently or was rate limited and waits as a delayed job, and the later
+ * replies held back behind it. A reply goes when no reply entered before it is still pending, so
+ * one chat's replies arrive in the order the consumer first took them. A pending reply stops holding the
  * others back `maxHoldMs` after it entered (the key expires then too), so a vanished job or a
  * crashed consumer never blocks a chat for good.
  */
@@ -60,8 +39,8 @@ export function createOutboundOrder(deps: { redis: RedisClient }, options: Outbo
   const now = options.now ?? Date.now;
   const keyOf = (sessionId: string) => outboundOrderKey(options.queuePrefix, options.outboundQueue, sessionId);
   const enter = async (sessionId: string, jobId: string, mode: 'check' | 'pending'): Promise<boolean> => {
-    const at = now();
-    return Number(await runScript(deps.redis, ENTER, [keyOf(sessionId)], [jobId, at, `(${at - maxHoldMs}`, maxHoldMs, mode])) === 1;
+    const reply = await runScriptWithOptions(deps.redis, 'enterOutboundOrder', [keyOf(sessionId)], { jobId, nowMs: now(), holdMs: maxHoldMs, mode });
+    return Number(reply) === 1;
   };
   return {
     mayDeliver: (sessionId, jobId) => enter(sessionId, jobId, 'check'),

@@ -1,5 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../core/inbound.js';
+import { backoffDelayMs, DEFAULT_RETRY_AFTER_MS, DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { deliveryFailuresTotal } from '../monitor/metrics.js';
@@ -20,6 +22,14 @@ export interface OutboundConsumerOptions {
   orderRetryMs?: number;
   /** How long a reply pending a retry may hold its session's later replies back, ms. Default 600 000. */
   maxOrderHoldMs?: number;
+  /**
+   * How long after it was enqueued a reply may still wait out rate limits without spending an
+   * attempt, ms; later rate limits count as failed attempts (with their retry-after as backoff).
+   * Default 3 600 000.
+   */
+  maxRateLimitedMs?: number;
+  /** Backoff of transient failures between attempts (BullMQ's attempts are the retries). Default {@link DEFAULT_RETRY_POLICY}. */
+  retry?: Partial<Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'jitterRatio'>>;
 }
 
 /**
@@ -43,52 +53,104 @@ export function createKeyedQueue(): { run<T>(key: string, task: () => Promise<T>
 }
 
 /**
- * Consumes the outbound queue: each job is one reply, delivered through its channel. Permanent
- * failures (chat not found, bot blocked) end the job without retries; transient ones are retried
- * by BullMQ's attempts and backoff, and the delivery ledger makes sure no chunk is sent twice.
+ * Consumes the outbound queue: each job is one reply, delivered through its channel. This is the
+ * one retry layer of deliveries (the channels and the delivery do not retry): a permanent failure
+ * (chat not found, bot blocked) ends the job; a rate limit moves the job to delayed until the
+ * platform's retry-after, without spending an attempt or holding a delivery slot; a transient
+ * failure spends one of the job's attempts and is retried after the backoff of the retry policy
+ * (src/core/retry.ts). The delivery ledger makes sure no chunk is sent twice.
  * Jobs of one session are delivered one after another, in the order the consumer took them; a
- * reply taken while an earlier one of its session failed transiently and waits for BullMQ's
- * retry is held back (moved to delayed for `orderRetryMs`, attempts untouched) until the earlier
- * one is delivered or failed for good — at most `maxOrderHoldMs` after it started waiting.
+ * reply taken while an earlier one of its session waits for a retry is held back (moved to
+ * delayed for `orderRetryMs`, attempts untouched) until the earlier one is delivered or failed
+ * for good — at most `maxOrderHoldMs` after it started waiting.
  */
 export function createOutboundConsumer(
-  deps: { redis: RedisClient; delivery: Delivery; logger: Logger; onDelivered?: (message: OutboundMessage) => void },
+  deps: { redis: RedisClient; delivery: Delivery; logger: Logger; onDelivered?: (message: OutboundMessage) => void; random?: () => number },
   options: OutboundConsumerOptions,
 ): Worker<OutboundMessage> {
-  const log = deps.logger.child({ component: 'outbound' });
+  const ctx: ConsumerContext = {
+    delivery: deps.delivery,
+    onDelivered: deps.onDelivered,
+    log: deps.logger.child({ component: 'outbound' }),
+    order: createOutboundOrder({ redis: deps.redis }, { ...options, maxHoldMs: options.maxOrderHoldMs }),
+    orderRetryMs: options.orderRetryMs ?? 1000,
+    maxRateLimitedMs: options.maxRateLimitedMs ?? 3_600_000,
+  };
+  const policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const random = deps.random ?? Math.random;
   const perChat = createKeyedQueue();
-  const order = createOutboundOrder({ redis: deps.redis }, { ...options, maxHoldMs: options.maxOrderHoldMs });
-  const orderRetryMs = options.orderRetryMs ?? 1000;
   const process = (job: Job<OutboundMessage>, token?: string) => perChat.run(job.data.sessionId, async () => {
-    if (!(await order.mayDeliver(job.data.sessionId, jobIdOf(job)))) return holdBack(job, token);
-    return deliverJob(job);
+    if (await ctx.order.mayDeliver(job.data.sessionId, jobIdOf(job))) return deliverJob(ctx, job, token);
+    ctx.log.debug({ sessionId: job.data.sessionId, jobId: job.id }, 'reply held back behind an older one waiting for a retry');
+    return delayJob(job, ctx.orderRetryMs, token);
   });
-  const holdBack = async (job: Job<OutboundMessage>, token?: string): Promise<never> => {
-    log.debug({ sessionId: job.data.sessionId, jobId: job.id }, 'reply held back behind an older one pending a retry');
-    await job.moveToDelayed(Date.now() + orderRetryMs, token);
-    throw new DelayedError();
-  };
-  const deliverJob = async (job: Job<OutboundMessage>) => {
-    const message = job.data;
-    try {
-      const result = await deps.delivery.deliver(message);
-      await order.settle(message.sessionId, jobIdOf(job));
-      log.info({ sessionId: message.sessionId, channel: message.channel, jobId: job.id, chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
-      deps.onDelivered?.(message);
-      return result;
-    } catch (err) {
-      const reason = err instanceof ChannelError ? (err.retryable ? 'transient' : 'permanent') : 'transient';
-      deliveryFailuresTotal.inc({ channel: message.channel, reason });
-      log.warn({ err, sessionId: message.sessionId, channel: message.channel, jobId: job.id, attempt: job.attemptsMade + 1 }, 'reply not delivered');
-      const permanent = err instanceof ChannelError && !err.retryable;
-      await settleOrRecord(order, job, permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
-      if (permanent) throw new UnrecoverableError(err.message);
-      throw err;
-    }
-  };
   return new Worker<OutboundMessage>(options.outboundQueue, process, {
     connection: deps.redis, prefix: options.queuePrefix, concurrency: options.concurrency ?? 8,
+    // The delay before a failed job's next attempt (jobs carry `backoff: { type: OUTBOUND_BACKOFF }`).
+    settings: { backoffStrategy: (attemptsMade, _type, err) => retryAfterOf(err) ?? backoffDelayMs(attemptsMade, policy, random()) },
   });
+}
+
+interface ConsumerContext {
+  delivery: Delivery;
+  onDelivered?: (message: OutboundMessage) => void;
+  log: Logger;
+  order: OutboundOrder;
+  orderRetryMs: number;
+  maxRateLimitedMs: number;
+}
+
+async function deliverJob(ctx: ConsumerContext, job: Job<OutboundMessage>, token: string | undefined) {
+  const message = job.data;
+  const log = ctx.log.child({ sessionId: message.sessionId, channel: message.channel, jobId: job.id });
+  let result: Awaited<ReturnType<Delivery['deliver']>>;
+  try {
+    result = await ctx.delivery.deliver(message);
+  } catch (err) {
+    return onFailure(ctx, job, toFailure(err), log, token);
+  }
+  await ctx.order.settle(message.sessionId, jobIdOf(job));
+  log.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
+  ctx.onDelivered?.(message);
+  return result;
+}
+
+/** Rate limited: delayed, no attempt spent. Permanent: failed for good. Transient: one attempt spent. */
+async function onFailure(ctx: ConsumerContext, job: Job<OutboundMessage>, failure: DeliveryFailure, log: Logger, token: string | undefined): Promise<never> {
+  const { sessionId, channel } = job.data;
+  deliveryFailuresTotal.inc({ channel, reason: failure.reason });
+  if (failure.reason === 'rate_limited' && Date.now() + failure.retryAfterMs - job.timestamp <= ctx.maxRateLimitedMs) {
+    log.warn({ err: failure.error, retryAfterMs: failure.retryAfterMs }, 'reply rate limited; delayed until the platform allows it');
+    await ctx.order.markPending(sessionId, jobIdOf(job));
+    return delayJob(job, failure.retryAfterMs, token);
+  }
+  log.warn({ err: failure.error, attempt: job.attemptsMade + 1, reason: failure.reason }, 'reply not delivered');
+  const permanent = failure.reason === 'permanent';
+  await settleOrRecord(ctx.order, job, permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+  throw permanent ? new UnrecoverableError(failure.error.message) : failure.error;
+}
+
+/** Moves the active job to delayed for `delayMs` without spending an attempt (BullMQ `DelayedError`). */
+async function delayJob(job: Job<OutboundMessage>, delayMs: number, token: string | undefined): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
+}
+
+type DeliveryFailure =
+  | { reason: 'rate_limited'; retryAfterMs: number; error: ChannelError }
+  | { reason: 'transient' | 'permanent'; error: Error };
+
+/** Channels throw ChannelError; anything else is unexpected, and treated as transient. */
+function toFailure(err: unknown): DeliveryFailure {
+  const error = err instanceof Error ? err : new Error(String(err));
+  if (!(err instanceof ChannelError)) return { reason: 'transient', error };
+  if (!err.retryable) return { reason: 'permanent', error: err };
+  if (err.code === CHANNEL_ERROR_CODES.rateLimited) return { reason: 'rate_limited', retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, error: err };
+  return { reason: 'transient', error: err };
+}
+
+function retryAfterOf(err: Error | undefined): number | undefined {
+  return err instanceof ChannelError ? err.retryAfterMs : undefined;
 }
 
 function jobIdOf(job: Job<OutboundMessage>): string {

@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
-import { runScript } from '../redis/client.js';
+import { runScriptWithOptions } from '../redis/scripts.js';
 import { pendingIndexKey, sessionKeys } from '../redis/keys.js';
 
 /** Options of {@link startPendingSweeper}. */
@@ -25,12 +25,6 @@ export interface PendingSweeper {
   stop(): void;
 }
 
-// Forget a session only if nobody marked it again since we looked (the score did not move).
-const FORGET = `
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if score and tonumber(score) <= tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
-return 0`;
-
 /**
  * Makes sure every accepted message gets a turn: sessions in the pending index whose inbox still
  * holds messages get their turn enqueued (deduplicated, so a pending turn is not doubled); the
@@ -49,7 +43,7 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
         await deps.producer.enqueueTurn(sessionId);
         enqueued++;
       }
-      await runScript(deps.redis, FORGET, [index], [sessionId, score]);
+      await runScriptWithOptions(deps.redis, 'forgetPending', [index], { sessionId, seenScore: Number(score) });
     }
     if (enqueued > 0) log.info({ enqueued }, 'turns enqueued for waiting messages');
     return enqueued;

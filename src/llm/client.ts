@@ -6,7 +6,8 @@ import type { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { CallUsage } from '../redis/usage.js';
-import { DEFAULT_RETRY_POLICY, classifyRetry, toLlmError, type RetryPolicy } from './errors.js';
+import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
+import { toFailureClass, toLlmError } from './errors.js';
 
 /** A function tool as sent to the model (chat-completions shape). */
 export interface ToolSchema {
@@ -43,7 +44,7 @@ export interface LlmClientOptions {
   model: string;
   /** Timeout of one HTTP attempt in ms. Default 120000. */
   timeoutMs?: number;
-  /** Retries of 429/5xx/timeouts. */
+  /** Retries of 408/409/429/5xx, timeouts and connection failures (src/core/retry.ts). Default {@link DEFAULT_RETRY_POLICY}. */
   retry?: Partial<RetryPolicy>;
   /**
    * Request field of the output limit. Default `max_tokens`, which every OpenAI-compatible server
@@ -63,9 +64,10 @@ export interface LlmClient {
 }
 
 /** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
-export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger } = {}): LlmClient {
+export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
   const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: options.timeoutMs ?? 120_000, maxRetries: 0 });
-  const policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const random = deps.random ?? Math.random;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
   let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
   const once = async (request: CompletionRequest, field: MaxTokensField): Promise<CompletionResult> => {
@@ -102,7 +104,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           attempt--;
           continue;
         }
-        const decision = classifyRetry(error, attempt, policy);
+        const decision = decideRetry(toFailureClass(error), attempt, policy, random());
         if (!decision.retry) throw error;
         callLog.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
         await sleep(decision.delayMs);

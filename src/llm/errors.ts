@@ -1,46 +1,17 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { isRetryableStatus, parseRetryAfterMs, type FailureClass } from '../core/retry.js';
 import { LlmError } from '../errors.js';
-
-/** Retry policy of LLM calls. */
-export interface RetryPolicy {
-  /** Retries after the first attempt. Default 4. */
-  maxRetries: number;
-  /** First backoff delay in ms, doubled per retry. Default 500. */
-  baseDelayMs: number;
-  /** Ceiling of one delay in ms, also of an honoured retry-after. Default 30000. */
-  maxDelayMs: number;
-}
-
-/** Defaults of {@link RetryPolicy}. */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
-
-/** What to do after a failed attempt. */
-export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
 
 const CONTEXT_LENGTH = /context[_ ]length|maximum context|context window|too many tokens|prompt is too long|reduce the length/i;
 
 /**
- * Pure retry classifier: transient and connection failures are retried with exponential backoff,
- * honouring the provider's retry-after (capped at `maxDelayMs`); `attempt` counts from 0.
+ * The retry policy's view of an {@link LlmError}: transient and connection failures are
+ * retryable (with the provider's retry-after), the others are not.
  */
-export function classifyRetry(error: LlmError, attempt: number, policy: RetryPolicy = DEFAULT_RETRY_POLICY): RetryDecision {
-  if (error.kind !== 'transient' && error.kind !== 'connection') return { retry: false };
-  if (attempt >= policy.maxRetries) return { retry: false };
-  const backoff = policy.baseDelayMs * 2 ** attempt;
-  return { retry: true, delayMs: Math.min(policy.maxDelayMs, error.retryAfterMs ?? backoff) };
-}
-
-/** Parses `retry-after-ms` / `retry-after` (seconds or HTTP date) into ms. */
-export function parseRetryAfter(headers: Headers | undefined, nowMs: number = Date.now()): number | undefined {
-  if (!headers) return undefined;
-  const ms = Number(headers.get('retry-after-ms'));
-  if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return ms;
-  const value = headers.get('retry-after');
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+export function toFailureClass(error: LlmError): FailureClass {
+  if (error.kind === 'connection') return { kind: 'transient' };
+  if (error.kind !== 'transient') return { kind: 'permanent' };
+  return error.retryAfterMs === undefined ? { kind: 'transient' } : { kind: 'transient', retryAfterMs: error.retryAfterMs };
 }
 
 /** Converts anything the openai SDK throws into an {@link LlmError} (keeping `cause`), once. */
@@ -62,8 +33,8 @@ function fromStatus(err: APIError, what: string): LlmError {
     return new LlmError(detail, { kind: 'context_length', status, cause: err });
   }
   if (status === 401 || status === 403) return new LlmError(detail, { kind: 'auth', status, cause: err });
-  if (status === 408 || status === 409 || status === 429 || status >= 500) {
-    const retryAfterMs = parseRetryAfter(err.headers);
+  if (isRetryableStatus(status)) {
+    const retryAfterMs = parseRetryAfterMs(err.headers, Date.now());
     const suffix = retryAfterMs === undefined ? '' : `, retry after ${Math.ceil(retryAfterMs / 1000)} s`;
     return new LlmError(`${detail}${suffix}`, { kind: 'transient', status, retryAfterMs, cause: err });
   }

@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { GroupSessionMode, InboundMessage } from '../core/inbound.js';
 import { sessionKeyOf } from '../core/inbound.js';
 import type { RedisClient } from '../redis/client.js';
-import { pushInbox } from '../redis/inbox.js';
-import { DEFAULT_KEY_PREFIX, sessionKeys } from '../redis/keys.js';
+import { acceptInbound } from '../redis/inbox.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { resolveQueueNames, turnDedupId, type QueueNames, type TurnJobData } from './names.js';
 
 /** Options of {@link createTurnProducer}. */
@@ -14,13 +14,19 @@ export interface TurnProducerOptions extends Partial<QueueNames> {
   groupMode?: GroupSessionMode;
   /** Attempts of a turn job (a crashed or failed turn is retried). Default 5. */
   attempts?: number;
+  /** How long {@link TurnProducer.submitInbound} remembers a message id to drop re-deliveries, in seconds. Default 86 400. */
+  dedupeTtlSeconds?: number;
+  /** Clock, ms since epoch. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** Enqueues turns; used by the gateway. */
 export interface TurnProducer {
   /**
-   * Appends `message` to its session's inbox, then makes sure one turn job is pending for the
-   * session (at most one active and one waiting per session). Durable once it resolves.
+   * Accepts `message` into its session's inbox the way the gateway's ingest does (the same atomic
+   * accept: pending index, seen marker and inbox append; a re-delivered message id is not added
+   * again), then makes sure one turn job is pending for the session (at most one active and one
+   * waiting per session). Durable once it resolves; no allow-list, rate limit, commands or hygiene.
    * @returns the session id.
    */
   submitInbound(message: InboundMessage): Promise<string>;
@@ -35,6 +41,7 @@ export function createTurnProducer(deps: { redis: RedisClient }, options: TurnPr
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const queue = new Queue<TurnJobData>(names.turnQueue, { connection: deps.redis, prefix: names.queuePrefix });
   const attempts = options.attempts ?? 5;
+  const now = options.now ?? Date.now;
   const enqueueTurn = async (sessionId: string): Promise<void> => {
     await queue.add('turn', { sessionId }, {
       deduplication: { id: turnDedupId(sessionId), keepLastIfActive: true },
@@ -47,7 +54,7 @@ export function createTurnProducer(deps: { redis: RedisClient }, options: TurnPr
   return {
     async submitInbound(message) {
       const sessionId = sessionKeyOf(message, options.groupMode);
-      await pushInbox(deps.redis, sessionKeys(sessionId, keyPrefix), message);
+      await acceptInbound(deps.redis, sessionId, message, { keyPrefix, dedupeTtlSeconds: options.dedupeTtlSeconds, nowMs: now() });
       await enqueueTurn(sessionId);
       return sessionId;
     },

@@ -1,13 +1,7 @@
 import type { InboundMessage } from '../core/inbound.js';
 import type { RedisClient } from './client.js';
-import { runScript } from './client.js';
+import { runScript } from './scripts.js';
 import type { SessionKeys } from './keys.js';
-
-// Right to left onto the inbox's head: the dead letters come back first, in their own order.
-const REQUEUE = `
-local moved = 0
-while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do moved = moved + 1 end
-return moved`;
 
 /** One dead letter: the inbound message, or the raw item when it is not one (a malformed inbox item). */
 export type DeadLetter = { message: InboundMessage; raw?: undefined } | { message?: undefined; raw: string };
@@ -29,7 +23,7 @@ export async function deadLetterCount(redis: RedisClient, keys: SessionKeys): Pr
  * enqueues a turn. @returns the number of messages moved.
  */
 export async function requeueDeadLetters(redis: RedisClient, keys: SessionKeys): Promise<number> {
-  return Number(await runScript(redis, REQUEUE, [keys.failed, keys.inbox], []));
+  return Number(await runScript(redis, 'requeueDeadLetters', [keys.failed, keys.inbox]));
 }
 
 function toDeadLetter(raw: string): DeadLetter {

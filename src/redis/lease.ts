@@ -1,42 +1,27 @@
 import type { RedisClient } from './client.js';
-import { runScript } from './client.js';
+import { runScriptWithOptions } from './scripts.js';
 import type { SessionKeys } from './keys.js';
 
 /** Default lease time to live in ms; a running turn renews it every third of it. */
 export const DEFAULT_LEASE_TTL_MS = 15_000;
-
-// The fencing token grows for ever (meta field `fence`), so a late writer is always recognisable.
-const ACQUIRE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local token = redis.call('HINCRBY', KEYS[2], 'fence', 1)
-redis.call('SET', KEYS[1], token, 'PX', ARGV[1])
-return token`;
-
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 /**
  * Takes the session's lease if nobody holds it.
  * @returns The fencing token (≥ 1) to pass to commits, or null when another holder has it.
  */
 export async function acquireLease(redis: RedisClient, keys: SessionKeys, ttlMs: number = DEFAULT_LEASE_TTL_MS): Promise<number | null> {
-  const token = Number(await runScript(redis, ACQUIRE, [keys.lease, keys.meta], [ttlMs]));
+  const token = Number(await runScriptWithOptions(redis, 'acquireLease', [keys.lease, keys.meta], { ttlMs }));
   return token > 0 ? token : null;
 }
 
 /** Extends the lease if `fence` still holds it. @returns false when the lease was lost. */
 export async function renewLease(redis: RedisClient, keys: SessionKeys, fence: number, ttlMs: number = DEFAULT_LEASE_TTL_MS): Promise<boolean> {
-  return Number(await runScript(redis, RENEW, [keys.lease], [String(fence), ttlMs])) === 1;
+  return Number(await runScriptWithOptions(redis, 'renewLease', [keys.lease], { fence: String(fence), ttlMs })) === 1;
 }
 
 /** Releases the lease if `fence` still holds it. @returns false when it was already gone. */
 export async function releaseLease(redis: RedisClient, keys: SessionKeys, fence: number): Promise<boolean> {
-  return Number(await runScript(redis, RELEASE, [keys.lease], [String(fence)])) === 1;
+  return Number(await runScriptWithOptions(redis, 'releaseLease', [keys.lease], { fence: String(fence) })) === 1;
 }
 
 /** A lease kept alive by a timer until `release()`; `lost` turns true when a renewal failed. */

@@ -6,9 +6,8 @@ import { StaleCommitError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { RedisClient } from './client.js';
-import { runScript } from './client.js';
-import { COMMIT_SCRIPT } from './commit-script.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
+import { runScriptWithOptions } from './scripts.js';
 import type { TranscriptEntry } from './transcript.js';
 import type { UsageDelta } from './usage.js';
 
@@ -132,7 +131,8 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
     async commit(sessionId, change) {
       const keys = keysOf(sessionId);
       const nowMs = resolved.now();
-      const reply = (await runScript(redis, COMMIT_SCRIPT, commitKeys(keys), commitArgs(change, resolved.transcriptRetention, nowMs))) as string[];
+      const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs);
+      const reply = (await runScriptWithOptions(redis, 'commitSession', commitKeys(keys), commitOptions, items)) as string[];
       if (Number(reply[0]) !== 1) {
         log.warn({ sessionId, reason: reply[1], current: reply[2], expectedVersion: change.expectedVersion, fence: change.fence }, 'stale commit refused');
         throw new StaleCommitError(sessionId, `${reply[1]} mismatch (expected ${reply[1] === 'version' ? change.expectedVersion : change.fence}, found ${reply[2]})`);
@@ -154,19 +154,21 @@ function commitKeys(keys: SessionKeys): string[] {
   return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox];
 }
 
-function commitArgs(change: CommitChange, retention: number, nowMs: number): string[] {
+/** The commit script's options (one JSON argument) and its items (src/redis/scripts/commit-session-7.lua). */
+function commitArgs(change: CommitChange, retention: number, nowMs: number): { options: object; items: string[] } {
   const projection = change.projection;
   const mode = !projection ? 'none' : 'replace' in projection ? 'replace' : 'append';
   const entries = !projection ? [] : 'replace' in projection ? projection.replace : projection.append;
-  const tokens = entries.reduce((sum, entry) => sum + entry.tokens, 0);
   const transcript = change.transcript ?? [];
   const outbox = change.outbox ?? [];
-  return [
-    String(change.expectedVersion), String(change.fence), mode, String(tokens), String(retention),
-    JSON.stringify(serializeMeta(change.meta ?? {})), JSON.stringify(change.usage?.incr ?? {}), JSON.stringify(change.usage?.set ?? {}),
-    change.finishTurn ? '1' : '0', String(nowMs), String(entries.length), String(transcript.length), String(outbox.length),
-    ...entries.map((entry) => JSON.stringify(entry)), ...transcript.map((entry) => JSON.stringify(entry)), ...outbox.map((item) => JSON.stringify(item)),
-  ];
+  const options = {
+    expectedVersion: change.expectedVersion, fence: String(change.fence), mode,
+    projectionTokens: entries.reduce((sum, entry) => sum + entry.tokens, 0), transcriptRetention: retention,
+    meta: serializeMeta(change.meta ?? {}), usageIncr: change.usage?.incr ?? {}, usageSet: change.usage?.set ?? {},
+    finishTurn: change.finishTurn === true, nowMs, entries: entries.length, transcript: transcript.length, outbox: outbox.length,
+  };
+  const items = [...entries, ...transcript, ...outbox].map((item) => JSON.stringify(item));
+  return { options, items };
 }
 
 function serializeMeta(meta: MetaUpdate): Record<string, string> {

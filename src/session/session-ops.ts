@@ -9,7 +9,8 @@ import type { InboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageTokens } from '../core/tokens.js';
 import type { Logger } from '../log.js';
-import { runScript, type RedisClient } from '../redis/client.js';
+import type { RedisClient } from '../redis/client.js';
+import { runScript } from '../redis/scripts.js';
 import { holdLease } from '../redis/lease.js';
 import { RESET_EVENT_MODEL } from '../redis/session-reader.js';
 import { createSessionStore, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
@@ -174,12 +175,6 @@ function countPending(pending: readonly ChatMessage[], model: string): number {
   return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
 }
 
-// Bytes waiting in an inbox, summed inside Redis (no items cross the wire).
-const INBOX_BYTES = `
-local n = 0
-for _, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do n = n + #v end
-return n`;
-
 /**
  * Cheap pre-check from the meta hash and the inbox length alone, so most messages never load the
  * projection; waiting messages are estimated at their serialized size (an upper bound).
@@ -189,7 +184,7 @@ async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options:
   const [fields, count, waiting] = await Promise.all([
     deps.redis.hmget(keys.meta, 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens'),
     deps.redis.llen(keys.history),
-    runScript(deps.redis, INBOX_BYTES, [keys.inbox], []),
+    runScript(deps.redis, 'inboxBytes', [keys.inbox]),
   ]);
   const pendingTokens = Math.ceil(Number(waiting) / 3);
   const [lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens] = fields.map((v) => Number(v ?? 0));

@@ -4,7 +4,8 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
 import { LlmError } from '../../src/errors.js';
 import { createLlmClient } from '../../src/llm/client.js';
-import { classifyRetry } from '../../src/llm/errors.js';
+import { decideRetry } from '../../src/core/retry.js';
+import { toFailureClass } from '../../src/llm/errors.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
@@ -244,9 +245,11 @@ describe('llm client and summariser', () => {
       expect(error).toBeInstanceOf(LlmError);
       expect(error).toMatchObject({ kind, retryAfterMs });
     }
-    expect(classifyRetry(new LlmError('x', { kind: 'transient', retryAfterMs: 99_000 }), 0)).toEqual({ retry: true, delayMs: 30_000 });
-    expect(classifyRetry(new LlmError('x', { kind: 'transient' }), 4)).toEqual({ retry: false });
-    expect(classifyRetry(new LlmError('x', { kind: 'auth' }), 0)).toEqual({ retry: false });
+    expect(decideRetry(toFailureClass(new LlmError('x', { kind: 'transient', retryAfterMs: 99_000 })), 0)).toEqual({ retry: true, delayMs: 30_000 });
+    expect(decideRetry(toFailureClass(new LlmError('x', { kind: 'connection' })), 0)).toEqual({ retry: true, delayMs: 500 });
+    expect(decideRetry(toFailureClass(new LlmError('x', { kind: 'transient' })), 4)).toEqual({ retry: false });
+    expect(decideRetry(toFailureClass(new LlmError('x', { kind: 'auth' })), 0)).toEqual({ retry: false });
+    expect(decideRetry(toFailureClass(new LlmError('x', { kind: 'context_length' })), 0)).toEqual({ retry: false });
   });
 
   it('writes the prompt from the request and falls back once from the summary model to the main model', async () => {

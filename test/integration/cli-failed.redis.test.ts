@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli.js';
 import type { CliIo } from '../../src/cli/context.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { claimInbox, deadLetterProcessing, pushInbox } from '../../src/redis/inbox.js';
+import { acceptInbound, claimInbox, deadLetterProcessing } from '../../src/redis/inbox.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createRedisSessionReader } from '../../src/redis/session-reader.js';
@@ -32,19 +32,21 @@ describe('chatgate failed / retry', () => {
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
+  const accept = (message: InboundMessage) => acceptInbound(t.redis, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() });
+
   beforeAll(async () => {
     env = {
       REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix,
       OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'test-model', CHATGATE_CONTEXT_WINDOW: '4096', CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_LOG_LEVEL: 'warn',
     };
     // A turn took messages 1 and 2, then failed for good: they are dead letters; message 3 came later.
-    await pushInbox(t.redis, keys, inbound(1));
-    await pushInbox(t.redis, keys, inbound(2));
+    await accept(inbound(1));
+    await accept(inbound(2));
     await claimInbox(t.redis, keys);
     const fence = (await acquireLease(t.redis, keys))!;
     expect(await deadLetterProcessing(t.redis, keys, fence, null)).toBe(2);
     await releaseLease(t.redis, keys, fence);
-    await pushInbox(t.redis, keys, inbound(3));
+    await accept(inbound(3));
   });
 
   afterAll(() => t.cleanup());

@@ -55,12 +55,7 @@ const prefix = `cgtest:${randomUUID()}:`;
 const ledger = createRedisDeliveryLedger({ redis }, { keyPrefix: prefix, ttlMs: 60_000 });
 
 function setup(channel: ScriptedChannel, overrides: Partial<DeliveryDeps> = {}) {
-  const sleeps: number[] = [];
-  const delivery = createDelivery(
-    { channels: new Map([['telegram', channel]]), ledger, sleep: async (ms) => void sleeps.push(ms), random: () => 0.5, ...overrides },
-    { maxAttempts: 3 },
-  );
-  return { delivery, sleeps };
+  return { delivery: createDelivery({ channels: new Map([['telegram', channel]]), ledger, ...overrides }) };
 }
 
 function reply(text: string, overrides: Partial<OutboundMessage> = {}): OutboundMessage {
@@ -115,23 +110,26 @@ describe('delivery', () => {
     expect(channel.delivered).toHaveLength(retried.chunks);
   });
 
-  it('waits retry_after on a rate limit, then retries the same chunk', async () => {
-    const channel = new ScriptedChannel(4096);
-    channel.failures.set(1, 'rate-limited');
-    const { delivery, sleeps } = setup(channel);
-    const result = await delivery.deliver(reply('hi'));
-    expect(result.sent).toBe(1);
-    expect(sleeps).toEqual([3_000]);
-    expect(channel.calls.map((call) => call.message.text)).toEqual(['hi', 'hi']);
+  it('neither waits nor retries a rate limit: it surfaces with retry-after, and the next call sends only what is missing', async () => {
+    const channel = new ScriptedChannel(200);
+    channel.failures.set(2, 'rate-limited');
+    const { delivery } = setup(channel);
+    const message = reply(longText);
+    await expect(delivery.deliver(message)).rejects.toMatchObject({ code: CHANNEL_ERROR_CODES.rateLimited, retryable: true, retryAfterMs: 3_000 });
+    expect(channel.calls).toHaveLength(2);
+    const retried = await delivery.deliver(message);
+    expect(retried.skipped).toBe(1);
+    expect(channel.calls[2].message).toEqual(channel.calls[1].message);
   });
 
-  it('backs off exponentially on transient errors and gives up after maxAttempts, retryable', async () => {
+  it('fails at the first transient error, retryable, and an unexpected error counts as transient', async () => {
     const channel = new ScriptedChannel(4096);
-    channel.failures.set(1, 'transient').set(2, 'crash').set(3, 'transient');
-    const { delivery, sleeps } = setup(channel);
-    await expect(delivery.deliver(reply('hi'))).rejects.toMatchObject({ retryable: true });
-    expect(sleeps).toEqual([500, 1_000]);
-    expect(channel.calls).toHaveLength(3);
+    channel.failures.set(1, 'transient').set(2, 'crash');
+    const { delivery } = setup(channel);
+    await expect(delivery.deliver(reply('hi'))).rejects.toMatchObject({ code: CHANNEL_ERROR_CODES.transient, retryable: true });
+    expect(channel.calls).toHaveLength(1);
+    await expect(delivery.deliver(reply('hi'))).rejects.toMatchObject({ code: CHANNEL_ERROR_CODES.transient, retryable: true, message: 'send failed on telegram (unexpected error)' });
+    expect(channel.calls).toHaveLength(2);
   });
 
   it('resends a chunk as plain text when the platform rejects its formatting', async () => {

@@ -128,8 +128,17 @@ describe('discord channel: outbound', () => {
     expect(calls.map((call) => call.body!.content).join('\n')).toBe(text);
   });
 
-  it('honours a 429 retry_after before sending again', async () => {
+  it('surfaces a 429 at once by default, as a rate-limited ChannelError carrying retry_after', async () => {
     await startChannel(inbox().onMessage);
+    fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 30 });
+    const error = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' }).catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: 'CHANNEL_RATE_LIMITED', retryable: true });
+    expect((error as ChannelError).retryAfterMs).toBeGreaterThan(29_000);
+    expect(fake.callsOf('POST', messagesPath(IDS.dmChannel))).toHaveLength(1);
+  });
+
+  it('waits a short 429 inside the call when maxRateLimitWaitMs allows it', async () => {
+    await startChannel(inbox().onMessage, { maxRateLimitWaitMs: 5_000 });
     fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 0.4 });
     const sent = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' });
     const [first, second] = fake.callsOf('POST', messagesPath(IDS.dmChannel));

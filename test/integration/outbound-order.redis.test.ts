@@ -8,6 +8,7 @@ import { createDelivery } from '../../src/gateway/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
 import { createOutboundConsumer } from '../../src/gateway/outbound.js';
 import { createSilentLogger } from '../../src/log.js';
+import { enqueueOutbound } from '../../src/queue/outbound.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const QUEUE = 'outbound';
@@ -61,23 +62,20 @@ describe('outbound consumer: per-chat order across retries', () => {
     await t.cleanup();
   });
 
-  /** Adds the replies in order, as the workers do (fixed short backoff so the test is quick). */
+  /** Adds the replies in order, as the workers do. */
   async function enqueue(messages: OutboundMessage[]): Promise<void> {
-    for (const message of messages) await queue.add('reply', message, { jobId: message.id, attempts: 20, backoff: { type: 'fixed', delay: 100 } });
+    for (const message of messages) await enqueueOutbound(queue, message);
   }
 
   function startConsumer(channel: Channel) {
-    const delivery = createDelivery(
-      { channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger(), sleep: () => Promise.resolve() },
-      { maxAttempts: 2 },
-    );
-    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20 });
+    const delivery = createDelivery({ channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger() });
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry: { baseDelayMs: 50 } });
     closers.push(() => consumer.close());
     return consumer;
   }
 
   it('a reply that fails after the delivery retries still reaches the chat before the next ones', async () => {
-    // Two delivery attempts fail: the job fails once and waits for BullMQ's retry.
+    // Its first two attempts fail: twice the job waits for BullMQ's retry while replies 2 and 3 are held back.
     const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
     await enqueue([reply(1), reply(2), reply(3)]);
     startConsumer(fake.channel);

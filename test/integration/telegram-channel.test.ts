@@ -136,14 +136,13 @@ describe('telegram channel: outbound', () => {
     expect(visible.match(/const x = 1 &lt; 2;/g)).toHaveLength(200);
   });
 
-  it('honours a 429 retry_after before sending again', async () => {
+  it('surfaces a 429 at once as a rate-limited ChannelError carrying retry_after (no retry inside the call)', async () => {
     await startChannel(inbox().onMessage);
-    fake.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 });
-    const result = await deliveryFor(channel!).deliver(reply('hello'));
-    expect(result.sent).toBe(1);
-    const [first, second] = fake.callsOf('sendMessage');
-    expect(second.params.text).toBe('hello');
-    expect(second.atMs - first.atMs).toBeGreaterThanOrEqual(1_000);
+    fake.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 30', retryAfterSeconds: 30 });
+    const error = await deliveryFor(channel!).deliver(reply('hello')).catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: 'CHANNEL_RATE_LIMITED', retryable: true, retryAfterMs: 30_000 });
+    expect((error as Error).message).toBe('sendMessage failed for telegram:42 (429: Too Many Requests: retry after 30, retry after 30 s)');
+    expect(fake.callsOf('sendMessage')).toHaveLength(1);
   });
 
   it('resends as plain text when Telegram cannot parse the HTML', async () => {
@@ -167,7 +166,7 @@ describe('telegram channel: outbound', () => {
   });
 
   it('keeps the token out of network errors', async () => {
-    await startChannel(inbox().onMessage, { maxRetryAttempts: 0 });
+    await startChannel(inbox().onMessage);
     await fake.close();
     const error = (await channel!.send({ chatId: '42' }, { text: 'hi', mode: 'plain' }).catch((err: unknown) => err)) as ChannelError;
     expect(error).toMatchObject({ retryable: true, code: 'CHANNEL_TRANSIENT' });

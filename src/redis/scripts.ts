@@ -1,0 +1,78 @@
+/**
+ * The Lua scripts of chatgate, one documented file each in `scripts/<name>-<numKeys>.lua` (KEYS,
+ * ARGV and the reply in its header), loaded once and defined on each connection with ioredis
+ * `defineCommand` (EVALSHA, loading the script on NOSCRIPT). Every script's keys share one hash
+ * tag, so each runs on Redis Cluster; options travel as one JSON argument (ARGV[1]), payload
+ * items that are stored as they are follow it.
+ */
+import { readFileSync } from 'node:fs';
+import type { RedisClient } from './client.js';
+
+/** Script name → its file in `src/redis/scripts/` (the number before `.lua` is its key count). */
+const SCRIPT_FILES = {
+  acceptInbound: 'accept-inbound-2.lua',
+  countInWindow: 'count-in-window-1.lua',
+  forgetPending: 'forget-pending-1.lua',
+  enterOutboundOrder: 'enter-outbound-order-1.lua',
+  claimInbox: 'claim-inbox-3.lua',
+  deadLetterProcessing: 'dead-letter-processing-5.lua',
+  requeueDeadLetters: 'requeue-dead-letters-2.lua',
+  acquireLease: 'acquire-lease-2.lua',
+  renewLease: 'renew-lease-1.lua',
+  releaseLease: 'release-lease-1.lua',
+  commitSession: 'commit-session-7.lua',
+  inboxBytes: 'inbox-bytes-1.lua',
+} as const;
+
+/** The name of one of chatgate's Lua scripts. */
+export type ScriptName = keyof typeof SCRIPT_FILES;
+
+/** A loaded script: its source and how many of its arguments are keys. */
+export interface LoadedScript {
+  name: ScriptName;
+  file: string;
+  numberOfKeys: number;
+  lua: string;
+}
+
+/** The directory the `.lua` files are read from (next to this module, in `src/redis/scripts`). */
+export const SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
+
+/** Every script, read once when this module is first imported. */
+export const SCRIPTS: Readonly<Record<ScriptName, LoadedScript>> = Object.freeze(loadAll());
+
+type ScriptCommand = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
+
+const defined = new WeakSet<RedisClient>();
+
+/**
+ * Runs script `name` on `redis` with `keys` (all sharing one hash tag) and `args`; the script is
+ * defined on that connection the first time. @returns the script's raw reply.
+ * @throws Error when `keys` does not match the script's key count; ReplyError from Redis.
+ */
+export async function runScript(redis: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number> = []): Promise<unknown> {
+  const script = SCRIPTS[name];
+  if (keys.length !== script.numberOfKeys) throw new Error(`script ${name} takes ${script.numberOfKeys} keys (got ${keys.length})`);
+  if (!defined.has(redis)) defineAll(redis);
+  const command = (redis as unknown as Record<ScriptName, ScriptCommand>)[name];
+  return command.call(redis, ...keys, ...args);
+}
+
+/** Runs script `name` with one JSON options argument followed by `items` (stored as they are). */
+export async function runScriptWithOptions(redis: RedisClient, name: ScriptName, keys: readonly string[], options: object, items: readonly string[] = []): Promise<unknown> {
+  return runScript(redis, name, keys, [JSON.stringify(options), ...items]);
+}
+
+function defineAll(redis: RedisClient): void {
+  for (const script of Object.values(SCRIPTS)) redis.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  defined.add(redis);
+}
+
+function loadAll(): Record<ScriptName, LoadedScript> {
+  const entries = (Object.entries(SCRIPT_FILES) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
+    const match = /-(\d+)\.lua$/.exec(file);
+    if (!match) throw new Error(`script file ${file} must be named <name>-<numKeys>.lua`);
+    return [name, { name, file, numberOfKeys: Number(match[1]), lua: readFileSync(new URL(file, SCRIPTS_DIR), 'utf8') }];
+  });
+  return Object.fromEntries(entries) as Record<ScriptName, LoadedScript>;
+}

@@ -1,0 +1,102 @@
+--[[
+  One atomic change to a session: compare-and-set on the session's version, fenced by the lease.
+  Everything is validated before the first write (Redis keeps what a failing script wrote).
+
+  Input:
+    KEYS[1] history (list of stored entries, the projection)
+    KEYS[2] transcript (stream)
+    KEYS[3] meta (hash)
+    KEYS[4] usage (hash)
+    KEYS[5] lease (string: the holder's fencing token)
+    KEYS[6] processing (list)
+    KEYS[7] outbox (list)
+
+    ARGV[1] options, JSON: {
+              "expectedVersion": integer,   -- the meta version the change was computed from
+              "fence": string,              -- the lease's fencing token
+              "mode": "replace" | "append" | "none",   -- what happens to the history
+              "projectionTokens": integer,  -- replace: the new sum; append: the delta
+              "transcriptRetention": integer >= 0,     -- approximate stream MAXLEN; 0 = unbounded
+              "meta": { field: string },    -- meta fields to set
+              "usageIncr": { field: integer },         -- usage counters to increment
+              "usageSet": { field: string },           -- usage fields to set
+              "finishTurn": boolean,        -- the turn's processing list is done with
+              "nowMs": integer,             -- lastActivityMs (and createdAtMs the first time)
+              "entries": integer, "transcript": integer, "outbox": integer   -- item counts below
+            }
+    ARGV[2...] the history entries, then the transcript items (JSON objects with a string
+               "type"), then the outbox items — each stored as is
+
+  Output:
+    { 1, new version }
+    { 0, 'version' | 'fence', what was found } - refused: nothing written
+    error - invalid arguments: nothing written
+]]
+local function fail(message) return redis.error_reply('ERR commitSession: ' .. message) end
+local function isInteger(value) return type(value) == 'number' and value % 1 == 0 end
+local function isFieldMap(value, valueOk)
+  if type(value) ~= 'table' then return false end
+  for field, v in pairs(value) do
+    if type(field) ~= 'string' or not valueOk(v) then return false end
+  end
+  return true
+end
+local function isScalar(v) return type(v) == 'string' or type(v) == 'number' end
+
+local ok, o = pcall(cjson.decode, ARGV[1])
+if not ok or type(o) ~= 'table' then return fail('options must be a JSON object') end
+if not isInteger(o['expectedVersion']) then return fail('expectedVersion must be an integer') end
+if type(o['fence']) ~= 'string' then return fail('fence must be a string') end
+if o['mode'] ~= 'replace' and o['mode'] ~= 'append' and o['mode'] ~= 'none' then return fail('mode must be replace, append or none') end
+if not isInteger(o['projectionTokens']) then return fail('projectionTokens must be an integer') end
+if not isInteger(o['transcriptRetention']) or o['transcriptRetention'] < 0 then return fail('transcriptRetention must be an integer >= 0') end
+if not isFieldMap(o['meta'], isScalar) then return fail('meta must map fields to strings') end
+if not isFieldMap(o['usageIncr'], isInteger) then return fail('usageIncr must map fields to integers') end
+if not isFieldMap(o['usageSet'], isScalar) then return fail('usageSet must map fields to strings') end
+if type(o['finishTurn']) ~= 'boolean' then return fail('finishTurn must be a boolean') end
+if not isInteger(o['nowMs']) then return fail('nowMs must be an integer') end
+local nEntries, nTranscript, nOutbox = o['entries'], o['transcript'], o['outbox']
+if not (isInteger(nEntries) and isInteger(nTranscript) and isInteger(nOutbox)) or nEntries < 0 or nTranscript < 0 or nOutbox < 0 then
+  return fail('entries, transcript and outbox must be counts')
+end
+if #ARGV ~= 1 + nEntries + nTranscript + nOutbox then return fail('expected ' .. (nEntries + nTranscript + nOutbox) .. ' items, got ' .. (#ARGV - 1)) end
+local kinds = {}
+for i = 1, nTranscript do
+  local decoded, item = pcall(cjson.decode, ARGV[1 + nEntries + i])
+  if not decoded or type(item) ~= 'table' or type(item['type']) ~= 'string' then return fail('transcript item ' .. i .. ' has no string type') end
+  kinds[i] = item['type']
+end
+
+local version = tonumber(redis.call('HGET', KEYS[3], 'version') or '0')
+if version ~= o['expectedVersion'] then return {0, 'version', tostring(version)} end
+local lease = redis.call('GET', KEYS[5])
+if lease ~= o['fence'] then return {0, 'fence', tostring(lease or 'none')} end
+
+if o['mode'] == 'replace' then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[3], 'projectionTokens', o['projectionTokens'])
+elseif o['mode'] == 'append' then
+  redis.call('HINCRBY', KEYS[3], 'projectionTokens', o['projectionTokens'])
+end
+local i = 2
+for _ = 1, nEntries do redis.call('RPUSH', KEYS[1], ARGV[i]); i = i + 1 end
+local retention = o['transcriptRetention']
+for n = 1, nTranscript do
+  if retention > 0 then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', retention, '*', 'type', kinds[n], 'data', ARGV[i])
+  else
+    redis.call('XADD', KEYS[2], '*', 'type', kinds[n], 'data', ARGV[i])
+  end
+  i = i + 1
+end
+for _ = 1, nOutbox do redis.call('RPUSH', KEYS[7], ARGV[i]); i = i + 1 end
+for field, value in pairs(o['meta']) do redis.call('HSET', KEYS[3], field, value) end
+for field, value in pairs(o['usageIncr']) do redis.call('HINCRBY', KEYS[4], field, value) end
+for field, value in pairs(o['usageSet']) do redis.call('HSET', KEYS[4], field, value) end
+if o['finishTurn'] then
+  redis.call('DEL', KEYS[6])
+  redis.call('HSET', KEYS[3], 'turnInboundIds', '[]')
+end
+redis.call('HSET', KEYS[3], 'lastActivityMs', o['nowMs'])
+redis.call('HSETNX', KEYS[3], 'createdAtMs', o['nowMs'])
+return {1, tostring(redis.call('HINCRBY', KEYS[3], 'version', 1))}

@@ -1,0 +1,48 @@
+--[[
+  Per-session order of outbound replies waiting for a retry. A member's score is when it entered
+  (kept above every earlier one): the set's order is the order replies entered it, and entries
+  older than the hold stop counting (they are pruned first).
+
+  Input:
+    KEYS[1] the session's pending replies (sorted set: job id -> ms when it entered)
+
+    ARGV[1] options, JSON: {
+              "jobId": string,
+              "nowMs": number,
+              "holdMs": integer > 0,   -- how long an entry holds later ones back (and the key's TTL)
+              "mode": "check" | "pending"
+            }
+              check: may the reply go now? Yes when nothing is pending or it is the oldest; when
+                     not, it is entered (behind the others).
+              pending: enter the reply (it failed and will be retried); an entered one keeps its place.
+
+  Output:
+    1 - check: it may be delivered now; pending: entered (or already there)
+    0 - check: held back (and entered)
+    error - invalid arguments: nothing written
+]]
+local ok, opts = pcall(cjson.decode, ARGV[1])
+if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR enterOutboundOrder: options must be a JSON object') end
+local member, mode = opts['jobId'], opts['mode']
+local now, hold = tonumber(opts['nowMs']), tonumber(opts['holdMs'])
+if type(member) ~= 'string' or member == '' then return redis.error_reply('ERR enterOutboundOrder: jobId must be a non-empty string') end
+if mode ~= 'check' and mode ~= 'pending' then return redis.error_reply('ERR enterOutboundOrder: mode must be check or pending') end
+if not now then return redis.error_reply('ERR enterOutboundOrder: nowMs must be a number') end
+if not hold or hold < 1 or hold % 1 ~= 0 then return redis.error_reply('ERR enterOutboundOrder: holdMs must be an integer >= 1') end
+
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now - hold))
+local mine = redis.call('ZSCORE', KEYS[1], member)
+if mine then
+  if mode == 'pending' then return 1 end
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if first[1] == member then return 1 end
+  return 0
+end
+if mode == 'check' and redis.call('ZCARD', KEYS[1]) == 0 then return 1 end
+local score = now
+local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if top[2] and tonumber(top[2]) >= score then score = tonumber(top[2]) + 1 end
+redis.call('ZADD', KEYS[1], string.format('%.0f', score), member)
+redis.call('PEXPIRE', KEYS[1], hold)
+if mode == 'check' then return 0 end
+return 1

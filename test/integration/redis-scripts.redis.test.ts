@@ -1,0 +1,83 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { acceptInbound } from '../../src/redis/inbox.js';
+import { seenKey, type SessionKeys } from '../../src/redis/keys.js';
+import { acquireLease } from '../../src/redis/lease.js';
+import { runScript, runScriptWithOptions } from '../../src/redis/scripts.js';
+import { createSessionStore, toEntry, type SessionStore } from '../../src/redis/session-store.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+
+const SESSION = 'web:scripts';
+
+const message: InboundMessage = {
+  id: 'web:scripts:1', channel: 'web', chatId: 'scripts', userId: 'u', userName: 'U', text: 'hello', attachments: [], receivedAt: 1_700_000_000_000,
+};
+
+describe('Lua scripts validate before they write', () => {
+  let t: TestRedis;
+  let store: SessionStore;
+  let keys: SessionKeys;
+
+  beforeEach(() => {
+    t = createTestRedis();
+    store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    keys = store.keys(SESSION);
+  });
+
+  afterEach(() => t.cleanup());
+
+  /** Every key of the session and its values, to compare before and after a refused script. */
+  async function snapshot(): Promise<Record<string, unknown>> {
+    const found = (await t.redis.keys(`${t.keyPrefix}*`)).sort();
+    const out: Record<string, unknown> = {};
+    for (const key of found) {
+      const type = await t.redis.type(key);
+      if (type === 'hash') out[key] = await t.redis.hgetall(key);
+      else if (type === 'list') out[key] = await t.redis.lrange(key, 0, -1);
+      else if (type === 'zset') out[key] = await t.redis.zrange(key, '0', '-1', 'WITHSCORES');
+      else if (type === 'stream') out[key] = await t.redis.xlen(key);
+      else out[key] = await t.redis.get(key);
+    }
+    return out;
+  }
+
+  it('a commit with a malformed transcript item changes nothing (the history is not dropped first)', async () => {
+    const fence = (await acquireLease(t.redis, keys))!;
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' })] } });
+    const before = await snapshot();
+    const items = [JSON.stringify(toEntry({ role: 'user', content: 'new' })), '{"no type": true}'];
+    const options = {
+      expectedVersion: 1, fence: String(fence), mode: 'replace', projectionTokens: 3, transcriptRetention: 0, meta: {}, usageIncr: {}, usageSet: {},
+      finishTurn: false, nowMs: Date.now(), entries: 1, transcript: 1, outbox: 0,
+    };
+    const commitKeys = [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox];
+    await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, options, items)).rejects.toThrow(/transcript item 1 has no string type/);
+    await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, entries: 2 }, items.slice(0, 1))).rejects.toThrow(/expected 2 items, got 1/);
+    await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, usageIncr: { calls: 1.5 } }, items.slice(0, 1))).rejects.toThrow(/usageIncr/);
+    await expect(store.commit(SESSION, { expectedVersion: 1, fence, usage: { incr: { calls: Number.NaN }, set: {} } })).rejects.toThrow(/usageIncr/);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('the other scripts refuse invalid options without writing', async () => {
+    const before = await snapshot();
+    const seen = seenKey(SESSION, message.id, t.keyPrefix);
+    await expect(runScriptWithOptions(t.redis, 'acceptInbound', [seen, keys.inbox], { ttlSeconds: 0, seenValue: '1' }, [JSON.stringify(message)])).rejects.toThrow(/ttlSeconds/);
+    await expect(runScriptWithOptions(t.redis, 'acquireLease', [keys.lease, keys.meta], { ttlMs: 'soon' })).rejects.toThrow(/ttlMs/);
+    await expect(runScriptWithOptions(t.redis, 'deadLetterProcessing', [keys.processing, keys.failed, keys.lease, keys.meta, keys.outbox], { fence: 1, retention: 10 }, [''])).rejects.toThrow(/fence/);
+    await expect(runScript(t.redis, 'renewLease', [keys.lease], ['not json'])).rejects.toThrow(/options must be a JSON object/);
+    expect(await snapshot()).toEqual(before);
+    await expect(runScript(t.redis, 'claimInbox', [keys.inbox])).rejects.toThrow('script claimInbox takes 3 keys (got 1)');
+  });
+
+  it('a script runs on a new connection too (defined on first use) and accepts a message once', async () => {
+    const other = t.redis.duplicate();
+    try {
+      expect(await acceptInbound(other, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() })).toBe(true);
+      expect(await acceptInbound(t.redis, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() })).toBe(false);
+      expect(await t.redis.lrange(keys.inbox, 0, -1)).toEqual([JSON.stringify(message)]);
+      expect(await t.redis.ttl(seenKey(SESSION, message.id, t.keyPrefix))).toBeGreaterThan(86_000);
+    } finally {
+      other.disconnect();
+    }
+  });
+});
