@@ -14,6 +14,8 @@ const AMOUNT_RE = new RegExp(
 const HASH_NUMBER_RE = /(?<![\w&])#\d{2,}\b/g;
 const DIGITS_RE = /\d+/g;
 const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
+/** Every fact holds a digit, a slash (paths, URLs) or an at sign (emails). */
+const MAY_HOLD_FACTS_RE = /[\d/\\@]/;
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const SECONDS_RE = /\d{2}:\d{2}:\d{2}/;
 const HEX_RE = /^[0-9a-f]+$/i;
@@ -42,7 +44,7 @@ export interface FoundFact {
 const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => boolean]> = [
   ['url', URL_RE, (t) => t.includes('://')],
   ['email', EMAIL_RE, (t) => t.includes('@')],
-  ['date', ISO_DATE_RE, (t) => t.includes('-') && /\d{4}-\d\d-/.test(t)],
+  ['date', ISO_DATE_RE, mayHoldDate],
   ['path', PATH_RE, (t) => t.includes('/') || t.includes('\\')],
   ['amount', AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
   ['hash', HASH_NUMBER_RE, (t) => t.includes('#')],
@@ -130,8 +132,17 @@ export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
   return present;
 }
 
+/** A cheap look for `dddd-dd-`: dashes are rare, and `indexOf` finds them fast. */
+function mayHoldDate(text: string): boolean {
+  for (let i = text.indexOf('-'); i !== -1; i = text.indexOf('-', i + 1)) {
+    if (i >= 4 && isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i - 4)) && text.charCodeAt(i + 3) === 45) return true;
+  }
+  return false;
+}
+
 /** Runs every shape over the text, calling `found` with each match and its position. */
 function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
+  if (!MAY_HOLD_FACTS_RE.test(text)) return;
   let rest = text;
   for (const [kind, re, mayHold] of WIDE_SHAPES) {
     if (!mayHold(rest)) continue; // cheap guard: most texts hold no URL, email, path or amount
@@ -148,7 +159,8 @@ function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, e
 
 /** Finds tokens holding a digit by expanding around each digit run: far cheaper than a word regex. */
 function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
-  const re = new RegExp(DIGITS_RE.source, 'g');
+  const re = DIGITS_RE;
+  re.lastIndex = 0;
   let match: RegExpExecArray | null;
   while ((match = re.exec(text)) !== null) {
     let start = match.index;
