@@ -35,6 +35,8 @@ export interface UsageLedger {
   summaryPromptTokens: number;
   summaryCompletionTokens: number;
   summaryCalls: number;
+  /** Resets of the session (`/reset`, `chatgate reset`). */
+  resets: number;
 }
 
 /** Estimated cost of a call in micro-USD: `prices[model]`, else the core model table; 0 when unknown. */
@@ -109,5 +111,6 @@ export function parseUsage(raw: Record<string, string>): UsageLedger {
     summaryPromptTokens: num('summaryPromptTokens'),
     summaryCompletionTokens: num('summaryCompletionTokens'),
     summaryCalls: num('summaryCalls'),
+    resets: num('resets'),
   };
 }

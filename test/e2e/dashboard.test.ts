@@ -5,14 +5,14 @@ import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
+import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 import { seededSession, seededSessions } from '../helpers/monitor-seed.js';
 
 const SCREENSHOT = 'test-output/dashboard.png';
 const TOKEN = 'dashboard-token-0123456789';
 
 describe('dashboard in headless Chromium', () => {
-  const reader = new MemorySessionReader(seededSessions());
+  const reader = new MemorySessionView(seededSessions());
   let server: ServerType;
   let base: string;
   let browser: Browser;

@@ -4,7 +4,7 @@ import type { ChatMessage } from '../../src/core/messages.js';
 import { renderPinned, renderSummaryBlock } from '../../src/core/summary-block.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionNotes } from '../../src/redis/notes.js';
-import { createRedisSessionReader } from '../../src/redis/session-reader.js';
+import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createSessionStore, toEntry, type StoredEntry } from '../../src/redis/session-store.js';
 import type { TranscriptEntry } from '../../src/redis/transcript.js';
 import { callUsageDelta, compactionUsageDelta, mergeUsage } from '../../src/redis/usage.js';
@@ -19,7 +19,7 @@ describe('Redis session reader', () => {
   beforeEach(() => { t = createTestRedis(); });
   afterEach(async () => { await t.cleanup(); });
 
-  const reader = () => createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 4000 });
+  const reader = () => createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 4000 });
 
   /** Commits one step of a session under its lease at time `atMs`. */
   async function commitStep(id: string, atMs: number, step: { append?: StoredEntry[]; replace?: StoredEntry[]; transcript: TranscriptEntry[]; usage?: ReturnType<typeof mergeUsage>; meta?: Record<string, unknown> }) {
