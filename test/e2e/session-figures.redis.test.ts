@@ -111,4 +111,26 @@ describe('one session, the same figures on every surface', () => {
     const summaries = stack.llm.requests.filter(isSummaryRequest).slice(before);
     expect(summaries.map((request) => request.model)).toEqual(['fake-model']);
   });
+
+  it('/reset is a reset, not a compaction: message counts stay right and the chart draws it apart', async () => {
+    const detail = async () => (await (await fetch(`${stack.gateway.httpUrl}/api/sessions/${encodeURIComponent(SESSION)}`)).json()) as SessionDetail;
+    const before = await detail();
+    const sent = telegram.callsOf('sendMessage').length;
+    telegram.pushMessage({ text: '/reset', chat: { id: 42, type: 'private' } });
+    await telegram.waitForCall('sendMessage', sent + 1);
+    const reset = await detail();
+    expect(reset.session).toMatchObject({ messages: before.session.messages, compactions: before.session.compactions });
+    expect(reset.ledger.resets).toBe(1);
+    expect(reset.resets).toEqual([expect.objectContaining({ removedMessages: before.activity.contextMessages })]);
+    telegram.pushMessage({ text: 'a fresh start', chat: { id: 42, type: 'private' } });
+    await telegram.waitForCall('sendMessage', sent + 2);
+    const after = await detail();
+    expect(after.session.messages).toBe(before.session.messages + 2);
+    expect(after.fillHistory.at(-1)!.tokens).toBeLessThan(before.fillHistory.at(-1)!.tokens);
+    const page = await browser.newPage();
+    await page.goto(`${stack.gateway.httpUrl}/dashboard#session=${encodeURIComponent(SESSION)}`);
+    await page.locator('#fill-chart .reset-marker').waitFor({ state: 'attached' });
+    expect(await page.locator('#fill-chart .compaction-marker').count()).toBe(after.session.compactions);
+    await page.close();
+  });
 });
