@@ -18,7 +18,7 @@ function chart(d) {
     svg.append(el('line', { svg: 1, class: 'grid-line', x1: L, x2: W - R, y1: y(f), y2: y(f) }));
     svg.append(el('text', { svg: 1, x: 4, y: y(f) + 4 }, Math.round(f * 100) + '%'));
   }
-  for (const [name, f] of [['compress', d.thresholds.compress], ['hygiene', d.thresholds.hygiene]]) {
+  for (const [name, f] of [['compress', d.context.compressAt], ['hygiene', d.context.hygieneAt]]) {
     svg.append(el('line', { svg: 1, class: 'threshold threshold-' + name, x1: L, x2: W - R, y1: y(f), y2: y(f), 'stroke-dasharray': '6 4' }));
     svg.append(el('text', { svg: 1, class: 'threshold-label', x: W - R - 4, y: y(f) - 4, 'text-anchor': 'end' }, name + ' ' + Math.round(f * 1000) / 10 + '%'));
   }

@@ -95,7 +95,6 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
       const summary = findSummary(snapshot.entries);
       return {
         session: row, ledger: toLedger(usage, snapshot.meta), limits, context,
-        thresholds: { compress: context.compressAt, hygiene: context.hygieneAt },
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
         summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
         notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key] })),

@@ -61,7 +61,7 @@ export interface SessionOps {
 
 /**
  * The session operations for a configuration: the summariser on the configured endpoint (or
- * `baseUrl`, e.g. the demo model's) and compressors with the configured window and thresholds.
+ * `baseUrl`, e.g. the demo model's) and compressors with each session's recorded limits (the configuration's for sessions without), summarising with its summary model.
  */
 export function createSessionOpsFromConfig(
   deps: { redis: RedisClient; logger: Logger; store?: SessionStore },

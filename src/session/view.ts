@@ -135,10 +135,8 @@ export interface SessionDetail {
   ledger: SessionLedger;
   /** The limits the session runs with (its meta's; the reader's defaults when it never recorded any). */
   limits: SessionLimits;
-  /** The next request against the usable window and both triggers. */
+  /** The next request against the usable window, and both triggers on the same scale (`compressAt`, `hygieneAt`: e.g. 0.5 and 0.85). */
   context: ContextFigures;
-  /** The trigger lines as shares of the usable window (the same scale as `fill`), e.g. 0.5 and 0.85. */
-  thresholds: { compress: number; hygiene: number };
   /** One point per model call, oldest first. */
   fillHistory: FillPoint[];
   /** Every compaction attempt, oldest first (no-ops and aborts included, marked by `outcome`). */

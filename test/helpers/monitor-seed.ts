@@ -38,7 +38,6 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
     context: contextFigures(tokens, { contextWindow: WINDOW, reservedOutputTokens: 0 }, { threshold: 0.5, hygieneThreshold: 0.85 }),
     resets: [],
     activity: { createdAt: T0, contextMessages: 12, busy: false, waiting: 0 },
-    thresholds: { compress: 0.5, hygiene: 0.85 },
     fillHistory,
     compactions,
     summary: '## Goal\nTrack order ORD-48213-XK to delivery.\n## Pinned facts\n- ORD-48213-XK\n- #4471',

@@ -94,8 +94,7 @@ describe('Redis session reader', () => {
     expect(detail.ledger).toMatchObject({ promptTokens: 3000 + 3500 + 7000 + 2500, completionTokens: 140, cachedTokens: 30, calls: 4, compactions: 1, tokensRemoved: 5800, lastPromptTokens: 2500 });
     expect(detail.ledger.compactionsByLayer).toEqual({ 'in-loop': { compacted: 1 } });
     // The trigger lines are on the fill's scale: shares of the usable window.
-    expect(detail.thresholds).toEqual({ compress: 0.5, hygiene: 0.85 });
-    expect(detail.context).toMatchObject({ tokens: 2500, contextWindow: WINDOW, reservedOutputTokens: 4000, usableWindow: 12_000, compressTokens: 6000, hygieneTokens: 10_200 });
+    expect(detail.context).toMatchObject({ compressAt: 0.5, hygieneAt: 0.85, tokens: 2500, contextWindow: WINDOW, reservedOutputTokens: 4000, usableWindow: 12_000, compressTokens: 6000, hygieneTokens: 10_200 });
     expect(detail.context.fill).toBeCloseTo(2500 / 12_000);
     // Marked at the size of the request after it: its messages plus the overhead outside them (7,000 − 6,800).
     expect(detail.compactions).toEqual([{ call: 3, turn: 2, at: T0 + 4000, layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokensAfter: 1200, durationMs: 850, model: 'gpt-4o-mini', reason: 'summarised 6 messages' }]);
