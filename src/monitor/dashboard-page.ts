@@ -29,7 +29,7 @@ tbody tr.row{cursor:pointer}tbody tr.row:hover,tbody tr.selected{background:var(
 h2{font-size:15px;margin:0 0 8px;overflow-wrap:anywhere}pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg);padding:8px;max-height:260px;overflow:auto}
 .muted{color:var(--muted)}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:12px}
 ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-weight:600}
-#fill-chart{width:100%;height:auto;display:block}svg text{font-size:11px;fill:var(--muted)}
+#fill-chart{width:100%;max-width:860px;height:auto;display:block}svg text{font-size:11px;fill:var(--muted)}
 .grid-line{stroke:var(--soft)}.fill-line{stroke:var(--fill)}.threshold-compress{stroke:var(--compress)}.threshold-hygiene{stroke:var(--hygiene)}
 .next-point{fill:none;stroke:var(--fill)}.next-line{stroke:var(--fill)}.compaction-marker circle{fill:var(--compaction)}
 .compaction-noop circle{fill:none;stroke:var(--noop);stroke-width:1.5}.reset-marker line{stroke:var(--noop)}
