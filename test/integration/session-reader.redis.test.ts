@@ -141,4 +141,21 @@ describe('Redis session reader', () => {
     expect(detail.summary).toBeNull();
     expect(detail.pinnedFacts).toEqual([]);
   });
+
+  it('estimates a call the provider did not report from the last compaction, without counting the waiting message twice after hygiene', async () => {
+    const id = 'web:h';
+    await turn(id, T0, 'a question', 'an answer', 3000);
+    // Hygiene compacts with the waiting message included: its size after already holds it.
+    await commitStep(id, T0 + 1000, {
+      replace: [toEntry({ role: 'assistant', content: 'an answer' })],
+      transcript: [{ type: 'compaction', layer: 'hygiene', outcome: 'compacted', tokensBefore: 2900, tokensAfter: 900, requestTokens: 3100, durationMs: 5, atMs: T0 + 1000 }],
+      usage: compactionUsageDelta('hygiene', 'compacted', 2000),
+      meta: { lastPromptTokens: 0, appendedTokensSince: 0 },
+    });
+    const entries = [toEntry({ role: 'user', content: 'the waiting message' }), toEntry({ role: 'assistant', content: 'ok' })];
+    await commitStep(id, T0 + 2000, { append: entries, transcript: entries.map((e) => message(e, T0 + 2000)) });
+    const detail = (await reader().getSession(id))!;
+    expect(detail.compactions[0]).toMatchObject({ call: 1, turn: 1, layer: 'hygiene', requestTokensAfter: 1100 });
+    expect(detail.fillHistory.map((p) => [p.call, p.turn, p.tokens])).toEqual([[1, 1, 3000], [2, 2, 1100]]);
+  });
 });
