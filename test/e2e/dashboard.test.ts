@@ -105,7 +105,8 @@ describe('dashboard in headless Chromium', () => {
       await phone.goto(`${base}/dashboard?token=${TOKEN}#session=telegram%3A1001`);
       await phone.locator('#fill-chart .compaction-marker').first().waitFor();
       expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
-      const chartWidth = await phone.locator('#fill-chart').evaluate((svg) => svg.getBoundingClientRect().width);
+      // Read in one task: the page re-renders the chart on every poll, so a held element may be detached.
+      const chartWidth = await phone.evaluate(() => document.querySelector('#fill-chart')!.getBoundingClientRect().width);
       expect(chartWidth).toBeLessThanOrEqual(375);
       expect(chartWidth).toBeGreaterThan(250);
       const background = await phone.evaluate(() => getComputedStyle(document.body).backgroundColor);
