@@ -12,7 +12,8 @@ import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } fr
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
 import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
 import { recordModelCall } from '../src/monitor/metrics.js';
-import { runCompactionStep, type CompactionLayer } from '../src/session/compaction-step.js';
+import type { CompactionLayer, SessionLimits } from '../src/core/session-figures.js';
+import { runCompactionStep } from '../src/session/compaction-step.js';
 import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
@@ -122,7 +123,7 @@ async function appendInbound(loop: Loop): Promise<void> {
   if (fresh.length === 0) return;
   const entries = fresh.map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
   const transcript = entries.map((entry, k) => messageEvent(entry, fresh[k].id));
-  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route } });
+  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
 }
 
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
@@ -185,7 +186,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const calls = result.message.tool_calls ?? [];
   if (calls.length === 0) {
     const text = (result.message.content ?? '').trim();
-    return finish(loop, { entry: assistant, usage, meta }, text === '' ? TURN_NOTICES.empty : null, text);
+    return finish(loop, { entry: assistant, usage, meta, promptTokens: result.usage?.promptTokens }, text === '' ? TURN_NOTICES.empty : null, text);
   }
   const context = toolContext(loop);
   const maxTokens = toolResultCap(options.contextWindow, calls.length);
@@ -196,7 +197,8 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
     results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: text }, deps.llm.model));
   }
   const entries = [assistant, ...results];
-  await turn.append(entries, { transcript: entries.map((entry) => messageEvent(entry)), usage, meta });
+  const promptTokens = result.usage?.promptTokens;
+  await turn.append(entries, { transcript: entries.map((entry, k) => messageEvent(entry, undefined, k === 0 ? promptTokens : undefined)), usage, meta });
   return null;
 }
 
@@ -204,6 +206,8 @@ interface FinalCall {
   entry: StoredEntry;
   usage: UsageDelta;
   meta: { lastPromptTokens: number; appendedTokensSince: number; overheadTokens: number };
+  /** Prompt tokens the provider billed for the call (recorded on the answer's transcript entry). */
+  promptTokens?: number;
 }
 
 /** The last commit of a turn: the answer (if any), replies into the outbox, processing deleted. */
@@ -214,7 +218,7 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   const change = { outbox, finishTurn: true };
-  if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry)], usage: final.usage, meta: final.meta });
+  if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry, undefined, final.promptTokens)], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
   loop.log.info({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
   return outbox;
@@ -259,8 +263,20 @@ function notesOf(loop: Loop) {
   return createSessionNotes(loop.deps.redis, loop.deps.store.keys(loop.turn.sessionId));
 }
 
-function messageEvent(entry: StoredEntry, inboundId?: string): TranscriptEntry {
-  return { type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now(), ...(inboundId ? { inboundId } : {}) };
+function messageEvent(entry: StoredEntry, inboundId?: string, promptTokens?: number): TranscriptEntry {
+  return {
+    type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now(),
+    ...(inboundId ? { inboundId } : {}), ...(promptTokens ? { promptTokens } : {}),
+  };
+}
+
+/** The limits this worker runs the session with; its meta remembers them for every other surface. */
+function limitsOf(loop: Loop): SessionLimits {
+  const { options, deps } = loop;
+  return {
+    model: deps.llm.model, summaryModel: options.summaryModel ?? deps.llm.model,
+    contextWindow: options.contextWindow, reservedOutputTokens: options.reservedOutputTokens ?? 0,
+  };
 }
 
 /** The channel of the turn's messages, for metric labels. */

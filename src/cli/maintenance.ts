@@ -1,8 +1,8 @@
 import type { Config } from '../config.js';
-import { createSessionOpsFromConfig, type SessionOps } from '../session/session-ops.js';
+import { createSessionOpsFromConfig, limitsOfConfig, type SessionOps } from '../session/session-ops.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
-import { createSessionStore } from '../redis/session-store.js';
+import { createSessionStore, parseMeta, type SessionMeta } from '../redis/session-store.js';
 import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
 import { noSession, withRedis } from './sessions.js';
 
@@ -12,14 +12,16 @@ const CLI_LEASE_TTL_MS = 120_000;
 /**
  * `chatgate compact <session>`: a forced compaction (layer `manual`) under the session's lease,
  * committed as the worker and the chat command `/compact` commit theirs (the gateway's session
- * operations over `runCompactionStep`). Prints before → after tokens and the outcome.
+ * operations over `runCompactionStep`), with the session's own model, window and summary model
+ * (the configuration's only for a session that recorded none). Prints before → after tokens and the outcome.
  */
 export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: string }): Promise<number> {
-  return withSession(io, sessionId, async (config, conn, logger) => {
-    const demo: DemoModel | null = config.demo ? await startDemoModel({ logger, model: config.llm.model }) : null;
+  return withSession(io, sessionId, async (config, conn, logger, meta) => {
+    const limits = meta.limits ?? limitsOfConfig(config);
+    const demo: DemoModel | null = config.demo ? await startDemoModel({ logger, model: limits.model }) : null;
     try {
       const ops = sessionOps(config, conn, logger, demo);
-      progress(io, `compacting ${sessionId} (summary by ${config.llm.summaryModel}${demo ? ', the offline demo model' : ''})…`);
+      progress(io, `compacting ${sessionId} (summary by ${limits.summaryModel}${demo ? ', the offline demo model' : ''})…`);
       const outcome = await ops.compact(sessionId, flags.focus, 'manual');
       if (outcome.busy) return busy(io, sessionId);
       const result = outcome.value;
@@ -36,8 +38,8 @@ export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: st
 
 /**
  * `chatgate reset <session>`: an empty projection and a fresh compaction state under the lease, as
- * the chat command `/reset` does. The transcript keeps everything and records the reset (as a
- * `manual`/`noop` compaction event with model `reset`); notes and the usage ledger stay.
+ * the chat command `/reset` does. The transcript keeps everything and records the reset (a
+ * `reset` entry); notes and the usage ledger stay.
  */
 export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
   return withSession(io, sessionId, async (config, conn, logger) => {
@@ -49,11 +51,12 @@ export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
 }
 
 /** Runs `body` for an existing session; an unknown one is exit 1 (checked before any lease is taken). */
-function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: CliRedis, logger: Logger) => Promise<number>): Promise<number> {
+function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: CliRedis, logger: Logger, meta: SessionMeta) => Promise<number>): Promise<number> {
   return withRedis(io, async (config, conn) => {
-    const meta = createSessionStore({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix }).keys(sessionId).meta;
-    if ((await conn.redis.hexists(meta, 'version')) === 0) return noSession(io, sessionId);
-    return body(config, conn, commandLogger());
+    const key = createSessionStore({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix }).keys(sessionId).meta;
+    const meta = parseMeta(await conn.redis.hgetall(key));
+    if (meta.version === 0) return noSession(io, sessionId);
+    return body(config, conn, commandLogger(), meta);
   });
 }
 

@@ -1,9 +1,9 @@
 import type { Config } from '../config.js';
 import { hasToolCalls, messageText } from '../core/messages.js';
 import { formatSessionUsage, formatSessionsTable } from '../monitor/session-table.js';
-import type { SessionReader } from '../monitor/session-reader.js';
 import { sessionKeys } from '../redis/keys.js';
-import { createRedisSessionReader } from '../redis/session-reader.js';
+import { createRedisSessionView } from '../redis/session-reader.js';
+import type { SessionView } from '../session/view.js';
 import { readTranscript, type StoredTranscriptEntry } from '../redis/transcript.js';
 import { commandLogger, connectRedis, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 
@@ -27,11 +27,15 @@ export async function withRedis(io: CliIo, body: (config: Config, conn: CliRedis
   }
 }
 
-/** The Redis session reader for the configuration. */
-export function readerFor(config: Config, conn: Pick<CliRedis, 'redis'>): SessionReader {
-  return createRedisSessionReader({ redis: conn.redis }, {
-    keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow, threshold: config.compaction.threshold,
-    hygieneThreshold: config.compaction.hygieneThreshold, reservedOutputTokens: config.compaction.reservedOutputTokens,
+/**
+ * The Redis session view for the configuration. Sessions are shown with the limits they recorded
+ * (model, window, reserve); the configuration's are only the default of sessions that recorded none.
+ */
+export function readerFor(config: Config, conn: Pick<CliRedis, 'redis'>): SessionView {
+  return createRedisSessionView({ redis: conn.redis }, {
+    keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
+    model: config.llm.model, summaryModel: config.llm.summaryModel,
+    threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
   });
 }
 
@@ -86,6 +90,7 @@ export function formatEntry(entry: StoredTranscriptEntry): string {
     const reason = entry.reason ? ` — ${entry.reason}` : '';
     return `${when}  ── compaction (${entry.layer}): ${entry.outcome}, ${entry.tokensBefore} → ${entry.tokensAfter} tokens in ${entry.durationMs} ms${reason}`;
   }
+  if (entry.type === 'reset') return `${when}  ── reset: ${entry.removedMessages} messages left the projection (the transcript keeps them)`;
   const message = entry.message;
   let text = messageText(message);
   if (hasToolCalls(message)) text += `${text ? '\n' : ''}${message.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join('\n')}`;

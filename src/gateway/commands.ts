@@ -1,17 +1,13 @@
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT } from '../core/commands.js';
-import { messageText } from '../core/messages.js';
-import { pinnedFactsOf } from '../core/summary-block.js';
-import type { RedisClient } from '../redis/client.js';
-import { createSessionNotes } from '../redis/notes.js';
-import { requestTokens, type SessionStore } from '../redis/session-store.js';
-import { readUsage } from '../redis/usage.js';
+import { describeContext, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';
+import type { SessionDetail, SessionView } from '../session/view.js';
 
 /** What the command handlers need. */
 export interface CommandDeps {
-  redis: RedisClient;
-  store: SessionStore;
+  /** The session read model: `/usage`, `/status` and `/pins` show what every other surface shows. */
+  view: SessionView;
   ops: SessionOps;
   /** Where the session's turn is, for `/status`: running, queued (with how many turns ahead) or none. */
   turnPosition: (sessionId: string) => Promise<TurnPosition>;
@@ -19,15 +15,6 @@ export interface CommandDeps {
 
 /** Where a session's next turn stands in the turn queue. */
 export type TurnPosition = { state: 'none' } | { state: 'running' } | { state: 'queued'; ahead: number };
-
-/** Facts about the deployment that `/status` and `/usage` show. */
-export interface CommandOptions {
-  model: string;
-  contextWindow: number;
-  reservedOutputTokens: number;
-  threshold: number;
-  hygieneThreshold: number;
-}
 
 // Provider error text never reaches the chat: the outcome says what happened, the logs say why.
 const OUTCOME_TEXT: Partial<Record<string, string>> = {
@@ -38,18 +25,19 @@ const OUTCOME_TEXT: Partial<Record<string, string>> = {
 };
 
 const BUSY = 'I am writing a reply in this chat right now. Try again when it has arrived.';
+const NOTHING_YET = 'Nothing has been said in this chat yet, so there is nothing to show.';
 
 /** Answers one chat command for a session; returns the reply text (Markdown). */
-export async function runCommand(deps: CommandDeps, options: CommandOptions, sessionId: string, command: ChatCommand): Promise<string> {
+export async function runCommand(deps: CommandDeps, sessionId: string, command: ChatCommand): Promise<string> {
   switch (command.name) {
     case 'help':
       return HELP_TEXT;
     case 'usage':
-      return usageText(deps, options, sessionId);
+      return withDetail(deps, sessionId, usageText);
     case 'status':
-      return statusText(deps, options, sessionId);
+      return statusText(deps, sessionId);
     case 'pins':
-      return pinsText(deps, sessionId);
+      return withDetail(deps, sessionId, pinsText);
     case 'compact': {
       const result = await deps.ops.compact(sessionId, command.args || undefined);
       if (result.busy) return BUSY;
@@ -65,33 +53,34 @@ export async function runCommand(deps: CommandDeps, options: CommandOptions, ses
   }
 }
 
-async function usageText(deps: CommandDeps, options: CommandOptions, sessionId: string): Promise<string> {
-  const keys = deps.store.keys(sessionId);
-  const [usage, snapshot] = await Promise.all([readUsage(deps.redis, keys), deps.store.load(sessionId)]);
-  const limit = options.contextWindow - options.reservedOutputTokens;
-  const next = snapshot.entries.length === 0 ? 0 : requestTokens(snapshot);
-  const compactions = Object.entries(usage.compactions).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+async function withDetail(deps: CommandDeps, sessionId: string, render: (detail: SessionDetail) => string): Promise<string> {
+  const detail = await deps.view.getSession(sessionId);
+  return detail ? render(detail) : NOTHING_YET;
+}
+
+function usageText(d: SessionDetail): string {
+  const l = d.ledger;
+  const attempts = Object.entries(l.compactionsByLayer)
+    .flatMap(([layer, outcomes]) => Object.entries(outcomes ?? {}).map(([outcome, n]) => `${layer} ${outcome} ${n}`)).join(', ');
   return [
-    `**Usage of this chat** (${options.model})`,
-    `Tokens: ${fmt(usage.promptTokens)} in (${fmt(usage.cachedTokens)} cached), ${fmt(usage.completionTokens)} out, ${usage.calls} model call${usage.calls === 1 ? '' : 's'}`,
-    `Estimated cost: $${(usage.costMicroUsd / 1_000_000).toFixed(4)}`,
-    `Context: next request ≈ ${fmt(next)} of ${fmt(limit)} tokens (${pct(next / limit)}); compaction at ${pct(options.threshold)} (${fmt(Math.floor(limit * options.threshold))}), hygiene at ${pct(options.hygieneThreshold)} (${fmt(Math.floor(limit * options.hygieneThreshold))})`,
-    `Compactions: ${compactions}; ${fmt(usage.tokensRemovedByCompaction)} tokens removed`,
-    usage.summaryCalls > 0 ? `Summaries: ${usage.summaryCalls} call${usage.summaryCalls === 1 ? '' : 's'}, ${fmt(usage.summaryPromptTokens)} tokens in, ${fmt(usage.summaryCompletionTokens)} out (included in the cost)` : '',
+    `**Usage of this chat** (${d.limits.model})`,
+    `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached), ${fmt(l.completionTokens)} out, ${l.calls} model call${l.calls === 1 ? '' : 's'}`,
+    `Estimated cost: $${l.costUsd.toFixed(4)}`,
+    `Context: next request ≈ ${describeContext(d.context)}`,
+    `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${fmt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${l.resets} reset${l.resets === 1 ? '' : 's'}` : ''}`,
+    l.summaryCalls > 0 ? `Summaries: ${l.summaryCalls} call${l.summaryCalls === 1 ? '' : 's'}, ${fmt(l.summaryPromptTokens)} tokens in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',
   ].filter(Boolean).join('\n');
 }
 
-async function statusText(deps: CommandDeps, options: CommandOptions, sessionId: string): Promise<string> {
-  const keys = deps.store.keys(sessionId);
-  const [snapshot, leased, inbox, position] = await Promise.all([
-    deps.store.load(sessionId), deps.redis.exists(keys.lease), deps.redis.llen(keys.inbox), deps.turnPosition(sessionId),
-  ]);
-  const createdMs = (await deps.redis.hget(keys.meta, 'createdAtMs').then(Number)) || Date.now();
+async function statusText(deps: CommandDeps, sessionId: string): Promise<string> {
+  const [d, position] = await Promise.all([deps.view.getSession(sessionId), deps.turnPosition(sessionId)]);
+  if (!d) return NOTHING_YET;
+  const a = d.activity;
   return [
-    `**Status** — model ${options.model}, window ${fmt(options.contextWindow)} tokens`,
-    `Session: ${sessionId}, ${duration(Date.now() - createdMs)} old, ${snapshot.entries.length} messages in context`,
-    `State: ${leased ? 'busy (a reply is being written)' : 'idle'}; ${inbox} of your messages waiting; ${positionText(position)}`,
-    snapshot.meta.compaction?.paused ? 'Automatic compaction is paused here: use /compact <focus> or /reset.' : '',
+    `**Status** — model ${d.limits.model}, window ${fmt(d.limits.contextWindow)} tokens`,
+    `Session: ${sessionId}, ${duration(Date.now() - a.createdAt)} old, ${a.contextMessages} messages in context`,
+    `State: ${a.busy ? 'busy (a reply is being written)' : 'idle'}; ${a.waiting} of your messages waiting; ${positionText(position)}`,
+    d.session.paused ? 'Automatic compaction is paused here: use /compact <focus> or /reset.' : '',
   ].filter(Boolean).join('\n');
 }
 
@@ -101,26 +90,17 @@ function positionText(position: TurnPosition): string {
   return 'no turn queued';
 }
 
-async function pinsText(deps: CommandDeps, sessionId: string): Promise<string> {
-  const keys = deps.store.keys(sessionId);
-  const [notes, snapshot] = await Promise.all([createSessionNotes(deps.redis, keys).list(), deps.store.load(sessionId)]);
-  const pinned = snapshot.entries.flatMap((entry) => pinnedFactsOf(messageText(entry.message)));
-  const noteLines = Object.entries(notes).map(([k, v]) => `- ${k}: ${v}`);
+function pinsText(d: SessionDetail): string {
+  const noteLines = d.notes.map((note) => `- ${note.key}: ${note.text}`);
   return [
     '**Notes** (kept for you, survive every compaction)',
     ...(noteLines.length > 0 ? noteLines : ['- none yet (ask me to remember something)']),
     '**Pinned facts** (identifiers kept verbatim from compacted turns)',
-    ...(pinned.length > 0 ? pinned.map((f) => `- ${f}`) : ['- none']),
+    ...(d.pinnedFacts.length > 0 ? d.pinnedFacts.map((f) => `- ${f}`) : ['- none']),
   ].join('\n');
 }
 
-function fmt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
-}
-
-function pct(share: number): string {
-  return `${Math.round(share * 100)}%`;
-}
+const fmt = formatTokens;
 
 function duration(ms: number): string {
   const minutes = Math.floor(ms / 60_000);

@@ -6,11 +6,12 @@ import type { Config } from '../config.js';
 import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
-import type { SessionReader } from '../monitor/session-reader.js';
+import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
+import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createSessionOpsFromConfig } from '../session/session-ops.js';
 import { createChannels, type GatewayChannels } from './channels.js';
@@ -41,7 +42,7 @@ export interface GatewayDeps {
   redis: RedisClient;
   logger: Logger;
   /** What the monitor's sessions API and dashboard read. */
-  sessions: SessionReader;
+  sessions: SessionView;
   /** Channels to run instead of the ones built from the configuration (tests, embedders). */
   channels?: GatewayChannels;
   systemPrompt?: string;
@@ -98,13 +99,14 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
     createSessionOpsFromConfig({ redis: fast, logger, store }, config, { leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs, llmMaxRetries });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
-  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, commands: { redis: fast, store, turnPosition: (id) => turnPosition(turns, id) } }, {
+  // The chat commands read the sessions this gateway serves, through the same view as every surface.
+  const view = createRedisSessionView({ redis: fast }, {
+    keyPrefix, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
+    model: config.llm.model, summaryModel: config.llm.summaryModel, threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
+  });
+  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: config.access.allow, rateLimitPerMinute: config.access.rateLimitPerMinute,
     maxMessageChars: config.access.maxMessageChars, groupMode: config.groupMode,
-    command: {
-      model: config.llm.model, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-      threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
-    },
   });
   const gatewayChannels = deps.channels ?? createChannels(config, logger, fast);
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));

@@ -12,7 +12,7 @@ import { acceptInbound } from '../redis/inbox.js';
 import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
 import { countInWindow } from './accept.js';
-import { runCommand, type CommandDeps, type CommandOptions } from './commands.js';
+import { runCommand, type CommandDeps } from './commands.js';
 
 export type { AllowList };
 
@@ -46,7 +46,6 @@ export interface IngestOptions {
   groupMode: GroupSessionMode;
   /** How long a message id is remembered to drop platform re-deliveries, in seconds. Default 86 400. */
   dedupeTtlSeconds?: number;
-  command: CommandOptions;
 }
 
 /** The one pipeline every channel's messages go through. */
@@ -148,7 +147,7 @@ async function answerCommand(ctx: Context, message: InboundMessage, sessionId: s
   const { deps } = ctx;
   if ((await deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
   const answer = async () => {
-    const reply = await runCommand({ ...deps.commands, ops: deps.ops }, ctx.options.command, sessionId, command);
+    const reply = await runCommand({ ...deps.commands, ops: deps.ops }, sessionId, command);
     await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
   };
   if (command.name === 'compact') {

@@ -8,7 +8,7 @@ import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-boa
 import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { metricsRegistry, setQueueDepthSource, type QueueDepthSource } from './metrics.js';
-import type { SessionReader } from './session-reader.js';
+import type { SessionView } from '../session/view.js';
 import { stripUndefined } from '../core/objects.js';
 
 export type { ReadinessCheck } from './health.js';
@@ -16,7 +16,7 @@ export type { ReadinessCheck } from './health.js';
 /** What the monitor reads from. */
 export interface MonitorDeps {
   /** Sessions for `/api/sessions` and the dashboard. */
-  sessions: SessionReader;
+  sessions: SessionView;
   /** Readiness checks by name (e.g. `redis`, `queues`), run by `/readyz`. Default none. */
   checks?: Record<string, ReadinessCheck>;
   /** BullMQ queues shown by bull-board at `/admin/queues` and counted by `chatgate_queue_jobs`. */

@@ -3,6 +3,8 @@
  * the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
+import { CHART_SCRIPT } from './dashboard-chart.js';
+
 /** Options of {@link renderDashboardPage}. */
 export interface DashboardPageOptions {
   /** How often the page refreshes, ms. Default 3000. */
@@ -12,16 +14,33 @@ export interface DashboardPageOptions {
 }
 
 const STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d232b}
-header{background:#1d232b;color:#fff;padding:10px 18px;display:flex;gap:16px;align-items:center}
-header h1{font-size:16px;margin:0}main{padding:14px 18px;display:grid;gap:16px}
-section{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:12px}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eef0f3}
-th{font-weight:600;color:#5a6472}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-tbody tr.row{cursor:pointer}tbody tr.row:hover,tbody tr.selected{background:#eaf2ff}
-h2{font-size:15px;margin:0 0 8px}pre{white-space:pre-wrap;background:#f6f7f9;padding:8px;max-height:260px;overflow:auto}
-.muted{color:#7a8491}.grid{display:grid;grid-template-columns:1fr 1fr;gap:16px}
-svg text{font-size:11px;fill:#5a6472}.paused{color:#b42318;font-weight:600}`;
+:root{color-scheme:light dark;--bg:#f6f7f9;--panel:#fff;--ink:#1d232b;--muted:#6b7480;--line:#dde1e6;--soft:#eef0f3;--sel:#eaf2ff;
+--fill:#2563eb;--compress:#d97706;--hygiene:#b42318;--compaction:#7c3aed;--noop:#8a94a3;--bar:#1d232b;--link:#9cc3ff}
+@media (prefers-color-scheme:dark){:root{--bg:#15181c;--panel:#22272e;--ink:#e6e9ed;--muted:#98a1ad;--line:#343b44;--soft:#2b313a;--sel:#1f3b57;
+--fill:#6ea8ff;--compress:#f0a23b;--hygiene:#ff6b5e;--compaction:#b58cff;--noop:#7d8793;--bar:#0e1114}}
+*{box-sizing:border-box}body{font:14px/1.4 system-ui,sans-serif;margin:0;background:var(--bg);color:var(--ink)}
+header{background:var(--bar);color:#fff;padding:10px 14px;display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center}
+header h1{font-size:16px;margin:0}header a{color:var(--link);margin-left:auto}main{padding:12px;display:grid;gap:12px;min-width:0}
+section{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:12px;min-width:0}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--soft);white-space:nowrap}
+th{font-weight:600;color:var(--muted)}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tbody tr.row{cursor:pointer}tbody tr.row:hover,tbody tr.selected{background:var(--sel)}
+h2{font-size:15px;margin:0 0 8px;overflow-wrap:anywhere}pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg);padding:8px;max-height:260px;overflow:auto}
+.muted{color:var(--muted)}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:12px}
+ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-weight:600}
+#fill-chart{width:100%;max-width:860px;height:auto;display:block}svg text{font-size:11px;fill:var(--muted)}
+.grid-line{stroke:var(--soft)}.fill-line{stroke:var(--fill)}.threshold-compress{stroke:var(--compress)}.threshold-hygiene{stroke:var(--hygiene)}
+.next-point{fill:none;stroke:var(--fill)}.next-line{stroke:var(--fill)}.compaction-marker circle{fill:var(--compaction)}
+.compaction-noop circle{fill:none;stroke:var(--noop);stroke-width:1.5}.reset-marker line{stroke:var(--noop)}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:var(--muted);margin:6px 0 10px}
+.legend-item{display:inline-flex;align-items:center;gap:5px}.key{display:inline-block;width:14px;height:0;border-top:2px solid}
+.k-fill{border-color:var(--fill)}.k-next{width:8px;height:8px;border:2px solid var(--fill);border-radius:50%}
+.k-compaction{width:9px;height:9px;border:0;border-radius:50%;background:var(--compaction)}
+.k-noop{width:7px;height:7px;border:1.5px solid var(--noop);border-radius:50%}.k-reset{border-top:2px dotted var(--noop)}
+.k-compress{border-top:2px dashed var(--compress)}.k-hygiene{border-top:2px dashed var(--hygiene)}
+#ledger td{white-space:normal;overflow-wrap:anywhere}
+@media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}}`;
 
 const SCRIPT = `
 const POLL_MS = __POLL_MS__;
@@ -49,7 +68,7 @@ function renderSessions(page) {
   const body = $('sessions-body');
   body.replaceChildren(...page.items.map((s) => {
     const tr = el('tr', { class: 'row' + (s.id === state.selected ? ' selected' : ''), 'data-session': s.id },
-      cell(s.id), cell(s.channel), cell(int(s.messages), 1), cell(pct(s.fill), 1),
+      cell(s.id), cell(s.channel), cell(int(s.messages), 1), cell(pct(s.fill), 1), cell(int(s.contextWindow), 1),
       cell(int(s.promptTokens), 1), cell(int(s.completionTokens), 1), cell(usd(s.costUsd), 1),
       cell(int(s.compactions), 1), cell(when(s.lastActivityAt)));
     tr.addEventListener('click', () => openSession(s.id));
@@ -57,53 +76,26 @@ function renderSessions(page) {
   }));
   $('sessions-total').textContent = page.total + ' session(s)';
 }
-function chart(d) {
-  const W = 640, H = 240, L = 44, R = 12, T = 12, B = 28;
-  const pts = d.fillHistory;
-  const maxTurn = Math.max(1, ...pts.map((p) => p.turn), ...d.compactions.map((c) => c.turn));
-  const win = d.session.contextWindow || 1;
-  const x = (t) => L + ((t - 1) / Math.max(1, maxTurn - 1)) * (W - L - R);
-  const y = (f) => T + (1 - Math.min(1, Math.max(0, f))) * (H - T - B);
-  const svg = el('svg', { svg: 1, id: 'fill-chart', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img' });
-  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    svg.append(el('line', { svg: 1, x1: L, x2: W - R, y1: y(f), y2: y(f), stroke: '#eef0f3' }));
-    svg.append(el('text', { svg: 1, x: 4, y: y(f) + 4 }, pct(f).replace('.0', '')));
-  }
-  const lines = [['compress', d.thresholds.compress, '#d97706'], ['hygiene', d.thresholds.hygiene, '#b42318']];
-  for (const [name, f, color] of lines) {
-    svg.append(el('line', { svg: 1, class: 'threshold threshold-' + name, x1: L, x2: W - R, y1: y(f), y2: y(f), stroke: color, 'stroke-dasharray': '6 4' }));
-    svg.append(el('text', { svg: 1, x: W - R - 90, y: y(f) - 4 }, name + ' ' + pct(f).replace('.0', '')));
-  }
-  if (pts.length > 0) {
-    const path = pts.map((p) => x(p.turn).toFixed(1) + ',' + y(p.fill).toFixed(1)).join(' ');
-    svg.append(el('polyline', { svg: 1, class: 'fill-line', points: path, fill: 'none', stroke: '#2563eb', 'stroke-width': 2 }));
-  }
-  for (const c of d.compactions) {
-    const g = el('g', { svg: 1, class: 'compaction-marker', 'data-layer': c.layer, 'data-outcome': c.outcome });
-    g.append(el('line', { svg: 1, x1: x(c.turn), x2: x(c.turn), y1: y(c.tokensBefore / win), y2: y(c.tokensAfter / win), stroke: '#7c3aed', 'stroke-width': 2 }));
-    g.append(el('circle', { svg: 1, cx: x(c.turn), cy: y(c.tokensAfter / win), r: 5, fill: '#7c3aed' }));
-    g.append(el('title', { svg: 1 }, c.layer + ' ' + c.outcome + ': ' + int(c.tokensBefore) + ' → ' + int(c.tokensAfter) + ' tokens (turn ' + c.turn + ')'));
-    svg.append(g);
-  }
-  svg.append(el('text', { svg: 1, x: L, y: H - 8 }, 'turn 1'));
-  svg.append(el('text', { svg: 1, x: W - R - 50, y: H - 8 }, 'turn ' + maxTurn));
-  return svg;
-}
-function kv(rows) { return el('table', {}, el('tbody', {}, ...rows.map(([k, v]) => el('tr', {}, el('th', {}, k), cell(v, 1))))); }
+__CHART__
+function kv(rows) { return el('div', { class: 'scroll' }, el('table', {}, el('tbody', {}, ...rows.map(([k, v]) => el('tr', {}, el('th', {}, k), cell(v, 1)))))); }
 function renderDetail(d) {
-  const s = d.session, l = d.ledger;
+  const s = d.session, l = d.ledger, c = d.context;
   const byLayer = Object.entries(l.compactionsByLayer).map(([layer, o]) => layer + ': ' + Object.entries(o).map(([k, v]) => k + ' ' + v).join(', ')).join('; ');
-  const timeline = el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'before', 'after', 'ms'].map((h) => el('th', {}, h)))),
-    el('tbody', {}, ...d.compactions.map((c) => el('tr', {}, cell(c.turn, 1), cell(when(c.at)), cell(c.layer), cell(c.outcome), cell(int(c.tokensBefore), 1), cell(int(c.tokensAfter), 1), cell(int(c.durationMs), 1)))));
+  const events = [...d.compactions.map((e) => ({ ...e, kind: 'compaction' })), ...d.resets.map((e) => ({ ...e, kind: 'reset' }))].sort((a, b) => a.at - b.at);
+  const timeline = el('div', { class: 'scroll' }, el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'before', 'after', 'ms'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...events.map((e) => e.kind === 'reset'
+      ? el('tr', { class: 'reset' }, cell(e.turn, 1), cell(when(e.at)), cell('reset'), cell(e.removedMessages + ' messages left'), cell('', 1), cell('', 1), cell('', 1))
+      : el('tr', { class: 'outcome-' + e.outcome }, cell(e.turn, 1), cell(when(e.at)), cell(e.layer), cell(e.outcome), cell(int(e.tokensBefore), 1), cell(int(e.tokensAfter), 1), cell(int(e.durationMs), 1))))));
   $('detail').replaceChildren(
     el('h2', {}, s.id, s.paused ? el('span', { class: 'paused' }, '  (automatic compaction paused)') : ''),
-    el('p', { class: 'muted' }, 'context ' + int(s.contextTokens) + ' / ' + int(s.contextWindow) + ' tokens (' + pct(s.fill) + ')'),
+    el('p', { id: 'context', class: 'muted' }, 'next request ' + int(c.tokens) + ' of ' + int(c.usableWindow) + ' tokens (' + pct(c.fill) + '); window ' + int(c.contextWindow)
+      + (c.reservedOutputTokens > 0 ? ', ' + int(c.reservedOutputTokens) + ' reserved for the answer' : '') + '; model ' + d.limits.model),
     d.failed > 0 ? el('p', { id: 'failed', class: 'paused' }, int(d.failed) + ' failed message' + (d.failed === 1 ? '' : 's') + ' (chatgate failed ' + s.id + ' lists them, chatgate retry ' + s.id + ' re-queues them)') : '',
-    chart(d),
+    chart(d), legend(),
     el('div', { class: 'grid' },
       el('div', { id: 'ledger' }, el('h2', {}, 'Usage ledger'), kv([['prompt tokens', int(l.promptTokens)], ['completion tokens', int(l.completionTokens)],
         ['cached tokens', int(l.cachedTokens)], ['model calls', int(l.calls)], ['estimated cost', usd(l.costUsd)], ['compactions', int(l.compactions)],
-        ['by layer', byLayer || '—'], ['tokens removed', int(l.tokensRemoved)], ['last prompt', int(l.lastPromptTokens)]])),
+        ['attempts by layer', byLayer || '—'], ['resets', int(l.resets)], ['tokens removed', int(l.tokensRemoved)], ['last prompt', int(l.lastPromptTokens)]])),
       el('div', {}, el('h2', {}, 'Pinned facts'), el('ul', { id: 'pinned' }, ...d.pinnedFacts.map((f) => el('li', {}, f))),
         el('h2', {}, 'Notes'), el('ul', { id: 'notes' }, ...d.notes.map((n) => el('li', {}, n.key + ': ' + n.text))))),
     el('h2', {}, 'Compactions'), timeline,
@@ -142,12 +134,12 @@ export function renderDashboardPage(options: DashboardPageOptions = {}): string 
 <title>${title}</title><style>${STYLE}</style></head>
 <body><header><h1>${title}</h1><label>sort by <select id="sort"><option value="lastActivity">last activity</option>
 <option value="fill">context fill</option></select></label><span id="sessions-total" class="muted"></span>
-<span id="status" class="muted"></span><a href="admin/queues" style="color:#9cc3ff;margin-left:auto">queues</a></header>
-<main><section><h2>Sessions</h2><table id="sessions"><thead><tr><th>session</th><th>channel</th><th class="num">messages</th>
-<th class="num">context fill</th><th class="num">tokens in</th><th class="num">tokens out</th><th class="num">cost</th>
-<th class="num">compactions</th><th>last activity (UTC)</th></tr></thead><tbody id="sessions-body"></tbody></table></section>
+<span id="status" class="muted"></span><a href="admin/queues">queues</a></header>
+<main><section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th>channel</th><th class="num">messages</th>
+<th class="num">context fill</th><th class="num">window</th><th class="num">tokens in</th><th class="num">tokens out</th><th class="num">cost</th>
+<th class="num">compactions</th><th>last activity (UTC)</th></tr></thead><tbody id="sessions-body"></tbody></table></div></section>
 <section id="detail"><p class="muted">Select a session to see its context fill, compactions and usage.</p></section></main>
-<script>${SCRIPT.replace('__POLL_MS__', String(pollMs))}</script></body></html>`;
+<script>${SCRIPT.replace('__POLL_MS__', String(pollMs)).replace('__CHART__', () => CHART_SCRIPT)}</script></body></html>`;
 }
 
 function escapeHtml(value: string): string {

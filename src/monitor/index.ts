@@ -8,7 +8,7 @@ export type { RunningHttpServer, WorkerMonitorDeps, WorkerMonitorOptions } from 
 export { createQueuesBoard, readQueueDepths, QUEUES_BASE_PATH } from './bull-board.js';
 export { renderDashboardPage } from './dashboard-page.js';
 export type { DashboardPageOptions } from './dashboard-page.js';
-export { MemorySessionReader } from './memory-session-reader.js';
+export { MemorySessionView } from './memory-session-reader.js';
 export {
   compactionTokensRemovedTotal,
   compactionsTotal,
@@ -25,18 +25,20 @@ export {
   turnDurationSeconds,
 } from './metrics.js';
 export type { ModelCallRecord, QueueDepth, QueueDepthSource } from './metrics.js';
-export { DEFAULT_PAGE_SIZE, pageSessions } from './session-reader.js';
+export { DEFAULT_PAGE_SIZE, pageSessions } from '../session/view.js';
 export type {
   CompactionEvent,
-  CompactionLayer,
   FillPoint,
   ListSessionsOptions,
+  ResetEvent,
+  SessionActivity,
   SessionDetail,
   SessionLedger,
   SessionNote,
   SessionPage,
-  SessionReader,
   SessionRow,
   SessionSort,
-} from './session-reader.js';
+  SessionView,
+} from '../session/view.js';
+export type { CompactionLayer } from '../core/session-figures.js';
 export { formatSessionsTable, formatSessionUsage } from './session-table.js';

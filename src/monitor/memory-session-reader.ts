@@ -1,10 +1,10 @@
-import { pageSessions, type ListSessionsOptions, type SessionDetail, type SessionPage, type SessionReader } from './session-reader.js';
+import { pageSessions, type ListSessionsOptions, type SessionDetail, type SessionPage, type SessionView } from '../session/view.js';
 
 /**
- * A {@link SessionReader} over sessions held in memory: the test double of the Redis store, and a
+ * A {@link SessionView} over sessions held in memory: the test double of the Redis view, and a
  * way to serve a fixed set of sessions (the dashboard e2e test seeds it).
  */
-export class MemorySessionReader implements SessionReader {
+export class MemorySessionView implements SessionView {
   private readonly sessions = new Map<string, SessionDetail>();
 
   /** Starts with the given sessions. */

@@ -1,12 +1,13 @@
-import type { SessionDetail, SessionRow } from './session-reader.js';
+import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
+import type { SessionDetail, SessionRow } from '../session/view.js';
 
 /**
  * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the
  * same figures as the dashboard, aligned in columns. Pure functions.
  */
 
-const COLUMNS = ['session', 'channel', 'messages', 'fill', 'tokens in', 'tokens out', 'cost', 'compactions', 'last activity (UTC)'] as const;
-const RIGHT_ALIGNED = new Set<string>(['messages', 'fill', 'tokens in', 'tokens out', 'cost', 'compactions']);
+const COLUMNS = ['session', 'channel', 'model', 'messages', 'fill', 'window', 'tokens in', 'tokens out', 'cost', 'compactions', 'last activity (UTC)'] as const;
+const RIGHT_ALIGNED = new Set<string>(['messages', 'fill', 'window', 'tokens in', 'tokens out', 'cost', 'compactions']);
 
 /** The sessions table: one line per row under a header; `(no sessions)` when empty. */
 export function formatSessionsTable(rows: readonly SessionRow[]): string {
@@ -14,8 +15,10 @@ export function formatSessionsTable(rows: readonly SessionRow[]): string {
   const cells = rows.map((row) => [
     row.paused ? `${row.id} (paused)` : row.id,
     row.channel,
+    row.model,
     formatInt(row.messages),
     formatPercent(row.fill),
+    formatInt(row.contextWindow),
     formatInt(row.promptTokens),
     formatInt(row.completionTokens),
     formatUsd(row.costUsd),
@@ -30,30 +33,25 @@ export function formatSessionsTable(rows: readonly SessionRow[]): string {
 
 /** The usage report of one session: ledger, context fill against both triggers, compactions. */
 export function formatSessionUsage(detail: SessionDetail): string {
-  const { session: s, ledger: l, thresholds: t } = detail;
+  const { session: s, ledger: l } = detail;
   const byLayer = Object.entries(l.compactionsByLayer)
     .map(([layer, outcomes]) => `${layer} ${Object.entries(outcomes ?? {}).map(([o, n]) => `${o}=${n}`).join(' ')}`)
     .join('; ');
   const lines = [
-    `session        ${s.id} (${s.channel})${s.paused ? ' — automatic compaction paused' : ''}`,
-    `context        ${formatInt(s.contextTokens)} / ${formatInt(s.contextWindow)} tokens (${formatPercent(s.fill)}; compress at ${formatPercent(t.compress)}, hygiene at ${formatPercent(t.hygiene)})`,
+    `session        ${s.id} (${s.channel}, ${detail.limits.model})${s.paused ? ' — automatic compaction paused' : ''}`,
+    `context        ${describeContext(detail.context)}`,
     `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}), completion ${formatInt(l.completionTokens)}`,
     `model calls    ${formatInt(l.calls)}`,
     `cost           ${formatUsd(l.costUsd)} (estimated)`,
-    `compactions    ${formatInt(l.compactions)}${byLayer ? ` (${byLayer})` : ''}, ${formatInt(l.tokensRemoved)} tokens removed`,
+    `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${formatInt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,
     `messages       ${formatInt(s.messages)}, last activity ${formatUtc(s.lastActivityAt)} UTC`,
   ];
   if (detail.pinnedFacts.length > 0) lines.push(`pinned facts   ${detail.pinnedFacts.join(', ')}`);
   return lines.join('\n');
 }
 
-function formatInt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
-}
-
-function formatPercent(fraction: number): string {
-  return `${(fraction * 100).toFixed(1)}%`;
-}
+const formatInt = formatTokens;
+const formatPercent = formatShare;
 
 function formatUsd(usd: number): string {
   return `$${usd.toFixed(4)}`;

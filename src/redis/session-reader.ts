@@ -1,35 +1,39 @@
 import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
-import { hasToolCalls, messageText, type ChatMessage } from '../core/messages.js';
-import { PINNED_HEADING, SUMMARY_END, parseSummary } from '../core/summary-block.js';
-import { REPLY_PRIMING_TOKENS } from '../core/tokens.js';
-import type {
-  CompactionEvent, CompactionLayer, FillPoint, ListSessionsOptions, SessionDetail, SessionLedger, SessionNote,
-  SessionPage, SessionReader, SessionRow,
-} from '../monitor/session-reader.js';
-import { DEFAULT_PAGE_SIZE } from '../monitor/session-reader.js';
+import { messageText } from '../core/messages.js';
+import { stripUndefined } from '../core/objects.js';
+import { contextFigures, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
+import { parseSummary, pinnedFactsOf } from '../core/summary-block.js';
+import {
+  DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
+} from '../session/view.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
+import { createSessionNotes } from './notes.js';
+import { replayTranscript } from './session-replay.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type StoredEntry } from './session-store.js';
 import { readTranscript, type StoredTranscriptEntry, type TranscriptEntry } from './transcript.js';
 import { parseUsage, readUsage, type UsageLedger } from './usage.js';
-import { stripUndefined } from '../core/objects.js';
 
-/** `model` of the transcript event `/reset` and `chatgate reset` write (a `manual`/`noop` compaction event). */
-export const RESET_EVENT_MODEL = 'reset';
-
-/** Options of {@link createRedisSessionReader}. */
-export interface RedisSessionReaderOptions {
+/** Options of {@link createRedisSessionView}. */
+export interface RedisSessionViewOptions {
   /** Session key prefix. Default `cg:`. */
   keyPrefix?: string;
-  /** The model's context window, tokens (fill = context tokens ÷ window). */
+  /**
+   * Context window, tokens, of sessions whose meta records no limits (sessions remember the
+   * limits they ran with; only those written before they did use these defaults).
+   */
   contextWindow: number;
+  /** Output reserve of such sessions, tokens. Default 0. */
+  reservedOutputTokens?: number;
+  /** Model of such sessions. Default `unknown`. */
+  model?: string;
+  /** Summary model of such sessions. Default `model`. */
+  summaryModel?: string;
   /** In-loop trigger as a share of (window − reserve). Default 0.5. */
   threshold?: number;
   /** Hygiene trigger as a share of (window − reserve). Default 0.85. */
   hygieneThreshold?: number;
-  /** Output reserve subtracted before the triggers, tokens. Default 0. */
-  reservedOutputTokens?: number;
   /**
    * Most recent sessions considered when the list is sorted by fill or filtered by channel (those
    * need every candidate's meta; sorting by last activity pages in Redis and has no cap). Older
@@ -38,22 +42,28 @@ export interface RedisSessionReaderOptions {
   maxScannedSessions?: number;
 }
 
-type ResolvedOptions = Required<RedisSessionReaderOptions>;
+interface ResolvedOptions {
+  keyPrefix: string;
+  /** Limits of sessions that recorded none. */
+  fallback: SessionLimits;
+  triggers: { threshold: number; hygieneThreshold: number };
+  maxScannedSessions: number;
+}
 
-const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 0, maxScannedSessions: 5000 };
 /** Sessions whose meta one pipeline reads while scanning for a fill-sorted or channel-filtered list. */
 const SCAN_BATCH = 500;
 /** The meta fields a scan reads: enough for the fill, the channel and the last activity. */
-const SCAN_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'overheadTokens', 'projectionTokens', 'route', 'lastActivityMs'] as const;
+const SCAN_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'overheadTokens', 'projectionTokens', 'route', 'lastActivityMs', 'limits'] as const;
 const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web'];
 /** Transcript entries replayed for a session's fill history and compaction timeline (the newest). */
 const MAX_REPLAY_ENTRIES = 5000;
 
 /**
- * The monitor's {@link SessionReader} over the Redis session store: rows from the session index,
- * meta, usage ledger and transcript length; details add the fill history and compaction timeline
- * (replayed from the transcript: an estimate between provider reports), the current summary,
- * pinned facts and notes.
+ * The {@link SessionView} over the Redis session store: rows from the session index, meta, usage
+ * ledger and transcript length; details add the fill history and compaction timeline (replayed
+ * from the transcript), the current summary and its pinned facts, the notes store and the
+ * session's activity. Every figure uses the session's own limits (its meta), so any process shows
+ * the same fill whatever its configuration.
  *
  * Listing by last activity (the default) pages in Redis: `ZCARD` + `ZREVRANGE`/`ZRANGE` on the
  * session index in one pipeline, then the page's rows in another — two round trips whatever the
@@ -62,11 +72,8 @@ const MAX_REPLAY_ENTRIES = 5000;
  * pipelined batches of 500, then the page's rows; older sessions are not listed (`capped: true`).
  * @throws RangeError when `maxScannedSessions` is not an integer ≥ 1.
  */
-export function createRedisSessionReader(deps: { redis: RedisClient }, options: RedisSessionReaderOptions): SessionReader {
-  const o: ResolvedOptions = { ...DEFAULTS, ...stripUndefined(options) } as ResolvedOptions;
-  if (!Number.isInteger(o.maxScannedSessions) || o.maxScannedSessions < 1) {
-    throw new RangeError(`\`maxScannedSessions\` must be an integer ≥ 1 (got ${o.maxScannedSessions})`);
-  }
+export function createRedisSessionView(deps: { redis: RedisClient }, options: RedisSessionViewOptions): SessionView {
+  const o = resolve(options);
   const { redis } = deps;
   const store = createSessionStore({ redis }, { keyPrefix: o.keyPrefix });
   return {
@@ -76,27 +83,45 @@ export function createRedisSessionReader(deps: { redis: RedisClient }, options: 
     },
     async getSession(id: string): Promise<SessionDetail | null> {
       const keys = sessionKeys(id, o.keyPrefix);
-      const [snapshot, usage, notes, transcript, length, failed] = await Promise.all([
-        store.load(id), readUsage(redis, keys), redis.hgetall(keys.notes), readRecentTranscript(redis, keys), redis.xlen(keys.transcript),
-        redis.llen(keys.failed),
+      const [snapshot, usage, notes, transcript, length, failed, busy, waiting] = await Promise.all([
+        store.load(id), readUsage(redis, keys), createSessionNotes(redis, keys).list(), readRecentTranscript(redis, keys), redis.xlen(keys.transcript),
+        redis.llen(keys.failed), redis.exists(keys.lease), redis.llen(keys.inbox),
       ]);
       if (snapshot.meta.version === 0 && snapshot.entries.length === 0 && length === 0) return null;
+      const limits = limitsOf(o, snapshot.meta);
       const row = toRow(o, id, snapshot.meta, usage, length);
-      const replay = replayTranscript(transcript, snapshot.meta.overheadTokens, o.contextWindow);
+      const replay = replayTranscript(transcript, snapshot.meta.overheadTokens, limits);
+      const context = contextFigures(row.contextTokens, limits, o.triggers);
       const summary = findSummary(snapshot.entries);
       return {
-        session: row,
-        ledger: toLedger(usage, snapshot.meta),
-        thresholds: thresholdsOf(o),
-        fillHistory: replay.fillHistory,
-        compactions: replay.compactions,
-        summary: summary?.body ?? null,
-        pinnedFacts: summary?.pinned ?? [],
-        notes: toNotes(notes, replay.noteTimes, snapshot.meta.lastActivityMs),
+        session: row, ledger: toLedger(usage, snapshot.meta), limits, context,
+        fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
+        summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
+        notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key] })),
+        activity: { createdAt: snapshot.meta.createdAtMs || snapshot.meta.lastActivityMs, contextMessages: snapshot.entries.length, busy: busy === 1, waiting },
         failed,
       };
     },
   };
+}
+
+function resolve(options: RedisSessionViewOptions): ResolvedOptions {
+  const o = { ...stripUndefined(options), contextWindow: options.contextWindow };
+  const maxScannedSessions = o.maxScannedSessions ?? 5000;
+  if (!Number.isInteger(maxScannedSessions) || maxScannedSessions < 1) {
+    throw new RangeError(`\`maxScannedSessions\` must be an integer ≥ 1 (got ${maxScannedSessions})`);
+  }
+  const model = o.model ?? 'unknown';
+  return {
+    keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, maxScannedSessions,
+    fallback: { model, summaryModel: o.summaryModel ?? model, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens ?? 0 },
+    triggers: { threshold: o.threshold ?? 0.5, hygieneThreshold: o.hygieneThreshold ?? 0.85 },
+  };
+}
+
+/** The session's recorded limits, else the view's defaults. */
+function limitsOf(o: ResolvedOptions, meta: SessionMeta): SessionLimits {
+  return meta.limits ?? o.fallback;
 }
 
 /**
@@ -175,7 +200,7 @@ function toCandidate(o: ResolvedOptions, id: string, values: Array<string | null
     if (values[k] !== null) raw[field] = values[k]!;
   });
   const meta = parseMeta(raw);
-  return { id, channel: channelOf(id, meta), fill: contextTokensOf(meta) / o.contextWindow, lastActivityAt: meta.lastActivityMs };
+  return { id, channel: channelOf(id, meta), fill: fillOf(contextTokensOf(meta), limitsOf(o, meta)), lastActivityAt: meta.lastActivityMs };
 }
 
 /** The rows of `ids`, in that order, read with one pipeline; sessions without meta are left out. */
@@ -223,26 +248,31 @@ async function execAll(pipe: ChainableCommander): Promise<unknown[]> {
   return replies.map(([, value]) => value);
 }
 
-type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'compactions'>;
+type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'compactions' | 'resets'>;
 
+/** Tokens of the session's next request (0 for a session never committed). */
 function contextTokensOf(meta: SessionMeta): number {
   return meta.version === 0 ? 0 : requestTokens({ meta });
 }
 
 function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: RowUsage, transcriptLength: number): SessionRow {
-  const compactions = sumValues(usage.compactions);
+  const limits = limitsOf(o, meta);
   const contextTokens = contextTokensOf(meta);
+  // Every compaction attempt and every reset is one transcript event that is not a message.
+  const events = sumValues(usage.compactions) + usage.resets;
   return {
     id,
     channel: channelOf(id, meta),
-    messages: Math.max(0, transcriptLength - compactions),
+    model: limits.model,
+    messages: Math.max(0, transcriptLength - events),
     contextTokens,
-    contextWindow: o.contextWindow,
-    fill: contextTokens / o.contextWindow,
+    contextWindow: limits.contextWindow,
+    usableWindow: contextFigures(contextTokens, limits, o.triggers).usableWindow,
+    fill: fillOf(contextTokens, limits),
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
     costUsd: usage.costMicroUsd / 1_000_000,
-    compactions,
+    compactions: effectiveCompactions(usage.compactions),
     lastActivityAt: meta.lastActivityMs,
     paused: meta.compaction?.paused === true,
   };
@@ -256,85 +286,19 @@ function toLedger(usage: UsageLedger, meta: SessionMeta): SessionLedger {
   }
   return {
     promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens, calls: usage.calls,
-    costUsd: usage.costMicroUsd / 1_000_000, compactions: sumValues(usage.compactions), compactionsByLayer: byLayer,
+    costUsd: usage.costMicroUsd / 1_000_000, compactions: effectiveCompactions(usage.compactions), compactionsByLayer: byLayer,
     tokensRemoved: usage.tokensRemovedByCompaction, lastPromptTokens: meta.lastPromptTokens,
+    summaryCalls: usage.summaryCalls, summaryPromptTokens: usage.summaryPromptTokens, summaryCompletionTokens: usage.summaryCompletionTokens,
+    resets: usage.resets,
   };
-}
-
-function thresholdsOf(o: ResolvedOptions): SessionDetail['thresholds'] {
-  const usable = (o.contextWindow - o.reservedOutputTokens) / o.contextWindow;
-  return { compress: o.threshold * usable, hygiene: o.hygieneThreshold * usable };
-}
-
-interface Replay {
-  fillHistory: FillPoint[];
-  compactions: CompactionEvent[];
-  /** Note key → when `remember` last wrote it. */
-  noteTimes: Map<string, number>;
-}
-
-/**
- * Replays the transcript: context = overhead + tokens of the messages since the last compaction
- * (then its `tokensAfter`); a point after every final answer; a turn starts at a user message.
- */
-function replayTranscript(entries: readonly StoredTranscriptEntry[], overheadTokens: number, contextWindow: number): Replay {
-  const base = Math.max(overheadTokens, REPLY_PRIMING_TOKENS);
-  const replay: Replay = { fillHistory: [], compactions: [], noteTimes: new Map() };
-  let tokens = base;
-  let turn = 0;
-  let previousRole = '';
-  for (const entry of entries) {
-    if (entry.type === 'compaction') {
-      replay.compactions.push({
-        turn: Math.max(turn, 1), at: entry.atMs, layer: entry.layer as CompactionLayer, outcome: entry.outcome,
-        tokensBefore: entry.tokensBefore, tokensAfter: entry.tokensAfter, durationMs: entry.durationMs,
-        ...(entry.model ? { model: entry.model } : {}), ...(entry.reason ? { reason: entry.reason } : {}),
-      });
-      if (entry.model === RESET_EVENT_MODEL && entry.tokensAfter === 0) tokens = base;
-      else if (entry.outcome !== 'noop' && entry.outcome !== 'aborted') tokens = entry.tokensAfter + base;
-      continue;
-    }
-    const message = entry.message;
-    tokens += entry.tokens;
-    if (message.role === 'user' && previousRole !== 'user') turn += 1;
-    previousRole = message.role;
-    if (hasToolCalls(message)) recordNotes(message, entry.atMs, replay.noteTimes);
-    else if (message.role === 'assistant') replay.fillHistory.push({ turn: Math.max(turn, 1), at: entry.atMs, tokens, fill: tokens / contextWindow });
-  }
-  return replay;
-}
-
-function recordNotes(message: ChatMessage, atMs: number, noteTimes: Map<string, number>): void {
-  if (!hasToolCalls(message)) return;
-  for (const call of message.tool_calls) {
-    if (call.function.name !== 'remember') continue;
-    try {
-      const key = (JSON.parse(call.function.arguments) as { key?: unknown }).key;
-      if (typeof key === 'string') noteTimes.set(key, atMs);
-    } catch {
-      // malformed arguments: the tool refused them too
-    }
-  }
 }
 
 function findSummary(entries: readonly StoredEntry[]): { body: string; pinned: string[] } | null {
   for (const entry of entries) {
     const parsed = parseSummary(entry.message);
-    if (parsed) return { body: parsed.body, pinned: pinnedFacts(messageText(entry.message)) };
+    if (parsed) return { body: parsed.body, pinned: pinnedFactsOf(messageText(entry.message)) };
   }
   return null;
-}
-
-function pinnedFacts(text: string): string[] {
-  const start = text.indexOf(PINNED_HEADING);
-  if (start === -1) return [];
-  const end = text.indexOf(SUMMARY_END, start);
-  const section = text.slice(start + PINNED_HEADING.length, end === -1 ? undefined : end);
-  return section.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2).trim());
-}
-
-function toNotes(notes: Record<string, string>, times: Map<string, number>, fallbackMs: number): SessionNote[] {
-  return Object.keys(notes).sort().map((key) => ({ key, text: notes[key], at: times.get(key) ?? fallbackMs }));
 }
 
 function channelOf(id: string, meta: SessionMeta): ChannelName {
@@ -346,4 +310,3 @@ function channelOf(id: string, meta: SessionMeta): ChannelName {
 function sumValues(record: Record<string, number>): number {
   return Object.values(record).reduce((sum, n) => sum + n, 0);
 }
-

@@ -1,6 +1,7 @@
 import type { CompactionState } from '../core/compaction-types.js';
 import type { OutboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
+import type { SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS, messageTokens } from '../core/tokens.js';
 import { StaleCommitError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -40,7 +41,11 @@ export interface SessionMeta {
   /** Inbound ids the running turn has already put in the projection (crash recovery). */
   turnInboundIds: string[];
   route: SessionRoute | null;
+  /** The model, window and output reserve the session last ran with (null until a worker or the gateway wrote them). */
+  limits: SessionLimits | null;
   lastActivityMs: number;
+  /** First commit, ms since epoch (0 before it). */
+  createdAtMs: number;
 }
 
 /** A session as loaded from Redis. */
@@ -51,7 +56,7 @@ export interface SessionSnapshot {
 }
 
 /** Meta fields a commit may set. */
-export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route'>>;
+export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route' | 'limits'>>;
 
 /** One atomic change to a session. */
 export interface CommitChange {
@@ -192,6 +197,8 @@ export function parseMeta(raw: Record<string, string>): SessionMeta {
     projectionTokens: num('projectionTokens'),
     turnInboundIds: json<string[]>('turnInboundIds', []),
     route: json<SessionRoute | null>('route', null),
+    limits: json<SessionLimits | null>('limits', null),
     lastActivityMs: num('lastActivityMs'),
+    createdAtMs: num('createdAtMs'),
   };
 }

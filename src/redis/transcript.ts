@@ -1,5 +1,6 @@
 import type { CompactionOutcome } from '../core/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
+import type { CompactionLayer } from '../core/session-figures.js';
 import { messageText } from '../core/messages.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
@@ -11,14 +12,15 @@ export interface TranscriptMessage {
   tokens: number;
   /** The inbound message id, for user messages that came from a channel. */
   inboundId?: string;
+  /** On a model's answer: the prompt tokens the provider billed for the call that produced it. */
+  promptTokens?: number;
   atMs: number;
 }
 
 /** A compaction event as recorded in the transcript. */
 export interface TranscriptCompaction {
   type: 'compaction';
-  /** `in-loop`, `hygiene`, `reactive` or `manual`. */
-  layer: string;
+  layer: CompactionLayer;
   outcome: CompactionOutcome;
   tokensBefore: number;
   tokensAfter: number;
@@ -30,8 +32,18 @@ export interface TranscriptCompaction {
   atMs: number;
 }
 
+/** A reset as recorded in the transcript: the projection was emptied, the transcript keeps everything. */
+export interface TranscriptReset {
+  type: 'reset';
+  /** Messages that left the projection. */
+  removedMessages: number;
+  /** Projection tokens before the reset. */
+  tokensBefore: number;
+  atMs: number;
+}
+
 /** One transcript entry. */
-export type TranscriptEntry = TranscriptMessage | TranscriptCompaction;
+export type TranscriptEntry = TranscriptMessage | TranscriptCompaction | TranscriptReset;
 
 /** A transcript entry with its stream id. */
 export type StoredTranscriptEntry = TranscriptEntry & { id: string };

@@ -1,4 +1,5 @@
 import type { CompactionOutcome } from '../core/compaction-types.js';
+import type { CompactionLayer } from '../core/session-figures.js';
 import { estimateCostUsd, lookupModel, type ModelPricing } from '../core/models.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
@@ -35,6 +36,8 @@ export interface UsageLedger {
   summaryPromptTokens: number;
   summaryCompletionTokens: number;
   summaryCalls: number;
+  /** Resets of the session (`/reset`, `chatgate reset`). */
+  resets: number;
 }
 
 /** Estimated cost of a call in micro-USD: `prices[model]`, else the core model table; 0 when unknown. */
@@ -71,7 +74,7 @@ export function summaryUsageDelta(model: string, usage: CallUsage, prices?: Pric
 }
 
 /** Ledger change of one compaction. */
-export function compactionUsageDelta(layer: string, outcome: CompactionOutcome, tokensRemoved: number): UsageDelta {
+export function compactionUsageDelta(layer: CompactionLayer, outcome: CompactionOutcome, tokensRemoved: number): UsageDelta {
   return { incr: { [`compactions:${layer}:${outcome}`]: 1, tokensRemovedByCompaction: Math.max(0, tokensRemoved) }, set: {} };
 }
 
@@ -109,5 +112,6 @@ export function parseUsage(raw: Record<string, string>): UsageLedger {
     summaryPromptTokens: num('summaryPromptTokens'),
     summaryCompletionTokens: num('summaryCompletionTokens'),
     summaryCalls: num('summaryCalls'),
+    resets: num('resets'),
   };
 }

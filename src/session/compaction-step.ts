@@ -1,15 +1,13 @@
 import type { ContextCompressor } from '../core/compressor.js';
 import type { CompactionResult } from '../core/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
+import type { CompactionLayer } from '../core/session-figures.js';
 import type { Logger } from '../log.js';
 import { toEntry } from '../redis/session-store.js';
 import type { TranscriptCompaction } from '../redis/transcript.js';
 import { compactionUsageDelta, mergeUsage, summaryUsageDelta, type PriceTable } from '../redis/usage.js';
 import { recordCompaction } from '../monitor/metrics.js';
 import type { TurnState } from './turn-state.js';
-
-/** Which trigger asked for a compaction. */
-export type CompactionLayer = 'in-loop' | 'reactive' | 'manual' | 'hygiene';
 
 /** What one compaction step needs. */
 export interface CompactionStepInput {

@@ -12,9 +12,9 @@ import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { runScript } from '../redis/scripts.js';
 import { holdLease } from '../redis/lease.js';
-import { RESET_EVENT_MODEL } from '../redis/session-reader.js';
-import { createSessionStore, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
-import { runCompactionStep, type CompactionLayer } from './compaction-step.js';
+import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
+import type { CompactionLayer, SessionLimits } from '../core/session-figures.js';
+import { runCompactionStep } from './compaction-step.js';
 import { TurnState } from './turn-state.js';
 
 /** Default system prompt of the agent (the first message of every request). */
@@ -24,20 +24,21 @@ export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant in a chat. Ans
 export interface SessionOpsDeps {
   redis: RedisClient;
   store: SessionStore;
-  /** A compressor configured for the session's model (one per operation: it keeps state). */
-  createCompressor: () => ContextCompressor;
+  /** A compressor for the session's limits, summarising with its summary model (one per operation: it keeps state). */
+  createCompressor: (limits: SessionLimits) => ContextCompressor;
   logger: Logger;
 }
 
 /** Options of the session operations. */
 export interface SessionOpsOptions {
   systemPrompt: string;
-  contextWindow: number;
-  reservedOutputTokens: number;
+  /**
+   * Limits of sessions whose meta records none; a session that recorded its own (the worker writes
+   * them every turn) is compacted with those, whatever this process is configured with.
+   */
+  limits: SessionLimits;
   /** Gateway hygiene trigger as a share of (window − reserve). */
   hygieneThreshold: number;
-  model: string;
-  summaryModel: string;
   /** Lease TTL while the gateway compacts, ms. */
   leaseTtlMs: number;
 }
@@ -60,7 +61,7 @@ export interface SessionOps {
 
 /**
  * The session operations for a configuration: the summariser on the configured endpoint (or
- * `baseUrl`, e.g. the demo model's) and compressors with the configured window and thresholds.
+ * `baseUrl`, e.g. the demo model's) and compressors with each session's recorded limits (the configuration's for sessions without), summarising with its summary model.
  */
 export function createSessionOpsFromConfig(
   deps: { redis: RedisClient; logger: Logger; store?: SessionStore },
@@ -81,18 +82,24 @@ export function createSessionOpsFromConfig(
     baseURL: options.baseUrl ?? config.llm.baseUrl, apiKey: options.apiKey ?? config.llm.apiKey, model: config.llm.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries },
   }, { logger });
-  const summarizer = createSummarizer({ llm, logger }, { summaryModel: config.llm.summaryModel });
   return createSessionOps({
     redis: deps.redis, store, logger,
-    createCompressor: () => new ContextCompressor({
-      contextWindow: config.llm.contextWindow, summarizer, threshold: config.compaction.threshold,
-      reservedOutputTokens: config.compaction.reservedOutputTokens, model: config.llm.model,
+    createCompressor: (limits) => new ContextCompressor({
+      contextWindow: limits.contextWindow, threshold: config.compaction.threshold, reservedOutputTokens: limits.reservedOutputTokens, model: limits.model,
+      summarizer: createSummarizer({ llm, logger }, { summaryModel: limits.summaryModel }),
     }),
   }, {
-    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: config.llm.contextWindow,
-    reservedOutputTokens: config.compaction.reservedOutputTokens, hygieneThreshold: config.compaction.hygieneThreshold,
-    model: config.llm.model, summaryModel: config.llm.summaryModel, leaseTtlMs: options.leaseTtlMs,
+    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, limits: limitsOfConfig(config),
+    hygieneThreshold: config.compaction.hygieneThreshold, leaseTtlMs: options.leaseTtlMs,
   });
+}
+
+/** The limits a configuration runs new sessions with. */
+export function limitsOfConfig(config: Config): SessionLimits {
+  return {
+    model: config.llm.model, summaryModel: config.llm.summaryModel, contextWindow: config.llm.contextWindow,
+    reservedOutputTokens: config.compaction.reservedOutputTokens,
+  };
 }
 
 /** Creates the gateway's session operations. */
@@ -113,10 +120,11 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     }
   }
 
-  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor()) =>
+  const limitsOf = (meta: Pick<SessionMeta, 'limits'>): SessionLimits => meta.limits ?? options.limits;
+  const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor(limitsOf(turn.meta))) =>
     runCompactionStep({
-      compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, options.model),
-      layer, force, focus, pending, summaryModel: options.summaryModel, model: options.model, logger: log.child({ sessionId: turn.sessionId }),
+      compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, limitsOf(turn.meta).model),
+      layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }),
       // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
       commitNoop: force,
     });
@@ -127,9 +135,10 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
       const result = await underLease(sessionId, async (turn) => {
         // Read under the lease: a turn that ran meanwhile has taken (and answered) what was waiting.
         const pending = await pendingMessages(deps, sessionId);
-        const tokens = requestTokens({ meta: turn.meta }) + countPending(pending, options.model);
-        const compressor = deps.createCompressor();
-        if (!decide(turn.entries.length, tokens, options).compact || !compressor.shouldCompress(tokens, turn.compaction)) return null;
+        const limits = limitsOf(turn.meta);
+        const tokens = requestTokens({ meta: turn.meta }) + countPending(pending, limits.model);
+        const compressor = deps.createCompressor(limits);
+        if (!decide(turn.entries.length, tokens, limits, options).compact || !compressor.shouldCompress(tokens, turn.compaction)) return null;
         const compacted = await compactTurn(turn, 'hygiene', false, undefined, pending, compressor);
         return compacted.outcome === 'noop' ? null : compacted;
       });
@@ -144,8 +153,9 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
         // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {
-          meta: { turnInboundIds: [] },
-          transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: turn.meta.projectionTokens, tokensAfter: 0, model: RESET_EVENT_MODEL, durationMs: 0, reason: 'reset by the user: new projection, transcript kept', atMs: Date.now() }],
+          meta: { turnInboundIds: [], limits: limitsOf(turn.meta) },
+          transcript: [{ type: 'reset', removedMessages, tokensBefore: turn.meta.projectionTokens, atMs: Date.now() }],
+          usage: { incr: { resets: 1 }, set: {} },
         });
         log.info({ sessionId, removedMessages }, 'session reset');
         return { removedMessages };
@@ -154,10 +164,10 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
   };
 }
 
-function decide(messageCount: number, tokens: number, options: SessionOpsOptions) {
+function decide(messageCount: number, tokens: number, limits: SessionLimits, options: SessionOpsOptions) {
   return decideHygiene({
-    messageCount, requestTokens: tokens, contextWindow: options.contextWindow,
-    threshold: options.hygieneThreshold, reservedOutputTokens: options.reservedOutputTokens,
+    messageCount, requestTokens: tokens, contextWindow: limits.contextWindow,
+    threshold: options.hygieneThreshold, reservedOutputTokens: limits.reservedOutputTokens,
   });
 }
 
@@ -175,6 +185,9 @@ function countPending(pending: readonly ChatMessage[], model: string): number {
   return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
 }
 
+/** The meta fields the hygiene pre-check reads. */
+const PRECHECK_FIELDS = ['lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens', 'limits'] as const;
+
 /**
  * Cheap pre-check from the meta hash and the inbox length alone, so most messages never load the
  * projection; waiting messages are estimated at their serialized size (an upper bound).
@@ -182,12 +195,11 @@ function countPending(pending: readonly ChatMessage[], model: string): number {
 async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions): Promise<boolean> {
   const keys = deps.store.keys(sessionId);
   const [fields, count, waiting] = await Promise.all([
-    deps.redis.hmget(keys.meta, 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens'),
+    deps.redis.hmget(keys.meta, ...PRECHECK_FIELDS),
     deps.redis.llen(keys.history),
     runScript(deps.redis, 'inboxBytes', [keys.inbox]),
   ]);
   const pendingTokens = Math.ceil(Number(waiting) / 3);
-  const [lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens] = fields.map((v) => Number(v ?? 0));
-  const meta = { lastPromptTokens, appendedTokensSince, projectionTokens, overheadTokens } as SessionMeta;
-  return decide(count, requestTokens({ meta }) + pendingTokens, options).compact;
+  const meta = parseMeta(Object.fromEntries(PRECHECK_FIELDS.flatMap((field, k) => (fields[k] === null ? [] : [[field, fields[k]]]))));
+  return decide(count, requestTokens({ meta }) + pendingTokens, meta.limits ?? options.limits, options).compact;
 }

@@ -4,13 +4,13 @@ import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
+import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 import { seededSession } from '../helpers/monitor-seed.js';
 
 const TOKEN = 'dashboard-token-0123456789';
 
 describe('dashboard: failed messages of a session', () => {
-  const reader = new MemorySessionReader([
+  const reader = new MemorySessionView([
     { ...seededSession('telegram:1001', { turns: 4, perTurn: 300, compactAt: [] }), failed: 3 },
     { ...seededSession('web:abc', { turns: 2, perTurn: 300, compactAt: [] }), failed: 0 },
   ]);

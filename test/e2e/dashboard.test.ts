@@ -5,14 +5,14 @@ import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMonitorApp, MemorySessionReader } from '../../src/monitor/index.js';
+import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 import { seededSession, seededSessions } from '../helpers/monitor-seed.js';
 
 const SCREENSHOT = 'test-output/dashboard.png';
 const TOKEN = 'dashboard-token-0123456789';
 
 describe('dashboard in headless Chromium', () => {
-  const reader = new MemorySessionReader(seededSessions());
+  const reader = new MemorySessionView(seededSessions());
   let server: ServerType;
   let base: string;
   let browser: Browser;
@@ -45,7 +45,7 @@ describe('dashboard in headless Chromium', () => {
     await rows.first().waitFor();
     expect(await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.session))).toEqual(['discord:2002', 'telegram:1001', 'web:abc']);
     const telegram = page.locator('tr[data-session="telegram:1001"] td');
-    expect(await telegram.allTextContents()).toEqual(['telegram:1001', 'telegram', '120', '17.8%', expect.any(String), '10,500', '$0.4567', '2', '2026-01-15 10:00:00']);
+    expect(await telegram.allTextContents()).toEqual(['telegram:1001', 'telegram', '120', '17.8%', '128,000', expect.any(String), '10,500', '$0.4567', '2', '2026-01-15 10:00:00']);
   });
 
   it('re-sorts by context fill', async () => {
@@ -83,5 +83,36 @@ describe('dashboard in headless Chromium', () => {
     expect(await page.locator('#fill-chart .compaction-marker').count()).toBe(3);
     reader.put(seededSession('web:new', { turns: 1, perTurn: 500, compactAt: [] }));
     await page.locator('tr[data-session="web:new"]').waitFor();
+  });
+
+  it('draws no-ops and resets apart from compactions, with a legend', async () => {
+    const detail = seededSession('web:mixed', { turns: 6, perTurn: 3_000, compactAt: [4] });
+    detail.compactions.push({ ...detail.compactions[0], call: 5, outcome: 'noop', tokensAfter: detail.compactions[0].tokensBefore });
+    detail.resets.push({ call: 5, turn: 6, at: detail.compactions[0].at + 1, removedMessages: 9 });
+    reader.put(detail);
+    await page.locator('tr[data-session="web:mixed"]').click();
+    await page.locator('#fill-chart .compaction-noop').waitFor();
+    expect(await page.locator('#fill-chart .compaction-marker').count()).toBe(1);
+    expect(await page.locator('#fill-chart .reset-marker').count()).toBe(1);
+    expect(await page.locator('#fill-chart .next-point').count()).toBe(1);
+    expect(await page.locator('#chart-legend').textContent()).toContain('no-op');
+    expect(await page.locator('#compaction-timeline tbody tr.reset').textContent()).toContain('9 messages left');
+  });
+
+  it('fits a 375 px phone screen, in the dark theme too', async () => {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const phone = await browser.newPage({ viewport: { width: 375, height: 800 }, colorScheme });
+      await phone.goto(`${base}/dashboard?token=${TOKEN}#session=telegram%3A1001`);
+      await phone.locator('#fill-chart .compaction-marker').first().waitFor();
+      expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      // Read in one task: the page re-renders the chart on every poll, so a held element may be detached.
+      const chartWidth = await phone.evaluate(() => document.querySelector('#fill-chart')!.getBoundingClientRect().width);
+      expect(chartWidth).toBeLessThanOrEqual(375);
+      expect(chartWidth).toBeGreaterThan(250);
+      const background = await phone.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      expect(background).toBe(colorScheme === 'dark' ? 'rgb(21, 24, 28)' : 'rgb(246, 247, 249)');
+      if (colorScheme === 'light') await phone.screenshot({ path: 'test-output/dashboard-phone.png', fullPage: true });
+      await phone.close();
+    }
   });
 });

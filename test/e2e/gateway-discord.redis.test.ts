@@ -3,7 +3,7 @@ import { createDiscordChannel } from '../../channels/discord/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { startGateway } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
-import { MemorySessionReader } from '../../src/monitor/memory-session-reader.js';
+import { MemorySessionView } from '../../src/monitor/memory-session-reader.js';
 import { inboundMessagesTotal } from '../../src/monitor/metrics.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
@@ -133,7 +133,7 @@ describe('gateway with Discord', () => {
     // cache, so here every message reaches two gateways and only the dedupe in Redis stops the copy.
     const s = await start(() => ({ content: 'ok' }));
     const second = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
-    const other = await startGateway({ config: s.config, redis: s.t.redis, logger: createSilentLogger(), sessions: new MemorySessionReader(), channels: { list: [second] } });
+    const other = await startGateway({ config: s.config, redis: s.t.redis, logger: createSilentLogger(), sessions: new MemorySessionView(), channels: { list: [second] } });
     const duplicatesBefore = await duplicateCount();
     try {
       dm('only once');

@@ -1,3 +1,4 @@
+import { contextFigures } from '../../src/core/session-figures.js';
 import type { CompactionEvent, FillPoint, SessionDetail } from '../../src/monitor/index.js';
 
 const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
@@ -12,17 +13,17 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
     tokens += options.perTurn;
     if (options.compactAt.includes(turn)) {
       const after = Math.round(tokens * 0.3);
-      compactions.push({ turn, at: T0 + turn * 60_000, layer: turn % 2 === 0 ? 'in-loop' : 'hygiene', outcome: 'compacted', tokensBefore: tokens, tokensAfter: after, durationMs: 1200 + turn, model: 'gpt-4o-mini' });
+      compactions.push({ call: turn - 1, turn, at: T0 + turn * 60_000, layer: turn % 2 === 0 ? 'in-loop' : 'hygiene', outcome: 'compacted', tokensBefore: tokens, tokensAfter: after, requestTokensAfter: after, durationMs: 1200 + turn, model: 'gpt-4o-mini' });
       tokens = after;
     }
-    fillHistory.push({ turn, at: T0 + turn * 60_000, tokens, fill: tokens / WINDOW });
+    fillHistory.push({ call: turn, turn, at: T0 + turn * 60_000, tokens, fill: tokens / WINDOW });
   }
   const channel = id.split(':')[0] as 'telegram' | 'discord' | 'web';
   const promptTokens = fillHistory.reduce((sum, p) => sum + p.tokens, 0);
   const completionTokens = options.turns * 350;
   return {
     session: {
-      id, channel, messages: options.turns * 4, contextTokens: tokens, contextWindow: WINDOW, fill: tokens / WINDOW,
+      id, channel, model: 'gpt-4o-mini', messages: options.turns * 4, contextTokens: tokens, contextWindow: WINDOW, usableWindow: WINDOW, fill: tokens / WINDOW,
       promptTokens, completionTokens, costUsd: options.costUsd ?? 0.0123, compactions: compactions.length,
       lastActivityAt: options.lastActivityAt ?? T0 + options.turns * 60_000, paused: false,
     },
@@ -31,14 +32,17 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
       compactions: compactions.length,
       compactionsByLayer: { 'in-loop': { compacted: compactions.filter((c) => c.layer === 'in-loop').length }, hygiene: { compacted: compactions.filter((c) => c.layer === 'hygiene').length } },
       tokensRemoved: compactions.reduce((sum, c) => sum + c.tokensBefore - c.tokensAfter, 0),
-      lastPromptTokens: tokens,
+      lastPromptTokens: tokens, summaryCalls: compactions.length, summaryPromptTokens: 0, summaryCompletionTokens: 0, resets: 0,
     },
-    thresholds: { compress: 0.5, hygiene: 0.85 },
+    limits: { model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini', contextWindow: WINDOW, reservedOutputTokens: 0 },
+    context: contextFigures(tokens, { contextWindow: WINDOW, reservedOutputTokens: 0 }, { threshold: 0.5, hygieneThreshold: 0.85 }),
+    resets: [],
+    activity: { createdAt: T0, contextMessages: 12, busy: false, waiting: 0 },
     fillHistory,
     compactions,
     summary: '## Goal\nTrack order ORD-48213-XK to delivery.\n## Pinned facts\n- ORD-48213-XK\n- #4471',
     pinnedFacts: ['ORD-48213-XK', '#4471'],
-    notes: [{ key: 'name', text: 'The user is called Ada.', at: T0 }],
+    notes: [{ key: 'name', text: 'The user is called Ada.' }],
   };
 }
 

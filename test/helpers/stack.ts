@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../../src/config.js';
 import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
 import { createSilentLogger } from '../../src/log.js';
-import { MemorySessionReader } from '../../src/monitor/memory-session-reader.js';
+import { readerFor } from '../../src/cli/sessions.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import type { GatewayChannels } from '../../src/gateway/channels.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
@@ -35,7 +35,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
     CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent', ...options.env,
   });
   const logger = createSilentLogger();
-  const gateway = await startGateway({ config, redis: t.redis, logger, sessions: new MemorySessionReader(), channels: options.channels });
+  const gateway = await startGateway({ config, redis: t.redis, logger, sessions: readerFor(config, { redis: t.redis }), channels: options.channels });
   const worker = await runWorker({
     redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, logger,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },

@@ -6,7 +6,7 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { acceptInbound, claimInbox, deadLetterProcessing } from '../../src/redis/inbox.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
-import { createRedisSessionReader } from '../../src/redis/session-reader.js';
+import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createTestRedis } from '../helpers/redis.js';
 
 const SESSION = 'telegram:4242';
@@ -60,7 +60,7 @@ describe('chatgate failed / retry', () => {
     ]);
     const json = await cli('failed', SESSION, '--json');
     expect((JSON.parse(json.out) as InboundMessage[]).map((m) => m.id)).toEqual(['telegram:4242:1', 'telegram:4242:2']);
-    const reader = createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 4096 });
+    const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 4096 });
     expect((await reader.getSession(SESSION))?.failed).toBe(2);
   });
 
@@ -85,7 +85,7 @@ describe('chatgate failed / retry', () => {
     } finally {
       await turns.close();
     }
-    const reader = createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 4096 });
+    const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 4096 });
     expect((await reader.getSession(SESSION))?.failed).toBe(0);
     expect((await cli('failed', SESSION)).out).toBe('');
   });

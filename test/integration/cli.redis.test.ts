@@ -128,9 +128,9 @@ describe('chatgate CLI against real Redis', () => {
     ]);
     expect(table.code).toBe(0);
     const rows = (r: CliResult) => r.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/)[0]);
-    expect(table.stdout.split('\n')[0]).toMatch(/^session\s+channel\s+messages\s+fill\s+tokens in\s+tokens out\s+cost\s+compactions/);
+    expect(table.stdout.split('\n')[0]).toMatch(/^session\s+channel\s+model\s+messages\s+fill\s+window\s+tokens in\s+tokens out\s+cost\s+compactions/);
     expect(rows(table)).toEqual(['web:abc', 'telegram:100', 'discord:200']);
-    expect(table.stdout).toMatch(/telegram:100\s+telegram\s+24\s+73\.2%\s+3,000\s+720/);
+    expect(table.stdout).toMatch(/telegram:100\s+telegram\s+test-model\s+24\s+73\.2%\s+4,096\s+3,000\s+720/);
     expect(rows(byFill)).toEqual(['telegram:100', 'discord:200', 'web:abc']);
     const page = JSON.parse(json.stdout) as { total: number; items: Array<{ id: string; messages: number; promptTokens: number }> };
     expect(page.total).toBe(3);
@@ -144,7 +144,7 @@ describe('chatgate CLI against real Redis', () => {
       runCli(['usage', 'telegram:100'], env), runCli(['usage', 'telegram:100', '--json'], env), runCli(['usage', 'web:nobody'], env),
     ]);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/context\s+3,000 \/ 4,096 tokens \(73\.2%; compress at 50\.0%, hygiene at 85\.0%\)/);
+    expect(text.stdout).toMatch(/context\s+3,000 of 4,096 tokens \(73\.2%; window 4,096\); compaction at 50% \(2,048\), hygiene at 85% \(3,481\)/);
     expect(text.stdout).toMatch(/model calls\s+1/);
     expect(JSON.parse(json.stdout)).toMatchObject({ session: { id: 'telegram:100', channel: 'telegram' }, ledger: { promptTokens: 3000, completionTokens: 720, calls: 1 } });
     expect(unknown.code).toBe(1);
@@ -207,6 +207,7 @@ describe('chatgate CLI against real Redis', () => {
     expect(after.meta).toMatchObject({ projectionTokens: 0, lastPromptTokens: 0 });
     expect(after.meta.compaction).toMatchObject({ compactions: 0, paused: false, lastOutcome: null });
     expect(await redis.xlen(keys.transcript)).toBe(transcriptBefore + 1);
+    expect((await readTranscript(redis, keys)).at(-1)).toMatchObject({ type: 'reset', removedMessages: 4 });
     expect((await readTranscript(redis, keys)).slice(0, 4).map((e) => e.type)).toEqual(['message', 'message', 'message', 'message']);
   });
 

@@ -6,7 +6,7 @@ import { createLlmClient, type LlmClient, type ToolSchema } from '../../src/llm/
 import { DEMO_LABEL, startDemoModel, type DemoModel } from '../../src/llm/demo-model.js';
 import { SUMMARY_SECTIONS, buildSummaryPrompt } from '../../src/llm/summarizer.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
-import { createRedisSessionReader } from '../../src/redis/session-reader.js';
+import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { runWorker } from '../../workers/main.js';
 import { BUILTIN_TOOLS } from '../../workers/tools/builtins.js';
 import { ToolRegistry } from '../../workers/tools/registry.js';
@@ -86,7 +86,7 @@ describe('a worker on the demo model', () => {
     const replies: string[] = [];
     let onReply = () => {};
     const outbound = new Worker('outbound', async (job) => { replies.push(job.data.text as string); onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
-    const reader = createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
+    const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
     try {
       for (let turn = 1; turn <= 12; turn += 1) {
         const replied = new Promise<void>((resolve) => { onReply = resolve; });

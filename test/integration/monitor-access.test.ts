@@ -5,11 +5,11 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
-import { createAccessGuard, createMonitorApp, isLoopbackRequestHost, MemorySessionReader } from '../../src/monitor/index.js';
+import { createAccessGuard, createMonitorApp, isLoopbackRequestHost, MemorySessionView } from '../../src/monitor/index.js';
 import { seededSessions } from '../helpers/monitor-seed.js';
 
 const TOKEN = 'access-token-0123456789';
-const reader = new MemorySessionReader(seededSessions());
+const reader = new MemorySessionView(seededSessions());
 
 /** `app.request` with an explicit Host header (what a browser sends for the name it resolved). */
 function request(app: Hono, path: string, init: RequestInit & { host?: string } = {}): Promise<Response> {

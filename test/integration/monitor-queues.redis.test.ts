@@ -5,7 +5,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMonitorApp, MemorySessionReader, setQueueDepthSource } from '../../src/monitor/index.js';
+import { createMonitorApp, MemorySessionView, setQueueDepthSource } from '../../src/monitor/index.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const PREFIX = `cgtest-${randomUUID().slice(0, 8)}`;
@@ -19,7 +19,7 @@ describe('monitor with BullMQ queues', () => {
 
   beforeAll(async () => {
     await queue.add('turn', { sessionId: 'web:abc' }, { jobId: 'web-abc-1' });
-    const app = createMonitorApp({ sessions: new MemorySessionReader(), queues: [queue] }, { host: '0.0.0.0', monitorToken: TOKEN });
+    const app = createMonitorApp({ sessions: new MemorySessionView(), queues: [queue] }, { host: '0.0.0.0', monitorToken: TOKEN });
     server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
     });

@@ -4,7 +4,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMonitorApp,
-  MemorySessionReader,
+  MemorySessionView,
   recordCompaction,
   recordModelCall,
   hygieneFiringsTotal,
@@ -57,7 +57,7 @@ afterAll(async () => {
 
 describe('monitor app', () => {
   let base: string;
-  const reader = new MemorySessionReader(seededSessions());
+  const reader = new MemorySessionView(seededSessions());
   let redisUp = true;
 
   beforeAll(async () => {
@@ -149,7 +149,7 @@ describe('monitor app', () => {
 });
 
 describe('monitor auth', () => {
-  const reader = new MemorySessionReader(seededSessions());
+  const reader = new MemorySessionView(seededSessions());
 
   it('bound off loopback, refuses every monitor route without the bearer token but keeps health open', async () => {
     const base = await start({ sessions: reader }, { monitorToken: TOKEN }, '0.0.0.0');

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pageSessions, type SessionRow } from '../../src/monitor/session-reader.js';
+import { pageSessions, type SessionRow } from '../../src/session/view.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
-import { createRedisSessionReader, type RedisSessionReaderOptions } from '../../src/redis/session-reader.js';
+import { createRedisSessionView, type RedisSessionViewOptions } from '../../src/redis/session-reader.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { callUsageDelta } from '../../src/redis/usage.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -70,8 +70,8 @@ describe('Redis session reader: listing many sessions', () => {
     }));
   }
 
-  const readerOn = (redis: Redis, options: Partial<RedisSessionReaderOptions> = {}) =>
-    createRedisSessionReader({ redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, ...options });
+  const readerOn = (redis: Redis, options: Partial<RedisSessionViewOptions> = {}) =>
+    createRedisSessionView({ redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, ...options });
 
   /** Every row, by paging the default list (the reference the other sorts are checked against). */
   async function allRows(): Promise<SessionRow[]> {

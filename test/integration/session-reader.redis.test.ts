@@ -4,7 +4,7 @@ import type { ChatMessage } from '../../src/core/messages.js';
 import { renderPinned, renderSummaryBlock } from '../../src/core/summary-block.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionNotes } from '../../src/redis/notes.js';
-import { createRedisSessionReader } from '../../src/redis/session-reader.js';
+import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createSessionStore, toEntry, type StoredEntry } from '../../src/redis/session-store.js';
 import type { TranscriptEntry } from '../../src/redis/transcript.js';
 import { callUsageDelta, compactionUsageDelta, mergeUsage } from '../../src/redis/usage.js';
@@ -19,7 +19,7 @@ describe('Redis session reader', () => {
   beforeEach(() => { t = createTestRedis(); });
   afterEach(async () => { await t.cleanup(); });
 
-  const reader = () => createRedisSessionReader({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 4000 });
+  const reader = () => createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: WINDOW, threshold: 0.5, hygieneThreshold: 0.85, reservedOutputTokens: 4000 });
 
   /** Commits one step of a session under its lease at time `atMs`. */
   async function commitStep(id: string, atMs: number, step: { append?: StoredEntry[]; replace?: StoredEntry[]; transcript: TranscriptEntry[]; usage?: ReturnType<typeof mergeUsage>; meta?: Record<string, unknown> }) {
@@ -34,13 +34,14 @@ describe('Redis session reader', () => {
     await releaseLease(t.redis, keys, fence);
   }
 
-  const message = (entry: StoredEntry, atMs: number): TranscriptEntry => ({ type: 'message', message: entry.message, tokens: entry.tokens, atMs });
+  const message = (entry: StoredEntry, atMs: number, promptTokens?: number): TranscriptEntry =>
+    ({ type: 'message', message: entry.message, tokens: entry.tokens, atMs, ...(promptTokens ? { promptTokens } : {}) });
 
-  /** A turn: user asks, assistant answers; the provider reports `promptTokens`. */
+  /** A turn: user asks, assistant answers; the provider reports `promptTokens` (recorded on the answer, as the worker does). */
   async function turn(id: string, atMs: number, ask: string, answer: string, promptTokens: number) {
     const entries = [toEntry({ role: 'user', content: ask }), toEntry({ role: 'assistant', content: answer })];
     await commitStep(id, atMs, {
-      append: entries, transcript: entries.map((e) => message(e, atMs)),
+      append: entries, transcript: entries.map((e, k) => message(e, atMs, k === 1 ? promptTokens : undefined)),
       usage: callUsageDelta('gpt-4o-mini', { promptTokens, completionTokens: 40, cachedTokens: 10 }, WINDOW),
       meta: { route: { channel: id.split(':')[0], chatId: id.split(':')[1] }, lastPromptTokens: promptTokens, appendedTokensSince: 0, overheadTokens: 300 },
     });
@@ -56,7 +57,8 @@ describe('Redis session reader', () => {
     expect(byActivity.total).toBe(3);
     const byFill = await r.listSessions({ sort: 'fill' });
     expect(byFill.items.map((row) => row.id)).toEqual(['telegram:1', 'web:abc', 'discord:2']);
-    expect(byFill.items[0]).toMatchObject({ channel: 'telegram', messages: 2, contextTokens: 9000, contextWindow: WINDOW, fill: 9000 / WINDOW, promptTokens: 9000, completionTokens: 40, lastActivityAt: T0 + 1000, paused: false });
+    // Fill is measured against the usable window: 16,000 − 4,000 reserved.
+    expect(byFill.items[0]).toMatchObject({ channel: 'telegram', messages: 2, contextTokens: 9000, contextWindow: WINDOW, usableWindow: 12_000, fill: 0.75, promptTokens: 9000, completionTokens: 40, lastActivityAt: T0 + 1000, paused: false });
     expect(byFill.items[0].costUsd).toBeGreaterThan(0);
     const page = await r.listSessions({ sort: 'fill', offset: 1, limit: 1 });
     expect(page).toMatchObject({ total: 3, offset: 1, limit: 1 });
@@ -73,7 +75,7 @@ describe('Redis session reader', () => {
     await turn(id, T0 + 1000, 'my order is ORD-48213-XK', 'noted', 3000);
     const remember: ChatMessage = { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'remember', arguments: '{"key":"order","note":"ORD-48213-XK"}' } }] };
     const calls = [toEntry(remember), toEntry({ role: 'tool', tool_call_id: 'c1', content: 'remembered "order"' })];
-    await commitStep(id, T0 + 2000, { append: calls, transcript: calls.map((e) => message(e, T0 + 2000)), usage: callUsageDelta('gpt-4o-mini', { promptTokens: 3500, completionTokens: 20, cachedTokens: 0 }, WINDOW) });
+    await commitStep(id, T0 + 2000, { append: calls, transcript: calls.map((e, k) => message(e, T0 + 2000, k === 0 ? 3500 : undefined)), usage: callUsageDelta('gpt-4o-mini', { promptTokens: 3500, completionTokens: 20, cachedTokens: 0 }, WINDOW) });
     await createSessionNotes(t.redis, createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).keys(id)).set('order', 'ORD-48213-XK');
     await turn(id, T0 + 3000, 'and ticket #4471?', 'on it', 7000);
     const block = renderSummaryBlock('## Goal\nTrack the order.', renderPinned(['ORD-48213-XK', '#4471'], 0));
@@ -81,7 +83,7 @@ describe('Redis session reader', () => {
     const tail = toEntry({ role: 'assistant', content: 'on it' });
     await commitStep(id, T0 + 4000, {
       replace: [summary, tail],
-      transcript: [{ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 7000, tokensAfter: 1200, model: 'gpt-4o-mini', durationMs: 850, reason: 'summarised 6 messages', atMs: T0 + 4000 }],
+      transcript: [{ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokens: 7000, model: 'gpt-4o-mini', durationMs: 850, reason: 'summarised 6 messages', atMs: T0 + 4000 }],
       usage: compactionUsageDelta('in-loop', 'compacted', 5800),
       meta: { compaction: { ...createCompactionState(), compactions: 1, lastOutcome: 'compacted' }, lastPromptTokens: 0, appendedTokensSince: 0 },
     });
@@ -91,34 +93,69 @@ describe('Redis session reader', () => {
     expect(detail.session).toMatchObject({ id, channel: 'telegram', messages: 8, compactions: 1, contextTokens: 2500, lastActivityAt: T0 + 5000 });
     expect(detail.ledger).toMatchObject({ promptTokens: 3000 + 3500 + 7000 + 2500, completionTokens: 140, cachedTokens: 30, calls: 4, compactions: 1, tokensRemoved: 5800, lastPromptTokens: 2500 });
     expect(detail.ledger.compactionsByLayer).toEqual({ 'in-loop': { compacted: 1 } });
-    expect(detail.thresholds.compress).toBeCloseTo(0.5 * 12_000 / WINDOW);
-    expect(detail.thresholds.hygiene).toBeCloseTo(0.85 * 12_000 / WINDOW);
-    expect(detail.compactions).toEqual([{ turn: 2, at: T0 + 4000, layer: 'in-loop', outcome: 'compacted', tokensBefore: 7000, tokensAfter: 1200, durationMs: 850, model: 'gpt-4o-mini', reason: 'summarised 6 messages' }]);
-    expect(detail.fillHistory.map((p) => p.turn)).toEqual([1, 2, 3]);
-    // Replayed estimate: overhead + counted messages; after a compaction its tokensAfter + what followed.
-    const tokensOf = (...texts: string[]) => texts.reduce((sum, text) => sum + toEntry({ role: 'user', content: text }).tokens, 0);
-    const last = detail.fillHistory[2];
-    expect(last.tokens).toBe(300 + 1200 + tokensOf('thanks') + toEntry({ role: 'assistant', content: 'you are welcome' }).tokens);
-    expect(last.fill).toBeCloseTo(last.tokens / WINDOW);
+    // The trigger lines are on the fill's scale: shares of the usable window.
+    expect(detail.context).toMatchObject({ compressAt: 0.5, hygieneAt: 0.85, tokens: 2500, contextWindow: WINDOW, reservedOutputTokens: 4000, usableWindow: 12_000, compressTokens: 6000, hygieneTokens: 10_200 });
+    expect(detail.context.fill).toBeCloseTo(2500 / 12_000);
+    // Marked at the size of the request after it: its messages plus the overhead outside them (7,000 − 6,800).
+    expect(detail.compactions).toEqual([{ call: 3, turn: 2, at: T0 + 4000, layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokensAfter: 1200, durationMs: 850, model: 'gpt-4o-mini', reason: 'summarised 6 messages' }]);
+    // One point per model call, at the prompt tokens the provider billed for it.
+    expect(detail.fillHistory.map((p) => [p.call, p.turn, p.tokens])).toEqual([[1, 1, 3000], [2, 1, 3500], [3, 2, 7000], [4, 3, 2500]]);
+    expect(detail.fillHistory[3].fill).toBeCloseTo(2500 / 12_000);
     expect(detail.fillHistory[0].at).toBe(T0 + 1000);
     expect(detail.summary).toBe('## Goal\nTrack the order.');
     expect(detail.pinnedFacts).toEqual(['ORD-48213-XK', '#4471']);
-    expect(detail.notes).toEqual([{ key: 'order', text: 'ORD-48213-XK', at: T0 + 2000 }]);
+    expect(detail.notes).toEqual([{ key: 'order', text: 'ORD-48213-XK' }]);
+    expect(detail.activity).toMatchObject({ createdAt: T0 + 1000, contextMessages: 4, busy: false, waiting: 0 });
   });
 
-  it('shows a paused session and a reset that empties the context', async () => {
+  it('shows each session with the limits it recorded, not the reader\'s defaults', async () => {
+    await turn('web:small', T0, 'hi', 'hello', 2000);
+    await commitStep('web:small', T0 + 1, { transcript: [], meta: { limits: { model: 'small-model', summaryModel: 'tiny', contextWindow: 8000, reservedOutputTokens: 0 } } });
+    const detail = (await reader().getSession('web:small'))!;
+    expect(detail.limits).toEqual({ model: 'small-model', summaryModel: 'tiny', contextWindow: 8000, reservedOutputTokens: 0 });
+    expect(detail.session).toMatchObject({ model: 'small-model', contextWindow: 8000, usableWindow: 8000, fill: 0.25 });
+    expect((await reader().listSessions({ sort: 'fill' })).items[0]).toMatchObject({ id: 'web:small', fill: 0.25 });
+  });
+
+  it('keeps message counts right across a reset and does not count no-ops as compactions', async () => {
     const id = 'web:p';
     await turn(id, T0, 'a long question', 'a long answer', 6000);
-    await commitStep(id, T0 + 1000, {
-      replace: [],
-      transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: 6000, tokensAfter: 0, model: 'reset', durationMs: 0, reason: 'reset', atMs: T0 + 1000 }],
-      meta: { compaction: { ...createCompactionState(), paused: true }, lastPromptTokens: 0, appendedTokensSince: 0 },
+    await commitStep(id, T0 + 500, {
+      transcript: [{ type: 'compaction', layer: 'manual', outcome: 'noop', tokensBefore: 5000, tokensAfter: 5000, requestTokens: 6000, durationMs: 3, atMs: T0 + 500 }],
+      usage: compactionUsageDelta('manual', 'noop', 0),
+      meta: { compaction: { ...createCompactionState(), paused: true } },
     });
+    await commitStep(id, T0 + 1000, {
+      replace: [], transcript: [{ type: 'reset', removedMessages: 2, tokensBefore: 5000, atMs: T0 + 1000 }],
+      usage: { incr: { resets: 1 }, set: {} },
+      meta: { lastPromptTokens: 0, appendedTokensSince: 0 },
+    });
+    expect((await reader().getSession(id))!.session.messages).toBe(2);
     await turn(id, T0 + 2000, 'hi', 'hello', 400);
     const detail = (await reader().getSession(id))!;
-    expect(detail.session.paused).toBe(true);
-    expect(detail.fillHistory[1].tokens).toBeLessThan(detail.fillHistory[0].tokens);
+    expect(detail.session).toMatchObject({ messages: 4, compactions: 0, paused: true });
+    expect(detail.ledger).toMatchObject({ compactions: 0, resets: 1, compactionsByLayer: { manual: { noop: 1 } } });
+    expect(detail.compactions).toEqual([expect.objectContaining({ call: 1, outcome: 'noop', requestTokensAfter: expect.any(Number) })]);
+    expect(detail.resets).toEqual([{ call: 1, turn: 1, at: T0 + 1000, removedMessages: 2 }]);
+    expect(detail.fillHistory.map((p) => p.tokens)).toEqual([6000, 400]);
     expect(detail.summary).toBeNull();
     expect(detail.pinnedFacts).toEqual([]);
+  });
+
+  it('estimates a call the provider did not report from the last compaction, without counting the waiting message twice after hygiene', async () => {
+    const id = 'web:h';
+    await turn(id, T0, 'a question', 'an answer', 3000);
+    // Hygiene compacts with the waiting message included: its size after already holds it.
+    await commitStep(id, T0 + 1000, {
+      replace: [toEntry({ role: 'assistant', content: 'an answer' })],
+      transcript: [{ type: 'compaction', layer: 'hygiene', outcome: 'compacted', tokensBefore: 2900, tokensAfter: 900, requestTokens: 3100, durationMs: 5, atMs: T0 + 1000 }],
+      usage: compactionUsageDelta('hygiene', 'compacted', 2000),
+      meta: { lastPromptTokens: 0, appendedTokensSince: 0 },
+    });
+    const entries = [toEntry({ role: 'user', content: 'the waiting message' }), toEntry({ role: 'assistant', content: 'ok' })];
+    await commitStep(id, T0 + 2000, { append: entries, transcript: entries.map((e) => message(e, T0 + 2000)) });
+    const detail = (await reader().getSession(id))!;
+    expect(detail.compactions[0]).toMatchObject({ call: 1, turn: 1, layer: 'hygiene', requestTokensAfter: 1100 });
+    expect(detail.fillHistory.map((p) => [p.call, p.turn, p.tokens])).toEqual([[1, 1, 3000], [2, 2, 1100]]);
   });
 });
