@@ -11,5 +11,5 @@ export { summaryTargetTokens, parseSummary, SUMMARY_PREFIX, SUMMARY_END, PINNED_
 export { isAbortingSummarizerError } from './summarizer-errors.js';
 export type { InboundMessage, OutboundMessage, Attachment, ChannelName, GroupSessionMode } from './inbound.js';
 export { sessionKeyOf } from './inbound.js';
-export { contextFigures, describeContext, effectiveCompactions, fillOf, formatShare, formatTokens, isEffectiveCompaction, usableWindowOf } from './session-figures.js';
+export { cacheShareOf, contextFigures, describeContext, effectiveCompactions, fillOf, formatShare, formatTokens, isEffectiveCompaction, usableWindowOf } from './session-figures.js';
 export type { CompactionLayer, CompactionTriggers, ContextFigures, SessionLimits } from './session-figures.js';

@@ -116,3 +116,8 @@ export function formatTokens(n: number): string {
 function wholePercent(share: number): string {
   return `${Number((share * 100).toFixed(1))}%`;
 }
+
+/** Share of prompt tokens the provider served from its cache (0..1; 0 before the first call). */
+export function cacheShareOf(promptTokens: number, cachedTokens: number): number {
+  return promptTokens > 0 ? Math.min(1, Math.max(0, cachedTokens / promptTokens)) : 0;
+}

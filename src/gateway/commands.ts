@@ -1,6 +1,6 @@
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT } from '../core/commands.js';
-import { describeContext, formatTokens } from '../core/session-figures.js';
+import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';
 import type { SessionDetail, SessionView } from '../session/view.js';
 
@@ -64,7 +64,7 @@ function usageText(d: SessionDetail): string {
     .flatMap(([layer, outcomes]) => Object.entries(outcomes ?? {}).map(([outcome, n]) => `${layer} ${outcome} ${n}`)).join(', ');
   return [
     `**Usage of this chat** (${d.limits.model})`,
-    `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached), ${fmt(l.completionTokens)} out, ${l.calls} model call${l.calls === 1 ? '' : 's'}`,
+    `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${l.calls} model call${l.calls === 1 ? '' : 's'}`,
     `Estimated cost: $${l.costUsd.toFixed(4)}`,
     `Context: next request ≈ ${describeContext(d.context)}`,
     `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${fmt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${l.resets} reset${l.resets === 1 ? '' : 's'}` : ''}`,

@@ -94,7 +94,7 @@ function renderDetail(d) {
     chart(d), legend(),
     el('div', { class: 'grid' },
       el('div', { id: 'ledger' }, el('h2', {}, 'Usage ledger'), kv([['prompt tokens', int(l.promptTokens)], ['completion tokens', int(l.completionTokens)],
-        ['cached tokens', int(l.cachedTokens)], ['model calls', int(l.calls)], ['estimated cost', usd(l.costUsd)], ['compactions', int(l.compactions)],
+        ['cached tokens', int(l.cachedTokens)], ['cache share', (l.cacheShare * 100).toFixed(1) + '%'], ['model calls', int(l.calls)], ['estimated cost', usd(l.costUsd)], ['compactions', int(l.compactions)],
         ['attempts by layer', byLayer || '—'], ['resets', int(l.resets)], ['tokens removed', int(l.tokensRemoved)], ['last prompt', int(l.lastPromptTokens)]])),
       el('div', {}, el('h2', {}, 'Pinned facts'), el('ul', { id: 'pinned' }, ...d.pinnedFacts.map((f) => el('li', {}, f))),
         el('h2', {}, 'Notes'), el('ul', { id: 'notes' }, ...d.notes.map((n) => el('li', {}, n.key + ': ' + n.text))))),

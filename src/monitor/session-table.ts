@@ -40,7 +40,7 @@ export function formatSessionUsage(detail: SessionDetail): string {
   const lines = [
     `session        ${s.id} (${s.channel}, ${detail.limits.model})${s.paused ? ' — automatic compaction paused' : ''}`,
     `context        ${describeContext(detail.context)}`,
-    `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}), completion ${formatInt(l.completionTokens)}`,
+    `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}, ${formatShare(l.cacheShare)}), completion ${formatInt(l.completionTokens)}`,
     `model calls    ${formatInt(l.calls)}`,
     `cost           ${formatUsd(l.costUsd)} (estimated)`,
     `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${formatInt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,

@@ -1,9 +1,9 @@
 import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
-import { messageText } from '../core/messages.js';
 import { stripUndefined } from '../core/objects.js';
-import { contextFigures, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
-import { parseSummary, pinnedFactsOf } from '../core/summary-block.js';
+import { cacheShareOf, contextFigures, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
+import { findSummary as findEngineSummary } from '../core/summary-block.js';
+import { toCompactionState } from '../core/compaction-state.js';
 import {
   DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
 } from '../session/view.js';
@@ -92,7 +92,7 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
       const row = toRow(o, id, snapshot.meta, usage, length);
       const replay = replayTranscript(transcript, snapshot.meta.overheadTokens, limits);
       const context = contextFigures(row.contextTokens, limits, o.triggers);
-      const summary = findSummary(snapshot.entries);
+      const summary = findSummary(snapshot.entries, snapshot.meta);
       return {
         session: row, ledger: toLedger(usage, snapshot.meta), limits, context,
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
@@ -285,7 +285,7 @@ function toLedger(usage: UsageLedger, meta: SessionMeta): SessionLedger {
     byLayer[layer] = { ...byLayer[layer], [outcome]: count };
   }
   return {
-    promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens, calls: usage.calls,
+    promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens, cacheShare: cacheShareOf(usage.promptTokens, usage.cachedTokens), calls: usage.calls,
     costUsd: usage.costMicroUsd / 1_000_000, compactions: effectiveCompactions(usage.compactions), compactionsByLayer: byLayer,
     tokensRemoved: usage.tokensRemovedByCompaction, lastPromptTokens: meta.lastPromptTokens,
     summaryCalls: usage.summaryCalls, summaryPromptTokens: usage.summaryPromptTokens, summaryCompletionTokens: usage.summaryCompletionTokens,
@@ -293,12 +293,10 @@ function toLedger(usage: UsageLedger, meta: SessionMeta): SessionLedger {
   };
 }
 
-function findSummary(entries: readonly StoredEntry[]): { body: string; pinned: string[] } | null {
-  for (const entry of entries) {
-    const parsed = parseSummary(entry.message);
-    if (parsed) return { body: parsed.body, pinned: pinnedFactsOf(messageText(entry.message)) };
-  }
-  return null;
+/** The summary block the engine wrote, as the session's compaction state recorded it: imitated markers are not a summary. */
+function findSummary(entries: readonly StoredEntry[], meta: SessionMeta): { body: string; pinned: string[] } | null {
+  const found = findEngineSummary(entries.map((entry) => entry.message), toCompactionState(meta.compaction).summary);
+  return found ? { body: found.body, pinned: found.pinned } : null;
 }
 
 function channelOf(id: string, meta: SessionMeta): ChannelName {

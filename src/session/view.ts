@@ -18,6 +18,8 @@ export interface SessionLedger {
   completionTokens: number;
   /** Prompt tokens served from the provider's cache (a subset of `promptTokens`). */
   cachedTokens: number;
+  /** `cachedTokens ÷ promptTokens` (0..1): how much of what was sent a prompt cache served. */
+  cacheShare: number;
   /** Model calls of the agent (summaries excluded). */
   calls: number;
   /** Estimated cost, USD, summaries included (0 when the model has no known price). */

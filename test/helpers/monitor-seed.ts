@@ -28,7 +28,7 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
       lastActivityAt: options.lastActivityAt ?? T0 + options.turns * 60_000, paused: false,
     },
     ledger: {
-      promptTokens, completionTokens, cachedTokens: 1_024, calls: options.turns * 2, costUsd: options.costUsd ?? 0.0123,
+      promptTokens, completionTokens, cachedTokens: 1_024, cacheShare: promptTokens > 0 ? 1_024 / promptTokens : 0, calls: options.turns * 2, costUsd: options.costUsd ?? 0.0123,
       compactions: compactions.length,
       compactionsByLayer: { 'in-loop': { compacted: compactions.filter((c) => c.layer === 'in-loop').length }, hygiene: { compacted: compactions.filter((c) => c.layer === 'hygiene').length } },
       tokensRemoved: compactions.reduce((sum, c) => sum + c.tokensBefore - c.tokensAfter, 0),
