@@ -44,7 +44,6 @@ interface ScriptedReply {
 }
 
 const DEFAULTS = { host: '127.0.0.1', port: 0, model: DEMO_MODEL };
-const IDENTIFIER = /\b(?:[A-Z]{2,}-[\w-]*\d[\w-]*|#\d{3,}|\d{5,}|https?:\/\/\S+)/g;
 const SMALL_TALK = [
   'This is the built-in offline demo of chatgate: no real LLM is answering. Every message you send is stored with its token count, and every reply of mine reports realistic usage, so the context grows turn by turn. Ask for the time, give me a sum to calculate, or say "remember that …" to see the tools at work.',
   'Keep talking to watch the context fill up on the dashboard. When a request reaches the compaction trigger (half of the usable window by default), the older turns are summarised into one structured handoff summary, identifiers are pinned verbatim, and the newest turns stay as they were.',
@@ -146,7 +145,9 @@ function demoSummary(messages: readonly ChatMessage[]): string {
   const earlier = parseSections(between(prompt, '<previous-summary>', '</previous-summary>'));
   const asks = [...turns.matchAll(/^\[user\] (.*)$/gm)].map((m) => m[1].trim()).filter((s) => s.length > 0);
   const tools = [...turns.matchAll(/calls\] (.*)$/gm)].map((m) => `called ${m[1].slice(0, 120)}`);
-  const ids = [...new Set([...turns.matchAll(IDENTIFIER)].map((m) => m[0]))];
+  // Like a good summariser, it keeps what it was asked to keep (the engine's most salient facts), not every token.
+  const mustKeep = /These identifiers must appear verbatim[^\n]*\n((?:- .*\n?)+)/.exec(prompt)?.[1] ?? '';
+  const ids = mustKeep.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2).trim());
   const focus = /^Focus especially on: (.*)$/m.exec(prompt)?.[1];
   const fresh: Record<string, string[]> = {
     Goal: [asks.length > 0 ? `Latest request: "${asks[asks.length - 1].slice(0, 160)}"` : (earlier.Goal?.[0] ?? 'Continue the conversation.')],
