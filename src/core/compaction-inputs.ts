@@ -85,8 +85,8 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
 
 /**
  * Chooses the pinned section: the ledger facts missing from the request, most salient first, within
- * `capTokens`. Notes are always listed; weak facts get at most {@link LOW_PIN_LINES} lines, and only
- * once every stronger fact has one. Returns the facts and how many missing ones were left out.
+ * `capTokens`. Notes are always listed; noise-like facts get at most {@link LOW_PIN_LINES} lines, and
+ * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. Returns the facts and how many missing ones were left out.
  */
 export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
   const missing = Object.keys(ledger).filter((fact) => !isPresent(fact)).sort(bySalience(ledger));
@@ -101,7 +101,8 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
       continue;
     }
     const weak = salienceOf(record) < LOW_SALIENCE;
-    if (weak && low >= LOW_PIN_LINES) continue;
+    // A weak shape below the floor (a clock's timestamp, a request id, a code name) is never worth a line.
+    if (weak && (low >= LOW_PIN_LINES || record[4] === 0)) continue;
     const cost = pinnedLineTokens(fact, model);
     if (used + cost > capTokens) continue; // a shorter one may still fit
     used += cost;

@@ -109,4 +109,35 @@ describe('a worker on the demo model', () => {
       await demo.close();
     }
   });
+
+  it('after several compactions of a session that asks for the time, pins the order id the user typed and no clock timestamp', async () => {
+    const demo = await startDemoModel();
+    const worker = await runWorker({
+      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
+      llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
+    });
+    const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    let onReply = () => {};
+    const outbound = new Worker('outbound', async () => { onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
+    const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
+    try {
+      let detail = null;
+      for (let turn = 1; turn <= 60; turn += 1) {
+        const replied = new Promise<void>((resolve) => { onReply = resolve; });
+        const text = turn === 1 ? 'my order ORD-48213-XK has not arrived' : turn % 2 === 0 ? 'what time is it now?' : `tell me more, part ${turn}`;
+        await producer.submitInbound({ id: `m${turn}`, channel: 'web', chatId: 'clock', userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
+        await replied;
+        detail = (await reader.getSession('web:clock'))!;
+        if (detail.compactions.filter((c) => c.outcome === 'compacted').length >= 3) break;
+      }
+      expect(detail!.compactions.filter((c) => c.outcome === 'compacted').length).toBeGreaterThanOrEqual(3);
+      expect(`${detail!.summary}\n${detail!.pinnedFacts.join('\n')}`).toContain('ORD-48213-XK');
+      expect(detail!.pinnedFacts.filter((f) => /T\d\d:\d\d:\d\d/.test(f))).toEqual([]);
+    } finally {
+      await outbound.close();
+      await worker.close();
+      await producer.close();
+      await demo.close();
+    }
+  });
 });
