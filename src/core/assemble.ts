@@ -12,18 +12,18 @@ export function sanitizeToolPairs(messages: readonly ChatMessage[]): ChatMessage
   const answered = new Set<string>();
   const requested = new Set<string>();
   for (let i = 0; i < messages.length; i++) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (!hasToolCalls(message)) continue;
     // A call counts as answered only by results that follow it before the next non-tool message.
-    for (let j = i + 1; j < messages.length && messages[j].role === 'tool'; j++) {
-      const result = messages[j];
+    for (let j = i + 1; j < messages.length && messages[j]!.role === 'tool'; j++) {
+      const result = messages[j]!;
       if (result.role === 'tool') answered.add(result.tool_call_id);
     }
     for (const call of message.tool_calls) requested.add(call.id);
   }
   const out: ChatMessage[] = [];
   for (let i = 0; i < messages.length; i++) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (message.role === 'tool') {
       if (requested.has(message.tool_call_id) && answered.has(message.tool_call_id) && followsItsCall(out, message.tool_call_id)) {
         out.push(message);
@@ -57,14 +57,14 @@ export function placeSummary(head: readonly ChatMessage[], summaryText: string, 
     const ack: ChatMessage[] = afterRole === 'user' ? [{ role: 'assistant', content: SUMMARY_ACK }] : [];
     return [...head, { role: 'user', content: summaryText }, ...ack, ...tail];
   }
-  const beforeRole = head[beforeIndex].role;
+  const beforeRole = head[beforeIndex]!.role;
   let role: 'user' | 'assistant' | null = null;
   if (beforeRole !== 'user' && afterRole !== 'user') role = 'user';
   else if (beforeRole !== 'assistant' && afterRole !== 'assistant') role = 'assistant';
   if (role) return [...head, { role, content: summaryText }, ...tail];
   // Both roles are taken by the neighbours: append to the last head message, never touching the tail.
   const merged = head.slice();
-  merged[beforeIndex] = appendTo(head[beforeIndex], summaryText);
+  merged[beforeIndex] = appendTo(head[beforeIndex]!, summaryText);
   return [...merged, ...tail];
 }
 
@@ -86,13 +86,13 @@ function appendTo(message: ChatMessage, summaryText: string): ChatMessage {
 }
 
 function lastNonSystem(messages: readonly ChatMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role !== 'system') return i;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role !== 'system') return i;
   return -1;
 }
 
 function followsItsCall(out: readonly ChatMessage[], callId: string): boolean {
   for (let i = out.length - 1; i >= 0; i--) {
-    const message = out[i];
+    const message = out[i]!;
     if (message.role === 'tool') continue;
     return hasToolCalls(message) && message.tool_calls.some((call) => call.id === callId);
   }

@@ -20,7 +20,7 @@ const COMMAND_RE = /^\/([A-Za-z_]+)(?:@(\S+))?(?:\s+([\s\S]*))?$/;
 export function parseCommand(text: string, botUsername?: string): ChatCommand | null {
   const match = COMMAND_RE.exec(text.trim());
   if (!match) return null;
-  const name = match[1].toLowerCase();
+  const name = (match[1] ?? '').toLowerCase();
   if (match[2] && botUsername && match[2].toLowerCase() !== botUsername.toLowerCase()) return null;
   if (!(CHAT_COMMANDS as readonly string[]).includes(name)) return null;
   return { name: name as ChatCommandName, args: (match[3] ?? '').trim() };

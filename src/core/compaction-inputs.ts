@@ -40,7 +40,7 @@ export function watermarkOf(messages: readonly ChatMessage[]): { count: number; 
 export function middleTurns(messages: readonly ChatMessage[], layout: Layout, summary: LocatedSummary | null): ChatMessage[] {
   const turns: ChatMessage[] = [];
   for (let i = layout.headEnd; i < layout.tailStart; i++) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (summary && i === summary.index) {
       if (summary.rest !== '' || (message.role === 'assistant' && message.tool_calls?.length)) turns.push({ ...message, content: summary.rest } as ChatMessage);
     } else if (!isSummaryAck(message)) turns.push(message);
@@ -64,7 +64,7 @@ export function mustKeepFacts(turns: readonly ChatMessage[], previousBody: strin
 export function autoFocusOf(messages: readonly ChatMessage[]): string | undefined {
   const asks: string[] = [];
   for (let i = messages.length - 1; i >= 0 && asks.length < AUTO_FOCUS_MESSAGES; i--) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (message.role !== 'user') continue;
     const text = messageText(message).replace(/\s+/g, ' ').trim();
     if (text && !isChatgateText(text)) asks.unshift(cutChars(text, AUTO_FOCUS_CHARS));
@@ -75,7 +75,7 @@ export function autoFocusOf(messages: readonly ChatMessage[]): string | undefine
 /** The latest user request among the turns being compacted, or null. */
 export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
   for (let i = turns.length - 1; i >= 0; i--) {
-    const message = turns[i];
+    const message = turns[i]!;
     if (message.role !== 'user') continue;
     const text = messageText(message).trim();
     if (text && !isChatgateText(text)) return text;
@@ -94,7 +94,7 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
   let used = 0;
   let low = 0;
   for (const fact of missing) {
-    const record = ledger[fact];
+    const record = ledger[fact]!;
     if (record[2] === FactOrigin.note) {
       pinned.push(fact);
       used += pinnedLineTokens(fact, model);
@@ -128,7 +128,7 @@ const pinnedLineCache = new Map<string, number>();
 
 function watermarkHolds(messages: readonly ChatMessage[], mined: CompactionState['mined']): boolean {
   if (!mined || mined.count > messages.length || mined.count === 0) return false;
-  return hashMessage(messages[mined.count - 1]) === mined.hash;
+  return hashMessage(messages[mined.count - 1]!) === mined.hash;
 }
 
 function hashMessage(message: ChatMessage): string {

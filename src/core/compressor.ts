@@ -302,7 +302,7 @@ function losesFacts(before: readonly ChatMessage[], after: readonly ChatMessage[
   const present = presentFacts(after);
   for (let i = from; i < to; i++) {
     if (before[i] === after[i]) continue;
-    for (const fact of factsOfMessage(before[i])) if (!present.has(fact)) return true;
+    for (const fact of factsOfMessage(before[i]!)) if (!present.has(fact)) return true;
   }
   return false;
 }

@@ -66,8 +66,8 @@ export function salienceOf(record: FactRecord): number {
 /** Orders facts by salience, then recency, then the fact itself (deterministic). */
 export function bySalience(ledger: Readonly<FactLedger>): (a: string, b: string) => number {
   return (a, b) => {
-    const ra = ledger[a];
-    const rb = ledger[b];
+    const ra = ledger[a]!;
+    const rb = ledger[b]!;
     return salienceOf(rb) - salienceOf(ra) || rb[0] - ra[0] || (a < b ? -1 : a > b ? 1 : 0);
   };
 }
@@ -89,7 +89,7 @@ export function mineMessages(
   const noteFacts = { ...clock.noteFacts };
   let { factClock, turnClock } = clock;
   for (let i = 0; i < messages.length; i++) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (message.role === 'system') continue;
     if (message.role === 'user' && options.fresh) turnClock++;
     const mined = i === options.summaryIndex ? mineText(options.summaryRest ?? '', message.role) : minedFactsOf(message);
@@ -202,7 +202,7 @@ function boundLedger(facts: FactLedger): FactLedger {
   const entries = Object.keys(facts);
   if (entries.length <= MAX_LEDGER_FACTS) return facts;
   const kept: FactLedger = {};
-  for (const fact of entries.sort(bySalience(facts)).slice(0, MAX_LEDGER_FACTS)) kept[fact] = facts[fact];
-  for (const fact of entries) if (facts[fact][2] === FactOrigin.note) kept[fact] = facts[fact];
+  for (const fact of entries.sort(bySalience(facts)).slice(0, MAX_LEDGER_FACTS)) kept[fact] = facts[fact]!;
+  for (const fact of entries) if (facts[fact]![2] === FactOrigin.note) kept[fact] = facts[fact]!;
   return kept;
 }

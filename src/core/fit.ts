@@ -106,7 +106,7 @@ function dropOldestGroup(draft: Draft): Draft | null {
   let end = groupEnd(draft.tail, 0);
   end = Math.min(end, draft.exchangeOffset);
   // Keep whole exchanges: a user message goes with the assistant turn that answers it.
-  while (end < draft.exchangeOffset && draft.tail[end].role !== 'user') end = groupEnd(draft.tail, end);
+  while (end < draft.exchangeOffset && draft.tail[end]!.role !== 'user') end = groupEnd(draft.tail, end);
   return { ...draft, tail: draft.tail.slice(end), exchangeOffset: draft.exchangeOffset - end };
 }
 

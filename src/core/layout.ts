@@ -56,14 +56,14 @@ export function computeLayout(messages: readonly ChatMessage[], options: LayoutO
 /** Sums the framed tokens of `messages[from, to)`. */
 export function rangeTokens(messages: readonly ChatMessage[], from: number, to: number, model?: string): number {
   let total = 0;
-  for (let i = from; i < to; i++) total += messageTokens(messages[i], model);
+  for (let i = from; i < to; i++) total += messageTokens(messages[i]!, model);
   return total;
 }
 
 /** End of the leading system messages. */
 export function systemPrefixEnd(messages: readonly ChatMessage[]): number {
   let end = 0;
-  while (end < messages.length && messages[end].role === 'system') end++;
+  while (end < messages.length && messages[end]!.role === 'system') end++;
   return end;
 }
 
@@ -73,7 +73,7 @@ function mandatoryTailStart(messages: readonly ChatMessage[], exchangeStart: num
   const hasTextAfter = messages.slice(exchangeStart).some((m) => m.role === 'assistant' && messageText(m).trim() !== '');
   if (!hasTextAfter) {
     for (let i = exchangeStart - 1; i >= 0; i--) {
-      const m = messages[i];
+      const m = messages[i]!;
       if (m.role === 'assistant' && messageText(m).trim() !== '') {
         start = i;
         break;
@@ -113,7 +113,7 @@ function walkTail(messages: readonly ChatMessage[], start: number, floorIndex: n
       const trimmedTokens = trimmedGroupTokens(messages, groupStart, tailStart, options.model);
       if (trimmedTokens === null || acc + trimmedTokens > options.tailCeiling) break;
       acc += trimmedTokens;
-      for (let i = groupStart; i < tailStart; i++) if (messages[i].role === 'tool') trimmed.push(i);
+      for (let i = groupStart; i < tailStart; i++) if (messages[i]!.role === 'tool') trimmed.push(i);
     } else break;
     tailStart = groupStart;
   }
@@ -124,7 +124,7 @@ function trimmedGroupTokens(messages: readonly ChatMessage[], from: number, to: 
   if (!messages.slice(from, to).some((m) => m.role === 'tool' || hasToolCalls(m))) return null;
   let total = 0;
   for (let i = from; i < to; i++) {
-    const m = messages[i];
+    const m = messages[i]!;
     total += m.role === 'tool' ? messageTokens({ ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) }, model) : messageTokens(m, model);
   }
   return total;

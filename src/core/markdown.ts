@@ -37,18 +37,18 @@ export function markdownToTelegramHtml(markdown: string): string {
   const out: string[] = [];
   let i = 0;
   while (i < lines.length) {
-    const fence = FENCE_RE.exec(lines[i]);
+    const fence = FENCE_RE.exec(lines[i]!);
     if (fence) {
-      i = renderCodeBlock(lines, i, fence[1], fence[2], out);
+      i = renderCodeBlock(lines, i, fence[1]!, fence[2]!, out);
       continue;
     }
-    if (QUOTE_RE.test(lines[i])) {
+    if (QUOTE_RE.test(lines[i]!)) {
       const quoted: string[] = [];
-      for (; i < lines.length && QUOTE_RE.test(lines[i]); i++) quoted.push(renderInline(QUOTE_RE.exec(lines[i])![1]));
+      for (; i < lines.length && QUOTE_RE.test(lines[i]!); i++) quoted.push(renderInline(QUOTE_RE.exec(lines[i]!)![1]!));
       out.push(`<blockquote>${quoted.join('\n')}</blockquote>`);
       continue;
     }
-    out.push(renderLine(lines[i]));
+    out.push(renderLine(lines[i]!));
     i++;
   }
   return out.join('\n');
@@ -64,7 +64,7 @@ export function renderInline(text: string): string {
       out += rendered.html;
       i = rendered.end;
     } else {
-      out += escapeHtml(text[i]);
+      out += escapeHtml(text[i]!);
       i++;
     }
   }
@@ -79,9 +79,9 @@ interface Rendered {
 
 function renderLine(line: string): string {
   const heading = HEADING_RE.exec(line);
-  if (heading) return `<b>${renderInline(heading[1])}</b>`;
+  if (heading) return `<b>${renderInline(heading[1]!)}</b>`;
   const bullet = BULLET_RE.exec(line);
-  if (bullet && !/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) return `${bullet[1]}• ${renderInline(bullet[2])}`;
+  if (bullet && !/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) return `${bullet[1]}• ${renderInline(bullet[2]!)}`;
   return renderInline(line);
 }
 
@@ -90,9 +90,9 @@ function renderCodeBlock(lines: string[], start: number, marker: string, languag
   const body: string[] = [];
   let i = start + 1;
   for (; i < lines.length; i++) {
-    const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[i]);
-    if (close && close[1][0] === marker[0] && close[1].length >= marker.length) break;
-    body.push(lines[i]);
+    const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[i]!);
+    if (close && close[1]![0] === marker[0] && close[1]!.length >= marker.length) break;
+    body.push(lines[i]!);
   }
   const code = escapeHtml(body.join('\n'));
   const open = language ? `<pre><code class="language-${escapeAttribute(language)}">` : '<pre><code>';
@@ -115,15 +115,15 @@ function renderLink(text: string, at: number): Rendered | null {
   if (text[at] !== '[') return null;
   const match = LINK_RE.exec(text.slice(at));
   if (!match) return null;
-  return { html: `<a href="${escapeAttribute(match[2])}">${renderInline(match[1])}</a>`, end: at + match[0].length };
+  return { html: `<a href="${escapeAttribute(match[2]!)}">${renderInline(match[1]!)}</a>`, end: at + match[0].length };
 }
 
 function renderEmphasis(text: string, at: number): Rendered | null {
   for (const { marker, tag, wordBound } of MARKERS) {
     if (!text.startsWith(marker, at)) continue;
     const start = at + marker.length;
-    if (start >= text.length || /\s/.test(text[start])) return null;
-    if (wordBound && at > 0 && /[\p{L}\p{N}]/u.test(text[at - 1])) return null;
+    if (start >= text.length || /\s/.test(text[start]!)) return null;
+    if (wordBound && at > 0 && /[\p{L}\p{N}]/u.test(text[at - 1]!)) return null;
     const close = findCloser(text, start, marker, wordBound);
     if (close === -1) continue;
     return { html: `<${tag}>${renderInline(text.slice(start, close))}</${tag}>`, end: close + marker.length };
@@ -134,7 +134,7 @@ function renderEmphasis(text: string, at: number): Rendered | null {
 /** Index of the marker closing an emphasis opened before `from`, or -1. */
 function findCloser(text: string, from: number, marker: string, wordBound: boolean): number {
   for (let j = text.indexOf(marker, from + 1); j !== -1; j = text.indexOf(marker, j + 1)) {
-    if (/\s/.test(text[j - 1])) continue;
+    if (/\s/.test(text[j - 1]!)) continue;
     const after = text[j + marker.length];
     // A single `*` or `_` that is part of a double marker is not a closer.
     if (marker.length === 1 && (after === marker || text[j - 1] === marker)) continue;

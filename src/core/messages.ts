@@ -45,7 +45,7 @@ export function isChatgateText(text: string): boolean {
 
 /** Index of the latest user message, or -1. */
 export function lastUserIndex(messages: readonly ChatMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return i;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'user') return i;
   return -1;
 }
 
@@ -55,13 +55,13 @@ export function lastUserIndex(messages: readonly ChatMessage[]): number {
  */
 export function alignToGroupStart(messages: readonly ChatMessage[], index: number): number {
   let i = index;
-  while (i > 0 && i < messages.length && messages[i].role === 'tool') i--;
+  while (i > 0 && i < messages.length && messages[i]!.role === 'tool') i--;
   return i;
 }
 
 /** End (exclusive) of the group that starts at `start`: the message plus any tool results after it. */
 export function groupEnd(messages: readonly ChatMessage[], start: number): number {
   let end = start + 1;
-  if (hasToolCalls(messages[start])) while (end < messages.length && messages[end].role === 'tool') end++;
+  if (hasToolCalls(messages[start]!)) while (end < messages.length && messages[end]!.role === 'tool') end++;
   return end;
 }

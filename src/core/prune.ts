@@ -21,7 +21,7 @@ export function pruneRange(messages: readonly ChatMessage[], from: number, to: n
   const later = new LaterContents();
   const out = messages.slice();
   for (let i = messages.length - 1; i >= from; i--) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (message.role === 'tool' && i < to && !isChatgateText(message.content)) {
       const name = callNames.get(message.tool_call_id);
       if (message.content.length > 40 && later.has(message.content)) {

@@ -49,7 +49,7 @@ export function summaryTargetTokens(middleTokens: number, contextWindow: number)
 export function findSummary(messages: readonly ChatMessage[], record: SummaryRecord | undefined, from = 0): LocatedSummary | null {
   if (!record) return null;
   for (let i = from; i < messages.length; i++) {
-    const message = messages[i];
+    const message = messages[i]!;
     if (message.role !== 'user' && message.role !== 'assistant') continue;
     const text = messageText(message);
     for (let start = text.indexOf(SUMMARY_PREFIX); start !== -1; start = text.indexOf(SUMMARY_PREFIX, start + 1)) {
