@@ -56,12 +56,12 @@ export async function runSessionsBench(): Promise<void> {
       rows.push([
         scenario.name, mode, pct(Math.min(...r.probes)), pct(r.final),
         `${mean(r.pinnedLines).toFixed(0)} / ${Math.max(0, ...r.pinnedLines)}`, `${mean(r.pinnedTokens).toFixed(0)} / ${Math.max(0, ...r.pinnedTokens)}`,
-        r.prompt, `${r.summaryIn} / ${r.summaryOut}`, Math.round(r.cost), `${(r.cost / r.lowerBound).toFixed(2)}×`,
+        r.prompt, `${r.summaryIn} / ${r.summaryOut}`, Math.round(r.cost), Math.round(r.lowerBound), `${(r.cost / r.lowerBound).toFixed(2)}×`,
         ((r.compactions * 100) / scenario.turns).toFixed(1), `${(r.largest * 100).toFixed(1)}%`, r.overWindow,
       ]);
     }
   }
-  printTable(['scenario', 'summariser', 'planted: worst probe', 'final', 'pinned lines mean/max', 'pinned tokens mean/max', 'prompt tokens', 'summariser in/out', 'cost', 'cost ÷ lower bound', 'compactions/100 turns', 'largest / window', 'over window'], rows);
+  printTable(['scenario', 'summariser', 'planted: worst probe', 'final', 'pinned lines mean/max', 'pinned tokens mean/max', 'prompt tokens', 'summariser in/out', 'cost', 'lower bound', 'cost ÷ lower bound', 'compactions/100 turns', 'largest / window', 'over window'], rows);
 }
 
 async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats> {
