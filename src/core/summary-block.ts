@@ -11,6 +11,8 @@ export const PINNED_HEADING = '## Pinned facts (verbatim identifiers from earlie
 
 /** Heading of the section holding the latest user request of the summarised part, verbatim. */
 export const LATEST_REQUEST_HEADING = '## Latest user request in the summarised part (verbatim)';
+const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 /** Characters of the latest user request the block keeps. */
 export const LATEST_REQUEST_CHARS = 1400;
 
@@ -85,6 +87,7 @@ export function parseSummary(message: ChatMessage): ParsedSummary | null {
 /** Makes text safe to place inside a block: nothing in it can pass for a marker or a section heading. */
 export function quoteIntoBlock(text: string): string {
   return text
+    .replace(LONE_SURROGATE_RE, '\uFFFD') // Redis's JSON decoder refuses half an emoji: the block must survive the commit
     .replaceAll(CHATGATE_MARK, '[chatgate-quoted:')
     .replaceAll(PINNED_HEADING, '## (quoted) Pinned facts')
     .replaceAll(LATEST_REQUEST_HEADING, '## (quoted) Latest user request');

@@ -138,3 +138,15 @@ describe('ContextCompressor and the prompt cache', () => {
     }), { numRuns: 40 });
   });
 });
+
+describe('ContextCompressor and malformed text', () => {
+  it('writes a well-formed block when the summariser answers with half an emoji', async () => {
+    const summarizer = recordingSummarizer(() => 'Refund sent \ud83d and noted \udc4d.');
+    const session = chained({ contextWindow: WINDOW, summarizer });
+    const result = await session.compress(chatHistory(40), { force: true });
+    expect(result.summary).toContain('Refund sent \ufffd and noted \ufffd.');
+    expect(/[\ud800-\udfff]/.test(result.summary!.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))).toBe(false);
+    await session.compress([...result.messages, ...chatHistory(20).slice(1)], { force: true });
+    expect(summarizer.requests[1]?.previousSummary).toBe('Refund sent \ufffd and noted \ufffd.'); // still recognised as the engine's block
+  });
+});
