@@ -135,8 +135,8 @@ export function withoutSummaryBlock(text: string): string {
 /** Renders the pinned section for a list of facts (empty string when there are none). */
 export function renderPinned(facts: readonly string[], omitted: number): string {
   if (facts.length === 0 && omitted === 0) return '';
-  const lines = [PINNED_HEADING, ...facts.map((fact) => `- ${fact}`)];
-  if (omitted > 0) lines.push(`(${omitted} older identifiers not shown; search_history finds them)`);
+  const lines = [PINNED_HEADING, ...facts.map((fact) => `- ${fact.replace(LONE_SURROGATE_RE, '\uFFFD')}`)];
+  if (omitted > 0) lines.push(`(${omitted} less salient identifiers not shown; search_history finds them)`);
   return lines.join('\n');
 }
 
