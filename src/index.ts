@@ -30,3 +30,5 @@ export {
 } from './core/index.js';
 export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError } from './errors.js';
 export { createLogger } from './log.js';
+export { defineTool } from '../workers/tools/types.js';
+export type { ToolContext, ToolDefinition, NotesPort } from '../workers/tools/types.js';

@@ -139,7 +139,7 @@ async function retryLater(runner: TurnRunner, job: Job<TurnJobData>, token?: str
   throw new DelayedError();
 }
 
-/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (DESIGN §6). */
+/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (docs/design.md §6). */
 function turnLogger(logger: Logger, job: Job<TurnJobData>): Logger {
   const { sessionId } = job.data;
   // Session ids are `channel:chatId[:threadId]` (sessionKeyOf).
