@@ -1,6 +1,32 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The folders of src/ (and the top-level modules), as an import names them from any depth:
+// `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+
+/** A regex matching a relative import of src module or folder `name`. */
+const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
+
+/** Of src/session, only the read-model port `view.ts` (which src/redis implements and the monitor reads). */
+const VIEW_ONLY = (who) => ({ regex: '^(\\.\\./)+(src/)?session/(?!view\\.js)', message: `${who} imports from src/session only the SessionView port (view.ts)` });
+
+/**
+ * One boundary: `files` may import only the src modules in `allowed` (plus their own folder and
+ * packages); channels/ and workers/ only when listed. Mirrors the folder's README.
+ */
+function boundary(files, allowed, { channels = false, workers = false, extra = [] } = {}) {
+  const forbidden = SRC.filter((name) => !allowed.includes(name) && !['config', 'config-options'].includes(name));
+  const patterns = [
+    { regex: src('config(-options)?'), message: 'only src/cli reads the configuration: map it to this component\'s options in src/cli/compose.ts' },
+    ...forbidden.map((name) => ({ regex: src(name), message: `${files[0]} may not import src/${name} (see the folder's README)` })),
+    ...extra,
+  ];
+  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway and the composition root import channels/ (channels/README.md)` });
+  if (!workers) patterns.push({ regex: '^(\\.\\./)+workers/', message: `only the composition root (src/cli) imports workers/ (workers/README.md)` });
+  return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-output/**', '.state/**', '.scratch/**'] },
   js.configs.recommended,
@@ -11,8 +37,24 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: "CallExpression[callee.name='eval']", message: 'no eval' }],
     },
   },
+  // Boundaries, one block per folder, as each README says (src/cli, src/cli.ts, src/index.ts, test/, bench/ are free).
+  boundary(['src/errors.ts', 'src/log.ts', 'src/metrics.ts'], ['core']),
+  boundary(['channels/*.ts', 'channels/discord/**/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
+  boundary(['channels/web/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
+    channels: true,
+    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js)', message: 'the web chat uses only src/redis/client and keys (channels/README.md)' }],
+  }),
+  // src/redis implements the session read model (src/session/view.ts): of src/session it imports only that port.
+  boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log', 'session'], { extra: [VIEW_ONLY('src/redis')] }),
+  boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'session'], { extra: [VIEW_ONLY('src/monitor')] }),
+  boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'llm'], { workers: true }),
+  boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
   {
-    // The pure core: no I/O, no env, no SDKs (STYLE.md).
+    // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.
     files: ['src/core/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {

@@ -2,10 +2,10 @@
  * `chatgate`: the composition root and operator CLI — the only module that wires the gateway,
  * workers, monitor, Redis and the LLM endpoint together. Exit codes: 0 ok, 1 failure, 2 usage error.
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
-import { CliExit, errorText, EXIT, intOption, processIo, type CliIo } from './cli/context.js';
+import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/context.js';
 import type { SessionsFlags } from './cli/sessions.js';
 
 // Command modules load on use: `chatgate sessions` never loads the gateway, channels or workers.
@@ -115,14 +115,6 @@ export async function runCli(argv: readonly string[], options: Omit<ProgramOptio
     if (err instanceof CliExit) return err.exitCode;
     io.err(`chatgate: ${errorText(err)}`);
     return EXIT.failure;
-  }
-}
-
-function packageVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
   }
 }
 

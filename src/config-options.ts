@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
+import { WORKER_DEFAULTS } from '../workers/worker-options.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -66,6 +68,9 @@ const clusterNodes = z.string().transform((value, ctx): Array<{ host: string; po
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
 const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
+// Defaults are the components' own (written once, in GATEWAY_DEFAULTS and WORKER_DEFAULTS).
+const G = GATEWAY_DEFAULTS;
+const W = WORKER_DEFAULTS;
 
 /** Every option chatgate reads, in the order of `.env.example`. */
 export const OPTION_SPECS: readonly OptionSpec[] = [
@@ -73,33 +78,33 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'REDIS_CLUSTER_NODES', group: 'Redis', schema: clusterNodes, rule: 'a comma-separated list of `host:port` (e.g. `10.0.0.1:7000,10.0.0.2:7000`)', doc: 'Seed nodes of a Redis Cluster to use instead of one Redis (the rest are discovered); not with REDIS_URL.' },
   { env: 'CHATGATE_REDIS_FALLBACK_HOST', group: 'Redis', schema: text, rule: 'a host name', default: '127.0.0.1', doc: 'Address tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
-  { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: 'cg:', doc: 'Prefix of every Redis key chatgate writes.' },
-  { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: '{cgq}', doc: 'BullMQ queue prefix, hash-tagged so every queue key lands in one Redis Cluster slot.' },
+  { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: G.keyPrefix, doc: 'Prefix of every Redis key chatgate writes.' },
+  { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: G.queuePrefix, doc: 'BullMQ queue prefix, hash-tagged so every queue key lands in one Redis Cluster slot.' },
   { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: DEFAULT_OPENAI_BASE_URL, doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
   { env: 'OPENAI_API_KEY', group: 'LLM', schema: text, rule: 'a non-empty key', secret: true, doc: 'API key of the endpoint (any value for local servers that ignore it).' },
   { env: 'CHATGATE_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', default: 'gpt-4o-mini', doc: 'Model of the agent (`chatgate-demo` with CHATGATE_DEMO).' },
   { env: 'CHATGATE_SUMMARY_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Cheaper model for compaction summaries. Default: CHATGATE_MODEL.' },
   { env: 'CHATGATE_CONTEXT_WINDOW', group: 'LLM', schema: integer((n) => n.min(1024).max(10_000_000)), rule: 'an integer in [1024, 10000000]', unit: 'tokens', doc: 'Context window of the model. Default: from the table of known models; required for others.' },
   { env: 'CHATGATE_RESERVED_OUTPUT_TOKENS', group: 'Compaction', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '4096', unit: 'tokens', doc: 'Output reserve subtracted from the window before any threshold.' },
-  { env: 'CHATGATE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: '0.5', unit: 'fraction of the window', doc: 'In-loop compressor trigger: compact before a model call at this fill.' },
-  { env: 'CHATGATE_HYGIENE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: '0.85', unit: 'fraction of the window', doc: 'Gateway hygiene trigger: compact an idle session before dispatch at this fill.' },
-  { env: 'CHATGATE_MAX_MODEL_CALLS', group: 'Workers', schema: integer((n) => n.min(1).max(100)), rule: 'an integer in [1, 100]', default: '12', unit: 'calls per turn', doc: 'Maximum model calls in one turn of the tool loop.' },
-  { env: 'CHATGATE_WORKER_CONCURRENCY', group: 'Workers', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: '4', unit: 'turns', doc: 'Turns one worker process runs at once (different sessions).' },
-  { env: 'CHATGATE_LEASE_TTL_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: '15000', unit: 'ms', doc: 'Session lease of a running turn, renewed every third of it; a dead worker\'s session frees after this.' },
-  { env: 'CHATGATE_TURN_LOCK_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: '30000', unit: 'ms', doc: 'BullMQ lock of a turn job; a dead worker\'s turn is retried by another after about this long.' },
+  { env: 'CHATGATE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(W.threshold), unit: 'fraction of the window', doc: 'In-loop compressor trigger: compact before a model call at this fill.' },
+  { env: 'CHATGATE_HYGIENE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(G.hygieneThreshold), unit: 'fraction of the window', doc: 'Gateway hygiene trigger: compact an idle session before dispatch at this fill.' },
+  { env: 'CHATGATE_MAX_MODEL_CALLS', group: 'Workers', schema: integer((n) => n.min(1).max(100)), rule: 'an integer in [1, 100]', default: String(W.maxModelCalls), unit: 'calls per turn', doc: 'Maximum model calls in one turn of the tool loop.' },
+  { env: 'CHATGATE_WORKER_CONCURRENCY', group: 'Workers', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: String(W.concurrency), unit: 'turns', doc: 'Turns one worker process runs at once (different sessions).' },
+  { env: 'CHATGATE_LEASE_TTL_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(W.leaseTtlMs), unit: 'ms', doc: 'Session lease of a running turn, renewed every third of it; a dead worker\'s session frees after this.' },
+  { env: 'CHATGATE_TURN_LOCK_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(W.lockDurationMs), unit: 'ms', doc: 'BullMQ lock of a turn job; a dead worker\'s turn is retried by another after about this long.' },
   { env: 'TELEGRAM_BOT_TOKEN', group: 'Telegram', schema: z.string().regex(/^\d+:[\w-]+$/), rule: 'a bot token like `123456:ABC-DEF…` from @BotFather', secret: true, doc: 'Enables the Telegram channel.' },
   { env: 'TELEGRAM_WEBHOOK_URL', group: 'Telegram', schema: z.url({ protocol: /^https$/ }), rule: 'an https URL', doc: 'Public webhook URL; unset: long polling.' },
   { env: 'TELEGRAM_WEBHOOK_SECRET', group: 'Telegram', schema: z.string().regex(/^[\w-]{1,256}$/), rule: '1-256 characters of `A-Za-z0-9_-`', secret: true, doc: 'Secret token Telegram sends with each webhook call; required with TELEGRAM_WEBHOOK_URL.' },
-  { env: 'TELEGRAM_GROUP_MODE', group: 'Telegram', schema: z.enum(['per-chat', 'per-user']), rule: '`per-chat` or `per-user`', default: 'per-chat', doc: 'Sessions in group chats: one per chat or one per user.' },
+  { env: 'TELEGRAM_GROUP_MODE', group: 'Telegram', schema: z.enum(['per-chat', 'per-user']), rule: '`per-chat` or `per-user`', default: G.groupMode, doc: 'Sessions in group chats: one per chat or one per user.' },
   { env: 'CHATGATE_GROUP_TRIGGER', group: 'Access', schema: z.enum(['mention', 'always']), rule: '`mention` or `always`', default: 'mention', doc: 'When the bot answers in groups and guild channels: when mentioned, replied to or commanded, or to every message it can read.' },
   { env: 'DISCORD_BOT_TOKEN', group: 'Discord', schema: z.string().regex(/^[\w.-]{20,}$/), rule: 'a Discord bot token', secret: true, doc: 'Enables the Discord channel.' },
   { env: 'CHATGATE_ALLOW_TELEGRAM', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Telegram user ids allowed to talk to the bot.' },
   { env: 'CHATGATE_ALLOW_DISCORD', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Discord user ids allowed to talk to the bot.' },
   { env: 'CHATGATE_ALLOW_WEB', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Web chat user ids allowed to talk to the bot. The page chooses its own id, so this is no access control: protect the web chat with CHATGATE_MONITOR_TOKEN off loopback.' },
-  { env: 'CHATGATE_RATE_LIMIT_PER_MINUTE', group: 'Access', schema: integer((n) => n.min(0).max(10_000)), rule: 'an integer in [0, 10000]', default: '20', unit: 'messages per user per minute', doc: 'Per-user rate limit at the gateway (0: no limit). Web chat user ids are chosen by the page, so for the web chat it limits a conversation, not a person.' },
-  { env: 'CHATGATE_MAX_MESSAGE_CHARS', group: 'Access', schema: integer((n) => n.min(1).max(1_000_000)), rule: 'an integer in [1, 1000000]', default: '8000', unit: 'characters', doc: 'Longer inbound messages are refused.' },
-  { env: 'CHATGATE_HTTP_HOST', group: 'HTTP and monitor', schema: text, rule: 'a host name or IP address', default: '127.0.0.1', doc: 'Address of the HTTP server (web chat, monitor, dashboard).' },
-  { env: 'CHATGATE_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', default: '8787', doc: 'Port of the HTTP server (0: any free port).' },
+  { env: 'CHATGATE_RATE_LIMIT_PER_MINUTE', group: 'Access', schema: integer((n) => n.min(0).max(10_000)), rule: 'an integer in [0, 10000]', default: String(G.rateLimitPerMinute), unit: 'messages per user per minute', doc: 'Per-user rate limit at the gateway (0: no limit). Web chat user ids are chosen by the page, so for the web chat it limits a conversation, not a person.' },
+  { env: 'CHATGATE_MAX_MESSAGE_CHARS', group: 'Access', schema: integer((n) => n.min(1).max(1_000_000)), rule: 'an integer in [1, 1000000]', default: String(G.maxMessageChars), unit: 'characters', doc: 'Longer inbound messages are refused.' },
+  { env: 'CHATGATE_HTTP_HOST', group: 'HTTP and monitor', schema: text, rule: 'a host name or IP address', default: G.host, doc: 'Address of the HTTP server (web chat, monitor, dashboard).' },
+  { env: 'CHATGATE_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', default: String(G.port), doc: 'Port of the HTTP server (0: any free port).' },
   { env: 'CHATGATE_MONITOR_TOKEN', group: 'HTTP and monitor', schema: z.string().regex(/^\S{16,}$/), rule: 'at least 16 characters without spaces', secret: true, doc: 'Token of the monitor (dashboard, API, metrics), of the web chat off loopback and of the workers\' /metrics; required when CHATGATE_HTTP_HOST is not loopback.' },
   { env: 'CHATGATE_STATE_DIR', group: 'Runtime', schema: text, rule: 'a directory path', default: '.state', doc: 'Local state folder (the embedded Redis keeps its data here).' },
   { env: 'CHATGATE_LOG_LEVEL', group: 'Runtime', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), rule: 'one of fatal, error, warn, info, debug, trace, silent', default: 'info', doc: 'Minimum log level.' },

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { lookupModel, type ModelPricing } from './core/models.js';
+import { isLoopbackHost } from './core/hosts.js';
+import type { AllowList } from './core/inbound.js';
+import { DEMO_MODEL, lookupModel, type ModelPricing } from './core/models.js';
 import { ConfigError } from './errors.js';
 import { OPTION_SPECS, type OptionSpec } from './config-options.js';
 
-/** Who may talk to the bot on one channel: everyone (`*`) or the listed user ids. */
-export type AllowList = '*' | readonly string[];
+export { DEMO_MODEL, isLoopbackHost };
+export type { AllowList };
 
 /**
  * The resolved configuration shared by `chatgate start`, `gateway` and `worker`. Frozen. Built only
@@ -100,9 +102,6 @@ export interface OptionDescription {
   secret: boolean;
 }
 
-/** The demo model's name: the default model when `CHATGATE_DEMO` is on. */
-export const DEMO_MODEL = 'chatgate-demo';
-
 type RawEnv = Record<string, string | undefined>;
 
 /**
@@ -156,12 +155,6 @@ export function renderConfigTable(): string {
     return `| \`${o.env}\` | ${dflt} | ${o.unit ?? ''} | ${o.doc} |`;
   });
   return ['| option | default | unit | meaning |', '|---|---|---|---|', ...rows].join('\n');
-}
-
-/** Whether a host name or address is loopback (`127.0.0.0/8`, `::1`, `localhost`). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || h === '::ffff:127.0.0.1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 function mergeSources(env: Readonly<RawEnv>): RawEnv {
@@ -276,7 +269,7 @@ function crossChecks(c: Config, raw: RawEnv): string[] {
     issues.push(mustBe('CHATGATE_RESERVED_OUTPUT_TOKENS', `at most half the context window (${Math.floor(c.llm.contextWindow / 2)})`, String(c.compaction.reservedOutputTokens)));
   }
   if (c.compaction.hygieneThreshold <= c.compaction.threshold) {
-    issues.push(mustBe('CHATGATE_HYGIENE_THRESHOLD', `greater than CHATGATE_THRESHOLD (${c.compaction.threshold})`, raw.CHATGATE_HYGIENE_THRESHOLD ?? '0.85'));
+    issues.push(mustBe('CHATGATE_HYGIENE_THRESHOLD', `greater than CHATGATE_THRESHOLD (${c.compaction.threshold})`, raw.CHATGATE_HYGIENE_THRESHOLD ?? String(c.compaction.hygieneThreshold)));
   }
   if (!c.http.loopback && !c.http.monitorToken) {
     issues.push(`\`CHATGATE_MONITOR_TOKEN\` must be set when \`CHATGATE_HTTP_HOST\` is not loopback (got host ${c.http.host})`);

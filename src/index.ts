@@ -30,3 +30,7 @@ export {
 } from './core/index.js';
 export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError } from './errors.js';
 export { createLogger } from './log.js';
+export { createMemoryMetrics, NOOP_METRICS } from './metrics.js';
+export type { DeliveryFailureReason, MetricEvent, Metrics, ModelCallOutcome } from './metrics.js';
+export { defineTool } from '../workers/tools/types.js';
+export type { ToolContext, ToolDefinition, NotesPort } from '../workers/tools/types.js';

@@ -11,7 +11,7 @@ import { createSessionNotes } from '../src/redis/notes.js';
 import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } from '../src/redis/session-store.js';
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
 import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
-import { recordModelCall } from '../src/monitor/metrics.js';
+import { NOOP_METRICS, type Metrics } from '../src/metrics.js';
 import type { CompactionLayer, SessionLimits } from '../src/core/session-figures.js';
 import { runCompactionStep } from '../src/session/compaction-step.js';
 import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
@@ -30,6 +30,8 @@ export interface AgentDeps {
   logger: Logger;
   /** Called before every model call (the gateway shows "typing"). */
   onModelCall?: () => void;
+  /** Where model calls (answered and failed) and compactions are counted. Default {@link NOOP_METRICS}. */
+  metrics?: Metrics;
 }
 
 /** Options of the tool loop. */
@@ -106,6 +108,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
       result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, ...outputLimit(options) });
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
+      metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });
       const notice = await onModelError(loop, error, request.overhead);
       if (notice === null) continue;
       return finish(loop, null, notice);
@@ -155,7 +158,7 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
   await ensureLease(loop, 'compaction');
   const result = await runCompactionStep({
     compressor: loop.deps.compressor, turn: loop.turn, system: loop.system, requestTokens, layer, force, focus,
-    summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log, prices: loop.options.prices,
+    summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log, prices: loop.options.prices, metrics: loop.deps.metrics,
   });
   loop.compactionsSinceCall++;
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
@@ -180,7 +183,10 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const usage: UsageDelta = result.usage
     ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
     : { incr: { calls: 1 }, set: {} };
-  recordModelCall({ channel: channelOf(loop), promptTokens: result.usage?.promptTokens ?? 0, completionTokens: result.usage?.completionTokens ?? 0, cachedTokens: result.usage?.cachedTokens ?? 0 });
+  metricsOf(loop).record({
+    type: 'model_call', channel: channelOf(loop), outcome: 'ok', promptTokens: result.usage?.promptTokens, completionTokens: result.usage?.completionTokens,
+    cachedTokens: result.usage?.cachedTokens, costUsd: (usage.incr.costMicroUsd ?? 0) / 1e6,
+  });
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
   const assistant = toEntry(result.message, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
@@ -282,4 +288,8 @@ function limitsOf(loop: Loop): SessionLimits {
 /** The channel of the turn's messages, for metric labels. */
 function channelOf(loop: Loop): string {
   return loop.items[0]?.channel ?? 'unknown';
+}
+
+function metricsOf(loop: Loop): Metrics {
+  return loop.deps.metrics ?? NOOP_METRICS;
 }

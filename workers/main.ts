@@ -1,64 +1,23 @@
 import { Queue, Worker } from 'bullmq';
 import { ContextCompressor } from '../src/core/compressor.js';
 import type { OutboundMessage } from '../src/core/inbound.js';
-import type { Logger } from '../src/log.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
-import { createSilentLogger } from '../src/log.js';
-import { createLlmClient, type LlmClientOptions } from '../src/llm/client.js';
+import { createSilentLogger, type Logger } from '../src/log.js';
+import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
-import { resolveQueueNames, type QueueNames, type TurnJobData } from '../src/queue/names.js';
-import { createRedis, type RedisClient } from '../src/redis/client.js';
-import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
-import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
+import { stripUndefined } from '../src/core/objects.js';
+import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
+import { createRedis } from '../src/redis/client.js';
 import { createSessionStore } from '../src/redis/session-store.js';
-import type { PriceTable } from '../src/redis/usage.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
-import type { ToolDefinition } from './tools/types.js';
+import { ConfigError } from '../src/errors.js';
+import { WORKER_DEFAULTS, workerOptionIssues, type ResolvedRunWorkerOptions, type RunWorkerOptions, type WorkerDeps } from './worker-options.js';
 
-export { DEFAULT_SYSTEM_PROMPT };
-
-/** Options of {@link runWorker}. */
-export interface RunWorkerOptions extends Partial<QueueNames> {
-  /** A connection (with `maxRetriesPerRequest: null`) or a `redis://` URL. Default `redis://127.0.0.1:6379`. */
-  redis?: RedisClient | string;
-  /** Session key prefix. Default `cg:`. */
-  keyPrefix?: string;
-  /** The endpoint and models; `summaryModel` falls back to `model` on failure. */
-  llm: LlmClientOptions & { summaryModel?: string };
-  /** The model's context window in tokens. */
-  contextWindow: number;
-  /** Tokens kept free for the answer. Default 0. */
-  reservedOutputTokens?: number;
-  /** In-loop compaction trigger as a share of (window − reserve). Default 0.5. */
-  threshold?: number;
-  /** Turns run in parallel by this process (different sessions). Default 4. */
-  concurrency?: number;
-  /** Extra tools, added to the built-ins (same name replaces). */
-  tools?: ToolDefinition[];
-  logger?: Logger;
-  systemPrompt?: string;
-  /** Model calls per turn. Default 12. */
-  maxModelCalls?: number;
-  /** Forced compactions after "context length exceeded" per turn. Default 3. */
-  maxContextRetries?: number;
-  /** Session lease TTL in ms, renewed every third. Default 15000. */
-  leaseTtlMs?: number;
-  /** Delay before a turn whose session is leased elsewhere is tried again, ms. Default 1000. */
-  leaseRetryMs?: number;
-  /** BullMQ job lock in ms (a dead worker's turn is retried after about this long). Default 30000. */
-  lockDurationMs?: number;
-  /** BullMQ stalled-job check interval in ms. Default `lockDurationMs`. */
-  stalledIntervalMs?: number;
-  /** Times a turn job may stall (its worker died) before it fails for good and is dead-lettered. Default 5. */
-  maxStalledCount?: number;
-  /** Approximate transcript entries kept per session. Default 100000. */
-  transcriptRetention?: number;
-  /** Price overrides by model (USD per 1M tokens). */
-  prices?: PriceTable;
-}
+export { DEFAULT_SYSTEM_PROMPT, WORKER_DEFAULTS };
+export type { ResolvedRunWorkerOptions, RunWorkerOptions, WorkerDeps };
 
 /** A running worker. */
 export interface RunningWorker {
@@ -66,39 +25,38 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** Starts an agent worker: takes turn jobs, runs the tool loop, enqueues replies. */
-export async function runWorker(options: RunWorkerOptions): Promise<RunningWorker> {
-  const names = resolveQueueNames(options);
-  const ownsRedis = typeof options.redis !== 'object';
-  const redis = typeof options.redis === 'object' ? options.redis : createRedis(options.redis);
-  const logger = (options.logger ?? createSilentLogger()).child({ component: 'worker' });
-  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  const store = createSessionStore({ redis, logger }, { keyPrefix, transcriptRetention: options.transcriptRetention });
-  const llm = createLlmClient(options.llm, { logger });
-  const summarizer = createSummarizer({ llm, logger }, { summaryModel: options.llm.summaryModel });
-  const compressor = new ContextCompressor({
-    contextWindow: options.contextWindow, summarizer, threshold: options.threshold,
-    reservedOutputTokens: options.reservedOutputTokens, model: options.llm.model,
-  });
-  const tools = new ToolRegistry(BUILTIN_TOOLS);
-  for (const tool of options.tools ?? []) tools.register(tool);
+/**
+ * Starts an agent worker: takes turn jobs, runs the tool loop, enqueues replies. Options are
+ * resolved against {@link WORKER_DEFAULTS}, then validated.
+ * @throws ConfigError naming every option that breaks its rule (before anything is started).
+ */
+export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Promise<RunningWorker> {
+  const o: ResolvedRunWorkerOptions = { ...WORKER_DEFAULTS, ...stripUndefined(options), llm: options.llm, contextWindow: options.contextWindow };
+  const issues = workerOptionIssues(o);
+  if (issues.length > 0) throw new ConfigError(issues);
+  const names = resolveQueueNames(o);
+  const ownsRedis = typeof deps.redis !== 'object';
+  const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
+  const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
+  const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
+  const { llm, compressor, tools } = createAgentParts(deps, o, logger);
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
   const agentOptions: AgentOptions = {
-    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: options.contextWindow,
-    maxModelCalls: options.maxModelCalls ?? 12, maxContextRetries: options.maxContextRetries ?? 3,
-    summaryModel: options.llm.summaryModel, prices: options.prices, reservedOutputTokens: options.reservedOutputTokens,
+    systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
+    maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
   };
-  const turn: TurnRunner = { redis, store, outbound, logger, keyPrefix, agentOptions, leaseTtlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
-    leaseRetryMs: options.leaseRetryMs ?? 1000, deps: { redis, store, llm, compressor, tools, logger }, deadLettered: new Set(), closing: false };
-  const lockDuration = options.lockDurationMs ?? 30_000;
+  const turn: TurnRunner = {
+    redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: deps.metrics }, deadLettered: new Set(), closing: false,
+  };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
-    connection: redis, prefix: names.queuePrefix, concurrency: options.concurrency ?? 4,
-    lockDuration, stalledInterval: options.stalledIntervalMs ?? lockDuration, maxStalledCount: options.maxStalledCount ?? 5,
+    connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
+    lockDuration: o.lockDurationMs, stalledInterval: o.stalledIntervalMs ?? o.lockDurationMs, maxStalledCount: o.maxStalledCount,
   });
   const failures = handleFailures(worker, turn);
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   await worker.waitUntilReady();
-  logger.info({ queue: names.turnQueue, concurrency: options.concurrency ?? 4 }, 'worker started');
+  logger.info({ queue: names.turnQueue, concurrency: o.concurrency }, 'worker started');
   return {
     async close() {
       logger.info({}, 'worker draining');
@@ -110,6 +68,18 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunningWorke
       logger.info({}, 'worker stopped');
     },
   };
+}
+
+/** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
+function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
+  const llm = createLlmClient(o.llm, { logger });
+  const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
+  const compressor = new ContextCompressor({
+    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
+  });
+  const tools = new ToolRegistry(BUILTIN_TOOLS);
+  for (const tool of deps.tools ?? []) tools.register(tool);
+  return { llm, compressor, tools };
 }
 
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */

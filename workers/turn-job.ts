@@ -3,7 +3,7 @@ import { DelayedError, type Job, type Queue } from 'bullmq';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import { turnDurationSeconds } from '../src/monitor/metrics.js';
+import { NOOP_METRICS } from '../src/metrics.js';
 import type { TurnJobData } from '../src/queue/names.js';
 import { enqueueOutbound } from '../src/queue/outbound.js';
 import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
@@ -73,7 +73,9 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
  */
 async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'lease-lost'> {
   const { job, log, lease, items } = turn;
-  const stopTimer = turnDurationSeconds.startTimer({ channel: items[0].channel });
+  const startedMs = Date.now();
+  const stopTimer = ({ outcome }: { outcome: 'ok' | 'error' | 'lease-lost' }) =>
+    (runner.deps.metrics ?? NOOP_METRICS).record({ type: 'turn', channel: items[0].channel, outcome, durationMs: Date.now() - startedMs });
   try {
     const snapshot = await runner.store.load(job.data.sessionId);
     await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items });
@@ -139,7 +141,7 @@ async function retryLater(runner: TurnRunner, job: Job<TurnJobData>, token?: str
   throw new DelayedError();
 }
 
-/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (DESIGN §6). */
+/** The logger of one turn job: `sessionId`, `channel` and `jobId` bound (docs/design.md §6). */
 function turnLogger(logger: Logger, job: Job<TurnJobData>): Logger {
   const { sessionId } = job.data;
   // Session ids are `channel:chatId[:threadId]` (sessionKeyOf).

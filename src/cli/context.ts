@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
@@ -163,4 +164,13 @@ export function intOption(min: number, max: number): (value: string) => number {
 /** A message for any thrown value. */
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** chatgate's version, from its package.json (`unknown` when it cannot be read). */
+export function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
 }

@@ -1,8 +1,9 @@
 import type { Config } from '../config.js';
-import { createSessionOpsFromConfig, limitsOfConfig, type SessionOps } from '../session/session-ops.js';
+import { createLlmSessionOps, type SessionOps } from '../session/session-ops.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import { createSessionStore, parseMeta, type SessionMeta } from '../redis/session-store.js';
+import { sessionLimits, sessionOpsOptions } from './compose.js';
 import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
 import { noSession, withRedis } from './sessions.js';
 
@@ -17,7 +18,7 @@ const CLI_LEASE_TTL_MS = 120_000;
  */
 export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: string }): Promise<number> {
   return withSession(io, sessionId, async (config, conn, logger, meta) => {
-    const limits = meta.limits ?? limitsOfConfig(config);
+    const limits = meta.limits ?? sessionLimits(config);
     const demo: DemoModel | null = config.demo ? await startDemoModel({ logger, model: limits.model }) : null;
     try {
       const ops = sessionOps(config, conn, logger, demo);
@@ -61,8 +62,9 @@ function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: 
 }
 
 function sessionOps(config: Config, conn: CliRedis, logger: Logger, demo: DemoModel | null): SessionOps {
-  return createSessionOpsFromConfig({ redis: conn.redis, logger }, config, {
-    baseUrl: demo?.baseUrl, apiKey: config.llm.apiKey ?? (demo ? 'demo' : undefined), leaseTtlMs: CLI_LEASE_TTL_MS,
+  const options = sessionOpsOptions(config, CLI_LEASE_TTL_MS);
+  return createLlmSessionOps({ redis: conn.redis, logger }, {
+    ...options, baseURL: demo?.baseUrl ?? options.baseURL, apiKey: options.apiKey ?? (demo ? 'demo' : undefined),
   });
 }
 

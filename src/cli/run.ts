@@ -5,8 +5,10 @@ import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { createWorkerMonitorApp, serveHttp } from '../monitor/worker-app.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
-import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
+import { runWorker, type RunningWorker } from '../../workers/main.js';
+import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
+import { gatewayOptions, workerOptions } from './compose.js';
+import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 import { redactRedisUrl } from '../redis/client.js';
@@ -34,18 +36,6 @@ export function waitForStopSignal(): Promise<string> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
-}
-
-/** The worker's options from the configuration. */
-export function workerOptionsFromConfig(config: Config, redis: RedisClient, logger: Logger): RunWorkerOptions {
-  return {
-    redis, logger, keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix,
-    llm: { baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model, summaryModel: config.llm.summaryModel },
-    contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens, threshold: config.compaction.threshold,
-    concurrency: config.workers.concurrency, maxModelCalls: config.llm.maxModelCalls, transcriptRetention: config.transcriptMaxLen,
-    leaseTtlMs: config.workers.leaseTtlMs, lockDurationMs: config.workers.turnLockMs,
-    prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
-  };
 }
 
 /**
@@ -125,19 +115,21 @@ interface StartedRoles {
 async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
   let workerHttpUrl: string | undefined;
+  // One metrics instance per process: a `start` process's /metrics shows its gateway's and its worker's figures.
+  const metrics = createPrometheusMetrics({ build: { version: packageVersion() } });
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
   if (roles.gateway) {
     progress(io, 'starting the gateway…');
-    const handle = await startGateway({ config, redis, logger, sessions: readerFor(config, { redis }) });
+    const handle = await startGateway({ redis, logger, metrics, sessions: readerFor(config, { redis }) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());
   }
   if (roles.worker) {
     progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
-    const worker: RunningWorker = await runWorker(workerOptionsFromConfig(config, redis, logger));
+    const worker: RunningWorker = await runWorker({ redis, logger, metrics }, workerOptions(config));
     cleanups.push(() => worker.close());
     // A worker alone has no gateway HTTP server: give its metrics a server of their own.
-    if (!roles.gateway) workerHttpUrl = await startWorkerHttp(io, config, redis, logger, cleanups);
+    if (!roles.gateway) workerHttpUrl = await startWorkerHttp(io, config, { redis, logger, metrics }, cleanups);
   }
   return { gateway, workerHttpUrl };
 }
@@ -146,9 +138,10 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
  * `/healthz`, `/readyz` and `/metrics` of a worker-only process on CHATGATE_HTTP_HOST:PORT.
  * A port already taken (a gateway or another worker on the same machine) is a warning, not a failure.
  */
-async function startWorkerHttp(io: CliIo, config: Config, redis: RedisClient, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+async function startWorkerHttp(io: CliIo, config: Config, deps: { redis: RedisClient; logger: Logger; metrics: PrometheusMetrics }, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+  const { redis, logger, metrics } = deps;
   const app = createWorkerMonitorApp(
-    { logger, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
+    { logger, metrics, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
     { host: config.http.host, monitorToken: config.http.monitorToken },
   );
   try {

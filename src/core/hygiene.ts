@@ -1,5 +1,7 @@
 /** Default gateway hygiene trigger, as a share of (window − output reserve). */
 export const DEFAULT_HYGIENE_THRESHOLD = 0.85;
+/** Default in-loop compressor trigger (the worker's), share of (window − output reserve). */
+export const DEFAULT_COMPRESS_THRESHOLD = 0.5;
 /** Hygiene never compacts a session with fewer messages than this. */
 export const HYGIENE_MIN_MESSAGES = 4;
 

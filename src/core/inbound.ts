@@ -1,6 +1,9 @@
 /** The channels chatgate speaks. */
 export type ChannelName = 'telegram' | 'discord' | 'web';
 
+/** Who may talk to the bot on one channel: everyone (`*`) or the listed user ids (empty: nobody). */
+export type AllowList = '*' | readonly string[];
+
 /** A file or media item attached to an inbound message (not downloaded by the gateway). */
 export interface Attachment {
   kind: 'photo' | 'document' | 'audio' | 'video' | 'voice' | 'sticker' | 'other';

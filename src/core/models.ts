@@ -3,6 +3,9 @@
  * (context window when `CHATGATE_CONTEXT_WINDOW` is unset) and by the usage ledger (estimated cost).
  */
 
+/** The built-in offline demo model's name (`chatgate start --demo`): the default model when `CHATGATE_DEMO` is on. */
+export const DEMO_MODEL = 'chatgate-demo';
+
 /** USD per 1M tokens. `cachedInput` is the price of prompt tokens served from the provider's cache. */
 export interface ModelPricing {
   input: number;
@@ -48,7 +51,7 @@ export const KNOWN_MODELS: readonly ModelInfo[] = Object.freeze([
   { pattern: 'mistral-nemo*', contextWindow: 131_072 },
   { pattern: 'mistral*', contextWindow: 32_768 },
   // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows.
-  { pattern: 'chatgate-demo', contextWindow: 8_192, pricing: { input: 0, output: 0, cachedInput: 0 } },
+  { pattern: DEMO_MODEL, contextWindow: 8_192, pricing: { input: 0, output: 0, cachedInput: 0 } },
 ]);
 
 /** Token counts of one or more calls, as the provider reported them. */

@@ -3,7 +3,7 @@ import type { Channel } from '../../channels/channel.js';
 import { createDiscordChannel } from '../../channels/discord/index.js';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
-import type { Config } from '../config.js';
+import { isLoopbackHost } from '../core/hosts.js';
 import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
@@ -15,30 +15,47 @@ export interface GatewayChannels {
   mount?: (app: Hono) => void;
 }
 
+/** Which channels to build, and what they need. */
+export interface ChannelsOptions {
+  /** Runs the Telegram channel (long polling, or the webhook when `webhookUrl` is set). */
+  telegram?: { token: string; webhookUrl?: string; webhookSecret?: string };
+  /** Runs the Discord channel. */
+  discord?: { token: string };
+  /** When the bot answers in groups and guild channels. Default `mention`. */
+  groupTrigger?: 'mention' | 'always';
+  /** Address the HTTP server binds to: the web chat runs whenever it is loopback. */
+  host: string;
+  /** The monitor token, which guards the web chat off loopback. */
+  monitorToken?: string;
+  /** Key prefix of the web chat's reply streams. */
+  keyPrefix: string;
+}
+
 /**
- * Builds the channels the configuration asks for: Telegram and Discord when their tokens are set;
- * the web chat when no bot token is set, or whenever the HTTP server is bound to loopback. With
- * `redis`, the web chat keeps its replies in Redis streams, so every gateway can serve it.
+ * Builds the channels asked for: Telegram and Discord when their tokens are set; the web chat when
+ * no bot token is set, or whenever the HTTP server is bound to loopback. With `deps.redis`, the web
+ * chat keeps its replies in Redis streams, so every gateway can serve it.
  */
-export function createChannels(config: Config, logger: Logger, redis?: RedisClient): GatewayChannels {
+export function createChannels(deps: { logger: Logger; redis?: RedisClient }, options: ChannelsOptions): GatewayChannels {
+  const { logger } = deps;
+  const groupTrigger = options.groupTrigger ?? 'mention';
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
-  if (config.telegram) {
-    const telegram = createTelegramChannel({ log: logger }, {
-      token: config.telegram.token, webhookUrl: config.telegram.webhookUrl, webhookSecret: config.telegram.webhookSecret, groupTrigger: config.groupTrigger,
-    });
+  if (options.telegram) {
+    const { token, webhookUrl, webhookSecret } = options.telegram;
+    const telegram = createTelegramChannel({ log: logger }, { token, webhookUrl, webhookSecret, groupTrigger });
     list.push(telegram);
-    if (config.telegram.webhookUrl) {
-      const path = new URL(config.telegram.webhookUrl).pathname;
+    if (webhookUrl) {
+      const path = new URL(webhookUrl).pathname;
       mounts.push((app) => app.post(path, telegram.webhookHandler()));
     }
   }
-  if (config.discord) list.push(createDiscordChannel({ log: logger }, { token: config.discord.token, guildTrigger: config.groupTrigger }));
-  if (list.length === 0 || config.http.loopback) {
+  if (options.discord) list.push(createDiscordChannel({ log: logger }, { token: options.discord.token, guildTrigger: groupTrigger }));
+  if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
-    const guard = createAccessGuard({ host: config.http.host, monitorToken: config.http.monitorToken, tokenOnLoopback: false });
-    const web = createWebChannel({ log: logger, guard, redis, keyPrefix: config.redis.keyPrefix });
+    const guard = createAccessGuard({ host: options.host, monitorToken: options.monitorToken, tokenOnLoopback: false });
+    const web = createWebChannel({ log: logger, guard, redis: deps.redis, keyPrefix: options.keyPrefix });
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }

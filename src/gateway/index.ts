@@ -2,10 +2,11 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
-import type { Config } from '../config.js';
+import { stripUndefined } from '../core/objects.js';
 import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
+import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
@@ -13,10 +14,12 @@ import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
-import { createSessionOpsFromConfig } from '../session/session-ops.js';
+import { createLlmSessionOps } from '../session/session-ops.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
 import { createDelivery } from './delivery.js';
+import { GATEWAY_DEFAULTS, gatewayOptionIssues, type GatewayOptions, type ResolvedGatewayOptions } from './gateway-options.js';
+import { ConfigError } from '../errors.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
@@ -35,21 +38,25 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
+export { GATEWAY_DEFAULTS };
+export type { GatewayOptions, ResolvedGatewayOptions };
+
 /** Dependencies of {@link startGateway}. */
 export interface GatewayDeps {
-  config: Config;
   /** A connection with `maxRetriesPerRequest: null` (BullMQ workers); the gateway derives a fail-fast one for ingest. */
   redis: RedisClient;
   logger: Logger;
   /** What the monitor's sessions API and dashboard read. */
   sessions: SessionView;
-  /** Channels to run instead of the ones built from the configuration (tests, embedders). */
+  /** Channels to run instead of the ones built from `options.channels` (tests, embedders). */
   channels?: GatewayChannels;
-  systemPrompt?: string;
+  /**
+   * The process's metrics: the gateway records into them and exposes them at `/metrics` (give the
+   * in-process worker the same instance). Default: a registry of the gateway's own.
+   */
+  metrics?: PrometheusMetrics;
 }
 
-/** Lease TTL while the gateway compacts a session (renewed while it works), ms. */
-const GATEWAY_LEASE_TTL_MS = 15_000;
 /** Hygiene runs while a platform waits for its acknowledgement: one summariser try, this long at most, ms. */
 const HYGIENE_SUMMARY_TIMEOUT_MS = 20_000;
 /** `/compact` runs in the background: its summary may take this long, ms. */
@@ -57,16 +64,22 @@ const COMMAND_SUMMARY_TIMEOUT_MS = 120_000;
 
 /**
  * Starts the gateway: the HTTP server first, then the channels, so nothing arrives before it can be
- * handled. A failure part-way closes what was opened and rethrows.
+ * handled. Options are resolved against {@link GATEWAY_DEFAULTS}, then validated. A failure part-way
+ * closes what was opened and rethrows.
+ * @throws ConfigError naming every option that breaks its rule (before anything is started).
  */
-export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
+export async function startGateway(deps: GatewayDeps, options: GatewayOptions): Promise<GatewayHandle> {
+  const o: ResolvedGatewayOptions = { ...GATEWAY_DEFAULTS, ...stripUndefined(options), llm: options.llm, contextWindow: options.contextWindow };
+  const issues = gatewayOptionIssues(o);
+  if (issues.length > 0) throw new ConfigError(issues);
+  const metrics = deps.metrics ?? createPrometheusMetrics();
   const log = deps.logger.child({ component: 'gateway' });
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => log.warn({ err }, 'gateway shutdown step failed'));
   };
   try {
-    const parts = await startParts(deps, closers);
+    const parts = await startParts({ ...deps, metrics }, o, closers);
     log.info({ httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, channels: parts.channels }, 'gateway started');
     return {
       httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, ingest: parts.ingest,
@@ -81,42 +94,44 @@ export async function startGateway(deps: GatewayDeps): Promise<GatewayHandle> {
   }
 }
 
-async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknown>>) {
-  const { config, redis, logger } = deps;
-  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
-  const keyPrefix = config.redis.keyPrefix;
+type Started = GatewayDeps & { metrics: PrometheusMetrics };
+
+async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>) {
+  const { redis, logger, metrics } = deps;
+  const names = resolveQueueNames({ queuePrefix: o.queuePrefix });
+  const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
   const fast = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
   closers.push(() => fast.quit());
-  const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: config.transcriptMaxLen });
-  const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: config.groupMode });
+  const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
+  const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: fast, prefix: names.queuePrefix });
   const turns = new Queue(names.turnQueue, { connection: fast, prefix: names.queuePrefix });
   closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) =>
-    createSessionOpsFromConfig({ redis: fast, logger, store }, config, { leaseTtlMs: GATEWAY_LEASE_TTL_MS, systemPrompt: deps.systemPrompt, llmTimeoutMs, llmMaxRetries });
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: fast, logger, store, metrics }, {
+    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries,
+  });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
   // The chat commands read the sessions this gateway serves, through the same view as every surface.
   const view = createRedisSessionView({ redis: fast }, {
-    keyPrefix, contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-    model: config.llm.model, summaryModel: config.llm.summaryModel, threshold: config.compaction.threshold, hygieneThreshold: config.compaction.hygieneThreshold,
+    keyPrefix, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
+    model: o.llm.model, summaryModel: o.llm.summaryModel, threshold: o.threshold, hygieneThreshold: o.hygieneThreshold,
   });
-  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
-    keyPrefix, allow: config.access.allow, rateLimitPerMinute: config.access.rateLimitPerMinute,
-    maxMessageChars: config.access.maxMessageChars, groupMode: config.groupMode,
+  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
   });
-  const gatewayChannels = deps.channels ?? createChannels(config, logger, fast);
+  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);
   app.route('/', createMonitorApp({
-    sessions: deps.sessions, queues: [turns, outbound], logger,
+    sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
     checks: { redis: async () => (await fast.ping()) === 'PONG', queues: () => turns.getJobCounts() },
-  }, { host: config.http.host, monitorToken: config.http.monitorToken }));
-  const { server, httpUrl } = await listen(app, config.http.host, config.http.port);
+  }, { host: o.host, monitorToken: o.monitorToken }));
+  const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
   for (const channel of gatewayChannels.list) {
@@ -124,23 +139,31 @@ async function startParts(deps: GatewayDeps, closers: Array<() => Promise<unknow
     closers.push(() => channel.stop());
   }
   // Replies go out once every channel can send (and stop first, while the channels still can).
-  await startDelivery(deps, channelMap, names, closers);
+  await startDelivery(deps, keyPrefix, channelMap, names, closers);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
 }
 
 /** The outbound consumer and the typing indicators (driven by the workers' turn signals). */
-async function startDelivery(deps: GatewayDeps, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>): Promise<void> {
-  const { redis, logger, config } = deps;
+async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>): Promise<void> {
+  const { redis, logger, metrics } = deps;
   const typing = createTypingIndicators({ log: logger });
-  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix: config.redis.keyPrefix }), log: logger });
-  const consumer = createOutboundConsumer({ redis, delivery, logger }, names);
+  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger });
+  const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
   consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
   closers.push(() => consumer.close());
-  const unsubscribe = await subscribeTurnSignals(duplicateRedis(redis), (signal) => onSignal(signal, channels, typing), config.redis.keyPrefix, logger);
+  const unsubscribe = await subscribeTurnSignals(duplicateRedis(redis), (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
   });
+}
+
+/** The summariser endpoint and the session figures the gateway's session operations use. */
+function sessionFigures(o: ResolvedGatewayOptions) {
+  return {
+    baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, threshold: o.threshold, hygieneThreshold: o.hygieneThreshold,
+    limits: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens },
+  };
 }
 
 /** How far the session's pending turn job is from running (at most the first 1,000 waiting jobs are looked at). */

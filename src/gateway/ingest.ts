@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq';
 import { parseCommand, type ChatCommand } from '../core/commands.js';
-import { sessionKeyOf, type ChannelName, type GroupSessionMode, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
-import type { AllowList } from '../config.js';
+import { sessionKeyOf, type AllowList, type ChannelName, type GroupSessionMode, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
-import { hygieneFiringsTotal, inboundMessagesTotal } from '../monitor/metrics.js';
+import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { replyJobId } from '../queue/names.js';
 import { enqueueOutbound } from '../queue/outbound.js';
 import type { TurnProducer } from '../queue/producer.js';
@@ -32,6 +31,8 @@ export interface IngestDeps {
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */
   outbound: Queue<OutboundMessage>;
   logger: Logger;
+  /** Where inbound outcomes and hygiene firings are counted. Default {@link NOOP_METRICS}. */
+  metrics?: Metrics;
   now?: () => number;
 }
 
@@ -71,7 +72,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       const sessionId = sessionKeyOf(message, options.groupMode);
       try {
         const outcome = await route(ctx, message, sessionId);
-        inboundMessagesTotal.inc({ channel: message.channel, outcome });
+        (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: message.channel, outcome });
         log.debug({ sessionId, channel: message.channel, outcome }, 'inbound handled');
         return outcome;
       } catch (err) {
@@ -171,7 +172,7 @@ async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName)
   try {
     const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
     if (!result) return;
-    hygieneFiringsTotal.inc({ channel });
+    (ctx.deps.metrics ?? NOOP_METRICS).record({ type: 'hygiene_fired', channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
   } catch (err) {
     ctx.log.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');

@@ -4,7 +4,7 @@ import type { OutboundMessage } from '../core/inbound.js';
 import { backoffDelayMs, DEFAULT_RETRY_AFTER_MS, DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { deliveryFailuresTotal } from '../monitor/metrics.js';
+import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import type { Delivery } from './delivery.js';
 import { createOutboundOrder, type OutboundOrder } from './outbound-order.js';
@@ -65,12 +65,13 @@ export function createKeyedQueue(): { run<T>(key: string, task: () => Promise<T>
  * for good — at most `maxOrderHoldMs` after it started waiting.
  */
 export function createOutboundConsumer(
-  deps: { redis: RedisClient; delivery: Delivery; logger: Logger; onDelivered?: (message: OutboundMessage) => void; random?: () => number },
+  deps: { redis: RedisClient; delivery: Delivery; logger: Logger; metrics?: Metrics; onDelivered?: (message: OutboundMessage) => void; random?: () => number },
   options: OutboundConsumerOptions,
 ): Worker<OutboundMessage> {
   const ctx: ConsumerContext = {
     delivery: deps.delivery,
     onDelivered: deps.onDelivered,
+    metrics: deps.metrics ?? NOOP_METRICS,
     log: deps.logger.child({ component: 'outbound' }),
     order: createOutboundOrder({ redis: deps.redis }, { ...options, maxHoldMs: options.maxOrderHoldMs }),
     orderRetryMs: options.orderRetryMs ?? 1000,
@@ -94,6 +95,8 @@ export function createOutboundConsumer(
 interface ConsumerContext {
   delivery: Delivery;
   onDelivered?: (message: OutboundMessage) => void;
+  /** Counts every failed delivery attempt by reason (`rate_limited`, `transient`, `permanent`). */
+  metrics: Metrics;
   log: Logger;
   order: OutboundOrder;
   orderRetryMs: number;
@@ -118,7 +121,7 @@ async function deliverJob(ctx: ConsumerContext, job: Job<OutboundMessage>, token
 /** Rate limited: delayed, no attempt spent. Permanent: failed for good. Transient: one attempt spent. */
 async function onFailure(ctx: ConsumerContext, job: Job<OutboundMessage>, failure: DeliveryFailure, log: Logger, token: string | undefined): Promise<never> {
   const { sessionId, channel } = job.data;
-  deliveryFailuresTotal.inc({ channel, reason: failure.reason });
+  ctx.metrics.record({ type: 'delivery_failure', channel, reason: failure.reason });
   if (failure.reason === 'rate_limited' && Date.now() + failure.retryAfterMs - job.timestamp <= ctx.maxRateLimitedMs) {
     log.warn({ err: failure.error, retryAfterMs: failure.retryAfterMs }, 'reply rate limited; delayed until the platform allows it');
     await ctx.order.markPending(sessionId, jobIdOf(job));

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEMO_MODEL } from '../config.js';
+import { DEMO_MODEL } from '../core/models.js';
 import { messageText, type ChatMessage, type ToolCall } from '../core/messages.js';
 import { countMessageTokens, countTextTokens } from '../core/tokens.js';
 import { createSilentLogger, type Logger } from '../log.js';

@@ -1,13 +1,12 @@
 import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
-import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { createSilentLogger, type Logger } from '../log.js';
 import { createAccessGuard } from './auth.js';
 import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-board.js';
 import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
-import { metricsRegistry, setQueueDepthSource, type QueueDepthSource } from './metrics.js';
+import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
 import type { SessionView } from '../session/view.js';
 import { stripUndefined } from '../core/objects.js';
 
@@ -23,8 +22,8 @@ export interface MonitorDeps {
   queues?: readonly Queue[];
   /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
   queueDepth?: QueueDepthSource;
-  /** Registry exposed at `/metrics`. Default: {@link metricsRegistry}. */
-  registry?: Registry;
+  /** What `/metrics` exposes (the process's Prometheus metrics). Default: a fresh registry of its own. */
+  metrics?: ExposedMetrics;
   logger?: Logger;
 }
 
@@ -57,14 +56,14 @@ const LIST_QUERY = z.object({
  * The monitor as a hono app: `/healthz`, `/readyz` (open), and behind {@link createAccessGuard}
  * `/metrics`, `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`
  * (the token when one is set or when bound off loopback; otherwise loopback Host names only).
- * Mount the web chat on the same app (or route this one into it). Sets the process-wide queue-depth source.
+ * Mount the web chat on the same app (or route this one into it). Sets the queue-depth source of `deps.metrics`.
  */
 export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}): Hono {
   const resolved: ResolvedMonitorOptions = { ...DEFAULTS, ...stripUndefined(options) };
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'monitor' });
-  const registry = deps.registry ?? metricsRegistry;
+  const metrics = deps.metrics ?? createPrometheusMetrics();
   const queues = deps.queues ?? [];
-  setQueueDepthSource(deps.queueDepth ?? (queues.length > 0 ? () => readQueueDepths(queues) : undefined));
+  metrics.setQueueDepthSource(deps.queueDepth ?? (queues.length > 0 ? () => readQueueDepths(queues) : undefined));
 
   const app = new Hono();
   app.onError((err, c) => {
@@ -77,7 +76,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
   for (const path of ['/metrics', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
-  addMetricsRoute(app, registry);
+  addMetricsRoute(app, metrics.registry);
   app.get('/api/sessions', async (c) => {
     const query = LIST_QUERY.safeParse(c.req.query());
     if (!query.success) return c.json({ error: 'bad query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 400);

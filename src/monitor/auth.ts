@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { isLoopbackHost } from '../config.js';
+import { isLoopbackHost } from '../core/hosts.js';
 
 /** Cookie that carries the monitor token for browser pages (dashboard, bull-board, web chat). */
 export const MONITOR_COOKIE = 'cg_monitor';

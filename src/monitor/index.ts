@@ -9,22 +9,8 @@ export { createQueuesBoard, readQueueDepths, QUEUES_BASE_PATH } from './bull-boa
 export { renderDashboardPage } from './dashboard-page.js';
 export type { DashboardPageOptions } from './dashboard-page.js';
 export { MemorySessionView } from './memory-session-reader.js';
-export {
-  compactionTokensRemovedTotal,
-  compactionsTotal,
-  deliveryFailuresTotal,
-  hygieneFiringsTotal,
-  inboundMessagesTotal,
-  metricsRegistry,
-  modelCallsTotal,
-  queueJobs,
-  recordCompaction,
-  recordModelCall,
-  setQueueDepthSource,
-  tokensTotal,
-  turnDurationSeconds,
-} from './metrics.js';
-export type { ModelCallRecord, QueueDepth, QueueDepthSource } from './metrics.js';
+export { createPrometheusMetrics } from './metrics.js';
+export type { ExposedMetrics, PrometheusMetrics, PrometheusMetricsOptions, QueueDepth, QueueDepthSource } from './metrics.js';
 export { DEFAULT_PAGE_SIZE, pageSessions } from '../session/view.js';
 export type {
   CompactionEvent,

@@ -1,9 +1,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { MetricEvent, Metrics } from '../metrics.js';
 
 /**
- * Prometheus metrics of chatgate. One registry per process ({@link metricsRegistry}); components
- * import the metric objects (or the `record*` helpers) and increment them. Labels are bounded:
- * channel, kind, layer, outcome, queue, state, reason — never a session id.
+ * The Prometheus adapter of the metrics port (`src/metrics.ts`): one registry per instance, nothing
+ * registered globally. Labels are bounded — channel, kind, layer, outcome, queue, state, reason,
+ * version — never a session id.
  */
 
 /** Jobs of one queue in one state, as reported by the queue-depth source. */
@@ -18,116 +19,104 @@ export interface QueueDepth {
 /** Returns the current queue depths; called on every scrape of `/metrics`. */
 export type QueueDepthSource = () => Promise<readonly QueueDepth[]>;
 
-/** The registry `/metrics` exposes: the metrics below plus the default process metrics. */
-export const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry });
-
-/** Tokens billed, by `kind` (`prompt` | `completion` | `cached`) and `channel`. */
-export const tokensTotal = new Counter({
-  name: 'chatgate_tokens_total',
-  help: 'Tokens reported by the LLM provider, by kind (prompt, completion, cached) and channel',
-  labelNames: ['kind', 'channel'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Model calls, by `channel` and `outcome` (`ok` | `error` | `context_length`). */
-export const modelCallsTotal = new Counter({
-  name: 'chatgate_model_calls_total',
-  help: 'Chat-completion calls to the LLM endpoint, by channel and outcome',
-  labelNames: ['channel', 'outcome'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Compactions, by `layer` (`in-loop` | `hygiene` | `reactive` | `manual`) and `outcome`. */
-export const compactionsTotal = new Counter({
-  name: 'chatgate_compactions_total',
-  help: 'Compactions by layer (in-loop, hygiene, reactive, manual) and outcome (compacted, pruned, fallback, noop, aborted)',
-  labelNames: ['layer', 'outcome'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Tokens removed from projections by compaction, by `layer`. */
-export const compactionTokensRemovedTotal = new Counter({
-  name: 'chatgate_compaction_tokens_removed_total',
-  help: 'Tokens removed from session projections by compaction, by layer',
-  labelNames: ['layer'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Times the gateway hygiene check decided to compact, by `channel`. */
-export const hygieneFiringsTotal = new Counter({
-  name: 'chatgate_hygiene_firings_total',
-  help: 'Times the gateway hygiene check fired (session over the hygiene threshold), by channel',
-  labelNames: ['channel'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Duration of one turn (inbox drained → reply committed), seconds, by `channel` and `outcome`. */
-export const turnDurationSeconds = new Histogram({
-  name: 'chatgate_turn_duration_seconds',
-  help: 'Duration of agent turns in seconds, by channel and outcome',
-  labelNames: ['channel', 'outcome'] as const,
-  buckets: [0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160],
-  registers: [metricsRegistry],
-});
-
-/** Reply chunks that could not be delivered, by `channel` and `reason` (`rate_limited` | `permanent` | `transient`). */
-export const deliveryFailuresTotal = new Counter({
-  name: 'chatgate_delivery_failures_total',
-  help: 'Outbound deliveries that failed, by channel and reason',
-  labelNames: ['channel', 'reason'] as const,
-  registers: [metricsRegistry],
-});
-
-/** Inbound messages at the gateway, by `channel` and `outcome` (`accepted` | `duplicate` | `denied` | `rate_limited` | `too_long` | `command`). */
-export const inboundMessagesTotal = new Counter({
-  name: 'chatgate_inbound_messages_total',
-  help: 'Inbound messages seen by the gateway, by channel and outcome',
-  labelNames: ['channel', 'outcome'] as const,
-  registers: [metricsRegistry],
-});
-
-let queueDepthSource: QueueDepthSource | undefined;
-
-/** Jobs per queue and state, read from {@link setQueueDepthSource}'s callback at scrape time. */
-export const queueJobs = new Gauge({
-  name: 'chatgate_queue_jobs',
-  help: 'Jobs in each queue by state',
-  labelNames: ['queue', 'state'] as const,
-  registers: [metricsRegistry],
-  async collect() {
-    if (!queueDepthSource) return;
-    const depths = await queueDepthSource().catch(() => []);
-    this.reset();
-    for (const depth of depths) this.set({ queue: depth.queue, state: depth.state }, depth.count);
-  },
-});
-
-/** Sets (or clears, with undefined) where `chatgate_queue_jobs` reads its figures. */
-export function setQueueDepthSource(source: QueueDepthSource | undefined): void {
-  queueDepthSource = source;
+/** What `/metrics` exposes: a registry, and where its queue-depth gauge reads at scrape time. */
+export interface ExposedMetrics {
+  readonly registry: Registry;
+  /** Sets (or clears, with undefined) where `chatgate_queue_jobs` reads its figures. */
+  setQueueDepthSource(source: QueueDepthSource | undefined): void;
 }
 
-/** Usage of one model call, as the provider reported it. */
-export interface ModelCallRecord {
-  channel: string;
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens?: number;
-  outcome?: 'ok' | 'error' | 'context_length';
+/** The Prometheus adapter of the port. */
+export interface PrometheusMetrics extends Metrics, ExposedMetrics {}
+
+/** Options of {@link createPrometheusMetrics}. */
+export interface PrometheusMetricsOptions {
+  /** Exposed as `chatgate_build_info{version,node_version} 1`. Default: version `unknown`. */
+  build?: { version: string };
+  /** Also expose prom-client's default process metrics (CPU, heap, event loop). Default true. */
+  processMetrics?: boolean;
 }
 
-/** Records one model call: `chatgate_model_calls_total` and `chatgate_tokens_total`. */
-export function recordModelCall(usage: ModelCallRecord): void {
-  modelCallsTotal.inc({ channel: usage.channel, outcome: usage.outcome ?? 'ok' });
-  tokensTotal.inc({ kind: 'prompt', channel: usage.channel }, usage.promptTokens);
-  tokensTotal.inc({ kind: 'completion', channel: usage.channel }, usage.completionTokens);
-  if (usage.cachedTokens) tokensTotal.inc({ kind: 'cached', channel: usage.channel }, usage.cachedTokens);
+/**
+ * A fresh registry with chatgate's metrics (and, by default, the process metrics). Nothing is
+ * registered globally: two instances never share a figure.
+ */
+export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}): PrometheusMetrics {
+  const registry = new Registry();
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  const m = defineMetrics(registry);
+  m.buildInfo.set({ version: options.build?.version ?? 'unknown', node_version: process.version }, 1);
+  let queueDepthSource: QueueDepthSource | undefined;
+  m.defineQueueJobs(() => queueDepthSource);
+  return {
+    registry,
+    setQueueDepthSource(source) {
+      queueDepthSource = source;
+    },
+    record(event) {
+      recordInto(m, event);
+    },
+  };
 }
 
-/** Records one compaction: `chatgate_compactions_total` and the tokens it removed. */
-export function recordCompaction(event: { layer: string; outcome: string; tokensBefore: number; tokensAfter: number }): void {
-  compactionsTotal.inc({ layer: event.layer, outcome: event.outcome });
-  const removed = event.tokensBefore - event.tokensAfter;
-  if (removed > 0) compactionTokensRemovedTotal.inc({ layer: event.layer }, removed);
+type Defined = ReturnType<typeof defineMetrics>;
+
+function defineMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    buildInfo: new Gauge({ name: 'chatgate_build_info', help: 'Always 1; the labels say which chatgate and Node.js run', labelNames: ['version', 'node_version'] as const, registers }),
+    tokens: new Counter({ name: 'chatgate_tokens_total', help: 'Tokens reported by the LLM provider, by kind (prompt, completion, cached) and channel', labelNames: ['kind', 'channel'] as const, registers }),
+    modelCalls: new Counter({ name: 'chatgate_model_calls_total', help: 'Chat-completion calls of the agent, by channel and outcome (ok, or the failure kind: transient, connection, auth, permanent, context_length)', labelNames: ['channel', 'outcome'] as const, registers }),
+    cost: new Counter({ name: 'chatgate_cost_usd_total', help: 'Estimated cost of the agent\'s model calls in USD (list prices), by channel', labelNames: ['channel'] as const, registers }),
+    compactions: new Counter({ name: 'chatgate_compactions_total', help: 'Compactions by layer (in-loop, hygiene, reactive, manual) and outcome (compacted, pruned, fallback, noop, aborted)', labelNames: ['layer', 'outcome'] as const, registers }),
+    tokensRemoved: new Counter({ name: 'chatgate_compaction_tokens_removed_total', help: 'Tokens removed from session projections by compaction, by layer', labelNames: ['layer'] as const, registers }),
+    hygieneFirings: new Counter({ name: 'chatgate_hygiene_firings_total', help: 'Times the gateway hygiene check fired (session over the hygiene threshold), by channel', labelNames: ['channel'] as const, registers }),
+    turnDuration: new Histogram({ name: 'chatgate_turn_duration_seconds', help: 'Duration of agent turns in seconds, by channel and outcome', labelNames: ['channel', 'outcome'] as const, buckets: [0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160], registers }),
+    deliveryFailures: new Counter({ name: 'chatgate_delivery_failures_total', help: 'Outbound deliveries that failed, by channel and reason (rate_limited, permanent, transient)', labelNames: ['channel', 'reason'] as const, registers }),
+    inbound: new Counter({ name: 'chatgate_inbound_messages_total', help: 'Inbound messages seen by the gateway, by channel and outcome', labelNames: ['channel', 'outcome'] as const, registers }),
+    defineQueueJobs(source: () => QueueDepthSource | undefined) {
+      return new Gauge({
+        name: 'chatgate_queue_jobs', help: 'Jobs in each queue by state', labelNames: ['queue', 'state'] as const, registers,
+        async collect() {
+          const read = source();
+          if (!read) return;
+          const depths = await read().catch(() => []);
+          this.reset();
+          for (const depth of depths) this.set({ queue: depth.queue, state: depth.state }, depth.count);
+        },
+      });
+    },
+  };
+}
+
+function recordInto(m: Defined, event: MetricEvent): void {
+  switch (event.type) {
+    case 'model_call': {
+      const { channel } = event;
+      m.modelCalls.inc({ channel, outcome: event.outcome });
+      if (event.promptTokens) m.tokens.inc({ kind: 'prompt', channel }, event.promptTokens);
+      if (event.completionTokens) m.tokens.inc({ kind: 'completion', channel }, event.completionTokens);
+      if (event.cachedTokens) m.tokens.inc({ kind: 'cached', channel }, event.cachedTokens);
+      if (event.costUsd) m.cost.inc({ channel }, event.costUsd);
+      return;
+    }
+    case 'compaction': {
+      m.compactions.inc({ layer: event.layer, outcome: event.outcome });
+      const removed = event.tokensBefore - event.tokensAfter;
+      if (removed > 0) m.tokensRemoved.inc({ layer: event.layer }, removed);
+      return;
+    }
+    case 'turn':
+      m.turnDuration.observe({ channel: event.channel, outcome: event.outcome }, event.durationMs / 1000);
+      return;
+    case 'inbound':
+      m.inbound.inc({ channel: event.channel, outcome: event.outcome });
+      return;
+    case 'hygiene_fired':
+      m.hygieneFirings.inc({ channel: event.channel });
+      return;
+    case 'delivery_failure':
+      m.deliveryFailures.inc({ channel: event.channel, reason: event.reason });
+      return;
+  }
 }

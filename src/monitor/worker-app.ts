@@ -1,17 +1,16 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
-import type { Registry } from 'prom-client';
 import { createSilentLogger, type Logger } from '../log.js';
 import { createAccessGuard } from './auth.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
-import { metricsRegistry } from './metrics.js';
+import { createPrometheusMetrics, type ExposedMetrics } from './metrics.js';
 
 /** What the worker's HTTP server reads from. */
 export interface WorkerMonitorDeps {
   /** Readiness checks by name (e.g. `redis`), run by `/readyz`. Default none. */
   checks?: Record<string, ReadinessCheck>;
-  /** Registry exposed at `/metrics`. Default: {@link metricsRegistry} (the worker records into it). */
-  registry?: Registry;
+  /** What `/metrics` exposes: the metrics the worker records into. Default: a fresh registry of its own. */
+  metrics?: ExposedMetrics;
   logger?: Logger;
 }
 
@@ -48,7 +47,7 @@ export function createWorkerMonitorApp(deps: WorkerMonitorDeps = {}, options: Wo
   });
   addProbeRoutes(app, deps.checks ?? {}, options.checkTimeoutMs ?? 2000);
   app.use('/metrics', createAccessGuard({ host: options.host ?? '127.0.0.1', monitorToken: options.monitorToken }));
-  addMetricsRoute(app, deps.registry ?? metricsRegistry);
+  addMetricsRoute(app, (deps.metrics ?? createPrometheusMetrics()).registry);
   return app;
 }
 

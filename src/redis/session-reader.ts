@@ -4,6 +4,7 @@ import { stripUndefined } from '../core/objects.js';
 import { cacheShareOf, contextFigures, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
 import { findSummary as findEngineSummary } from '../core/summary-block.js';
 import { toCompactionState } from '../core/compaction-state.js';
+import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
 import {
   DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
 } from '../session/view.js';
@@ -115,7 +116,7 @@ function resolve(options: RedisSessionViewOptions): ResolvedOptions {
   return {
     keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, maxScannedSessions,
     fallback: { model, summaryModel: o.summaryModel ?? model, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens ?? 0 },
-    triggers: { threshold: o.threshold ?? 0.5, hygieneThreshold: o.hygieneThreshold ?? 0.85 },
+    triggers: { threshold: o.threshold ?? DEFAULT_COMPRESS_THRESHOLD, hygieneThreshold: o.hygieneThreshold ?? DEFAULT_HYGIENE_THRESHOLD },
   };
 }
 

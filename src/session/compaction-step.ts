@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { toEntry } from '../redis/session-store.js';
 import type { TranscriptCompaction } from '../redis/transcript.js';
 import { compactionUsageDelta, mergeUsage, summaryUsageDelta, type PriceTable } from '../redis/usage.js';
-import { recordCompaction } from '../monitor/metrics.js';
+import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import type { TurnState } from './turn-state.js';
 
 /** What one compaction step needs. */
@@ -33,6 +33,8 @@ export interface CompactionStepInput {
   summaryModel: string;
   model?: string;
   logger: Logger;
+  /** Where the compaction is counted. Default {@link NOOP_METRICS}. */
+  metrics?: Metrics;
 }
 
 /**
@@ -65,7 +67,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
     await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage });
   }
-  recordCompaction({ layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
+  (input.metrics ?? NOOP_METRICS).record({ type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
   input.logger.info({
     layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter,
     requestTokens: input.requestTokens, durationMs, reason: result.reason,

@@ -1,5 +1,4 @@
 import { ContextCompressor } from '../core/compressor.js';
-import type { Config } from '../config.js';
 import { createLlmClient } from '../llm/client.js';
 import { createSummarizer } from '../llm/summarizer.js';
 import type { CompactionResult } from '../core/compaction-types.js';
@@ -9,6 +8,7 @@ import type { InboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageTokens } from '../core/tokens.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { runScript } from '../redis/scripts.js';
 import { holdLease } from '../redis/lease.js';
@@ -27,6 +27,8 @@ export interface SessionOpsDeps {
   /** A compressor for the session's limits, summarising with its summary model (one per operation: it keeps state). */
   createCompressor: (limits: SessionLimits) => ContextCompressor;
   logger: Logger;
+  /** Where compactions are counted. Default: nowhere. */
+  metrics?: Metrics;
 }
 
 /** Options of the session operations. */
@@ -59,47 +61,47 @@ export interface SessionOps {
   reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
 }
 
+/** Options of {@link createLlmSessionOps}: the summariser's endpoint, the triggers and the default limits. */
+export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPrompt'> {
+  /** OpenAI-compatible endpoint of the summariser. */
+  baseURL: string;
+  apiKey?: string;
+  /** In-loop trigger the compressors are built with, share of (window − reserve). */
+  threshold: number;
+  /** Default {@link DEFAULT_SYSTEM_PROMPT}. */
+  systemPrompt?: string;
+  /** Session key prefix (for the store built when `deps.store` is absent). */
+  keyPrefix: string;
+  transcriptRetention?: number;
+  /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
+  llmTimeoutMs?: number;
+  llmMaxRetries?: number;
+}
+
 /**
- * The session operations for a configuration: the summariser on the configured endpoint (or
- * `baseUrl`, e.g. the demo model's) and compressors with each session's recorded limits (the configuration's for sessions without), summarising with its summary model.
+ * The session operations with a summariser on `options.baseURL` and compressors with each
+ * session's recorded limits (`options.limits` for sessions without), summarising with its summary model.
  */
-export function createSessionOpsFromConfig(
-  deps: { redis: RedisClient; logger: Logger; store?: SessionStore },
-  config: Config,
-  options: {
-    baseUrl?: string;
-    apiKey?: string;
-    leaseTtlMs: number;
-    systemPrompt?: string;
-    /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes). */
-    llmTimeoutMs?: number;
-    llmMaxRetries?: number;
-  },
+export function createLlmSessionOps(
+  deps: { redis: RedisClient; logger: Logger; store?: SessionStore; metrics?: Metrics },
+  options: LlmSessionOpsOptions,
 ): SessionOps {
   const { logger } = deps;
-  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen });
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
   const llm = createLlmClient({
-    baseURL: options.baseUrl ?? config.llm.baseUrl, apiKey: options.apiKey ?? config.llm.apiKey, model: config.llm.model,
+    baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries },
   }, { logger });
   return createSessionOps({
-    redis: deps.redis, store, logger,
+    redis: deps.redis, store, logger, metrics: deps.metrics,
     createCompressor: (limits) => new ContextCompressor({
-      contextWindow: limits.contextWindow, threshold: config.compaction.threshold, reservedOutputTokens: limits.reservedOutputTokens, model: limits.model,
+      contextWindow: limits.contextWindow, threshold: options.threshold, reservedOutputTokens: limits.reservedOutputTokens, model: limits.model,
       summarizer: createSummarizer({ llm, logger }, { summaryModel: limits.summaryModel }),
     }),
   }, {
-    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, limits: limitsOfConfig(config),
-    hygieneThreshold: config.compaction.hygieneThreshold, leaseTtlMs: options.leaseTtlMs,
+    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, limits: options.limits,
+    hygieneThreshold: options.hygieneThreshold, leaseTtlMs: options.leaseTtlMs,
   });
-}
-
-/** The limits a configuration runs new sessions with. */
-export function limitsOfConfig(config: Config): SessionLimits {
-  return {
-    model: config.llm.model, summaryModel: config.llm.summaryModel, contextWindow: config.llm.contextWindow,
-    reservedOutputTokens: config.compaction.reservedOutputTokens,
-  };
 }
 
 /** Creates the gateway's session operations. */
@@ -124,7 +126,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
   const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor(limitsOf(turn.meta))) =>
     runCompactionStep({
       compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, limitsOf(turn.meta).model),
-      layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }),
+      layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }), metrics: deps.metrics,
       // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
       commitNoop: force,
     });

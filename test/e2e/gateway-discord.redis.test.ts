@@ -4,7 +4,8 @@ import { messageText } from '../../src/core/messages.js';
 import { startGateway } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
 import { MemorySessionView } from '../../src/monitor/memory-session-reader.js';
-import { inboundMessagesTotal } from '../../src/monitor/metrics.js';
+import type { PrometheusMetrics } from '../../src/monitor/metrics.js';
+import { gatewayOptions } from '../../src/cli/compose.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
@@ -133,8 +134,8 @@ describe('gateway with Discord', () => {
     // cache, so here every message reaches two gateways and only the dedupe in Redis stops the copy.
     const s = await start(() => ({ content: 'ok' }));
     const second = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
-    const other = await startGateway({ config: s.config, redis: s.t.redis, logger: createSilentLogger(), sessions: new MemorySessionView(), channels: { list: [second] } });
-    const duplicatesBefore = await duplicateCount();
+    const other = await startGateway({ redis: s.t.redis, logger: createSilentLogger(), metrics: s.metrics, sessions: new MemorySessionView(), channels: { list: [second] } }, gatewayOptions(s.config));
+    const duplicatesBefore = await duplicateCount(s.metrics);
     try {
       dm('only once');
       await untilPosted(() => posted().length >= 1);
@@ -144,7 +145,7 @@ describe('gateway with Discord', () => {
       expect(s.agentRequests()).toHaveLength(2);
       const users = s.agentRequests()[1].messages.filter((m) => m.role === 'user').map((m) => messageText(m));
       expect(users).toEqual(['only once', 'and then this']);
-      expect((await duplicateCount()) - duplicatesBefore).toBe(2);
+      expect((await duplicateCount(s.metrics)) - duplicatesBefore).toBe(2);
     } finally {
       await other.close();
     }
@@ -165,8 +166,9 @@ function recordMessageDispatches(fake: FakeDiscordServer): unknown[] {
   return payloads;
 }
 
-async function duplicateCount(): Promise<number> {
-  const { values } = await inboundMessagesTotal.get();
+/** Duplicates both gateways dropped (they record into the stack's metrics). */
+async function duplicateCount(metrics: PrometheusMetrics): Promise<number> {
+  const values = (await metrics.registry.getSingleMetric('chatgate_inbound_messages_total')?.get())?.values ?? [];
   return values.find((v) => v.labels.channel === 'discord' && v.labels.outcome === 'duplicate')?.value ?? 0;
 }
 

@@ -1,7 +1,9 @@
+import { gatewayOptions } from '../../src/cli/compose.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
 import { createSilentLogger } from '../../src/log.js';
 import { readerFor } from '../../src/cli/sessions.js';
+import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import type { GatewayChannels } from '../../src/gateway/channels.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
@@ -13,6 +15,8 @@ export interface Stack {
   t: TestRedis;
   llm: FakeOpenAI;
   config: Config;
+  /** What the gateway's /metrics shows; the worker records into it too. */
+  metrics: PrometheusMetrics;
   gateway: GatewayHandle;
   worker: RunningWorker;
   /** Requests the agent made (summariser calls excluded). */
@@ -35,15 +39,16 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
     CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent', ...options.env,
   });
   const logger = createSilentLogger();
-  const gateway = await startGateway({ config, redis: t.redis, logger, sessions: readerFor(config, { redis: t.redis }), channels: options.channels });
-  const worker = await runWorker({
-    redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, logger,
+  const metrics = createPrometheusMetrics();
+  const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels: options.channels }, gatewayOptions(config));
+  const worker = await runWorker({ redis: t.redis, logger, metrics }, {
+    keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
     threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100,
   });
   return {
-    t, llm, config, gateway, worker,
+    t, llm, config, metrics, gateway, worker,
     agentRequests: () => llm.requests.filter((r) => !isSummaryRequest(r)),
     async close() {
       await worker.close();

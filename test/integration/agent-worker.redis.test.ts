@@ -13,7 +13,7 @@ import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions, type WorkerDeps } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
 import { createLogSink } from '../helpers/log-sink.js';
@@ -36,9 +36,9 @@ describe('agent worker', () => {
   let producer: TurnProducer;
   let out: OutboundCollector;
 
-  const start = async (options: Partial<RunWorkerOptions> = {}) => {
-    worker = await runWorker({
-      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
+  const start = async ({ logger, tools, ...options }: Partial<RunWorkerOptions> & Pick<WorkerDeps, 'logger' | 'tools'> = {}) => {
+    worker = await runWorker({ redis: t.redis, logger, tools }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
       llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
       concurrency: 2, ...options,
     });

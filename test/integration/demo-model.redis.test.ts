@@ -79,8 +79,8 @@ describe('a worker on the demo model', () => {
 
   it('compacts a session after a handful of turns without any key (window 8192, reserve 4096)', async () => {
     const demo = await startDemoModel();
-    const worker = await runWorker({
-      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
+    const worker = await runWorker({ redis: t.redis }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
       llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
     });
     const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
@@ -112,8 +112,8 @@ describe('a worker on the demo model', () => {
 
   it('after several compactions of a session that asks for the time, pins the order id the user typed and no clock timestamp', async () => {
     const demo = await startDemoModel();
-    const worker = await runWorker({
-      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
+    const worker = await runWorker({ redis: t.redis }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
       llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
     });
     const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });

@@ -59,9 +59,9 @@ describe('long session (test 3)', () => {
     fake = await startFakeOpenAI(scriptedModel(summaries));
     producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     out = await collectOutbound(t);
-    worker = await runWorker({
-      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: WINDOW, threshold: 0.5,
-      llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' }, tools: [getOrder], concurrency: 1,
+    worker = await runWorker({ redis: t.redis, tools: [getOrder] }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: WINDOW, threshold: 0.5,
+      llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' }, concurrency: 1,
     });
     const started = Date.now();
     for (let turn = 0; turn < TURNS; turn++) {

@@ -5,7 +5,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMonitorApp, MemorySessionView, setQueueDepthSource } from '../../src/monitor/index.js';
+import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const PREFIX = `cgtest-${randomUUID().slice(0, 8)}`;
@@ -27,7 +27,6 @@ describe('monitor with BullMQ queues', () => {
   });
 
   afterAll(async () => {
-    setQueueDepthSource(undefined);
     const closed = new Promise((resolve) => server.close(resolve));
     (server as Server).closeAllConnections();
     await closed;

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRoles } from '../../src/cli/run.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { createWorkerMonitorApp, metricsRegistry, serveHttp } from '../../src/monitor/index.js';
+import { createPrometheusMetrics, createWorkerMonitorApp, serveHttp } from '../../src/monitor/index.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { collectOutbound, createTestRedis } from '../helpers/redis.js';
 
@@ -29,18 +29,20 @@ const get = (app: ReturnType<typeof createWorkerMonitorApp>, path: string, heade
   Promise.resolve(app.request(`http://127.0.0.1:8787${path}`, { headers: { host: '127.0.0.1:8787', ...headers } }));
 
 describe('createWorkerMonitorApp', () => {
-  it('serves /healthz and /readyz open, and /metrics from the process registry', async () => {
+  it('serves /healthz and /readyz open, and /metrics from the metrics it is given', async () => {
     let redisUp = true;
-    const app = createWorkerMonitorApp({ checks: { redis: async () => redisUp } }, { host: '127.0.0.1' });
+    const metricsPort = createPrometheusMetrics({ build: { version: '9.9.9' } });
+    const app = createWorkerMonitorApp({ metrics: metricsPort, checks: { redis: async () => redisUp } }, { host: '127.0.0.1' });
     expect(await (await get(app, '/healthz')).json()).toMatchObject({ status: 'ok' });
     expect((await get(app, '/readyz')).status).toBe(200);
     redisUp = false;
     expect(await (await get(app, '/readyz')).json()).toEqual({ status: 'not ready', checks: { redis: 'failed' } });
     const metrics = await get(app, '/metrics');
     expect(metrics.status).toBe(200);
-    expect(metrics.headers.get('content-type')).toBe(metricsRegistry.contentType);
+    expect(metrics.headers.get('content-type')).toBe(metricsPort.registry.contentType);
     const text = await metrics.text();
     expect(parseExposition(text).has('process_cpu_user_seconds_total')).toBe(true);
+    expect(parseExposition(text).get(`chatgate_build_info{version="9.9.9",node_version="${process.version}"}`)).toBe(1);
     for (const name of ['chatgate_model_calls_total', 'chatgate_tokens_total', 'chatgate_turn_duration_seconds', 'chatgate_compactions_total']) {
       expect(text).toContain(`# HELP ${name} `);
     }

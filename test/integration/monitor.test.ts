@@ -4,11 +4,8 @@ import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMonitorApp,
+  createPrometheusMetrics,
   MemorySessionView,
-  recordCompaction,
-  recordModelCall,
-  hygieneFiringsTotal,
-  turnDurationSeconds,
   type MonitorDeps,
   type MonitorOptions,
   type SessionDetail,
@@ -58,11 +55,13 @@ afterAll(async () => {
 describe('monitor app', () => {
   let base: string;
   const reader = new MemorySessionView(seededSessions());
+  const metrics = createPrometheusMetrics();
   let redisUp = true;
 
   beforeAll(async () => {
     base = await start({
       sessions: reader,
+      metrics,
       checks: { redis: async () => { if (!redisUp) throw new Error('connect ECONNREFUSED 127.0.0.1:1'); }, queues: async () => true },
       queueDepth: async () => [{ queue: 'turns', state: 'waiting', count: 7 }, { queue: 'turns', state: 'active', count: 2 }],
     });
@@ -91,16 +90,21 @@ describe('monitor app', () => {
     expect(before.has('process_cpu_user_seconds_total')).toBe(true);
     expect(before.has('nodejs_heap_size_used_bytes')).toBe(true);
 
-    recordModelCall({ channel: 'telegram', promptTokens: 1200, completionTokens: 80, cachedTokens: 1024 });
-    recordCompaction({ layer: 'in-loop', outcome: 'compacted', tokensBefore: 66_000, tokensAfter: 19_800 });
-    hygieneFiringsTotal.inc({ channel: 'web' });
-    turnDurationSeconds.observe({ channel: 'telegram', outcome: 'ok' }, 1.7);
+    metrics.record({ type: 'model_call', channel: 'telegram', outcome: 'ok', promptTokens: 1200, completionTokens: 80, cachedTokens: 1024, costUsd: 0.0012 });
+    metrics.record({ type: 'model_call', channel: 'telegram', outcome: 'transient' });
+    metrics.record({ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 66_000, tokensAfter: 19_800 });
+    metrics.record({ type: 'hygiene_fired', channel: 'web' });
+    metrics.record({ type: 'turn', channel: 'telegram', outcome: 'ok', durationMs: 1700 });
+    metrics.record({ type: 'delivery_failure', channel: 'discord', reason: 'rate_limited' });
 
     const after = await scrape(base);
     expect(after.get('chatgate_tokens_total{kind="prompt",channel="telegram"}')).toBe(1200);
     expect(after.get('chatgate_tokens_total{kind="completion",channel="telegram"}')).toBe(80);
     expect(after.get('chatgate_tokens_total{kind="cached",channel="telegram"}')).toBe(1024);
     expect(after.get('chatgate_model_calls_total{channel="telegram",outcome="ok"}')).toBe(1);
+    expect(after.get('chatgate_model_calls_total{channel="telegram",outcome="transient"}')).toBe(1);
+    expect(after.get('chatgate_cost_usd_total{channel="telegram"}')).toBeCloseTo(0.0012);
+    expect(after.get('chatgate_delivery_failures_total{channel="discord",reason="rate_limited"}')).toBe(1);
     expect(after.get('chatgate_compactions_total{layer="in-loop",outcome="compacted"}')).toBe(1);
     expect(after.get('chatgate_compaction_tokens_removed_total{layer="in-loop"}')).toBe(46_200);
     expect(after.get('chatgate_hygiene_firings_total{channel="web"}')).toBe(1);

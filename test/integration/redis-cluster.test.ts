@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliExit, loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
 import { doctorCommand } from '../../src/cli/doctor.js';
 import { compactCommand } from '../../src/cli/maintenance.js';
-import { workerOptionsFromConfig } from '../../src/cli/run.js';
+import { gatewayOptions, sessionOpsOptions, workerOptions } from '../../src/cli/compose.js';
 import { sessionsCommand, transcriptCommand, usageCommand } from '../../src/cli/sessions.js';
 import type { Config } from '../../src/config.js';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
@@ -34,7 +34,7 @@ import { createSessionStore, toEntry, type SessionStore } from '../../src/redis/
 import { isEffectiveCompaction } from '../../src/core/session-figures.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import { createSessionOpsFromConfig } from '../../src/session/session-ops.js';
+import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
@@ -112,7 +112,7 @@ describe('on a Redis Cluster', () => {
     ({ config, conn } = await connect());
     store = createSessionStore({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix });
     producer = createTurnProducer({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix });
-    worker = await runWorker({ ...workerOptionsFromConfig(config, conn.redis, logger), concurrency: 2 });
+    worker = await runWorker({ redis: conn.redis, logger }, { ...workerOptions(config), concurrency: 2 });
     out = collectReplies(conn, config);
     await out.worker.waitUntilReady();
   });
@@ -167,7 +167,7 @@ describe('on a Redis Cluster', () => {
     // The reply is enqueued before the worker releases the session's lease; compact once it is free.
     await until(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0);
 
-    const ops = createSessionOpsFromConfig({ redis: conn.redis, logger, store }, config, { leaseTtlMs: 10_000 });
+    const ops = createLlmSessionOps({ redis: conn.redis, logger, store }, sessionOpsOptions(config, 10_000));
     const result = await ops.compact('web:flow');
     expect(result.busy).toBe(false);
     const events = (await readTranscript(conn.redis, store.keys('web:flow'))).filter((e) => e.type === 'compaction');
@@ -236,8 +236,8 @@ describe('the gateway on a Redis Cluster', () => {
     let config: Config;
     ({ config, conn } = await connect({ CHATGATE_KEY_PREFIX: 'gw:', CHATGATE_QUEUE_PREFIX: '{gwq}', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent' }));
     const sessions = createRedisSessionView({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, contextWindow: config.llm.contextWindow });
-    gateway = await startGateway({ config, redis: conn.redis, logger, sessions });
-    worker = await runWorker(workerOptionsFromConfig(config, conn.redis, logger));
+    gateway = await startGateway({ redis: conn.redis, logger, sessions }, gatewayOptions(config));
+    worker = await runWorker({ redis: conn.redis, logger }, workerOptions(config));
   });
 
   afterAll(async () => {

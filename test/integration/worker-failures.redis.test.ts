@@ -11,7 +11,7 @@ import { acquireLease } from '../../src/redis/lease.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions, type WorkerDeps } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { createLogSink, type LogSink } from '../helpers/log-sink.js';
@@ -34,9 +34,9 @@ describe('worker failures', () => {
   let sink: LogSink;
   let keys: SessionKeys;
 
-  const start = async (options: Partial<RunWorkerOptions> = {}) => {
-    worker = await runWorker({
-      redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, logger: sink.logger,
+  const start = async ({ tools, ...options }: Partial<RunWorkerOptions> & Pick<WorkerDeps, 'tools'> = {}) => {
+    worker = await runWorker({ redis: t.redis, logger: sink.logger, tools }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
       llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
       concurrency: 2, ...options,
     });

@@ -71,8 +71,8 @@ describe('output reserve', () => {
 
     it('sends the configured reservedOutputTokens with every agent call', async () => {
       recorder = await startRecorder();
-      const worker = await runWorker({
-        redis: t.redis, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, reservedOutputTokens: 700,
+      const worker = await runWorker({ redis: t.redis }, {
+        keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, reservedOutputTokens: 700,
         llm: { baseURL: recorder.baseURL, apiKey: 'k', model: 'gpt-4o-mini' },
       });
       const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });

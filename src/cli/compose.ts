@@ -1,0 +1,79 @@
+import type { Config } from '../config.js';
+import type { SessionLimits } from '../core/session-figures.js';
+import type { GatewayOptions } from '../gateway/gateway-options.js';
+import type { LlmSessionOpsOptions } from '../session/session-ops.js';
+import type { RunWorkerOptions } from '../../workers/worker-options.js';
+
+/**
+ * The one place the configuration meets the components: each function maps {@link Config} to one
+ * component's options. Nothing below `src/cli` imports `Config` (eslint keeps it so); components
+ * own their defaults (`GATEWAY_DEFAULTS`, `WORKER_DEFAULTS`) and the configuration's defaults are
+ * read from them.
+ */
+
+/** `startGateway`'s options: the summariser endpoint, the session figures, access rules, HTTP and channels. */
+export function gatewayOptions(config: Config): GatewayOptions {
+  return {
+    llm: llmEndpoint(config),
+    contextWindow: config.llm.contextWindow,
+    reservedOutputTokens: config.compaction.reservedOutputTokens,
+    threshold: config.compaction.threshold,
+    hygieneThreshold: config.compaction.hygieneThreshold,
+    keyPrefix: config.redis.keyPrefix,
+    queuePrefix: config.redis.queuePrefix,
+    transcriptRetention: config.transcriptMaxLen,
+    groupMode: config.groupMode,
+    allow: config.access.allow,
+    rateLimitPerMinute: config.access.rateLimitPerMinute,
+    maxMessageChars: config.access.maxMessageChars,
+    host: config.http.host,
+    port: config.http.port,
+    monitorToken: config.http.monitorToken,
+    sessionLeaseTtlMs: config.workers.leaseTtlMs,
+    channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
+  };
+}
+
+/** `runWorker`'s options: the endpoint and models, the session figures, concurrency, lease and lock. */
+export function workerOptions(config: Config): RunWorkerOptions {
+  return {
+    keyPrefix: config.redis.keyPrefix,
+    queuePrefix: config.redis.queuePrefix,
+    llm: llmEndpoint(config),
+    contextWindow: config.llm.contextWindow,
+    reservedOutputTokens: config.compaction.reservedOutputTokens,
+    threshold: config.compaction.threshold,
+    concurrency: config.workers.concurrency,
+    maxModelCalls: config.llm.maxModelCalls,
+    transcriptRetention: config.transcriptMaxLen,
+    leaseTtlMs: config.workers.leaseTtlMs,
+    lockDurationMs: config.workers.turnLockMs,
+    prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
+  };
+}
+
+/** `createLlmSessionOps`'s options for an operator command (`chatgate compact`, `reset`) holding the lease `leaseTtlMs`. */
+export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessionOpsOptions {
+  return {
+    baseURL: config.llm.baseUrl,
+    apiKey: config.llm.apiKey,
+    limits: sessionLimits(config),
+    threshold: config.compaction.threshold,
+    hygieneThreshold: config.compaction.hygieneThreshold,
+    keyPrefix: config.redis.keyPrefix,
+    transcriptRetention: config.transcriptMaxLen,
+    leaseTtlMs,
+  };
+}
+
+/** The limits this configuration runs new sessions with (a session that recorded its own keeps those). */
+export function sessionLimits(config: Config): SessionLimits {
+  return {
+    model: config.llm.model, summaryModel: config.llm.summaryModel, contextWindow: config.llm.contextWindow,
+    reservedOutputTokens: config.compaction.reservedOutputTokens,
+  };
+}
+
+function llmEndpoint(config: Config): { baseURL: string; apiKey?: string; model: string; summaryModel: string } {
+  return { baseURL: config.llm.baseUrl, apiKey: config.llm.apiKey, model: config.llm.model, summaryModel: config.llm.summaryModel };
+}

@@ -1,0 +1,43 @@
+/** The rule of one numeric option. Bounds are inclusive unless named `above`/`below`. */
+export interface NumberRule {
+  integer?: boolean;
+  min?: number;
+  max?: number;
+  /** Exclusive lower bound. */
+  above?: number;
+  /** Exclusive upper bound. */
+  below?: number;
+}
+
+/**
+ * One message per option of `values` that breaks its rule in `rules`, naming the option and the
+ * rule: `` `threshold` must be a number in (0, 1) (got 1.5) ``. Options that are undefined are skipped. Pure.
+ */
+export function numberIssues(values: object, rules: Readonly<Record<string, NumberRule>>): string[] {
+  const issues: string[] = [];
+  const record = values as Record<string, unknown>;
+  for (const [name, rule] of Object.entries(rules)) {
+    const value = record[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !fits(value, rule)) issues.push(`\`${name}\` must be ${describe(rule)} (got ${String(value)})`);
+  }
+  return issues;
+}
+
+function fits(value: number, rule: NumberRule): boolean {
+  if (Number.isNaN(value) || (rule.integer && !Number.isInteger(value))) return false;
+  if (rule.min !== undefined && value < rule.min) return false;
+  if (rule.max !== undefined && value > rule.max) return false;
+  if (rule.above !== undefined && value <= rule.above) return false;
+  return rule.below === undefined || value < rule.below;
+}
+
+function describe(rule: NumberRule): string {
+  const kind = rule.integer ? 'an integer' : 'a number';
+  const low = rule.min !== undefined ? `[${rule.min}` : rule.above !== undefined ? `(${rule.above}` : undefined;
+  const high = rule.max !== undefined ? `${rule.max}]` : rule.below !== undefined ? `${rule.below})` : undefined;
+  if (low && high) return `${kind} in ${low}, ${high}`;
+  if (low) return `${kind} ${low.startsWith('[') ? '≥' : '>'} ${low.slice(1)}`;
+  if (high) return `${kind} ${high.endsWith(']') ? '≤' : '<'} ${high.slice(0, -1)}`;
+  return kind;
+}

@@ -1,0 +1,91 @@
+import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
+import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
+import { numberIssues, type NumberRule } from '../core/option-checks.js';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { DEFAULT_LEASE_TTL_MS } from '../redis/lease.js';
+import type { ChannelsOptions } from './channels.js';
+
+/** Options of `startGateway`. Durations in ms; token figures in tokens. */
+export interface GatewayOptions {
+  /** The endpoint the gateway's summaries use (hygiene, `/compact`) and the agent's models. */
+  llm: { baseURL: string; apiKey?: string; model: string; summaryModel?: string };
+  /** The model's context window, tokens. */
+  contextWindow: number;
+  /** Output reserve subtracted from the window before any threshold. Default 0. */
+  reservedOutputTokens?: number;
+  /** In-loop trigger (shown by `/usage` and used by `/compact`), share of (window − reserve). Default 0.5. */
+  threshold?: number;
+  /** Hygiene trigger, share of (window − reserve). Default 0.85. */
+  hygieneThreshold?: number;
+  /** Session key prefix. Default `cg:`. */
+  keyPrefix?: string;
+  /** BullMQ prefix (no `:`). Default `{cgq}`. */
+  queuePrefix?: string;
+  /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
+  transcriptRetention?: number;
+  /** Group chats: one session per chat or per user. Default `per-chat`. */
+  groupMode?: GroupSessionMode;
+  /** Who may talk to the bot, per channel. Default everyone (`*`) on every channel. */
+  allow?: Readonly<Record<ChannelName, AllowList>>;
+  /** Messages per user per minute (0: unlimited). Default 20. */
+  rateLimitPerMinute?: number;
+  /** Longest accepted message, characters. Default 8000. */
+  maxMessageChars?: number;
+  /** Address of the HTTP server (web chat, monitor). Default `127.0.0.1`. */
+  host?: string;
+  /** Port of the HTTP server (0: any free port). Default 8787. */
+  port?: number;
+  /** Bearer token of the monitor; required off loopback. */
+  monitorToken?: string;
+  /** Session lease while the gateway compacts (renewed while it works), ms. Default 15000. */
+  sessionLeaseTtlMs?: number;
+  /** The agent's system prompt (counted by hygiene). Default: `DEFAULT_SYSTEM_PROMPT`. */
+  systemPrompt?: string;
+  /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
+  channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
+}
+
+/** The options `startGateway` fills in when they are not given. */
+export type GatewayDefaults = Required<Pick<GatewayOptions,
+  'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
+  'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channels'>>;
+
+/** {@link GatewayOptions} after defaults. */
+export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
+
+/** The gateway's defaults: the one place they are written (the configuration's defaults come from here). */
+export const GATEWAY_DEFAULTS = Object.freeze({
+  reservedOutputTokens: 0,
+  threshold: DEFAULT_COMPRESS_THRESHOLD,
+  hygieneThreshold: DEFAULT_HYGIENE_THRESHOLD,
+  keyPrefix: DEFAULT_KEY_PREFIX,
+  queuePrefix: DEFAULT_QUEUE_PREFIX,
+  groupMode: 'per-chat',
+  allow: { telegram: '*', discord: '*', web: '*' },
+  rateLimitPerMinute: 20,
+  maxMessageChars: 8000,
+  host: '127.0.0.1',
+  port: 8787,
+  sessionLeaseTtlMs: DEFAULT_LEASE_TTL_MS,
+  channels: {},
+} satisfies GatewayDefaults);
+
+const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
+  contextWindow: { integer: true, min: 1 },
+  reservedOutputTokens: { integer: true, min: 0 },
+  threshold: { above: 0, below: 1 },
+  hygieneThreshold: { above: 0, below: 1 },
+  transcriptRetention: { integer: true, min: 0 },
+  rateLimitPerMinute: { integer: true, min: 0 },
+  maxMessageChars: { integer: true, min: 1 },
+  port: { integer: true, min: 0, max: 65535 },
+  sessionLeaseTtlMs: { integer: true, min: 1 },
+};
+
+/** Messages for every resolved option that breaks its rule (empty when all are valid). */
+export function gatewayOptionIssues(options: ResolvedGatewayOptions): string[] {
+  const issues = numberIssues(options, GATEWAY_RULES);
+  if (options.hygieneThreshold <= options.threshold) issues.push(`\`hygieneThreshold\` must be greater than \`threshold\` (${options.threshold}) (got ${options.hygieneThreshold})`);
+  return issues;
+}

@@ -1,0 +1,41 @@
+/**
+ * The metrics port: components take a {@link Metrics} in their deps and record events into it
+ * ({@link NOOP_METRICS} when none is given). The Prometheus adapter (`createPrometheusMetrics` in
+ * `src/monitor/metrics.ts`) is built by the composition root, one per process, and exposed at
+ * `/metrics`. Labels are bounded — channel, kind, layer, outcome, reason — never a session id.
+ */
+
+/** How a model call ended: `ok`, or the `LlmError` kind of its failure (`transient`, `connection`, `auth`, …). */
+export type ModelCallOutcome = 'ok' | 'context_length' | 'transient' | 'auth' | 'permanent' | 'connection' | (string & {});
+
+/** Why a reply chunk was not delivered. */
+export type DeliveryFailureReason = 'rate_limited' | 'permanent' | 'transient';
+
+/** One thing worth counting. */
+export type MetricEvent =
+  /** One chat-completion call of the agent, answered or failed; usage and cost only when answered. */
+  | { type: 'model_call'; channel: string; outcome: ModelCallOutcome; promptTokens?: number; completionTokens?: number; cachedTokens?: number; costUsd?: number }
+  /** One compaction of any layer (`in-loop`, `hygiene`, `reactive`, `manual`). */
+  | { type: 'compaction'; layer: string; outcome: string; tokensBefore: number; tokensAfter: number }
+  /** One turn, inbox drained → reply committed (or failed), ms. */
+  | { type: 'turn'; channel: string; outcome: 'ok' | 'error' | 'lease-lost'; durationMs: number }
+  /** One inbound message at the gateway (`accepted`, `duplicate`, `denied`, `rate_limited`, `too_long`, `command`). */
+  | { type: 'inbound'; channel: string; outcome: string }
+  /** The gateway hygiene check compacted a session before dispatch. */
+  | { type: 'hygiene_fired'; channel: string }
+  /** A reply could not be delivered (this attempt). */
+  | { type: 'delivery_failure'; channel: string; reason: DeliveryFailureReason };
+
+/** Where components record what happened. Must not throw. */
+export interface Metrics {
+  record(event: MetricEvent): void;
+}
+
+/** Records nothing: the default of every component that takes a {@link Metrics}. */
+export const NOOP_METRICS: Metrics = Object.freeze({ record: () => undefined });
+
+/** A {@link Metrics} that keeps every event in `events` (tests, embedders). */
+export function createMemoryMetrics(): Metrics & { readonly events: MetricEvent[] } {
+  const events: MetricEvent[] = [];
+  return { events, record: (event) => void events.push(event) };
+}

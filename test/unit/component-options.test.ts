@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { gatewayOptions, workerOptions } from '../../src/cli/compose.js';
+import { loadConfig } from '../../src/config.js';
+import { numberIssues } from '../../src/core/option-checks.js';
+import { GATEWAY_DEFAULTS, gatewayOptionIssues } from '../../src/gateway/gateway-options.js';
+import { ConfigError } from '../../src/errors.js';
+import { startGateway } from '../../src/gateway/index.js';
+import { createSilentLogger } from '../../src/log.js';
+import { MemorySessionView } from '../../src/monitor/index.js';
+import { runWorker } from '../../workers/main.js';
+import { WORKER_DEFAULTS, workerOptionIssues } from '../../workers/worker-options.js';
+
+const llm = { baseURL: 'http://127.0.0.1:1/v1', model: 'gpt-4o-mini' };
+
+describe('numberIssues', () => {
+  it.each([
+    [{ integer: true, min: 1 }, 0, '`n` must be an integer ≥ 1 (got 0)'],
+    [{ integer: true, min: 1 }, 1.5, '`n` must be an integer ≥ 1 (got 1.5)'],
+    [{ above: 0, below: 1 }, 1.5, '`n` must be a number in (0, 1) (got 1.5)'],
+    [{ integer: true, min: 0, max: 65535 }, 70_000, '`n` must be an integer in [0, 65535] (got 70000)'],
+    [{ below: 1 }, Number.NaN, '`n` must be a number < 1 (got NaN)'],
+  ])('%j rejects %s', (rule, value, message) => {
+    expect(numberIssues({ n: value }, { n: rule })).toEqual([message]);
+  });
+
+  it('accepts values inside their rules and skips undefined ones', () => {
+    expect(numberIssues({ a: 1, b: 0.5, c: undefined }, { a: { integer: true, min: 1 }, b: { above: 0, below: 1 }, c: { min: 5 } })).toEqual([]);
+  });
+});
+
+describe('component options', () => {
+  it('the configuration\'s defaults are the components\' own', () => {
+    const config = loadConfig({});
+    expect(workerOptions(config)).toMatchObject({
+      concurrency: WORKER_DEFAULTS.concurrency, maxModelCalls: WORKER_DEFAULTS.maxModelCalls, leaseTtlMs: WORKER_DEFAULTS.leaseTtlMs,
+      lockDurationMs: WORKER_DEFAULTS.lockDurationMs, threshold: WORKER_DEFAULTS.threshold, keyPrefix: WORKER_DEFAULTS.keyPrefix,
+    });
+    expect(gatewayOptions(config)).toMatchObject({
+      hygieneThreshold: GATEWAY_DEFAULTS.hygieneThreshold, threshold: GATEWAY_DEFAULTS.threshold, sessionLeaseTtlMs: GATEWAY_DEFAULTS.sessionLeaseTtlMs,
+      rateLimitPerMinute: GATEWAY_DEFAULTS.rateLimitPerMinute, maxMessageChars: GATEWAY_DEFAULTS.maxMessageChars, port: GATEWAY_DEFAULTS.port,
+      host: GATEWAY_DEFAULTS.host, queuePrefix: GATEWAY_DEFAULTS.queuePrefix, groupMode: GATEWAY_DEFAULTS.groupMode,
+    });
+  });
+
+  it('the worker names every option that breaks its rule', () => {
+    expect(workerOptionIssues({ ...WORKER_DEFAULTS, llm, contextWindow: 8192, concurrency: 0, threshold: 1 })).toEqual([
+      '`threshold` must be a number in (0, 1) (got 1)',
+      '`concurrency` must be an integer ≥ 1 (got 0)',
+    ]);
+    expect(workerOptionIssues({ ...WORKER_DEFAULTS, llm, contextWindow: 8192, reservedOutputTokens: 8192 })).toEqual([
+      '`reservedOutputTokens` must be less than `contextWindow` (8192) (got 8192)',
+    ]);
+  });
+
+  it('the gateway refuses a hygiene trigger at or below the in-loop one', () => {
+    expect(gatewayOptionIssues({ ...GATEWAY_DEFAULTS, llm, contextWindow: 8192, threshold: 0.6, hygieneThreshold: 0.5 })).toEqual([
+      '`hygieneThreshold` must be greater than `threshold` (0.6) (got 0.5)',
+    ]);
+  });
+
+  it('runWorker and startGateway refuse invalid options before they connect to anything', async () => {
+    await expect(runWorker({ redis: 'redis://127.0.0.1:1' }, { llm, contextWindow: 8192, maxModelCalls: 0 })).rejects.toThrow(ConfigError);
+    const deps = { redis: undefined as never, logger: createSilentLogger(), sessions: new MemorySessionView() };
+    await expect(startGateway(deps, { llm, contextWindow: 8192, port: -1 })).rejects.toThrow('`port` must be an integer in [0, 65535] (got -1)');
+  });
+});

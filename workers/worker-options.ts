@@ -1,0 +1,103 @@
+import type { LlmClientOptions } from '../src/llm/client.js';
+import type { Logger } from '../src/log.js';
+import type { Metrics } from '../src/metrics.js';
+import type { QueueNames } from '../src/queue/names.js';
+import type { RedisClient } from '../src/redis/client.js';
+import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/hygiene.js';
+import { numberIssues, type NumberRule } from '../src/core/option-checks.js';
+import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
+import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
+import type { PriceTable } from '../src/redis/usage.js';
+import type { ToolDefinition } from './tools/types.js';
+
+/** The collaborators of `runWorker`. */
+export interface WorkerDeps {
+  /** A connection (with `maxRetriesPerRequest: null`) or a `redis://` URL. Default `redis://127.0.0.1:6379` (closed on `close()`). */
+  redis?: RedisClient | string;
+  /** Default: silent. */
+  logger?: Logger;
+  /** Where model calls, turns and compactions are counted. Default: nowhere (`NOOP_METRICS`). */
+  metrics?: Metrics;
+  /** Extra tools, added to the built-ins (same name replaces). */
+  tools?: readonly ToolDefinition[];
+}
+
+/** Options of `runWorker`. Durations in ms; token figures in tokens. */
+export interface RunWorkerOptions extends Partial<QueueNames> {
+  /** The endpoint and models; `summaryModel` falls back to `model` on failure. */
+  llm: LlmClientOptions & { summaryModel?: string };
+  /** The model's context window in tokens. */
+  contextWindow: number;
+  /** Session key prefix. Default `cg:`. */
+  keyPrefix?: string;
+  /** Tokens kept free for the answer. Default 0. */
+  reservedOutputTokens?: number;
+  /** In-loop compaction trigger as a share of (window − reserve). Default 0.5. */
+  threshold?: number;
+  /** Turns run in parallel by this process (different sessions). Default 4. */
+  concurrency?: number;
+  /** Default: `DEFAULT_SYSTEM_PROMPT`. */
+  systemPrompt?: string;
+  /** Model calls per turn. Default 12. */
+  maxModelCalls?: number;
+  /** Forced compactions after "context length exceeded" per turn. Default 3. */
+  maxContextRetries?: number;
+  /** Session lease TTL in ms, renewed every third. Default 15000. */
+  leaseTtlMs?: number;
+  /** Delay before a turn whose session is leased elsewhere is tried again, ms. Default 1000. */
+  leaseRetryMs?: number;
+  /** BullMQ job lock in ms (a dead worker's turn is retried after about this long). Default 30000. */
+  lockDurationMs?: number;
+  /** BullMQ stalled-job check interval in ms. Default `lockDurationMs`. */
+  stalledIntervalMs?: number;
+  /** Times a turn job may stall (its worker died) before it fails for good and is dead-lettered. Default 5. */
+  maxStalledCount?: number;
+  /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
+  transcriptRetention?: number;
+  /** Price overrides by model (USD per 1M tokens). */
+  prices?: PriceTable;
+}
+
+/** The options `runWorker` fills in when they are not given. */
+export type WorkerDefaults = Required<Pick<RunWorkerOptions,
+  'keyPrefix' | 'reservedOutputTokens' | 'threshold' | 'concurrency' | 'maxModelCalls' | 'maxContextRetries' |
+  'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount'>>;
+
+/** {@link RunWorkerOptions} after defaults. */
+export type ResolvedRunWorkerOptions = RunWorkerOptions & WorkerDefaults;
+
+/** The worker's defaults: the one place they are written (the configuration's defaults come from here). */
+export const WORKER_DEFAULTS = Object.freeze({
+  keyPrefix: DEFAULT_KEY_PREFIX,
+  reservedOutputTokens: 0,
+  threshold: DEFAULT_COMPRESS_THRESHOLD,
+  concurrency: 4,
+  maxModelCalls: 12,
+  maxContextRetries: 3,
+  leaseTtlMs: DEFAULT_LEASE_TTL_MS,
+  leaseRetryMs: 1000,
+  lockDurationMs: 30_000,
+  maxStalledCount: 5,
+} satisfies WorkerDefaults);
+
+const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
+  contextWindow: { integer: true, min: 1 },
+  reservedOutputTokens: { integer: true, min: 0 },
+  threshold: { above: 0, below: 1 },
+  concurrency: { integer: true, min: 1 },
+  maxModelCalls: { integer: true, min: 1 },
+  maxContextRetries: { integer: true, min: 0 },
+  leaseTtlMs: { integer: true, min: 1 },
+  leaseRetryMs: { integer: true, min: 0 },
+  lockDurationMs: { integer: true, min: 1 },
+  stalledIntervalMs: { integer: true, min: 1 },
+  maxStalledCount: { integer: true, min: 0 },
+  transcriptRetention: { integer: true, min: 0 },
+};
+
+/** Messages for every resolved option that breaks its rule (empty when all are valid). */
+export function workerOptionIssues(options: ResolvedRunWorkerOptions): string[] {
+  const issues = numberIssues(options, WORKER_RULES);
+  if (options.reservedOutputTokens >= options.contextWindow) issues.push(`\`reservedOutputTokens\` must be less than \`contextWindow\` (${options.contextWindow}) (got ${options.reservedOutputTokens})`);
+  return issues;
+}
