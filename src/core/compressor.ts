@@ -12,6 +12,7 @@ import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHA
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens } from './tokens.js';
 import { stripUndefined } from './objects.js';
+import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {
@@ -44,7 +45,7 @@ export interface CompressorOptions {
 type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model'>> & { model?: string };
 
 const DEFAULTS = {
-  threshold: 0.5,
+  threshold: DEFAULT_COMPRESS_THRESHOLD,
   reservedOutputTokens: 0,
   targetRatio: 0.08,
   protectFirstN: 3,
