@@ -184,13 +184,17 @@ export class ContextCompressor {
     return request;
   }
 
-  /** Head and tail as the draft keeps them (tail tool results trimmed where the layout says). */
+  /** Head and tail as the draft keeps them (tail tool results trimmed where the layout says); once per pruned history. */
   private keptMessages(pruned: ChatMessage[], layout: Layout): ChatMessage[] {
+    const cached = keptCache.get(pruned);
+    if (cached) return cached;
     const trimmed = new Set(layout.trimmed);
     const tail = pruned.slice(layout.tailStart).map((m, k) =>
       m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) } : m,
     );
-    return [...pruned.slice(0, layout.headEnd), ...tail];
+    const kept = [...pruned.slice(0, layout.headEnd), ...tail];
+    keptCache.set(pruned, kept);
+    return kept;
   }
 
   private draft(base: Base, pruned: ChatMessage[], layout: Layout, rawBody: string | null, rawRequest: string | null): Draft {
@@ -289,6 +293,8 @@ interface SummarizerCall {
 }
 
 const NO_CALL: SummarizerCall = { ms: 0 };
+/** Kept messages per pruned history: each compress() call prunes into a fresh array, so entries never outlive it. */
+const keptCache = new WeakMap<ChatMessage[], ChatMessage[]>();
 
 interface Base {
   messages: ChatMessage[];
