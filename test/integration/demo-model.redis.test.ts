@@ -77,7 +77,8 @@ describe('a worker on the demo model', () => {
   beforeEach(() => { t = createTestRedis(); });
   afterEach(async () => { await t.cleanup(); });
 
-  it('compacts a session after a handful of turns without any key (window 8192, reserve 4096)', async () => {
+  /** A worker on the demo model (window 8192, reserve 4096) with a web chat whose replies are collected. */
+  async function demoChat(chatId: string) {
     const demo = await startDemoModel();
     const worker = await runWorker({ redis: t.redis }, {
       keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
@@ -88,56 +89,56 @@ describe('a worker on the demo model', () => {
     let onReply = () => {};
     const outbound = new Worker('outbound', async (job) => { replies.push(job.data.text as string); onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
     const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
-    try {
-      for (let turn = 1; turn <= 12; turn += 1) {
+    let sent = 0;
+    return {
+      replies,
+      /** Sends one message and resolves with the session's detail once its reply is out. */
+      async say(text: string) {
         const replied = new Promise<void>((resolve) => { onReply = resolve; });
-        const text = turn === 2 ? 'remember that my order is ORD-48213-XK' : `tell me more, part ${turn}`;
-        await producer.submitInbound({ id: `m${turn}`, channel: 'web', chatId: 'demo', userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
+        sent += 1;
+        await producer.submitInbound({ id: `m${sent}`, channel: 'web', chatId, userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
         await replied;
-        if ((await reader.getSession('web:demo'))!.compactions.length > 0) break;
+        return (await reader.getSession(`web:${chatId}`))!;
+      },
+      async close() {
+        await outbound.close();
+        await worker.close();
+        await producer.close();
+        await demo.close();
+      },
+    };
+  }
+
+  it('compacts a session after a handful of turns without any key (window 8192, reserve 4096)', async () => {
+    const chat = await demoChat('demo');
+    try {
+      let detail = await chat.say('tell me more, part 1');
+      for (let turn = 2; turn <= 12 && detail.compactions.length === 0; turn += 1) {
+        detail = await chat.say(turn === 2 ? 'remember that my order is ORD-48213-XK' : `tell me more, part ${turn}`);
       }
-      const detail = (await reader.getSession('web:demo'))!;
       expect(detail.compactions[0]).toMatchObject({ layer: 'in-loop', outcome: 'compacted' });
       expect(detail.compactions[0].tokensAfter).toBeLessThan(detail.compactions[0].tokensBefore);
       expect(detail.summary).toContain(DEMO_LABEL);
       expect(detail.notes.map((n) => n.text)).toEqual(['my order is ORD-48213-XK']);
-      expect(replies.every((r) => r.startsWith(DEMO_LABEL))).toBe(true);
+      expect(chat.replies.every((r) => r.startsWith(DEMO_LABEL))).toBe(true);
     } finally {
-      await outbound.close();
-      await worker.close();
-      await producer.close();
-      await demo.close();
+      await chat.close();
     }
   });
 
   it('after several compactions of a session that asks for the time, pins the order id the user typed and no clock timestamp', async () => {
-    const demo = await startDemoModel();
-    const worker = await runWorker({ redis: t.redis }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 8192, reservedOutputTokens: 4096, threshold: 0.5,
-      llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
-    });
-    const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    let onReply = () => {};
-    const outbound = new Worker('outbound', async () => { onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
-    const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
+    const chat = await demoChat('clock');
+    const compacted = (d: { compactions: Array<{ outcome: string }> }) => d.compactions.filter((c) => c.outcome === 'compacted').length;
     try {
-      let detail = null;
-      for (let turn = 1; turn <= 60; turn += 1) {
-        const replied = new Promise<void>((resolve) => { onReply = resolve; });
-        const text = turn === 1 ? 'my order ORD-48213-XK has not arrived' : turn % 2 === 0 ? 'what time is it now?' : `tell me more, part ${turn}`;
-        await producer.submitInbound({ id: `m${turn}`, channel: 'web', chatId: 'clock', userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
-        await replied;
-        detail = (await reader.getSession('web:clock'))!;
-        if (detail.compactions.filter((c) => c.outcome === 'compacted').length >= 3) break;
+      let detail = await chat.say('my order ORD-48213-XK has not arrived');
+      for (let turn = 2; turn <= 60 && compacted(detail) < 3; turn += 1) {
+        detail = await chat.say(turn % 2 === 0 ? 'what time is it now?' : `tell me more, part ${turn}`);
       }
-      expect(detail!.compactions.filter((c) => c.outcome === 'compacted').length).toBeGreaterThanOrEqual(3);
-      expect(`${detail!.summary}\n${detail!.pinnedFacts.join('\n')}`).toContain('ORD-48213-XK');
-      expect(detail!.pinnedFacts.filter((f) => /T\d\d:\d\d:\d\d/.test(f))).toEqual([]);
+      expect(compacted(detail)).toBeGreaterThanOrEqual(3);
+      expect(`${detail.summary}\n${detail.pinnedFacts.join('\n')}`).toContain('ORD-48213-XK');
+      expect(detail.pinnedFacts.filter((f) => /T\d\d:\d\d:\d\d/.test(f))).toEqual([]);
     } finally {
-      await outbound.close();
-      await worker.close();
-      await producer.close();
-      await demo.close();
+      await chat.close();
     }
   });
 });
