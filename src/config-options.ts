@@ -59,7 +59,7 @@ const allowList = z.string().transform((value, ctx): '*' | string[] => {
 const clusterNodes = z.string().transform((value, ctx): Array<{ host: string; port: number }> => {
   const nodes = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0).map((item) => {
     const match = /^([\w.-]+|\[[\da-fA-F:.]+\]):(\d{1,5})$/.exec(item);
-    return match ? { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2]) } : null;
+    return match ? { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) } : null;
   });
   if (nodes.length === 0 || nodes.some((node) => node === null || node.port < 1 || node.port > 65535)) ctx.addIssue({ code: 'custom', message: 'bad node' });
   return nodes.filter((node) => node !== null);

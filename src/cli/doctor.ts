@@ -25,7 +25,7 @@ interface Verdict {
 }
 
 const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api/v10', timeoutMs: 5000 };
-const MIN_REDIS = [6, 2];
+const MIN_REDIS = [6, 2] as const;
 
 /**
  * `chatgate doctor`: configuration, Redis (reachable, version ≥ 6.2), queues, the LLM endpoint and
@@ -68,7 +68,7 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
 async function checkRedis(conn: CliRedis): Promise<Verdict> {
   const info = await conn.redis.info('server');
   const version = /redis_version:([\d.]+)/.exec(info)?.[1] ?? '0';
-  const [major, minor] = version.split('.').map(Number);
+  const [major = 0, minor = 0] = version.split('.').map(Number);
   const where = `${conn.resolved.url.replace(/\/\/[^@/]*@/, '//***@')} (${conn.resolved.source})`;
   if (major < MIN_REDIS[0] || (major === MIN_REDIS[0] && minor < MIN_REDIS[1])) {
     return { status: 'FAIL', detail: `Redis ${version} at ${where} is too old`, fix: 'use Redis 6.2 or newer (BullMQ and the session scripts need it)' };

@@ -67,7 +67,7 @@ export async function startDemoModel(options: DemoModelOptions = {}): Promise<De
     handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: { message: err instanceof Error ? err.message : String(err), type: 'server_error' } }));
   });
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '').split('?')[0].replace(/\/+$/, '');
+    const path = (req.url ?? '').split('?')[0]!.replace(/\/+$/, '');
     if (req.method === 'GET' && (path === '/v1/models' || path === '/models')) {
       sendJson(res, 200, { object: 'list', data: [{ id: o.model, object: 'model', created: 0, owned_by: 'chatgate-demo' }] });
       return;
@@ -118,16 +118,16 @@ function toolFor(text: string, turn: number): ToolCall | null {
   const id = `call_demo_${turn}_${Date.now().toString(36)}`;
   const make = (name: string, args: object): ToolCall => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
   const remember = /^(?:please\s+)?remember(?:\s+that)?\s+(.+)$/i.exec(text);
-  if (remember) return make('remember', { key: noteKey(remember[1]), note: remember[1].slice(0, 500) });
+  if (remember) return make('remember', { key: noteKey(remember[1]!), note: remember[1]!.slice(0, 500) });
   if (/\b(time|date|clock|today)\b/i.test(text)) return make('current_time', {});
   const expression = /(?:^|[^\w.])([-(]*\d[\d\s.+\-*/%^()]*[+\-*/%^][\d\s.+\-*/%^()]*\d\)*)/.exec(text);
-  if (expression) return make('calculator', { expression: expression[1].trim() });
+  if (expression) return make('calculator', { expression: expression[1]!.trim() });
   return null;
 }
 
 function afterTools(messages: readonly ChatMessage[]): string {
   const results: string[] = [];
-  for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) results.unshift(messageText(messages[i]));
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) results.unshift(messageText(messages[i]!));
   return `${DEMO_LABEL} The tool answered: ${results.map((r) => r.slice(0, 300)).join('; ')}. (A real model would now phrase this nicely.)`;
 }
 
@@ -143,14 +143,14 @@ function demoSummary(messages: readonly ChatMessage[]): string {
   const prompt = messages.filter((m) => m.role === 'user').map(messageText).join('\n');
   const turns = between(prompt, '<new-turns>', '</new-turns>');
   const earlier = parseSections(between(prompt, '<previous-summary>', '</previous-summary>'));
-  const asks = [...turns.matchAll(/^\[user\] (.*)$/gm)].map((m) => m[1].trim()).filter((s) => s.length > 0);
-  const tools = [...turns.matchAll(/calls\] (.*)$/gm)].map((m) => `called ${m[1].slice(0, 120)}`);
+  const asks = [...turns.matchAll(/^\[user\] (.*)$/gm)].map((m) => (m[1] ?? '').trim()).filter((s) => s.length > 0);
+  const tools = [...turns.matchAll(/calls\] (.*)$/gm)].map((m) => `called ${(m[1] ?? '').slice(0, 120)}`);
   // Like a good summariser, it keeps what it was asked to keep (the engine's most salient facts), not every token.
   const mustKeep = /These identifiers must appear verbatim[^\n]*\n((?:- .*\n?)+)/.exec(prompt)?.[1] ?? '';
   const ids = mustKeep.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2).trim());
   const focus = /^Focus especially on: (.*)$/m.exec(prompt)?.[1];
   const fresh: Record<string, string[]> = {
-    Goal: [asks.length > 0 ? `Latest request: "${asks[asks.length - 1].slice(0, 160)}"` : (earlier.Goal?.[0] ?? 'Continue the conversation.')],
+    Goal: [asks.length > 0 ? `Latest request: "${asks[asks.length - 1]!.slice(0, 160)}"` : (earlier.Goal?.[0] ?? 'Continue the conversation.')],
     'Constraints and preferences': focus ? [`Focus requested: ${focus}`] : [],
     'Completed actions': tools,
     'Active state': [`${asks.length} more user messages summarised${earlier.Goal ? ' (earlier summary updated)' : ''}.`],
@@ -162,7 +162,7 @@ function demoSummary(messages: readonly ChatMessage[]): string {
   };
   const replaced = new Set(['Goal', 'Active state', 'Next steps', 'Critical context']);
   return SUMMARY_SECTIONS.map((name) => {
-    const lines = replaced.has(name) ? fresh[name] : [...new Set([...(earlier[name] ?? []), ...fresh[name]])].slice(-12);
+    const lines = replaced.has(name) ? (fresh[name] ?? []) : [...new Set([...(earlier[name] ?? []), ...(fresh[name] ?? [])])].slice(-12);
     return `## ${name}\n${lines.length === 0 ? 'none' : lines.map((l) => `- ${l}`).join('\n')}`;
   }).join('\n');
 }
@@ -173,7 +173,7 @@ function parseSections(summary: string): Record<string, string[]> {
   let current = '';
   for (const line of summary.split('\n')) {
     const heading = /^## (.+)$/.exec(line.trim());
-    if (heading) current = heading[1];
+    if (heading) current = heading[1]!;
     else if (current && line.trim().startsWith('- ')) (out[current] ??= []).push(line.trim().slice(2));
   }
   return out;

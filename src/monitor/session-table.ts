@@ -25,9 +25,9 @@ export function formatSessionsTable(rows: readonly SessionRow[]): string {
     formatInt(row.compactions),
     formatUtc(row.lastActivityAt),
   ]);
-  const widths = COLUMNS.map((header, i) => Math.max(header.length, ...cells.map((line) => line[i].length)));
+  const widths = COLUMNS.map((header, i) => Math.max(header.length, ...cells.map((line) => line[i]!.length)));
   const render = (line: readonly string[]) =>
-    line.map((cell, i) => (RIGHT_ALIGNED.has(COLUMNS[i]) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+    line.map((cell, i) => (RIGHT_ALIGNED.has(COLUMNS[i]!) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
   return [render(COLUMNS), ...cells.map(render)].join('\n');
 }
 

@@ -98,7 +98,7 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
         session: row, ledger: toLedger(usage, snapshot.meta), limits, context,
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
         summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
-        notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key] })),
+        notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key]! })),
         activity: { createdAt: snapshot.meta.createdAtMs || snapshot.meta.lastActivityMs, contextMessages: snapshot.entries.length, busy: busy === 1, waiting },
         failed,
       };
@@ -132,7 +132,7 @@ function limitsOf(o: ResolvedOptions, meta: SessionMeta): SessionLimits {
 async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Promise<StoredTranscriptEntry[]> {
   if ((await redis.xlen(keys.transcript)) <= MAX_REPLAY_ENTRIES) return readTranscript(redis, keys);
   const newest = await redis.xrevrange(keys.transcript, '+', '-', 'COUNT', MAX_REPLAY_ENTRIES);
-  return newest.reverse().map(([streamId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]) as TranscriptEntry), id: streamId }));
+  return newest.reverse().map(([streamId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]!) as TranscriptEntry), id: streamId }));
 }
 
 /** {@link ListSessionsOptions} with the defaults applied, as `pageSessions` applies them. */
@@ -181,7 +181,7 @@ async function pageByScan(redis: RedisClient, o: ResolvedOptions, query: ListQue
     const batch = ids.slice(start, start + SCAN_BATCH);
     const replies = await perSession(redis, batch, (pipe, id) => pipe.hmget(sessionKeys(id, o.keyPrefix).meta, ...SCAN_FIELDS));
     batch.forEach((id, k) => {
-      const candidate = toCandidate(o, id, replies[k][0] as Array<string | null>);
+      const candidate = toCandidate(o, id, replies[k]![0] as Array<string | null>);
       if (candidate && (!query.channel || candidate.channel === query.channel)) candidates.push(candidate);
     });
   }
@@ -225,7 +225,7 @@ async function readRows(redis: RedisClient, o: ResolvedOptions, ids: readonly st
  */
 async function perSession(redis: RedisClient, ids: readonly string[], add: (pipe: ChainableCommander, id: string) => void): Promise<unknown[][]> {
   if (ids.length === 0) return [];
-  if (redis.isCluster) return Promise.all(ids.map((id) => pipelineOf(redis, [id], add).then((replies) => replies[0])));
+  if (redis.isCluster) return Promise.all(ids.map((id) => pipelineOf(redis, [id], add).then((replies) => replies[0]!)));
   return pipelineOf(redis, ids, add);
 }
 

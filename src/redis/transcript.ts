@@ -82,7 +82,7 @@ export async function searchTranscript(redis: RedisClient, keys: SessionKeys, qu
       if (hits.length >= limit) return hits;
     }
     if (raw.length < batchSize) return hits;
-    end = `(${raw[raw.length - 1][0]}`;
+    end = `(${raw[raw.length - 1]![0]}`;
   }
 }
 
@@ -98,5 +98,5 @@ export function entryText(entry: TranscriptMessage): string {
 
 function toEntry(id: string, fields: string[]): StoredTranscriptEntry {
   const index = fields.indexOf('data');
-  return { ...(JSON.parse(fields[index + 1]) as TranscriptEntry), id };
+  return { ...(JSON.parse(fields[index + 1]!) as TranscriptEntry), id };
 }
