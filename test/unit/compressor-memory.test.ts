@@ -150,3 +150,31 @@ describe('ContextCompressor and malformed text', () => {
     expect(summarizer.requests[1]?.previousSummary).toBe('Refund sent \ufffd and noted \ufffd.'); // still recognised as the engine's block
   });
 });
+
+describe('ContextCompressor memory (property)', () => {
+  it('keeps every salient fact in the request, or counts it as left out of the pinned section', async () => {
+    const { salienceOf, LOW_SALIENCE } = await import('../../src/core/fact-ledger.js');
+    const turn = fc.record({
+      words: fc.integer({ min: 3, max: 300 }),
+      id: fc.option(fc.integer({ min: 10_000, max: 99_999 }), { nil: null }),
+      tool: fc.boolean(),
+      paste: fc.boolean(),
+    });
+    await fc.assert(fc.asyncProperty(fc.array(turn, { minLength: 10, maxLength: 80 }), fc.integer({ min: 1, max: 1000 }), async (turns, seed) => {
+      const session = chained({ contextWindow: 6_000, summarizer: lossySummarizer(seed), reservedOutputTokens: 300 });
+      let history: ChatMessage[] = [{ role: 'system', content: 'You help.' }];
+      for (const [i, t] of turns.entries()) {
+        const id = t.id === null ? '' : ` about ORD-${t.id}-XK`;
+        const paste = t.paste ? `\n\`\`\`\n2026-11-30T14:02:${String(i % 60).padStart(2, '0')}.381Z INFO req=7f3a9c${i}e1 done\n\`\`\`` : '';
+        history.push({ role: 'user', content: `ask ${i}${id} ${prose(t.words)}${paste}` });
+        if (t.tool) history.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'get', arguments: `{"invoice":"INV-2024-${i}"}` } }] }, { role: 'tool', tool_call_id: `c${i}`, content: `{"total":"$${i},000.00","notes":"${prose(t.words)}"}` });
+        const result = await session.compress(history);
+        history = [...result.messages, { role: 'assistant', content: `answer ${i}` }];
+        if (result.outcome === 'noop' || result.outcome === 'aborted') continue;
+        const text = allText(result.messages);
+        const lost = Object.entries(result.state.facts).filter(([fact, record]) => salienceOf(record) >= LOW_SALIENCE && !text.includes(fact));
+        expect(lost.length, `lost ${lost.map(([f]) => f).join(', ')}`).toBeLessThanOrEqual(result.state.pinsOmitted);
+      }
+    }), { numRuns: 60 });
+  });
+});
