@@ -58,6 +58,8 @@ export interface Config {
   };
   telegram?: {
     token: string;
+    /** Bot API root. */
+    apiRoot: string;
     webhookUrl?: string;
     webhookSecret?: string;
   };
@@ -238,7 +240,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD') },
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
-    telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
+    telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],
     groupTrigger: s('CHATGATE_GROUP_TRIGGER') as Config['groupTrigger'],
     discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN') },

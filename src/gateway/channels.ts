@@ -18,7 +18,7 @@ export interface GatewayChannels {
 /** Which channels to build, and what they need. */
 export interface ChannelsOptions {
   /** Runs the Telegram channel (long polling, or the webhook when `webhookUrl` is set). */
-  telegram?: { token: string; webhookUrl?: string; webhookSecret?: string };
+  telegram?: { token: string; apiRoot?: string; webhookUrl?: string; webhookSecret?: string };
   /** Runs the Discord channel. */
   discord?: { token: string };
   /** When the bot answers in groups and guild channels. Default `mention`. */
@@ -42,8 +42,8 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient }, op
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
   if (options.telegram) {
-    const { token, webhookUrl, webhookSecret } = options.telegram;
-    const telegram = createTelegramChannel({ log: logger }, { token, webhookUrl, webhookSecret, groupTrigger });
+    const { token, apiRoot, webhookUrl, webhookSecret } = options.telegram;
+    const telegram = createTelegramChannel({ log: logger }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
     list.push(telegram);
     if (webhookUrl) {
       const path = new URL(webhookUrl).pathname;

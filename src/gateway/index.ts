@@ -57,7 +57,7 @@ export interface GatewayDeps {
   metrics?: PrometheusMetrics;
 }
 
-/** Hygiene runs while a platform waits for its acknowledgement: one summariser try, this long at most, ms. */
+/** Hygiene runs after the acknowledgement and holds its own session's turn: one summariser try, this long at most, ms. */
 const HYGIENE_SUMMARY_TIMEOUT_MS = 20_000;
 /** `/compact` runs in the background: its summary may take this long, ms. */
 const COMMAND_SUMMARY_TIMEOUT_MS = 120_000;
@@ -133,6 +133,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   }, { host: o.host, monitorToken: o.monitorToken }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
+  closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
   for (const channel of gatewayChannels.list) {
     await channel.start(handle);

@@ -25,7 +25,7 @@ export interface IngestDeps {
   producer: TurnProducer;
   /** Session operations of commands (`/compact` may take its time: it runs in the background). */
   ops: SessionOps;
-  /** Session operations of the hygiene check, which runs before the platform gets its answer: bounded. Default `ops`. */
+  /** Session operations of the hygiene check (after the acknowledgement, before the session's turn): bounded. Default `ops`. */
   hygiene?: SessionOps;
   commands: Omit<CommandDeps, 'ops'>;
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */
@@ -52,11 +52,14 @@ export interface IngestOptions {
 /** The one pipeline every channel's messages go through. */
 export interface Ingest {
   /**
-   * Handles one message: duplicates, allow-list, rate limit, size, commands, then accept (inbox),
-   * hygiene and the turn job. Resolves once the message is durably in Redis (or answered); rejects
-   * when it is not, so the platform re-delivers it.
+   * Handles one message: duplicates, allow-list, rate limit, size, commands, then accept (inbox).
+   * Resolves once the message is durably in Redis (or answered); rejects when it is not, so the
+   * platform re-delivers it. An accepted message's hygiene check and turn job follow in the
+   * background (per session, in order; see {@link Ingest.idle}).
    */
   handle(message: InboundMessage): Promise<IngestOutcome>;
+  /** Resolves once the background work of accepted messages (hygiene, then their turn job) is done. */
+  idle(): Promise<void>;
 }
 
 const DAY_S = 86_400;
@@ -66,8 +69,9 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const log = deps.logger.child({ component: 'ingest' });
   const now = deps.now ?? Date.now;
   const ttl = options.dedupeTtlSeconds ?? DAY_S;
-  const ctx: Context = { deps, options, log, now, ttl };
+  const ctx: Context = { deps, options, log, now, ttl, background: createBackgroundTasks() };
   return {
+    idle: () => ctx.background.idle(),
     async handle(message) {
       const sessionId = sessionKeyOf(message, options.groupMode);
       try {
@@ -89,6 +93,29 @@ interface Context {
   log: Logger;
   now: () => number;
   ttl: number;
+  background: BackgroundTasks;
+}
+
+/** Per-session background work (hygiene, then the turn): one task at a time per session, tracked for `idle()`. */
+interface BackgroundTasks {
+  run(sessionId: string, task: () => Promise<void>): void;
+  idle(): Promise<void>;
+}
+
+function createBackgroundTasks(): BackgroundTasks {
+  const tails = new Map<string, Promise<void>>();
+  return {
+    run(sessionId, task) {
+      const tail = (tails.get(sessionId) ?? Promise.resolve()).then(task).catch(() => undefined);
+      tails.set(sessionId, tail);
+      void tail.then(() => {
+        if (tails.get(sessionId) === tail) tails.delete(sessionId);
+      });
+    },
+    async idle() {
+      while (tails.size > 0) await Promise.all([...tails.values()]);
+    },
+  };
 }
 
 async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
@@ -100,10 +127,18 @@ async function route(ctx: Context, message: InboundMessage, sessionId: string): 
   const command = parseCommand(message.text);
   if (command) return answerCommand(ctx, message, sessionId, seen, command);
   if (!(await acceptInbound(deps.redis, sessionId, message, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return duplicate(ctx, sessionId);
-  // The message is durable now; hygiene runs before its turn is enqueued and never blocks it.
-  await runHygiene(ctx, sessionId, message.channel);
-  await deps.producer.enqueueTurn(sessionId);
+  // The message is durable now: the platform gets its acknowledgement at once. Hygiene runs after
+  // it, one at a time per session, and the session's turn is enqueued after its hygiene; other
+  // chats never wait for it. A crash in between is caught by the pending sweeper.
+  ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message.channel));
   return 'accepted';
+}
+
+async function hygieneThenTurn(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
+  await runHygiene(ctx, sessionId, channel);
+  await ctx.deps.producer.enqueueTurn(sessionId).catch((err: unknown) => {
+    ctx.log.warn({ err, sessionId, channel }, 'turn not enqueued after hygiene; the pending sweeper will');
+  });
 }
 
 /** A re-delivery: nothing to add, but make sure a turn is pending in case the first delivery died before enqueueing it. */

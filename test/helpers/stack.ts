@@ -29,10 +29,11 @@ export function isSummaryRequest(request: FakeRequest): boolean {
   return request.messages.some((m) => m.role === 'system' && typeof m.content === 'string' && m.content.includes(SUMMARIZER_MARK));
 }
 
-/** Starts the stack. `handler` answers agent requests; summariser requests get a short summary. */
-export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; env?: Record<string, string> }): Promise<Stack> {
+/** Starts the stack. `handler` answers agent requests; summariser requests get `summary`'s answer (default a short summary). */
+export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; summary?: FakeHandler; env?: Record<string, string> }): Promise<Stack> {
   const t = createTestRedis();
-  const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? { content: 'Goal: help the user. Active state: conversation summarised.' } : options.handler(request)));
+  const summary: FakeHandler = options.summary ?? (() => ({ content: 'Goal: help the user. Active state: conversation summarised.' }));
+  const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? summary(request) : options.handler(request)));
   const config = loadConfig({
     REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix,
     OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'fake-model', CHATGATE_CONTEXT_WINDOW: '16000',
