@@ -3,17 +3,18 @@ import { outboundOrderKey } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 
 /**
- * Per-session order of the outbound replies that are not delivered yet but will be tried again:
- * one that failed transiently or was rate limited and waits as a delayed job, and the later
- * replies held back behind it. A reply goes when no reply entered before it is still pending, so
- * one chat's replies arrive in the order the consumer first took them. A pending reply stops holding the
- * others back `maxHoldMs` after it entered (the key expires then too), so a vanished job or a
- * crashed consumer never blocks a chat for good.
+ * Per-session order of the outbound replies taken but not delivered yet: the one being delivered
+ * (recorded before it is sent, so a gateway that dies during the send leaves it in its place), one
+ * that failed transiently or was rate limited and waits as a delayed job, and the later replies
+ * held back behind them. A reply goes when no reply entered before it is still pending, so one
+ * chat's replies arrive in the order the consumer first took them, across a gateway crash too. A
+ * pending reply stops holding the others back `maxHoldMs` after it entered (the key expires then
+ * too), so a vanished job never blocks a chat for good.
  */
 export interface OutboundOrder {
   /**
-   * Whether `jobId` may be delivered now: nothing of its session is pending, or it is the oldest
-   * pending reply. When it may not, it is recorded as pending (behind the others).
+   * Records `jobId` (a recorded one keeps its place) and says whether it may be delivered now: it
+   * is the oldest reply of its session not delivered yet. Settle it once delivered or failed for good.
    */
   mayDeliver(sessionId: string, jobId: string): Promise<boolean>;
   /** Records `jobId` as pending (it failed and will be tried again); a recorded one keeps its place. */

@@ -28,6 +28,19 @@ export interface OutboundConsumerOptions {
    * Default 3 600 000.
    */
   maxRateLimitedMs?: number;
+  /**
+   * BullMQ lock of a reply being delivered, renewed every half of it, ms. A gateway that dies
+   * mid-delivery leaves its reply active until the lock expires; the next stall check then puts it
+   * back (in its place: see src/gateway/outbound-order.ts). Default 5000.
+   */
+  lockDurationMs?: number;
+  /** How often the consumer looks for replies whose gateway died (BullMQ `stalledInterval`), ms. Default 2000. */
+  stalledIntervalMs?: number;
+  /**
+   * How many times a reply may be interrupted by a dying gateway and still be retried (BullMQ
+   * `maxStalledCount`; BullMQ's default of 1 fails a reply for good at the second crash). Default 20.
+   */
+  maxStalledCount?: number;
   /** Backoff of transient failures between attempts (BullMQ's attempts are the retries). Default {@link DEFAULT_RETRY_POLICY}. */
   retry?: Partial<Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'jitterRatio'>>;
 }
@@ -60,9 +73,11 @@ export function createKeyedQueue(): { run<T>(key: string, task: () => Promise<T>
  * failure spends one of the job's attempts and is retried after the backoff of the retry policy
  * (src/core/retry.ts). The delivery ledger makes sure no chunk is sent twice.
  * Jobs of one session are delivered one after another, in the order the consumer took them; a
- * reply taken while an earlier one of its session waits for a retry is held back (moved to
- * delayed for `orderRetryMs`, attempts untouched) until the earlier one is delivered or failed
- * for good — at most `maxOrderHoldMs` after it started waiting.
+ * reply taken while an earlier one of its session is not delivered yet (waiting for a retry, or
+ * interrupted by a gateway that died) is held back (moved to delayed for `orderRetryMs`, attempts
+ * untouched) until the earlier one is delivered or failed for good — at most `maxOrderHoldMs`
+ * after it started waiting. A crash mid-send may send the chunk in flight twice on Telegram and
+ * Discord (at most once per crash); the web chat's append is idempotent (docs/operating.md).
  */
 export function createOutboundConsumer(
   deps: { redis: RedisClient; delivery: Delivery; logger: Logger; metrics?: Metrics; onDelivered?: (message: OutboundMessage) => void; random?: () => number },
@@ -87,6 +102,7 @@ export function createOutboundConsumer(
   });
   return new Worker<OutboundMessage>(options.outboundQueue, process, {
     connection: deps.redis, prefix: options.queuePrefix, concurrency: options.concurrency ?? 8,
+    lockDuration: options.lockDurationMs ?? 5000, stalledInterval: options.stalledIntervalMs ?? 2000, maxStalledCount: options.maxStalledCount ?? 20,
     // The delay before a failed job's next attempt (jobs carry `backoff: { type: OUTBOUND_BACKOFF }`).
     settings: { backoffStrategy: (attemptsMade, _type, err) => retryAfterOf(err) ?? backoffDelayMs(attemptsMade, policy, random()) },
   });

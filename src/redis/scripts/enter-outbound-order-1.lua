@@ -1,5 +1,6 @@
 --[[
-  Per-session order of outbound replies waiting for a retry. A member's score is when it entered
+  Per-session order of the outbound replies not delivered yet: the one being delivered, those
+  waiting for a retry and those held back behind them. A member's score is when it entered
   (kept above every earlier one): the set's order is the order replies entered it, and entries
   older than the hold stop counting (they are pruned first).
 
@@ -12,8 +13,9 @@
               "holdMs": integer > 0,   -- how long an entry holds later ones back (and the key's TTL)
               "mode": "check" | "pending"
             }
-              check: may the reply go now? Yes when nothing is pending or it is the oldest; when
-                     not, it is entered (behind the others).
+              check: may the reply go now? It is entered (behind the others, or keeping its
+                     place) and may go when it is the oldest entry: an active reply whose gateway
+                     died keeps its place, so the later ones wait for its retry.
               pending: enter the reply (it failed and will be retried); an entered one keeps its place.
 
   Output:
@@ -38,11 +40,11 @@ if mine then
   if first[1] == member then return 1 end
   return 0
 end
-if mode == 'check' and redis.call('ZCARD', KEYS[1]) == 0 then return 1 end
 local score = now
 local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if top[2] and tonumber(top[2]) >= score then score = tonumber(top[2]) + 1 end
 redis.call('ZADD', KEYS[1], string.format('%.0f', score), member)
 redis.call('PEXPIRE', KEYS[1], hold)
-if mode == 'check' then return 0 end
-return 1
+if mode == 'pending' then return 1 end
+if redis.call('ZRANGE', KEYS[1], 0, 0)[1] == member then return 1 end
+return 0

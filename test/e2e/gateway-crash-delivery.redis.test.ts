@@ -1,0 +1,65 @@
+/**
+ * A gateway SIGKILLed while a reply is being sent (the Telegram request held until the kill),
+ * restarted: that reply is sent again soon after the restart, and the session's later replies —
+ * produced while the gateway was down — follow it, in order, each once.
+ */
+import { Queue } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { OutboundMessage } from '../../src/core/inbound.js';
+import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
+import { spawnChatgate, startHoldingFront, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { waitUntil } from '../helpers/waits.js';
+
+describe('gateway killed during a delivery', () => {
+  let t: TestRedis;
+  let telegram: FakeTelegramServer;
+  let gateway: ChatgateProcess | undefined;
+  let outbound: Queue<OutboundMessage>;
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    telegram = await startFakeTelegram();
+    outbound = new Queue<OutboundMessage>('outbound', { connection: t.redis, prefix: t.queuePrefix });
+  });
+  afterEach(async () => {
+    await stopChatgate(gateway);
+    await outbound.close();
+    await telegram.close();
+    await t.cleanup();
+  });
+
+  const startGatewayProcess = async (apiRoot: string): Promise<ChatgateProcess> => {
+    const proc = spawnChatgate(['gateway', '--demo'], {
+      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_HTTP_PORT: '0',
+      TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: apiRoot, CHATGATE_LOG_LEVEL: 'info',
+    });
+    await proc.waitFor('stdout', /Press Ctrl\+C to stop\./);
+    return proc;
+  };
+  const reply = (n: number): OutboundMessage => ({ id: `reply-${n}`, sessionId: 'telegram:42', channel: 'telegram', chatId: '42', text: `reply number ${n}`, kind: 'reply' });
+  const sentTexts = () => telegram.callsOf('sendMessage').map((call) => String(call.params.text));
+
+  it('delivers the interrupted reply first after the restart, then the later ones, each once', async () => {
+    const front = await startHoldingFront(telegram.apiRoot, (path, body) => path.endsWith('/sendMessage') && body.includes('reply number 1'));
+    try {
+      gateway = await startGatewayProcess(front.url);
+      await enqueueOutbound(outbound, reply(1));
+      await front.held;
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+      // The worker answered twice more while the gateway was down.
+      await enqueueOutbound(outbound, reply(2));
+      await enqueueOutbound(outbound, reply(3));
+    } finally {
+      await front.close();
+    }
+
+    gateway = await startGatewayProcess(telegram.apiRoot);
+    await waitUntil(telegram, 'call', () => sentTexts().filter((text) => text.startsWith('reply number')).length >= 3);
+    expect(sentTexts().filter((text) => text.startsWith('reply number'))).toEqual(['reply number 1', 'reply number 2', 'reply number 3']);
+    const r1 = await outbound.getJob('reply-1');
+    expect(await r1!.getState()).toBe('completed');
+  });
+});

@@ -1,0 +1,126 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createNetServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A running `chatgate` process with its output collected. */
+export interface ChatgateProcess {
+  child: ChildProcessWithoutNullStreams;
+  stdout: { text: string };
+  stderr: { text: string };
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /** Resolves with the first match of `pattern` in the stream; rejects when the process exits first. */
+  waitFor(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<RegExpExecArray>;
+}
+
+/**
+ * Spawns `node --import tsx src/cli.ts --no-dotenv <args>` with `env` on top of PATH and HOME
+ * (nothing else inherited).
+ */
+export function spawnChatgate(args: string[], env: Record<string, string>): ChatgateProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+  });
+  const stdout = { text: '' };
+  const stderr = { text: '' };
+  child.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });
+  child.stderr.on('data', (chunk: Buffer) => { stderr.text += chunk.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const waitFor = (stream: 'stdout' | 'stderr', pattern: RegExp) => new Promise<RegExpExecArray>((resolve, reject) => {
+    const output = stream === 'stdout' ? stdout : stderr;
+    const check = () => {
+      const match = pattern.exec(output.text);
+      if (!match) return;
+      child[stream].off('data', check);
+      child.off('exit', onExit);
+      resolve(match);
+    };
+    const onExit = (code: number | null) => reject(new Error(`chatgate exited (${code}) before printing ${pattern}:\n${stdout.text}\n${stderr.text}`));
+    child[stream].on('data', check);
+    child.once('exit', onExit);
+    check();
+  });
+  return { child, stdout, stderr, exited, waitFor };
+}
+
+/** Stops `proc` with SIGTERM if it still runs, and waits for it. */
+export async function stopChatgate(proc: ChatgateProcess | undefined): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill('SIGTERM');
+  await proc.exited;
+}
+
+/** A loopback port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createNetServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A TCP server that accepts connections and never answers (a Bot API without a route). */
+export async function startSilentServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * An HTTP front for a fake platform server that forwards every request, except that requests for
+ * which `hold` says true are held (never answered) until their client goes away. `held` fires
+ * once per held request.
+ */
+export async function startHoldingFront(target: string, hold: (path: string, body: string) => boolean): Promise<{ url: string; held: Promise<void>; close(): Promise<void> }> {
+  const upstream = new URL(target);
+  let onHeld: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => { onHeld = resolve; });
+  const server: Server = createServer((req, res) => {
+    void readBody(req).then((body) => {
+      if (hold(req.url ?? '', body)) {
+        onHeld();
+        return;
+      }
+      const forward = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(res);
+      });
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
