@@ -36,6 +36,11 @@ export interface OutgoingText {
   text: string;
   /** `formatted`: `text` is in the channel's {@link TextFormatting}; `plain`: send as literal text. */
   mode: 'formatted' | 'plain';
+  /**
+   * Stable id of this chunk's delivery (the reply's id and the chunk's index), the same on every
+   * retry: a channel that can make its append idempotent (the web chat) stores the chunk once per id.
+   */
+  deliveryId?: string;
 }
 
 /** What the platform answered to a successful send. */

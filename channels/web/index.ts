@@ -111,7 +111,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
       try {
-        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text');
+        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', message.deliveryId);
         return { messageId: reply.id };
       } catch (err) {
         throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });

@@ -9,6 +9,7 @@
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { DEFAULT_KEY_PREFIX, webConversationKey } from '../../src/redis/keys.js';
+import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyHint, ReplyPage, ReplyStore } from './reply-store.js';
 
@@ -75,16 +76,13 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   };
 
   return {
-    async append(conversationId, text, format) {
+    async append(conversationId, text, format, deliveryId) {
       const at = Date.now();
-      const streamKey = key(conversationId);
-      const results = await deps.redis.multi()
-        .xadd(streamKey, 'MAXLEN', '~', count, '*', 'text', text, 'format', format, 'at', at)
-        .expire(streamKey, resolved.ttlSeconds)
-        .exec();
-      const [err, id] = results?.[0] ?? [new Error('web reply not written (transaction aborted)'), null];
-      if (err) throw err;
-      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', String(at)]]);
+      // One script: the append is its own delivery record (see append-web-reply-1.lua).
+      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, ...(deliveryId ? { deliveryId } : {}) };
+      const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
+      const shownAt = appended === 1 ? String(at) : id.split('-')[0];
+      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);

@@ -28,8 +28,11 @@ export type ReplyHint = { type: 'typing' } | { type: 'closed' };
 
 /** Where the web chat keeps its replies; see the module comment. */
 export interface ReplyStore {
-  /** Appends a reply; every reader of the conversation (on any gateway sharing the store) sees it. */
-  append(conversationId: string, text: string, format: WebReply['format']): Promise<WebReply>;
+  /**
+   * Appends a reply; every reader of the conversation (on any gateway sharing the store) sees it.
+   * With `deliveryId`, the Redis store appends once per id (a retried delivery gets the first reply back).
+   */
+  append(conversationId: string, text: string, format: WebReply['format'], deliveryId?: string): Promise<WebReply>;
   /** Replies after `after` (a cursor; absent or unknown = the whole buffer), waiting up to `timeoutMs` for one. */
   read(conversationId: string, after: string | undefined, options: ReadOptions): Promise<ReplyPage>;
   /** Tells this process's hint listeners of the conversation that the bot is typing (best effort, not stored). */

@@ -64,7 +64,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const outcome = await sendChunk(channel, target, chunk, replyLog.child({ chunk: index }));
+        const outcome = await sendChunk(channel, target, chunk, `${message.id}#${index}`, replyLog.child({ chunk: index }));
         await deps.ledger.markSent(ref, index, outcome.sent.messageId);
         result.sent++;
         if (outcome.plainFallback) result.plainFallbacks++;
@@ -86,10 +86,10 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, deliveryId: string, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (chunk.formatted !== undefined) {
     try {
-      return { sent: await channel.send(target, { text: chunk.formatted, mode: 'formatted' }), plainFallback: false };
+      return { sent: await channel.send(target, { text: chunk.formatted, mode: 'formatted', deliveryId }), plainFallback: false };
     } catch (err) {
       const error = toChannelError(err, channel.name);
       if (error.code !== CHANNEL_ERROR_CODES.formatRejected) throw logged(error, log);
@@ -97,7 +97,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
     }
   }
   try {
-    return { sent: await channel.send(target, { text: chunk.plain, mode: 'plain' }), plainFallback: chunk.formatted !== undefined };
+    return { sent: await channel.send(target, { text: chunk.plain, mode: 'plain', deliveryId }), plainFallback: chunk.formatted !== undefined };
   } catch (err) {
     throw logged(toChannelError(err, channel.name), log);
   }

@@ -22,6 +22,7 @@ const SCRIPT_FILES = {
   releaseLease: 'release-lease-1.lua',
   commitSession: 'commit-session-7.lua',
   inboxBytes: 'inbox-bytes-1.lua',
+  appendWebReply: 'append-web-reply-1.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */

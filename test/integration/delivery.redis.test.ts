@@ -138,9 +138,12 @@ describe('delivery', () => {
     const { delivery } = setup(channel);
     const result = await delivery.deliver(reply('**bold** & <b>'));
     expect(result.plainFallbacks).toBe(1);
+    // Both tries of the chunk carry the same delivery id (the web chat appends once per id).
+    const deliveryId = channel.calls[0].message.deliveryId;
+    expect(deliveryId).toMatch(/#0$/);
     expect(channel.calls.map((call) => call.message)).toEqual([
-      { text: '<b>bold</b> &amp; &lt;b&gt;', mode: 'formatted' },
-      { text: '**bold** & <b>', mode: 'plain' },
+      { text: '<b>bold</b> &amp; &lt;b&gt;', mode: 'formatted', deliveryId },
+      { text: '**bold** & <b>', mode: 'plain', deliveryId },
     ]);
   });
 

@@ -1,0 +1,48 @@
+--[[
+  Appends one web chat reply chunk to its conversation's stream, at most once per delivery id: the
+  append is its own delivery record (the entry carries the id), so a gateway that dies between the
+  append and its delivery ledger write does not append the chunk again when the reply is retried.
+
+  Input:
+    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery])
+
+    ARGV[1] options, JSON: {
+              "maxLen": integer > 0,       -- entries kept (XADD MAXLEN ~); also how far back ids are looked for
+              "ttlSeconds": integer > 0,   -- the stream's lifetime after this write
+              "atMs": number,
+              "deliveryId": string         -- optional: the chunk's stable delivery id
+            }
+    ARGV[2] the text
+    ARGV[3] the format (`markdown` or `text`)
+
+  Output:
+    { stream id, 1 } - appended
+    { stream id, 0 } - already appended under this delivery id (nothing written)
+    error - invalid arguments: nothing written
+]]
+local ok, opts = pcall(cjson.decode, ARGV[1])
+if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR appendWebReply: options must be a JSON object') end
+local maxLen, ttl, at, delivery = tonumber(opts['maxLen']), tonumber(opts['ttlSeconds']), tonumber(opts['atMs']), opts['deliveryId']
+if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: maxLen must be an integer >= 1') end
+if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end
+if not at then return redis.error_reply('ERR appendWebReply: atMs must be a number') end
+if delivery ~= nil and (type(delivery) ~= 'string' or delivery == '') then return redis.error_reply('ERR appendWebReply: deliveryId must be a non-empty string') end
+if type(ARGV[2]) ~= 'string' or (ARGV[3] ~= 'markdown' and ARGV[3] ~= 'text') then return redis.error_reply('ERR appendWebReply: text and format (markdown or text) are required') end
+
+if delivery then
+  local recent = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', maxLen)
+  for _, entry in ipairs(recent) do
+    local fields = entry[2]
+    for i = 1, #fields - 1, 2 do
+      if fields[i] == 'delivery' and fields[i + 1] == delivery then return { entry[1], 0 } end
+    end
+  end
+end
+local id
+if delivery then
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at), 'delivery', delivery)
+else
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at))
+end
+redis.call('EXPIRE', KEYS[1], ttl)
+return { id, 1 }
