@@ -85,6 +85,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
   transcriptMaxLen: number;
+  /** How long each channel may take to connect at start, ms. */
+  channelStartTimeoutMs: number;
   /** Run against the built-in offline demo model. */
   demo: boolean;
   /** The JSON config file read, if any. */
@@ -253,6 +255,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     stateDir: s('CHATGATE_STATE_DIR'),
     logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
+    channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     demo: v.CHATGATE_DEMO as boolean,
     configFile: v.CHATGATE_CONFIG as string | undefined,
   };

@@ -22,6 +22,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     keyPrefix: config.redis.keyPrefix,
     queuePrefix: config.redis.queuePrefix,
     transcriptRetention: config.transcriptMaxLen,
+    channelStartTimeoutMs: config.channelStartTimeoutMs,
     groupMode: config.groupMode,
     allow: config.access.allow,
     rateLimitPerMinute: config.access.rateLimitPerMinute,

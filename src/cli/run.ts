@@ -25,12 +25,24 @@ export interface RunFlags {
   concurrency?: number;
 }
 
-/** Resolves with the signal's name on the first SIGINT or SIGTERM. */
+/** How long the shutdown may take after the stop signal before the process exits anyway, ms. */
+export const SHUTDOWN_BOUND_MS = 10_000;
+
+/**
+ * Resolves with the signal's name on the first SIGINT or SIGTERM. A second signal exits the
+ * process at once (code 130); the embedded redis-server goes with it (src/redis/launcher.ts).
+ */
 export function waitForStopSignal(): Promise<string> {
   return new Promise((resolve) => {
     const onSignal = (signal: string) => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      const again = (second: string) => {
+        process.stderr.write(`chatgate: ${second} again: exiting now\n`);
+        process.exit(130);
+      };
+      process.once('SIGINT', again);
+      process.once('SIGTERM', again);
       resolve(signal);
     };
     process.on('SIGINT', onSignal);
@@ -45,6 +57,10 @@ export function waitForStopSignal(): Promise<string> {
  */
 export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop: () => Promise<string> = waitForStopSignal): Promise<number> {
   const stopping = stop();
+  // Signals are honoured from the first moment: a start still waiting (on Redis, the model, a
+  // channel) is abandoned and what it opened is closed.
+  const abort = new AbortController();
+  void stopping.then((signal) => abort.abort(signal));
   const load = (demo: boolean) => loadCliConfig(io, {
     // --demo means the demo model with its small window, whatever model the environment names.
     ...(demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
@@ -58,28 +74,81 @@ export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop
   }
   const logger = roleLogger(config);
   const cleanups: Array<() => Promise<void>> = [];
+  const code = await startAndRun({ io, roles, logger, cleanups, stopping, signal: abort.signal }, config);
+  const finished = await runCleanups(io, cleanups);
+  return finished ? code : EXIT.failure;
+}
+
+interface RunContext {
+  io: CliIo;
+  roles: RunRoles;
+  logger: Logger;
+  cleanups: Array<() => Promise<void>>;
+  stopping: Promise<string>;
+  /** Aborted by the stop signal. */
+  signal: AbortSignal;
+}
+
+/** Redis, the model, the roles; then waits for the stop signal. @returns the exit code. */
+async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
+  const { io, roles, logger, cleanups, signal } = ctx;
+  const untilStopped = <T>(step: Promise<T>): Promise<T> => raceAbort(step, signal);
   try {
     progress(io, 'looking for Redis…');
-    const conn: CliRedis = await connectRedis(io, config, logger);
+    const connecting = connectRedis(io, initial, logger);
+    // A connection that arrives after the stop is closed too (and its redis-server stopped).
+    void connecting.then((c) => { if (signal.aborted) void c.close(); }, () => undefined);
+    const conn: CliRedis = await untilStopped(connecting);
     cleanups.push(() => conn.close());
     progress(io, `using Redis at ${redactRedisUrl(conn.resolved.url)} (${conn.resolved.source})`);
-    config = await prepareModel(io, config, logger, cleanups);
-    const handles = await startRoles(io, config, conn.redis, logger, roles, cleanups);
+    const config = await untilStopped(prepareModel(io, initial, logger, cleanups));
+    const handles = await untilStopped(startRoles(io, config, conn.redis, logger, roles, cleanups, signal));
     printReady(io, config, roles, handles);
-    const signal = await stopping;
-    progress(io, `${signal}: shutting down…`);
+    progress(io, `${await ctx.stopping}: shutting down…`);
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CliExit) return err.exitCode;
+    if (signal.aborted) {
+      progress(io, `${String(signal.reason)} while starting: shutting down…`);
+      return EXIT.failure;
+    }
     io.err(`chatgate: ${roleName(roles)} failed to start: ${errorText(err)}`);
     logger.error({ err }, 'start failed');
     return EXIT.failure;
-  } finally {
+  }
+}
+
+/**
+ * Runs the cleanups newest first, within {@link SHUTDOWN_BOUND_MS}; a shutdown that takes longer
+ * is left behind (the process exits). @returns false when it was left behind.
+ */
+async function runCleanups(io: CliIo, cleanups: Array<() => Promise<void>>): Promise<boolean> {
+  if (cleanups.length === 0) return true;
+  const all = (async () => {
     for (const cleanup of cleanups.reverse()) {
       await cleanup().catch((err: unknown) => io.err(`chatgate: shutdown step failed: ${errorText(err)}`));
     }
-    if (cleanups.length > 0) progress(io, 'stopped');
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), SHUTDOWN_BOUND_MS); });
+  const outcome = await Promise.race([all.then(() => 'done' as const), bound]);
+  clearTimeout(timer);
+  if (outcome === 'late') {
+    io.err(`chatgate: the shutdown did not finish within ${SHUTDOWN_BOUND_MS / 1000} s; exiting anyway`);
+    return false;
   }
+  progress(io, 'stopped');
+  return true;
+}
+
+/** `step`, or a rejection as soon as `signal` fires. */
+function raceAbort<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error('stopped'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error('stopped'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    step.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Starts the demo model (demo mode) or checks that the endpoint answers. @returns the config to use. */
@@ -112,7 +181,7 @@ interface StartedRoles {
   workerHttpUrl?: string;
 }
 
-async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>): Promise<StartedRoles> {
+async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>, signal: AbortSignal): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
   let workerHttpUrl: string | undefined;
   // One metrics instance per process: a `start` process's /metrics shows its gateway's and its worker's figures.
@@ -120,7 +189,7 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
   if (roles.gateway) {
     progress(io, 'starting the gateway…');
-    const handle = await startGateway({ redis, logger, metrics, sessions: readerFor(config, { redis }) }, gatewayOptions(config));
+    const handle = await startGateway({ redis, logger, metrics, sessions: readerFor(config, { redis }), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());
   }

@@ -42,6 +42,8 @@ export interface GatewayOptions {
   sessionLeaseTtlMs?: number;
   /** The agent's system prompt (counted by hygiene). Default: `DEFAULT_SYSTEM_PROMPT`. */
   systemPrompt?: string;
+  /** How long each channel may take to connect (`start`) before the gateway's start fails naming it, ms. Default 30 000. */
+  channelStartTimeoutMs?: number;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
 }
@@ -49,7 +51,7 @@ export interface GatewayOptions {
 /** The options `startGateway` fills in when they are not given. */
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
-  'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channels'>>;
+  'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -68,6 +70,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 8787,
   sessionLeaseTtlMs: DEFAULT_LEASE_TTL_MS,
+  channelStartTimeoutMs: 30_000,
   channels: {},
 } satisfies GatewayDefaults);
 
@@ -81,6 +84,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   maxMessageChars: { integer: true, min: 1 },
   port: { integer: true, min: 0, max: 65535 },
   sessionLeaseTtlMs: { integer: true, min: 1 },
+  channelStartTimeoutMs: { integer: true, min: 1 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

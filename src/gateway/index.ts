@@ -23,6 +23,7 @@ import { ConfigError } from '../errors.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
+import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { startPendingSweeper } from './sweeper.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
@@ -55,6 +56,10 @@ export interface GatewayDeps {
    * in-process worker the same instance). Default: a registry of the gateway's own.
    */
   metrics?: PrometheusMetrics;
+  /** Ends the start early (a stop signal while a channel still connects): what was opened is closed. */
+  signal?: AbortSignal;
+  /** Told of each start step a person may wait on (e.g. `connecting the telegram channel…`). */
+  onProgress?: (text: string) => void;
 }
 
 /** Hygiene runs after the acknowledgement and holds its own session's turn: one summariser try, this long at most, ms. */
@@ -127,19 +132,19 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);
+  const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
-    checks: { redis: async () => (await fast.ping()) === 'PONG', queues: () => turns.getJobCounts() },
+    checks: readinessChecks(fast, turns, channelsStatus),
   }, { host: o.host, monitorToken: o.monitorToken }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
-  closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  closers.push(() => closeServer(server));
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
-  for (const channel of gatewayChannels.list) {
-    await channel.start(handle);
-    closers.push(() => channel.stop());
-  }
+  await startChannels(gatewayChannels.list, handle, channelsStatus, {
+    timeoutMs: o.channelStartTimeoutMs, signal: deps.signal, onProgress: deps.onProgress, onStarting: (stop) => closers.push(stop),
+  });
   // Replies go out once every channel can send (and stop first, while the channels still can).
   await startDelivery(deps, keyPrefix, channelMap, names, closers);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
@@ -157,6 +162,35 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
+  });
+}
+
+/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker takes turns. */
+function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus): Record<string, () => Promise<unknown>> {
+  return {
+    // A connection that is not up fails at once rather than after the client's reconnect attempts.
+    redis: async () => {
+      if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
+      return (await redis.ping()) === 'PONG';
+    },
+    queues: () => turns.getJobCounts(),
+    channels: async () => {
+      if (channels.state !== 'ok') throw new Error(channels.state);
+    },
+    workers: async () => {
+      if ((await turns.getWorkersCount()) === 0) throw new Error('no worker is taking turns');
+    },
+  };
+}
+
+/**
+ * Closes the HTTP server. It runs after the channels stopped, so what is still open is a web chat
+ * stream, a long poll or a dashboard request: those connections are closed rather than awaited.
+ */
+function closeServer(server: ServerType): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    if ('closeAllConnections' in server) server.closeAllConnections();
   });
 }
 
