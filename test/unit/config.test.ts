@@ -109,6 +109,7 @@ describe('loadConfig', () => {
       stateDir: '.state',
       logLevel: 'info',
       transcriptMaxLen: 0,
+      channelStartTimeoutMs: 30_000,
       demo: false,
       configFile: undefined,
     });
@@ -135,7 +136,7 @@ describe('loadConfig', () => {
     expect(config.redis).toMatchObject({ url: 'rediss://:pw@redis.internal:6380/2', keyPrefix: '{cg}:', queuePrefix: '{cgq}' });
     expect(config.llm).toMatchObject({ model: 'ollama/llama3.1:8b', summaryModel: 'qwen2.5:3b', contextWindow: 131_072, pricing: undefined, maxModelCalls: 5 });
     expect(config.compaction).toEqual({ reservedOutputTokens: 2048, threshold: 0.6, hygieneThreshold: 0.9 });
-    expect(config.telegram).toEqual({ token: '123456:ABC-def_ghi', webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cr3t_-' });
+    expect(config.telegram).toEqual({ token: '123456:ABC-def_ghi', apiRoot: 'https://api.telegram.org', webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cr3t_-' });
     expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz' });
     expect(config.groupMode).toBe('per-user');
     expect(config.access).toEqual({ allow: { telegram: ['12', '34'], discord: [], web: '*' }, rateLimitPerMinute: 60, maxMessageChars: 4000 });
