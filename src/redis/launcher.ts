@@ -75,7 +75,7 @@ export async function resolveRedis(options: ResolveRedisOptions = {}): Promise<R
   }
   const dir = resolvePath(o.stateDir, 'redis');
   mkdirSync(dir, { recursive: true });
-  const shared = await findSharedServer(dir, o.connectTimeoutMs);
+  const shared = await findSharedServer(dir, o.connectTimeoutMs, log);
   if (shared) {
     log.info({ url: shared, dir }, 'using the redis-server another chatgate process started');
     return { url: shared, source: 'reused', stop: noop };
@@ -125,12 +125,13 @@ async function startRedisServer(command: string, dir: string, timeoutMs: number,
   const port = await freeLoopbackPort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--appendonly', 'yes', '--protected-mode', 'yes'];
   // Its own process group: a terminal's Ctrl+C reaches chatgate only, which drains its turns and
-  // then stops this server itself (a server killed by a SIGKILLed parent is reused next start).
+  // then stops this server itself. A watchdog stops it when chatgate dies any other way.
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   await waitUntilReady(child, timeoutMs);
+  const watchdog = startWatchdog(child.pid!);
   const url = `redis://127.0.0.1:${port}`;
   const stateFile = join(dir, STATE_FILE);
-  writeFileSync(stateFile, JSON.stringify({ pid: child.pid, port }));
+  writeFileSync(stateFile, JSON.stringify({ pid: child.pid, port, ownerPid: process.pid }));
   const killOnExit = () => {
     child.kill('SIGTERM');
     rmSync(stateFile, { force: true });
@@ -143,6 +144,7 @@ async function startRedisServer(command: string, dir: string, timeoutMs: number,
     pid: child.pid,
     stop: async () => {
       process.removeListener('exit', killOnExit);
+      watchdog.kill('SIGKILL');
       await stopChild(child);
       rmSync(stateFile, { force: true });
       log.info({ port }, 'stopped embedded redis-server');
@@ -150,17 +152,77 @@ async function startRedisServer(command: string, dir: string, timeoutMs: number,
   };
 }
 
-/** The URL of a live redis-server recorded in `dir` by another chatgate process, if any. */
-async function findSharedServer(dir: string, timeoutMs: number): Promise<string | undefined> {
-  let port: unknown;
+/**
+ * A watchdog process holding a pipe from this one: when the pipe closes — this process exited,
+ * even by SIGKILL — it stops the redis-server `pid` (SIGTERM: AOF flushed) and exits.
+ */
+function startWatchdog(pid: number): ChildProcess {
+  const watchdog = spawn(process.execPath, ['-e', WATCHDOG_SCRIPT, String(pid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  watchdog.on('error', () => undefined);
+  return watchdog;
+}
+
+const WATCHDOG_SCRIPT = [
+  'const pid = Number(process.argv[1]);',
+  "process.on('SIGINT', () => undefined);",
+  'process.stdin.resume();',
+  "process.stdin.on('close', () => { try { process.kill(pid, 'SIGTERM'); } catch {} process.exit(0); });",
+].join('\n');
+
+/**
+ * The URL of a live redis-server recorded in `dir` by another chatgate process that still runs,
+ * if any. One whose owner is gone (left behind by an earlier run) is shut down, not reused.
+ */
+async function findSharedServer(dir: string, timeoutMs: number, log: Logger): Promise<string | undefined> {
+  let record: { port?: unknown; ownerPid?: unknown };
   try {
-    port = (JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as { port?: unknown }).port;
+    record = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as typeof record;
   } catch {
     return undefined;
   }
-  if (typeof port !== 'number') return undefined;
-  const url = `redis://127.0.0.1:${port}`;
-  return (await pingRedis(url, timeoutMs)) === undefined ? url : undefined;
+  if (typeof record.port !== 'number') return undefined;
+  const url = `redis://127.0.0.1:${record.port}`;
+  if ((await pingRedis(url, timeoutMs)) !== undefined) return undefined;
+  if (typeof record.ownerPid === 'number' && isRunning(record.ownerPid)) return url;
+  // Only the server of this folder: the port may belong to another Redis by now.
+  if (!(await shutdownRedis(url, dir, timeoutMs))) return undefined;
+  rmSync(join(dir, STATE_FILE), { force: true });
+  log.warn({ url, dir }, 'stopped a redis-server left behind by an earlier run');
+  return undefined;
+}
+
+/**
+ * Asks the Redis at `url` to shut down (saving its AOF) when its data folder is `dir`, and waits
+ * until it no longer answers. @returns false (nothing done) when it keeps its data elsewhere.
+ */
+async function shutdownRedis(url: string, dir: string, timeoutMs: number): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const [, serverDir] = (await client.config('GET', 'dir')) as [string, string];
+    if (resolvePath(serverDir) !== resolvePath(dir)) return false;
+    await client.shutdown().catch(() => undefined); // the connection drops as it goes
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+  for (let waited = 0; waited < timeoutMs && (await pingRedis(url, 200)) === undefined; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return true;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function waitUntilReady(child: ChildProcess, timeoutMs: number): Promise<void> {
