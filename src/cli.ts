@@ -135,6 +135,24 @@ function loadEnvFile(io: CliIo, choice: string | false | undefined): void {
   }
 }
 
+/**
+ * A reader that stops reading (`chatgate transcript <s> | head`) ends the command quietly, exit 0.
+ * A promise rejection nobody handles is a bug in a code path that should have handled it: it is
+ * fatal, with one line and the stack on stderr and exit 1, so a supervisor restarts a clean process
+ * (every state worth keeping is in Redis). Rejections a channel operation may raise are handled
+ * where the operation runs (docs/operating.md).
+ */
+function handleProcessFailures(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+  process.on('unhandledRejection', (reason) => {
+    process.stderr.write(`chatgate: fatal: an unhandled promise rejection (a bug): ${reason instanceof Error ? reason.stack ?? reason.message : String(reason)}\n`);
+    process.exit(1);
+  });
+}
+
 function isMain(): boolean {
   if (!process.argv[1]) return false;
   try {
@@ -145,6 +163,7 @@ function isMain(): boolean {
 }
 
 if (isMain()) {
+  handleProcessFailures();
   process.exitCode = await runCli(process.argv);
   // Sockets of libraries closed late must not keep a finished command alive.
   setTimeout(() => process.exit(process.exitCode), 200).unref();

@@ -12,6 +12,7 @@ import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, 
 import { LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 import { redactRedisUrl } from '../redis/client.js';
+import { GatewayError } from '../errors.js';
 
 /** Which roles a process runs. */
 export interface RunRoles {
@@ -113,7 +114,8 @@ async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
       return EXIT.failure;
     }
     io.err(`chatgate: ${roleName(roles)} failed to start: ${errorText(err)}`);
-    logger.error({ err }, 'start failed');
+    // An explained failure (a port in use, a channel that cannot connect) needs no stack in the log.
+    logger.error(err instanceof GatewayError ? { code: err.code, reason: err.message } : { err }, 'start failed');
     return EXIT.failure;
   }
 }

@@ -1,4 +1,3 @@
-import { serve, type ServerType } from '@hono/node-server';
 import { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
@@ -23,6 +22,7 @@ import { ConfigError } from '../errors.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
 import { createOutboundConsumer } from './outbound.js';
+import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { startPendingSweeper } from './sweeper.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
@@ -84,6 +84,8 @@ export async function startGateway(deps: GatewayDeps, options: GatewayOptions): 
     for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => log.warn({ err }, 'gateway shutdown step failed'));
   };
   try {
+    // Before any connection opens: a port in use is one clear error, with nothing to undo.
+    await ensurePortFree(o.host, o.port);
     const parts = await startParts({ ...deps, metrics }, o, closers);
     log.info({ httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, channels: parts.channels }, 'gateway started');
     return {
@@ -107,6 +109,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
   const fast = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
+  // Its failures surface where its commands fail; without a listener ioredis prints each one.
+  fast.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
   closers.push(() => fast.quit());
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
   const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
@@ -183,17 +187,6 @@ function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsSta
   };
 }
 
-/**
- * Closes the HTTP server. It runs after the channels stopped, so what is still open is a web chat
- * stream, a long poll or a dashboard request: those connections are closed rather than awaited.
- */
-function closeServer(server: ServerType): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    if ('closeAllConnections' in server) server.closeAllConnections();
-  });
-}
-
 /** The summariser endpoint and the session figures the gateway's session operations use. */
 function sessionFigures(o: ResolvedGatewayOptions) {
   return {
@@ -220,14 +213,4 @@ function onSignal(signal: TurnSignal, channels: ReadonlyMap<ChannelName, Channel
   if (!channel) return;
   if (signal.type === 'turn-ended') typing.stop(signal.sessionId);
   else typing.start(signal.sessionId, channel, { chatId: signal.chatId, threadId: signal.threadId });
-}
-
-async function listen(app: Hono, host: string, port: number): Promise<{ server: ServerType; httpUrl: string }> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
-      const shownHost = info.address.includes(':') ? `[${info.address}]` : info.address;
-      resolve({ server, httpUrl: `http://${shownHost}:${info.port}` });
-    });
-    server.once('error', (err) => reject(new Error(`the HTTP server could not listen on ${host}:${port} (${err.message}); set CHATGATE_HTTP_PORT to a free port`)));
-  });
 }
