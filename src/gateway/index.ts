@@ -116,6 +116,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: fast, prefix: names.queuePrefix });
   const turns = new Queue(names.turnQueue, { connection: fast, prefix: names.queuePrefix });
+  for (const queue of [outbound, turns]) queue.on('error', (err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
   closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
@@ -162,7 +163,9 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
   consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
   closers.push(() => consumer.close());
-  const unsubscribe = await subscribeTurnSignals(duplicateRedis(redis), (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
+  const subscriber = duplicateRedis(redis);
+  subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
+  const unsubscribe = await subscribeTurnSignals(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
@@ -171,17 +174,24 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
 
 /** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker takes turns. */
 function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus): Record<string, () => Promise<unknown>> {
+  // A connection that is not up fails at once rather than after the client's reconnect attempts.
+  const connected = () => {
+    if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
+  };
   return {
-    // A connection that is not up fails at once rather than after the client's reconnect attempts.
     redis: async () => {
-      if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
+      connected();
       return (await redis.ping()) === 'PONG';
     },
-    queues: () => turns.getJobCounts(),
+    queues: async () => {
+      connected();
+      return turns.getJobCounts();
+    },
     channels: async () => {
       if (channels.state !== 'ok') throw new Error(channels.state);
     },
     workers: async () => {
+      connected();
       if ((await turns.getWorkersCount()) === 0) throw new Error('no worker is taking turns');
     },
   };
