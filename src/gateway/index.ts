@@ -64,6 +64,8 @@ export interface GatewayDeps {
 
 /** Hygiene runs after the acknowledgement and holds its own session's turn: one summariser try, this long at most, ms. */
 const HYGIENE_SUMMARY_TIMEOUT_MS = 20_000;
+/** How long ingest's Redis commands and each readiness check may take before they count as failed, ms. */
+const REDIS_ANSWER_MS = 750;
 /** `/compact` runs in the background: its summary may take this long, ms. */
 const COMMAND_SUMMARY_TIMEOUT_MS = 120_000;
 
@@ -130,7 +132,11 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
     model: o.llm.model, summaryModel: o.llm.summaryModel, threshold: o.threshold, hygieneThreshold: o.hygieneThreshold,
   });
-  const ingest = createIngest({ redis: fast, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+  // Ingest answers a platform within a second even when Redis hangs: its commands are bounded.
+  const ingestRedis = duplicateRedis(redis, { maxRetriesPerRequest: 2, commandTimeout: REDIS_ANSWER_MS });
+  ingestRedis.on('error', (err: Error) => logger.debug({ err }, 'ingest redis connection error'));
+  closers.push(() => ingestRedis.quit());
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
   });
   const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
@@ -141,7 +147,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
     checks: readinessChecks(fast, turns, channelsStatus),
-  }, { host: o.host, monitorToken: o.monitorToken }));
+  }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => closeServer(server));
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.

@@ -1,6 +1,7 @@
 /**
  * A Redis outage is answered at once: `/readyz` and the web chat API say 503 within a second
- * (not after the client's reconnect attempts). Runs its own redis-server, killed by the test.
+ * (not after the client's reconnect attempts or a hung command), whether Redis hangs (SIGSTOP) or
+ * is gone. Runs its own redis-server, stopped and killed by the test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -43,7 +44,24 @@ describe('gateway during a Redis outage', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('answers /readyz and a web chat post with 503 at once', async () => {
+  const post = (id: string) => fetch(`${gateway.httpUrl}/api/chat/c1/messages`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'anyone there?', clientMessageId: id }),
+    signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+  });
+
+  it('answers /readyz and a web chat post with 503 at once while Redis hangs, and recovers', async () => {
+    server.kill('SIGSTOP');
+    try {
+      const ready = await fetch(`${gateway.httpUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
+      expect(ready.status).toBe(503);
+      expect((await post('hung-1')).status).toBe(503);
+    } finally {
+      server.kill('SIGCONT');
+    }
+    expect((await post('hung-2')).status).toBe(202);
+  });
+
+  it('answers /readyz and a web chat post with 503 at once when Redis is gone', async () => {
     expect((await fetch(`${gateway.httpUrl}/readyz`)).status).toBe(503); // no worker yet, but Redis answers
     expect(await (await fetch(`${gateway.httpUrl}/readyz`)).json()).toMatchObject({ checks: { redis: 'ok' } });
     server.kill('SIGKILL');
@@ -52,10 +70,6 @@ describe('gateway during a Redis outage', () => {
     const ready = await fetch(`${gateway.httpUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ checks: { redis: expect.not.stringMatching(/^ok$/) } });
-    const posted = await fetch(`${gateway.httpUrl}/api/chat/c1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'anyone there?', clientMessageId: 'm1' }),
-      signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
-    });
-    expect(posted.status).toBe(503);
+    expect((await post('gone-1')).status).toBe(503);
   });
 });
