@@ -45,6 +45,15 @@ describe('the embedded redis-server', () => {
     await vi.waitFor(() => expect(isRunning(redisPid)).toBe(false), { timeout: 10_000, interval: 50 });
   });
 
+  it('stops when a second Ctrl+C cuts the shutdown short', async () => {
+    const { proc, redisPid } = await start(join(stateDir, 'twice'));
+    proc.child.kill('SIGINT');
+    await proc.waitFor('stderr', /SIGINT: shutting down/);
+    proc.child.kill('SIGINT');
+    await proc.exited;
+    await vi.waitFor(() => expect(isRunning(redisPid)).toBe(false), { timeout: 10_000, interval: 50 });
+  });
+
   it('is stopped, not reused, when an earlier run left it behind', async () => {
     const dir = join(stateDir, 'stale');
     mkdirSync(join(dir, 'redis'), { recursive: true });
