@@ -81,7 +81,7 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       // One script: the append is its own delivery record (see append-web-reply-1.lua).
       const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, ...(deliveryId ? { deliveryId } : {}) };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
-      const shownAt = appended === 1 ? String(at) : id.split('-')[0];
+      const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
       return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {

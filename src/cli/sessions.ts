@@ -72,7 +72,7 @@ export function transcriptCommand(io: CliIo, sessionId: string, flags: { jsonl?:
       const batch = await readTranscript(conn.redis, keys, start, '+', TRANSCRIPT_BATCH);
       for (const entry of batch) io.out(flags.jsonl ? JSON.stringify(entry) : formatEntry(entry));
       if (batch.length < TRANSCRIPT_BATCH) return EXIT.ok;
-      start = `(${batch[batch.length - 1].id}`;
+      start = `(${batch.at(-1)?.id ?? ''}`;
     }
   });
 }

@@ -38,7 +38,8 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
     const entries = await deps.redis.zrangebyscore(index, '-inf', now() - (options.graceMs ?? 10_000), 'WITHSCORES', 'LIMIT', 0, options.batch ?? 500);
     let enqueued = 0;
     for (let i = 0; i < entries.length; i += 2) {
-      const [sessionId, score] = [entries[i], entries[i + 1]];
+      const sessionId = entries[i] ?? '';
+      const score = entries[i + 1] ?? '0';
       if ((await deps.redis.llen(sessionKeys(sessionId, options.keyPrefix).inbox)) > 0) {
         await deps.producer.enqueueTurn(sessionId);
         enqueued++;

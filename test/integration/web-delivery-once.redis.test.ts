@@ -42,6 +42,6 @@ describe('web chat delivery', () => {
     const entries = await t.redis.xrange(webConversationKey('conv-1', t.keyPrefix), '-', '+');
     expect(entries).toHaveLength(1);
     expect(retried).toMatchObject({ chunks: 1, sent: 1, skipped: 0 });
-    expect(retried.messageIds[0]).toBe(`web:conv-1:${entries[0][0]}`);
+    expect(retried.messageIds[0]).toBe(`web:conv-1:${entries[0]?.[0]}`);
   });
 });
