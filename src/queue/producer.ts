@@ -40,6 +40,8 @@ export function createTurnProducer(deps: { redis: RedisClient }, options: TurnPr
   const names = resolveQueueNames(options);
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const queue = new Queue<TurnJobData>(names.turnQueue, { connection: deps.redis, prefix: names.queuePrefix });
+  // A lost connection is reported where it matters, by the rejected `add`; the queue's own event would only print it again.
+  queue.on('error', () => {});
   const attempts = options.attempts ?? 5;
   const now = options.now ?? Date.now;
   const enqueueTurn = async (sessionId: string): Promise<void> => {
