@@ -1,6 +1,6 @@
 import type { InboundMessage } from '../src/core/inbound.js';
 import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
-import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../src/core/tokens.js';
+import { countTextTokens, headEnd, messageTokens, REPLY_PRIMING_TOKENS, tailStart } from '../src/core/tokens.js';
 import type { ToolSchema } from '../src/llm/client.js';
 
 /** Share of the context window one tool result may take when it enters the projection. */
@@ -40,18 +40,30 @@ export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly T
   return total;
 }
 
+/** Characters per token a tool result may have before it is cut by characters without counting it whole. */
+const CAP_CHARS_PER_TOKEN = 8;
+
 /**
  * Caps a tool result at `maxTokens`: a head-and-tail excerpt with a marker saying how much was
- * cut, so one giant tool output cannot push a request over the window.
+ * cut, so one giant tool output cannot push a request over the window. A result far over the cap
+ * is cut by characters first (on code-point boundaries), so the tokenizer only sees bounded text.
  */
 export function capToolResult(text: string, maxTokens: number, model?: string): string {
-  const tokens = countTextTokens(text, model);
-  if (tokens <= maxTokens) return text;
-  let keepChars = Math.floor((text.length * maxTokens) / tokens * 0.9);
+  let keepChars = maxTokens * 4;
+  if (text.length <= maxTokens * CAP_CHARS_PER_TOKEN) {
+    const tokens = countTextTokens(text, model);
+    if (tokens <= maxTokens) return text;
+    keepChars = Math.floor((text.length * maxTokens) / tokens * 0.9);
+  }
   for (;;) {
-    const half = Math.floor(keepChars / 2);
-    const excerpt = `${text.slice(0, half)}\n${CHATGATE_MARK}trimmed] ${text.length - 2 * half} of ${text.length} characters cut from this tool result\n${text.slice(-half)}`;
+    const excerpt = excerptOf(text, Math.floor(keepChars / 2));
     if (countTextTokens(excerpt, model) <= maxTokens || keepChars < 64) return excerpt;
     keepChars = Math.floor(keepChars * 0.8);
   }
+}
+
+function excerptOf(text: string, half: number): string {
+  const head = text.slice(0, headEnd(text, half));
+  const tail = text.slice(tailStart(text, half));
+  return `${head}\n${CHATGATE_MARK}trimmed] ${text.length - head.length - tail.length} of ${text.length} characters cut from this tool result\n${tail}`;
 }

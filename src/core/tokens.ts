@@ -23,10 +23,51 @@ export function encodingForModel(model?: string): EncodingName {
   return 'o200k_base';
 }
 
-/** Counts the BPE tokens of a text with the model's encoding (o200k_base by default). */
+/**
+ * Longest text (UTF-16 units) handed to the BPE tokenizer in one piece. Its work grows with the
+ * square of a piece without spaces (1 MB of emoji took minutes), so longer texts are counted in
+ * chunks of about this size, cut at whitespace when there is some near the cut.
+ */
+export const TOKENIZE_CHUNK_CHARS = 2_000;
+/** Longest text counted exactly; beyond it the rest is estimated from the counted part's ratio. */
+export const MAX_COUNTED_CHARS = 256_000;
+
+/**
+ * Counts the BPE tokens of a text with the model's encoding (o200k_base by default). A text over
+ * {@link TOKENIZE_CHUNK_CHARS} is counted in chunks (exact but for a token or so per cut); past
+ * {@link MAX_COUNTED_CHARS} the rest is estimated at the ratio of the counted part, never below
+ * one token per 4 characters. Cost is linear in the length, whatever the text.
+ */
 export function countTextTokens(text: string, model?: string): number {
   if (text.length === 0) return 0;
-  return encodingForModel(model) === 'cl100k_base' ? countCl100k(text) : countO200k(text);
+  const count = encodingForModel(model) === 'cl100k_base' ? countCl100k : countO200k;
+  if (text.length <= TOKENIZE_CHUNK_CHARS) return count(text);
+  let tokens = 0;
+  let at = 0;
+  const counted = Math.min(text.length, MAX_COUNTED_CHARS);
+  while (at < counted) {
+    const end = chunkEnd(text, at, Math.min(text.length, at + TOKENIZE_CHUNK_CHARS));
+    tokens += count(text.slice(at, end));
+    at = end;
+  }
+  if (at >= text.length) return tokens;
+  const rest = text.length - at;
+  return tokens + Math.ceil(rest * Math.max(tokens / at, 1 / 4));
+}
+
+/**
+ * Index of the first character of the text's tail of at most `maxChars` UTF-16 units, moved so the
+ * tail never starts inside a surrogate pair (the tail may come out one unit shorter).
+ */
+export function tailStart(text: string, maxChars: number): number {
+  const start = Math.max(0, text.length - Math.max(0, maxChars));
+  return isLowSurrogate(text.charCodeAt(start)) ? start + 1 : start;
+}
+
+/** Index where the text's head of at most `maxChars` UTF-16 units ends, never inside a surrogate pair. */
+export function headEnd(text: string, maxChars: number): number {
+  const end = Math.min(text.length, Math.max(0, maxChars));
+  return end < text.length && isLowSurrogate(text.charCodeAt(end)) ? end - 1 : end;
 }
 
 /**
@@ -50,6 +91,21 @@ export function countMessageTokens(messages: readonly ChatMessage[], model?: str
   let total = REPLY_PRIMING_TOKENS;
   for (const message of messages) total += messageTokens(message, model);
   return total;
+}
+
+/** Where the chunk from `start` ends: at whitespace near `limit` if any, else at `limit`, never inside a surrogate pair. */
+function chunkEnd(text: string, start: number, limit: number): number {
+  if (limit >= text.length) return text.length;
+  const floor = start + Math.floor((limit - start) * 0.9);
+  for (let k = limit; k > floor; k--) {
+    if (/\s/.test(text[k])) return k;
+  }
+  const end = headEnd(text, limit);
+  return end > start ? end : limit;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 function countUncached(message: ChatMessage, model?: string): number {
