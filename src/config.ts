@@ -40,6 +40,8 @@ export interface Config {
     pricing?: ModelPricing;
     /** Maximum model calls per turn. */
     maxModelCalls: number;
+    /** Timeout of one model call attempt, ms. */
+    timeoutMs: number;
   };
   compaction: {
     /** Output reserve subtracted from the window before any threshold, tokens. */
@@ -239,6 +241,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       contextWindowSource: v.CHATGATE_CONTEXT_WINDOW === undefined ? 'table' : 'config',
       pricing: known?.pricing,
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
+      timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD') },
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },

@@ -4,7 +4,7 @@ import type { ChatMessage } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { CompletionResult, LlmClient } from '../src/llm/client.js';
-import { toLlmError } from '../src/llm/errors.js';
+import { isTimeout, toLlmError } from '../src/llm/errors.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { createSessionNotes } from '../src/redis/notes.js';
@@ -18,6 +18,7 @@ import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessa
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
 import { TURN_NOTICES } from './notices.js';
+import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
 
 /** What the tool loop needs. */
@@ -109,9 +110,9 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });
-      const notice = await onModelError(loop, error, request.overhead);
-      if (notice === null) continue;
-      return finish(loop, null, notice);
+      const ended = await onModelError(loop, error, request.overhead);
+      if (ended === null) continue;
+      return ended;
     }
     const done = await applyResult(loop, result, request.overhead);
     if (done) return done;
@@ -123,10 +124,24 @@ async function appendInbound(loop: Loop): Promise<void> {
   const fresh = loop.items.filter((item) => !applied.has(item.id));
   const last = loop.items[loop.items.length - 1];
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
-  if (fresh.length === 0) return;
-  const entries = fresh.map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
-  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[k].id));
+  const replayed = unansweredReplay(loop.turn.messages(), fresh.map(toUserMessage));
+  const entries = fresh.slice(replayed).map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
+  if (entries.length === 0 && replayed === 0) return;
+  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k].id));
   await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
+}
+
+/**
+ * How many of the fresh messages are a replay of the unanswered user messages that end the
+ * projection (a dead-lettered turn whose model never answered, brought back by `chatgate retry`):
+ * those are already there and are not appended twice. @returns 0 or the length of that run.
+ */
+function unansweredReplay(projection: readonly ChatMessage[], fresh: readonly ChatMessage[]): number {
+  let start = projection.length;
+  while (start > 0 && projection[start - 1].role === 'user') start--;
+  const run = projection.slice(start);
+  if (run.length === 0 || run.length > fresh.length) return 0;
+  return run.every((message, k) => JSON.stringify(message.content) === JSON.stringify(fresh[k].content)) ? run.length : 0;
 }
 
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
@@ -164,17 +179,31 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
 }
 
-/** @returns null to retry the call, or the notice that ends the turn. */
-async function onModelError(loop: Loop, error: LlmError, overhead: number): Promise<string | null> {
+/**
+ * @returns null to retry the call, or the replies that end the turn. A failure the client already
+ * retried (or one retrying cannot fix) ends the turn: its messages go to the dead letters, where
+ * `chatgate retry` replays them, and the user is told why.
+ */
+async function onModelError(loop: Loop, error: LlmError, overhead: number): Promise<OutboundMessage[] | null> {
   loop.log.warn({ err: error, kind: error.kind, status: error.status }, 'model call failed');
   if (error.kind === 'context_length') {
     loop.contextFailures++;
-    if (loop.contextFailures > loop.options.maxContextRetries) return TURN_NOTICES.contextOverflow;
+    if (loop.contextFailures > loop.options.maxContextRetries) return finish(loop, null, TURN_NOTICES.contextOverflow);
     await compact(loop, 'reactive', true, loop.turn.requestTokens(overhead));
     return null;
   }
-  const detail = error.status ? `HTTP ${error.status}` : error.kind;
-  return error.kind === 'transient' || error.kind === 'connection' ? TURN_NOTICES.unavailable(detail) : TURN_NOTICES.refused(detail);
+  const notice = error.kind === 'transient' || error.kind === 'connection' ? TURN_NOTICES.unavailable(failureDetail(loop, error)) : TURN_NOTICES.refused(failureDetail(loop, error));
+  const { deps, turn } = loop;
+  const moved = await deadLetterTurn({ redis: deps.redis, logger: loop.log }, { sessionId: turn.sessionId, keys: deps.store.keys(turn.sessionId), fence: turn.fence, err: error, notice });
+  if (moved === 0) throw new StaleCommitError(turn.sessionId, 'the session lease was lost before the failed turn was set aside');
+  return [];
+}
+
+function failureDetail(loop: Loop, error: LlmError): string {
+  if (error.status) return `HTTP ${error.status}`;
+  if (isTimeout(error)) return loop.deps.llm.timeoutMs ? `it did not answer within ${loop.deps.llm.timeoutMs / 1000} s` : 'it did not answer in time';
+  if (error.kind === 'connection') return 'it cannot be reached';
+  return error.kind === 'transient' ? 'its answers were malformed' : error.kind;
 }
 
 /** Commits one answered call; @returns the replies when the turn is over, else null. */

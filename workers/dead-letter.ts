@@ -14,6 +14,8 @@ export interface FailedTurn {
   fence: number;
   jobId?: string;
   err: unknown;
+  /** What the user is told. Default {@link TURN_NOTICES}.failed. */
+  notice?: string;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface FailedTurn {
 export async function deadLetterTurn(deps: { redis: RedisClient; logger: Logger }, turn: FailedTurn): Promise<number> {
   const items = await readProcessing(deps.redis, turn.keys);
   if (items.length === 0) return 0;
-  const moved = await deadLetterProcessing(deps.redis, turn.keys, turn.fence, failureNotice(turn.sessionId, items));
+  const moved = await deadLetterProcessing(deps.redis, turn.keys, turn.fence, failureNotice(turn.sessionId, items, turn.notice));
   if (moved === null) {
     deps.logger.warn({ messages: items.length }, 'dead letter skipped: the session lease was lost');
     return 0;
@@ -34,11 +36,11 @@ export async function deadLetterTurn(deps: { redis: RedisClient; logger: Logger 
   return moved;
 }
 
-function failureNotice(sessionId: string, items: InboundMessage[]): OutboundMessage {
+function failureNotice(sessionId: string, items: InboundMessage[], text = TURN_NOTICES.failed(items.length)): OutboundMessage {
   const last = items[items.length - 1];
   const notice: OutboundMessage = {
     id: replyJobId(items.map((item) => item.id), 'failed'), sessionId, channel: last.channel, chatId: last.chatId,
-    text: TURN_NOTICES.failed(items.length), kind: 'notice',
+    text, kind: 'notice',
   };
   if (last.threadId) notice.threadId = last.threadId;
   return notice;

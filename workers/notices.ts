@@ -1,8 +1,8 @@
 /** User-facing texts of the ways a turn can end without an answer. */
 export const TURN_NOTICES = {
   contextOverflow: 'This conversation no longer fits into the model\'s context window, even after compacting it. Use /compact <focus> to summarise it around what matters, or /reset to start over.',
-  unavailable: (detail: string) => `The model is not answering right now (${detail}). Please send your message again in a little while.`,
-  refused: (detail: string) => `The model endpoint refused the request (${detail}). An operator needs to check the configuration.`,
+  unavailable: (detail: string) => `The model is not answering right now (${detail}). Your message is kept and will be answered when it is retried; you can also send it again in a little while.`,
+  refused: (detail: string) => `The model endpoint refused the request (${detail}). An operator needs to check the configuration; your message is kept and will be answered when it is retried.`,
   maxCalls: (calls: number) => `I stopped after ${calls} model calls in this turn without finishing. Ask me to continue if you want me to go on.`,
   paused: 'Automatic compaction is paused for this conversation because it did not shrink it enough twice in a row. Use /compact <focus> or /reset.',
   empty: 'The model returned an empty answer.',

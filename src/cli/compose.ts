@@ -40,7 +40,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
   return {
     keyPrefix: config.redis.keyPrefix,
     queuePrefix: config.redis.queuePrefix,
-    llm: llmEndpoint(config),
+    llm: { ...llmEndpoint(config), timeoutMs: config.llm.timeoutMs },
     contextWindow: config.llm.contextWindow,
     reservedOutputTokens: config.compaction.reservedOutputTokens,
     threshold: config.compaction.threshold,

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { AssistantMessage, ChatMessage, ToolCall } from '../core/messages.js';
-import type { LlmError } from '../errors.js';
+import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { CallUsage } from '../redis/usage.js';
@@ -42,7 +42,7 @@ export interface LlmClientOptions {
   apiKey?: string;
   /** Default model. */
   model: string;
-  /** Timeout of one HTTP attempt in ms. Default 120000. */
+  /** Timeout of one HTTP attempt in ms (a timed-out attempt is retried like a connection failure). Default {@link DEFAULT_MODEL_TIMEOUT_MS}. */
   timeoutMs?: number;
   /** Retries of 408/409/429/5xx, timeouts and connection failures (src/core/retry.ts). Default {@link DEFAULT_RETRY_POLICY}. */
   retry?: Partial<RetryPolicy>;
@@ -54,18 +54,25 @@ export interface LlmClientOptions {
   maxTokensField?: MaxTokensField;
 }
 
+/** Default timeout of one model call attempt in ms. */
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+
 /** The request fields that carry an output limit. */
 export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';
 
 /** Calls the chat-completions endpoint, retrying transient failures; throws {@link LlmError}. */
 export interface LlmClient {
   readonly model: string;
+  /** Timeout of one attempt in ms, when the client has one (named in the user's notice when a call times out). */
+  readonly timeoutMs?: number;
   complete(request: CompletionRequest): Promise<CompletionResult>;
 }
 
 /** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
 export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
-  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: options.timeoutMs ?? 120_000, maxRetries: 0 });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0 });
+  const errorContext = { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs };
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
@@ -76,12 +83,14 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     if (request.tools && request.tools.length > 0) body.tools = request.tools;
     if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
     const response = await sdk.chat.completions.create(body);
-    const choice = response.choices[0];
-    if (!choice) throw new Error(`chat completion for ${model} returned no choices`);
+    const choice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
+    // A proxy or an overloaded server may answer 200 without an answer: worth asking again.
+    if (!choice?.message) throw new LlmError(`chat completion with ${model} returned no choices`, { kind: 'transient' });
     return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
   };
   return {
     model: options.model,
+    timeoutMs,
     async complete(request) {
       const model = request.model ?? options.model;
       const callLog = request.logger ? request.logger.child({ component: 'llm' }) : log;
@@ -94,7 +103,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           limitField = field;
           return result;
         } catch (err) {
-          error = toLlmError(err, `chat completion with ${model}`);
+          error = toLlmError(err, `chat completion with ${model}`, errorContext);
         }
         if (!switched && request.maxTokens && rejectsField(error, field)) {
           switched = true;

@@ -1,7 +1,7 @@
 /**
  * A fake OpenAI-compatible chat-completions server on port 0, scripted per test: text answers,
  * tool calls, usage (counted with our tokenizer over messages + tool schemas), HTTP errors with
- * headers (429/500), context-length errors and held requests (answered when the test says so, or
+ * headers (429/500), context-length errors, malformed bodies, answers without choices and held requests (answered when the test says so, or
  * never: the client may be killed while it waits).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -25,6 +25,10 @@ export type FakeReply =
   | { toolCalls: Array<{ name: string; arguments: string | object; id?: string }>; content?: string }
   | { status: number; message?: string; code?: string; headers?: Record<string, string> }
   | { contextLength: true }
+  /** A body sent as it is (malformed JSON, say), with `status` (default 200). */
+  | { raw: string; status?: number }
+  /** A 200 answer whose `choices` is empty. */
+  | { noChoices: true }
   | { hold: Promise<FakeReply> };
 
 /** Answers one request. */
@@ -83,6 +87,15 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
 function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeReply, { hold: unknown }>): void {
   if ('contextLength' in reply) {
     sendJson(res, 400, { error: { message: `This model's maximum context length is 16000 tokens. However, your messages resulted in ${request.promptTokens} tokens.`, type: 'invalid_request_error', code: 'context_length_exceeded', param: 'messages' } });
+    return;
+  }
+  if ('raw' in reply) {
+    res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
+    res.end(reply.raw);
+    return;
+  }
+  if ('noChoices' in reply) {
+    sendJson(res, 200, { id: `chatcmpl-${request.index}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: request.model, choices: [] });
     return;
   }
   if ('status' in reply) {

@@ -96,7 +96,7 @@ describe('loadConfig', () => {
       redis: { url: undefined, fallbackHost: '127.0.0.1', fallbackPort: 6379, keyPrefix: 'cg:', queuePrefix: '{cgq}' },
       llm: {
         baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini',
-        contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12,
+        contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12, timeoutMs: 120_000,
       },
       compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85 },
       workers: { concurrency: 4, leaseTtlMs: 15000, turnLockMs: 30000 },
