@@ -14,7 +14,9 @@ import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/u
 import { NOOP_METRICS, type Metrics } from '../src/metrics.js';
 import type { CompactionLayer, SessionLimits } from '../src/core/session-figures.js';
 import { runCompactionStep } from '../src/session/compaction-step.js';
-import { capToolResult, notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
+import { notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
+import { createStepLog, type RecordedRound, type StepLog } from '../src/redis/step-log.js';
+import { runToolCall, type ToolRound } from './tool-round.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
 import { TURN_NOTICES } from './notices.js';
@@ -80,6 +82,9 @@ interface Loop {
   /** Compactions since the last model call; bounds compaction to one in-loop run per call. */
   compactionsSinceCall: number;
   lease?: LeaseGuard;
+  /** The turn's identity across retries: the id of its first message. */
+  turnId: string;
+  steps: StepLog;
 }
 
 /**
@@ -94,7 +99,10 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
+    turnId: input.items[0].id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0].id, fence: input.fence }),
   };
+  const resumed = await resumeRound(loop);
+  if (resumed) return resumed;
   await appendInbound(loop);
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
@@ -114,14 +122,39 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
       if (ended === null) continue;
       return ended;
     }
-    const done = await applyResult(loop, result, request.overhead);
+    await loop.steps.recordAnswer(result);
+    const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
   }
 }
 
-async function appendInbound(loop: Loop): Promise<void> {
+/**
+ * Resumes the round a crashed run of this turn left in its step log: the answer is not asked
+ * for again, completed tool calls are not run again (see {@link runToolCall}). A recorded final
+ * answer stands only if no message joined the turn since. @returns the replies when that ended
+ * the turn, else null (nothing to resume, or the round was committed: the loop goes on).
+ */
+async function resumeRound(loop: Loop): Promise<OutboundMessage[] | null> {
+  const round = await loop.steps.read();
+  if (!round || round.committed) return null;
+  const calls = round.answer.message.tool_calls ?? [];
+  const ids = new Set(calls.map((call) => call.id));
+  // Committed just before the crash, the marker not yet written: the projection holds the round.
+  if (calls.length > 0 && loop.turn.messages().some((m) => m.role === 'assistant' && m.tool_calls?.some((call) => ids.has(call.id)))) return null;
+  if (calls.length === 0 && freshItems(loop).length > 0) return null;
+  loop.calls++;
+  loop.log.info({ toolCalls: calls.length, recordedResults: round.results.size, started: round.started.size }, 'turn resumed from its step log');
+  const { overhead } = await buildRequest(loop);
+  return applyResult(loop, round.answer, overhead, round);
+}
+
+function freshItems(loop: Loop): InboundMessage[] {
   const applied = new Set(loop.turn.meta.turnInboundIds);
-  const fresh = loop.items.filter((item) => !applied.has(item.id));
+  return loop.items.filter((item) => !applied.has(item.id));
+}
+
+async function appendInbound(loop: Loop): Promise<void> {
+  const fresh = freshItems(loop);
   const last = loop.items[loop.items.length - 1];
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
   const replayed = unansweredReplay(loop.turn.messages(), fresh.map(toUserMessage));
@@ -196,6 +229,7 @@ async function onModelError(loop: Loop, error: LlmError, overhead: number): Prom
   const { deps, turn } = loop;
   const moved = await deadLetterTurn({ redis: deps.redis, logger: loop.log }, { sessionId: turn.sessionId, keys: deps.store.keys(turn.sessionId), fence: turn.fence, err: error, notice });
   if (moved === 0) throw new StaleCommitError(turn.sessionId, 'the session lease was lost before the failed turn was set aside');
+  await clearSteps(loop);
   return [];
 }
 
@@ -207,15 +241,18 @@ function failureDetail(loop: Loop, error: LlmError): string {
 }
 
 /** Commits one answered call; @returns the replies when the turn is over, else null. */
-async function applyResult(loop: Loop, result: CompletionResult, overhead: number): Promise<OutboundMessage[] | null> {
+async function applyResult(loop: Loop, result: CompletionResult, overhead: number, recorded: RecordedRound | null): Promise<OutboundMessage[] | null> {
   const { deps, options, turn } = loop;
   const usage: UsageDelta = result.usage
     ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
     : { incr: { calls: 1 }, set: {} };
-  metricsOf(loop).record({
-    type: 'model_call', channel: channelOf(loop), outcome: 'ok', promptTokens: result.usage?.promptTokens, completionTokens: result.usage?.completionTokens,
-    cachedTokens: result.usage?.cachedTokens, costUsd: (usage.incr.costMicroUsd ?? 0) / 1e6,
-  });
+  // A resumed round's call was counted by the run that made it.
+  if (!recorded) {
+    metricsOf(loop).record({
+      type: 'model_call', channel: channelOf(loop), outcome: 'ok', promptTokens: result.usage?.promptTokens, completionTokens: result.usage?.completionTokens,
+      cachedTokens: result.usage?.cachedTokens, costUsd: (usage.incr.costMicroUsd ?? 0) / 1e6,
+    });
+  }
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
   const assistant = toEntry(result.message, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
@@ -223,17 +260,19 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
     const text = (result.message.content ?? '').trim();
     return finish(loop, { entry: assistant, usage, meta, promptTokens: result.usage?.promptTokens }, text === '' ? TURN_NOTICES.empty : null, text);
   }
-  const context = toolContext(loop);
-  const maxTokens = toolResultCap(options.contextWindow, calls.length);
+  const round: ToolRound = {
+    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model,
+    maxTokens: toolResultCap(options.contextWindow, calls.length),
+    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`),
+  };
   const results: StoredEntry[] = [];
   for (const call of calls) {
-    await ensureLease(loop, `tool ${call.function.name}`);
-    const text = capToolResult(await deps.tools.execute(call, context), maxTokens, deps.llm.model);
-    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: text }, deps.llm.model));
+    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.llm.model));
   }
   const entries = [assistant, ...results];
   const promptTokens = result.usage?.promptTokens;
   await turn.append(entries, { transcript: entries.map((entry, k) => messageEvent(entry, undefined, k === 0 ? promptTokens : undefined)), usage, meta });
+  await loop.steps.recordCommitted();
   return null;
 }
 
@@ -255,6 +294,7 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   const change = { outbox, finishTurn: true };
   if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry, undefined, final.promptTokens)], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
+  await clearSteps(loop);
   loop.log.info({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
   return outbox;
 }
@@ -283,10 +323,17 @@ function outputLimit(options: AgentOptions): { maxTokens?: number } {
   return reserve > 0 ? { maxTokens: reserve } : {};
 }
 
-function toolContext(loop: Loop): Omit<ToolContext, 'signal'> {
+/** The step log is only read by a retry of this turn, which no longer comes: dropping it is tidiness. */
+async function clearSteps(loop: Loop): Promise<void> {
+  await loop.steps.clear().catch((err: unknown) => loop.log.warn({ err }, 'step log not cleared'));
+}
+
+function toolContext(loop: Loop, callId: string): Omit<ToolContext, 'signal'> {
   const keys = loop.deps.store.keys(loop.turn.sessionId);
   return {
     sessionId: loop.turn.sessionId,
+    callId,
+    idempotencyKey: `${loop.turn.sessionId}:${loop.turnId}:${callId}`,
     notes: notesOf(loop),
     searchTranscript: (query, limit) => searchTranscript(loop.deps.redis, keys, query, { limit }),
     requestCompaction: (focus) => { loop.manual = { focus }; },

@@ -28,6 +28,8 @@ export interface SessionKeys {
   outbox: string;
   /** List of inbound messages (JSON) whose turn failed for good (dead letters; newest 1000 kept). */
   failed: string;
+  /** Hash: the running turn's step log (its latest round: model answer, tool calls started and their results). */
+  steps: string;
 }
 
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
@@ -44,6 +46,7 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
     notes: `${base}notes`,
     outbox: `${base}outbox`,
     failed: `${base}failed`,
+    steps: `${base}steps`,
   };
 }
 

@@ -23,6 +23,7 @@ const SCRIPT_FILES = {
   commitSession: 'commit-session-7.lua',
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
+  recordStep: 'record-step-2.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */

@@ -39,7 +39,7 @@ describe('tool registry', () => {
     context = {
       sessionId: 'web:t', notes: createSessionNotes(t.redis, keys), now: () => new Date('2026-01-02T03:04:05Z'),
       searchTranscript: (query, limit) => searchTranscript(t.redis, keys, query, { limit }),
-      requestCompaction: (focus) => { compactions.push(focus); },
+      requestCompaction: (focus) => { compactions.push(focus); }, callId: 'call_1', idempotencyKey: 'web:t:m1:call_1',
     };
   });
   afterEach(async () => { await t.cleanup(); });

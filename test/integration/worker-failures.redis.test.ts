@@ -132,10 +132,10 @@ describe('worker failures', () => {
   it('stops a turn whose lease was lost before the next tool or model call, without a reply or a spent attempt', async () => {
     producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     const ran: string[] = [];
-    // Another worker takes the session over while this turn runs its tools.
+    // Another worker takes the session over while this turn runs its tools (the first time only).
     const takeover = defineTool({ name: 'takeover', description: 'x', schema: z.object({}), run: async () => {
       ran.push('takeover');
-      await t.redis.set(keys.lease, '999999', 'PX', 300);
+      if (ran.length === 1) await t.redis.set(keys.lease, '999999', 'PX', 300);
       return 'taken';
     } });
     const after = defineTool({ name: 'after', description: 'x', schema: z.object({}), run: () => { ran.push('after'); return 'ran'; } });
@@ -146,13 +146,15 @@ describe('worker failures', () => {
 
     await out.waitFor((r) => r.length === 1);
     expect(out.replies).toEqual([expect.objectContaining({ id: replyJobId([message.id]), kind: 'reply', text: 'done' })]);
-    expect(ran).toEqual(['takeover']);
+    // The retried turn resumes the round from its step log: the model is not asked again, the call
+    // whose result was never recorded runs again, `after` runs only then.
+    expect(ran).toEqual(['takeover', 'takeover', 'after']);
     expect(fake.requests).toHaveLength(2);
-    expect(fake.requests[1].messages.filter((m) => m.role === 'tool')).toEqual([]);
+    expect(fake.requests[1].messages.filter((m) => m.role === 'tool').map(messageText)).toEqual(['taken', 'ran']);
     expect(sink.lines.filter((line) => line.msg === 'turn aborted: the session lease was lost')).toHaveLength(1);
     expect(sink.lines.filter((line) => line.msg === 'turn job failed')).toEqual([]);
     const transcript = await readTranscript(t.redis, keys);
-    expect(transcript.map((e) => (e.type === 'message' ? e.message.role : e.type))).toEqual(['user', 'assistant']);
+    expect(transcript.map((e) => (e.type === 'message' ? e.message.role : e.type))).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
     const turns = new Queue('turns', { connection: t.redis, prefix: t.queuePrefix });
     const [job] = await turns.getJobs(['completed']);
     await turns.close();

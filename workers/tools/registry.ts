@@ -34,6 +34,11 @@ export class ToolRegistry {
     return this.tools.delete(name);
   }
 
+  /** Whether tool `name` declared side effects (unknown tools have none). */
+  hasSideEffects(name: string): boolean {
+    return this.tools.get(name)?.sideEffects === true;
+  }
+
   /** The tool schemas for the request. */
   schemas(): ToolSchema[] {
     this.schemaCache ??= [...this.tools.values()].map(toToolSchema);

@@ -21,6 +21,13 @@ export interface ToolContext {
   /** Aborted when the tool times out. */
   signal: AbortSignal;
   now(): Date;
+  /** The model's id of this call. */
+  callId: string;
+  /**
+   * `<session>:<turn>:<call id>`, the same for every run of this call (a turn retried after a
+   * crash resumes with the same calls): pass it to a remote API as its idempotency key.
+   */
+  idempotencyKey: string;
 }
 
 /** A tool: a name, a description, a zod schema and a function returning the result text. */
@@ -31,6 +38,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   schema: S;
   /** Timeout of one call in ms. Default: the registry's (30000). */
   timeoutMs?: number;
+  /**
+   * The tool acts on the world (a booking, a payment, an email). Its start is recorded before it
+   * runs; when a crash leaves its outcome unknown (started, no result recorded), it is not run
+   * again and the model is told so. Default false: a call without a recorded result runs again.
+   */
+  sideEffects?: boolean;
   /** Runs the tool; a string is sent as is, anything else as JSON. Throwing becomes an error result. */
   run(args: z.infer<S>, context: ToolContext): Promise<unknown> | unknown;
 }

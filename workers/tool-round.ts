@@ -1,0 +1,52 @@
+import type { ToolCall } from '../src/core/messages.js';
+import type { Logger } from '../src/log.js';
+import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
+import { capToolResult } from './request.js';
+import type { ToolRegistry } from './tools/registry.js';
+import type { ToolContext } from './tools/types.js';
+
+/** What running the tool calls of one round needs. */
+export interface ToolRound {
+  tools: ToolRegistry;
+  steps: StepLog;
+  log: Logger;
+  /** The round as recorded before a crash, or null for a fresh round. */
+  recorded: RecordedRound | null;
+  /** Token cap of each result. */
+  maxTokens: number;
+  model?: string;
+  /** The context of one call (its idempotency key included). */
+  context(callId: string): Omit<ToolContext, 'signal'>;
+  /** Called before each call that runs (a lost lease aborts the round). */
+  beforeRun(call: ToolCall): Promise<void>;
+}
+
+/** The result a side-effecting call gets when a crash left its outcome unknown. */
+export function unknownOutcomeResult(name: string, idempotencyKey: string): string {
+  return `Error: the outcome of this ${name} call is unknown: the worker running it stopped before its result was recorded. `
+    + `It may or may not have taken effect, and it was not run again. Check its effect before calling it again (idempotency key ${idempotencyKey}).`;
+}
+
+/**
+ * The result text of one tool call of the round: the recorded one when the call completed before a
+ * crash; for a side-effecting call that was started but not recorded, a result saying its outcome
+ * is unknown (never a second run); else the call runs now. Every result is recorded as it completes.
+ */
+export async function runToolCall(round: ToolRound, call: ToolCall): Promise<string> {
+  const done = round.recorded?.results.get(call.id);
+  if (done !== undefined) return done;
+  const name = call.function.name;
+  const sideEffects = round.tools.hasSideEffects(name);
+  const context = round.context(call.id);
+  if (sideEffects && round.recorded?.started.has(call.id)) {
+    round.log.warn({ tool: name, callId: call.id, idempotencyKey: context.idempotencyKey }, 'side-effecting tool call of a crashed turn not run again: its outcome is unknown');
+    const text = unknownOutcomeResult(name, context.idempotencyKey);
+    await round.steps.recordResult(call.id, text);
+    return text;
+  }
+  await round.beforeRun(call);
+  if (sideEffects) await round.steps.recordStarted(call.id);
+  const text = capToolResult(await round.tools.execute(call, context), round.maxTokens, round.model);
+  await round.steps.recordResult(call.id, text);
+  return text;
+}
