@@ -178,7 +178,7 @@ function unansweredReplay(projection: readonly ChatMessage[], fresh: readonly Ch
 }
 
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
-  const notes = notesMessage(await notesOf(loop).list());
+  const notes = notesMessage(await shownNotes(loop));
   const prefix = notes ? [loop.system, notes] : [loop.system];
   const tools = loop.deps.tools.schemas();
   const overhead = overheadTokens(prefix, tools, loop.deps.llm.model);
@@ -207,6 +207,7 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
   const result = await runCompactionStep({
     compressor: loop.deps.compressor, turn: loop.turn, system: loop.system, requestTokens, layer, force, focus,
     summaryModel: loop.options.summaryModel ?? loop.deps.llm.model, model: loop.deps.llm.model, logger: loop.log, prices: loop.options.prices, metrics: loop.deps.metrics,
+    notes: () => notesOf(loop).list(),
   });
   loop.compactionsSinceCall++;
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
@@ -339,6 +340,16 @@ function toolContext(loop: Loop, callId: string): Omit<ToolContext, 'signal'> {
     requestCompaction: (focus) => { loop.manual = { focus }; },
     now: () => new Date(),
   };
+}
+
+/**
+ * The notes the request shows: the snapshot of the last rewrite. A session compacted before
+ * snapshots were recorded shows the current notes (its history may no longer hold the calls).
+ */
+async function shownNotes(loop: Loop): Promise<Record<string, string>> {
+  const { notesSnapshot, compaction } = loop.turn.meta;
+  if (notesSnapshot) return notesSnapshot;
+  return (compaction?.compactions ?? 0) > 0 ? notesOf(loop).list() : {};
 }
 
 function notesOf(loop: Loop) {

@@ -24,12 +24,20 @@ export function toUserMessage(message: InboundMessage): ChatMessage {
   return { role: 'user', content: text };
 }
 
-/** The notes block injected right after the system prompt, or null without notes. */
+/**
+ * The notes block injected right after the system prompt, or null without notes. It shows the
+ * notes as of the last summary (the session's `notesSnapshot`): between compactions it does not
+ * change, so a provider's prompt cache serves the request's prefix, and the remember/forget calls
+ * in the conversation since carry the changes.
+ */
 export function notesMessage(notes: Record<string, string>): ChatMessage | null {
   const keys = Object.keys(notes).sort();
   if (keys.length === 0) return null;
   const lines = keys.map((key) => `- ${key}: ${notes[key]}`);
-  return { role: 'system', content: `${CHATGATE_MARK}notes] Notes you saved with the remember tool (they persist):\n${lines.join('\n')}` };
+  return {
+    role: 'system',
+    content: `${CHATGATE_MARK}notes] Notes you saved with the remember tool, as of the last summary (they persist; remember/forget calls after it in the conversation change them):\n${lines.join('\n')}`,
+  };
 }
 
 /** Tokens of a request outside the projection: system prompt, notes, tool schemas, reply priming. */

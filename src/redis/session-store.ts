@@ -46,6 +46,12 @@ export interface SessionMeta {
   lastActivityMs: number;
   /** First commit, ms since epoch (0 before it). */
   createdAtMs: number;
+  /**
+   * The `remember` notes as of the last rewrite of the projection (compaction or reset), which the
+   * request shows; between rewrites the remember/forget calls in the history carry the changes, so
+   * the request's prefix stays the same. Null before the first rewrite that recorded them.
+   */
+  notesSnapshot: Record<string, string> | null;
 }
 
 /** A session as loaded from Redis. */
@@ -56,7 +62,7 @@ export interface SessionSnapshot {
 }
 
 /** Meta fields a commit may set. */
-export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route' | 'limits'>>;
+export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route' | 'limits' | 'notesSnapshot'>>;
 
 /** One atomic change to a session. */
 export interface CommitChange {
@@ -200,5 +206,6 @@ export function parseMeta(raw: Record<string, string>): SessionMeta {
     limits: json<SessionLimits | null>('limits', null),
     lastActivityMs: num('lastActivityMs'),
     createdAtMs: num('createdAtMs'),
+    notesSnapshot: json<Record<string, string> | null>('notesSnapshot', null),
   };
 }

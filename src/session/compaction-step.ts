@@ -35,6 +35,8 @@ export interface CompactionStepInput {
   logger: Logger;
   /** Where the compaction is counted. Default {@link NOOP_METRICS}. */
   metrics?: Metrics;
+  /** The session's `remember` notes, recorded with a rewrite of the projection (`notesSnapshot`, shown in later requests). */
+  notes?: () => Promise<Record<string, string>>;
 }
 
 /**
@@ -65,7 +67,8 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     if (input.commitNoop !== false || result.outcome === 'aborted') await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
   } else {
     const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
-    await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage });
+    const meta = input.notes ? { notesSnapshot: await input.notes() } : undefined;
+    await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage, meta });
   }
   (input.metrics ?? NOOP_METRICS).record({ type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
   input.logger.info({

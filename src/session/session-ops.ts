@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { runScript } from '../redis/scripts.js';
 import { holdLease } from '../redis/lease.js';
+import { createSessionNotes } from '../redis/notes.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
 import type { CompactionLayer, SessionLimits } from '../core/session-figures.js';
 import { runCompactionStep } from './compaction-step.js';
@@ -127,6 +128,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     runCompactionStep({
       compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, limitsOf(turn.meta).model),
       layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }), metrics: deps.metrics,
+      notes: () => createSessionNotes(deps.redis, deps.store.keys(turn.sessionId)).list(),
       // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
       commitNoop: force,
     });
@@ -155,7 +157,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
         // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {
-          meta: { turnInboundIds: [], limits: limitsOf(turn.meta) },
+          meta: { turnInboundIds: [], limits: limitsOf(turn.meta), notesSnapshot: await createSessionNotes(deps.redis, deps.store.keys(sessionId)).list() },
           transcript: [{ type: 'reset', removedMessages, tokensBefore: turn.meta.projectionTokens, atMs: Date.now() }],
           usage: { incr: { resets: 1 }, set: {} },
         });

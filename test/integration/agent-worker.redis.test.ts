@@ -148,7 +148,7 @@ describe('agent worker', () => {
     expect(out.replies[0].text).toBe('done');
   });
 
-  it('injects remembered notes right after the system prompt and searches the transcript', async () => {
+  it('keeps a remembered note in the history (the notes block changes only at compactions) and searches the transcript', async () => {
     await start();
     fake.setHandler((r) => {
       const last = r.messages[r.messages.length - 1];
@@ -161,8 +161,9 @@ describe('agent worker', () => {
     await producer.submitInbound(inbound('search'));
     await out.waitFor((r) => r.length === 2);
     const last = fake.requests[fake.requests.length - 1];
-    expect(last.messages[1].role).toBe('system');
-    expect(messageText(last.messages[1])).toContain('order: ORD-77');
+    expect(last.messages[1].role).toBe('user');
+    expect(last.messages.some((m) => m.role === 'tool' && messageText(m) === 'remembered "order"')).toBe(true);
+    expect(await t.redis.hgetall(`${t.keyPrefix}{${SESSION}}:notes`)).toEqual({ order: 'ORD-77' });
     expect(messageText(last.messages[last.messages.length - 1])).toMatch(/user: remember/);
   });
 
