@@ -4,7 +4,7 @@ import type { ChatMessage } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { CompletionResult, LlmClient } from '../src/llm/client.js';
-import { isTimeout, toLlmError } from '../src/llm/errors.js';
+import { toLlmError } from '../src/llm/errors.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { createSessionNotes } from '../src/redis/notes.js';
@@ -14,12 +14,12 @@ import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/u
 import { NOOP_METRICS, type Metrics } from '../src/metrics.js';
 import type { CompactionLayer, SessionLimits } from '../src/core/session-figures.js';
 import { runCompactionStep } from '../src/session/compaction-step.js';
-import { notesMessage, overheadTokens, toolResultCap, toUserMessage } from './request.js';
+import { notesMessage, overheadTokens, toolResultCap, toUserMessage, unansweredReplay } from './request.js';
 import { createStepLog, type RecordedRound, type StepLog } from '../src/redis/step-log.js';
 import { runToolCall, type ToolRound } from './tool-round.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
-import { TURN_NOTICES } from './notices.js';
+import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
 
@@ -164,19 +164,6 @@ async function appendInbound(loop: Loop): Promise<void> {
   await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
 }
 
-/**
- * How many of the fresh messages are a replay of the unanswered user messages that end the
- * projection (a dead-lettered turn whose model never answered, brought back by `chatgate retry`):
- * those are already there and are not appended twice. @returns 0 or the length of that run.
- */
-function unansweredReplay(projection: readonly ChatMessage[], fresh: readonly ChatMessage[]): number {
-  let start = projection.length;
-  while (start > 0 && projection[start - 1].role === 'user') start--;
-  const run = projection.slice(start);
-  if (run.length === 0 || run.length > fresh.length) return 0;
-  return run.every((message, k) => JSON.stringify(message.content) === JSON.stringify(fresh[k].content)) ? run.length : 0;
-}
-
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
   const notes = notesMessage(await shownNotes(loop));
   const prefix = notes ? [loop.system, notes] : [loop.system];
@@ -226,19 +213,12 @@ async function onModelError(loop: Loop, error: LlmError, overhead: number): Prom
     await compact(loop, 'reactive', true, loop.turn.requestTokens(overhead));
     return null;
   }
-  const notice = error.kind === 'transient' || error.kind === 'connection' ? TURN_NOTICES.unavailable(failureDetail(loop, error)) : TURN_NOTICES.refused(failureDetail(loop, error));
+  const notice = error.kind === 'transient' || error.kind === 'connection' ? TURN_NOTICES.unavailable(modelFailureDetail(error, loop.deps.llm.timeoutMs)) : TURN_NOTICES.refused(modelFailureDetail(error, loop.deps.llm.timeoutMs));
   const { deps, turn } = loop;
   const moved = await deadLetterTurn({ redis: deps.redis, logger: loop.log }, { sessionId: turn.sessionId, keys: deps.store.keys(turn.sessionId), fence: turn.fence, err: error, notice });
   if (moved === 0) throw new StaleCommitError(turn.sessionId, 'the session lease was lost before the failed turn was set aside');
   await clearSteps(loop);
   return [];
-}
-
-function failureDetail(loop: Loop, error: LlmError): string {
-  if (error.status) return `HTTP ${error.status}`;
-  if (isTimeout(error)) return loop.deps.llm.timeoutMs ? `it did not answer within ${loop.deps.llm.timeoutMs / 1000} s` : 'it did not answer in time';
-  if (error.kind === 'connection') return 'it cannot be reached';
-  return error.kind === 'transient' ? 'its answers were malformed' : error.kind;
 }
 
 /** Commits one answered call; @returns the replies when the turn is over, else null. */

@@ -1,3 +1,6 @@
+import type { LlmError } from '../src/errors.js';
+import { isTimeout } from '../src/llm/errors.js';
+
 /** User-facing texts of the ways a turn can end without an answer. */
 export const TURN_NOTICES = {
   contextOverflow: 'This conversation no longer fits into the model\'s context window, even after compacting it. Use /compact <focus> to summarise it around what matters, or /reset to start over.',
@@ -8,3 +11,11 @@ export const TURN_NOTICES = {
   empty: 'The model returned an empty answer.',
   failed: (messages: number) => `Sorry, something went wrong and I could not answer ${messages === 1 ? 'your last message' : `your last ${messages} messages`}. Please send ${messages === 1 ? 'it' : 'them'} again.`,
 } as const;
+
+/** The detail a model-failure notice names: the status, a timeout (with `timeoutMs`), no connection, malformed answers. */
+export function modelFailureDetail(error: LlmError, timeoutMs?: number): string {
+  if (error.status) return `HTTP ${error.status}`;
+  if (isTimeout(error)) return timeoutMs ? `it did not answer within ${timeoutMs / 1000} s` : 'it did not answer in time';
+  if (error.kind === 'connection') return 'it cannot be reached';
+  return error.kind === 'transient' ? 'its answers were malformed' : error.kind;
+}

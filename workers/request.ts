@@ -25,6 +25,19 @@ export function toUserMessage(message: InboundMessage): ChatMessage {
 }
 
 /**
+ * How many of the fresh messages are a replay of the unanswered user messages that end the
+ * projection (a dead-lettered turn whose model never answered, brought back by `chatgate retry`):
+ * those are already there and are not appended twice. @returns 0 or the length of that run.
+ */
+export function unansweredReplay(projection: readonly ChatMessage[], fresh: readonly ChatMessage[]): number {
+  let start = projection.length;
+  while (start > 0 && projection[start - 1].role === 'user') start--;
+  const run = projection.slice(start);
+  if (run.length === 0 || run.length > fresh.length) return 0;
+  return run.every((message, k) => JSON.stringify(message.content) === JSON.stringify(fresh[k].content)) ? run.length : 0;
+}
+
+/**
  * The notes block injected right after the system prompt, or null without notes. It shows the
  * notes as of the last summary (the session's `notesSnapshot`): between compactions it does not
  * change, so a provider's prompt cache serves the request's prefix, and the remember/forget calls
