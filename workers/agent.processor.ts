@@ -136,7 +136,8 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
  */
 async function resumeRound(loop: Loop): Promise<OutboundMessage[] | null> {
   const round = await loop.steps.read();
-  if (!round || round.committed) return null;
+  // A round continues the projection it was asked on: gone after a /reset (the turn starts over).
+  if (!round || round.committed || !loop.turn.meta.turnInboundIds.includes(loop.turnId)) return null;
   const calls = round.answer.message.tool_calls ?? [];
   const ids = new Set(calls.map((call) => call.id));
   // Committed just before the crash, the marker not yet written: the projection holds the round.
