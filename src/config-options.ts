@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
 import { WORKER_DEFAULTS } from '../workers/worker-options.js';
+import { DEFAULT_MODEL_TIMEOUT_MS } from './llm/client.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -85,7 +86,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', default: 'gpt-4o-mini', doc: 'Model of the agent (`chatgate-demo` with CHATGATE_DEMO).' },
   { env: 'CHATGATE_SUMMARY_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Cheaper model for compaction summaries. Default: CHATGATE_MODEL.' },
   { env: 'CHATGATE_CONTEXT_WINDOW', group: 'LLM', schema: integer((n) => n.min(1024).max(10_000_000)), rule: 'an integer in [1024, 10000000]', unit: 'tokens', doc: 'Context window of the model. Default: from the table of known models; required for others.' },
-  { env: 'CHATGATE_MODEL_TIMEOUT_MS', group: 'LLM', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: '120000', unit: 'ms', doc: 'Timeout of one model call attempt; a timed-out call is retried (4 times) and then the turn gives up, tells the user and keeps the message for `chatgate retry`.' },
+  { env: 'CHATGATE_MODEL_TIMEOUT_MS', group: 'LLM', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(DEFAULT_MODEL_TIMEOUT_MS), unit: 'ms', doc: 'Timeout of one model call attempt; a timed-out call is retried (4 times) and then the turn gives up, tells the user and keeps the message for `chatgate retry`.' },
   { env: 'CHATGATE_RESERVED_OUTPUT_TOKENS', group: 'Compaction', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '4096', unit: 'tokens', doc: 'Output reserve subtracted from the window before any threshold.' },
   { env: 'CHATGATE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(W.threshold), unit: 'fraction of the window', doc: 'In-loop compressor trigger: compact before a model call at this fill.' },
   { env: 'CHATGATE_HYGIENE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(G.hygieneThreshold), unit: 'fraction of the window', doc: 'Gateway hygiene trigger: compact an idle session before dispatch at this fill.' },
