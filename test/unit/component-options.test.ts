@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { gatewayOptions, workerOptions } from '../../src/cli/compose.js';
+import { DEFAULT_MODEL_TIMEOUT_MS } from '../../src/llm/client.js';
 import { loadConfig } from '../../src/config.js';
 import { numberIssues } from '../../src/core/option-checks.js';
 import { GATEWAY_DEFAULTS, gatewayOptionIssues } from '../../src/gateway/gateway-options.js';
@@ -34,6 +35,7 @@ describe('component options', () => {
     expect(workerOptions(config)).toMatchObject({
       concurrency: WORKER_DEFAULTS.concurrency, maxModelCalls: WORKER_DEFAULTS.maxModelCalls, leaseTtlMs: WORKER_DEFAULTS.leaseTtlMs,
       lockDurationMs: WORKER_DEFAULTS.lockDurationMs, threshold: WORKER_DEFAULTS.threshold, keyPrefix: WORKER_DEFAULTS.keyPrefix,
+      llm: expect.objectContaining({ timeoutMs: DEFAULT_MODEL_TIMEOUT_MS }),
     });
     expect(gatewayOptions(config)).toMatchObject({
       hygieneThreshold: GATEWAY_DEFAULTS.hygieneThreshold, threshold: GATEWAY_DEFAULTS.threshold, sessionLeaseTtlMs: GATEWAY_DEFAULTS.sessionLeaseTtlMs,
