@@ -1,0 +1,88 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { StaleCommitError } from '../../src/errors.js';
+import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import { claimInbox } from '../../src/redis/inbox.js';
+import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
+import { acquireLease, releaseLease } from '../../src/redis/lease.js';
+import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
+import { createStepLog, type RecordedAnswer } from '../../src/redis/step-log.js';
+import { runWorker, type RunningWorker } from '../../workers/main.js';
+import { toUserMessage } from '../../workers/request.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+
+const SESSION = 'web:s1';
+const answer = (content: string): RecordedAnswer => ({
+  message: { role: 'assistant', content }, usage: { promptTokens: 10, completionTokens: 3, cachedTokens: 0 }, finishReason: 'stop', model: 'gpt-4o-mini',
+});
+
+describe('step log', () => {
+  let t: TestRedis;
+  let keys: SessionKeys;
+
+  beforeEach(() => {
+    t = createTestRedis();
+    keys = sessionKeys(SESSION, t.keyPrefix);
+  });
+  afterEach(async () => { await t.cleanup(); });
+
+  it('records a round under the lease and refuses writes without it or for another turn', async () => {
+    const fence = (await acquireLease(t.redis, keys, 5_000))!;
+    const log = createStepLog(t.redis, { keys, turnId: 'm1', fence });
+    await log.recordAnswer(answer('first'));
+    await log.recordStarted('call_1');
+    await log.recordResult('call_1', 'done');
+    expect(await log.read()).toEqual({ answer: answer('first'), results: new Map([['call_1', 'done']]), started: new Set(['call_1']), committed: false });
+    await log.recordAnswer(answer('second'));
+    expect(await log.read()).toMatchObject({ answer: answer('second'), results: new Map(), started: new Set() });
+    expect(await createStepLog(t.redis, { keys, turnId: 'other', fence }).read()).toBeNull();
+    await expect(createStepLog(t.redis, { keys, turnId: 'other', fence }).recordResult('call_2', 'x')).rejects.toBeInstanceOf(StaleCommitError);
+    await expect(createStepLog(t.redis, { keys, turnId: 'm1', fence: fence + 1 }).recordResult('call_2', 'x')).rejects.toBeInstanceOf(StaleCommitError);
+    expect((await log.read())?.results.has('call_2')).toBe(false);
+    expect(await t.redis.pttl(keys.steps)).toBeGreaterThan(0);
+  });
+});
+
+describe('a turn retried after a crash', () => {
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let producer: TurnProducer;
+  let out: OutboundCollector;
+  let worker: RunningWorker | null = null;
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    fake = await startFakeOpenAI(() => ({ content: 'asked again' }));
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    out = await collectOutbound(t);
+  });
+  afterEach(async () => {
+    await worker?.close();
+    await out.close();
+    await producer.close();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('replies with the final answer its step log recorded, without asking the model again', async () => {
+    const keys = sessionKeys(SESSION, t.keyPrefix);
+    const message: InboundMessage = { id: 'web:s1:1', channel: 'web', chatId: 's1', userId: 'u', userName: 'U', text: 'hi', attachments: [], receivedAt: Date.now() };
+    await producer.submitInbound(message);
+    // What a worker killed between the model's answer and the turn's final commit leaves behind.
+    const fence = (await acquireLease(t.redis, keys, 5_000))!;
+    await claimInbox(t.redis, keys);
+    const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry(toUserMessage(message))] }, meta: { turnInboundIds: [message.id] } });
+    await createStepLog(t.redis, { keys, turnId: message.id, fence }).recordAnswer(answer('recorded answer'));
+    await releaseLease(t.redis, keys, fence);
+
+    worker = await runWorker({ redis: t.redis }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' },
+    });
+    await out.waitFor((replies) => replies.length === 1);
+    expect(out.replies[0]).toMatchObject({ kind: 'reply', text: 'recorded answer' });
+    expect(fake.requests).toHaveLength(0);
+    expect(await t.redis.exists(keys.steps, keys.processing)).toBe(0);
+  });
+});
