@@ -77,17 +77,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
   const random = deps.random ?? Math.random;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
   let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
-  const once = async (request: CompletionRequest, field: MaxTokensField): Promise<CompletionResult> => {
-    const model = request.model ?? options.model;
-    const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
-    if (request.tools && request.tools.length > 0) body.tools = request.tools;
-    if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
-    const response = await sdk.chat.completions.create(body);
-    const choice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
-    // A proxy or an overloaded server may answer 200 without an answer: worth asking again.
-    if (!choice?.message) throw new LlmError(`chat completion with ${model} returned no choices`, { kind: 'transient' });
-    return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
-  };
+  const once = (request: CompletionRequest, field: MaxTokensField) => completeOnce(sdk, request, request.model ?? options.model, field);
   return {
     model: options.model,
     timeoutMs,
@@ -120,6 +110,18 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
       }
     },
   };
+}
+
+/** One attempt of a chat completion. A 200 without an answer is thrown as transient: asked again. */
+async function completeOnce(sdk: OpenAI, request: CompletionRequest, model: string, field: MaxTokensField): Promise<CompletionResult> {
+  const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
+  if (request.tools && request.tools.length > 0) body.tools = request.tools;
+  if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
+  const response = await sdk.chat.completions.create(body);
+  const choice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
+  // A proxy or an overloaded server may answer 200 without an answer: worth asking again.
+  if (!choice?.message) throw new LlmError(`chat completion with ${model} returned no choices`, { kind: 'transient' });
+  return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
 }
 
 /** True when the endpoint refused the request because of the output-limit field itself (by name). */
