@@ -99,7 +99,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    turnId: input.items[0].id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0].id, fence: input.fence }),
+    turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }),
   };
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
@@ -156,12 +156,12 @@ function freshItems(loop: Loop): InboundMessage[] {
 
 async function appendInbound(loop: Loop): Promise<void> {
   const fresh = freshItems(loop);
-  const last = loop.items[loop.items.length - 1];
+  const last = loop.items[loop.items.length - 1]!;
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
   const replayed = unansweredReplay(loop.turn.messages(), fresh.map(toUserMessage));
   const entries = fresh.slice(replayed).map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
-  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k].id));
+  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k]!.id));
   await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
 }
 
@@ -287,7 +287,7 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
  * chats a reply quote is noise, so never there.
  */
 function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['kind'], threaded = false): OutboundMessage {
-  const last = loop.items[loop.items.length - 1];
+  const last = loop.items[loop.items.length - 1]!;
   const message: OutboundMessage = { id, sessionId: loop.turn.sessionId, channel: last.channel, chatId: last.chatId, text, kind };
   if (last.threadId) message.threadId = last.threadId;
   if (threaded && last.chatType === 'group' && last.platformMessageId) message.replyTo = last.platformMessageId;

@@ -37,7 +37,7 @@ export async function deadLetterTurn(deps: { redis: RedisClient; logger: Logger 
 }
 
 function failureNotice(sessionId: string, items: InboundMessage[], text = TURN_NOTICES.failed(items.length)): OutboundMessage {
-  const last = items[items.length - 1];
+  const last = items[items.length - 1]!;
   const notice: OutboundMessage = {
     id: replyJobId(items.map((item) => item.id), 'failed'), sessionId, channel: last.channel, chatId: last.chatId,
     text, kind: 'notice',

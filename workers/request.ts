@@ -31,10 +31,10 @@ export function toUserMessage(message: InboundMessage): ChatMessage {
  */
 export function unansweredReplay(projection: readonly ChatMessage[], fresh: readonly ChatMessage[]): number {
   let start = projection.length;
-  while (start > 0 && projection[start - 1].role === 'user') start--;
+  while (start > 0 && projection[start - 1]!.role === 'user') start--;
   const run = projection.slice(start);
   if (run.length === 0 || run.length > fresh.length) return 0;
-  return run.every((message, k) => JSON.stringify(message.content) === JSON.stringify(fresh[k].content)) ? run.length : 0;
+  return run.every((message, k) => JSON.stringify(message.content) === JSON.stringify(fresh[k]!.content)) ? run.length : 0;
 }
 
 /**

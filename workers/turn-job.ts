@@ -75,7 +75,7 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
   const { job, log, lease, items } = turn;
   const startedMs = Date.now();
   const stopTimer = ({ outcome }: { outcome: 'ok' | 'error' | 'lease-lost' }) =>
-    (runner.deps.metrics ?? NOOP_METRICS).record({ type: 'turn', channel: items[0].channel, outcome, durationMs: Date.now() - startedMs });
+    (runner.deps.metrics ?? NOOP_METRICS).record({ type: 'turn', channel: items[0]!.channel, outcome, durationMs: Date.now() - startedMs });
   try {
     const snapshot = await runner.store.load(job.data.sessionId);
     await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items });
@@ -157,6 +157,6 @@ async function flushOutbox(runner: TurnRunner, sessionId: string): Promise<void>
 }
 
 function toSignal(type: TurnSignal['type'], sessionId: string, items: InboundMessage[]): TurnSignal {
-  const last = items[items.length - 1];
+  const last = items[items.length - 1]!;
   return { type, sessionId, channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}), atMs: Date.now() };
 }

@@ -98,7 +98,7 @@ function chunkEnd(text: string, start: number, limit: number): number {
   if (limit >= text.length) return text.length;
   const floor = start + Math.floor((limit - start) * 0.9);
   for (let k = limit; k > floor; k--) {
-    if (/\s/.test(text[k])) return k;
+    if (/\s/.test(text.charAt(k))) return k;
   }
   const end = headEnd(text, limit);
   return end > start ? end : limit;

@@ -92,10 +92,10 @@ function toRound(raw: Record<string, string>): RecordedRound {
     if (field.startsWith('result:')) results.set(field.slice('result:'.length), value);
     else if (field.startsWith('started:')) started.add(field.slice('started:'.length));
   }
-  return { answer: JSON.parse(raw.answer) as RecordedAnswer, results, started, committed: raw.committed === '1' };
+  return { answer: JSON.parse(raw.answer ?? 'null') as RecordedAnswer, results, started, committed: raw.committed === '1' };
 }
 
 function sessionOf(keys: SessionKeys): string {
   const match = /\{(.*)\}/.exec(keys.steps);
-  return match ? match[1] : keys.steps;
+  return match?.[1] ?? keys.steps;
 }

@@ -74,7 +74,7 @@ describe('model failures', () => {
     await producer.submitInbound(lost);
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]).toMatchObject({ kind: 'notice' });
-    expect(out.replies[0].text).toBe(TURN_NOTICES.unavailable('it did not answer within 0.2 s'));
+    expect(out.replies[0]?.text).toBe(TURN_NOTICES.unavailable('it did not answer within 0.2 s'));
     expect(fake.requests).toHaveLength(2);
     expect((await readDeadLetters(t.redis, keys)).map((letter) => letter.message?.id)).toEqual([lost.id]);
 
@@ -83,7 +83,7 @@ describe('model failures', () => {
     await producer.enqueueTurn(SESSION);
     await out.waitFor((r) => r.length === 2);
     expect(out.replies[1]).toMatchObject({ kind: 'reply', text: 'answered after the outage' });
-    const replayed = fake.requests[fake.requests.length - 1].messages.filter((m) => m.role === 'user').map(messageText);
+    const replayed = fake.requests[fake.requests.length - 1]!.messages.filter((m) => m.role === 'user').map(messageText);
     expect(replayed).toEqual(['are you there?']);
     const users = (await readTranscript(t.redis, keys)).filter((e) => e.type === 'message' && e.message.role === 'user');
     expect(users).toHaveLength(1);
@@ -95,7 +95,7 @@ describe('model failures', () => {
     const refused = inbound('hi');
     await producer.submitInbound(refused);
     await out.waitFor((r) => r.length === 1);
-    expect(out.replies[0].text).toBe(TURN_NOTICES.refused('HTTP 401'));
+    expect(out.replies[0]?.text).toBe(TURN_NOTICES.refused('HTTP 401'));
     expect((await readDeadLetters(t.redis, keys)).map((letter) => letter.message?.id)).toEqual([refused.id]);
     const logged = sink.lines.filter((line) => line.level >= 40);
     expect(logged.length).toBeGreaterThan(0);

@@ -17,7 +17,7 @@ const isAgent = (r: FakeRequest) => !String(r.messages[0]?.content).startsWith('
 /** Answers `remember`, `forget` and `compact` with that tool call, everything else with text. */
 function agentReply(r: FakeRequest): FakeReply {
   if (!isAgent(r)) return { content: '## Goal\nchat about orders' };
-  const last = r.messages[r.messages.length - 1];
+  const last = r.messages[r.messages.length - 1]!;
   const text = last.role === 'user' ? messageText(last) : '';
   if (text === 'remember') return { toolCalls: [{ name: 'remember', arguments: { key: 'order', note: 'ORD-77' } }] };
   if (text === 'forget') return { toolCalls: [{ name: 'forget', arguments: { key: 'order' } }] };
@@ -61,8 +61,8 @@ describe('the request between compactions', () => {
     const requests = fake.requests.filter(isAgent);
     expect(requests.length).toBeGreaterThanOrEqual(7);
     for (let k = 1; k < requests.length; k++) {
-      const previous = requests[k - 1].messages;
-      expect(requests[k].messages.slice(0, previous.length), `request ${k}`).toEqual(previous);
+      const previous = requests[k - 1]!.messages;
+      expect(requests[k]!.messages.slice(0, previous.length), `request ${k}`).toEqual(previous);
     }
   });
 
@@ -72,11 +72,11 @@ describe('the request between compactions', () => {
     for (let k = 0; k < 10; k++) await say(`filler ${k}: ${'the quick brown fox jumps over the lazy dog '.repeat(40)}`);
     await say('compact');
     const requests = fake.requests.filter(isAgent);
-    const after = requests[requests.length - 1];
-    expect(after.messages[1].role).toBe('system');
-    expect(messageText(after.messages[1])).toContain('as of the last summary');
-    expect(messageText(after.messages[1])).toContain('order: ORD-77');
+    const after = requests[requests.length - 1]!;
+    expect(after.messages[1]?.role).toBe('system');
+    expect(messageText(after.messages[1]!)).toContain('as of the last summary');
+    expect(messageText(after.messages[1]!)).toContain('order: ORD-77');
     // Before it, no request carried a notes block: the remember call in the history did.
-    expect(requests.slice(0, -1).every((r) => !messageText(r.messages[1]).includes('as of the last summary'))).toBe(true);
+    expect(requests.slice(0, -1).every((r) => !messageText(r.messages[1]!).includes('as of the last summary'))).toBe(true);
   });
 });

@@ -72,10 +72,10 @@ describe('a crashed turn resumes', () => {
     // Nothing completed before the crash was done again: not the model's first answer, not the lookup.
     expect(fake.requests.filter((r) => !hasTools(r))).toHaveLength(1);
     expect(await t.redis.get(`${t.keyPrefix}runs:lookup`)).toBe('1');
-    const last = fake.requests[fake.requests.length - 1];
+    const last = fake.requests[fake.requests.length - 1]!;
     const results = last.messages.filter((m) => m.role === 'tool');
     expect(results.map(messageText)[0]).toBe('free: 9:30');
-    expect(messageText(results[1])).toMatch(/outcome of this book call is unknown/);
+    expect(messageText(results[1]!)).toMatch(/outcome of this book call is unknown/);
     const keys = sessionKeys(SESSION, t.keyPrefix);
     const assistant = (await readTranscript(t.redis, keys)).filter((e) => e.type === 'message' && e.message.role === 'assistant');
     expect(assistant).toHaveLength(2);

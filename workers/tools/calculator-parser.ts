@@ -34,7 +34,7 @@ function tokenize(text: string): Token[] {
     if (!match) throw new Error(`unexpected character "${text.slice(index).trim()[0]}" at ${index}`);
     if (match[1] !== undefined) tokens.push({ kind: 'num', value: Number(match[1]) });
     else if (match[2] !== undefined) tokens.push({ kind: 'id', value: match[2].toLowerCase() });
-    else tokens.push({ kind: 'op', value: ({ '**': '^', '×': '*', '÷': '/' } as Record<string, string>)[match[3]] ?? match[3] });
+    else tokens.push({ kind: 'op', value: ({ '**': '^', '×': '*', '÷': '/' } as Record<string, string>)[match[3]!] ?? match[3]! });
     index = re.lastIndex;
   }
   return tokens;
@@ -51,7 +51,7 @@ class Parser {
   }
 
   expectEnd(): void {
-    if (this.position < this.tokens.length) throw new Error(`unexpected "${this.tokens[this.position].value}"`);
+    if (this.position < this.tokens.length) throw new Error(`unexpected "${this.tokens[this.position]!.value}"`);
   }
 
   private term(): number {
@@ -92,7 +92,7 @@ class Parser {
 
   private identifier(name: string): number {
     if (!this.isOp('(')) {
-      if (Object.hasOwn(CONSTANTS, name)) return CONSTANTS[name];
+      if (Object.hasOwn(CONSTANTS, name)) return CONSTANTS[name]!;
       throw new Error(`unknown name "${name}"`);
     }
     const fn = Object.hasOwn(FUNCTIONS, name) ? FUNCTIONS[name] : undefined;
@@ -110,7 +110,7 @@ class Parser {
   }
 
   private next(): Token {
-    return this.tokens[this.position++];
+    return this.tokens[this.position++]!;
   }
 
   private expect(value: string): void {
