@@ -204,6 +204,6 @@ async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options:
     runScript(deps.redis, 'inboxBytes', [keys.inbox]),
   ]);
   const pendingTokens = Math.ceil(Number(waiting) / 3);
-  const meta = parseMeta(Object.fromEntries(PRECHECK_FIELDS.flatMap((field, k) => (fields[k] === null ? [] : [[field, fields[k]]]))));
+  const meta = parseMeta(Object.fromEntries(PRECHECK_FIELDS.flatMap((field, k) => { const value = fields[k]; return value == null ? [] : [[field, value] as const]; })));
   return decide(count, requestTokens({ meta }) + pendingTokens, meta.limits ?? options.limits, options).compact;
 }
