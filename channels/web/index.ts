@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
+import { isCrossSiteWrite } from '../../src/monitor/auth.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
@@ -131,6 +132,8 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
     app.use('/chat', guard);
     app.use('/api/chat/*', guard);
   }
+  // Without a guard too: a page on another site may not post into a conversation.
+  app.use('/api/chat/*', async (c, next) => (isCrossSiteWrite(c) ? c.json({ error: 'forbidden: cross-site request refused' }, 403) : next()));
   app.get('/chat', (c) => c.html(page));
   app.use('/api/chat/:conversationId/*', async (c, next) => {
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);

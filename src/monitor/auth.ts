@@ -33,6 +33,11 @@ export interface MonitorAuthOptions {
 /**
  * Access guard of the HTTP server's private routes (the monitor, the web chat off loopback).
  *
+ * - **Writes, in every mode**: a state-changing request (not GET, HEAD or OPTIONS) that a browser
+ *   says comes from another origin (`Sec-Fetch-Site` other than `same-origin`/`none`, or an
+ *   `Origin` that is not this Host) gets 403; one with a body that is not `application/json` gets
+ *   415 (`text/plain`, forms and multipart are what a cross-site page can send without a preflight).
+ *
  * - **Open** (bound to loopback, and no token configured or `tokenOnLoopback: false`): only
  *   requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port) pass;
  *   others get 403 — a DNS-rebinding page cannot reach the server under its own name.
@@ -51,9 +56,11 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     expected !== undefined && presented !== undefined && timingSafeEqual(digest(presented), expected);
 
   return async (c, next) => {
-    // Open means no credential to forge, so a page on another site must not be able to write: the
-    // browser says where a request comes from (Sec-Fetch-Site, Origin); tools like curl send neither.
-    if (open && isLoopbackRequest(c) && isCrossSiteWrite(c)) return forbiddenCrossSite(c);
+    // In every mode (a cookie rides along with a forged request as well): a page on another site must
+    // not be able to write. The browser says where a request comes from (Sec-Fetch-Site, Origin);
+    // tools like curl send neither, and a cross-site page can send a body only as a "simple" type.
+    if (isCrossSiteWrite(c)) return forbiddenCrossSite(c);
+    if (!hasWritableBody(c)) return unsupportedWriteType(c);
     if (open && isLoopbackRequest(c)) return next();
     if (open && !token) return forbiddenHost(c);
     const login = c.req.query('token');
@@ -96,6 +103,24 @@ export function isCrossSiteWrite(c: Context): boolean {
   } catch {
     return true; // `Origin: null` (sandboxed or opaque): not this page
   }
+}
+
+/** True unless a write carries a body of another type than JSON (no body at all is fine). */
+export function hasWritableBody(c: Context): boolean {
+  if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return true;
+  const type = c.req.header('content-type');
+  if (type === undefined) return !hasBody(c);
+  return /^application\/json\s*(;|$)/i.test(type.trim());
+}
+
+function hasBody(c: Context): boolean {
+  const length = c.req.header('content-length');
+  if (length !== undefined) return Number(length) > 0;
+  return c.req.header('transfer-encoding') !== undefined;
+}
+
+function unsupportedWriteType(c: Context): Response {
+  return c.json({ error: 'unsupported content type: send a state-changing request as `Content-Type: application/json` (or without a body)' }, 415);
 }
 
 function forbiddenCrossSite(c: Context): Response {
