@@ -2,7 +2,7 @@
  * Discord message → InboundMessage. Pure: works on a plain {@link DiscordMessageLike} that the
  * adapter extracts from a discord.js Message, so it is table-testable without discord.js.
  */
-import type { Attachment, InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
 
 /** When the bot answers in guild channels: only when mentioned or replied to (`mention`), or always. */
 export type GuildTrigger = 'mention' | 'always';
@@ -72,7 +72,7 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
   };
   if (inThread) inbound.threadId = message.channelId;
   if (message.referenceMessageId !== undefined) inbound.replyTo = message.referenceMessageId;
-  return { kind: 'message', message: inbound };
+  return { kind: 'message', message: toWellFormedInbound(inbound) };
 }
 
 function toAttachment(attachment: DiscordMessageLike['attachments'][number]): Attachment {

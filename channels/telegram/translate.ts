@@ -2,7 +2,7 @@
  * Telegram message → InboundMessage. Pure: no network, no grammY runtime (types only).
  */
 import type { Message, MessageEntity } from 'grammy/types';
-import type { Attachment, InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
 
 /** When the bot answers in groups: only when mentioned, replied to or commanded (`mention`), or always. */
 export type GroupTrigger = 'mention' | 'always';
@@ -65,7 +65,7 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
   const replyTo = message.reply_to_message?.message_id;
   // In forum topics every message "replies" to the topic's creation message: not a real reply.
   if (replyTo !== undefined && String(replyTo) !== threadId) inbound.replyTo = String(replyTo);
-  return { kind: 'message', message: inbound };
+  return { kind: 'message', message: toWellFormedInbound(inbound) };
 }
 
 /** The bot command starting the text (`/usage@bot args`), with its `@target`, if any. */

@@ -9,7 +9,8 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { randomUUID } from 'node:crypto';
-import type { InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedText, truncateText } from '../../src/core/text.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { isCrossSiteWrite } from '../../src/monitor/auth.js';
@@ -158,8 +159,8 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
   if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
   const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
   const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
-  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? body.userName.trim().slice(0, 64) : 'web user';
-  const message: InboundMessage = {
+  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? truncateText(toWellFormedText(body.userName.trim()), 64) : 'web user';
+  const message: InboundMessage = toWellFormedInbound({
     id: `web:${conversationId}:${clientMessageId}`,
     channel: 'web',
     chatId: conversationId,
@@ -170,7 +171,7 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
     platformMessageId: clientMessageId,
     chatType: 'private',
     receivedAt: Date.now(),
-  };
+  });
   if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
   try {
     await onMessage(message);

@@ -1,3 +1,5 @@
+import { toWellFormedText } from './text.js';
+
 /** The channels chatgate speaks. */
 export type ChannelName = 'telegram' | 'discord' | 'web';
 
@@ -69,4 +71,13 @@ export function sessionKeyOf(message: Pick<InboundMessage, 'channel' | 'chatId' 
   if (message.threadId) key += `:${message.threadId}`;
   if (groupMode === 'per-user' && message.chatType === 'group') key += `:u${message.userId}`;
   return key;
+}
+
+/**
+ * The message with every string in it well-formed (lone surrogates → U+FFFD): what every adapter
+ * hands the gateway, and what the inbox stores (Redis's Lua JSON decoder rejects the escape
+ * JSON.stringify writes for half an emoji).
+ */
+export function toWellFormedInbound<T extends InboundMessage>(message: T): T {
+  return JSON.parse(JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? toWellFormedText(value) : value))) as T;
 }

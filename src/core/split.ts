@@ -4,6 +4,8 @@
  * start of the next. Pure.
  */
 
+import { cutBefore, truncateText } from './text.js';
+
 /** How a limit is measured: UTF-16 code units (Telegram) or Unicode code points (Discord). */
 export type SplitUnit = 'utf16' | 'codepoints';
 
@@ -204,7 +206,7 @@ function nextFence(open: OpenFence | null, line: string): OpenFence | null {
   const info = match[2].trim();
   if (open === null) {
     if (marker[0] === '`' && info.includes('`')) return null;
-    return { marker, reopenLine: marker + info.slice(0, MAX_REOPEN_INFO) };
+    return { marker, reopenLine: marker + truncateText(info, MAX_REOPEN_INFO) };
   }
   const closes = marker[0] === open.marker[0] && marker.length >= open.marker.length && info === '';
   return closes ? null : open;
@@ -212,7 +214,8 @@ function nextFence(open: OpenFence | null, line: string): OpenFence | null {
 
 /**
  * Cuts `line` into a first piece of at most `room` units and the remainder: at the last
- * whitespace when there is one in the second half, else a hard cut outside surrogate pairs.
+ * whitespace when there is one in the second half, else a hard cut outside surrogate pairs (and
+ * outside graphemes, see `cutBefore`).
  */
 function cutLine(line: string, room: number, unit: SplitUnit): [string, string] {
   let end = 0;
@@ -224,8 +227,10 @@ function cutLine(line: string, room: number, unit: SplitUnit): [string, string] 
     units += cost;
     end += step;
   }
-  if (end === 0) end = isPairAt(line, 0) ? 2 : 1;
   if (end >= line.length) return [line, ''];
+  // Back to a grapheme boundary (a flag, a ZWJ family) when one is near; a whole grapheme over the room is cut at a code point.
+  end = cutBefore(line, end) || end;
+  if (end === 0) end = isPairAt(line, 0) ? 2 : 1;
   const space = lastWhitespace(line, end);
   if (space > end / 2) return [line.slice(0, space), line.slice(space + 1)];
   return [line.slice(0, end), line.slice(end)];

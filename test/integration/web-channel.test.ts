@@ -91,6 +91,13 @@ describe('web channel API', () => {
     ]);
   });
 
+  it('accepts half an emoji as U+FFFD and cuts a long name of emoji on a code point', async () => {
+    const res = await post('c1', { text: 'ok \ud83d', userName: '😀'.repeat(70) });
+    expect(res.status).toBe(202);
+    expect(received[0].text).toBe('ok \ufffd');
+    expect([...received[0].userName]).toEqual(Array(64).fill('😀'));
+  });
+
   it('refuses a post that is not JSON (a cross-site form cannot post into a conversation)', async () => {
     const response = await fetch(`${base}/api/chat/conv-1/messages`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ text: 'hi' }) });
     expect(response.status).toBe(415);
