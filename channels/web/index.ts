@@ -6,10 +6,11 @@
  * lives in Redis like any other channel's.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { randomUUID } from 'node:crypto';
-import { toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import { toWellFormedText, truncateText } from '../../src/core/text.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
@@ -147,7 +148,7 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
   return app;
 }
 
-/** POST /api/chat/:id/messages — 202 once the message is accepted, 503 when it could not be. */
+/** POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it could not be taken. */
 async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
@@ -171,15 +172,46 @@ async function postMessage(c: Context, onMessage: InboundHandler | undefined, lo
     platformMessageId: clientMessageId,
     chatType: 'private',
     receivedAt: Date.now(),
+    refusalsAnswered: true,
+    ...clientAddressOf(c),
   });
   if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
+  let verdict: InboundVerdict | void;
   try {
-    await onMessage(message);
+    verdict = await onMessage(message);
   } catch (err) {
     log.warn({ err, conversationId }, 'web message not accepted');
     return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);
   }
-  return c.json({ id: message.id, accepted: true }, 202);
+  return answerVerdict(c, message.id, verdict);
+}
+
+/** 202 when the gateway took the message; a refusal answered at once (403, 429 with Retry-After, 413). */
+function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): Response {
+  const error = verdict?.reason ?? 'message refused';
+  switch (verdict?.outcome) {
+    case 'denied':
+      return c.json({ error, refused: 'denied' }, 403);
+    case 'rate_limited': {
+      const retryAfterS = Math.max(1, Math.ceil((verdict.retryAfterMs ?? 1000) / 1000));
+      c.header('Retry-After', String(retryAfterS));
+      return c.json({ error, refused: 'rate_limited', retryAfterMs: retryAfterS * 1000 }, 429);
+    }
+    case 'too_long':
+      return c.json({ error, refused: 'too_long' }, 413);
+    default:
+      return c.json({ id, accepted: true }, 202);
+  }
+}
+
+/** The TCP peer's address (the per-address rate limit); absent when not served by @hono/node-server. */
+function clientAddressOf(c: Context): { clientAddress?: string } {
+  try {
+    const address = getConnInfo(c).remote.address;
+    return address ? { clientAddress: address } : {};
+  } catch {
+    return {};
+  }
 }
 
 /** GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one if none. */

@@ -41,6 +41,30 @@ export interface InboundMessage {
   chatType?: 'private' | 'group';
   /** ms since epoch, when the adapter received it. */
   receivedAt: number;
+  /**
+   * Only media the bot cannot read: the gateway answers with this text (a notice, through the
+   * outbound queue like every reply) and starts no turn. Adapters never send from an update handler.
+   */
+  unsupportedReply?: string;
+  /**
+   * The adapter shows refusals (denied, rate limit, size) to the sender itself, from the
+   * handler's {@link InboundVerdict} (the web chat answers 403/429/413): the gateway sends no notice.
+   */
+  refusalsAnswered?: boolean;
+  /** The sender's network address (web chat): the rate limit holds per address too. Never stored. */
+  clientAddress?: string;
+}
+
+/** How the gateway handled one inbound message. */
+export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported';
+
+/** The gateway's answer to one inbound message: what an adapter needs to show a refusal itself. */
+export interface InboundVerdict {
+  outcome: InboundOutcome;
+  /** For a refusal: what the sender is told, in their words. */
+  reason?: string;
+  /** For `rate_limited`: when the sender may send again, in ms. */
+  retryAfterMs?: number;
 }
 
 /** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */

@@ -152,7 +152,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => closeServer(server));
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
-  const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
+  const handle = (message: InboundMessage) => ingest.receive(message);
   await startChannels(gatewayChannels.list, handle, channelsStatus, {
     timeoutMs: o.channelStartTimeoutMs, signal: deps.signal, onProgress: deps.onProgress, onStarting: (stop) => closers.push(stop),
   });

@@ -87,7 +87,7 @@ describe('web channel API', () => {
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ id: 'web:conv-1:m1', accepted: true });
     expect(received).toEqual([
-      { id: 'web:conv-1:m1', channel: 'web', chatId: 'conv-1', userId: 'u1', userName: 'Ada', text: 'hello', attachments: [], platformMessageId: 'm1', chatType: 'private', receivedAt: expect.any(Number) },
+      { id: 'web:conv-1:m1', channel: 'web', chatId: 'conv-1', userId: 'u1', userName: 'Ada', text: 'hello', attachments: [], platformMessageId: 'm1', chatType: 'private', receivedAt: expect.any(Number), refusalsAnswered: true, clientAddress: '127.0.0.1' },
     ]);
   });
 
