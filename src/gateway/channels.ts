@@ -1,11 +1,12 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import { createDiscordChannel } from '../../channels/discord/index.js';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
+import { createTelegramChannel, type SetAsideUpdate } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
+import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
 import type { RedisClient } from '../redis/client.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
@@ -43,7 +44,10 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient }, op
   const mounts: Array<(app: Hono) => void> = [];
   if (options.telegram) {
     const { token, apiRoot, webhookUrl, webhookSecret } = options.telegram;
-    const telegram = createTelegramChannel({ log: logger }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
+    const redis = deps.redis;
+    // An update that keeps failing is kept in Redis (a dead letter) before the bot moves past it.
+    const setAside = redis ? (entry: SetAsideUpdate) => setAsideChannelUpdate(redis, entry, options.keyPrefix) : undefined;
+    const telegram = createTelegramChannel({ log: logger, setAside }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
     list.push(telegram);
     if (webhookUrl) {
       const path = new URL(webhookUrl).pathname;

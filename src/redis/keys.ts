@@ -110,3 +110,8 @@ export function outboundOrderKey(queuePrefix: string, outboundQueue: string, ses
 export function webConversationKey(conversationId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}web:{${conversationId}}:replies`;
 }
+
+/** List of a channel's platform updates that kept failing and were set aside (newest first). */
+export function channelDeadLetterKey(channel: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}channel:${channel}:set-aside`;
+}
