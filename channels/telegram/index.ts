@@ -14,8 +14,11 @@ import type { Context as HonoContext } from 'hono';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
-import { redactBotToken, sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
+import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
+import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
+
+export type { SetAsideUpdate };
 
 /** The chat commands registered with setMyCommands by default. */
 export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = [
@@ -49,19 +52,6 @@ export interface TelegramChannelOptions {
   typingIntervalMs?: number;
   /** Tries of one update before it is set aside and the bot goes on. Default 3. */
   maxUpdateAttempts?: number;
-}
-
-/** An update that kept failing, as handed to {@link TelegramChannelDeps.setAside}. */
-export interface SetAsideUpdate {
-  channel: 'telegram';
-  updateId: number;
-  /** The update as Telegram sent it, JSON. */
-  raw: string;
-  /** The last failure (message only, never the bot token). */
-  error: string;
-  attempts: number;
-  /** ms since epoch. */
-  atMs: number;
 }
 
 /** What the Telegram channel needs from its host. */
@@ -107,7 +97,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
   // No retries inside a Bot API call: a failed send surfaces at once as a classified ChannelError and
   // the outbound job is the one retry layer (a rate-limited reply waits as a delayed job, not here).
   const state: ChannelState = {};
-  const failures = createFailureTracker(deps, resolved.maxUpdateAttempts, log);
+  const failures = createFailureTracker(deps.setAside, resolved.maxUpdateAttempts, log);
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
 
@@ -193,44 +183,6 @@ interface Poller {
 interface PollDeps {
   log: Logger;
   failures: FailureTracker;
-}
-
-/** Counts the tries of failing updates; sets one aside once it failed `maxAttempts` times. */
-interface FailureTracker {
-  /** Records a failure. @returns true when the update was set aside (move past it), false to try it again. */
-  failed(update: Update, err: unknown): Promise<boolean>;
-  /** The update was handled (or passed): forget its count. */
-  handled(updateId: number): void;
-}
-
-function createFailureTracker(deps: TelegramChannelDeps, maxAttempts: number, log: Logger): FailureTracker {
-  const attempts = new Map<number, number>();
-  return {
-    async failed(update, err) {
-      const cause = err instanceof Error && 'error' in err ? (err as { error: unknown }).error : err;
-      const count = (attempts.get(update.update_id) ?? 0) + 1;
-      attempts.set(update.update_id, count);
-      if (count < maxAttempts) {
-        log.warn({ err: cause, updateId: update.update_id, attempt: count }, 'update not handled; Telegram will re-deliver it');
-        return false;
-      }
-      const error = redactBotToken(cause instanceof Error ? cause.message : String(cause));
-      const entry: SetAsideUpdate = { channel: 'telegram', updateId: update.update_id, raw: JSON.stringify(update), error, attempts: count, atMs: Date.now() };
-      try {
-        if (deps.setAside) await deps.setAside(entry);
-      } catch (setAsideErr) {
-        log.error({ err: setAsideErr, updateId: update.update_id, attempts: count }, 'update keeps failing and could not be set aside; trying it again');
-        return false;
-      }
-      attempts.delete(update.update_id);
-      log.error({ err: cause, updateId: update.update_id, attempts: count, kept: deps.setAside !== undefined }, 'update set aside after repeated failures; polling goes on');
-      log.debug({ updateId: update.update_id, raw: entry.raw }, 'update set aside');
-      return true;
-    },
-    handled(updateId) {
-      attempts.delete(updateId);
-    },
-  };
 }
 
 /** Runs `message` updates through translate → onMessage (media the bot cannot read included). */
