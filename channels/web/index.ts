@@ -69,6 +69,8 @@ export interface WebChannel extends Channel {
   readonly name: 'web';
   /** Routes: GET /chat, POST /api/chat/:id/messages, GET /api/chat/:id/messages, GET /api/chat/:id/events. */
   readonly app: Hono;
+  /** Reads waiting for a reply right now: long polls, and SSE streams between replies. */
+  waitingReads(): number;
 }
 
 const DEFAULTS = {
@@ -104,6 +106,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     formatting: 'markdown',
     typingIntervalMs: resolved.typingIntervalMs,
     app,
+    waitingReads: () => store.waiting(),
     async start(onMessage) {
       state.onMessage = onMessage;
     },

@@ -115,3 +115,8 @@ export function webConversationKey(conversationId: string, prefix: string = DEFA
 export function channelDeadLetterKey(channel: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}channel:${channel}:set-aside`;
 }
+
+/** Pub/sub channel on which a web chat reply's conversation id is published when it is appended. */
+export function webRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}web-replies`;
+}
