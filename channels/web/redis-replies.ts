@@ -54,6 +54,27 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   const count = resolved.maxRepliesPerConversation;
   const readNow = async (streamKey: string, from: string): Promise<XReadReply> => (await deps.redis.xread('COUNT', count, 'STREAMS', streamKey, from)) as XReadReply;
 
+  /** Reads the stream, waiting for a wake-up until `deadline` while it has nothing after `from`. */
+  const readOrWait = async (conversationId: string, streamKey: string, from: string, deadline: number, signal?: AbortSignal): Promise<XReadReply> => {
+    for (;;) {
+      // A wait is registered before the read that follows it: a reply appended in between wakes it.
+      const waits = Date.now() < deadline && !signal?.aborted && !wakeups.closed;
+      const wait = waits ? await wakeups.register(conversationId, deadline - Date.now(), signal) : undefined;
+      let result: XReadReply;
+      try {
+        result = await readNow(streamKey, from);
+      } catch (err) {
+        wait?.cancel();
+        throw err;
+      }
+      if (result || !wait) {
+        wait?.cancel();
+        return result;
+      }
+      if (!(await wait.woken)) return null;
+    }
+  };
+
   const hint = (conversationId: string, value: ReplyHint): void => {
     for (const listener of [...(listeners.get(conversationId) ?? [])]) listener(value);
   };
@@ -73,24 +94,7 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
       const from = streamCursor(after);
-      const deadline = Date.now() + options.timeoutMs;
-      let result: XReadReply = null;
-      for (;;) {
-        // A wait is registered before the read that follows it: a reply appended in between wakes it.
-        const waits = Date.now() < deadline && !options.signal?.aborted && !wakeups.closed;
-        const wait = waits ? await wakeups.register(conversationId, deadline - Date.now(), options.signal) : undefined;
-        try {
-          result = await readNow(streamKey, from);
-        } catch (err) {
-          wait?.cancel();
-          throw err;
-        }
-        if (result || !wait) {
-          wait?.cancel();
-          break;
-        }
-        if (!(await wait.woken)) break;
-      }
+      const result = await readOrWait(conversationId, streamKey, from, Date.now() + options.timeoutMs, options.signal);
       const replies = (result?.[0]?.[1] ?? []).map((entry) => toReply(conversationId, entry));
       return { replies, next: replies.at(-1)?.cursor ?? from };
     },
