@@ -137,7 +137,8 @@ function createWakeups(redis: RedisClient, channel: string, connectionName: stri
   };
   const subscribe = (): Promise<unknown> => {
     if (subscribed) return subscribed;
-    const connection = duplicateRedis(redis, { connectionName, maxRetriesPerRequest: null });
+    // Fails fast while Redis is down (the read answers 503); once subscribed, ioredis subscribes again after a reconnect.
+    const connection = duplicateRedis(redis, { connectionName, maxRetriesPerRequest: 1 });
     subscriber = connection;
     connection.on('message', (_channel: string, conversationId: string) => wake(conversationId, true));
     // After a reconnect (ioredis subscribes again) every reader reads again: a wake-up may have been missed meanwhile.

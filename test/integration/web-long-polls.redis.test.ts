@@ -57,13 +57,16 @@ beforeAll(async () => {
   admin = await connected(url);
   await admin.client('SETNAME', 'test-admin');
   redis = new Redis(url, { maxRetriesPerRequest: 2 });
+  redis.on('error', () => undefined); // the last test stops the server
 });
 
 afterAll(async () => {
   redis?.disconnect();
   admin?.disconnect();
-  server?.kill('SIGKILL');
-  if (server && server.exitCode === null) await once(server, 'exit');
+  if (server && server.exitCode === null && server.signalCode === null) {
+    server.kill('SIGKILL');
+    await once(server, 'exit');
+  }
 });
 
 describe('web chat long polls on Redis', () => {
@@ -90,4 +93,15 @@ describe('web chat long polls on Redis', () => {
     expect(web.waitingReads()).toBe(0);
     await web.stop();
   }, 60_000);
+
+  it('answers 503 at once when Redis is down, rather than holding the poll', async () => {
+    const exited = once(server, 'exit');
+    server.kill('SIGKILL');
+    await exited;
+    const down = createWebChannel({ redis, keyPrefix: PREFIX });
+    await down.start(async () => undefined);
+    const res = await down.app.request('/api/chat/c1/messages?after=0&timeoutMs=60000');
+    expect(res.status).toBe(503);
+    await down.stop();
+  });
 });
