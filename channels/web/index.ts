@@ -11,10 +11,10 @@ import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { randomUUID } from 'node:crypto';
 import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
+import { isCrossSiteWrite } from '../../src/core/request-origin.js';
 import { toWellFormedText, truncateText } from '../../src/core/text.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
-import { isCrossSiteWrite } from '../../src/monitor/auth.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
@@ -138,7 +138,10 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
     app.use('/api/chat/*', guard);
   }
   // Without a guard too: a page on another site may not post into a conversation.
-  app.use('/api/chat/*', async (c, next) => (isCrossSiteWrite(c) ? c.json({ error: 'forbidden: cross-site request refused' }, 403) : next()));
+  app.use('/api/chat/*', async (c, next) => {
+    const request = { method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site') };
+    return isCrossSiteWrite(request) ? c.json({ error: 'forbidden: cross-site request refused' }, 403) : next();
+  });
   app.get('/chat', (c) => c.html(page));
   app.use('/api/chat/:conversationId/*', async (c, next) => {
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { isLoopbackHost } from '../core/hosts.js';
+import { hasJsonOrNoBody, isCrossSiteWrite, type RequestHeadersLike } from '../core/request-origin.js';
 
 /** Cookie that carries the monitor token for browser pages (dashboard, bull-board, web chat). */
 export const MONITOR_COOKIE = 'cg_monitor';
@@ -59,8 +60,9 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     // In every mode (a cookie rides along with a forged request as well): a page on another site must
     // not be able to write. The browser says where a request comes from (Sec-Fetch-Site, Origin);
     // tools like curl send neither, and a cross-site page can send a body only as a "simple" type.
-    if (isCrossSiteWrite(c)) return forbiddenCrossSite(c);
-    if (!hasWritableBody(c)) return unsupportedWriteType(c);
+    const request = requestHeadersOf(c);
+    if (isCrossSiteWrite(request)) return forbiddenCrossSite(c);
+    if (!hasJsonOrNoBody(request)) return unsupportedWriteType(c);
     if (open && isLoopbackRequest(c)) return next();
     if (open && !token) return forbiddenHost(c);
     const login = c.req.query('token');
@@ -91,32 +93,12 @@ function isLoopbackRequest(c: Context): boolean {
   return isLoopbackRequestHost(c.req.header('host') ?? new URL(c.req.url).host);
 }
 
-/** True for a state-changing request that a browser says came from another site. */
-export function isCrossSiteWrite(c: Context): boolean {
-  if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return false;
-  const site = c.req.header('sec-fetch-site');
-  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
-  const origin = c.req.header('origin');
-  if (origin === undefined) return false;
-  try {
-    return new URL(origin).host !== (c.req.header('host') ?? new URL(c.req.url).host);
-  } catch {
-    return true; // `Origin: null` (sandboxed or opaque): not this page
-  }
-}
-
-/** True unless a write carries a body of another type than JSON (no body at all is fine). */
-export function hasWritableBody(c: Context): boolean {
-  if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return true;
-  const type = c.req.header('content-type');
-  if (type === undefined) return !hasBody(c);
-  return /^application\/json\s*(;|$)/i.test(type.trim());
-}
-
-function hasBody(c: Context): boolean {
-  const length = c.req.header('content-length');
-  if (length !== undefined) return Number(length) > 0;
-  return c.req.header('transfer-encoding') !== undefined;
+/** The headers the origin and content-type checks read. */
+export function requestHeadersOf(c: Context): RequestHeadersLike {
+  return {
+    method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site'),
+    contentType: c.req.header('content-type'), contentLength: c.req.header('content-length'), transferEncoding: c.req.header('transfer-encoding'),
+  };
 }
 
 function unsupportedWriteType(c: Context): Response {

@@ -11,14 +11,14 @@ import { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
-import { loadConfig } from '../../src/config.js';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { createIngest, type Ingest } from '../../src/gateway/ingest.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
-import { createSessionOpsFromConfig } from '../../src/session/session-ops.js';
+import { createLlmSessionOps } from '../../src/session/session-ops.js';
+import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const LIMIT = 2;
@@ -31,15 +31,15 @@ let ingest: Ingest;
 
 function setup(maxMessageChars = 40): void {
   const logger = createSilentLogger();
-  const config = loadConfig({ REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_LOG_LEVEL: 'silent' });
   const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
   const store = createSessionStore({ redis: t.redis, logger }, { keyPrefix: t.keyPrefix });
   producer = createTurnProducer({ redis: t.redis }, { ...names, keyPrefix: t.keyPrefix });
   outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: t.redis, prefix: names.queuePrefix });
-  const ops = createSessionOpsFromConfig({ redis: t.redis, logger, store }, config, { leaseTtlMs: 10_000 });
-  ingest = createIngest({ redis: t.redis, producer, ops, outbound, logger, now: () => NOW, commands: { redis: t.redis, store, turnPosition: async () => ({ state: 'none' }) } }, {
+  const limits = { model: 'fake-model', summaryModel: 'fake-model', contextWindow: 16_000, reservedOutputTokens: 0 };
+  const ops = createLlmSessionOps({ redis: t.redis, logger, store }, { baseURL: 'http://127.0.0.1:9/v1', threshold: 0.5, hygieneThreshold: 0.85, limits, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000 });
+  const view = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 16_000, reservedOutputTokens: 0, model: 'fake-model', threshold: 0.5, hygieneThreshold: 0.85 });
+  ingest = createIngest({ redis: t.redis, producer, ops, outbound, logger, now: () => NOW, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
     keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: LIMIT, maxMessageChars, groupMode: 'per-chat',
-    command: { model: 'fake-model', contextWindow: 16_000, reservedOutputTokens: 0, threshold: 0.5, hygieneThreshold: 0.85 },
   });
 }
 
