@@ -4,7 +4,7 @@
  * start of the next. Pure.
  */
 
-import { cutBefore, truncateText } from './text.js';
+import { cutBefore, toWellFormedText, truncateText } from './text.js';
 
 /** How a limit is measured: UTF-16 code units (Telegram) or Unicode code points (Discord). */
 export type SplitUnit = 'utf16' | 'codepoints';
@@ -73,7 +73,8 @@ export function splitChunks(text: string, options: SplitOptions): SplitChunk[] {
     throw new RangeError(`\`limit\` must be an integer ≥ ${MIN_SPLIT_LIMIT} (got ${limit})`);
   }
   const splitter = new Splitter(limit, options.unit ?? 'utf16');
-  for (const line of text.split('\n')) splitter.addLine(line);
+  // Half an emoji (from a model answer) would make the platform refuse the whole chunk: U+FFFD instead.
+  for (const line of toWellFormedText(text).split('\n')) splitter.addLine(line);
   return splitter.finish();
 }
 

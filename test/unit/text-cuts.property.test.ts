@@ -106,6 +106,9 @@ describe('splitMessage at emoji', () => {
         expect(/^[\udc00-\udfff]/.test(chunk) || /[\ud800-\udbff]$/.test(chunk)).toBe(false);
       }
     }));
+    fc.assert(fc.property(messy, (text) => {
+      for (const chunk of splitMessage(text, { limit: 40 })) expect(isWellFormedText(chunk)).toBe(true);
+    }));
     const flags = FLAG.repeat(40);
     for (const chunk of splitMessage(flags, { limit: 33, unit: 'codepoints' })) expect(codePoints(chunk) % 2).toBe(0);
     expect(cutsAPair('😀', 1)).toBe(true);
