@@ -97,7 +97,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
   // No retries inside a Bot API call: a failed send surfaces at once as a classified ChannelError and
   // the outbound job is the one retry layer (a rate-limited reply waits as a delayed job, not here).
   const state: ChannelState = {};
-  const failures = createFailureTracker(deps.setAside, resolved.maxUpdateAttempts, log);
+  const failures = createFailureTracker({ setAside: deps.setAside, tell: (message) => state.onMessage?.(message) ?? Promise.resolve(), log }, resolved.maxUpdateAttempts);
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
 

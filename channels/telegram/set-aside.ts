@@ -1,8 +1,10 @@
 /**
  * Updates that keep failing (malformed, or their handling throws): counted per update id, and set
- * aside after a few tries so one bad update never stalls the bot for every chat.
+ * aside after a few tries so one bad update never stalls the bot for every chat; its sender, when
+ * the update says who, is told (through the gateway, never from here).
  */
-import type { Update } from 'grammy/types';
+import type { Message, Update } from 'grammy/types';
+import { toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import { redactBotToken } from './send.js';
 
@@ -27,8 +29,21 @@ export interface FailureTracker {
   handled(updateId: number): void;
 }
 
-/** Creates the tracker; `setAside` keeps an update that failed `maxAttempts` times (absent: logged and skipped). */
-export function createFailureTracker(setAside: ((update: SetAsideUpdate) => Promise<void>) | undefined, maxAttempts: number, log: Logger): FailureTracker {
+/** What the user whose message was set aside is told (through the gateway, like every notice). */
+export const SET_ASIDE_REPLY = 'Sorry, this message could not be handled, so it was set aside for the operator. Please try again later, or say it differently.';
+
+/** What the tracker needs: where to keep an update, and how to tell its sender (the channel's `onMessage`). */
+export interface FailureTrackerDeps {
+  /** Keeps an update that failed `maxAttempts` times; absent: logged and skipped. */
+  setAside?: (update: SetAsideUpdate) => Promise<void>;
+  /** Hands the gateway a message without text whose `unsupportedReply` tells the sender. */
+  tell?: (message: InboundMessage) => Promise<unknown>;
+  log: Logger;
+}
+
+/** Creates the tracker; see {@link FailureTrackerDeps}. */
+export function createFailureTracker(deps: FailureTrackerDeps, maxAttempts: number): FailureTracker {
+  const { setAside, log } = deps;
   const attempts = new Map<number, number>();
   return {
     async failed(update, err) {
@@ -50,10 +65,33 @@ export function createFailureTracker(setAside: ((update: SetAsideUpdate) => Prom
       attempts.delete(update.update_id);
       log.error({ err: cause, updateId: update.update_id, attempts: count, kept: setAside !== undefined }, 'update set aside after repeated failures; polling goes on');
       log.debug({ updateId: update.update_id, raw: entry.raw }, 'update set aside');
+      await tellSender(deps, update);
       return true;
     },
     handled(updateId) {
       attempts.delete(updateId);
     },
   };
+}
+
+/** Tells the sender of a set-aside message, when the update says who and where (best effort: the update is gone either way). */
+async function tellSender(deps: FailureTrackerDeps, update: Update): Promise<void> {
+  const notice = noticeOf(update);
+  if (!notice || !deps.tell) return;
+  await deps.tell(notice).catch((err: unknown) => deps.log.warn({ err, updateId: update.update_id }, 'could not tell the sender their message was set aside'));
+}
+
+/** A message without text carrying {@link SET_ASIDE_REPLY}, read leniently from a possibly malformed update. */
+function noticeOf(update: Update): InboundMessage | undefined {
+  const message = update.message as Partial<Message> | undefined;
+  const chatId = message?.chat?.id;
+  const userId = message?.from?.id;
+  if (typeof chatId !== 'number' || typeof userId !== 'number' || typeof message?.message_id !== 'number') return undefined;
+  const threadId = message.is_topic_message && typeof message.message_thread_id === 'number' ? String(message.message_thread_id) : undefined;
+  return toWellFormedInbound({
+    id: `telegram:${chatId}:${message.message_id}:set-aside`, channel: 'telegram', chatId: String(chatId), userId: String(userId),
+    userName: typeof message.from?.first_name === 'string' ? message.from.first_name : String(userId), text: '', attachments: [],
+    platformMessageId: String(message.message_id), chatType: message.chat?.type === 'private' ? 'private' : 'group',
+    receivedAt: Date.now(), unsupportedReply: SET_ASIDE_REPLY, ...(threadId === undefined ? {} : { threadId }),
+  });
 }

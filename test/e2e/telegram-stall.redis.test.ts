@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
+import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import { readChannelDeadLetters, setAsideChannelUpdate } from '../../src/redis/channel-dead-letters.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
@@ -82,5 +83,14 @@ describe('a Telegram bot with one bad update', () => {
     const setAside = await readChannelDeadLetters(s.t.redis, 'telegram', s.t.keyPrefix);
     expect(setAside).toEqual([expect.objectContaining({ channel: 'telegram', updateId: bad, attempts: 3 })]);
     expect(JSON.parse(setAside[0].raw)).toMatchObject({ update_id: bad, message: { text: 'where is my chat?' } });
+  });
+
+  it('tells the sender of a message that could not be handled, once it is set aside', async () => {
+    await start();
+    // Entities that are not a list make the translation throw, every time.
+    telegram.pushUpdate({ message: { message_id: 7, date: 0, ...user(44), text: '/odd', entities: 5 } });
+    telegram.pushMessage({ ...user(43), text: 'me next' });
+    await waitUntil(() => sendsTo('43').length > 0 && sendsTo('44').length > 0);
+    expect(sendsTo('44')[0].params).toMatchObject({ text: SET_ASIDE_REPLY, reply_parameters: { message_id: 7 } });
   });
 });

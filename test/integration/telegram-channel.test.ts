@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel, DEFAULT_TELEGRAM_COMMANDS, type SetAsideUpdate, type TelegramChannel, type TelegramChannelOptions } from '../../channels/telegram/index.js';
+import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
@@ -112,6 +113,8 @@ describe('telegram channel: inbound', () => {
     await channel.start(onMessage);
     const poison = fake.pushMessage({ text: 'poison' });
     fake.pushMessage({ text: 'after the poison', from: { id: 43, is_bot: false, first_name: 'Bo' }, chat: { id: 43, type: 'private' } });
+    // Its sender is told through the gateway (a message without text carrying the reply), then polling goes on.
+    expect(await next()).toMatchObject({ id: `telegram:42:${poison.messageId}:set-aside`, chatId: '42', text: '', unsupportedReply: SET_ASIDE_REPLY, platformMessageId: String(poison.messageId) });
     expect((await next()).text).toBe('after the poison');
     expect(attempts).toBe(3);
     expect(setAside).toEqual([expect.objectContaining({ channel: 'telegram', updateId: poison.updateId, attempts: 3, error: expect.stringContaining('handler exploded') })]);
