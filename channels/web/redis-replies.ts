@@ -11,11 +11,12 @@
  * between the append and its publish) costs a reader at most its wait: it reads again after it.
  * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
-import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
+import type { RedisClient } from '../../src/redis/client.js';
 import { DEFAULT_KEY_PREFIX, webConversationKey, webRepliesChannel } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyHint, ReplyPage, ReplyStore } from './reply-store.js';
+import { ReplyWakeups } from './reply-wakeups.js';
 
 /** What {@link createRedisReplyStore} needs. */
 export interface RedisReplyStoreDeps {
@@ -49,7 +50,7 @@ type XReadReply = Array<[string, StreamEntries]> | null;
 export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisReplyStoreOptions = {}): ReplyStore {
   const resolved = { ...DEFAULTS, ...options };
   const listeners = new Map<string, Set<(hint: ReplyHint) => void>>();
-  const wakeups = createWakeups(deps.redis, webRepliesChannel(resolved.keyPrefix), `${resolved.keyPrefix}web-wait`);
+  const wakeups = new ReplyWakeups(deps.redis, webRepliesChannel(resolved.keyPrefix), `${resolved.keyPrefix}web-wait`);
   const key = (conversationId: string): string => webConversationKey(conversationId, resolved.keyPrefix);
   const count = resolved.maxRepliesPerConversation;
   const readNow = async (streamKey: string, from: string): Promise<XReadReply> => (await deps.redis.xread('COUNT', count, 'STREAMS', streamKey, from)) as XReadReply;
@@ -113,82 +114,6 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       for (const conversationId of [...listeners.keys()]) hint(conversationId, { type: 'closed' });
     },
     waiting: () => wakeups.waiting(),
-  };
-}
-
-/** One registered wait: `woken` resolves true on a wake-up, false on timeout, abort or close. */
-interface Wait {
-  woken: Promise<boolean>;
-  cancel(): void;
-}
-
-/** The shared subscriber: waits by conversation, woken by the conversation ids published on `channel`. */
-function createWakeups(redis: RedisClient, channel: string, connectionName: string) {
-  const waits = new Map<string, Set<(woken: boolean) => void>>();
-  let subscriber: RedisClient | undefined;
-  let subscribed: Promise<unknown> | undefined;
-  let closed = false;
-  let count = 0;
-  const wake = (conversationId: string, woken: boolean): void => {
-    for (const resolve of [...(waits.get(conversationId) ?? [])]) resolve(woken);
-  };
-  const wakeAll = (woken: boolean): void => {
-    for (const conversationId of [...waits.keys()]) wake(conversationId, woken);
-  };
-  const subscribe = (): Promise<unknown> => {
-    if (subscribed) return subscribed;
-    // Fails fast while Redis is down (the read answers 503); once subscribed, ioredis subscribes again after a reconnect.
-    const connection = duplicateRedis(redis, { connectionName, maxRetriesPerRequest: 1 });
-    subscriber = connection;
-    connection.on('message', (_channel: string, conversationId: string) => wake(conversationId, true));
-    // After a reconnect (ioredis subscribes again) every reader reads again: a wake-up may have been missed meanwhile.
-    connection.on('ready', () => wakeAll(true));
-    connection.on('error', () => undefined); // reported by the reads that fail meanwhile
-    subscribed = connection.subscribe(channel).catch((err: unknown) => {
-      subscribed = undefined;
-      subscriber = undefined;
-      connection.disconnect();
-      throw err;
-    });
-    return subscribed;
-  };
-  return {
-    get closed() {
-      return closed;
-    },
-    waiting: () => count,
-    async register(conversationId: string, timeoutMs: number, signal?: AbortSignal): Promise<Wait> {
-      await subscribe();
-      let settle: (woken: boolean) => void = () => undefined;
-      const woken = new Promise<boolean>((resolve) => {
-        let set = waits.get(conversationId);
-        if (!set) waits.set(conversationId, (set = new Set()));
-        const timer = setTimeout(() => settle(false), Math.max(0, timeoutMs));
-        const onAbort = (): void => settle(false);
-        signal?.addEventListener('abort', onAbort);
-        count++;
-        queueMicrotask(() => {
-          if (signal?.aborted || closed) settle(false);
-        });
-        settle = (value) => {
-          if (!set.delete(settle)) return;
-          if (set.size === 0 && waits.get(conversationId) === set) waits.delete(conversationId);
-          count--;
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          resolve(value);
-        };
-        set.add(settle);
-      });
-      return { woken, cancel: () => settle(false) };
-    },
-    close(): void {
-      closed = true;
-      wakeAll(false);
-      subscriber?.disconnect();
-      subscriber = undefined;
-      subscribed = undefined;
-    },
   };
 }
 
