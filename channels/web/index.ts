@@ -6,13 +6,9 @@
  * lives in Redis like any other channel's.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
-import { randomUUID } from 'node:crypto';
-import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import { isCrossSiteWrite } from '../../src/core/request-origin.js';
-import { toWellFormedText, truncateText } from '../../src/core/text.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
@@ -20,6 +16,7 @@ import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
 import { renderChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
+import { ID_RE, postMessage } from './post-message.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
 
 /** Options of {@link createWebChannel}. */
@@ -87,7 +84,6 @@ const DEFAULTS = {
   maxConversations: 10_000,
 } satisfies ResolvedWebChannelOptions;
 
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Creates the web chat channel. */
 export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelOptions = {}): WebChannel {
@@ -152,72 +148,6 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
   return app;
-}
-
-/** POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it could not be taken. */
-async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
-  const conversationId = c.req.param('conversationId')!;
-  // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
-  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
-    return c.json({ error: 'send the message as `Content-Type: application/json`' }, 415);
-  }
-  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  const text = typeof body?.text === 'string' ? body.text.trim() : '';
-  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
-  const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
-  const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
-  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? truncateText(toWellFormedText(body.userName.trim()), 64) : 'web user';
-  const message: InboundMessage = toWellFormedInbound({
-    id: `web:${conversationId}:${clientMessageId}`,
-    channel: 'web',
-    chatId: conversationId,
-    userId,
-    userName,
-    text,
-    attachments: [],
-    platformMessageId: clientMessageId,
-    chatType: 'private',
-    receivedAt: Date.now(),
-    refusalsAnswered: true,
-    ...clientAddressOf(c),
-  });
-  if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
-  let verdict: InboundVerdict | void;
-  try {
-    verdict = await onMessage(message);
-  } catch (err) {
-    log.warn({ err, conversationId }, 'web message not accepted');
-    return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);
-  }
-  return answerVerdict(c, message.id, verdict);
-}
-
-/** 202 when the gateway took the message; a refusal answered at once (403, 429 with Retry-After, 413). */
-function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): Response {
-  const error = verdict?.reason ?? 'message refused';
-  switch (verdict?.outcome) {
-    case 'denied':
-      return c.json({ error, refused: 'denied' }, 403);
-    case 'rate_limited': {
-      const retryAfterS = Math.max(1, Math.ceil((verdict.retryAfterMs ?? 1000) / 1000));
-      c.header('Retry-After', String(retryAfterS));
-      return c.json({ error, refused: 'rate_limited', retryAfterMs: retryAfterS * 1000 }, 429);
-    }
-    case 'too_long':
-      return c.json({ error, refused: 'too_long' }, 413);
-    default:
-      return c.json({ id, accepted: true }, 202);
-  }
-}
-
-/** The TCP peer's address (the per-address rate limit); absent when not served by @hono/node-server. */
-function clientAddressOf(c: Context): { clientAddress?: string } {
-  try {
-    const address = getConnInfo(c).remote.address;
-    return address ? { clientAddress: address } : {};
-  } catch {
-    return {};
-  }
 }
 
 /** GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one if none. */
