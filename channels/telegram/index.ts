@@ -226,7 +226,8 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
         continue;
       }
       offset = await handleBatch(bot, updates, offset, deps.failures);
-      if (updates.length > 0 && offset <= updates[updates.length - 1].update_id) await wait(options.redeliveryDelayMs);
+      const last = updates.at(-1);
+      if (last !== undefined && offset <= last.update_id) await wait(options.redeliveryDelayMs);
     }
   };
   const running = loop().catch((err: unknown) => log.error({ err }, 'polling stopped'));

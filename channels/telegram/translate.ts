@@ -72,7 +72,7 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
 function leadingCommand(text: string, entities: MessageEntity[]): { name: string; target?: string } | undefined {
   const entity = entities.find((e) => e.type === 'bot_command' && e.offset === 0);
   if (!entity) return undefined;
-  const [name, target] = text.slice(1, entity.length).split('@');
+  const [name = '', target] = text.slice(1, entity.length).split('@');
   return { name, target };
 }
 
@@ -101,7 +101,6 @@ function cleanText(text: string, username: string): string {
 }
 
 function photoAttachments(message: Message): Attachment[] {
-  if (!message.photo || message.photo.length === 0) return [];
-  const largest = message.photo[message.photo.length - 1];
-  return [{ kind: 'photo', ref: largest.file_id }];
+  const largest = message.photo?.at(-1);
+  return largest ? [{ kind: 'photo', ref: largest.file_id }] : [];
 }

@@ -163,7 +163,7 @@ class Splitter {
     const keep = this.reopened === undefined ? 0 : 1;
     if (this.lines.length <= keep) return false;
     this.lines = this.lines.slice(0, keep);
-    this.size = keep === 1 ? measureText(this.lines[0], this.unit) : 0;
+    this.size = keep === 1 ? measureText(this.lines[0]!, this.unit) : 0; // keep ≤ lines.length
     return true;
   }
 
@@ -203,8 +203,8 @@ class Splitter {
 function nextFence(open: OpenFence | null, line: string): OpenFence | null {
   const match = FENCE_RE.exec(line);
   if (!match) return open;
-  const marker = match[1];
-  const info = match[2].trim();
+  const marker = match[1]!; // the regex's groups always match
+  const info = match[2]!.trim();
   if (open === null) {
     if (marker[0] === '`' && info.includes('`')) return null;
     return { marker, reopenLine: marker + truncateText(info, MAX_REOPEN_INFO) };

@@ -86,7 +86,7 @@ export function createMonitorAuth(options: MonitorAuthOptions): MiddlewareHandle
 /** True when the `Host` the client asked for is a loopback name or address (any port). */
 export function isLoopbackRequestHost(hostHeader: string): boolean {
   const match = hostHeader.trim().match(/^\[([^\]]+)\](?::\d*)?$/) ?? hostHeader.trim().match(/^([^:[\]]+)(?::\d*)?$/);
-  return match !== null && isLoopbackHost(match[1]);
+  return match?.[1] !== undefined && isLoopbackHost(match[1]);
 }
 
 function isLoopbackRequest(c: Context): boolean {

@@ -56,7 +56,7 @@ describe('a Telegram bot with one bad update', () => {
     telegram.pushMessage({ ...user(42), text: 'hello from a blocked user' });
     telegram.pushMessage({ ...user(43), text: 'hello from a happy user' });
     await waitUntil(() => sendsTo('43').length > 0);
-    expect(sendsTo('43')[0].params.text).toBe('ok');
+    expect(sendsTo('43')[0]!.params.text).toBe('ok');
     // The blocked chat was tried (through the outbound queue, not from the update handler) and refused.
     await waitUntil(() => sendsTo('42').some((call) => call.params.text === UNSUPPORTED_MEDIA_REPLY));
     telegram.pushMessage({ ...user(43), text: 'and again' });
@@ -72,7 +72,7 @@ describe('a Telegram bot with one bad update', () => {
     telegram.pushMessage({ ...user(43), text: 'anyone there?' });
     await waitUntil(() => sendsTo('43').length > 0);
     await waitUntil(() => sendsTo('-100').length > 0);
-    expect(sendsTo('-100')[0].params).toMatchObject({ message_thread_id: 77, text: UNSUPPORTED_MEDIA_REPLY });
+    expect(sendsTo('-100')[0]!.params).toMatchObject({ message_thread_id: 77, text: UNSUPPORTED_MEDIA_REPLY });
   });
 
   it('sets a malformed update aside in Redis and polls on', async () => {
@@ -82,7 +82,7 @@ describe('a Telegram bot with one bad update', () => {
     await waitUntil(() => sendsTo('43').length > 0);
     const setAside = await readChannelDeadLetters(s.t.redis, 'telegram', s.t.keyPrefix);
     expect(setAside).toEqual([expect.objectContaining({ channel: 'telegram', updateId: bad, attempts: 3 })]);
-    expect(JSON.parse(setAside[0].raw)).toMatchObject({ update_id: bad, message: { text: 'where is my chat?' } });
+    expect(JSON.parse(setAside[0]!.raw)).toMatchObject({ update_id: bad, message: { text: 'where is my chat?' } });
   });
 
   it('tells the sender of a message that could not be handled, once it is set aside', async () => {
@@ -91,6 +91,6 @@ describe('a Telegram bot with one bad update', () => {
     telegram.pushUpdate({ message: { message_id: 7, date: 0, ...user(44), text: '/odd', entities: 5 } });
     telegram.pushMessage({ ...user(43), text: 'me next' });
     await waitUntil(() => sendsTo('43').length > 0 && sendsTo('44').length > 0);
-    expect(sendsTo('44')[0].params).toMatchObject({ text: SET_ASIDE_REPLY, reply_parameters: { message_id: 7 } });
+    expect(sendsTo('44')[0]!.params).toMatchObject({ text: SET_ASIDE_REPLY, reply_parameters: { message_id: 7 } });
   });
 });

@@ -76,7 +76,7 @@ describe('ingest refusals', () => {
     expect(refusals.map((n) => n.replyTo).sort()).toEqual(messages.slice(2).map((m) => m.platformMessageId).sort());
     for (const notice of refusals) expect(notice).toMatchObject({ kind: 'notice', chatId: '42', text: expect.stringMatching(/faster than 2 a minute.*50 s/) });
     // A re-delivery of a refused message is answered once.
-    expect(await ingest.handle(messages[4])).toBe('rate_limited');
+    expect(await ingest.handle(messages[4]!)).toBe('rate_limited');
     expect(await notices()).toHaveLength(3);
   });
 

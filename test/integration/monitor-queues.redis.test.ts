@@ -64,7 +64,7 @@ describe('monitor with BullMQ queues', () => {
 
   it('refuses a forged write: a cross-origin text/plain POST with the cookie adds no job; a same-origin JSON one does', async () => {
     const login = await fetch(`${base}/admin/queues?token=${TOKEN}`, { redirect: 'manual' });
-    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
     const add = `${base}/admin/queues/api/queues/turns/add`;
     const body = JSON.stringify({ name: 'forged', data: { sessionId: 'web:victim' } });
     const before = await queue.getJobCountByTypes('waiting');
