@@ -1,4 +1,4 @@
-import type { ChannelName, InboundMessage } from '../src/core/inbound.js';
+import type { ChannelName, InboundMessage, InboundVerdict } from '../src/core/inbound.js';
 import { classifyFailure, isRetryableKind, type FailureKind, type RemoteFailure } from '../src/core/retry.js';
 import { ChannelError } from '../src/errors.js';
 
@@ -52,9 +52,10 @@ export interface SentMessage {
 /**
  * Called by an adapter for every normalised incoming message. The adapter treats the platform
  * update as handled only once the returned promise resolves; a rejection means "not handled"
- * (Telegram re-delivers it; the web API answers 503 so the client retries).
+ * (Telegram re-delivers it; the web API answers 503 so the client retries). The gateway resolves
+ * with its verdict, which an adapter that answers refusals itself (`refusalsAnswered`) shows.
  */
-export type InboundHandler = (message: InboundMessage) => Promise<void>;
+export type InboundHandler = (message: InboundMessage) => Promise<InboundVerdict | void>;
 
 /**
  * A chat platform connection. Adapters normalise platform updates into `InboundMessage`s and

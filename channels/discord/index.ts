@@ -8,7 +8,7 @@ import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
-import { UNSUPPORTED_ATTACHMENT_REPLY, toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
+import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */
 export const DEFAULT_DISCORD_COMMANDS: readonly string[] = ['usage', 'status', 'compact', 'reset', 'pins', 'help'];
@@ -187,10 +187,7 @@ async function handleMessage(message: Message, client: Client, onMessage: Inboun
   }
   const target = { chatId: message.channelId, replyTo: message.id };
   try {
-    if (translated.kind === 'unsupported') {
-      await sendDiscordText(client.rest, target, { text: UNSUPPORTED_ATTACHMENT_REPLY, mode: 'plain' });
-      return;
-    }
+    // Attachments the bot cannot read go to the gateway too: its answer is queued like every reply.
     await onMessage(translated.message);
   } catch (err) {
     log.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');

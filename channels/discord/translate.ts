@@ -2,7 +2,7 @@
  * Discord message → InboundMessage. Pure: works on a plain {@link DiscordMessageLike} that the
  * adapter extracts from a discord.js Message, so it is table-testable without discord.js.
  */
-import type { Attachment, InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
 
 /** When the bot answers in guild channels: only when mentioned or replied to (`mention`), or always. */
 export type GuildTrigger = 'mention' | 'always';
@@ -28,8 +28,8 @@ export interface DiscordMessageLike {
 /** The outcome of translating one Discord message. */
 export type DiscordTranslation =
   | { kind: 'message'; message: InboundMessage }
-  /** Only media the bot cannot read, addressed to it: answer with {@link UNSUPPORTED_ATTACHMENT_REPLY}. */
-  | { kind: 'unsupported'; channelId: string; messageId: string }
+  /** Only media the bot cannot read, addressed to it: a message without text whose `unsupportedReply` the gateway sends. */
+  | { kind: 'unsupported'; message: InboundMessage }
   | { kind: 'ignore'; reason: string };
 
 /** The short reply to attachments without text. */
@@ -53,10 +53,7 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
     message.repliedToUserId === botId ||
     (command !== undefined && options.commandNames.includes(command));
   if (!addressed) return { kind: 'ignore', reason: 'guild message not addressed to the bot' };
-  if (text === '') {
-    if (message.attachments.length > 0) return { kind: 'unsupported', channelId: message.channelId, messageId: message.id };
-    return { kind: 'ignore', reason: 'no text' };
-  }
+  if (text === '' && message.attachments.length === 0) return { kind: 'ignore', reason: 'no text' };
   const inThread = message.threadParentId !== undefined;
   const inbound: InboundMessage = {
     id: `discord:${message.channelId}:${message.id}`,
@@ -72,7 +69,8 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
   };
   if (inThread) inbound.threadId = message.channelId;
   if (message.referenceMessageId !== undefined) inbound.replyTo = message.referenceMessageId;
-  return { kind: 'message', message: inbound };
+  if (text === '') return { kind: 'unsupported', message: toWellFormedInbound({ ...inbound, attachments: [], unsupportedReply: UNSUPPORTED_ATTACHMENT_REPLY }) };
+  return { kind: 'message', message: toWellFormedInbound(inbound) };
 }
 
 function toAttachment(attachment: DiscordMessageLike['attachments'][number]): Attachment {

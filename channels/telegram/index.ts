@@ -2,7 +2,11 @@
  * The Telegram channel (grammY): long polling by default, webhook mode when a public URL is
  * configured. An update counts as handled only when `onMessage` resolved: in polling mode the
  * offset is not advanced past a failed update, so Telegram re-delivers it; in webhook mode the
- * handler answers 500, so Telegram retries the webhook.
+ * handler answers 500, so Telegram retries the webhook. An update that failed `maxUpdateAttempts`
+ * times (malformed, or its handling throws) is set aside (`deps.setAside`: a dead letter) and the
+ * bot goes on with the next: one bad update never stalls every chat. Nothing is sent from inside
+ * an update handler (media the bot cannot read goes to the gateway, which answers through the
+ * outbound queue like every reply).
  */
 import { Bot, webhookCallback, type Context as GrammyContext } from 'grammy';
 import type { BotCommand, Update } from 'grammy/types';
@@ -11,7 +15,10 @@ import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
-import { UNSUPPORTED_MEDIA_REPLY, toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
+import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
+import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
+
+export type { SetAsideUpdate };
 
 /** The chat commands registered with setMyCommands by default. */
 export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = [
@@ -43,6 +50,19 @@ export interface TelegramChannelOptions {
   commands?: readonly BotCommand[];
   /** Renewal period of the typing indicator, in ms. Default 4000 (it fades after 5 s). */
   typingIntervalMs?: number;
+  /** Tries of one update before it is set aside and the bot goes on. Default 3. */
+  maxUpdateAttempts?: number;
+}
+
+/** What the Telegram channel needs from its host. */
+export interface TelegramChannelDeps {
+  log?: Logger;
+  /**
+   * Keeps an update that kept failing (e.g. a dead-letter list in Redis); the bot moves past it
+   * once this resolves, and tries the update again when it rejects (nothing is lost while Redis
+   * is down). Default: logged at error and skipped.
+   */
+  setAside?: (update: SetAsideUpdate) => Promise<void>;
 }
 
 /** Resolved {@link TelegramChannelOptions}. */
@@ -65,10 +85,11 @@ const DEFAULTS = {
   redeliveryDelayMs: 1_000,
   commands: DEFAULT_TELEGRAM_COMMANDS,
   typingIntervalMs: 4_000,
+  maxUpdateAttempts: 3,
 } satisfies Omit<ResolvedTelegramChannelOptions, 'token'>;
 
 /** Creates the Telegram channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
-export function createTelegramChannel(deps: { log?: Logger } = {}, options: TelegramChannelOptions): TelegramChannel {
+export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: TelegramChannelOptions): TelegramChannel {
   const resolved: ResolvedTelegramChannelOptions = { ...DEFAULTS, ...options };
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'telegram' });
@@ -76,6 +97,7 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
   // No retries inside a Bot API call: a failed send surfaces at once as a classified ChannelError and
   // the outbound job is the one retry layer (a rate-limited reply waits as a delayed job, not here).
   const state: ChannelState = {};
+  const failures = createFailureTracker({ setAside: deps.setAside, tell: (message) => state.onMessage?.(message) ?? Promise.resolve(), log }, resolved.maxUpdateAttempts);
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
 
@@ -91,7 +113,7 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
     },
     async start(onMessage) {
       state.onMessage = onMessage;
-      await startBot(bot, mode, resolved, state, log);
+      await startBot(bot, mode, resolved, state, { log, failures });
     },
     async stop() {
       const poller = state.poller;
@@ -106,7 +128,7 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
       await sendTelegramTyping(bot.api, target);
     },
     webhookHandler() {
-      return createWebhookHandler(bot, mode, resolved, log);
+      return createWebhookHandler(bot, mode, resolved, { log, failures });
     },
   };
 }
@@ -114,7 +136,8 @@ export function createTelegramChannel(deps: { log?: Logger } = {}, options: Tele
 type ChannelState = { onMessage?: InboundHandler; identity?: TelegramBotIdentity; poller?: Poller };
 
 /** getMe, setMyCommands, then setWebhook (webhook mode) or deleteWebhook and polling. `@throws` ChannelError. */
-async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, state: ChannelState, log: Logger): Promise<void> {
+async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, state: ChannelState, deps: PollDeps): Promise<void> {
+  const log = deps.log;
   try {
     await bot.init();
     state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
@@ -123,7 +146,7 @@ async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: Resolv
       await bot.api.setWebhook(options.webhookUrl!, { secret_token: options.webhookSecret, allowed_updates: ['message'] });
     } else {
       await bot.api.deleteWebhook();
-      state.poller = startPolling(bot, options, log);
+      state.poller = startPolling(bot, options, deps);
     }
   } catch (err) {
     throw toTelegramChannelError(err, 'start');
@@ -131,15 +154,20 @@ async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: Resolv
   log.info({ mode, username: state.identity.username }, 'telegram channel started');
 }
 
-/** The webhook endpoint: 401 on a wrong secret, 500 when the update was not handled, 404 in polling mode. */
-function createWebhookHandler(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, log: Logger): (c: HonoContext) => Promise<Response> {
+/**
+ * The webhook endpoint: 401 on a wrong secret, 500 when the update was not handled (200 once it
+ * was set aside after `maxUpdateAttempts`), 404 in polling mode.
+ */
+function createWebhookHandler(bot: Bot, mode: TelegramChannel['mode'], options: ResolvedTelegramChannelOptions, deps: PollDeps): (c: HonoContext) => Promise<Response> {
   if (mode !== 'webhook') return async (c) => c.json({ ok: false, error: 'telegram runs in polling mode' }, 404);
   const callback = webhookCallback(bot, 'hono', { secretToken: options.webhookSecret, onTimeout: 'throw', timeoutMilliseconds: 55_000 });
   return async (c) => {
     try {
       return await callback(c);
     } catch (err) {
-      log.warn({ err: toTelegramChannelError(err, 'webhook') }, 'webhook update not handled; Telegram will retry');
+      const update = (await c.req.json().catch(() => undefined)) as Update | undefined;
+      if (update && typeof update.update_id === 'number' && (await deps.failures.failed(update, err))) return c.json({ ok: true });
+      deps.log.warn({ err: toTelegramChannelError(err, 'webhook') }, 'webhook update not handled; Telegram will retry');
       return c.json({ ok: false }, 500);
     }
   };
@@ -152,7 +180,12 @@ interface Poller {
   stop(): Promise<void>;
 }
 
-/** Runs `message` updates through translate → onMessage (or the unsupported-media reply). */
+interface PollDeps {
+  log: Logger;
+  failures: FailureTracker;
+}
+
+/** Runs `message` updates through translate → onMessage (media the bot cannot read included). */
 async function handleMessage(ctx: GrammyContext, state: ChannelState, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
   const message = ctx.message;
   if (!message || !state.identity) return;
@@ -161,11 +194,7 @@ async function handleMessage(ctx: GrammyContext, state: ChannelState, options: R
     log.debug({ chatId: message.chat.id, reason: translated.reason }, 'update ignored');
     return;
   }
-  if (translated.kind === 'unsupported') {
-    const target = { chatId: translated.chatId, threadId: translated.threadId, replyTo: String(translated.messageId) };
-    await sendTelegramText(ctx.api, target, { text: UNSUPPORTED_MEDIA_REPLY, mode: 'plain' });
-    return;
-  }
+  // Media the bot cannot read goes to the gateway too: its answer is queued like every reply, never sent from here.
   const onMessage = state.onMessage;
   if (!onMessage) throw new ChannelError('telegram update arrived while the channel is stopped', { retryable: true, code: CHANNEL_ERROR_CODES.notStarted });
   await onMessage(translated.message);
@@ -175,7 +204,8 @@ async function handleMessage(ctx: GrammyContext, state: ChannelState, options: R
  * Long polling that confirms an update only after it was handled: on a failure the offset stays
  * at the failed update, which getUpdates returns again after `redeliveryDelayMs`.
  */
-function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, log: Logger): Poller {
+function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: PollDeps): Poller {
+  const log = deps.log;
   const abort = new AbortController();
   let offset = 0;
   const wait = (ms: number): Promise<void> => new Promise((resolve) => {
@@ -195,8 +225,9 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, log: Lo
         await wait(error.retryAfterMs ?? options.redeliveryDelayMs);
         continue;
       }
-      offset = await handleBatch(bot, updates, offset, log);
-      if (updates.length > 0 && offset <= updates[updates.length - 1].update_id) await wait(options.redeliveryDelayMs);
+      offset = await handleBatch(bot, updates, offset, deps.failures);
+      const last = updates.at(-1);
+      if (last !== undefined && offset <= last.update_id) await wait(options.redeliveryDelayMs);
     }
   };
   const running = loop().catch((err: unknown) => log.error({ err }, 'polling stopped'));
@@ -210,15 +241,14 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, log: Lo
   };
 }
 
-/** Handles updates in order; returns the new offset (stops at the first failure). */
-async function handleBatch(bot: Bot, updates: Update[], offset: number, log: Logger): Promise<number> {
+/** Handles updates in order; returns the new offset (stops at the first failure not yet set aside). */
+async function handleBatch(bot: Bot, updates: Update[], offset: number, failures: FailureTracker): Promise<number> {
   for (const update of updates) {
     try {
       await bot.handleUpdate(update);
+      failures.handled(update.update_id);
     } catch (err) {
-      const cause = err instanceof Error && 'error' in err ? (err as { error: unknown }).error : err;
-      log.warn({ err: cause, updateId: update.update_id }, 'update not handled; Telegram will re-deliver it');
-      return update.update_id;
+      if (!(await failures.failed(update, err))) return update.update_id;
     }
     offset = update.update_id + 1;
   }
@@ -231,6 +261,7 @@ function validate(options: ResolvedTelegramChannelOptions): void {
   if (options.webhookUrl !== undefined && !options.webhookSecret) issues.push('`webhookSecret` is required with `webhookUrl`');
   if (options.webhookSecret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(options.webhookSecret)) issues.push('`webhookSecret` must be 1–256 characters of A-Z, a-z, 0-9, _ and -');
   if (!(options.pollTimeoutSeconds >= 0)) issues.push(`\`pollTimeoutSeconds\` must be ≥ 0 (got ${options.pollTimeoutSeconds})`);
+  if (!(Number.isInteger(options.maxUpdateAttempts) && options.maxUpdateAttempts >= 1)) issues.push(`\`maxUpdateAttempts\` must be an integer ≥ 1 (got ${options.maxUpdateAttempts})`);
   if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
   if (issues.length > 0) throw new ChannelError(`invalid telegram options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
 }

@@ -2,7 +2,7 @@
  * Telegram message → InboundMessage. Pure: no network, no grammY runtime (types only).
  */
 import type { Message, MessageEntity } from 'grammy/types';
-import type { Attachment, InboundMessage } from '../../src/core/inbound.js';
+import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
 
 /** When the bot answers in groups: only when mentioned, replied to or commanded (`mention`), or always. */
 export type GroupTrigger = 'mention' | 'always';
@@ -16,8 +16,8 @@ export interface TelegramBotIdentity {
 /** The outcome of translating one Telegram message. */
 export type TelegramTranslation =
   | { kind: 'message'; message: InboundMessage }
-  /** Media the bot cannot read, addressed to it: answer with {@link UNSUPPORTED_MEDIA_REPLY}. */
-  | { kind: 'unsupported'; chatId: string; threadId?: string; messageId: number }
+  /** Media the bot cannot read, addressed to it: a message without text whose `unsupportedReply` the gateway sends. */
+  | { kind: 'unsupported'; message: InboundMessage }
   | { kind: 'ignore'; reason: string };
 
 /** The short reply to media the bot cannot read. */
@@ -29,7 +29,7 @@ const UNSUPPORTED_KEYS = ['document', 'audio', 'video', 'voice', 'video_note', '
  * Translates a Telegram message. Private chats always reach the bot; in groups, with trigger
  * `mention`, only messages that mention the bot, reply to it or are commands do. A photo with a
  * caption becomes its caption (the photo is listed as an attachment); other media get
- * `unsupported`. Bot mentions and `@botname` command suffixes are removed from the text.
+ * `unsupported`, a message without text carrying {@link UNSUPPORTED_MEDIA_REPLY}. Bot mentions and `@botname` command suffixes are removed from the text.
  */
 export function toInboundMessage(message: Message, bot: TelegramBotIdentity, options: { groupTrigger: GroupTrigger; receivedAt: number }): TelegramTranslation {
   if (!message.from || message.from.is_bot) return { kind: 'ignore', reason: 'not from a user' };
@@ -46,9 +46,8 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
   const threadId = message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
   const chatId = String(message.chat.id);
   const unsupported = message.photo ? message.caption === undefined : UNSUPPORTED_KEYS.some((key) => key in message);
-  if (unsupported) return { kind: 'unsupported', chatId, threadId, messageId: message.message_id };
-  const text = cleanText(rawText, bot.username);
-  if (text === '') return { kind: 'ignore', reason: 'no text' };
+  const text = unsupported ? '' : cleanText(rawText, bot.username);
+  if (!unsupported && text === '') return { kind: 'ignore', reason: 'no text' };
   const inbound: InboundMessage = {
     id: `telegram:${chatId}:${message.message_id}`,
     channel: 'telegram',
@@ -65,14 +64,15 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
   const replyTo = message.reply_to_message?.message_id;
   // In forum topics every message "replies" to the topic's creation message: not a real reply.
   if (replyTo !== undefined && String(replyTo) !== threadId) inbound.replyTo = String(replyTo);
-  return { kind: 'message', message: inbound };
+  if (unsupported) return { kind: 'unsupported', message: toWellFormedInbound({ ...inbound, attachments: [], unsupportedReply: UNSUPPORTED_MEDIA_REPLY }) };
+  return { kind: 'message', message: toWellFormedInbound(inbound) };
 }
 
 /** The bot command starting the text (`/usage@bot args`), with its `@target`, if any. */
 function leadingCommand(text: string, entities: MessageEntity[]): { name: string; target?: string } | undefined {
   const entity = entities.find((e) => e.type === 'bot_command' && e.offset === 0);
   if (!entity) return undefined;
-  const [name, target] = text.slice(1, entity.length).split('@');
+  const [name = '', target] = text.slice(1, entity.length).split('@');
   return { name, target };
 }
 
@@ -101,7 +101,6 @@ function cleanText(text: string, username: string): string {
 }
 
 function photoAttachments(message: Message): Attachment[] {
-  if (!message.photo || message.photo.length === 0) return [];
-  const largest = message.photo[message.photo.length - 1];
-  return [{ kind: 'photo', ref: largest.file_id }];
+  const largest = message.photo?.at(-1);
+  return largest ? [{ kind: 'photo', ref: largest.file_id }] : [];
 }

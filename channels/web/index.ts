@@ -8,8 +8,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
-import { randomUUID } from 'node:crypto';
-import type { InboundMessage } from '../../src/core/inbound.js';
+import { isCrossSiteWrite } from '../../src/core/request-origin.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
@@ -17,6 +16,7 @@ import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
 import { renderChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
+import { ID_RE, postMessage } from './post-message.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
 
 /** Options of {@link createWebChannel}. */
@@ -66,6 +66,8 @@ export interface WebChannel extends Channel {
   readonly name: 'web';
   /** Routes: GET /chat, POST /api/chat/:id/messages, GET /api/chat/:id/messages, GET /api/chat/:id/events. */
   readonly app: Hono;
+  /** Reads waiting for a reply right now: long polls, and SSE streams between replies. */
+  waitingReads(): number;
 }
 
 const DEFAULTS = {
@@ -82,7 +84,6 @@ const DEFAULTS = {
   maxConversations: 10_000,
 } satisfies ResolvedWebChannelOptions;
 
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Creates the web chat channel. */
 export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelOptions = {}): WebChannel {
@@ -101,6 +102,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     formatting: 'markdown',
     typingIntervalMs: resolved.typingIntervalMs,
     app,
+    waitingReads: () => store.waiting(),
     async start(onMessage) {
       state.onMessage = onMessage;
     },
@@ -131,6 +133,11 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
     app.use('/chat', guard);
     app.use('/api/chat/*', guard);
   }
+  // Without a guard too: a page on another site may not post into a conversation.
+  app.use('/api/chat/*', async (c, next) => {
+    const request = { method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site') };
+    return isCrossSiteWrite(request) ? c.json({ error: 'forbidden: cross-site request refused' }, 403) : next();
+  });
   app.get('/chat', (c) => c.html(page));
   app.use('/api/chat/:conversationId/*', async (c, next) => {
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
@@ -141,41 +148,6 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
   return app;
-}
-
-/** POST /api/chat/:id/messages — 202 once the message is accepted, 503 when it could not be. */
-async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
-  const conversationId = c.req.param('conversationId')!;
-  // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
-  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
-    return c.json({ error: 'send the message as `Content-Type: application/json`' }, 415);
-  }
-  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  const text = typeof body?.text === 'string' ? body.text.trim() : '';
-  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
-  const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
-  const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
-  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? body.userName.trim().slice(0, 64) : 'web user';
-  const message: InboundMessage = {
-    id: `web:${conversationId}:${clientMessageId}`,
-    channel: 'web',
-    chatId: conversationId,
-    userId,
-    userName,
-    text,
-    attachments: [],
-    platformMessageId: clientMessageId,
-    chatType: 'private',
-    receivedAt: Date.now(),
-  };
-  if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
-  try {
-    await onMessage(message);
-  } catch (err) {
-    log.warn({ err, conversationId }, 'web message not accepted');
-    return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);
-  }
-  return c.json({ id: message.id, accepted: true }, 202);
 }
 
 /** GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one if none. */

@@ -37,6 +37,7 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
   .msg.user { align-self: flex-end; background: var(--me); }
   .msg.bot { align-self: flex-start; background: var(--bot); }
   .msg.failed { outline: 2px solid #d33; }
+  .msg .note { display: block; margin-top: 4px; font-size: 12px; color: #d33; }
   .msg code { background: #8882; padding: 0 3px; border-radius: 4px; font-size: 90%; }
   .msg pre { background: #8882; padding: 8px; border-radius: 6px; overflow-x: auto; margin: 6px 0; white-space: pre; }
   #typing { min-height: 20px; padding: 0 16px; font-size: 12px; color: var(--muted); }
@@ -118,16 +119,30 @@ export function renderChatPage(options: ChatPageOptions = {}): string {
     clearTimeout(typingTimer);
     typingTimer = setTimeout(() => { $('typing').textContent = ''; }, 6000);
   }
+  function mark(el, note) {
+    let span = el.querySelector('.note');
+    if (!note) { el.classList.remove('failed'); el.title = ''; if (span) span.remove(); return; }
+    if (!span) { span = document.createElement('span'); span.className = 'note'; el.appendChild(span); }
+    el.classList.add('failed');
+    span.textContent = note;
+    el.title = note;
+  }
   async function post(text, clientMessageId, el) {
+    const retry = () => { el.onclick = null; post(text, clientMessageId, el); };
     try {
       const res = await fetch(base + '/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, clientMessageId, userId }) });
-      if (!res.ok) throw new Error((await res.json().catch(() => ({}))).error || res.statusText);
-      el.classList.remove('failed');
-      el.title = '';
+      const body = await res.json().catch(() => ({}));
+      if (res.status === 429 || res.status === 413 || res.status === 403) {
+        // Refused, not lost: the reason stays under the message; a rate-limited one can be sent again.
+        mark(el, 'Not sent: ' + (body.error || res.statusText) + (res.status === 429 ? ' Click to send again.' : ''));
+        if (res.status === 429) el.onclick = retry;
+        return;
+      }
+      if (!res.ok) throw new Error(body.error || res.statusText);
+      mark(el, '');
     } catch (err) {
-      el.classList.add('failed');
-      el.title = 'Not sent (' + err.message + '). Click to retry.';
-      el.onclick = () => { el.onclick = null; post(text, clientMessageId, el); };
+      mark(el, 'Not sent (' + err.message + '). Click to retry.');
+      el.onclick = retry;
     }
   }
   function subscribe() {

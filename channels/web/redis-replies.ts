@@ -2,16 +2,21 @@
  * The Redis-backed web chat reply store: one stream per conversation (`XADD … MAXLEN ~ <buffer>`,
  * TTL refreshed on every write), whose stream ids are the clients' cursors. Stream ids increase
  * across processes and restarts, so any gateway can deliver a reply, every gateway's long polls and
- * SSE streams see it, and a cursor survives a restart. Waits are `XREAD BLOCK` on a connection
- * duplicated for the wait (a blocked connection serves nothing else; named `<prefix>web-wait` in
- * CLIENT LIST) and closed after it. Typing
- * hints stay in the process (every gateway receives the workers' turn signals and types on its own).
+ * SSE streams see it, and a cursor survives a restart.
+ *
+ * Waiting readers share one connection per store: every append publishes the conversation id on
+ * `<prefix>web-replies` right after its script, and one subscriber connection (named
+ * `<prefix>web-wait` in CLIENT LIST) wakes the waiting reads of that conversation, which then read
+ * the stream again — 1,000 long polls cost one connection, not 1,000. A wake-up lost (a crash
+ * between the append and its publish) costs a reader at most its wait: it reads again after it.
+ * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
-import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
-import { DEFAULT_KEY_PREFIX, webConversationKey } from '../../src/redis/keys.js';
+import type { RedisClient } from '../../src/redis/client.js';
+import { DEFAULT_KEY_PREFIX, webConversationKey, webRepliesChannel } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyHint, ReplyPage, ReplyStore } from './reply-store.js';
+import { ReplyWakeups } from './reply-wakeups.js';
 
 /** What {@link createRedisReplyStore} needs. */
 export interface RedisReplyStoreDeps {
@@ -45,34 +50,34 @@ type XReadReply = Array<[string, StreamEntries]> | null;
 export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisReplyStoreOptions = {}): ReplyStore {
   const resolved = { ...DEFAULTS, ...options };
   const listeners = new Map<string, Set<(hint: ReplyHint) => void>>();
-  const waits = new Set<() => void>();
+  const wakeups = new ReplyWakeups(deps.redis, webRepliesChannel(resolved.keyPrefix), `${resolved.keyPrefix}web-wait`);
   const key = (conversationId: string): string => webConversationKey(conversationId, resolved.keyPrefix);
   const count = resolved.maxRepliesPerConversation;
+  const readNow = async (streamKey: string, from: string): Promise<XReadReply> => (await deps.redis.xread('COUNT', count, 'STREAMS', streamKey, from)) as XReadReply;
+
+  /** Reads the stream, waiting for a wake-up until `deadline` while it has nothing after `from`. */
+  const readOrWait = async (conversationId: string, streamKey: string, from: string, deadline: number, signal?: AbortSignal): Promise<XReadReply> => {
+    for (;;) {
+      // A wait is registered before the read that follows it: a reply appended in between wakes it.
+      const waits = Date.now() < deadline && !signal?.aborted && !wakeups.closed;
+      const wait = waits ? await wakeups.register(conversationId, deadline - Date.now(), signal) : undefined;
+      let result: XReadReply;
+      try {
+        result = await readNow(streamKey, from);
+      } catch (err) {
+        wait?.cancel();
+        throw err;
+      }
+      if (result || !wait) {
+        wait?.cancel();
+        return result;
+      }
+      if (!(await wait.woken)) return null;
+    }
+  };
 
   const hint = (conversationId: string, value: ReplyHint): void => {
     for (const listener of [...(listeners.get(conversationId) ?? [])]) listener(value);
-  };
-
-  /** `XREAD BLOCK` on its own connection; `[]` on timeout, abort or close. */
-  const blockingRead = async (streamKey: string, from: string, timeoutMs: number, signal?: AbortSignal): Promise<XReadReply> => {
-    const connection = duplicateRedis(deps.redis, { maxRetriesPerRequest: 1, connectionName: `${resolved.keyPrefix}web-wait` });
-    let ended = false;
-    const end = (): void => {
-      ended = true;
-      connection.disconnect();
-    };
-    waits.add(end);
-    signal?.addEventListener('abort', end);
-    try {
-      return (await connection.xread('COUNT', count, 'BLOCK', timeoutMs, 'STREAMS', streamKey, from)) as XReadReply;
-    } catch (err) {
-      if (ended) return null;
-      throw err;
-    } finally {
-      signal?.removeEventListener('abort', end);
-      waits.delete(end);
-      if (!ended) connection.disconnect();
-    }
   };
 
   return {
@@ -82,13 +87,15 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, ...(deliveryId ? { deliveryId } : {}) };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
+      // Wakes the conversation's waiting readers on every gateway (a retried delivery wakes them again).
+      // Best effort: a reader that misses it reads again when its wait ends.
+      await deps.redis.publish(webRepliesChannel(resolved.keyPrefix), conversationId).catch(() => undefined);
       return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
       const from = streamCursor(after);
-      let result = (await deps.redis.xread('COUNT', count, 'STREAMS', streamKey, from)) as XReadReply;
-      if (!result && options.timeoutMs > 0 && !options.signal?.aborted) result = await blockingRead(streamKey, from, options.timeoutMs, options.signal);
+      const result = await readOrWait(conversationId, streamKey, from, Date.now() + options.timeoutMs, options.signal);
       const replies = (result?.[0]?.[1] ?? []).map((entry) => toReply(conversationId, entry));
       return { replies, next: replies.at(-1)?.cursor ?? from };
     },
@@ -103,9 +110,10 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       };
     },
     closeAll() {
-      for (const end of [...waits]) end();
+      wakeups.close();
       for (const conversationId of [...listeners.keys()]) hint(conversationId, { type: 'closed' });
     },
+    waiting: () => wakeups.waiting(),
   };
 }
 

@@ -41,6 +41,8 @@ export interface ReplyStore {
   listen(conversationId: string, listener: (hint: ReplyHint) => void): () => void;
   /** Ends every wait and tells every hint listener the channel stopped. */
   closeAll(): void;
+  /** Reads waiting for a reply right now (long polls and SSE streams between replies). */
+  waiting(): number;
 }
 
 /** Whether `value` is a cursor of either store: `<epoch>:<seq>`, a bare `<seq>`, or a stream id `<ms>-<n>`. */
@@ -56,6 +58,7 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
     const replies = store.repliesAfter(conversationId, cursor);
     return { replies, next: store.cursorAfter(cursor, replies), epoch: store.epoch };
   };
+  let waiting = 0;
   return {
     async append(conversationId, text, format) {
       return store.append(conversationId, text, format);
@@ -63,11 +66,16 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
     async read(conversationId, after, options) {
       const ready = page(conversationId, after);
       if (ready.replies.length > 0 || options.timeoutMs <= 0 || options.signal?.aborted) return ready;
+      waiting++;
       await new Promise<void>((resolve) => {
+        let finished = false;
         const done = (): void => {
+          if (finished) return;
+          finished = true;
           clearTimeout(timer);
           unlisten();
           options.signal?.removeEventListener('abort', done);
+          waiting--;
           resolve();
         };
         const timer = setTimeout(done, options.timeoutMs);
@@ -85,5 +93,6 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
       });
     },
     closeAll: () => store.closeAll(),
+    waiting: () => waiting,
   };
 }

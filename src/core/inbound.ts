@@ -1,3 +1,5 @@
+import { toWellFormedText } from './text.js';
+
 /** The channels chatgate speaks. */
 export type ChannelName = 'telegram' | 'discord' | 'web';
 
@@ -39,6 +41,30 @@ export interface InboundMessage {
   chatType?: 'private' | 'group';
   /** ms since epoch, when the adapter received it. */
   receivedAt: number;
+  /**
+   * Only media the bot cannot read: the gateway answers with this text (a notice, through the
+   * outbound queue like every reply) and starts no turn. Adapters never send from an update handler.
+   */
+  unsupportedReply?: string;
+  /**
+   * The adapter shows refusals (denied, rate limit, size) to the sender itself, from the
+   * handler's {@link InboundVerdict} (the web chat answers 403/429/413): the gateway sends no notice.
+   */
+  refusalsAnswered?: boolean;
+  /** The sender's network address (web chat): the rate limit holds per address too. Never stored. */
+  clientAddress?: string;
+}
+
+/** How the gateway handled one inbound message. */
+export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported';
+
+/** The gateway's answer to one inbound message: what an adapter needs to show a refusal itself. */
+export interface InboundVerdict {
+  outcome: InboundOutcome;
+  /** For a refusal: what the sender is told, in their words. */
+  reason?: string;
+  /** For `rate_limited`: when the sender may send again, in ms. */
+  retryAfterMs?: number;
 }
 
 /** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */
@@ -69,4 +95,13 @@ export function sessionKeyOf(message: Pick<InboundMessage, 'channel' | 'chatId' 
   if (message.threadId) key += `:${message.threadId}`;
   if (groupMode === 'per-user' && message.chatType === 'group') key += `:u${message.userId}`;
   return key;
+}
+
+/**
+ * The message with every string in it well-formed (lone surrogates → U+FFFD): what every adapter
+ * hands the gateway, and what the inbox stores (Redis's Lua JSON decoder rejects the escape
+ * JSON.stringify writes for half an emoji).
+ */
+export function toWellFormedInbound<T extends InboundMessage>(message: T): T {
+  return JSON.parse(JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? toWellFormedText(value) : value))) as T;
 }

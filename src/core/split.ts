@@ -4,6 +4,8 @@
  * start of the next. Pure.
  */
 
+import { cutBefore, toWellFormedText, truncateText } from './text.js';
+
 /** How a limit is measured: UTF-16 code units (Telegram) or Unicode code points (Discord). */
 export type SplitUnit = 'utf16' | 'codepoints';
 
@@ -71,7 +73,8 @@ export function splitChunks(text: string, options: SplitOptions): SplitChunk[] {
     throw new RangeError(`\`limit\` must be an integer ≥ ${MIN_SPLIT_LIMIT} (got ${limit})`);
   }
   const splitter = new Splitter(limit, options.unit ?? 'utf16');
-  for (const line of text.split('\n')) splitter.addLine(line);
+  // Half an emoji (from a model answer) would make the platform refuse the whole chunk: U+FFFD instead.
+  for (const line of toWellFormedText(text).split('\n')) splitter.addLine(line);
   return splitter.finish();
 }
 
@@ -160,7 +163,7 @@ class Splitter {
     const keep = this.reopened === undefined ? 0 : 1;
     if (this.lines.length <= keep) return false;
     this.lines = this.lines.slice(0, keep);
-    this.size = keep === 1 ? measureText(this.lines[0], this.unit) : 0;
+    this.size = keep === 1 ? measureText(this.lines[0]!, this.unit) : 0; // keep ≤ lines.length
     return true;
   }
 
@@ -200,11 +203,11 @@ class Splitter {
 function nextFence(open: OpenFence | null, line: string): OpenFence | null {
   const match = FENCE_RE.exec(line);
   if (!match) return open;
-  const marker = match[1];
-  const info = match[2].trim();
+  const marker = match[1]!; // the regex's groups always match
+  const info = match[2]!.trim();
   if (open === null) {
     if (marker[0] === '`' && info.includes('`')) return null;
-    return { marker, reopenLine: marker + info.slice(0, MAX_REOPEN_INFO) };
+    return { marker, reopenLine: marker + truncateText(info, MAX_REOPEN_INFO) };
   }
   const closes = marker[0] === open.marker[0] && marker.length >= open.marker.length && info === '';
   return closes ? null : open;
@@ -212,7 +215,8 @@ function nextFence(open: OpenFence | null, line: string): OpenFence | null {
 
 /**
  * Cuts `line` into a first piece of at most `room` units and the remainder: at the last
- * whitespace when there is one in the second half, else a hard cut outside surrogate pairs.
+ * whitespace when there is one in the second half, else a hard cut outside surrogate pairs (and
+ * outside graphemes, see `cutBefore`).
  */
 function cutLine(line: string, room: number, unit: SplitUnit): [string, string] {
   let end = 0;
@@ -224,8 +228,10 @@ function cutLine(line: string, room: number, unit: SplitUnit): [string, string] 
     units += cost;
     end += step;
   }
-  if (end === 0) end = isPairAt(line, 0) ? 2 : 1;
   if (end >= line.length) return [line, ''];
+  // Back to a grapheme boundary (a flag, a ZWJ family) when one is near; a whole grapheme over the room is cut at a code point.
+  end = cutBefore(line, end) || end;
+  if (end === 0) end = isPairAt(line, 0) ? 2 : 1;
   const space = lastWhitespace(line, end);
   if (space > end / 2) return [line.slice(0, space), line.slice(space + 1)];
   return [line.slice(0, end), line.slice(end)];

@@ -1,11 +1,13 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import { createDiscordChannel } from '../../channels/discord/index.js';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
+import { createTelegramChannel, type SetAsideUpdate } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
+import { NOOP_METRICS, type Metrics } from '../metrics.js';
+import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
 import type { RedisClient } from '../redis/client.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
@@ -36,14 +38,20 @@ export interface ChannelsOptions {
  * no bot token is set, or whenever the HTTP server is bound to loopback. With `deps.redis`, the web
  * chat keeps its replies in Redis streams, so every gateway can serve it.
  */
-export function createChannels(deps: { logger: Logger; redis?: RedisClient }, options: ChannelsOptions): GatewayChannels {
+export function createChannels(deps: { logger: Logger; redis?: RedisClient; metrics?: Metrics }, options: ChannelsOptions): GatewayChannels {
   const { logger } = deps;
   const groupTrigger = options.groupTrigger ?? 'mention';
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
   if (options.telegram) {
     const { token, apiRoot, webhookUrl, webhookSecret } = options.telegram;
-    const telegram = createTelegramChannel({ log: logger }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
+    const redis = deps.redis;
+    // An update that keeps failing is kept in Redis (a dead letter) before the bot moves past it.
+    const setAside = redis ? async (entry: SetAsideUpdate) => {
+      await setAsideChannelUpdate(redis, entry, options.keyPrefix);
+      (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'telegram', outcome: 'set_aside' });
+    } : undefined;
+    const telegram = createTelegramChannel({ log: logger, setAside }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
     list.push(telegram);
     if (webhookUrl) {
       const path = new URL(webhookUrl).pathname;

@@ -139,7 +139,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
   });
-  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
+  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);
@@ -152,7 +152,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => closeServer(server));
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
-  const handle = (message: InboundMessage) => ingest.handle(message).then(() => undefined);
+  const handle = (message: InboundMessage) => ingest.receive(message);
   await startChannels(gatewayChannels.list, handle, channelsStatus, {
     timeoutMs: o.channelStartTimeoutMs, signal: deps.signal, onProgress: deps.onProgress, onStarting: (stop) => closers.push(stop),
   });

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import { parseCommand, type ChatCommand } from '../core/commands.js';
-import { sessionKeyOf, type AllowList, type ChannelName, type GroupSessionMode, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
+import { sessionKeyOf, toWellFormedInbound, type AllowList, type ChannelName, type GroupSessionMode, type InboundMessage, type InboundOutcome, type InboundVerdict, type OutboundMessage } from '../core/inbound.js';
+import { measureText } from '../core/split.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { replyJobId } from '../queue/names.js';
@@ -16,7 +17,7 @@ import { runCommand, type CommandDeps } from './commands.js';
 export type { AllowList };
 
 /** How the gateway handled one inbound message. */
-export type IngestOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command';
+export type IngestOutcome = InboundOutcome;
 
 /** What the ingest pipeline needs. */
 export interface IngestDeps {
@@ -60,6 +61,8 @@ export interface Ingest {
   handle(message: InboundMessage): Promise<IngestOutcome>;
   /** Resolves once the background work of accepted messages (hygiene, then their turn job) is done. */
   idle(): Promise<void>;
+  /** {@link Ingest.handle} with the whole verdict: a refusal's reason and, when rate-limited, its wait. */
+  receive(message: InboundMessage): Promise<InboundVerdict>;
 }
 
 const DAY_S = 86_400;
@@ -70,21 +73,20 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const now = deps.now ?? Date.now;
   const ttl = options.dedupeTtlSeconds ?? DAY_S;
   const ctx: Context = { deps, options, log, now, ttl, background: createBackgroundTasks() };
-  return {
-    idle: () => ctx.background.idle(),
-    async handle(message) {
-      const sessionId = sessionKeyOf(message, options.groupMode);
-      try {
-        const outcome = await route(ctx, message, sessionId);
-        (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: message.channel, outcome });
-        log.debug({ sessionId, channel: message.channel, outcome }, 'inbound handled');
-        return outcome;
-      } catch (err) {
-        log.error({ err, sessionId, channel: message.channel }, 'inbound message not handled');
-        throw err;
-      }
-    },
+  const receive = async (received: InboundMessage): Promise<InboundVerdict> => {
+    const message = toWellFormedInbound(received);
+    const sessionId = sessionKeyOf(message, options.groupMode);
+    try {
+      const verdict = await route(ctx, message, sessionId);
+      (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: message.channel, outcome: verdict.outcome });
+      log.debug({ sessionId, channel: message.channel, outcome: verdict.outcome }, 'inbound handled');
+      return verdict;
+    } catch (err) {
+      log.error({ err, sessionId, channel: message.channel }, 'inbound message not handled');
+      throw err;
+    }
   };
+  return { receive, handle: async (message) => (await receive(message)).outcome, idle: () => ctx.background.idle() };
 }
 
 interface Context {
@@ -118,20 +120,22 @@ function createBackgroundTasks(): BackgroundTasks {
   };
 }
 
-async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome> {
+async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<InboundVerdict> {
   const { deps, options } = ctx;
   const seen = seenKey(sessionId, message.id, options.keyPrefix);
-  if ((await deps.redis.exists(seen)) === 1) return duplicate(ctx, sessionId);
-  const refused = await admit(ctx, message, sessionId);
+  if ((await deps.redis.exists(seen)) === 1) return { outcome: await duplicate(ctx, sessionId) };
+  const command = message.unsupportedReply === undefined ? parseCommand(message.text) : null;
+  const refused = await admit(ctx, message, sessionId, command !== null);
   if (refused) return refused;
-  const command = parseCommand(message.text);
-  if (command) return answerCommand(ctx, message, sessionId, seen, command);
-  if (!(await acceptInbound(deps.redis, sessionId, message, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return duplicate(ctx, sessionId);
+  if (command) return { outcome: await answerCommand(ctx, message, sessionId, seen, command) };
+  if (message.unsupportedReply !== undefined) return { outcome: await answerUnsupported(ctx, message, sessionId, seen, message.unsupportedReply) };
+  const { clientAddress: _address, refusalsAnswered: _answered, ...stored } = message;
+  if (!(await acceptInbound(deps.redis, sessionId, stored, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return { outcome: await duplicate(ctx, sessionId) };
   // The message is durable now: the platform gets its acknowledgement at once. Hygiene runs after
   // it, one at a time per session, and the session's turn is enqueued after its hygiene; other
   // chats never wait for it. A crash in between is caught by the pending sweeper.
   ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message.channel));
-  return 'accepted';
+  return { outcome: 'accepted' };
 }
 
 async function hygieneThenTurn(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
@@ -148,35 +152,61 @@ async function duplicate(ctx: Context, sessionId: string): Promise<IngestOutcome
   return 'duplicate';
 }
 
-async function admit(ctx: Context, message: InboundMessage, sessionId: string): Promise<IngestOutcome | null> {
-  const { deps, options } = ctx;
-  if (!isAllowed(options.allow[message.channel], message.userId)) {
-    ctx.log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
-    if (message.chatType === 'group') return 'denied'; // silence in groups
-    const marker = deniedKey(message.channel, message.userId, options.keyPrefix);
-    if ((await deps.redis.set(marker, '1', 'EX', DAY_S, 'NX')) === null) return 'denied'; // told already today
-    try {
-      await notify(ctx, message, sessionId, `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`, 'denied');
-    } catch (err) {
-      await deps.redis.del(marker).catch(() => undefined);
-      throw err;
-    }
-    return 'denied';
-  }
-  if (options.rateLimitPerMinute > 0) {
-    const window = Math.floor(ctx.now() / 60_000);
-    const count = await countInWindow(deps.redis, rateLimitKey(message.channel, message.userId, window, options.keyPrefix), 120);
-    if (count > options.rateLimitPerMinute) {
-      const waitS = Math.ceil(((window + 1) * 60_000 - ctx.now()) / 1000);
-      if (count === options.rateLimitPerMinute + 1) await notify(ctx, message, sessionId, `You are sending messages faster than ${options.rateLimitPerMinute} a minute. Wait ${waitS} s, then send this one again.`, 'rate');
-      return 'rate_limited';
+/** Allow-list, rate limit (commands do not count) and size; a refusal is answered unless the adapter shows it. */
+async function admit(ctx: Context, message: InboundMessage, sessionId: string, isCommand: boolean): Promise<InboundVerdict | null> {
+  const { options } = ctx;
+  if (!isAllowed(options.allow[message.channel], message.userId)) return deny(ctx, message, sessionId);
+  if (options.rateLimitPerMinute > 0 && !isCommand) {
+    const retryAfterMs = await rateLimited(ctx, message);
+    if (retryAfterMs !== null) {
+      const reason = `You are sending messages faster than ${options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
+      await refuse(ctx, message, sessionId, reason, 'rate');
+      return { outcome: 'rate_limited', reason, retryAfterMs };
     }
   }
-  if (message.text.length > options.maxMessageChars) {
-    await notify(ctx, message, sessionId, `Your message has ${message.text.length.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`, 'size');
-    return 'too_long';
+  const chars = measureText(message.text, 'codepoints');
+  if (chars > options.maxMessageChars) {
+    const reason = `Your message has ${chars.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
+    await refuse(ctx, message, sessionId, reason, 'size');
+    return { outcome: 'too_long', reason };
   }
   return null;
+}
+
+/** An unlisted user: told once a day in private chats, never in groups. */
+async function deny(ctx: Context, message: InboundMessage, sessionId: string): Promise<InboundVerdict> {
+  const { deps, options } = ctx;
+  const reason = `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`;
+  ctx.log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
+  if (message.chatType === 'group' || message.refusalsAnswered) return { outcome: 'denied', reason }; // silence in groups
+  const marker = deniedKey(message.channel, message.userId, options.keyPrefix);
+  if ((await deps.redis.set(marker, '1', 'EX', DAY_S, 'NX')) === null) return { outcome: 'denied', reason }; // told already today
+  try {
+    await notify(ctx, message, sessionId, reason, 'denied');
+  } catch (err) {
+    await deps.redis.del(marker).catch(() => undefined);
+    throw err;
+  }
+  return { outcome: 'denied', reason };
+}
+
+/**
+ * Counts the message in its sender's window, and in its address's when the adapter knows it.
+ * @returns the wait until the window ends when over the limit, else null.
+ */
+async function rateLimited(ctx: Context, message: InboundMessage): Promise<number | null> {
+  const { deps, options } = ctx;
+  const window = Math.floor(ctx.now() / 60_000);
+  const senders = [message.userId, ...(message.clientAddress ? [`addr:${message.clientAddress}`] : [])];
+  const counts = await Promise.all(senders.map((sender) => countInWindow(deps.redis, rateLimitKey(message.channel, sender, window, options.keyPrefix), 120)));
+  if (counts.every((count) => count <= options.rateLimitPerMinute)) return null;
+  return (window + 1) * 60_000 - ctx.now();
+}
+
+/** Answers a refused message, quoting it (one notice per message, a re-delivery included), unless the adapter shows it. */
+async function refuse(ctx: Context, message: InboundMessage, sessionId: string, reason: string, tag: string): Promise<void> {
+  if (message.refusalsAnswered) return;
+  await notify(ctx, message, sessionId, reason, tag, true);
 }
 
 async function answerCommand(ctx: Context, message: InboundMessage, sessionId: string, seen: string, command: ChatCommand): Promise<IngestOutcome> {
@@ -203,6 +233,18 @@ async function answerCommand(ctx: Context, message: InboundMessage, sessionId: s
   }
 }
 
+/** Media the bot cannot read: the adapter's short answer, once per message, through the outbound queue. */
+async function answerUnsupported(ctx: Context, message: InboundMessage, sessionId: string, seen: string, reply: string): Promise<IngestOutcome> {
+  if ((await ctx.deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
+  try {
+    await notify(ctx, message, sessionId, reply, 'unsupported', true);
+  } catch (err) {
+    await ctx.deps.redis.del(seen).catch(() => undefined); // not answered: let the platform re-deliver it
+    throw err;
+  }
+  return 'unsupported';
+}
+
 async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
   try {
     const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
@@ -214,12 +256,13 @@ async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName)
   }
 }
 
-function notify(ctx: Context, message: InboundMessage, sessionId: string, text: string, tag: string) {
+function notify(ctx: Context, message: InboundMessage, sessionId: string, text: string, tag: string, quote = false) {
   const id = replyJobId([message.id, tag], 'notice');
   const notice: OutboundMessage = {
     id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice',
-    // In groups the answer quotes the message it answers, so everyone sees whose command it was.
-    ...(message.chatType === 'group' && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
+    // In groups the answer quotes the message it answers, so everyone sees whose command it was; a
+    // refusal always quotes the message it refuses.
+    ...((quote || message.chatType === 'group') && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
   };
   return enqueueOutbound(ctx.deps.outbound, notice);
 }

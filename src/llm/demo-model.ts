@@ -5,6 +5,7 @@ import { messageText, type ChatMessage, type ToolCall } from '../core/messages.j
 import { countMessageTokens, countTextTokens } from '../core/tokens.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import { SUMMARIZER_MARK, SUMMARY_SECTIONS } from './summarizer.js';
+import { truncateText } from '../core/text.js';
 
 /** Label on every answer of the demo model, so nobody mistakes it for a real LLM. */
 export const DEMO_LABEL = '[demo model]';
@@ -118,7 +119,7 @@ function toolFor(text: string, turn: number): ToolCall | null {
   const id = `call_demo_${turn}_${Date.now().toString(36)}`;
   const make = (name: string, args: object): ToolCall => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
   const remember = /^(?:please\s+)?remember(?:\s+that)?\s+(.+)$/i.exec(text);
-  if (remember) return make('remember', { key: noteKey(remember[1]!), note: remember[1]!.slice(0, 500) });
+  if (remember) return make('remember', { key: noteKey(remember[1]!), note: truncateText(remember[1]!, 500) });
   if (/\b(time|date|clock|today)\b/i.test(text)) return make('current_time', {});
   const expression = /(?:^|[^\w.])([-(]*\d[\d\s.+\-*/%^()]*[+\-*/%^][\d\s.+\-*/%^()]*\d\)*)/.exec(text);
   if (expression) return make('calculator', { expression: expression[1]!.trim() });
@@ -128,11 +129,11 @@ function toolFor(text: string, turn: number): ToolCall | null {
 function afterTools(messages: readonly ChatMessage[]): string {
   const results: string[] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) results.unshift(messageText(messages[i]!));
-  return `${DEMO_LABEL} The tool answered: ${results.map((r) => r.slice(0, 300)).join('; ')}. (A real model would now phrase this nicely.)`;
+  return `${DEMO_LABEL} The tool answered: ${results.map((r) => truncateText(r, 300)).join('; ')}. (A real model would now phrase this nicely.)`;
 }
 
 function smallTalk(text: string, turn: number, now: () => Date): string {
-  const echo = text.length > 0 ? `You said: "${text.slice(0, 200)}". ` : '';
+  const echo = text.length > 0 ? `You said: "${truncateText(text, 200)}". ` : '';
   // Three paragraphs (~250 tokens) a turn: the small demo window reaches the trigger after a handful of turns.
   const paragraphs = [0, 1, 2].map((k) => SMALL_TALK[(turn - 1 + k) % SMALL_TALK.length]);
   return `${echo}${paragraphs.join('\n\n')}\n\n(turn ${turn}, ${now().toISOString().slice(0, 10)})`;
@@ -144,13 +145,13 @@ function demoSummary(messages: readonly ChatMessage[]): string {
   const turns = between(prompt, '<new-turns>', '</new-turns>');
   const earlier = parseSections(between(prompt, '<previous-summary>', '</previous-summary>'));
   const asks = [...turns.matchAll(/^\[user\] (.*)$/gm)].map((m) => (m[1] ?? '').trim()).filter((s) => s.length > 0);
-  const tools = [...turns.matchAll(/calls\] (.*)$/gm)].map((m) => `called ${(m[1] ?? '').slice(0, 120)}`);
+  const tools = [...turns.matchAll(/calls\] (.*)$/gm)].map((m) => `called ${truncateText(m[1] ?? '', 120)}`);
   // Like a good summariser, it keeps what it was asked to keep (the engine's most salient facts), not every token.
   const mustKeep = /These identifiers must appear verbatim[^\n]*\n((?:- .*\n?)+)/.exec(prompt)?.[1] ?? '';
   const ids = mustKeep.split('\n').filter((line) => line.startsWith('- ')).map((line) => line.slice(2).trim());
   const focus = /^Focus especially on: (.*)$/m.exec(prompt)?.[1];
   const fresh: Record<string, string[]> = {
-    Goal: [asks.length > 0 ? `Latest request: "${asks[asks.length - 1]!.slice(0, 160)}"` : (earlier.Goal?.[0] ?? 'Continue the conversation.')],
+    Goal: [asks.length > 0 ? `Latest request: "${truncateText(asks[asks.length - 1]!, 160)}"` : (earlier.Goal?.[0] ?? 'Continue the conversation.')],
     'Constraints and preferences': focus ? [`Focus requested: ${focus}`] : [],
     'Completed actions': tools,
     'Active state': [`${asks.length} more user messages summarised${earlier.Goal ? ' (earlier summary updated)' : ''}.`],

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { isLoopbackHost } from '../core/hosts.js';
+import { hasJsonOrNoBody, isCrossSiteWrite, type RequestHeadersLike } from '../core/request-origin.js';
 
 /** Cookie that carries the monitor token for browser pages (dashboard, bull-board, web chat). */
 export const MONITOR_COOKIE = 'cg_monitor';
@@ -33,6 +34,11 @@ export interface MonitorAuthOptions {
 /**
  * Access guard of the HTTP server's private routes (the monitor, the web chat off loopback).
  *
+ * - **Writes, in every mode**: a state-changing request (not GET, HEAD or OPTIONS) that a browser
+ *   says comes from another origin (`Sec-Fetch-Site` other than `same-origin`/`none`, or an
+ *   `Origin` that is not this Host) gets 403; one with a body that is not `application/json` gets
+ *   415 (`text/plain`, forms and multipart are what a cross-site page can send without a preflight).
+ *
  * - **Open** (bound to loopback, and no token configured or `tokenOnLoopback: false`): only
  *   requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port) pass;
  *   others get 403 — a DNS-rebinding page cannot reach the server under its own name.
@@ -51,9 +57,12 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     expected !== undefined && presented !== undefined && timingSafeEqual(digest(presented), expected);
 
   return async (c, next) => {
-    // Open means no credential to forge, so a page on another site must not be able to write: the
-    // browser says where a request comes from (Sec-Fetch-Site, Origin); tools like curl send neither.
-    if (open && isLoopbackRequest(c) && isCrossSiteWrite(c)) return forbiddenCrossSite(c);
+    // In every mode (a cookie rides along with a forged request as well): a page on another site must
+    // not be able to write. The browser says where a request comes from (Sec-Fetch-Site, Origin);
+    // tools like curl send neither, and a cross-site page can send a body only as a "simple" type.
+    const request = requestHeadersOf(c);
+    if (isCrossSiteWrite(request)) return forbiddenCrossSite(c);
+    if (!hasJsonOrNoBody(request)) return unsupportedWriteType(c);
     if (open && isLoopbackRequest(c)) return next();
     if (open && !token) return forbiddenHost(c);
     const login = c.req.query('token');
@@ -77,25 +86,23 @@ export function createMonitorAuth(options: MonitorAuthOptions): MiddlewareHandle
 /** True when the `Host` the client asked for is a loopback name or address (any port). */
 export function isLoopbackRequestHost(hostHeader: string): boolean {
   const match = hostHeader.trim().match(/^\[([^\]]+)\](?::\d*)?$/) ?? hostHeader.trim().match(/^([^:[\]]+)(?::\d*)?$/);
-  return match !== null && isLoopbackHost(match[1]);
+  return match?.[1] !== undefined && isLoopbackHost(match[1]);
 }
 
 function isLoopbackRequest(c: Context): boolean {
   return isLoopbackRequestHost(c.req.header('host') ?? new URL(c.req.url).host);
 }
 
-/** True for a state-changing request that a browser says came from another site. */
-export function isCrossSiteWrite(c: Context): boolean {
-  if (c.req.method === 'GET' || c.req.method === 'HEAD' || c.req.method === 'OPTIONS') return false;
-  const site = c.req.header('sec-fetch-site');
-  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
-  const origin = c.req.header('origin');
-  if (origin === undefined) return false;
-  try {
-    return new URL(origin).host !== (c.req.header('host') ?? new URL(c.req.url).host);
-  } catch {
-    return true; // `Origin: null` (sandboxed or opaque): not this page
-  }
+/** The headers the origin and content-type checks read. */
+export function requestHeadersOf(c: Context): RequestHeadersLike {
+  return {
+    method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site'),
+    contentType: c.req.header('content-type'), contentLength: c.req.header('content-length'), transferEncoding: c.req.header('transfer-encoding'),
+  };
+}
+
+function unsupportedWriteType(c: Context): Response {
+  return c.json({ error: 'unsupported content type: send a state-changing request as `Content-Type: application/json` (or without a body)' }, 415);
 }
 
 function forbiddenCrossSite(c: Context): Response {

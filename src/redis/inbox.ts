@@ -1,4 +1,4 @@
-import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
+import { toWellFormedInbound, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { runScript, runScriptWithOptions } from './scripts.js';
@@ -20,7 +20,8 @@ export interface AcceptOptions {
 /**
  * Durably accepts an inbound message, the one way into an inbox: marks the session pending (the
  * sweeper enqueues its turn if the caller dies before doing so), then marks the message seen and
- * appends it to the inbox, atomically. The caller then enqueues the session's turn.
+ * appends it to the inbox, atomically. The caller then enqueues the session's turn. Every string
+ * is stored well-formed (half an emoji would be dead-lettered by the claim script's JSON decoder).
  * @returns false when the message was seen before (a re-delivery): nothing was appended.
  */
 export async function acceptInbound(redis: RedisClient, sessionId: string, message: InboundMessage, options: AcceptOptions): Promise<boolean> {
@@ -29,7 +30,7 @@ export async function acceptInbound(redis: RedisClient, sessionId: string, messa
   // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
   await redis.zadd(pendingIndexKey(options.keyPrefix), options.nowMs, sessionId);
   const ttlSeconds = options.dedupeTtlSeconds ?? DEFAULT_DEDUPE_TTL_SECONDS;
-  return Number(await runScriptWithOptions(redis, 'acceptInbound', [seen, keys.inbox], { ttlSeconds, seenValue: String(message.receivedAt) }, [JSON.stringify(message)])) === 1;
+  return Number(await runScriptWithOptions(redis, 'acceptInbound', [seen, keys.inbox], { ttlSeconds, seenValue: String(message.receivedAt) }, [JSON.stringify(toWellFormedInbound(message))])) === 1;
 }
 
 /**

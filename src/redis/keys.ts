@@ -110,3 +110,13 @@ export function outboundOrderKey(queuePrefix: string, outboundQueue: string, ses
 export function webConversationKey(conversationId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}web:{${conversationId}}:replies`;
 }
+
+/** List of a channel's platform updates that kept failing and were set aside (newest first). */
+export function channelDeadLetterKey(channel: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}channel:${channel}:set-aside`;
+}
+
+/** Pub/sub channel on which a web chat reply's conversation id is published when it is appended. */
+export function webRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}web-replies`;
+}

@@ -124,7 +124,7 @@ describe('gateway with Telegram', () => {
     expect(s.agentRequests()).toHaveLength(2);
   });
 
-  it('rate-limits a user with a clear reply, and answers /help and /pins', async () => {
+  it('rate-limits a user with a clear reply, and answers /help and /pins (which do not count)', async () => {
     const s = await start((request) => (request.messages.some((m) => m.role === 'tool')
       ? { content: 'Noted.' }
       : messageText(request.messages.at(-1)!).includes('remember')
@@ -137,6 +137,11 @@ describe('gateway with Telegram', () => {
     expect(texts().find((t) => t.includes('Notes'))).toContain('city: Ada lives in Lisbon');
     say('/help');
     await waitUntil(() => texts().some((t) => t.includes('/compact [focus]')));
+    for (const text of ['second', 'third']) {
+      const before = texts().length;
+      say(text);
+      await waitUntil(() => texts().length > before);
+    }
     say('one too many');
     await waitUntil(() => texts().some((t) => t.includes('faster than 3 a minute')));
     expect(s.agentRequests().some((r) => JSON.stringify(r.messages).includes('one too many'))).toBe(false);

@@ -20,6 +20,8 @@ describe('web chat in headless Chromium', () => {
   let page: Page;
   const inbound: InboundMessage[] = [];
   const waiters: Array<() => void> = [];
+  /** How many more posts the test's "gateway" refuses as rate-limited. */
+  let refuseNext = 0;
 
   /** The next message the page posts (the test plays the gateway and the bot). */
   async function nextInbound(count: number): Promise<InboundMessage> {
@@ -30,6 +32,10 @@ describe('web chat in headless Chromium', () => {
   beforeAll(async () => {
     channel = createWebChannel({}, { title: 'chatgate test' });
     await channel.start(async (message) => {
+      if (refuseNext > 0) {
+        refuseNext--;
+        return { outcome: 'rate_limited', reason: 'You are sending messages faster than 2 a minute, so this one was not read.', retryAfterMs: 30_000 };
+      }
       inbound.push(message);
       waiters.splice(0).forEach((wake) => wake());
     });
@@ -83,5 +89,18 @@ describe('web chat in headless Chromium', () => {
     await page.fill('#input', 'second message');
     await page.click('#send');
     expect(await nextInbound(2)).toMatchObject({ chatId: 'browser-test', text: 'second message', userId: inbound[0].userId });
+  });
+
+  it('marks a refused message under it with the reason, and sends it again on a click', async () => {
+    refuseNext = 1;
+    await page.fill('#input', 'one more, quickly');
+    await page.keyboard.press('Enter');
+    const refused = page.locator('.msg.user.failed', { hasText: 'one more, quickly' });
+    await refused.waitFor();
+    expect(await refused.locator('.note').textContent()).toBe('Not sent: You are sending messages faster than 2 a minute, so this one was not read. Click to send again.');
+    await refused.click();
+    expect(await nextInbound(3)).toMatchObject({ text: 'one more, quickly' });
+    await page.locator('.msg.user.failed').waitFor({ state: 'detached' });
+    expect(await page.locator('.msg.user .note').count()).toBe(0);
   });
 });

@@ -4,6 +4,8 @@
  * semantics (held until an update is pushed or the timeout passes; `offset` confirms), sendMessage
  * (validates Telegram HTML and the 4096 limit), sendChatAction, editMessageText, setMyCommands,
  * deleteWebhook, setWebhook. Records every call; can be told to fail the next calls of a method.
+ * Like the real Bot API, it answers 403 to any send into the chat of a user who blocked the bot,
+ * and 400 to a send into a forum topic that was deleted.
  */
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -34,6 +36,7 @@ export interface FakeTelegramOptions {
 
 const TELEGRAM_HTML_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span', 'tg-emoji']);
 const MAX_TEXT = 4096;
+const SEND_METHODS = new Set(['sendMessage', 'sendChatAction', 'editMessageText', 'sendMessageDraft']);
 
 /** The running fake; see the module comment. */
 export class FakeTelegramServer extends EventEmitter {
@@ -43,6 +46,8 @@ export class FakeTelegramServer extends EventEmitter {
   readonly botUsername: string;
   private readonly updates: Array<{ update_id: number } & Record<string, unknown>> = [];
   private readonly failures: Array<{ method: string; failure: TelegramFailure; when?: (params: Record<string, unknown>) => boolean }> = [];
+  private readonly blocked = new Set<string>();
+  private readonly deletedTopics = new Set<string>();
   private nextUpdateId = 1;
   private nextMessageId = 1000;
   private server!: Server;
@@ -97,6 +102,16 @@ export class FakeTelegramServer extends EventEmitter {
     for (let i = 0; i < (options.times ?? 1); i++) this.failures.push({ method, failure, when: options.when });
   }
 
+  /** The user of private chat `chatId` blocks the bot: every send into it answers 403 from now on. */
+  blockUser(chatId: number | string): void {
+    this.blocked.add(String(chatId));
+  }
+
+  /** The forum topic `threadId` of `chatId` is deleted: every send into it answers 400 from now on. */
+  deleteTopic(chatId: number | string, threadId: number | string): void {
+    this.deletedTopics.add(`${chatId}:${threadId}`);
+  }
+
   /** Recorded calls of `method`. */
   callsOf(method: string): TelegramCall[] {
     return this.calls.filter((call) => call.method === method);
@@ -139,6 +154,8 @@ export class FakeTelegramServer extends EventEmitter {
   }
 
   private answer(method: string, params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    const refused = this.refusedSend(method, params);
+    if (refused) return refused;
     switch (method) {
       case 'getMe':
         return { value: { id: this.botId, is_bot: true, first_name: 'Chatgate Test', username: this.botUsername, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } };
@@ -154,6 +171,17 @@ export class FakeTelegramServer extends EventEmitter {
       default:
         return { errorCode: 404, description: 'Not Found: method not found' };
     }
+  }
+
+  /** What the real Bot API answers to a send into a blocked chat or a deleted topic. */
+  private refusedSend(method: string, params: Record<string, unknown>): TelegramFailure | undefined {
+    if (!SEND_METHODS.has(method) || params.chat_id === undefined) return undefined;
+    const chatId = String(params.chat_id);
+    if (this.blocked.has(chatId)) return { errorCode: 403, description: 'Forbidden: bot was blocked by the user' };
+    if (params.message_thread_id !== undefined && this.deletedTopics.has(`${chatId}:${String(params.message_thread_id)}`)) {
+      return { errorCode: 400, description: 'Bad Request: message thread not found' };
+    }
+    return undefined;
   }
 
   private sendMessage(params: Record<string, unknown>): { value: unknown } | TelegramFailure {

@@ -84,14 +84,14 @@ describe('discord channel: gateway and inbound', () => {
     expect(received.find((m) => m.threadId)!.id).toBe(`discord:${IDS.thread}:${threadMessageId}`);
   });
 
-  it('ignores bots and answers attachments without text with what is supported', async () => {
-    const { onMessage, received } = inbox();
+  it('ignores bots and hands attachments without text to the gateway with the reply to give, sending nothing itself', async () => {
+    const { onMessage, received, next } = inbox();
     await startChannel(onMessage);
     fake.dispatchMessage({ where: 'dm', content: 'from a bot', author: { id: '5', username: 'other', bot: true } });
     fake.dispatchMessage({ where: 'dm', content: '', attachments: [{ filename: 'a.pdf', content_type: 'application/pdf' }] });
-    const sent = await fake.waitForCall('POST', messagesPath(IDS.dmChannel));
-    expect(sent.body).toMatchObject({ content: UNSUPPORTED_ATTACHMENT_REPLY });
-    expect(received).toEqual([]);
+    expect(await next()).toMatchObject({ channel: 'discord', chatId: IDS.dmChannel, text: '', unsupportedReply: UNSUPPORTED_ATTACHMENT_REPLY });
+    expect(received).toHaveLength(1);
+    expect(fake.callsOf('POST', messagesPath(IDS.dmChannel))).toEqual([]);
   });
 
   it('tells the user when a message could not be accepted', async () => {

@@ -61,4 +61,26 @@ describe('monitor with BullMQ queues', () => {
     expect(body.queues.map((q) => q.name)).toEqual(['turns']);
     expect(body.queues[0].counts.waiting).toBe(1);
   });
+
+  it('refuses a forged write: a cross-origin text/plain POST with the cookie adds no job; a same-origin JSON one does', async () => {
+    const login = await fetch(`${base}/admin/queues?token=${TOKEN}`, { redirect: 'manual' });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const add = `${base}/admin/queues/api/queues/turns/add`;
+    const body = JSON.stringify({ name: 'forged', data: { sessionId: 'web:victim' } });
+    const before = await queue.getJobCountByTypes('waiting');
+    const forged: Array<Record<string, string>> = [
+      { 'content-type': 'text/plain', origin: 'http://127.0.0.1:9999', 'sec-fetch-site': 'same-site' },
+      { 'content-type': 'text/plain', origin: 'http://127.0.0.1:9999' },
+      { 'content-type': 'text/plain' }, // no browser headers: still not JSON
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    ];
+    for (const headers of forged) {
+      const res = await fetch(add, { method: 'POST', headers: { cookie, ...headers }, body });
+      expect(res.status, JSON.stringify(headers)).toBe(headers.origin ? 403 : 415);
+    }
+    expect(await queue.getJobCountByTypes('waiting')).toBe(before);
+    const ok = await fetch(add, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: base, 'sec-fetch-site': 'same-origin' }, body });
+    expect(ok.status).toBe(200);
+    expect(await queue.getJobCountByTypes('waiting')).toBe(before + 1);
+  });
 });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { acceptInbound } from '../../src/redis/inbox.js';
+import { acceptInbound, claimInbox } from '../../src/redis/inbox.js';
 import { seenKey, type SessionKeys } from '../../src/redis/keys.js';
 import { acquireLease } from '../../src/redis/lease.js';
 import { runScript, runScriptWithOptions } from '../../src/redis/scripts.js';
@@ -79,5 +79,13 @@ describe('Lua scripts validate before they write', () => {
     } finally {
       other.disconnect();
     }
+  });
+
+  it('accepts half an emoji into the inbox as U+FFFD, so the claim never dead-letters it', async () => {
+    const half = { ...message, id: 'web:scripts:half', userName: 'Ann \ud83d', text: 'price \ud83d\ude00 and half \ude00' };
+    expect(await acceptInbound(t.redis, SESSION, half, { keyPrefix: t.keyPrefix, nowMs: 1 })).toBe(true);
+    const claimed = await claimInbox(t.redis, keys);
+    expect(claimed.map((m) => [m.userName, m.text])).toEqual([['Ann \ufffd', 'price 😀 and half \ufffd']]);
+    expect(await t.redis.llen(keys.failed)).toBe(0);
   });
 });

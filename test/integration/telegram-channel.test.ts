@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel, DEFAULT_TELEGRAM_COMMANDS, type TelegramChannel, type TelegramChannelOptions } from '../../channels/telegram/index.js';
+import { createTelegramChannel, DEFAULT_TELEGRAM_COMMANDS, type SetAsideUpdate, type TelegramChannel, type TelegramChannelOptions } from '../../channels/telegram/index.js';
+import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
@@ -91,13 +92,56 @@ describe('telegram channel: inbound', () => {
     expect(await next(2)).toMatchObject({ text: 'what is this?', attachments: [{ kind: 'photo', ref: 'large' }] });
   });
 
-  it('answers other media with what is supported, without emitting a message', async () => {
-    const { onMessage, received } = inbox();
+  it('hands media it cannot read to the gateway with the reply to give, sending nothing itself', async () => {
+    const { onMessage, next } = inbox();
     await startChannel(onMessage);
     const { messageId } = fake.pushMessage({ sticker: { file_id: 'st', file_unique_id: 'st', type: 'regular', width: 1, height: 1, is_animated: false, is_video: false } });
-    const sent = await fake.waitForCall('sendMessage');
-    expect(sent.params).toMatchObject({ chat_id: '42', text: UNSUPPORTED_MEDIA_REPLY, reply_parameters: { message_id: messageId } });
-    expect(received).toEqual([]);
+    expect(await next()).toMatchObject({ id: `telegram:42:${messageId}`, chatId: '42', platformMessageId: String(messageId), text: '', unsupportedReply: UNSUPPORTED_MEDIA_REPLY });
+    expect(fake.callsOf('sendMessage')).toEqual([]);
+  });
+
+  it('sets aside an update that keeps failing after a few tries, and polls on', async () => {
+    const setAside: SetAsideUpdate[] = [];
+    let attempts = 0;
+    const { onMessage, next } = inbox(async (message) => {
+      if (message.text === 'poison') {
+        attempts++;
+        throw new Error('handler exploded');
+      }
+    });
+    channel = createTelegramChannel({ setAside: async (entry) => { setAside.push(entry); } }, { token: fake.token, apiRoot: fake.apiRoot, redeliveryDelayMs: 20, maxUpdateAttempts: 3 });
+    await channel.start(onMessage);
+    const poison = fake.pushMessage({ text: 'poison' });
+    fake.pushMessage({ text: 'after the poison', from: { id: 43, is_bot: false, first_name: 'Bo' }, chat: { id: 43, type: 'private' } });
+    // Its sender is told through the gateway (a message without text carrying the reply), then polling goes on.
+    expect(await next()).toMatchObject({ id: `telegram:42:${poison.messageId}:set-aside`, chatId: '42', text: '', unsupportedReply: SET_ASIDE_REPLY, platformMessageId: String(poison.messageId) });
+    expect((await next()).text).toBe('after the poison');
+    expect(attempts).toBe(3);
+    expect(setAside).toEqual([expect.objectContaining({ channel: 'telegram', updateId: poison.updateId, attempts: 3, error: expect.stringContaining('handler exploded') })]);
+    expect(JSON.parse(setAside[0].raw)).toMatchObject({ update_id: poison.updateId, message: { text: 'poison' } });
+  });
+
+  it('sets aside a malformed update, and polls on', async () => {
+    const setAside: SetAsideUpdate[] = [];
+    const { onMessage, next } = inbox();
+    channel = createTelegramChannel({ setAside: async (entry) => { setAside.push(entry); } }, { token: fake.token, apiRoot: fake.apiRoot, redeliveryDelayMs: 20 });
+    await channel.start(onMessage);
+    const bad = fake.pushUpdate({ message: { message_id: 1, date: 0, from: { id: 42, is_bot: false, first_name: 'A' }, text: 'no chat at all' } });
+    fake.pushMessage({ text: 'still here' });
+    expect((await next()).text).toBe('still here');
+    expect(setAside.map((entry) => entry.updateId)).toEqual([bad]);
+  });
+
+  it('keeps an update that keeps failing when it cannot be set aside (Redis down): nothing is lost', async () => {
+    let attempts = 0;
+    const { onMessage, next } = inbox(async () => {
+      if (++attempts <= 5) throw new Error('redis down');
+    });
+    channel = createTelegramChannel({ setAside: async () => { throw new Error('redis down'); } }, { token: fake.token, apiRoot: fake.apiRoot, redeliveryDelayMs: 10, maxUpdateAttempts: 2 });
+    await channel.start(onMessage);
+    fake.pushMessage({ text: 'keep me' });
+    expect((await next()).text).toBe('keep me');
+    expect(attempts).toBe(6);
   });
 
   it('re-delivers an update whose handler failed, and confirms it once handled', async () => {
@@ -207,6 +251,20 @@ describe('telegram channel: webhook mode', () => {
     const update = { update_id: 2, message: { message_id: 4, date: 0, chat: { id: 42, type: 'private' }, from: { id: 42, is_bot: false, first_name: 'Ada' }, text: 'x' } };
     const response = await app.request('/hook', { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's' }, body: JSON.stringify(update) });
     expect(response.status).toBe(500);
+  });
+
+  it('sets aside a webhook update that keeps failing, answering 200 so Telegram moves on', async () => {
+    const setAside: SetAsideUpdate[] = [];
+    channel = createTelegramChannel({ setAside: async (entry) => { setAside.push(entry); } }, { token: fake.token, apiRoot: fake.apiRoot, webhookUrl: 'https://bot.example.com/hook', webhookSecret: 's', maxUpdateAttempts: 2 });
+    await channel.start(async () => {
+      throw new Error('handler exploded');
+    });
+    const app = new Hono().post('/hook', channel.webhookHandler());
+    const update = { update_id: 3, message: { message_id: 4, date: 0, chat: { id: 42, type: 'private' }, from: { id: 42, is_bot: false, first_name: 'Ada' }, text: 'x' } };
+    const deliver = () => app.request('/hook', { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 's' }, body: JSON.stringify(update) });
+    expect((await deliver()).status).toBe(500);
+    expect((await deliver()).status).toBe(200);
+    expect(setAside.map((entry) => [entry.updateId, entry.attempts])).toEqual([[3, 2]]);
   });
 });
 

@@ -35,11 +35,12 @@ interface Poll {
 const poll = async (channel: WebChannel, conversation: string, after: string, timeoutMs = 0): Promise<Poll> =>
   (await (await channel.app.request(`/api/chat/${conversation}/messages?after=${encodeURIComponent(after)}&timeoutMs=${timeoutMs}`)).json()) as Poll;
 
-/** Resolves once a long poll or SSE stream of this test's channels is blocked in XREAD on Redis. */
+/** Resolves once a long poll or SSE stream of this test's channels waits for a reply (on the shared subscriber). */
 async function blockedInRedis(): Promise<void> {
   await vi.waitFor(async () => {
+    expect(channels.some((channel) => channel.waitingReads() > 0)).toBe(true);
     const clients = String(await redis.client('LIST')).split('\n');
-    expect(clients.some((line) => line.includes(`name=${prefix}web-wait `) && line.includes('cmd=xread'))).toBe(true);
+    expect(clients.some((line) => line.includes(`name=${prefix}web-wait `) && line.includes('cmd=subscribe'))).toBe(true);
   }, { timeout: 5_000, interval: 10 });
 }
 

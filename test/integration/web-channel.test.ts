@@ -87,8 +87,15 @@ describe('web channel API', () => {
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ id: 'web:conv-1:m1', accepted: true });
     expect(received).toEqual([
-      { id: 'web:conv-1:m1', channel: 'web', chatId: 'conv-1', userId: 'u1', userName: 'Ada', text: 'hello', attachments: [], platformMessageId: 'm1', chatType: 'private', receivedAt: expect.any(Number) },
+      { id: 'web:conv-1:m1', channel: 'web', chatId: 'conv-1', userId: 'u1', userName: 'Ada', text: 'hello', attachments: [], platformMessageId: 'm1', chatType: 'private', receivedAt: expect.any(Number), refusalsAnswered: true, clientAddress: '127.0.0.1' },
     ]);
+  });
+
+  it('accepts half an emoji as U+FFFD and cuts a long name of emoji on a code point', async () => {
+    const res = await post('c1', { text: 'ok \ud83d', userName: '😀'.repeat(70) });
+    expect(res.status).toBe(202);
+    expect(received[0].text).toBe('ok \ufffd');
+    expect([...received[0].userName]).toEqual(Array(64).fill('😀'));
   });
 
   it('refuses a post that is not JSON (a cross-site form cannot post into a conversation)', async () => {

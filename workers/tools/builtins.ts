@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { excerptAround } from '../../src/core/text.js';
 import { entryText } from '../../src/redis/transcript.js';
 import { evaluateExpression } from './calculator-parser.js';
 import { defineTool, type ToolDefinition } from './types.js';
@@ -57,7 +58,7 @@ export const searchHistoryTool = defineTool({
   async run({ query, limit }, context) {
     const hits = await context.searchTranscript(query, limit ?? 5);
     if (hits.length === 0) return `no messages contain "${query}"`;
-    return hits.map((hit) => (hit.type === 'message' ? `[${hit.id}] ${hit.message.role}: ${excerptAround(entryText(hit), query)}` : '')).join('\n');
+    return hits.map((hit) => (hit.type === 'message' ? `[${hit.id}] ${hit.message.role}: ${excerptAround(entryText(hit), query, SEARCH_EXCERPT_CHARS)}` : '')).join('\n');
   },
 });
 
@@ -77,9 +78,3 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   currentTimeTool, calculatorTool, rememberTool, forgetTool, searchHistoryTool, compactTool,
 ] as ToolDefinition[];
 
-function excerptAround(text: string, query: string): string {
-  if (text.length <= SEARCH_EXCERPT_CHARS) return text;
-  const at = Math.max(0, text.toLowerCase().indexOf(query.toLowerCase()));
-  const start = Math.max(0, at - SEARCH_EXCERPT_CHARS / 2);
-  return `${start > 0 ? '…' : ''}${text.slice(start, start + SEARCH_EXCERPT_CHARS)}…`;
-}

@@ -1,0 +1,80 @@
+/**
+ * POST /api/chat/:id/messages: the web chat's message into the gateway, and the gateway's verdict
+ * answered at once (202 accepted; 403, 413, 429 with Retry-After refused; 503 not taken).
+ */
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context } from 'hono';
+import { randomUUID } from 'node:crypto';
+import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
+import { toWellFormedText, truncateText } from '../../src/core/text.js';
+import type { Logger } from '../../src/log.js';
+import type { InboundHandler } from '../channel.js';
+
+/** Conversation, client message and user ids: 1–64 characters of A-Z, a-z, 0-9, _ and -. */
+export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it could not be taken. */
+export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
+  const conversationId = c.req.param('conversationId')!;
+  // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
+  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
+    return c.json({ error: 'send the message as `Content-Type: application/json`' }, 415);
+  }
+  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const text = typeof body?.text === 'string' ? body.text.trim() : '';
+  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
+  const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
+  const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
+  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? truncateText(toWellFormedText(body.userName.trim()), 64) : 'web user';
+  const message: InboundMessage = toWellFormedInbound({
+    id: `web:${conversationId}:${clientMessageId}`,
+    channel: 'web',
+    chatId: conversationId,
+    userId,
+    userName,
+    text,
+    attachments: [],
+    platformMessageId: clientMessageId,
+    chatType: 'private',
+    receivedAt: Date.now(),
+    refusalsAnswered: true,
+    ...clientAddressOf(c),
+  });
+  if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
+  let verdict: InboundVerdict | void;
+  try {
+    verdict = await onMessage(message);
+  } catch (err) {
+    log.warn({ err, conversationId }, 'web message not accepted');
+    return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);
+  }
+  return answerVerdict(c, message.id, verdict);
+}
+
+/** 202 when the gateway took the message; a refusal answered at once (403, 429 with Retry-After, 413). */
+function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): Response {
+  const error = verdict?.reason ?? 'message refused';
+  switch (verdict?.outcome) {
+    case 'denied':
+      return c.json({ error, refused: 'denied' }, 403);
+    case 'rate_limited': {
+      const retryAfterS = Math.max(1, Math.ceil((verdict.retryAfterMs ?? 1000) / 1000));
+      c.header('Retry-After', String(retryAfterS));
+      return c.json({ error, refused: 'rate_limited', retryAfterMs: retryAfterS * 1000 }, 429);
+    }
+    case 'too_long':
+      return c.json({ error, refused: 'too_long' }, 413);
+    default:
+      return c.json({ id, accepted: true }, 202);
+  }
+}
+
+/** The TCP peer's address (the per-address rate limit); absent when not served by @hono/node-server. */
+function clientAddressOf(c: Context): { clientAddress?: string } {
+  try {
+    const address = getConnInfo(c).remote.address;
+    return address ? { clientAddress: address } : {};
+  } catch {
+    return {};
+  }
+}
