@@ -1,3 +1,4 @@
+import { truncateText } from '../core/text.js';
 import type { Config } from '../config.js';
 
 /** What a probe of the LLM endpoint found. */
@@ -44,7 +45,7 @@ export async function probeCompletion(llm: Config['llm'], timeoutMs = 20_000): P
       method: 'POST', headers: { ...authHeaders(llm), 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
     });
     if (!response.ok) {
-      const text = (await response.text().catch(() => '')).slice(0, 200).replace(/\s+/g, ' ');
+      const text = truncateText(await response.text().catch(() => ''), 200).replace(/\s+/g, ' ');
       return { ok: false, detail: `model ${llm.model} did not answer: HTTP ${response.status}${authHint(response.status)}${text ? ` (${text})` : ''}` };
     }
     const json = (await response.json().catch(() => null)) as { usage?: { total_tokens?: number } } | null;
