@@ -1,3 +1,4 @@
+import { toWellFormedText } from '../src/core/text.js';
 import type { InboundMessage } from '../src/core/inbound.js';
 import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
 import { countTextTokens, headEnd, messageTokens, REPLY_PRIMING_TOKENS, tailStart } from '../src/core/tokens.js';
@@ -69,7 +70,8 @@ const CAP_CHARS_PER_TOKEN = 8;
  * cut, so one giant tool output cannot push a request over the window. A result far over the cap
  * is cut by characters first (on code-point boundaries), so the tokenizer only sees bounded text.
  */
-export function capToolResult(text: string, maxTokens: number, model?: string): string {
+export function capToolResult(raw: string, maxTokens: number, model?: string): string {
+  const text = toWellFormedText(raw); // a tool's half emoji would make Redis refuse the commit
   let keepChars = maxTokens * 4;
   if (text.length <= maxTokens * CAP_CHARS_PER_TOKEN) {
     const tokens = countTextTokens(text, model);

@@ -1,3 +1,4 @@
+import { toWellFormedText } from '../core/text.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -129,12 +130,13 @@ function rejectsField(error: LlmError, field: MaxTokensField): boolean {
   return (error.status === 400 || error.status === 422) && error.message.includes(field) && /unsupported|not supported|unknown|unrecogni[sz]ed|not allowed|not permitted|extra/i.test(error.message);
 }
 
+/** The model's answer in our shape, made well-formed: half an emoji would make Redis refuse the commit. */
 function toAssistant(message: OpenAI.Chat.Completions.ChatCompletionMessage): AssistantMessage {
   const calls: ToolCall[] = [];
   for (const call of message.tool_calls ?? []) {
-    if (call.type === 'function') calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments ?? '' } });
+    if (call.type === 'function') calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: toWellFormedText(call.function.arguments ?? '') } });
   }
-  const out: AssistantMessage = { role: 'assistant', content: message.content ?? null };
+  const out: AssistantMessage = { role: 'assistant', content: message.content == null ? null : toWellFormedText(message.content) };
   if (calls.length > 0) out.tool_calls = calls;
   return out;
 }

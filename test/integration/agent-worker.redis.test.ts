@@ -78,6 +78,17 @@ describe('agent worker', () => {
     expect((await readTranscript(t.redis, keys)).map((e) => e.type)).toEqual(['message', 'message']);
   });
 
+  it('commits a model answer and a tool result holding half an emoji (as U+FFFD): Redis would refuse the escape', async () => {
+    await start({ tools: [defineTool({ name: 'weird', description: 'returns half an emoji', schema: z.object({}), run: () => 'broken \ud83d here' })] });
+    let calls = 0;
+    fake.setHandler(() => (++calls === 1 ? { toolCalls: [{ id: 'w1', name: 'weird', arguments: '{}' }] } : { content: 'thumbs \udc4d up' }));
+    await producer.submitInbound(inbound('hi'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]?.text).toBe('thumbs \ufffd up');
+    const snapshot = await createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).load(SESSION);
+    expect(snapshot.entries.map((e) => e.message.content)).toContain('broken \ufffd here');
+  });
+
   it('threads a group turn\'s reply to its last message, and never a private one', async () => {
     fake.setHandler(() => ({ content: 'answer' }));
     const inGroup = (userId: string, platformMessageId: string): InboundMessage => ({
