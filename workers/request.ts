@@ -1,7 +1,7 @@
-import { toWellFormedText } from '../src/core/text.js';
+import { headEnd, tailStart, toWellFormedText } from '../src/core/text.js';
 import type { InboundMessage } from '../src/core/inbound.js';
 import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
-import { countTextTokens, headEnd, messageTokens, REPLY_PRIMING_TOKENS, tailStart } from '../src/core/tokens.js';
+import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../src/core/tokens.js';
 import type { ToolSchema } from '../src/llm/client.js';
 
 /** Share of the context window one tool result may take when it enters the projection. */

@@ -1,5 +1,6 @@
 import { countTextTokens } from './tokens.js';
 import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from './messages.js';
+import { headEnd, toWellFormedText } from './text.js';
 
 /** First line of every summary block chatgate writes. */
 export const SUMMARY_PREFIX =
@@ -11,8 +12,6 @@ export const PINNED_HEADING = '## Pinned facts (verbatim identifiers from earlie
 
 /** Heading of the section holding the latest user request of the summarised part, verbatim. */
 export const LATEST_REQUEST_HEADING = '## Latest user request in the summarised part (verbatim)';
-const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
 /** Characters of the latest user request the block keeps. */
 export const LATEST_REQUEST_CHARS = 1400;
 
@@ -86,8 +85,8 @@ export function parseSummary(message: ChatMessage): ParsedSummary | null {
 
 /** Makes text safe to place inside a block: nothing in it can pass for a marker or a section heading. */
 export function quoteIntoBlock(text: string): string {
-  return text
-    .replace(LONE_SURROGATE_RE, '\uFFFD') // Redis's JSON decoder refuses half an emoji: the block must survive the commit
+  // Redis's JSON decoder refuses half an emoji: the block must survive the commit.
+  return toWellFormedText(text)
     .replaceAll(CHATGATE_MARK, '[chatgate-quoted:')
     .replaceAll(PINNED_HEADING, '## (quoted) Pinned facts')
     .replaceAll(LATEST_REQUEST_HEADING, '## (quoted) Latest user request');
@@ -135,7 +134,7 @@ export function withoutSummaryBlock(text: string): string {
 /** Renders the pinned section for a list of facts (empty string when there are none). */
 export function renderPinned(facts: readonly string[], omitted: number): string {
   if (facts.length === 0 && omitted === 0) return '';
-  const lines = [PINNED_HEADING, ...facts.map((fact) => `- ${fact.replace(LONE_SURROGATE_RE, '\uFFFD')}`)];
+  const lines = [PINNED_HEADING, ...facts.map((fact) => `- ${toWellFormedText(fact)}`)];
   if (omitted > 0) lines.push(`(${omitted} less salient identifiers not shown; search_history finds them)`);
   return lines.join('\n');
 }
@@ -149,18 +148,9 @@ export function renderSummaryBlock(body: string, pinned: string, latestRequest?:
   return [SUMMARY_PREFIX, quoteIntoBlock(body.trim()), request, pinned, SUMMARY_END].filter((part) => part.length > 0).join('\n\n');
 }
 
-function sliceCodePoints(text: string, chars: number): string {
-  const code = text.charCodeAt(chars - 1);
-  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? chars - 1 : chars);
-}
-
 /** Cuts a text to at most `maxChars` UTF-16 units without splitting a code point, marking the cut. */
 export function cutChars(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  let end = maxChars;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--; // never leave half a surrogate pair
-  return `${text.slice(0, end)}…`;
+  return text.length <= maxChars ? text : `${text.slice(0, headEnd(text, maxChars))}…`;
 }
 
 /** Cuts a text to at most `maxTokens` tokens, at a line boundary where possible, marking the cut. */
@@ -169,10 +159,10 @@ export function cutToTokens(text: string, maxTokens: number, model?: string): st
   if (countTextTokens(text, model) <= maxTokens) return text;
   // Characters per token is ~4 for prose; shrink until it fits (a few passes at most).
   let chars = Math.max(0, Math.floor(maxTokens * 3.5));
-  let cut = sliceCodePoints(text, chars);
+  let cut = text.slice(0, headEnd(text, chars));
   while (chars > 0 && countTextTokens(`${cut}\n[…cut]`, model) > maxTokens) {
     chars = Math.floor(chars * 0.8);
-    cut = sliceCodePoints(text, chars);
+    cut = text.slice(0, headEnd(text, chars));
   }
   if (chars === 0) return '';
   const lineBreak = cut.lastIndexOf('\n');

@@ -89,3 +89,22 @@ function isLowAfterHigh(text: string, index: number): boolean {
   const code = text.charCodeAt(index);
   return code >= 0xdc00 && code <= 0xdfff && index > 0 && isHighAt(text, index - 1);
 }
+
+/**
+ * Index of the first character of the text's tail of at most `maxChars` UTF-16 units, moved so the
+ * tail never starts inside a surrogate pair (the tail may come out one unit shorter).
+ */
+export function tailStart(text: string, maxChars: number): number {
+  const start = Math.max(0, text.length - Math.max(0, maxChars));
+  return isLowSurrogateCode(text.charCodeAt(start)) ? start + 1 : start;
+}
+
+/** Index where the text's head of at most `maxChars` UTF-16 units ends, never inside a surrogate pair. */
+export function headEnd(text: string, maxChars: number): number {
+  const end = Math.min(text.length, Math.max(0, maxChars));
+  return end < text.length && isLowSurrogateCode(text.charCodeAt(end)) ? end - 1 : end;
+}
+
+function isLowSurrogateCode(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}

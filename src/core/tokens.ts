@@ -1,6 +1,7 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage } from './messages.js';
+import { headEnd } from './text.js';
 
 /** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */
 export const MESSAGE_FRAMING_TOKENS = 4;
@@ -56,21 +57,6 @@ export function countTextTokens(text: string, model?: string): number {
 }
 
 /**
- * Index of the first character of the text's tail of at most `maxChars` UTF-16 units, moved so the
- * tail never starts inside a surrogate pair (the tail may come out one unit shorter).
- */
-export function tailStart(text: string, maxChars: number): number {
-  const start = Math.max(0, text.length - Math.max(0, maxChars));
-  return isLowSurrogate(text.charCodeAt(start)) ? start + 1 : start;
-}
-
-/** Index where the text's head of at most `maxChars` UTF-16 units ends, never inside a surrogate pair. */
-export function headEnd(text: string, maxChars: number): number {
-  const end = Math.min(text.length, Math.max(0, maxChars));
-  return end < text.length && isLowSurrogate(text.charCodeAt(end)) ? end - 1 : end;
-}
-
-/**
  * Tokens one message costs in a request, framing included. Counted once per message object and
  * remembered (messages are treated as immutable), so a history is never re-tokenized.
  */
@@ -102,10 +88,6 @@ function chunkEnd(text: string, start: number, limit: number): number {
   }
   const end = headEnd(text, limit);
   return end > start ? end : limit;
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 function countUncached(message: ChatMessage, model?: string): number {

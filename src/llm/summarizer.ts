@@ -1,7 +1,7 @@
 import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageText } from '../core/messages.js';
-import { cutChars } from '../core/summary-block.js';
+import { headEnd, tailStart } from '../core/text.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { LlmClient } from './client.js';
@@ -92,7 +92,7 @@ function renderTurn(message: ChatMessage): string {
 function excerpt(text: string): string {
   if (text.length <= MAX_MESSAGE_CHARS) return text;
   const half = MAX_MESSAGE_CHARS / 2;
-  const head = cutChars(text, half).replace(/…$/, '');
-  const tail = text.slice(-half).replace(/^[\udc00-\udfff]/, ''); // never start on half a surrogate pair
+  const head = text.slice(0, headEnd(text, half));
+  const tail = text.slice(tailStart(text, half));
   return `${head}\n[… ${text.length - head.length - tail.length} chars omitted …]\n${tail}`;
 }
