@@ -22,7 +22,7 @@ export interface ToolRound {
 }
 
 /** The result a side-effecting call gets when a crash left its outcome unknown. */
-export function unknownOutcomeResult(name: string, idempotencyKey: string): string {
+function unknownOutcomeResult(name: string, idempotencyKey: string): string {
   return `Error: the outcome of this ${name} call is unknown: the worker running it stopped before its result was recorded. `
     + `It may or may not have taken effect, and it was not run again. Check its effect before calling it again (idempotency key ${idempotencyKey}).`;
 }

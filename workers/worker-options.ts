@@ -59,7 +59,7 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
 }
 
 /** The options `runWorker` fills in when they are not given. */
-export type WorkerDefaults = Required<Pick<RunWorkerOptions,
+type WorkerDefaults = Required<Pick<RunWorkerOptions,
   'keyPrefix' | 'reservedOutputTokens' | 'threshold' | 'concurrency' | 'maxModelCalls' | 'maxContextRetries' |
   'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount'>>;
 

@@ -5,10 +5,9 @@
  * SSE streams see it, and a cursor survives a restart.
  *
  * Waiting readers share one connection per store: every append publishes the conversation id on
- * `<prefix>web-replies` right after its script, and one subscriber connection (named
- * `<prefix>web-wait` in CLIENT LIST) wakes the waiting reads of that conversation, which then read
- * the stream again — 1,000 long polls cost one connection, not 1,000. A wake-up lost (a crash
- * between the append and its publish) costs a reader at most its wait: it reads again after it.
+ * `<prefix>web-replies` inside its script (one round trip, never an append without its wake-up), and
+ * one subscriber connection (named `<prefix>web-wait` in CLIENT LIST) wakes the waiting reads of
+ * that conversation, which then read the stream again — 1,000 long polls cost one connection, not 1,000.
  * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
 import type { RedisClient } from '../../src/redis/client.js';
@@ -83,13 +82,12 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   return {
     async append(conversationId, text, format, deliveryId) {
       const at = Date.now();
-      // One script: the append is its own delivery record (see append-web-reply-1.lua).
-      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, ...(deliveryId ? { deliveryId } : {}) };
+      // One script: the append is its own delivery record and wakes the conversation's waiting readers on
+      // every gateway (a retried delivery wakes them again) — see append-web-reply-1.lua.
+      const wake = [webRepliesChannel(resolved.keyPrefix), conversationId];
+      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...(deliveryId ? { deliveryId } : {}) };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
-      // Wakes the conversation's waiting readers on every gateway (a retried delivery wakes them again).
-      // Best effort: a reader that misses it reads again when its wait ends.
-      await deps.redis.publish(webRepliesChannel(resolved.keyPrefix), conversationId).catch(() => undefined);
       return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {

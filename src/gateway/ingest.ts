@@ -72,13 +72,13 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const log = deps.logger.child({ component: 'ingest' });
   const now = deps.now ?? Date.now;
   const ttl = options.dedupeTtlSeconds ?? DAY_S;
-  const ctx: Context = { deps, options, log, now, ttl, background: createBackgroundTasks() };
+  const ctx: Context = { deps, options, log, now, ttl, metrics: deps.metrics ?? NOOP_METRICS, background: createBackgroundTasks() };
   const receive = async (received: InboundMessage): Promise<InboundVerdict> => {
     const message = toWellFormedInbound(received);
     const sessionId = sessionKeyOf(message, options.groupMode);
     try {
       const verdict = await route(ctx, message, sessionId);
-      (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: message.channel, outcome: verdict.outcome });
+      ctx.metrics.record({ type: 'inbound', channel: message.channel, outcome: verdict.outcome });
       log.debug({ sessionId, channel: message.channel, outcome: verdict.outcome }, 'inbound handled');
       return verdict;
     } catch (err) {
@@ -95,6 +95,7 @@ interface Context {
   log: Logger;
   now: () => number;
   ttl: number;
+  metrics: Metrics;
   background: BackgroundTasks;
 }
 
@@ -249,7 +250,7 @@ async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName)
   try {
     const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
     if (!result) return;
-    (ctx.deps.metrics ?? NOOP_METRICS).record({ type: 'hygiene_fired', channel });
+    ctx.metrics.record({ type: 'hygiene_fired', channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
   } catch (err) {
     ctx.log.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');

@@ -6,7 +6,7 @@ import type { RedisClient } from './client.js';
 import { channelDeadLetterKey } from './keys.js';
 
 /** Updates kept per channel (the newest). */
-export const CHANNEL_DEAD_LETTER_RETENTION = 1000;
+const CHANNEL_DEAD_LETTER_RETENTION = 1000;
 
 /** One set-aside update: the raw update and why it was set aside. */
 export interface ChannelDeadLetter {

@@ -5,7 +5,7 @@ import { runScript, runScriptWithOptions } from './scripts.js';
 import { pendingIndexKey, seenKey, sessionKeys, type SessionKeys } from './keys.js';
 
 /** Default of how long a message id is remembered to drop platform re-deliveries, in seconds (a day). */
-export const DEFAULT_DEDUPE_TTL_SECONDS = 86_400;
+const DEFAULT_DEDUPE_TTL_SECONDS = 86_400;
 
 /** Options of {@link acceptInbound}. */
 export interface AcceptOptions {

@@ -30,7 +30,7 @@ const SCRIPT_FILES = {
 export type ScriptName = keyof typeof SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
-export interface LoadedScript {
+interface LoadedScript {
   name: ScriptName;
   file: string;
   numberOfKeys: number;

@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
 import { stripUndefined } from '../core/objects.js';
-import { cacheShareOf, contextFigures, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
+import { cacheShareOf, contextFigures, usableWindowOf, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
 import { findSummary as findEngineSummary } from '../core/summary-block.js';
 import { toCompactionState } from '../core/compaction-state.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
@@ -268,7 +268,7 @@ function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: RowUsag
     messages: Math.max(0, transcriptLength - events),
     contextTokens,
     contextWindow: limits.contextWindow,
-    usableWindow: contextFigures(contextTokens, limits, o.triggers).usableWindow,
+    usableWindow: usableWindowOf(limits),
     fill: fillOf(contextTokens, limits),
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,

@@ -12,7 +12,7 @@ import { runScriptWithOptions } from './scripts.js';
 import type { CallUsage } from './usage.js';
 
 /** How long a step log outlives its last write, in ms (a day: a crashed turn is retried well before). */
-export const STEP_LOG_TTL_MS = 86_400_000;
+const STEP_LOG_TTL_MS = 86_400_000;
 
 /** A model answer as recorded: what {@link StepLog.recordAnswer} was given. */
 export interface RecordedAnswer {

@@ -10,7 +10,9 @@
               "maxLen": integer > 0,       -- entries kept (XADD MAXLEN ~); also how far back ids are looked for
               "ttlSeconds": integer > 0,   -- the stream's lifetime after this write
               "atMs": number,
-              "deliveryId": string         -- optional: the chunk's stable delivery id
+              "deliveryId": string,        -- optional: the chunk's stable delivery id
+              "wake": [channel, message]   -- optional: published after the append (and on a repeat), so
+                                           -- waiting readers on every gateway wake with the write itself
             }
     ARGV[2] the text
     ARGV[3] the format (`markdown` or `text`)
@@ -27,6 +29,8 @@ if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ER
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end
 if not at then return redis.error_reply('ERR appendWebReply: atMs must be a number') end
 if delivery ~= nil and (type(delivery) ~= 'string' or delivery == '') then return redis.error_reply('ERR appendWebReply: deliveryId must be a non-empty string') end
+local wake = opts['wake']
+if wake ~= nil and (type(wake) ~= 'table' or type(wake[1]) ~= 'string' or type(wake[2]) ~= 'string') then return redis.error_reply('ERR appendWebReply: wake must be [channel, message]') end
 if type(ARGV[2]) ~= 'string' or (ARGV[3] ~= 'markdown' and ARGV[3] ~= 'text') then return redis.error_reply('ERR appendWebReply: text and format (markdown or text) are required') end
 
 if delivery then
@@ -34,7 +38,10 @@ if delivery then
   for _, entry in ipairs(recent) do
     local fields = entry[2]
     for i = 1, #fields - 1, 2 do
-      if fields[i] == 'delivery' and fields[i + 1] == delivery then return { entry[1], 0 } end
+      if fields[i] == 'delivery' and fields[i + 1] == delivery then
+        if wake then redis.call('PUBLISH', wake[1], wake[2]) end
+        return { entry[1], 0 }
+      end
     end
   end
 end
@@ -45,4 +52,5 @@ else
   id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at))
 end
 redis.call('EXPIRE', KEYS[1], ttl)
+if wake then redis.call('PUBLISH', wake[1], wake[2]) end
 return { id, 1 }
