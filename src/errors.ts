@@ -44,7 +44,7 @@ export class ChannelError extends GatewayError {
 /** The LLM endpoint failed a call. `kind` says what the caller should do. */
 export class LlmError extends GatewayError {
   /** `context_length`: compact and retry; `transient`: back off and retry; `auth`/`permanent`: give up. */
-  readonly kind: 'context_length' | 'transient' | 'auth' | 'permanent' | 'connection';
+  readonly kind: 'context_length' | 'transient' | 'auth' | 'permanent' | 'connection' | 'aborted';
   /** HTTP status, when there was a response. */
   readonly status?: number;
   /** How long the provider asked us to wait, when it said so. */

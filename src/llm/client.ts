@@ -26,6 +26,11 @@ export interface CompletionRequest {
   maxTokens?: number;
   /** Logger of the unit of work (a turn binds sessionId, channel, jobId); default the client's. */
   logger?: Logger;
+  /**
+   * Aborts the call (and any retry wait): the client throws an `LlmError` of kind `aborted` at once
+   * and never retries it (`/stop`).
+   */
+  signal?: AbortSignal;
 }
 
 /** The answer of one call. `usage` is null when the provider did not report it. */
@@ -104,10 +109,13 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           attempt--;
           continue;
         }
+        if (request.signal?.aborted) throw error.kind === 'aborted' ? error : abortedError(model, error);
         const decision = decideRetry(toFailureClass(error), attempt, policy, random());
         if (!decision.retry) throw error;
         callLog.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
-        await sleep(decision.delayMs);
+        await sleep(decision.delayMs, undefined, request.signal ? { signal: request.signal } : undefined).catch(() => {
+          throw abortedError(model, error);
+        });
       }
     },
   };
@@ -118,11 +126,15 @@ async function completeOnce(sdk: OpenAI, request: CompletionRequest, model: stri
   const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
   if (request.tools && request.tools.length > 0) body.tools = request.tools;
   if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
-  const response = await sdk.chat.completions.create(body);
+  const response = await sdk.chat.completions.create(body, request.signal ? { signal: request.signal } : undefined);
   const choice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
   // A proxy or an overloaded server may answer 200 without an answer: worth asking again.
   if (!choice?.message) throw new LlmError(`chat completion with ${model} returned no choices`, { kind: 'transient' });
   return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
+}
+
+function abortedError(model: string, cause: unknown): LlmError {
+  return new LlmError(`chat completion with ${model} aborted`, { kind: 'aborted', cause });
 }
 
 /** True when the endpoint refused the request because of the output-limit field itself (by name). */

@@ -49,7 +49,7 @@ export function toLlmError(err: unknown, what: string, context: LlmErrorContext 
     const within = context.timeoutMs === undefined ? '' : ` after ${context.timeoutMs / 1000} s`;
     return new LlmError(`${what} timed out${within}`, { kind: 'connection', cause });
   }
-  if (err instanceof APIUserAbortError) return new LlmError(`${what} aborted`, { kind: 'permanent', cause });
+  if (err instanceof APIUserAbortError) return new LlmError(`${what} aborted`, { kind: 'aborted', cause });
   if (err instanceof APIConnectionError) return new LlmError(`${what} failed (connection: ${clean(err.message)})`, { kind: 'connection', cause });
   if (err instanceof APIError && typeof err.status === 'number') return fromStatus(err, what, clean(err.message), cause);
   const message = clean(err instanceof Error ? err.message : String(err));
