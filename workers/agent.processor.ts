@@ -274,7 +274,9 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   const change = { outbox, finishTurn: true };
-  if (final) await loop.turn.append([final.entry], { ...change, transcript: [messageEvent(final.entry, undefined, final.promptTokens)], usage: final.usage, meta: final.meta });
+  // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
+  const answered = replyText ? { replyId: replyJobId(ids, 'reply') } : {};
+  if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
   await clearSteps(loop);
   loop.log.info({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');

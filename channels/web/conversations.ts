@@ -20,6 +20,11 @@ export interface WebReply {
   format: 'markdown' | 'text';
   /** ms since epoch. */
   at: number;
+  /**
+   * The outbound reply this chunk belongs to (its delivery id up to `#`), when it came through the
+   * gateway's delivery: every chunk of one reply shares it, and the history names the answer by it.
+   */
+  replyId?: string;
   /** In-memory store only: its boot id. */
   epoch?: string;
   /** In-memory store only: the reply's number within {@link WebReply.epoch}. */
@@ -60,7 +65,7 @@ export interface ConversationStore {
   /** This store's boot id (random, `[0-9a-f]{12}`). */
   readonly epoch: string;
   /** Appends a reply and wakes the conversation's listeners. */
-  append(conversationId: string, text: string, format: WebReply['format']): MemoryReply;
+  append(conversationId: string, text: string, format: WebReply['format'], replyId?: string): MemoryReply;
   /** Wakes the listeners with a typing hint (not stored). */
   typing(conversationId: string): void;
   /** Buffered replies after the cursor: all of them when the cursor is of another epoch. */
@@ -111,10 +116,10 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
 
   return {
     epoch,
-    append(conversationId, text, format) {
+    append(conversationId, text, format, replyId) {
       const conversation = get(conversationId);
       const seq = ++lastSeq;
-      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), epoch, seq };
+      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), ...(replyId ? { replyId } : {}), epoch, seq };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
       notify(conversation, { type: 'message', reply });

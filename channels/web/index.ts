@@ -14,7 +14,8 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
-import { renderChatPage } from './page.js';
+import { historyRoute, type TranscriptSource } from './history.js';
+import { mountChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
 import { ID_RE, postMessage } from './post-message.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
@@ -56,6 +57,11 @@ export interface WebChannelDeps {
   redis?: RedisClient;
   /** Key prefix of the Redis streams (the gateway's). Default `cg:`. */
   keyPrefix?: string;
+  /**
+   * Reads a session's transcript backwards, for `GET /api/chat/:id/history` (see history.ts); the
+   * gateway passes one over its Redis. Without it the history is empty and the page replays the reply buffer.
+   */
+  readTranscript?: TranscriptSource;
 }
 
 /** Resolved {@link WebChannelOptions}. */
@@ -64,7 +70,7 @@ export type ResolvedWebChannelOptions = Required<WebChannelOptions>;
 /** The web chat channel: mount {@link WebChannel.app} on the gateway's HTTP server. */
 export interface WebChannel extends Channel {
   readonly name: 'web';
-  /** Routes: GET /chat, POST /api/chat/:id/messages, GET /api/chat/:id/messages, GET /api/chat/:id/events. */
+  /** Routes: GET /, /chat (and its assets, the favicon), POST and GET /api/chat/:id/messages, GET /api/chat/:id/events and /history. */
   readonly app: Hono;
   /** Reads waiting for a reply right now: long polls, and SSE streams between replies. */
   waitingReads(): number;
@@ -93,7 +99,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     ? createRedisReplyStore({ redis: deps.redis }, { keyPrefix: deps.keyPrefix, maxRepliesPerConversation: resolved.maxRepliesPerConversation })
     : createMemoryReplyStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  const app = createApp(store, () => state.onMessage, resolved, log, deps.guard);
+  const app = createApp(store, () => state.onMessage, resolved, log, deps.guard, deps.readTranscript);
 
   return {
     name: 'web',
@@ -126,8 +132,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
 }
 
 /** The routes: the page and the JSON API. */
-function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler): Hono {
-  const page = renderChatPage({ title: options.title, basePath: options.basePath });
+function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler, readTranscript?: TranscriptSource): Hono {
   const app = new Hono();
   if (guard) {
     app.use('/chat', guard);
@@ -138,7 +143,7 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
     const request = { method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site') };
     return isCrossSiteWrite(request) ? c.json({ error: 'forbidden: cross-site request refused' }, 403) : next();
   });
-  app.get('/chat', (c) => c.html(page));
+  mountChatPage(app, { title: options.title, basePath: options.basePath }, guard);
   app.use('/api/chat/:conversationId/*', async (c, next) => {
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
     await next();
@@ -147,6 +152,7 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
   app.post('/api/chat/:conversationId/messages', limit, (c) => postMessage(c, handler(), log));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
+  app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));
   return app;
 }
 

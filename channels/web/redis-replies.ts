@@ -14,7 +14,7 @@ import type { RedisClient } from '../../src/redis/client.js';
 import { DEFAULT_KEY_PREFIX, webConversationKey, webRepliesChannel } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import type { WebReply } from './conversations.js';
-import type { ReplyHint, ReplyPage, ReplyStore } from './reply-store.js';
+import { replyIdOf, type ReplyHint, type ReplyPage, type ReplyStore } from './reply-store.js';
 import { ReplyWakeups } from './reply-wakeups.js';
 
 /** What {@link createRedisReplyStore} needs. */
@@ -88,7 +88,7 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...(deliveryId ? { deliveryId } : {}) };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
-      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt]]);
+      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...(deliveryId ? ['delivery', deliveryId] : [])]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
@@ -122,11 +122,13 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
     return undefined;
   };
   const at = Number(value('at'));
+  const replyId = replyIdOf(value('delivery'));
   return {
     id: `web:${conversationId}:${id}`,
     cursor: id,
     text: value('text') ?? '',
     format: value('format') === 'markdown' ? 'markdown' : 'text',
     at: Number.isFinite(at) ? at : Number(id.split('-')[0]),
+    ...(replyId ? { replyId } : {}),
   };
 }

@@ -50,6 +50,13 @@ export function isCursor(value: string): boolean {
   return /^(?:(?:[A-Za-z0-9_-]{1,64}:)?\d{1,15}|\d{1,20}-\d{1,20})$/.test(value.trim());
 }
 
+/** The reply a chunk's delivery id (`<reply id>#<chunk index>`) belongs to. */
+export function replyIdOf(deliveryId: string | undefined): string | undefined {
+  if (!deliveryId) return undefined;
+  const hash = deliveryId.lastIndexOf('#');
+  return hash > 0 ? deliveryId.slice(0, hash) : deliveryId;
+}
+
 /** The in-memory {@link ReplyStore} (the default): cursors are `<epoch>:<seq>`. */
 export function createMemoryReplyStore(options: ConversationStoreOptions = {}): ReplyStore {
   const store = createConversationStore(options);
@@ -60,8 +67,8 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
   };
   let waiting = 0;
   return {
-    async append(conversationId, text, format) {
-      return store.append(conversationId, text, format);
+    async append(conversationId, text, format, deliveryId) {
+      return store.append(conversationId, text, format, replyIdOf(deliveryId));
     },
     async read(conversationId, after, options) {
       const ready = page(conversationId, after);

@@ -9,6 +9,8 @@ import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
 import type { RedisClient } from '../redis/client.js';
+import { sessionKeys } from '../redis/keys.js';
+import { readTranscriptBefore } from '../redis/transcript.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
 export interface GatewayChannels {
@@ -63,7 +65,10 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
     const guard = createAccessGuard({ host: options.host, monitorToken: options.monitorToken, tokenOnLoopback: false });
-    const web = createWebChannel({ log: logger, guard, redis: deps.redis, keyPrefix: options.keyPrefix });
+    const redis = deps.redis;
+    // The page's history comes from the session's transcript (channels/web/history.ts).
+    const readTranscript = redis ? (sessionId: string, before: string | undefined, count: number) => readTranscriptBefore(redis, sessionKeys(sessionId, options.keyPrefix), before, count) : undefined;
+    const web = createWebChannel({ log: logger, guard, redis, keyPrefix: options.keyPrefix, readTranscript });
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }

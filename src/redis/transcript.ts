@@ -14,6 +14,8 @@ export interface TranscriptMessage {
   inboundId?: string;
   /** On a model's answer: the prompt tokens the provider billed for the call that produced it. */
   promptTokens?: number;
+  /** On a model's final answer: the id of the outbound reply that carries it (`replyJobId(ids, 'reply')`). */
+  replyId?: string;
   atMs: number;
 }
 
@@ -61,6 +63,15 @@ export async function readTranscript(redis: RedisClient, keys: SessionKeys, star
   const raw = count === undefined
     ? await redis.xrange(keys.transcript, start, end)
     : await redis.xrange(keys.transcript, start, end, 'COUNT', count);
+  return raw.map(([id, fields]) => toEntry(id, fields));
+}
+
+/**
+ * Reads up to `count` transcript entries older than the stream id `before` (exclusive; absent = from
+ * the newest), newest first (XREVRANGE): what a history view pages backwards with.
+ */
+export async function readTranscriptBefore(redis: RedisClient, keys: SessionKeys, before: string | undefined, count: number): Promise<StoredTranscriptEntry[]> {
+  const raw = await redis.xrevrange(keys.transcript, before === undefined ? '+' : `(${before}`, '-', 'COUNT', count);
   return raw.map(([id, fields]) => toEntry(id, fields));
 }
 

@@ -1,0 +1,168 @@
+// The web chat page: picks the conversation (?c=, else the last one, else a new one), shows its
+// history from the server, then live replies, and wires the composer (send, attach, stop, new).
+import { createSender } from './composer.js';
+import { connect } from './connection.js';
+import { createTimeline } from './timeline.js';
+
+const HISTORY_PAGE = 50;
+const TYPING_HOLD_MS = 6000;
+const WAIT_FOR_TURN_MS = 15000;
+
+const $ = (id) => document.getElementById(id);
+const CONFIG = JSON.parse($('chat-config').textContent);
+const randomId = (prefix) => prefix + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)).replace(/-/g, '').slice(0, 16);
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+const params = new URLSearchParams(location.search);
+const asked = params.get('c');
+const stored = localStorage.getItem('chatgate.conversation');
+const conversation = asked && ID_RE.test(asked) ? asked : stored && ID_RE.test(stored) ? stored : randomId('c');
+localStorage.setItem('chatgate.conversation', conversation);
+if (asked !== conversation) {
+  // The address names the conversation, so it can be bookmarked and reopened after "New conversation".
+  params.set('c', conversation);
+  history.replaceState(null, '', location.pathname + '?' + params.toString());
+}
+const userId = localStorage.getItem('chatgate.user') || randomId('u');
+localStorage.setItem('chatgate.user', userId);
+const base = CONFIG.api + encodeURIComponent(conversation);
+
+const timeline = createTimeline($('messages'), $('log'));
+let before = null;
+let loadingOlder = false;
+let typingTimer;
+let waitingForReply = false;
+let waitTimer;
+
+function setStatus(state, text) {
+  $('status').textContent = text;
+  $('status').dataset.state = state;
+}
+
+function setRunning() {
+  const running = waitingForReply || timeline.streaming() || $('typing').textContent !== '';
+  $('stop').hidden = !running;
+}
+
+function onTyping() {
+  $('typing').textContent = 'typing…';
+  clearTimeout(typingTimer);
+  typingTimer = setTimeout(() => {
+    $('typing').textContent = '';
+    setRunning();
+  }, TYPING_HOLD_MS);
+  setRunning();
+}
+
+function onReply(reply) {
+  timeline.onReply(reply);
+  waitingForReply = false;
+  $('typing').textContent = '';
+  setRunning();
+}
+
+async function fetchHistory(cursor) {
+  const res = await fetch(base + '/history?limit=' + HISTORY_PAGE + (cursor ? '&before=' + encodeURIComponent(cursor) : ''));
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.error || 'HTTP ' + res.status);
+  return body;
+}
+
+function showEarlierButton() {
+  $('earlier').hidden = before === null;
+}
+
+async function loadOlder() {
+  if (loadingOlder || before === null) return;
+  loadingOlder = true;
+  $('earlier').disabled = true;
+  try {
+    const page = await fetchHistory(before);
+    timeline.showHistory(page.messages || [], true);
+    before = page.before ?? null;
+    $('earlier').textContent = 'Earlier messages';
+  } catch (err) {
+    $('earlier').textContent = 'Earlier messages could not be loaded (' + err.message + ') — try again';
+  } finally {
+    loadingOlder = false;
+    $('earlier').disabled = false;
+    showEarlierButton();
+  }
+}
+
+/** The newest history page; then replies continue from the cursor it names (or the whole reply buffer without one). */
+async function start() {
+  let after = '0';
+  try {
+    const page = await fetchHistory();
+    timeline.showHistory(page.messages || [], false);
+    before = page.before ?? null;
+    if (typeof page.after === 'string') after = page.after;
+  } catch (err) {
+    const retry = document.createElement('button');
+    retry.type = 'button';
+    retry.textContent = 'Reload';
+    retry.addEventListener('click', () => location.reload());
+    timeline.notice('The conversation so far could not be loaded (' + err.message + '). ', retry);
+  }
+  showEarlierButton();
+  connect(base, after, { reply: onReply, delta: (d) => { timeline.onDelta(d); setRunning(); }, partial: (p) => { timeline.onPartial(p); setRunning(); }, typing: onTyping, status: setStatus });
+}
+
+let file = null;
+function setFile(chosen) {
+  file = chosen;
+  $('attachment').hidden = !file;
+  $('attachment-name').textContent = file ? file.name + ' (' + Math.ceil(file.size / 1024) + ' KB)' : '';
+  if (!file) $('file').value = '';
+}
+
+const sender = createSender({
+  base, userId, randomId, timeline,
+  onSending: () => {
+    // Until the first sign of the turn (typing, a delta, the reply); typing events then keep it.
+    waitingForReply = true;
+    clearTimeout(waitTimer);
+    waitTimer = setTimeout(() => { waitingForReply = false; setRunning(); }, WAIT_FOR_TURN_MS);
+    setRunning();
+  },
+  onFailed: () => {
+    waitingForReply = false;
+    setRunning();
+  },
+  edit: (text, editFile) => {
+    $('input').value = text;
+    if (editFile) setFile(editFile);
+    $('input').focus();
+  },
+});
+
+$('composer').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = $('input').value.trim();
+  if (!text && !file) return;
+  $('input').value = '';
+  sender.send(text, file);
+  setFile(null);
+});
+$('input').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $('composer').requestSubmit();
+  }
+});
+$('attach').addEventListener('click', () => $('file').click());
+$('file').addEventListener('change', () => setFile($('file').files[0] || null));
+$('attachment-remove').addEventListener('click', () => setFile(null));
+$('stop').addEventListener('click', () => sender.send('/stop'));
+$('new-chat').addEventListener('click', () => {
+  const id = randomId('c');
+  localStorage.setItem('chatgate.conversation', id);
+  location.assign(location.pathname + '?c=' + id);
+});
+$('earlier').addEventListener('click', loadOlder);
+$('log').addEventListener('scroll', () => {
+  if ($('log').scrollTop < 40) loadOlder();
+});
+
+start();

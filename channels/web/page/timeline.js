@@ -1,0 +1,167 @@
+// The conversation on screen: bubbles from the history, the user's own messages, live replies and
+// streamed (partial) replies. It tells history and live replies apart by id: a live reply whose
+// `replyId` (or `streamId`) is an answer the history already showed is not shown again.
+import { renderInto } from './render.js';
+
+/** Creates the timeline over `list` (the bubbles) inside the scrolling `scroller`. */
+export function createTimeline(list, scroller) {
+  const historyIds = new Set();
+  const shownReplies = new Set();
+  const finishedStreams = new Set();
+  const live = new Map();
+  const nearBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+  const toBottom = () => { scroller.scrollTop = scroller.scrollHeight; };
+
+  function bubble(role, text, format, at, attachments) {
+    const el = document.createElement('div');
+    el.className = 'msg ' + (role === 'user' ? 'user' : 'bot');
+    const body = document.createElement('div');
+    body.className = 'body';
+    renderInto(body, text, format);
+    el.appendChild(body);
+    if (attachments && attachments.length > 0) el.appendChild(attachmentList(attachments));
+    stamp(el, at);
+    return el;
+  }
+
+  function append(el) {
+    const stick = nearBottom();
+    list.appendChild(el);
+    if (stick) toBottom();
+    return el;
+  }
+
+  /** History entries: `older` pages go on top, keeping what the user looks at in place. */
+  function showHistory(messages, older) {
+    const nodes = messages.map((m) => {
+      if (m.role === 'assistant') historyIds.add(m.id);
+      const el = bubble(m.role, m.text, m.format, m.at, m.attachments);
+      el.classList.add('history');
+      return el;
+    });
+    if (!older) {
+      list.append(...nodes);
+      toBottom();
+      return;
+    }
+    const height = scroller.scrollHeight;
+    list.prepend(...nodes);
+    scroller.scrollTop += scroller.scrollHeight - height;
+  }
+
+  /** A reply from the stream (SSE `message` or the long poll); replaces its live bubble if it ends a stream. */
+  function onReply(reply) {
+    if (shownReplies.has(reply.id)) return;
+    shownReplies.add(reply.id);
+    const streamId = reply.streamId;
+    const state = streamId ? live.get(streamId) : undefined;
+    if (streamId) {
+      finishedStreams.add(streamId);
+      live.delete(streamId);
+    }
+    if (historyIds.has(reply.replyId) || historyIds.has(streamId)) {
+      state?.el.remove();
+      return;
+    }
+    if (state) {
+      renderInto(state.body, reply.text, reply.format);
+      state.el.classList.remove('live', 'gap');
+      stamp(state.el, reply.at);
+      return;
+    }
+    append(bubble('assistant', reply.text, reply.format, reply.at));
+  }
+
+  /** SSE `delta`: seq 0 starts (or restarts) the live bubble of `streamId`, the next seqs append. */
+  function onDelta(delta) {
+    const { streamId, seq, text } = delta;
+    if (typeof streamId !== 'string' || typeof seq !== 'number' || typeof text !== 'string') return;
+    if (finishedStreams.has(streamId) || historyIds.has(streamId)) return;
+    let state = live.get(streamId);
+    if (seq === 0) {
+      state = state ?? startLive(streamId);
+      state.text = text;
+      state.seq = 0;
+      state.el.classList.remove('gap');
+    } else if (!state || state.seq < 0 || seq <= state.seq) {
+      return; // joined in the middle (the final message will come), or a repeat
+    } else if (seq === state.seq + 1) {
+      state.text += text;
+      state.seq = seq;
+    } else {
+      state.el.classList.add('gap'); // a delta was lost: wait for a restart or the final reply
+      state.seq = Number.POSITIVE_INFINITY;
+      return;
+    }
+    paint(state);
+  }
+
+  /** The long poll's `partial`: the whole text so far of the open stream. */
+  function onPartial(partial) {
+    if (!partial || typeof partial.streamId !== 'string' || typeof partial.text !== 'string') return;
+    if (finishedStreams.has(partial.streamId) || historyIds.has(partial.streamId)) return;
+    const state = live.get(partial.streamId) ?? startLive(partial.streamId);
+    state.text = partial.text;
+    state.seq = -1; // a polled stream is not fed by deltas
+    paint(state);
+  }
+
+  function startLive(streamId) {
+    const el = bubble('assistant', '', 'text', Date.now());
+    el.classList.add('live');
+    const state = { el, body: el.querySelector('.body'), text: '', seq: 0, frame: 0 };
+    live.set(streamId, state);
+    append(el);
+    return state;
+  }
+
+  function paint(state) {
+    if (state.frame) return;
+    state.frame = requestAnimationFrame(() => {
+      state.frame = 0;
+      const stick = nearBottom();
+      renderInto(state.body, state.text, 'markdown');
+      if (stick) toBottom();
+    });
+  }
+
+  return {
+    showHistory,
+    onReply,
+    onDelta,
+    onPartial,
+    /** The user's own message, shown at once; the returned bubble takes the send outcome. */
+    addUser: (text, attachments) => append(bubble('user', text, 'text', Date.now(), attachments)),
+    /** Whether a reply is streaming right now. */
+    streaming: () => live.size > 0,
+    /** A line in the conversation that is not a message (e.g. history could not be read). */
+    notice(text, action) {
+      const el = document.createElement('div');
+      el.className = 'notice';
+      el.textContent = text;
+      if (action) el.appendChild(action);
+      list.prepend(el);
+      return el;
+    },
+  };
+}
+
+/** Shows the time (from CSS, so the message's text stays its own) and the full date on hover. */
+function stamp(el, at) {
+  const date = new Date(typeof at === 'number' ? at : Date.now());
+  const today = new Date().toDateString() === date.toDateString();
+  const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  el.dataset.time = today ? time : date.toLocaleDateString([], { day: 'numeric', month: 'short' }) + ' ' + time;
+  el.title = date.toLocaleString();
+}
+
+function attachmentList(attachments) {
+  const ul = document.createElement('ul');
+  ul.className = 'attachments';
+  for (const a of attachments) {
+    const li = document.createElement('li');
+    li.textContent = a.fileName || a.kind;
+    ul.appendChild(li);
+  }
+  return ul;
+}
