@@ -75,7 +75,7 @@ describe('web chat in headless Chromium', () => {
     await reply.waitFor();
     expect(await reply.locator('pre').textContent()).toBe('console.log(2 + 2 < 5 && "<b>not html</b>");\n');
     expect(await reply.locator('strong').textContent()).toBe('4');
-    expect(await reply.locator('code').textContent()).toBe('js');
+    expect(await reply.locator('p code').textContent()).toBe('js');
     expect(await reply.textContent()).toContain('Anything <i>else</i>?');
     expect(await reply.locator('b, i').count()).toBe(0);
 
@@ -91,14 +91,19 @@ describe('web chat in headless Chromium', () => {
     expect(await nextInbound(2)).toMatchObject({ chatId: 'browser-test', text: 'second message', userId: inbound[0].userId });
   });
 
-  it('marks a refused message under it with the reason, and sends it again on a click', async () => {
+  it('marks a refused message under it with the reason, and sends it again when the wait is over', async () => {
     refuseNext = 1;
     await page.fill('#input', 'one more, quickly');
     await page.keyboard.press('Enter');
     const refused = page.locator('.msg.user.failed', { hasText: 'one more, quickly' });
     await refused.waitFor();
-    expect(await refused.locator('.note').textContent()).toBe('Not sent: You are sending messages faster than 2 a minute, so this one was not read. Click to send again.');
-    await refused.click();
+    expect(await refused.locator('.note .reason').textContent()).toBe('Not sent: You are sending messages faster than 2 a minute, so this one was not read.');
+    expect(await refused.locator('button.retry').textContent()).toMatch(/^Send again in (30|29) s$/);
+    expect(await refused.locator('button.retry').isDisabled()).toBe(true);
+    // The wait over (the clock moved on), the same message goes again.
+    await page.clock.install();
+    await page.clock.fastForward(31_000);
+    await refused.locator('button.retry', { hasText: /^Send again$/ }).click();
     expect(await nextInbound(3)).toMatchObject({ text: 'one more, quickly' });
     await page.locator('.msg.user.failed').waitFor({ state: 'detached' });
     expect(await page.locator('.msg.user .note').count()).toBe(0);

@@ -72,14 +72,32 @@ async function readEvents(response: Response, type: string, count: number): Prom
 }
 
 describe('web channel API', () => {
-  it('serves the chat page', async () => {
+  it('serves the chat page, every file it loads, and only its own scripts (CSP)', async () => {
     const response = await fetch(`${base}/chat`);
     expect(response.headers.get('content-type')).toContain('text/html');
+    expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
     const html = await response.text();
-    expect(html).toContain('/api/chat/');
-    // The inline script must at least parse (escaping inside the template literal is easy to break).
-    const script = html.slice(html.indexOf('<script>') + 8, html.indexOf('</script>'));
-    expect(() => new Function(script)).not.toThrow();
+    const config = html.match(/<script id="chat-config" type="application\/json">(.*?)<\/script>/)?.[1];
+    expect(JSON.parse(config ?? 'null')).toEqual({ api: '/api/chat/' });
+    expect(html).not.toMatch(/<script>|<script type="text\/javascript">/);
+    // Every file the page names, and every module those import, is served with its type.
+    const pending = [...html.matchAll(/(?:src|href)="(\/chat\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    const served = new Set<string>();
+    while (pending.length > 0) {
+      const path = pending.pop()!;
+      if (served.has(path)) continue;
+      served.add(path);
+      const asset = await fetch(`${base}${path}`);
+      expect(asset.status, path).toBe(200);
+      expect(asset.headers.get('content-type'), path).toMatch(path.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
+      const body = await asset.text();
+      expect(body, path).not.toContain('sourceMappingURL');
+      for (const m of body.matchAll(/^import .* from '\.\/([^']+)';$/gm)) pending.push(new URL(m[1]!, `http://x${path}`).pathname);
+    }
+    expect([...served].sort()).toEqual(['/chat/assets/chat.css', '/chat/assets/chat.js', '/chat/assets/composer.js', '/chat/assets/connection.js',
+      '/chat/assets/render.js', '/chat/assets/timeline.js', '/chat/assets/vendor/marked.js', '/chat/assets/vendor/purify.js']);
+    expect((await fetch(`${base}/chat/assets/../index.ts`)).status).toBe(404);
+    expect((await fetch(`${base}/chat/assets/nothing.js`)).status).toBe(404);
   });
 
   it('accepts a message as an InboundMessage of channel web', async () => {
