@@ -38,6 +38,16 @@ describe('web chat page in headless Chromium', () => {
   let verdict: (message: InboundMessage) => InboundVerdict | undefined = () => undefined;
   const transcript = new Map<string, TranscriptRow[]>();
   const consoleErrors: string[] = [];
+  /** The fake reply stream of conversation `delta-test` (a stand-in for the gateway's streaming side). */
+  let sse: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const encoder = new TextEncoder();
+  const emit = (event: string, data: unknown): void => sse!.enqueue(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+  const fakeEvents = (): Response => new Response(new ReadableStream<Uint8Array>({
+    start(controller) {
+      sse = controller;
+      controller.enqueue(encoder.encode('retry: 1000\n\n'));
+    },
+  }), { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } });
 
   async function nextInbound(count: number): Promise<InboundMessage> {
     await expect.poll(() => inbound.length).toBeGreaterThanOrEqual(count);
@@ -59,7 +69,8 @@ describe('web chat page in headless Chromium', () => {
       return { outcome: 'accepted' } as InboundVerdict;
     });
     server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: channel.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+      const fetch = (request: Request): Response | Promise<Response> => (new URL(request.url).pathname === '/api/chat/delta-test/events' ? fakeEvents() : channel.app.fetch(request));
+      const s = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     browser = await launchChromium();
@@ -78,8 +89,10 @@ describe('web chat page in headless Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await channel?.stop();
-    (server as Server | undefined)?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
+    if (server?.listening) {
+      (server as Server).closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('leads from / to the chat, keeps the query, and serves a favicon', async () => {
@@ -238,5 +251,46 @@ describe('web chat page in headless Chromium', () => {
     await page.locator('.msg.bot', { hasText: 'And a new one.' }).waitFor();
     expect(await page.locator('.msg .body').allTextContents()).toEqual(['What is 2 + 2?', 'It is 4.', 'And a new one.']);
     expect(consoleErrors, consoleErrors.join('\n')).toEqual([]);
+  });
+
+  it('renders streamed deltas live, restarts on seq 0, and replaces the live bubble with the final reply', async () => {
+    await page.goto(`${base}/chat?c=delta-test`);
+    await page.locator('#status[data-state="connected"]').waitFor();
+    await expect.poll(() => sse !== undefined).toBe(true);
+    emit('delta', { streamId: 's1', seq: 0, text: 'Hel' });
+    emit('delta', { streamId: 's1', seq: 1, text: 'lo **wor' });
+    emit('delta', { streamId: 's1', seq: 2, text: 'ld**' });
+    const live = page.locator('.msg.bot.live');
+    await live.locator('strong', { hasText: 'world' }).waitFor();
+    expect(await live.locator('.body').textContent()).toBe('Hello world');
+    expect(await page.locator('#stop').isVisible()).toBe(true);
+    emit('delta', { streamId: 's1', seq: 1, text: 'lo **wor' }); // a repeat changes nothing
+    emit('delta', { streamId: 's1', seq: 0, text: 'Hi' }); // a worker restarted the stream
+    await live.locator('.body', { hasText: /^Hi$/ }).waitFor();
+    emit('message', { id: 'web:delta-test:1-0', cursor: '1-0', text: 'Hi **there**', format: 'markdown', at: Date.now(), streamId: 's1' });
+    await page.locator('.msg.bot:not(.live) strong', { hasText: 'there' }).waitFor();
+    emit('delta', { streamId: 's1', seq: 3, text: ' late' }); // after the final: ignored
+    emit('delta', { streamId: 's2', seq: 0, text: 'A' });
+    emit('delta', { streamId: 's2', seq: 2, text: 'C' }); // seq 1 lost
+    await page.locator('.msg.bot.live.gap').waitFor();
+    emit('message', { id: 'web:delta-test:2-0', cursor: '2-0', text: 'ABC', format: 'markdown', at: Date.now(), streamId: 's2' });
+    await page.locator('.msg.bot:not(.live)', { hasText: 'ABC' }).waitFor();
+    expect(await page.locator('.msg.bot .body').allTextContents()).toEqual(['Hi there', 'ABC']);
+    expect(await page.locator('.msg.live').count()).toBe(0);
+    await page.locator('#stop').waitFor({ state: 'hidden' });
+  });
+
+  it('says offline when the gateway stops, and why a message cannot be sent then', async () => {
+    await page.goto(`${base}/chat?c=offline-test`);
+    await page.locator('#status[data-state="connected"]').waitFor();
+    (server as Server).closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await page.locator('#status[data-state="offline"]').waitFor({ timeout: 20_000 });
+    expect(await page.locator('#status').textContent()).toMatch(/^offline — /);
+    await page.fill('#input', 'anyone there?');
+    await page.keyboard.press('Enter');
+    const failed = page.locator('.msg.user.failed', { hasText: 'anyone there?' });
+    expect(await failed.locator('.reason').textContent()).toBe('Not sent: the gateway cannot be reached (network down or gateway stopped).');
+    await failed.locator('button.retry').waitFor();
   });
 });

@@ -59,6 +59,15 @@ describe('web chat history in headless Chromium', () => {
     await fresh.keyboard.press('Enter');
     await fresh.locator('.msg.bot').nth(2).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual([...shown, 'third question', 'You said third question.']);
+    // The answers in the history are named by the replies the page received live: that is how it drops a repeat.
+    const api = `${stack.gateway.httpUrl}/api/chat/reload-test`;
+    const history = await (await fetch(`${api}/history`)).json() as { messages: Array<{ id: string; role: string }> };
+    const replies = await (await fetch(`${api}/messages?after=0&timeoutMs=0`)).json() as { messages: Array<{ replyId?: string }> };
+    const answerIds = history.messages.filter((m) => m.role === 'assistant').map((m) => m.id);
+    expect(answerIds).toHaveLength(3);
+    expect(answerIds.every((id) => /^reply-[0-9a-f]{24}-0$/.test(id))).toBe(true);
+    expect(replies.messages.map((m) => m.replyId)).toEqual(answerIds);
+    expect(history.messages.filter((m) => m.role === 'user').map((m) => m.id)).toEqual([expect.stringMatching(/^web:reload-test:m/), expect.stringMatching(/^web:reload-test:m/), expect.stringMatching(/^web:reload-test:m/)]);
     await fresh.reload();
     await fresh.locator('.msg.bot').nth(2).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual([...shown, 'third question', 'You said third question.']);

@@ -59,6 +59,8 @@ export function createTimeline(list, scroller) {
       finishedStreams.add(streamId);
       live.delete(streamId);
     }
+    // The final text wins over a live paint still waiting for its frame.
+    if (state?.frame) cancelAnimationFrame(state.frame);
     if (historyIds.has(reply.replyId) || historyIds.has(streamId)) {
       state?.el.remove();
       return;
