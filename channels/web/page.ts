@@ -4,10 +4,12 @@
  * node_modules — no CDN). Every file is read once, when the channel is created. The routes: `GET /`
  * (to the chat), `GET /chat`, `GET /chat/assets/*`, and the favicon.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import type { Hono, MiddlewareHandler } from 'hono';
 
 /** Options of {@link renderChatPage}. */
@@ -18,9 +20,11 @@ export interface ChatPageOptions {
   basePath?: string;
 }
 
-/** A file the page loads. */
+/** A file the page loads, with its gzip form and entity tag (computed once). */
 export interface ChatAsset {
   body: string;
+  gzip: Buffer;
+  etag: string;
   contentType: string;
 }
 
@@ -38,11 +42,11 @@ export function loadChatFiles(): { shell: string; assets: ReadonlyMap<string, Ch
   const require = createRequire(import.meta.url);
   const read = (path: string): string => readFileSync(path, 'utf8');
   const assets = new Map<string, ChatAsset>();
-  for (const name of CLIENT_FILES) assets.set(name, { body: read(join(PAGE_DIR, name)), contentType: name.endsWith('.css') ? 'text/css; charset=utf-8' : JS });
+  for (const name of CLIENT_FILES) assets.set(name, toAsset(read(join(PAGE_DIR, name)), name.endsWith('.css') ? 'text/css; charset=utf-8' : JS));
   const markedDir = dirname(require.resolve('marked/package.json'));
   const purifyDir = dirname(require.resolve('dompurify'));
-  assets.set('vendor/marked.js', { body: withoutSourceMap(read(join(markedDir, 'lib', 'marked.esm.js'))), contentType: JS });
-  assets.set('vendor/purify.js', { body: withoutSourceMap(read(join(purifyDir, 'purify.es.mjs'))), contentType: JS });
+  assets.set('vendor/marked.js', toAsset(withoutSourceMap(read(join(markedDir, 'lib', 'marked.esm.js'))), JS));
+  assets.set('vendor/purify.js', toAsset(withoutSourceMap(read(join(purifyDir, 'purify.es.mjs'))), JS));
   cache = { shell: read(join(PAGE_DIR, 'index.html')), assets, favicon: read(join(PAGE_DIR, 'favicon.svg')) };
   return cache;
 }
@@ -73,11 +77,18 @@ export function mountChatPage(app: Hono, options: Required<ChatPageOptions>, gua
     const name = c.req.path.slice(c.req.path.indexOf('/chat/assets/') + '/chat/assets/'.length);
     const asset = assets.get(name);
     if (!asset) return c.text('not found', 404);
-    return c.body(asset.body, 200, { 'Content-Type': asset.contentType, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
+    const headers: Record<string, string> = { 'Content-Type': asset.contentType, 'Cache-Control': 'no-cache', ETag: asset.etag, Vary: 'Accept-Encoding', 'X-Content-Type-Options': 'nosniff' };
+    if (c.req.header('if-none-match') === asset.etag) return c.body(null, 304, headers);
+    if (!/\bgzip\b/.test(c.req.header('accept-encoding') ?? '')) return c.body(asset.body, 200, headers);
+    return c.body(new Uint8Array(asset.gzip), 200, { ...headers, 'Content-Encoding': 'gzip' });
   });
   const icon = (): Response => new Response(favicon, { headers: { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' } });
   app.get('/favicon.svg', icon);
   app.get('/favicon.ico', icon);
+}
+
+function toAsset(body: string, contentType: string): ChatAsset {
+  return { body, gzip: gzipSync(body), etag: `"${createHash('sha1').update(body).digest('hex').slice(0, 20)}"`, contentType };
 }
 
 function withoutSourceMap(code: string): string {

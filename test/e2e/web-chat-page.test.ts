@@ -233,6 +233,10 @@ describe('web chat page in headless Chromium', () => {
     await page.locator('.msg.bot', { hasText: 'from the old one' }).waitFor();
     await page.goto(`${base}/chat`);
     expect(new URL(page.url()).searchParams.get('c')).toBe('old-conversation');
+    // A broken address: said, and the last conversation is used.
+    await page.goto(`${base}/chat?c=${encodeURIComponent('no spaces/allowed')}`);
+    await page.locator('.notice', { hasText: '“no spaces/allowed” is not a conversation id' }).waitFor();
+    expect(new URL(page.url()).searchParams.get('c')).toBe('old-conversation');
   });
 
   it('shows the history with both sides and does not show an answer twice when its reply comes live', async () => {

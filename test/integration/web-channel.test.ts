@@ -98,6 +98,11 @@ describe('web channel API', () => {
       '/chat/assets/render.js', '/chat/assets/timeline.js', '/chat/assets/vendor/marked.js', '/chat/assets/vendor/purify.js']);
     expect((await fetch(`${base}/chat/assets/../index.ts`)).status).toBe(404);
     expect((await fetch(`${base}/chat/assets/nothing.js`)).status).toBe(404);
+    // Sent compressed, and not again while unchanged.
+    const first = await fetch(`${base}/chat/assets/vendor/purify.js`);
+    expect(first.headers.get('content-encoding')).toBe('gzip');
+    const again = await fetch(`${base}/chat/assets/vendor/purify.js`, { headers: { 'if-none-match': first.headers.get('etag')! } });
+    expect(again.status).toBe(304);
   });
 
   it('accepts a message as an InboundMessage of channel web', async () => {

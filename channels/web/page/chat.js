@@ -28,6 +28,7 @@ localStorage.setItem('chatgate.user', userId);
 const base = CONFIG.api + encodeURIComponent(conversation);
 
 const timeline = createTimeline($('messages'), $('log'));
+if (asked !== null && asked !== conversation) timeline.notice('“' + asked.slice(0, 80) + '” is not a conversation id (1–64 of A–Z, a–z, 0–9, _ and -): this is conversation ' + conversation + '.');
 let before = null;
 let loadingOlder = false;
 let typingTimer;
