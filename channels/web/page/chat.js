@@ -12,19 +12,24 @@ const $ = (id) => document.getElementById(id);
 const CONFIG = JSON.parse($('chat-config').textContent);
 const randomId = (prefix) => prefix + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)).replace(/-/g, '').slice(0, 16);
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+// Storage can be off (a private window, a blocked site): then the page still works, it just forgets.
+const storage = {
+  get: (key) => { try { return localStorage.getItem(key); } catch { return null; } },
+  set: (key, value) => { try { localStorage.setItem(key, value); } catch { /* not kept */ } },
+};
 
 const params = new URLSearchParams(location.search);
 const asked = params.get('c');
-const stored = localStorage.getItem('chatgate.conversation');
+const stored = storage.get('chatgate.conversation');
 const conversation = asked && ID_RE.test(asked) ? asked : stored && ID_RE.test(stored) ? stored : randomId('c');
-localStorage.setItem('chatgate.conversation', conversation);
+storage.set('chatgate.conversation', conversation);
 if (asked !== conversation) {
   // The address names the conversation, so it can be bookmarked and reopened after "New conversation".
   params.set('c', conversation);
   history.replaceState(null, '', location.pathname + '?' + params.toString());
 }
-const userId = localStorage.getItem('chatgate.user') || randomId('u');
-localStorage.setItem('chatgate.user', userId);
+const userId = storage.get('chatgate.user') || randomId('u');
+storage.set('chatgate.user', userId);
 const base = CONFIG.api + encodeURIComponent(conversation);
 
 const timeline = createTimeline($('messages'), $('log'));
@@ -158,7 +163,7 @@ $('attachment-remove').addEventListener('click', () => setFile(null));
 $('stop').addEventListener('click', () => sender.send('/stop'));
 $('new-chat').addEventListener('click', () => {
   const id = randomId('c');
-  localStorage.setItem('chatgate.conversation', id);
+  storage.set('chatgate.conversation', id);
   location.assign(location.pathname + '?c=' + id);
 });
 $('earlier').addEventListener('click', loadOlder);
