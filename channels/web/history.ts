@@ -16,7 +16,7 @@ import { sessionKeyOf } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import type { ReplyStore } from './reply-store.js';
 
-/** Most messages one history page holds; also the default. */
+/** Most messages one history page holds (`limit`). */
 export const MAX_HISTORY_LIMIT = 100;
 /** Messages per page when `limit` is not given. */
 export const DEFAULT_HISTORY_LIMIT = 50;

@@ -6,6 +6,7 @@
 const OFFLINE_AFTER_MS = 4000;
 const OFFLINE_AFTER_ERRORS = 3;
 const MAX_BACKOFF_MS = 30000;
+const REOPEN_AFTER_HIDDEN_MS = 30000;
 
 /**
  * Opens the reply stream at cursor `after`. `on` gets reply, delta, partial, typing and status
@@ -62,6 +63,13 @@ export function connect(base, after, on) {
     source.addEventListener('delta', parse(on.delta));
     source.addEventListener('typing', () => on.typing());
   };
+  // A stream can die silently (a laptop asleep, a proxy dropping it): after the page was hidden a
+  // while, open it again; it resumes from the last reply's cursor, so nothing is lost or repeated.
+  let hiddenAt = 0;
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden') hiddenAt = Date.now();
+    else if (hiddenAt && Date.now() - hiddenAt > REOPEN_AFTER_HIDDEN_MS) open();
+  });
   window.addEventListener('offline', () => offline('offline — no network'));
   window.addEventListener('online', () => { if (!source || source.readyState !== EventSource.OPEN) open(); });
   open();
