@@ -1,4 +1,4 @@
-import type { ChannelName, InboundMessage, InboundVerdict } from '../src/core/inbound.js';
+import type { Attachment, ChannelName, InboundMessage, InboundVerdict } from '../src/core/inbound.js';
 import { classifyFailure, isRetryableKind, type FailureKind, type RemoteFailure } from '../src/core/retry.js';
 import { ChannelError } from '../src/errors.js';
 
@@ -14,7 +14,17 @@ export const CHANNEL_ERROR_CODES = {
   permanent: 'CHANNEL_PERMANENT',
   /** The adapter is not started (or already stopped). */
   notStarted: 'CHANNEL_NOT_STARTED',
+  /** A file is over the byte limit of the download (or the platform's own). Never retried. */
+  fileTooLarge: 'CHANNEL_FILE_TOO_LARGE',
 } as const;
+
+/** Options of {@link Channel.downloadAttachment}. */
+export interface DownloadOptions {
+  /** Largest file accepted: a longer download is aborted with `CHANNEL_FILE_TOO_LARGE`. */
+  maxBytes: number;
+  /** Aborts the download. */
+  signal?: AbortSignal;
+}
 
 /** How a channel measures `maxMessageLength`: UTF-16 code units (Telegram) or Unicode code points (Discord). */
 export type LengthUnit = 'utf16' | 'codepoints';
@@ -81,6 +91,12 @@ export interface Channel {
   send(target: ChatTarget, message: OutgoingText): Promise<SentMessage>;
   /** Shows the typing indicator once (it fades after a few seconds). `@throws` ChannelError. */
   sendTyping(target: ChatTarget): Promise<void>;
+  /**
+   * Optional: downloads the bytes of one attachment of a message this channel delivered, at most
+   * `maxBytes` of them. `@throws` ChannelError (`CHANNEL_FILE_TOO_LARGE` when over the limit,
+   * `CHANNEL_TRANSIENT`, `CHANNEL_PERMANENT`); its message never contains a bot token.
+   */
+  downloadAttachment?(attachment: Attachment, options: DownloadOptions): Promise<Buffer>;
 }
 
 const KIND_TO_CODE: Record<FailureKind, string> = {

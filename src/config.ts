@@ -75,6 +75,16 @@ export interface Config {
     rateLimitPerMinute: number;
     maxMessageChars: number;
   };
+  attachments: {
+    /** Largest file accepted, bytes. */
+    maxBytes: number;
+    /** How long files' bytes stay in Redis, seconds. */
+    ttlSeconds: number;
+    /** CHATGATE_VISION; undefined: the table of known vision models decides. */
+    vision?: boolean;
+    /** Model of /audio/transcriptions; undefined: transcription is off. */
+    transcribeModel?: string;
+  };
   http: {
     host: string;
     port: number;
@@ -254,6 +264,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
       maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
     },
+    attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
     http: { host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host) },
     stateDir: s('CHATGATE_STATE_DIR'),
     logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],

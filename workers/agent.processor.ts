@@ -22,6 +22,7 @@ import type { ToolContext } from './tools/types.js';
 import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
+import { bringsImage, NO_VISION_NOTICE, type AttachmentReader } from './attachments.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {
@@ -35,6 +36,8 @@ export interface AgentDeps {
   onModelCall?: () => void;
   /** Where model calls (answered and failed) and compactions are counted. Default {@link NOOP_METRICS}. */
   metrics?: Metrics;
+  /** Reads attachments into the user message and inlines stored images (workers/attachments.ts). Default: files listed by name. */
+  attachments?: AttachmentReader;
 }
 
 /** Options of the tool loop. */
@@ -85,6 +88,8 @@ interface Loop {
   /** The turn's identity across retries: the id of its first message. */
   turnId: string;
   steps: StepLog;
+  /** Data URLs of the images this turn's requests inline (read from Redis once per turn). */
+  images: Map<string, string | null>;
 }
 
 /**
@@ -99,7 +104,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }),
+    images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }),
   };
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
@@ -158,8 +163,9 @@ async function appendInbound(loop: Loop): Promise<void> {
   const fresh = freshItems(loop);
   const last = loop.items[loop.items.length - 1]!;
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
-  const replayed = unansweredReplay(loop.turn.messages(), fresh.map(toUserMessage));
-  const entries = fresh.slice(replayed).map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
+  const users = await userMessagesOf(loop, fresh);
+  const replayed = unansweredReplay(loop.turn.messages(), users);
+  const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
   const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k]!.id));
   await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
@@ -170,7 +176,22 @@ async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tool
   const prefix = notes ? [loop.system, notes] : [loop.system];
   const tools = loop.deps.tools.schemas();
   const overhead = overheadTokens(prefix, tools, loop.deps.llm.model);
-  return { messages: [...prefix, ...loop.turn.messages()], tools, overhead };
+  const history = loop.deps.attachments ? await loop.deps.attachments.inline(loop.turn.sessionId, loop.turn.messages(), loop.images) : loop.turn.messages();
+  return { messages: [...prefix, ...history], tools, overhead };
+}
+
+/** The user messages of fresh inbound messages, their files read; what could not be read is told in the turn's notices. */
+async function userMessagesOf(loop: Loop, fresh: InboundMessage[]): Promise<ChatMessage[]> {
+  const reader = loop.deps.attachments;
+  if (!reader) return fresh.map((item) => toUserMessage(item));
+  const users: ChatMessage[] = [];
+  for (const item of fresh) {
+    const files = await reader.read(loop.turn.sessionId, item);
+    loop.notices.push(...files.notices);
+    users.push(toUserMessage(item, files));
+  }
+  if (!reader.vision && fresh.some(bringsImage) && (await reader.firstVisionNotice(loop.turn.sessionId))) loop.notices.push(NO_VISION_NOTICE);
+  return users;
 }
 
 /** Compacts when the model asked for it or the request reached the trigger. @returns true when it ran. */

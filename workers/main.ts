@@ -14,6 +14,7 @@ import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { ConfigError } from '../src/errors.js';
+import { createWorkerAttachments } from './attachment-parts.js';
 import { WORKER_DEFAULTS, workerOptionIssues, type ResolvedRunWorkerOptions, type RunWorkerOptions, type WorkerDeps } from './worker-options.js';
 
 export { DEFAULT_SYSTEM_PROMPT, WORKER_DEFAULTS };
@@ -47,7 +48,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   };
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: deps.metrics }, deadLettered: new Set(), closing: false,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: deps.metrics, attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false,
   };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,

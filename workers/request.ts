@@ -3,6 +3,7 @@ import type { InboundMessage } from '../src/core/inbound.js';
 import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
 import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../src/core/tokens.js';
 import type { ToolSchema } from '../src/llm/client.js';
+import type { ReadFiles } from './attachments.js';
 
 /** Share of the context window one tool result may take when it enters the projection. */
 export const TOOL_RESULT_SHARE = 0.25;
@@ -14,8 +15,13 @@ export function toolResultCap(contextWindow: number, count: number): number {
   return Math.floor(contextWindow * Math.min(TOOL_RESULT_SHARE, TOOL_ROUND_SHARE / Math.max(1, count)));
 }
 
-/** The user message of an inbound message; in groups it names the sender. */
-export function toUserMessage(message: InboundMessage): ChatMessage {
+/**
+ * The user message of an inbound message; in groups it names the sender. With `files` (read by
+ * workers/attachments.ts) the user's text comes first, then each document's text or transcript,
+ * then the images as parts; without, attachments are only listed by name.
+ */
+export function toUserMessage(message: InboundMessage, files?: Pick<ReadFiles, 'texts' | 'images'>): ChatMessage {
+  if (files) return withFiles(message, files);
   let text = message.text;
   if (message.attachments.length > 0) {
     const list = message.attachments.map((a) => a.fileName ?? a.kind).join(', ');
@@ -23,6 +29,14 @@ export function toUserMessage(message: InboundMessage): ChatMessage {
   }
   if (message.chatType === 'group') text = `${message.userName}: ${text}`;
   return { role: 'user', content: text };
+}
+
+function withFiles(message: InboundMessage, files: Pick<ReadFiles, 'texts' | 'images'>): ChatMessage {
+  const blocks = [message.text, ...files.texts].filter((block) => block !== '');
+  if (message.chatType === 'group') blocks[0] = `${message.userName}: ${blocks[0] ?? ''}`;
+  const text = blocks.join('\n\n');
+  if (files.images.length === 0) return { role: 'user', content: text };
+  return { role: 'user', content: [...(text === '' ? [] : [{ type: 'text' as const, text }]), ...files.images] };
 }
 
 /**

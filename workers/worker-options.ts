@@ -56,6 +56,11 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   transcriptRetention?: number;
   /** Price overrides by model (USD per 1M tokens). */
   prices?: PriceTable;
+  /**
+   * Attachments: `vision` overrides the table of known vision models (CHATGATE_VISION);
+   * `transcribeModel` turns voice and audio into text through the endpoint (unset: off).
+   */
+  attachments?: { vision?: boolean; transcribeModel?: string };
 }
 
 /** The options `runWorker` fills in when they are not given. */

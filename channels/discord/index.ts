@@ -7,6 +7,7 @@ import { Client, Events, GatewayIntentBits, Partials, type Message } from 'disco
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { downloadDiscordAttachment } from './files.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
@@ -100,6 +101,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
     async sendTyping(target: ChatTarget): Promise<void> {
       await sendDiscordTyping(client.rest, target);
     },
+    downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download),
   };
 }
 
@@ -169,7 +171,7 @@ export function toMessageLike(message: Message): DiscordMessageLike {
     author: { id: message.author.id, bot: message.author.bot, username: message.author.username, displayName: message.author.globalName ?? undefined },
     content: message.content,
     mentionedUserIds: [...message.mentions.users.keys()],
-    attachments: [...message.attachments.values()].map((a) => ({ url: a.url, contentType: a.contentType ?? undefined, name: a.name })),
+    attachments: [...message.attachments.values()].map((a) => ({ url: a.url, contentType: a.contentType ?? undefined, name: a.name, size: a.size })),
   };
   if (channel.isThread() && channel.parentId) like.threadParentId = channel.parentId;
   if (message.mentions.repliedUser) like.repliedToUserId = message.mentions.repliedUser.id;
@@ -187,7 +189,7 @@ async function handleMessage(message: Message, client: Client, onMessage: Inboun
   }
   const target = { chatId: message.channelId, replyTo: message.id };
   try {
-    // Attachments the bot cannot read go to the gateway too: its answer is queued like every reply.
+    // Attachments go to the gateway, which reads them or answers (queued like every reply) why it cannot.
     await onMessage(translated.message);
   } catch (err) {
     log.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');

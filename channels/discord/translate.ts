@@ -22,24 +22,21 @@ export interface DiscordMessageLike {
   repliedToUserId?: string;
   /** Id of the message this one replies to. */
   referenceMessageId?: string;
-  attachments: Array<{ url: string; contentType?: string; name?: string }>;
+  attachments: Array<{ url: string; contentType?: string; name?: string; size?: number }>;
 }
 
 /** The outcome of translating one Discord message. */
 export type DiscordTranslation =
   | { kind: 'message'; message: InboundMessage }
-  /** Only media the bot cannot read, addressed to it: a message without text whose `unsupportedReply` the gateway sends. */
-  | { kind: 'unsupported'; message: InboundMessage }
   | { kind: 'ignore'; reason: string };
 
-/** The short reply to attachments without text. */
-export const UNSUPPORTED_ATTACHMENT_REPLY = 'I can read text messages (images need a text with them). Please send your request as text.';
 
 /**
  * Translates a Discord message. DMs always reach the bot; in guild channels, with trigger
  * `mention`, only messages mentioning the bot, replying to it, or starting with one of
  * `commandNames` (`/usage`) do. A thread is its own session: `chatId` is the parent channel,
- * `threadId` the thread. The bot's mention is removed from the text.
+ * `threadId` the thread. The bot's mention is removed from the text. Attachments are listed with
+ * their type, name and size (the gateway decides whether it can read them), with or without text.
  */
 export function toInboundMessage(message: DiscordMessageLike, botId: string, options: { guildTrigger: GuildTrigger; commandNames: readonly string[]; receivedAt: number }): DiscordTranslation {
   if (message.author.bot || message.author.id === botId) return { kind: 'ignore', reason: 'not from a user' };
@@ -69,7 +66,6 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
   };
   if (inThread) inbound.threadId = message.channelId;
   if (message.referenceMessageId !== undefined) inbound.replyTo = message.referenceMessageId;
-  if (text === '') return { kind: 'unsupported', message: toWellFormedInbound({ ...inbound, attachments: [], unsupportedReply: UNSUPPORTED_ATTACHMENT_REPLY }) };
   return { kind: 'message', message: toWellFormedInbound(inbound) };
 }
 
@@ -79,5 +75,6 @@ function toAttachment(attachment: DiscordMessageLike['attachments'][number]): At
   const result: Attachment = { kind, ref: attachment.url };
   if (attachment.contentType) result.mimeType = attachment.contentType;
   if (attachment.name) result.fileName = attachment.name;
+  if (attachment.size !== undefined) result.size = attachment.size;
   return result;
 }

@@ -14,6 +14,7 @@ import type { Context as HonoContext } from 'hono';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
@@ -52,6 +53,8 @@ export interface TelegramChannelOptions {
   typingIntervalMs?: number;
   /** Tries of one update before it is set aside and the bot goes on. Default 3. */
   maxUpdateAttempts?: number;
+  /** Largest photo size reported for a photo (Telegram sends several sizes), bytes. Default 10 MB. */
+  maxAttachmentBytes?: number;
 }
 
 /** What the Telegram channel needs from its host. */
@@ -86,6 +89,7 @@ const DEFAULTS = {
   commands: DEFAULT_TELEGRAM_COMMANDS,
   typingIntervalMs: 4_000,
   maxUpdateAttempts: 3,
+  maxAttachmentBytes: 10 * 1024 * 1024,
 } satisfies Omit<ResolvedTelegramChannelOptions, 'token'>;
 
 /** Creates the Telegram channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
@@ -127,6 +131,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     async sendTyping(target: ChatTarget): Promise<void> {
       await sendTelegramTyping(bot.api, target);
     },
+    downloadAttachment: (attachment, download) => downloadTelegramFile(bot.api, resolved.apiRoot, resolved.token, attachment, download),
     webhookHandler() {
       return createWebhookHandler(bot, mode, resolved, { log, failures });
     },
@@ -189,7 +194,7 @@ interface PollDeps {
 async function handleMessage(ctx: GrammyContext, state: ChannelState, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
   const message = ctx.message;
   if (!message || !state.identity) return;
-  const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now() });
+  const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now(), maxPhotoBytes: options.maxAttachmentBytes });
   if (translated.kind === 'ignore') {
     log.debug({ chatId: message.chat.id, reason: translated.reason }, 'update ignored');
     return;
@@ -263,5 +268,6 @@ function validate(options: ResolvedTelegramChannelOptions): void {
   if (!(options.pollTimeoutSeconds >= 0)) issues.push(`\`pollTimeoutSeconds\` must be ≥ 0 (got ${options.pollTimeoutSeconds})`);
   if (!(Number.isInteger(options.maxUpdateAttempts) && options.maxUpdateAttempts >= 1)) issues.push(`\`maxUpdateAttempts\` must be an integer ≥ 1 (got ${options.maxUpdateAttempts})`);
   if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
+  if (!(Number.isInteger(options.maxAttachmentBytes) && options.maxAttachmentBytes >= 1)) issues.push(`\`maxAttachmentBytes\` must be an integer ≥ 1 (got ${options.maxAttachmentBytes})`);
   if (issues.length > 0) throw new ChannelError(`invalid telegram options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
 }

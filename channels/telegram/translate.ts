@@ -21,21 +21,26 @@ export type TelegramTranslation =
   | { kind: 'ignore'; reason: string };
 
 /** The short reply to media the bot cannot read. */
-export const UNSUPPORTED_MEDIA_REPLY = 'I can read text messages and the captions of photos. Please send your request as text.';
+export const UNSUPPORTED_MEDIA_REPLY = 'I can read text messages, photos and images, documents (PDF and text files) and voice messages, but not this kind of message. Please send your request as text.';
 
-const UNSUPPORTED_KEYS = ['document', 'audio', 'video', 'voice', 'video_note', 'sticker', 'animation', 'location', 'contact', 'poll', 'dice', 'venue', 'story'] as const;
+const UNSUPPORTED_KEYS = ['video', 'video_note', 'sticker', 'animation', 'location', 'contact', 'poll', 'dice', 'venue', 'story'] as const;
+
+/** Default largest photo size chosen among a photo's sizes, bytes (the gateway's default limit). */
+const DEFAULT_MAX_PHOTO_BYTES = 10 * 1024 * 1024;
 
 /**
  * Translates a Telegram message. Private chats always reach the bot; in groups, with trigger
- * `mention`, only messages that mention the bot, reply to it or are commands do. A photo with a
- * caption becomes its caption (the photo is listed as an attachment); other media get
- * `unsupported`, a message without text carrying {@link UNSUPPORTED_MEDIA_REPLY}. Bot mentions and `@botname` command suffixes are removed from the text.
+ * `mention`, only messages that mention the bot, reply to it or are commands do. Photos (the
+ * largest size within `maxPhotoBytes`), documents, voice messages and audio files become
+ * attachments with their caption as the text (the gateway decides whether it can read them);
+ * other media (video, stickers, locations...) get `unsupported`, a message without text carrying
+ * {@link UNSUPPORTED_MEDIA_REPLY}. Bot mentions and `@botname` command suffixes are removed from the text.
  */
-export function toInboundMessage(message: Message, bot: TelegramBotIdentity, options: { groupTrigger: GroupTrigger; receivedAt: number }): TelegramTranslation {
+export function toInboundMessage(message: Message, bot: TelegramBotIdentity, options: { groupTrigger: GroupTrigger; receivedAt: number; maxPhotoBytes?: number }): TelegramTranslation {
   if (!message.from || message.from.is_bot) return { kind: 'ignore', reason: 'not from a user' };
   const isPrivate = message.chat.type === 'private';
   if (!isPrivate && message.chat.type !== 'group' && message.chat.type !== 'supergroup') return { kind: 'ignore', reason: 'not a chat' };
-  const rawText = message.text ?? (message.photo ? message.caption : undefined) ?? '';
+  const rawText = message.text ?? message.caption ?? '';
   const entities = message.entities ?? message.caption_entities ?? [];
   const command = leadingCommand(rawText, entities);
   if (command && command.target !== undefined && command.target.toLowerCase() !== bot.username.toLowerCase()) {
@@ -45,9 +50,10 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
   if (!addressed) return { kind: 'ignore', reason: 'group message not addressed to the bot' };
   const threadId = message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
   const chatId = String(message.chat.id);
-  const unsupported = message.photo ? message.caption === undefined : UNSUPPORTED_KEYS.some((key) => key in message);
+  const unsupported = UNSUPPORTED_KEYS.some((key) => key in message);
   const text = unsupported ? '' : cleanText(rawText, bot.username);
-  if (!unsupported && text === '') return { kind: 'ignore', reason: 'no text' };
+  const attachments = unsupported ? [] : attachmentsOf(message, options.maxPhotoBytes ?? DEFAULT_MAX_PHOTO_BYTES);
+  if (!unsupported && text === '' && attachments.length === 0) return { kind: 'ignore', reason: 'no text' };
   const inbound: InboundMessage = {
     id: `telegram:${chatId}:${message.message_id}`,
     channel: 'telegram',
@@ -55,7 +61,7 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
     userId: String(message.from.id),
     userName: [message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || message.from.username || String(message.from.id),
     text,
-    attachments: photoAttachments(message),
+    attachments,
     platformMessageId: String(message.message_id),
     chatType: isPrivate ? 'private' : 'group',
     receivedAt: options.receivedAt,
@@ -100,7 +106,31 @@ function cleanText(text: string, username: string): string {
     .trim();
 }
 
-function photoAttachments(message: Message): Attachment[] {
-  const largest = message.photo?.at(-1);
-  return largest ? [{ kind: 'photo', ref: largest.file_id }] : [];
+/** The files of a message: a photo, a document (an image document counts as a photo), a voice message, an audio file. */
+function attachmentsOf(message: Message, maxPhotoBytes: number): Attachment[] {
+  if (message.photo && message.photo.length > 0) {
+    // Sizes come smallest first; take the largest within the limit (else the smallest, which the gateway refuses).
+    const fitting = message.photo.filter((size) => size.file_size === undefined || size.file_size <= maxPhotoBytes);
+    const size = fitting.at(-1) ?? message.photo[0]!;
+    return [withSize({ kind: 'photo', ref: size.file_id, mimeType: 'image/jpeg', fileName: `photo-${message.message_id}.jpg` }, size.file_size)];
+  }
+  const document = message.document;
+  if (document) {
+    const kind = document.mime_type?.startsWith('image/') ? 'photo' : 'document';
+    return [withSize({ kind, ref: document.file_id, ...optional(document.mime_type, document.file_name) }, document.file_size)];
+  }
+  if (message.voice) {
+    return [withSize({ kind: 'voice', ref: message.voice.file_id, mimeType: message.voice.mime_type ?? 'audio/ogg', fileName: `voice-${message.message_id}.ogg` }, message.voice.file_size)];
+  }
+  const audio = message.audio;
+  if (audio) return [withSize({ kind: 'audio', ref: audio.file_id, ...optional(audio.mime_type, audio.file_name) }, audio.file_size)];
+  return [];
+}
+
+function optional(mimeType: string | undefined, fileName: string | undefined): Pick<Attachment, 'mimeType' | 'fileName'> {
+  return { ...(mimeType ? { mimeType } : {}), ...(fileName ? { fileName } : {}) };
+}
+
+function withSize(attachment: Attachment, size: number | undefined): Attachment {
+  return size === undefined ? attachment : { ...attachment, size };
 }

@@ -18,6 +18,9 @@ import { historyRoute, type TranscriptSource } from './history.js';
 import { mountChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
 import { ID_RE, postMessage } from './post-message.js';
+import { isMultipart } from './upload.js';
+import { formatBytes } from '../../src/core/attachments.js';
+import type { Attachment } from '../../src/core/inbound.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
 
 /** Options of {@link createWebChannel}. */
@@ -30,6 +33,8 @@ export interface WebChannelOptions extends ConversationStoreOptions {
   maxMessageLength?: number;
   /** Longest accepted request body, in bytes. Default 65 536. */
   maxBodyBytes?: number;
+  /** Largest file of a multipart post, bytes (the gateway's attachment limit). Default 10 MB. */
+  maxUploadBytes?: number;
   /** Default and maximum wait of a long poll, in ms. Default 25 000 and 60 000. */
   longPollTimeoutMs?: number;
   maxLongPollTimeoutMs?: number;
@@ -81,6 +86,7 @@ const DEFAULTS = {
   basePath: '',
   maxMessageLength: 8_000,
   maxBodyBytes: 65_536,
+  maxUploadBytes: 10 * 1024 * 1024,
   longPollTimeoutMs: 25_000,
   maxLongPollTimeoutMs: 60_000,
   keepAliveMs: 15_000,
@@ -99,7 +105,8 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     ? createRedisReplyStore({ redis: deps.redis }, { keyPrefix: deps.keyPrefix, maxRepliesPerConversation: resolved.maxRepliesPerConversation })
     : createMemoryReplyStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  const app = createApp(store, () => state.onMessage, resolved, log, deps.guard, deps.readTranscript);
+  const uploads = new Map<string, Buffer>();
+  const app = createApp(store, () => state.onMessage, resolved, log, { guard: deps.guard, readTranscript: deps.readTranscript, uploads });
 
   return {
     name: 'web',
@@ -128,11 +135,15 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async sendTyping(target: ChatTarget): Promise<void> {
       store.typing(target.chatId);
     },
+    async downloadAttachment(attachment, download) {
+      return uploadedBytes(uploads, attachment, download.maxBytes);
+    },
   };
 }
 
 /** The routes: the page and the JSON API. */
-function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, guard?: MiddlewareHandler, readTranscript?: TranscriptSource): Hono {
+function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, parts: { guard?: MiddlewareHandler; readTranscript?: TranscriptSource; uploads: Map<string, Buffer> }): Hono {
+  const { guard, readTranscript, uploads } = parts;
   const app = new Hono();
   if (guard) {
     app.use('/chat', guard);
@@ -149,7 +160,9 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
     await next();
   });
   const limit = bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413) });
-  app.post('/api/chat/:conversationId/messages', limit, (c) => postMessage(c, handler(), log));
+  // A form with a file may be as large as the file limit plus the other fields.
+  const uploadLimit = bodyLimit({ maxSize: options.maxUploadBytes + options.maxBodyBytes, onError: (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413) });
+  app.post('/api/chat/:conversationId/messages', (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
   app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));
@@ -229,6 +242,14 @@ async function pumpReplies(deps: { store: ReplyStore; log: Logger; push: (item: 
 
 /** What the SSE loop writes: replies, hints, keep-alive comments. */
 type StreamItem = { type: 'message'; reply: WebReply } | ReplyHint | { type: 'keep-alive' };
+
+/** The bytes of a file posted with a message still being handled (the gateway's attachment step asks for them). */
+function uploadedBytes(uploads: Map<string, Buffer>, attachment: Attachment, maxBytes: number): Buffer {
+  const bytes = uploads.get(attachment.ref);
+  if (!bytes) throw new ChannelError(`download failed for web upload ${attachment.fileName ?? attachment.ref} (no longer held: its request ended)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+  if (bytes.length > maxBytes) throw new ChannelError(`download refused for web upload ${attachment.fileName ?? ''} (${bytes.length} bytes, limit ${maxBytes})`, { retryable: false, code: CHANNEL_ERROR_CODES.fileTooLarge });
+  return bytes;
+}
 
 function toNonNegative(value: string | undefined, fallback: number): number {
   const parsed = Number(value);

@@ -1,6 +1,6 @@
 /**
  * POST /api/chat/:id/messages: the web chat's message into the gateway, and the gateway's verdict
- * answered at once (202 accepted; 403, 413, 429 with Retry-After refused; 503 not taken).
+ * answered at once (202 accepted; 403, 413, 415, 429 with Retry-After refused; 503 not taken).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
@@ -9,23 +9,29 @@ import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '.
 import { toWellFormedText, truncateText } from '../../src/core/text.js';
 import type { Logger } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
+import { isMultipart, readUpload, type PostedFields } from './upload.js';
 
 /** Conversation, client message and user ids: 1–64 characters of A-Z, a-z, 0-9, _ and -. */
 export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it could not be taken. */
-export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
+/** Where a multipart post's file waits for the gateway's attachment step (`downloadAttachment`). */
+export interface PendingUploads {
+  set(ref: string, bytes: Buffer): void;
+  delete(ref: string): void;
+}
+
+/**
+ * POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it
+ * could not be taken. JSON, or a multipart form with one `file` (channels/web/upload.ts).
+ */
+export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger, uploads?: { pending: PendingUploads; maxBytes: number }): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
-  // JSON only: a cross-site form or `text/plain` post cannot send it without a CORS preflight we never grant.
-  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
-    return c.json({ error: 'send the message as `Content-Type: application/json`' }, 415);
-  }
-  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  const text = typeof body?.text === 'string' ? body.text.trim() : '';
-  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
-  const clientMessageId = typeof body.clientMessageId === 'string' && ID_RE.test(body.clientMessageId) ? body.clientMessageId : randomUUID();
-  const userId = typeof body.userId === 'string' && ID_RE.test(body.userId) ? body.userId : conversationId;
-  const userName = typeof body.userName === 'string' && body.userName.trim() !== '' ? truncateText(toWellFormedText(body.userName.trim()), 64) : 'web user';
+  const fields = uploads && isMultipart(c) ? await readUpload(c, uploads.maxBytes) : await readJson(c);
+  if (fields instanceof Response) return fields;
+  const { text, file } = fields;
+  const clientMessageId = typeof fields.clientMessageId === 'string' && ID_RE.test(fields.clientMessageId) ? fields.clientMessageId : randomUUID();
+  const userId = typeof fields.userId === 'string' && ID_RE.test(fields.userId) ? fields.userId : conversationId;
+  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), 64) : 'web user';
   const message: InboundMessage = toWellFormedInbound({
     id: `web:${conversationId}:${clientMessageId}`,
     channel: 'web',
@@ -33,13 +39,35 @@ export async function postMessage(c: Context, onMessage: InboundHandler | undefi
     userId,
     userName,
     text,
-    attachments: [],
+    attachments: file ? [file.attachment] : [],
     platformMessageId: clientMessageId,
     chatType: 'private',
     receivedAt: Date.now(),
     refusalsAnswered: true,
     ...clientAddressOf(c),
   });
+  if (!file) return deliver(c, message, onMessage, log);
+  uploads!.pending.set(file.attachment.ref, file.bytes);
+  try {
+    return await deliver(c, message, onMessage, log);
+  } finally {
+    uploads!.pending.delete(file.attachment.ref);
+  }
+}
+
+/** The JSON form (the only one without uploads): a cross-site `text/plain` post cannot send it without a CORS preflight we never grant. */
+async function readJson(c: Context): Promise<PostedFields | Response> {
+  if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
+    return c.json({ error: 'send the message as `Content-Type: application/json` (or `multipart/form-data` with a `file`)' }, 415);
+  }
+  const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const text = typeof body?.text === 'string' ? body.text.trim() : '';
+  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
+  return { text, clientMessageId: body.clientMessageId, userId: body.userId, userName: body.userName };
+}
+
+async function deliver(c: Context, message: InboundMessage, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
+  const conversationId = message.chatId;
   if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
   let verdict: InboundVerdict | void;
   try {
@@ -64,6 +92,10 @@ function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): 
     }
     case 'too_long':
       return c.json({ error, refused: 'too_long' }, 413);
+    case 'too_large':
+      return c.json({ error, refused: 'too_large' }, 413);
+    case 'unsupported':
+      return c.json({ error, refused: 'unsupported' }, 415);
     default:
       return c.json({ id, accepted: true }, 202);
   }

@@ -32,6 +32,9 @@ export function gatewayOptions(config: Config): GatewayOptions {
     monitorToken: config.http.monitorToken,
     sessionLeaseTtlMs: config.workers.leaseTtlMs,
     channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
+    maxAttachmentBytes: config.attachments.maxBytes,
+    attachmentTtlSeconds: config.attachments.ttlSeconds,
+    transcribeModel: config.attachments.transcribeModel,
   };
 }
 
@@ -50,6 +53,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
     prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
+    attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
   };
 }
 

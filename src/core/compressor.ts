@@ -13,6 +13,7 @@ import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens } from './tokens.js';
 import { stripUndefined } from './objects.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
+import { placeholderOlderImages } from './attachments.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {
@@ -246,7 +247,9 @@ export class ContextCompressor {
     return this.finish({ ...base, state }, out, outcome, fitted.pinned, reason, call, block);
   }
 
-  private finish(base: Base, out: ChatMessage[], outcome: CompactionOutcome, pinnedFacts: string[], reason: string, call: SummarizerCall, block?: string | null): CompactionResult {
+  private finish(base: Base, compacted: ChatMessage[], outcome: CompactionOutcome, pinnedFacts: string[], reason: string, call: SummarizerCall, block?: string | null): CompactionResult {
+    // Images before the current exchange become one line each (the transcript keeps their reference).
+    const out = placeholderOlderImages(compacted);
     const tokensAfter = countMessageTokens(out, this.options.model);
     const effective = tokensAfter + base.overhead < this.thresholdTokens;
     const recorded = recordCompaction({ ...base.state, mined: watermarkOf(out) }, outcome, effective);

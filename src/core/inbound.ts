@@ -6,13 +6,31 @@ export type ChannelName = 'telegram' | 'discord' | 'web';
 /** Who may talk to the bot on one channel: everyone (`*`) or the listed user ids (empty: nobody). */
 export type AllowList = '*' | readonly string[];
 
-/** A file or media item attached to an inbound message (not downloaded by the gateway). */
+/**
+ * A file or media item attached to an inbound message. The adapter reports it (`ref`, and `size`
+ * when the platform says it); the gateway downloads a readable one within the size limit and
+ * stores its bytes in Redis, recording where in `stored`. The inbox never holds the bytes.
+ */
 export interface Attachment {
   kind: 'photo' | 'document' | 'audio' | 'video' | 'voice' | 'sticker' | 'other';
   /** Platform file id or URL. */
   ref: string;
   mimeType?: string;
   fileName?: string;
+  /** Size in bytes as the platform reports it, when it does. */
+  size?: number;
+  /** Set by the gateway once the bytes are stored (src/redis/attachments.ts). */
+  stored?: StoredAttachment;
+}
+
+/** Where the gateway stored an attachment's bytes, and how many there are. */
+export interface StoredAttachment {
+  /** Id under the session's key space (`attachmentKey(sessionId, id)`). */
+  id: string;
+  /** Bytes stored. */
+  bytes: number;
+  /** ms since epoch after which the bytes are gone (the key's TTL). */
+  expiresAtMs: number;
 }
 
 /**
@@ -56,7 +74,7 @@ export interface InboundMessage {
 }
 
 /** How the gateway handled one inbound message. */
-export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported';
+export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported' | 'too_large';
 
 /** The gateway's answer to one inbound message: what an adapter needs to show a refusal itself. */
 export interface InboundVerdict {

@@ -91,3 +91,28 @@ function normaliseModelName(model: string): string {
 function matches(pattern: string, name: string): boolean {
   return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
 }
+
+/**
+ * Model families known to accept images (`image_url` content parts), as patterns like the table's
+ * (a trailing `*` matches any suffix; case, a provider prefix and an Ollama tag are ignored).
+ * `CHATGATE_VISION=true|false` overrides this for any model.
+ */
+export const VISION_MODELS: readonly string[] = Object.freeze([
+  'gpt-4o*', 'gpt-4.1*', 'gpt-4.5*', 'gpt-5*', 'o1', 'o1-2*', 'o3', 'o3-2*', 'o3-pro*', 'o4-mini*', 'gpt-4-turbo*', 'gpt-4-vision*',
+  'chatgpt-4o*', 'claude-*', 'gemini-*', 'gemma3*', 'llava*', 'bakllava*', 'llama3.2-vision*', 'llama4*', 'minicpm-v*', 'moondream*',
+  'qwen2-vl*', 'qwen2.5-vl*', 'qwen2.5vl*', 'qwen3-vl*', 'qwen-vl*', 'pixtral*', 'mistral-small-3.1*', 'mistral-medium*', 'grok-*vision*', 'grok-4*', 'internvl*',
+]);
+
+/** Whether `model` accepts images: `override` when set (CHATGATE_VISION), else the {@link VISION_MODELS} table. */
+export function supportsVision(model: string, override?: boolean): boolean {
+  if (override !== undefined) return override;
+  const name = normaliseModelName(model);
+  return VISION_MODELS.some((pattern) => matchesGlob(pattern, name));
+}
+
+/** Like the table's patterns, with `*` allowed inside too (`grok-*vision*`). */
+function matchesGlob(pattern: string, name: string): boolean {
+  if (!pattern.slice(0, -1).includes('*')) return matches(pattern, name);
+  const re = new RegExp(`^${pattern.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  return re.test(name);
+}

@@ -33,6 +33,8 @@ export interface ChannelsOptions {
   monitorToken?: string;
   /** Key prefix of the web chat's reply streams. */
   keyPrefix: string;
+  /** Largest attachment accepted, bytes (photo size choice, web upload body limit). Default 10 MB. */
+  maxAttachmentBytes?: number;
 }
 
 /**
@@ -53,7 +55,7 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
       await setAsideChannelUpdate(redis, entry, options.keyPrefix);
       (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'telegram', outcome: 'set_aside' });
     } : undefined;
-    const telegram = createTelegramChannel({ log: logger, setAside }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger });
+    const telegram = createTelegramChannel({ log: logger, setAside }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger, maxAttachmentBytes: options.maxAttachmentBytes });
     list.push(telegram);
     if (webhookUrl) {
       const path = new URL(webhookUrl).pathname;
@@ -68,7 +70,7 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
     const redis = deps.redis;
     // The page's history comes from the session's transcript (channels/web/history.ts).
     const readTranscript = redis ? (sessionId: string, before: string | undefined, count: number) => readTranscriptBefore(redis, sessionKeys(sessionId, options.keyPrefix), before, count) : undefined;
-    const web = createWebChannel({ log: logger, guard, redis, keyPrefix: options.keyPrefix, readTranscript });
+    const web = createWebChannel({ log: logger, guard, redis, keyPrefix: options.keyPrefix, readTranscript }, { maxUploadBytes: options.maxAttachmentBytes });
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }

@@ -1,4 +1,5 @@
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
+import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
 import { numberIssues, type NumberRule } from '../core/option-checks.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
@@ -44,6 +45,12 @@ export interface GatewayOptions {
   systemPrompt?: string;
   /** How long each channel may take to connect (`start`) before the gateway's start fails naming it, ms. Default 30 000. */
   channelStartTimeoutMs?: number;
+  /** Largest attachment accepted, bytes. Default 10 MB. */
+  maxAttachmentBytes?: number;
+  /** How long attachments' bytes stay in Redis, seconds. Default 86 400. */
+  attachmentTtlSeconds?: number;
+  /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */
+  transcribeModel?: string;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
 }
@@ -51,7 +58,8 @@ export interface GatewayOptions {
 /** The options `startGateway` fills in when they are not given. */
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
-  'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels'>>;
+  'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels' |
+  'maxAttachmentBytes' | 'attachmentTtlSeconds'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -72,6 +80,8 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   sessionLeaseTtlMs: DEFAULT_LEASE_TTL_MS,
   channelStartTimeoutMs: 30_000,
   channels: {},
+  maxAttachmentBytes: DEFAULT_MAX_ATTACHMENT_BYTES,
+  attachmentTtlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS,
 } satisfies GatewayDefaults);
 
 const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
@@ -85,6 +95,8 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   port: { integer: true, min: 0, max: 65535 },
   sessionLeaseTtlMs: { integer: true, min: 1 },
   channelStartTimeoutMs: { integer: true, min: 1 },
+  maxAttachmentBytes: { integer: true, min: 1 },
+  attachmentTtlSeconds: { integer: true, min: 1 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -21,6 +21,7 @@ import { GATEWAY_DEFAULTS, gatewayOptionIssues, type GatewayOptions, type Resolv
 import { ConfigError } from '../errors.js';
 import { createRedisDeliveryLedger } from './delivery-ledger.js';
 import { createIngest, type Ingest } from './ingest.js';
+import { createAttachmentIngest } from './attachments.js';
 import { createOutboundConsumer } from './outbound.js';
 import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
@@ -136,10 +137,14 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingestRedis = duplicateRedis(redis, { maxRetriesPerRequest: 2, commandTimeout: REDIS_ANSWER_MS });
   ingestRedis.on('error', (err: Error) => logger.debug({ err }, 'ingest redis connection error'));
   closers.push(() => ingestRedis.quit());
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+  // Files are stored through the fast connection: a 10 MB SET may take longer than ingest's bounded commands.
+  const attachments = createAttachmentIngest({ redis: fast, log: logger, channel: (name) => channelMap.get(name) }, {
+    keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
+  });
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
   });
-  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
+  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);

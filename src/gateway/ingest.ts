@@ -12,6 +12,7 @@ import { acceptInbound } from '../redis/inbox.js';
 import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
 import { countInWindow } from './accept.js';
+import type { AttachmentIngest } from './attachments.js';
 import { runCommand, type CommandDeps } from './commands.js';
 
 export type { AllowList };
@@ -35,6 +36,8 @@ export interface IngestDeps {
   /** Where inbound outcomes and hygiene firings are counted. Default {@link NOOP_METRICS}. */
   metrics?: Metrics;
   now?: () => number;
+  /** Downloads and stores the files of a message before it enters the inbox (src/gateway/attachments.ts). Default: files are passed on as reported. */
+  attachments?: AttachmentIngest;
 }
 
 /** Options of the ingest pipeline. */
@@ -130,7 +133,13 @@ async function route(ctx: Context, message: InboundMessage, sessionId: string): 
   if (refused) return refused;
   if (command) return { outcome: await answerCommand(ctx, message, sessionId, seen, command) };
   if (message.unsupportedReply !== undefined) return { outcome: await answerUnsupported(ctx, message, sessionId, seen, message.unsupportedReply) };
-  const { clientAddress: _address, refusalsAnswered: _answered, ...stored } = message;
+  const files = ctx.deps.attachments ? await ctx.deps.attachments.take(message, sessionId) : { ok: true as const, attachments: message.attachments };
+  if (!files.ok) {
+    await refuse(ctx, message, sessionId, files.reason, files.outcome);
+    return { outcome: files.outcome, reason: files.reason };
+  }
+  const { clientAddress: _address, refusalsAnswered: _answered, ...rest } = message;
+  const stored = { ...rest, attachments: files.attachments };
   if (!(await acceptInbound(deps.redis, sessionId, stored, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() }))) return { outcome: await duplicate(ctx, sessionId) };
   // The message is durable now: the platform gets its acknowledgement at once. Hygiene runs after
   // it, one at a time per session, and the session's turn is enqueued after its hygiene; other

@@ -120,3 +120,16 @@ export function channelDeadLetterKey(channel: string, prefix: string = DEFAULT_K
 export function webRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}web-replies`;
 }
+
+/**
+ * String: the bytes of one stored attachment, with a TTL (src/redis/attachments.ts). In the
+ * session's hash slot; `id` is derived from the inbound message id and the attachment's index.
+ */
+export function attachmentKey(sessionId: string, id: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:att:${id}`;
+}
+
+/** Marker that the session was told its model cannot see images (told once per session). */
+export function visionNoticeKey(sessionId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:vision-notice`;
+}

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel, NOT_ACCEPTED_REPLY, type DiscordChannel, type DiscordChannelOptions } from '../../channels/discord/index.js';
-import { UNSUPPORTED_ATTACHMENT_REPLY } from '../../channels/discord/translate.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { measureText } from '../../src/core/split.js';
 import { ChannelError } from '../../src/errors.js';
@@ -84,12 +83,12 @@ describe('discord channel: gateway and inbound', () => {
     expect(received.find((m) => m.threadId)!.id).toBe(`discord:${IDS.thread}:${threadMessageId}`);
   });
 
-  it('ignores bots and hands attachments without text to the gateway with the reply to give, sending nothing itself', async () => {
+  it('ignores bots and hands attachments without text to the gateway with their type, name and size, sending nothing itself', async () => {
     const { onMessage, received, next } = inbox();
     await startChannel(onMessage);
     fake.dispatchMessage({ where: 'dm', content: 'from a bot', author: { id: '5', username: 'other', bot: true } });
     fake.dispatchMessage({ where: 'dm', content: '', attachments: [{ filename: 'a.pdf', content_type: 'application/pdf' }] });
-    expect(await next()).toMatchObject({ channel: 'discord', chatId: IDS.dmChannel, text: '', unsupportedReply: UNSUPPORTED_ATTACHMENT_REPLY });
+    expect(await next()).toMatchObject({ channel: 'discord', chatId: IDS.dmChannel, text: '', attachments: [{ kind: 'document', mimeType: 'application/pdf', fileName: 'a.pdf', size: 10 }] });
     expect(received).toHaveLength(1);
     expect(fake.callsOf('POST', messagesPath(IDS.dmChannel))).toEqual([]);
   });

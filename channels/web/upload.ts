@@ -1,0 +1,65 @@
+/**
+ * The multipart form of POST /api/chat/:id/messages: fields `text` (optional with a file),
+ * `clientMessageId`, `userId`, `userName` and one `file`. The file's bytes wait in memory (per
+ * request, dropped when it is answered) until the gateway's attachment step asks the channel for
+ * them, like it asks Telegram or Discord: refused files are never stored.
+ */
+import type { Context } from 'hono';
+import { randomUUID } from 'node:crypto';
+import type { Attachment } from '../../src/core/inbound.js';
+import { formatBytes } from '../../src/core/attachments.js';
+
+/** The fields of a post, from JSON or a multipart form. */
+export interface PostedFields {
+  text: string;
+  clientMessageId?: unknown;
+  userId?: unknown;
+  userName?: unknown;
+  /** The uploaded file, multipart only. */
+  file?: { attachment: Attachment; bytes: Buffer };
+}
+
+/** True when the request is a multipart form. */
+export function isMultipart(c: Context): boolean {
+  return (c.req.header('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
+}
+
+/**
+ * Reads the multipart form. @returns the fields, or an error answer (400 bad form, 413 over
+ * `maxBytes`, the file size being known from the form) to send as it is.
+ */
+export async function readUpload(c: Context, maxBytes: number): Promise<PostedFields | Response> {
+  let form: FormData;
+  try {
+    form = await c.req.raw.formData();
+  } catch {
+    return c.json({ error: 'the multipart form could not be read' }, 400);
+  }
+  const files = form.getAll('file').filter((value): value is File => typeof value !== 'string');
+  if (files.length > 1) return c.json({ error: 'send one `file` per message' }, 400);
+  const text = stringField(form, 'text').trim();
+  const upload = files[0];
+  if (!upload && text === '') return c.json({ error: 'the form needs a non-empty `text` or a `file`' }, 400);
+  const fields: PostedFields = { text, clientMessageId: form.get('clientMessageId') ?? undefined, userId: form.get('userId') ?? undefined, userName: form.get('userName') ?? undefined };
+  if (!upload) return fields;
+  const name = upload.name || 'upload';
+  if (upload.size > maxBytes) {
+    return c.json({ error: `"${name}" is ${formatBytes(upload.size)}; the limit is ${formatBytes(maxBytes)}, so it was not read. Please send a smaller file.`, refused: 'too_large' }, 413);
+  }
+  const bytes = Buffer.from(await upload.arrayBuffer());
+  const attachment: Attachment = { kind: kindOf(upload.type), ref: `web-upload:${randomUUID()}`, fileName: name, size: bytes.length };
+  if (upload.type) attachment.mimeType = upload.type;
+  return { ...fields, file: { attachment, bytes } };
+}
+
+function stringField(form: FormData, name: string): string {
+  const value = form.get(name);
+  return typeof value === 'string' ? value : '';
+}
+
+function kindOf(mime: string): Attachment['kind'] {
+  if (mime.startsWith('image/')) return 'photo';
+  if (mime.startsWith('audio/')) return 'audio';
+  if (mime.startsWith('video/')) return 'video';
+  return 'document';
+}

@@ -1,0 +1,20 @@
+import { supportsVision } from '../src/core/models.js';
+import type { Logger } from '../src/log.js';
+import { createTranscriber } from '../src/llm/transcribe.js';
+import type { RedisClient } from '../src/redis/client.js';
+import { createAttachmentReader, type AttachmentReader } from './attachments.js';
+import type { ResolvedRunWorkerOptions } from './worker-options.js';
+
+/**
+ * The worker's attachment reader from its options: images sent when the model sees them (the
+ * table of known vision models, or `attachments.vision`), voice transcribed when
+ * `attachments.transcribeModel` is set (same endpoint and key as the agent).
+ */
+export function createWorkerAttachments(deps: { redis: RedisClient; logger: Logger }, o: ResolvedRunWorkerOptions): AttachmentReader {
+  const model = o.attachments?.transcribeModel;
+  const transcriber = model ? createTranscriber({ baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model, timeoutMs: o.llm.timeoutMs }) : undefined;
+  return createAttachmentReader(
+    { redis: deps.redis, keyPrefix: o.keyPrefix, log: deps.logger, ...(transcriber ? { transcriber } : {}) },
+    { vision: supportsVision(o.llm.model, o.attachments?.vision) },
+  );
+}
