@@ -4,7 +4,8 @@
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
  * heartbeat ACK, MESSAGE_CREATE on demand. REST: /gateway/bot, /users/@me, GET /channels/:id,
  * POST /channels/:id/messages (2000-character limit; scripted 429s with retry_after),
- * POST /channels/:id/typing (204 without a content type). Records every call.
+ * POST /channels/:id/typing (204 without a content type), and a CDN route serving attachments
+ * (`/attachments/<channel>/<id>/<filename>`, no bot token, as the real CDN). Records every call.
  */
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -62,6 +63,9 @@ export class FakeDiscordServer extends EventEmitter {
   private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
   private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
   private nextId = 1n;
+  private readonly cdn = new Map<string, Buffer>();
+  /** CDN paths served. */
+  readonly cdnDownloads: string[] = [];
   private server!: Server;
   private wss!: WebSocketServer;
 
@@ -102,7 +106,7 @@ export class FakeDiscordServer extends EventEmitter {
     author?: { id: string; username: string; bot?: boolean };
     mentions?: string[];
     replyTo?: { messageId: string; authorId: string };
-    attachments?: Array<{ filename: string; content_type: string }>;
+    attachments?: Array<{ filename: string; content_type: string; bytes?: Buffer; size?: number }>;
   }): string {
     const id = this.snowflake();
     const author = { id: FAKE_DISCORD_IDS.user, username: 'ada', ...options.author };
@@ -119,7 +123,7 @@ export class FakeDiscordServer extends EventEmitter {
       mention_everyone: false,
       mentions: (options.mentions ?? []).map((userId) => user(userId, userId === FAKE_DISCORD_IDS.bot ? 'chatgate' : 'someone', userId === FAKE_DISCORD_IDS.bot)),
       mention_roles: [],
-      attachments: (options.attachments ?? []).map((a) => ({ id: this.snowflake(), filename: a.filename, content_type: a.content_type, size: 10, url: `https://cdn.example/${a.filename}`, proxy_url: `https://cdn.example/${a.filename}` })),
+      attachments: (options.attachments ?? []).map((a) => this.attachment(channelId, a)),
       embeds: [],
       pinned: false,
       type: options.replyTo ? 19 : 0,
@@ -136,6 +140,14 @@ export class FakeDiscordServer extends EventEmitter {
     }
     this.dispatch('MESSAGE_CREATE', data);
     return id;
+  }
+
+  /** An attachment object; its bytes (default 10 bytes of text) are served by the CDN route. */
+  private attachment(channelId: string, a: { filename: string; content_type: string; bytes?: Buffer; size?: number }): Record<string, unknown> {
+    const id = this.snowflake();
+    const url = `${this.apiRoot.replace(/\/api$/, '')}/attachments/${channelId}/${id}/${encodeURIComponent(a.filename)}`;
+    this.cdn.set(new URL(url).pathname, a.bytes ?? Buffer.from('0123456789'));
+    return { id, filename: a.filename, content_type: a.content_type, size: a.size ?? a.bytes?.length ?? 10, url, proxy_url: url };
   }
 
   /** Answers the next call of `method` on a path matching `path` with `failure`. */
@@ -213,6 +225,8 @@ export class FakeDiscordServer extends EventEmitter {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
     const method = req.method ?? 'GET';
+    const cdnPath = (req.url ?? '/').split('?')[0];
+    if (cdnPath.startsWith('/attachments/')) return this.serveCdn(cdnPath, res);
     const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
     if (req.headers.authorization !== `Bot ${this.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
     const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
@@ -221,6 +235,14 @@ export class FakeDiscordServer extends EventEmitter {
     const index = this.failures.findIndex((f) => f.method === method && f.path.test(path));
     if (index !== -1) return fail(res, this.failures.splice(index, 1)[0].failure);
     this.route(method, path, body, res);
+  }
+
+  private serveCdn(path: string, res: ServerResponse): void {
+    const bytes = this.cdn.get(path);
+    if (!bytes) return json(res, 404, { message: '404: Not Found', code: 0 });
+    this.cdnDownloads.push(path);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) });
+    res.end(bytes);
   }
 
   private route(method: string, path: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {

@@ -2,7 +2,8 @@
  * A fake OpenAI-compatible chat-completions server on port 0, scripted per test: text answers,
  * tool calls, usage (counted with our tokenizer over messages + tool schemas), HTTP errors with
  * headers (429/500), context-length errors, malformed bodies, answers without choices and held requests (answered when the test says so, or
- * never: the client may be killed while it waits).
+ * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
+ * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,8 +43,23 @@ export interface FakeOpenAI {
   setHandler(handler: FakeHandler): void;
   /** Resolves with the next request for which `predicate` holds (already received ones count). */
   waitForRequest(predicate: (request: FakeRequest) => boolean): Promise<FakeRequest>;
+  /** Transcription requests received. */
+  transcriptions: FakeTranscription[];
+  /** What `/audio/transcriptions` answers. Default: `transcript of <file name>`. */
+  setTranscriber(transcribe: (request: FakeTranscription) => FakeTranscriptionReply): void;
   close(): Promise<void>;
 }
+
+/** One `/audio/transcriptions` request. */
+export interface FakeTranscription {
+  model: string;
+  fileName: string;
+  mimeType: string;
+  bytes: Buffer;
+}
+
+/** A transcript, or an HTTP error. */
+export type FakeTranscriptionReply = { text: string } | { status: number; message?: string };
 
 /** Starts the fake. Default handler: answers `ok`. */
 export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: 'ok' })): Promise<FakeOpenAI> {
@@ -55,7 +71,10 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
       if (!res.headersSent) sendJson(res, 500, { error: { message: String(err) } });
     });
   });
+  const transcriptions: FakeTranscription[] = [];
+  let transcriber = (request: FakeTranscription): FakeTranscriptionReply => ({ text: `transcript of ${request.fileName}` });
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if ((req.url ?? '').startsWith('/v1/audio/transcriptions')) return transcribe(req, res, transcriptions, transcriber);
     const body = JSON.parse(await readBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[] };
     const tools = body.tools ?? [];
     const promptTokens = countMessageTokens(body.messages) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools)) : 0);
@@ -74,6 +93,8 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    transcriptions,
+    setTranscriber(next) { transcriber = next; },
     setHandler(next) { current = next; },
     waitForRequest(predicate) {
       const found = requests.find(predicate);
@@ -118,6 +139,23 @@ function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeR
     choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
     ...(usage ? { usage } : {}),
   });
+}
+
+async function transcribe(req: IncomingMessage, res: ServerResponse, log: FakeTranscription[], answer: (request: FakeTranscription) => FakeTranscriptionReply): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const type = req.headers['content-type'] ?? '';
+  if (!type.startsWith('multipart/form-data')) return sendJson(res, 400, { error: { message: 'Expected multipart/form-data', type: 'invalid_request_error' } });
+  const form = await new Response(Buffer.concat(chunks), { headers: { 'content-type': type } }).formData();
+  const file = form.get('file');
+  const model = form.get('model');
+  if (typeof model !== 'string' || model === '') return sendJson(res, 400, { error: { message: 'you must provide a model parameter', type: 'invalid_request_error' } });
+  if (!file || typeof file === 'string') return sendJson(res, 400, { error: { message: "'file' is a required property", type: 'invalid_request_error' } });
+  const request: FakeTranscription = { model, fileName: file.name, mimeType: file.type, bytes: Buffer.from(await file.arrayBuffer()) };
+  log.push(request);
+  const reply = answer(request);
+  if ('status' in reply) return sendJson(res, reply.status, { error: { message: reply.message ?? `fake error ${reply.status}`, type: 'server_error' } });
+  sendJson(res, 200, { text: reply.text });
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

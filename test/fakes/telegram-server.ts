@@ -3,7 +3,9 @@
  * for grammY (`new Bot(token, { client: { apiRoot } })`): getMe, getUpdates with real long-poll
  * semantics (held until an update is pushed or the timeout passes; `offset` confirms), sendMessage
  * (validates Telegram HTML and the 4096 limit), sendChatAction, editMessageText, setMyCommands,
- * deleteWebhook, setWebhook. Records every call; can be told to fail the next calls of a method.
+ * deleteWebhook, setWebhook, getFile and the file download route `/file/bot<token>/<file_path>`
+ * (like the cloud Bot API, getFile refuses files over 20 MB with 400 "file is too big"). Records
+ * every call; can be told to fail the next calls of a method.
  * Like the real Bot API, it answers 403 to any send into the chat of a user who blocked the bot,
  * and 400 to a send into a forum topic that was deleted.
  */
@@ -48,6 +50,9 @@ export class FakeTelegramServer extends EventEmitter {
   private readonly failures: Array<{ method: string; failure: TelegramFailure; when?: (params: Record<string, unknown>) => boolean }> = [];
   private readonly blocked = new Set<string>();
   private readonly deletedTopics = new Set<string>();
+  private readonly files = new Map<string, { bytes: Buffer; path: string; size: number }>();
+  /** File downloads served (`/file/bot<token>/…`), by file_path. */
+  readonly downloads: string[] = [];
   private nextUpdateId = 1;
   private nextMessageId = 1000;
   private server!: Server;
@@ -112,6 +117,14 @@ export class FakeTelegramServer extends EventEmitter {
     this.deletedTopics.add(`${chatId}:${threadId}`);
   }
 
+  /**
+   * Makes a file available to getFile and the download route. `reportedSize` stands in for a huge
+   * file without allocating it (getFile answers "file is too big" over 20 MB, as the cloud API does).
+   */
+  addFile(fileId: string, bytes: Buffer, options: { fileName?: string; reportedSize?: number } = {}): void {
+    this.files.set(fileId, { bytes, path: `documents/${fileId}-${options.fileName ?? 'file'}`, size: options.reportedSize ?? bytes.length });
+  }
+
   /** Recorded calls of `method`. */
   callsOf(method: string): TelegramCall[] {
     return this.calls.filter((call) => call.method === method);
@@ -132,6 +145,8 @@ export class FakeTelegramServer extends EventEmitter {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(req.url?.split('?')[0] ?? '');
+    if (download) return this.serveFile(res, download[1], decodeURIComponent(download[2]));
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url?.split('?')[0] ?? '');
     const params = await readParams(req);
     if (!match) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
@@ -163,6 +178,8 @@ export class FakeTelegramServer extends EventEmitter {
         return this.sendMessage(params);
       case 'editMessageText':
         return { value: { message_id: Number(params.message_id), date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text: params.text } };
+      case 'getFile':
+        return this.getFile(params);
       case 'sendChatAction':
       case 'setMyCommands':
       case 'deleteWebhook':
@@ -182,6 +199,23 @@ export class FakeTelegramServer extends EventEmitter {
       return { errorCode: 400, description: 'Bad Request: message thread not found' };
     }
     return undefined;
+  }
+
+  private getFile(params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    const fileId = String(params.file_id ?? '');
+    const file = this.files.get(fileId);
+    if (!file) return { errorCode: 400, description: 'Bad Request: invalid file_id' };
+    if (file.size > 20 * 1024 * 1024) return { errorCode: 400, description: 'Bad Request: file is too big' };
+    return { value: { file_id: fileId, file_unique_id: `u-${fileId}`, file_size: file.size, file_path: file.path } };
+  }
+
+  private serveFile(res: ServerResponse, token: string, path: string): void {
+    if (token !== this.token) return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    const file = [...this.files.values()].find((f) => f.path === path);
+    if (!file) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    this.downloads.push(path);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.bytes.length) });
+    res.end(file.bytes);
   }
 
   private sendMessage(params: Record<string, unknown>): { value: unknown } | TelegramFailure {

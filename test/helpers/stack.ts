@@ -1,4 +1,4 @@
-import { gatewayOptions } from '../../src/cli/compose.js';
+import { gatewayOptions, workerOptions } from '../../src/cli/compose.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { SUMMARIZER_MARK } from '../../src/llm/summarizer.js';
 import { createSilentLogger } from '../../src/log.js';
@@ -46,7 +46,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100,
+    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments,
   });
   return {
     t, llm, config, metrics, gateway, worker,
