@@ -59,7 +59,7 @@ export function documentBlock(fileName: string, kind: 'text' | 'pdf', bytes: num
   const notes: string[] = [];
   if (doc.cut) notes.push(`cut here: the first ${countCodePoints(doc.text).toLocaleString('en-US')} of ${doc.totalChars.toLocaleString('en-US')} characters are shown`);
   if (doc.pages && doc.pages.read < doc.pages.total) notes.push(`only the first ${doc.pages.read} of ${doc.pages.total} pages were read`);
-  return `${header}\n${doc.text}${notes.length > 0 ? `\n[end of ${fileName}: ${notes.join('; ')}]` : `\n[end of ${fileName}]`}`;
+  return `${header}\n${doc.text.trimEnd()}${notes.length > 0 ? `\n[end of ${fileName}: ${notes.join('; ')}]` : `\n[end of ${fileName}]`}`;
 }
 
 /** UTF-16 length of the first `points` code points of `text`. */

@@ -60,9 +60,9 @@ describe('attachments through Telegram', () => {
     await telegram.waitForCall('sendMessage');
     expect(lastUser(s).content).toMatch(/^summarise\n\n\[file report\.pdf \(PDF, [\d.]+ (bytes|KB), 1 page\)\]\nQuarterly report: invoice INV-2024-001 is overdue\n\[end of report\.pdf\]$/);
     telegram.addFile('csv-1', Buffer.from('order,total\nORD-48213-XK,$1299.00\n'), { fileName: 'orders.csv' });
-    telegram.pushMessage({ document: { file_id: 'csv-1', file_unique_id: 'u2', file_name: 'orders.csv', mime_type: 'text/csv', file_size: 35 } });
+    telegram.pushMessage({ document: { file_id: 'csv-1', file_unique_id: 'u2', file_name: 'orders.csv', mime_type: 'text/csv', file_size: 34 } });
     await telegram.waitForCall('sendMessage', 2);
-    expect(messageText(lastUser(s))).toContain('[file orders.csv (text, 35 bytes)]\norder,total\nORD-48213-XK,$1299.00');
+    expect(messageText(lastUser(s))).toContain('[file orders.csv (text, 34 bytes)]\norder,total\nORD-48213-XK,$1299.00');
   });
 
   it('transcribes a voice message: the transcript is what the model sees and what the transcript stream keeps', async () => {
