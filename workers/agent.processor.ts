@@ -22,7 +22,7 @@ import type { ToolContext } from './tools/types.js';
 import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
-import { bringsImage, NO_VISION_NOTICE, type AttachmentReader } from './attachments.js';
+import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {
@@ -167,7 +167,7 @@ async function appendInbound(loop: Loop): Promise<void> {
   const replayed = unansweredReplay(loop.turn.messages(), users);
   const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
-  const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k]!.id));
+  const transcript = entries.map((entry, k) => ({ ...messageEvent(entry, fresh[replayed + k]!.id), ...transcriptFiles(fresh[replayed + k]!) }));
   await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
 }
 

@@ -77,6 +77,12 @@ export function createAttachmentReader(deps: AttachmentReaderDeps, options: { vi
   };
 }
 
+/** What the transcript keeps of a message's files beside the message: kinds, names and the user's own words. */
+export function transcriptFiles(message: InboundMessage): { attachments?: Array<{ kind: string; fileName: string }>; userText?: string } {
+  if (message.attachments.length === 0) return {};
+  return { attachments: message.attachments.map((a) => ({ kind: a.kind, fileName: a.fileName ?? a.kind })), userText: message.text };
+}
+
 /** True when a message brings an image (to tell a session without vision, once). */
 export function bringsImage(message: InboundMessage): boolean {
   return message.attachments.some((a) => a.stored !== undefined && readableKindOf(a, { transcription: true }) === 'image');

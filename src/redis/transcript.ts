@@ -16,6 +16,10 @@ export interface TranscriptMessage {
   promptTokens?: number;
   /** On a model's final answer: the id of the outbound reply that carries it (`replyJobId(ids, 'reply')`). */
   replyId?: string;
+  /** On a user message that brought files: their kinds and names (the message holds their text or references). */
+  attachments?: Array<{ kind: string; fileName: string }>;
+  /** On a user message that brought files: the user's own words, without the files' text. */
+  userText?: string;
   atMs: number;
 }
 

@@ -37,7 +37,7 @@ async function startWeb(env: Record<string, string> = {}): Promise<Stack> {
 function upload(s: Stack, conversation: string, fields: Record<string, string>, file?: { bytes: Buffer; name: string; type: string }): Promise<Response> {
   const form = new FormData();
   for (const [key, value] of Object.entries(fields)) form.set(key, value);
-  if (file) form.set('file', new Blob([file.bytes], { type: file.type }), file.name);
+  if (file) form.set('file', new Blob([new Uint8Array(file.bytes)], { type: file.type }), file.name);
   return fetch(`${s.gateway.httpUrl}/api/chat/${conversation}/messages`, { method: 'POST', body: form });
 }
 

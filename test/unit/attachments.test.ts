@@ -93,7 +93,7 @@ describe('image references and placeholders', () => {
     const history: ChatMessage[] = [];
     for (let i = 0; i < 12; i++) history.push(image(`photo-${i}.png`), { role: 'assistant', content: `${filler} ${i}` });
     history.push(image('latest.png'));
-    const compressor = new ContextCompressor({ contextWindow: 8000, summarizer: { summarize: async () => 'Goal: look at photos.' } });
+    const compressor = new ContextCompressor({ contextWindow: 128_000, summarizer: { summarize: async () => 'Goal: look at photos.' } });
     const result = await compressor.compress(history, { force: true });
     const images = result.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image_url') : []));
     expect(images).toHaveLength(1);

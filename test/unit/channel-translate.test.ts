@@ -37,11 +37,26 @@ describe('telegram toInboundMessage', () => {
     ['a message from a bot', { from: { id: 3, is_bot: true, first_name: 'X' }, text: 'beep' }, 'ignore'],
     ['a channel post', { chat: { id: -5, type: 'channel', title: 'C' }, text: 'news' }, 'ignore'],
     ['a service message', { new_chat_members: [user] }, 'ignore'],
-    ['a voice message', { voice: { file_id: 'v', file_unique_id: 'v', duration: 1 } }, 'unsupported'],
-    ['a photo without caption', { photo: [{ file_id: 'p', file_unique_id: 'p', width: 1, height: 1 }] }, 'unsupported'],
+    ['a voice message', { voice: { file_id: 'v', file_unique_id: 'v', duration: 1 } }, 'message'],
+    ['a photo without caption', { photo: [{ file_id: 'p', file_unique_id: 'p', width: 1, height: 1 }] }, 'message'],
+    ['a sticker', { sticker: { file_id: 's', file_unique_id: 's', type: 'regular', width: 1, height: 1, is_animated: false, is_video: false } }, 'unsupported'],
+    ['a location', { location: { latitude: 1, longitude: 2 } }, 'unsupported'],
     ['a document in a group, not addressed', { chat: group, document: { file_id: 'd', file_unique_id: 'd' } }, 'ignore'],
   ] as Array<[string, Partial<Message>, string]>)('group and media rules: %s → %s', (_name, message, kind) => {
     expect(telegram(message).kind).toBe(kind);
+  });
+
+  it.each([
+    ['the largest photo size within the limit', { photo: [{ file_id: 'a', file_unique_id: 'a', width: 1, height: 1, file_size: 10 }, { file_id: 'b', file_unique_id: 'b', width: 2, height: 2, file_size: 500 }, { file_id: 'c', file_unique_id: 'c', width: 3, height: 3, file_size: 5000 }] }, { kind: 'photo', ref: 'b', mimeType: 'image/jpeg', size: 500 }],
+    ['the smallest photo size when none fits (the gateway refuses it)', { photo: [{ file_id: 'a', file_unique_id: 'a', width: 1, height: 1, file_size: 2000 }, { file_id: 'b', file_unique_id: 'b', width: 2, height: 2, file_size: 5000 }] }, { kind: 'photo', ref: 'a', size: 2000 }],
+    ['an image document as a photo', { document: { file_id: 'd', file_unique_id: 'd', mime_type: 'image/png', file_name: 'scan.png', file_size: 700 } }, { kind: 'photo', ref: 'd', mimeType: 'image/png', fileName: 'scan.png', size: 700 }],
+    ['a document', { caption: 'read it', document: { file_id: 'd', file_unique_id: 'd', mime_type: 'application/pdf', file_name: 'r.pdf', file_size: 70 } }, { kind: 'document', ref: 'd', mimeType: 'application/pdf', fileName: 'r.pdf', size: 70 }],
+    ['a voice message', { voice: { file_id: 'v', file_unique_id: 'v', duration: 1, file_size: 90 } }, { kind: 'voice', ref: 'v', mimeType: 'audio/ogg', size: 90 }],
+    ['an audio file', { audio: { file_id: 'au', file_unique_id: 'au', duration: 1, mime_type: 'audio/mpeg', file_name: 'talk.mp3' } }, { kind: 'audio', ref: 'au', mimeType: 'audio/mpeg', fileName: 'talk.mp3' }],
+  ] as Array<[string, Partial<Message>, Record<string, unknown>]>)('reports %s as an attachment', (_name, message, expected) => {
+    const full = { message_id: 5, date: 0, from: user, chat: { id: 7, type: 'private', first_name: 'Ada' }, ...message } as Message;
+    const result = fromTelegram(full, BOT, { groupTrigger: 'mention', receivedAt: 1, maxPhotoBytes: 1000 });
+    expect(result.kind === 'message' && result.message.attachments).toEqual([expect.objectContaining(expected)]);
   });
 
   it('answers every group message with groupTrigger always', () => {
@@ -85,7 +100,8 @@ describe('discord toInboundMessage', () => {
     ['a known command', { content: '/usage' }, 'message'],
     ['an unknown command', { content: '/ban everyone' }, 'ignore'],
     ['a bot', { guildId: null, author: { id: '8', bot: true, username: 'b' } }, 'ignore'],
-    ['an attachment without text', { guildId: null, content: '', attachments: [{ url: 'u', contentType: 'image/png' }] }, 'unsupported'],
+    ['an attachment without text', { guildId: null, content: '', attachments: [{ url: 'u', contentType: 'image/png' }] }, 'message'],
+    ['nothing at all', { guildId: null, content: '', attachments: [] }, 'ignore'],
   ] as Array<[string, Partial<DiscordMessageLike>, string]>)('%s → %s', (_name, overrides, kind) => {
     expect(discord(overrides).kind).toBe(kind);
   });
