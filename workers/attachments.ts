@@ -46,6 +46,12 @@ export interface AttachmentReader {
   firstVisionNotice(sessionId: string): Promise<boolean>;
 }
 
+/**
+ * Images inlined into one request at most, the newest; older ones are sent as placeholders (a
+ * request with dozens of photos would cost thousands of tokens and tens of MB of base64).
+ */
+export const MAX_INLINE_IMAGES = 6;
+
 /** The notice, once per session, that the model cannot see images. */
 export const NO_VISION_NOTICE = 'Note: the model behind this chat cannot see images, so it only gets their file names. Describe what matters in the picture as text.';
 
@@ -60,13 +66,14 @@ export function createAttachmentReader(deps: AttachmentReaderDeps, options: { vi
       return files;
     },
     async inline(sessionId, messages, cache) {
+      const shown = newestImages(messages, MAX_INLINE_IMAGES);
       const out: ChatMessage[] = [];
       for (const message of messages) {
         if (message.role !== 'user' || typeof message.content === 'string' || !message.content.some((p) => p.type === 'image_url')) {
           out.push(message);
           continue;
         }
-        const parts = await inlineParts(deps, sessionId, message.content, options.vision, cache);
+        const parts = await inlineParts(deps, sessionId, message.content, { vision: options.vision, shown }, cache);
         out.push({ role: 'user', content: parts });
       }
       return out;
@@ -133,18 +140,31 @@ async function transcribe(deps: AttachmentReaderDeps, name: string, attachment: 
   }
 }
 
-async function inlineParts(deps: AttachmentReaderDeps, sessionId: string, parts: ContentPart[], vision: boolean, cache: Map<string, string | null>): Promise<ContentPart[]> {
+/** Ids of the newest `max` stored images of the messages. */
+function newestImages(messages: readonly ChatMessage[], max: number): Set<string> {
+  const ids: string[] = [];
+  for (const message of messages) {
+    if (message.role !== 'user' || typeof message.content === 'string') continue;
+    for (const part of message.content) {
+      const ref = parseRef(part);
+      if (ref) ids.push(ref.id);
+    }
+  }
+  return new Set(ids.slice(-max));
+}
+
+async function inlineParts(deps: AttachmentReaderDeps, sessionId: string, parts: ContentPart[], show: { vision: boolean; shown: Set<string> }, cache: Map<string, string | null>): Promise<ContentPart[]> {
   const urls = new Map<string, string | null>();
   for (const part of parts) {
-    if (part.type !== 'image_url' || !vision) continue;
     const ref = parseRef(part);
-    if (ref && !urls.has(ref.id)) urls.set(ref.id, await dataUrl(deps, sessionId, ref, cache));
+    if (ref && show.vision && show.shown.has(ref.id) && !urls.has(ref.id)) urls.set(ref.id, await dataUrl(deps, sessionId, ref, cache));
   }
   return parts.map((part) => {
     if (part.type !== 'image_url') return part;
     const ref = parseRef(part);
     if (!ref) return part; // someone else's URL (an embedder's https image): sent as it is
-    if (!vision) return { type: 'text', text: imagePlaceholder(ref.fileName, 'no-vision') };
+    if (!show.vision) return { type: 'text', text: imagePlaceholder(ref.fileName, 'no-vision') };
+    if (!show.shown.has(ref.id)) return { type: 'text', text: imagePlaceholder(ref.fileName, 'older') };
     const url = urls.get(ref.id);
     return url ? { type: 'image_url', image_url: { url, detail: 'auto' } } : { type: 'text', text: imagePlaceholder(ref.fileName, 'expired') };
   });
