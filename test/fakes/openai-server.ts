@@ -3,7 +3,8 @@
  * tool calls, usage (counted with our tokenizer over messages + tool schemas), HTTP errors with
  * headers (429/500), context-length errors, malformed bodies, answers without choices and held requests (answered when the test says so, or
  * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
- * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`.
+ * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`. An
+ * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -84,6 +85,8 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
       if (waiter.predicate(request)) waiter.resolve(request);
       else waiters.push(waiter);
     }
+    const badImage = invalidImageUrl(body.messages);
+    if (badImage) return sendJson(res, 400, { error: { message: `Invalid image URL: ${badImage.slice(0, 60)}. Expected a base64-encoded data URL with an image MIME type or an https URL.`, type: 'invalid_request_error', param: 'messages', code: 'invalid_image_url' } });
     let reply = await current(request);
     while ('hold' in reply) reply = await reply.hold;
     if (!res.destroyed) respond(res, request, reply);
@@ -139,6 +142,19 @@ function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeR
     choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
     ...(usage ? { usage } : {}),
   });
+}
+
+/** Like OpenAI, an image part must be an http(s) URL or a base64 `data:` URL of an image type it reads. */
+function invalidImageUrl(messages: ChatMessage[]): string | undefined {
+  for (const message of messages) {
+    if (message.role !== 'user' || typeof message.content === 'string') continue;
+    for (const part of message.content) {
+      if (part.type !== 'image_url') continue;
+      const url = part.image_url.url;
+      if (!/^https?:\/\//.test(url) && !/^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+=*$/.test(url)) return url;
+    }
+  }
+  return undefined;
 }
 
 async function transcribe(req: IncomingMessage, res: ServerResponse, log: FakeTranscription[], answer: (request: FakeTranscription) => FakeTranscriptionReply): Promise<void> {
