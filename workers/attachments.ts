@@ -5,7 +5,7 @@
  * references are inlined as base64 `data:` URLs while the bytes are still stored, for a model that
  * sees images; otherwise (expired, or a model without vision) they become one-line placeholders.
  */
-import { attachmentUrl, imagePlaceholder, parseAttachmentUrl, readableKindOf, type AttachmentRef } from '../src/core/attachments.js';
+import { attachmentUrl, DOCUMENT_TEXT_MAX_CHARS, imagePlaceholder, parseAttachmentUrl, readableKindOf, type AttachmentRef } from '../src/core/attachments.js';
 import type { Attachment, InboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage, ContentPart } from '../src/core/messages.js';
 import type { Logger } from '../src/log.js';
@@ -55,14 +55,24 @@ export const MAX_INLINE_IMAGES = 6;
 /** The notice, once per session, that the model cannot see images. */
 export const NO_VISION_NOTICE = 'Note: the model behind this chat cannot see images, so it only gets their file names. Describe what matters in the picture as text.';
 
-/** Creates the reader; `vision` decides whether images are sent (`supportsVision`, CHATGATE_VISION). */
-export function createAttachmentReader(deps: AttachmentReaderDeps, options: { vision: boolean }): AttachmentReader {
+/** Options of {@link createAttachmentReader}. */
+export interface AttachmentReaderOptions {
+  /** Whether images are sent (`supportsVision`, CHATGATE_VISION). */
+  vision: boolean;
+  /** Characters (code points) all documents of one message may give the model. Default {@link DOCUMENT_TEXT_MAX_CHARS}. */
+  maxDocumentChars?: number;
+}
+
+/** Creates the reader. */
+export function createAttachmentReader(deps: AttachmentReaderDeps, options: AttachmentReaderOptions): AttachmentReader {
   const log = deps.log.child({ component: 'attachments' });
   return {
     vision: options.vision,
     async read(sessionId, message) {
       const files: ReadFiles = { texts: [], images: [], notices: [] };
-      for (const attachment of message.attachments) await readOne({ ...deps, log }, sessionId, attachment, files);
+      const documents = message.attachments.filter((a) => ['text', 'pdf'].includes(readableKindOf(a, { transcription: true }) ?? '')).length;
+      const maxChars = Math.max(1000, Math.floor((options.maxDocumentChars ?? DOCUMENT_TEXT_MAX_CHARS) / Math.max(1, documents)));
+      for (const attachment of message.attachments) await readOne({ ...deps, log }, sessionId, attachment, files, maxChars);
       return files;
     },
     async inline(sessionId, messages, cache) {
@@ -95,7 +105,7 @@ export function bringsImage(message: InboundMessage): boolean {
   return message.attachments.some((a) => a.stored !== undefined && readableKindOf(a, { transcription: true }) === 'image');
 }
 
-async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment: Attachment, files: ReadFiles): Promise<void> {
+async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment: Attachment, files: ReadFiles, maxChars: number): Promise<void> {
   const name = attachment.fileName ?? attachment.kind;
   const kind = readableKindOf(attachment, { transcription: true });
   if (!attachment.stored || kind === null) {
@@ -115,7 +125,7 @@ async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment
   if (kind === 'audio') return transcribe(deps, name, attachment, bytes, files);
   try {
     const doc = kind === 'pdf' ? await extractPdfText(bytes) : { text: decodeTextFile(bytes) };
-    files.texts.push(documentBlock(name, kind, bytes.length, { ...boundDocumentText(doc.text), ...('pages' in doc ? { pages: doc.pages } : {}) }));
+    files.texts.push(documentBlock(name, kind, bytes.length, { ...boundDocumentText(doc.text, maxChars), ...('pages' in doc ? { pages: doc.pages } : {}) }));
   } catch (err) {
     deps.log.info({ err, sessionId, fileName: name }, 'document not readable');
     files.texts.push(`[file ${name}: could not be read as ${kind === 'pdf' ? 'a PDF' : 'text'}]`);

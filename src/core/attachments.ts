@@ -65,6 +65,25 @@ export function supportedKindsText(can: ReadCapabilities): string {
   return `${kinds.slice(0, -1).join(', ')} and ${kinds.at(-1)!}`;
 }
 
+/** Longest file name kept, code points. */
+export const MAX_FILE_NAME_CHARS = 100;
+
+/**
+ * A file name fit to show the model and the user: control characters and line breaks become
+ * spaces, brackets are dropped (a name cannot close or fake one of our `[…]` lines), cut at
+ * {@link MAX_FILE_NAME_CHARS} code points; empty: undefined.
+ */
+export function cleanFileName(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const cleaned = [...name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/[[\]]/g, '').replace(/\s+/g, ' ').trim()];
+  return cleaned.length === 0 ? undefined : cleaned.slice(0, MAX_FILE_NAME_CHARS).join('');
+}
+
+/** True when the bytes hold a NUL in their first 8 KB: a binary file, whatever its name says. */
+export function looksBinary(bytes: Uint8Array): boolean {
+  return bytes.subarray(0, 8192).includes(0);
+}
+
 /** "10 MB", "512 KB", "1.5 MB": a byte count as a person reads it. */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;

@@ -7,7 +7,7 @@
  */
 import type { Channel } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
-import { looksLikePdf, readableKindOf, sniffImageType, tooLargeReply, unsupportedAttachmentReply, type ReadCapabilities } from '../core/attachments.js';
+import { cleanFileName, looksBinary, looksLikePdf, readableKindOf, sniffImageType, tooLargeReply, unsupportedAttachmentReply, type ReadCapabilities } from '../core/attachments.js';
 import type { Attachment, ChannelName, InboundMessage } from '../core/inbound.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -47,11 +47,12 @@ export function createAttachmentIngest(deps: AttachmentIngestDeps, options: Atta
   return {
     async take(message, sessionId) {
       if (message.attachments.length === 0) return { ok: true, attachments: [] };
-      const judged = judge(message.attachments, options);
+      const attachments = message.attachments.map(withCleanName);
+      const judged = judge(attachments, options);
       if (judged) return judged;
       const channel = deps.channel(message.channel);
       const stored: Attachment[] = [];
-      for (const [index, attachment] of message.attachments.entries()) {
+      for (const [index, attachment] of attachments.entries()) {
         const bytes = await download(channel, attachment, options);
         if ('refused' in bytes) return bytes.refused;
         const checked = checkBytes(attachment, bytes.data, options);
@@ -104,5 +105,12 @@ function checkBytes(attachment: Attachment, data: Buffer, options: AttachmentIng
     return { attachment: { ...attachment, mimeType: sniffed } };
   }
   if (kind === 'pdf' && !looksLikePdf(data)) return { refused: { ok: false, outcome: 'unsupported', reason: `${name} is not a readable PDF.` } };
+  if (kind === 'text' && looksBinary(data)) return { refused: { ok: false, outcome: 'unsupported', reason: `${name} is not a text file (it holds binary data), so I cannot read it.` } };
   return { attachment };
+}
+
+function withCleanName(attachment: Attachment): Attachment {
+  const { fileName, ...rest } = attachment;
+  const clean = cleanFileName(fileName);
+  return clean === undefined ? rest : { ...rest, fileName: clean };
 }
