@@ -75,7 +75,7 @@ export const MAX_FILE_NAME_CHARS = 100;
  */
 export function cleanFileName(name: string | undefined): string | undefined {
   if (name === undefined) return undefined;
-  const cleaned = [...name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/[[\]]/g, '').replace(/\s+/g, ' ').trim()];
+  const cleaned = [...name.replace(/\p{Cc}|[\u2028\u2029]/gu, ' ').replace(/[[\]]/g, '').replace(/\s+/g, ' ').trim()];
   return cleaned.length === 0 ? undefined : cleaned.slice(0, MAX_FILE_NAME_CHARS).join('');
 }
 
