@@ -39,6 +39,8 @@ export interface TranscriptRow {
   replyId?: string;
   /** On a user message, when recorded: the files that came with it. */
   attachments?: ReadonlyArray<{ kind: string; fileName?: string }>;
+  /** On a user message with files: the user's own words (the message also holds the files' text). */
+  userText?: string;
 }
 
 /**
@@ -154,7 +156,8 @@ function contentText(content: unknown): string {
 /** The text without the `[attachments: …]` line the gateway adds, and the attachments it names. */
 function splitAttachments(raw: string, row: TranscriptRow, content: unknown): { text: string; attachments: Array<{ kind: string; fileName: string }> } {
   if (row.attachments && row.attachments.length > 0) {
-    return { text: raw.replace(ATTACHMENTS_RE, ''), attachments: row.attachments.map((a) => ({ kind: a.kind, fileName: a.fileName ?? a.kind })) };
+    // The message holds the documents' text and transcripts too: the page shows what the user wrote.
+    return { text: row.userText ?? raw.replace(ATTACHMENTS_RE, ''), attachments: row.attachments.map((a) => ({ kind: a.kind, fileName: a.fileName ?? a.kind })) };
   }
   const images = Array.isArray(content) ? content.filter((part: { type?: string }) => part?.type === 'image_url').length : 0;
   const listed = raw.match(ATTACHMENTS_RE);

@@ -3,6 +3,7 @@ import { createDiscordChannel } from '../../channels/discord/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
+import { readTranscriptBefore } from '../../src/redis/transcript.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { makePdf, pngBytes } from '../helpers/files.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -29,7 +30,8 @@ async function startDiscord(env: Record<string, string> = {}): Promise<Stack> {
 }
 
 async function startWeb(env: Record<string, string> = {}): Promise<Stack> {
-  const web = createWebChannel({}, { maxUploadBytes: Number(env.CHATGATE_MAX_ATTACHMENT_BYTES ?? 10 * 1024 * 1024) });
+  const readTranscript = (id: string, before: string | undefined, count: number) => readTranscriptBefore(stack!.t.redis, sessionKeys(id, stack!.t.keyPrefix), before, count);
+  const web = createWebChannel({ readTranscript }, { maxUploadBytes: Number(env.CHATGATE_MAX_ATTACHMENT_BYTES ?? 10 * 1024 * 1024) });
   stack = await startStack({ channels: { list: [web], mount: (app) => app.route('/', web.app) }, handler: () => ({ content: 'got it' }), env: { CHATGATE_VISION: 'true', ...env } });
   return stack;
 }
@@ -73,6 +75,9 @@ describe('web chat upload (multipart)', () => {
     expect(await answer.json()).toEqual({ id: 'web:up-1:m-1', accepted: true });
     const request = await s.llm.waitForRequest((r) => JSON.stringify(r.messages).includes('receipt.pdf'));
     expect(messageText(request.messages.at(-1)!)).toMatch(/^what does it say\?\n\n\[file receipt\.pdf \(PDF, .*, 1 page\)\]\nOrder ORD-48213-XK shipped/);
+    // The page's history shows what the user wrote and the file's name, not the file's text.
+    const history = await (await fetch(`${s.gateway.httpUrl}/api/chat/up-1/history`)).json() as { messages: Array<Record<string, unknown>> };
+    expect(history.messages[0]).toMatchObject({ id: 'web:up-1:m-1', role: 'user', text: 'what does it say?', attachments: [{ kind: 'document', fileName: 'receipt.pdf' }] });
   });
 
   it('answers 413 too_large and 415 unsupported, storing nothing, and 400 for a form with neither text nor file', async () => {
