@@ -14,6 +14,8 @@ import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { ConfigError } from '../src/errors.js';
+import { createWorkerHeartbeat } from './heartbeat.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../src/redis/heartbeats.js';
 import { WORKER_DEFAULTS, workerOptionIssues, type ResolvedRunWorkerOptions, type RunWorkerOptions, type WorkerDeps } from './worker-options.js';
 
 export { DEFAULT_SYSTEM_PROMPT, WORKER_DEFAULTS };
@@ -41,13 +43,16 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
   const { llm, compressor, tools } = createAgentParts(deps, o, logger);
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
+  const heartbeat = createWorkerHeartbeat({ redis, logger }, {
+    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+  });
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
   };
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: deps.metrics }, deadLettered: new Set(), closing: false,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics) }, deadLettered: new Set(), closing: false,
   };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
@@ -56,6 +61,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const failures = handleFailures(worker, turn);
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   await worker.waitUntilReady();
+  await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency }, 'worker started');
   return {
     async close() {
@@ -63,6 +69,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       turn.closing = true;
       await worker.close();
       await failures.settled();
+      await heartbeat.stop();
       await outbound.close();
       if (ownsRedis) await redis.quit();
       logger.info({}, 'worker stopped');

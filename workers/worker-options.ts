@@ -56,6 +56,10 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   transcriptRetention?: number;
   /** Price overrides by model (USD per 1M tokens). */
   prices?: PriceTable;
+  /** Life of the worker's heartbeat in Redis, ms, renewed every third (`chatgate status`, `/readyz`). Default 15 000. */
+  heartbeatTtlMs?: number;
+  /** chatgate version, shown in the heartbeat. Default `unknown`. */
+  version?: string;
 }
 
 /** The options `runWorker` fills in when they are not given. */
@@ -93,6 +97,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   stalledIntervalMs: { integer: true, min: 1 },
   maxStalledCount: { integer: true, min: 0 },
   transcriptRetention: { integer: true, min: 0 },
+  heartbeatTtlMs: { integer: true, min: 300 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -3,6 +3,7 @@ import type { SessionLimits } from '../core/session-figures.js';
 import type { GatewayOptions } from '../gateway/gateway-options.js';
 import type { LlmSessionOpsOptions } from '../session/session-ops.js';
 import type { RunWorkerOptions } from '../../workers/worker-options.js';
+import { packageVersion } from './context.js';
 
 /**
  * The one place the configuration meets the components: each function maps {@link Config} to one
@@ -32,6 +33,8 @@ export function gatewayOptions(config: Config): GatewayOptions {
     monitorToken: config.http.monitorToken,
     sessionLeaseTtlMs: config.workers.leaseTtlMs,
     channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
+    heartbeatTtlMs: config.heartbeatTtlMs,
+    version: packageVersion(),
   };
 }
 
@@ -50,6 +53,8 @@ export function workerOptions(config: Config): RunWorkerOptions {
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
     prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
+    heartbeatTtlMs: config.heartbeatTtlMs,
+    version: packageVersion(),
   };
 }
 

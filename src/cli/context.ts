@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger, resolveLogFormat, type Logger } from '../log.js';
 import { createRedisCluster, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
 
@@ -70,9 +70,12 @@ export function loadCliConfig(io: CliIo, overrides: Record<string, string | unde
   }
 }
 
-/** A logger for a role (`start`, `gateway`, `worker`): JSON lines on stdout at the configured level. */
+/**
+ * A logger for a role (`start`, `gateway`, `worker`) on stdout at the configured level: coloured
+ * text at a terminal, JSON lines otherwise (CHATGATE_LOG_FORMAT).
+ */
 export function roleLogger(config: Config): Logger {
-  return createLogger({ level: config.logLevel, base: { pid: process.pid } });
+  return createLogger({ level: config.logLevel, base: { pid: process.pid }, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
 }
 
 /** A quiet logger for operator commands: warnings and errors only, on stderr. */

@@ -25,6 +25,8 @@ import { createOutboundConsumer } from './outbound.js';
 import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { startPendingSweeper } from './sweeper.js';
+import { checkLiveWorkers, startGatewayHeartbeat } from './heartbeat.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -146,10 +148,14 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
-    checks: readinessChecks(fast, turns, channelsStatus),
+    checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => closeServer(server));
+  const heartbeat = await startGatewayHeartbeat({ redis: fast, logger }, gatewayChannels.list, channelsStatus, {
+    keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
+  });
+  closers.push(() => heartbeat.stop());
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.receive(message);
@@ -178,8 +184,8 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   });
 }
 
-/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker takes turns. */
-function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus): Record<string, () => Promise<unknown>> {
+/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker is alive (its heartbeat). */
+function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus, keyPrefix: string): Record<string, () => Promise<unknown>> {
   // A connection that is not up fails at once rather than after the client's reconnect attempts.
   const connected = () => {
     if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
@@ -198,7 +204,7 @@ function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsSta
     },
     workers: async () => {
       connected();
-      if ((await turns.getWorkersCount()) === 0) throw new Error('no worker is taking turns');
+      await checkLiveWorkers(redis, keyPrefix);
     },
   };
 }

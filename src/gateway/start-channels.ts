@@ -13,6 +13,8 @@ const ADVICE: Readonly<Record<ChannelName, string>> = {
 /** Where the channels stand, for `/readyz`: `ok` once every channel runs. */
 export interface ChannelsStatus {
   state: string;
+  /** The channels connected so far, in start order. */
+  connected?: ChannelName[];
 }
 
 /** Options of {@link startChannels}. */
@@ -38,6 +40,7 @@ export async function startChannels(channels: readonly Channel[], handle: Inboun
     options.onProgress?.(`${status.state}…`);
     options.onStarting(() => channel.stop());
     await bounded(channel.start(handle), channel.name, options);
+    (status.connected ??= []).push(channel.name);
   }
   status.state = 'ok';
 }
