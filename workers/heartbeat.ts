@@ -43,6 +43,13 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
     beatAt: Date.now(), ttlMs: options.ttlMs, worker: { ...figures },
   });
   let running: Heartbeat | undefined;
+  let lastPromptBeat = 0;
+  // A finished turn is shown at once (at most one extra beat a second), not only at the next tick.
+  const beatSoon = () => {
+    if (!running || Date.now() - lastPromptBeat < 1000) return;
+    lastPromptBeat = Date.now();
+    void running.beat();
+  };
   return {
     observe(metrics) {
       const inner = metrics ?? NOOP_METRICS;
@@ -50,6 +57,7 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
         record(event) {
           count(event);
           inner.record(event);
+          if (event.type === 'turn') beatSoon();
         },
       };
     },

@@ -37,14 +37,17 @@ export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger
 export async function checkLiveWorkers(redis: RedisClient, keyPrefix: string): Promise<void> {
   const workers = (await readHeartbeats(redis, { keyPrefix })).filter((beat) => beat.role === 'worker');
   if (workers.some((beat) => beat.alive)) return;
-  throw new Error(noWorkerReason(workers));
+  throw new Error(`${noWorkerReason(workers)}; ${START_A_WORKER}`);
 }
+
+/** What to do when no worker is alive. */
+export const START_A_WORKER = 'start one with `chatgate worker` (as many as you like) or `chatgate start`';
 
 /** Why no worker takes turns, for `/readyz`, `doctor` and `status`: messages wait in the queue until one runs. */
 export function noWorkerReason(workers: readonly HeartbeatStatus[]): string {
   const last = workers[0];
-  const lastSeen = last ? `; the last one (${last.host} pid ${last.pid}) was heard of ${Math.round((Date.now() - last.beatAt) / 1000)} s ago` : '';
-  return `no worker is alive${lastSeen}: messages wait in the queue; start one with \`chatgate worker\` (or \`chatgate start\`)`;
+  const lastSeen = last ? ` (the last one, ${last.host} pid ${last.pid}, was heard of ${Math.round((Date.now() - last.beatAt) / 1000)} s ago)` : '';
+  return `no worker is alive${lastSeen}: messages wait in the queue`;
 }
 
 function channelStates(channels: readonly Channel[], status: ChannelsStatus): Record<string, ChannelState> {
