@@ -7,7 +7,7 @@ import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
-import { createRedis } from '../src/redis/client.js';
+import { connectionErrorLogger, createRedis } from '../src/redis/client.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
@@ -59,7 +59,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
     lockDuration: o.lockDurationMs, stalledInterval: o.stalledIntervalMs ?? o.lockDurationMs, maxStalledCount: o.maxStalledCount,
   });
   const failures = handleFailures(worker, turn);
-  worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  worker.on('error', connectionErrorLogger(logger, 'worker error'));
+  outbound.on('error', connectionErrorLogger(logger, 'outbound queue error'));
   await worker.waitUntilReady();
   await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency }, 'worker started');

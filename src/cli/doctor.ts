@@ -120,6 +120,7 @@ async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict>
   const parts: string[] = [];
   for (const name of [names.turnQueue, names.outboundQueue]) {
     const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
+    queue.on('error', () => undefined); // failures surface where its commands fail
     try {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
       parts.push(`${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);

@@ -76,6 +76,7 @@ async function readQueues(redis: RedisClient, config: Config): Promise<Record<st
   const out: Record<string, QueueCounts> = {};
   for (const name of [names.turnQueue, names.outboundQueue]) {
     const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
+    queue.on('error', () => undefined); // failures surface where its commands fail
     try {
       out[name] = (await queue.getJobCounts(...QUEUE_STATES)) as QueueCounts;
     } finally {

@@ -10,7 +10,7 @@ import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
-import { duplicateRedis, type RedisClient } from '../redis/client.js';
+import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
@@ -173,7 +173,7 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   const typing = createTypingIndicators({ log: logger });
   const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger });
   const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
-  consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
+  consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
   closers.push(() => consumer.close());
   const subscriber = duplicateRedis(redis);
   subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
