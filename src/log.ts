@@ -61,7 +61,8 @@ export function resolveLogFormat(setting: LogFormatSetting, isTty: boolean): Log
 /**
  * Creates the one pino logger of a process; components derive `log.child({ component })`.
  * A child never repeats a key: binding a key its parent already bound (the `llm` component under a
- * worker's `component: 'worker'`) replaces the parent's value in that child's lines.
+ * worker's `component: 'worker'`) replaces the parent's value in that child's lines, and a line's
+ * object leaves out a key bound with the same value.
  */
 export function createLogger(options: LoggerCreateOptions = {}): Logger {
   const pinoOptions: LoggerOptions = {
@@ -69,6 +70,7 @@ export function createLogger(options: LoggerCreateOptions = {}): Logger {
     base: options.base ?? {},
     redact: { paths: [...REDACT_PATHS], censor: '[Redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    hooks: { logMethod: dropBoundKeys },
   };
   const destination = options.format === 'pretty' ? prettyStream(options.destination) : options.destination;
   return withUniqueBindings(destination ? pino(pinoOptions, destination) : pino(pinoOptions));
@@ -92,6 +94,22 @@ function prettyStream(destination: DestinationStream | undefined): DestinationSt
     messageFormat: '{if component}{component}: {end}{msg}',
     singleLine: true,
   });
+}
+
+/** pino's `logMethod` hook: a key of the line's object that the logger already binds with the same value is left out. */
+function dropBoundKeys(this: Logger, args: Parameters<Logger['info']>, method: (...args: unknown[]) => void): void {
+  const first: unknown = args[0];
+  if (first !== null && typeof first === 'object' && !(first instanceof Error) && !Array.isArray(first)) {
+    const object = first as Record<string, unknown>;
+    const bound = this.bindings();
+    const same = Object.keys(object).filter((key) => key in bound && JSON.stringify(bound[key]) === JSON.stringify(object[key]));
+    if (same.length > 0) {
+      const rest = Object.fromEntries(Object.entries(object).filter(([key]) => !same.includes(key)));
+      method.apply(this, [rest, ...args.slice(1)]);
+      return;
+    }
+  }
+  method.apply(this, args);
 }
 
 type ChildFn = (this: Logger, bindings: Record<string, unknown>, options?: Parameters<Logger['child']>[1]) => Logger;

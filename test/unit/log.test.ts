@@ -32,6 +32,13 @@ describe('createLogger', () => {
     expect(parsed[2]).toMatchObject({ component: 'summarizer', sessionId: 's1', jobId: '7', level: 40 });
   });
 
+  it('leaves a key out of a line\'s object when the logger binds it with the same value', () => {
+    const { out, logger } = sink();
+    logger.child({ sessionId: 'web:a', channel: 'web' }).info({ sessionId: 'web:a', channel: 'web', chunks: 1 }, 'sent');
+    expect(duplicateJsonKeys(out.text.trim())).toEqual([]);
+    expect(JSON.parse(out.text)).toMatchObject({ sessionId: 'web:a', channel: 'web', chunks: 1 });
+  });
+
   it('keeps a rebuilt child at its parent\'s level and redacts secrets in it', () => {
     const { out, logger } = sink(undefined, 'info');
     const child = logger.child({ component: 'gateway' }).child({ component: 'ingest' });
