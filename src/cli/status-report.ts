@@ -14,7 +14,7 @@ export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
 
 /** One line of `chatgate status`. */
 export interface StatusCheck {
-  name: 'redis' | 'gateway' | 'workers' | 'channels' | 'llm' | 'queues' | 'failed' | 'sessions';
+  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'llm' | 'queues' | 'failed' | 'sessions';
   status: StatusLevel;
   detail: string;
   /** What to do about it. */

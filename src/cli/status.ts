@@ -1,3 +1,5 @@
+import type { Config } from '../config.js';
+import { redactRedisUrl } from '../redis/client.js';
 import { errorText, CliExit, commandLogger, connectRedis, EXIT, loadCliConfig, progress, type CliIo, type CliRedis } from './context.js';
 import { buildStatusReport, type StatusCheck, type StatusReport } from './status-report.js';
 
@@ -13,7 +15,14 @@ export interface StatusFlags {
  * Progress goes to stderr. @returns 1 when anything is down (Redis included), else 0.
  */
 export async function statusCommand(io: CliIo, flags: StatusFlags = {}): Promise<number> {
-  const config = loadCliConfig(io);
+  let config: Config;
+  try {
+    config = loadCliConfig(io);
+  } catch (err) {
+    if (!(err instanceof CliExit)) throw err;
+    print(io, { ok: false, checks: [{ name: 'config', status: 'down', detail: 'invalid (see the lines above)', fix: 'correct the named options; every option is listed in docs/operating.md' }] }, flags);
+    return EXIT.failure;
+  }
   progress(io, 'looking for Redis…');
   let conn: CliRedis;
   try {
@@ -26,7 +35,10 @@ export async function statusCommand(io: CliIo, flags: StatusFlags = {}): Promise
   }
   try {
     const report = await buildStatusReport(config, conn.redis, (text) => progress(io, text));
-    if (conn.resolved.source === 'spawned') report.checks[0] = { ...report.checks[0]!, detail: 'a fresh redis-server was started for this command, so nothing of chatgate runs on it', status: 'warn' };
+    const where = `${redactRedisUrl(conn.resolved.url)} (${conn.resolved.source})`;
+    report.checks[0] = conn.resolved.source === 'spawned'
+      ? { name: 'redis', status: 'warn', detail: `no Redis was running, so this command started one at ${where}: nothing of chatgate runs on it`, fix: 'set REDIS_URL to the Redis your gateway and workers use' }
+      : { name: 'redis', status: 'ok', detail: `${where} answers` };
     print(io, report, flags);
     return report.ok ? EXIT.ok : EXIT.failure;
   } finally {

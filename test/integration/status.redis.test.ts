@@ -78,17 +78,28 @@ describe('chatgate status, /readyz and doctor --json', () => {
     await t.cleanup();
   });
 
+  it('nothing running: DOWN for the gateway and the workers, each with what to start; exit 1', async () => {
+    const empty = { ...env, CHATGATE_KEY_PREFIX: `${t.keyPrefix}none:`, CHATGATE_QUEUE_PREFIX: `${t.queuePrefix}none` };
+    const text = await runCli(['status'], empty);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^DOWN  gateway   no gateway is running: no message is received or delivered\n {16}fix: start it: `chatgate gateway`/m);
+    expect(text.stdout).toMatch(/^DOWN  workers   no worker is alive: messages wait in the queue\n {16}fix: start one with `chatgate worker`/m);
+    expect(text.stdout).toMatch(/^skip  channels  no gateway is running$/m);
+    expect(text.stdout).toMatch(/^ok    llm       no model call yet; http:\/\/127\.0\.0\.1:\d+\/v1 answers/m);
+    expect(text.stdout).toMatch(/^DOWN: gateway, workers — see the fix lines above\.$/m);
+    expect(text.stderr).toContain('chatgate: looking for Redis…');
+  });
+
   it('a gateway without workers: /readyz 503 saying why, status DOWN for workers (exit 1), doctor --json FAIL for workers', async () => {
     const ready = await fetch(`${gateway.httpUrl}/readyz`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { checks: Record<string, string> }).checks.workers).toMatch(/^no worker is alive: messages wait in the queue; start one with `chatgate worker`/);
-    const { code, report } = await status();
+    const [{ code, report }, doctor] = await Promise.all([status(), runCli(['doctor', '--json'], env)]);
     expect(code).toBe(1);
     expect(report.ok).toBe(false);
     expect(check(report, 'gateway')).toMatchObject({ status: 'ok', detail: expect.stringContaining(gateway.httpUrl) });
     expect(check(report, 'channels')).toMatchObject({ status: 'ok', detail: 'web connected' });
     expect(check(report, 'workers')).toMatchObject({ status: 'down', fix: expect.stringContaining('chatgate worker') });
-    const doctor = await runCli(['doctor', '--json'], env);
     expect(doctor.code).toBe(1);
     const verdicts = JSON.parse(doctor.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
     expect(verdicts.ok).toBe(false);
@@ -102,13 +113,13 @@ describe('chatgate status, /readyz and doctor --json', () => {
     const posted = await fetch(`${gateway.httpUrl}/api/chat/st1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hi', clientMessageId: 'm1', userId: 'u1' }) });
     expect(posted.status).toBeLessThan(300);
     await pollUntil(async () => (await liveWorkers()).some((beat) => beat.worker?.turnsDone === 1));
-    const { code, report, stdout } = await status();
+    const [{ code, report, stdout }, doctorRun] = await Promise.all([status(), runCli(['doctor', '--json'], env)]);
     expect(code, stdout).toBe(0);
     const beat = report.processes.find((p) => p.role === 'worker' && p.pid === worker!.pid);
     expect(beat).toMatchObject({ alive: true, version: expect.stringMatching(/^\d+\.\d+\.\d+/), worker: { turnsDone: 1, turnsFailed: 0, model: 'gpt-4o-mini', lastModelCall: { outcome: 'ok' } } });
     expect(check(report, 'workers')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`pid ${worker.pid}`) });
     expect(check(report, 'llm')).toMatchObject({ status: 'ok', detail: expect.stringContaining('was answered') });
-    const doctor = JSON.parse((await runCli(['doctor', '--json'], env)).stdout) as { checks: Array<{ name: string; status: string; detail: string }> };
+    const doctor = JSON.parse(doctorRun.stdout) as { checks: Array<{ name: string; status: string; detail: string }> };
     expect(check(doctor, 'workers')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`pid ${worker.pid}`) });
   });
 
@@ -117,12 +128,11 @@ describe('chatgate status, /readyz and doctor --json', () => {
     worker!.kill('SIGKILL');
     await pollUntil(async () => (await liveWorkers()).length === 0);
     expect((await fetch(`${gateway.httpUrl}/readyz`)).status).toBe(503);
-    const text = await runCli(['status'], env);
+    const [text, { report }] = await Promise.all([runCli(['status'], env), status()]);
     expect(text.code).toBe(1);
     expect(text.stdout).toMatch(new RegExp(`^DOWN  workers   no worker is alive: messages wait in the queue; dead: \\S+ pid ${pid} \\(last heard of \\d+ s ago\\)$`, 'm'));
     expect(text.stdout).toMatch(/^ {16}fix: start one with `chatgate worker`/m);
     expect(text.stdout).toMatch(/^DOWN: workers — see the fix lines above\.$/m);
-    const { report } = await status();
     expect(report.processes.find((p) => p.pid === pid)).toMatchObject({ role: 'worker', alive: false });
   });
 
@@ -139,8 +149,9 @@ describe('chatgate status, /readyz and doctor --json', () => {
     await turns.add('turn', { sessionId: 'web:later' }, { delay: 3_600_000, jobId: 'later' });
     const counts = await turns.getJobCounts('waiting', 'delayed', 'failed');
     await turns.close();
-    const { report } = await status();
-    const listed = await Promise.all(['web:fa', 'web:fb'].map(async (id) => (JSON.parse((await runCli(['failed', id, '--json'], env)).stdout) as unknown[]).length));
+    const [{ report }, ...listed] = await Promise.all([
+      status(), ...['web:fa', 'web:fb'].map(async (id) => (JSON.parse((await runCli(['failed', id, '--json'], env)).stdout) as unknown[]).length),
+    ]);
     expect(report.failed.messages).toBe(listed[0]! + listed[1]!);
     expect(report.failed.sessions).toEqual([{ id: 'web:fa', count: listed[0] }, { id: 'web:fb', count: listed[1] }]);
     expect(report.queues.turns).toMatchObject({ waiting: counts.waiting, delayed: counts.delayed, failed: counts.failed });
