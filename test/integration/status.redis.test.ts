@@ -82,10 +82,10 @@ describe('chatgate status, /readyz and doctor --json', () => {
     const empty = { ...env, CHATGATE_KEY_PREFIX: `${t.keyPrefix}none:`, CHATGATE_QUEUE_PREFIX: `${t.queuePrefix}none` };
     const text = await runCli(['status'], empty);
     expect(text.code).toBe(1);
-    expect(text.stdout).toMatch(/^DOWN  gateway   no gateway is running: no message is received or delivered\n {16}fix: start it: `chatgate gateway`/m);
-    expect(text.stdout).toMatch(/^DOWN  workers   no worker is alive: messages wait in the queue\n {16}fix: start one with `chatgate worker`/m);
-    expect(text.stdout).toMatch(/^skip  channels  no gateway is running$/m);
-    expect(text.stdout).toMatch(/^ok    llm       no model call yet; http:\/\/127\.0\.0\.1:\d+\/v1 answers/m);
+    expect(text.stdout).toMatch(/^DOWN {2}gateway {3}no gateway is running: no message is received or delivered\n {16}fix: start it: `chatgate gateway`/m);
+    expect(text.stdout).toMatch(/^DOWN {2}workers {3}no worker is alive: messages wait in the queue\n {16}fix: start one with `chatgate worker`/m);
+    expect(text.stdout).toMatch(/^skip {2}channels {2}no gateway is running$/m);
+    expect(text.stdout).toMatch(/^ok {4}llm {7}no model call yet; http:\/\/127\.0\.0\.1:\d+\/v1 answers/m);
     expect(text.stdout).toMatch(/^DOWN: gateway, workers — see the fix lines above\.$/m);
     expect(text.stderr).toContain('chatgate: looking for Redis…');
   });
