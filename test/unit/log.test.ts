@@ -17,6 +17,22 @@ describe('resolveLogFormat', () => {
 });
 
 describe('createLogger', () => {
+  it('redacts secrets wherever the configuration puts them', () => {
+    const { out, logger } = sink();
+    logger.info({
+      config: { telegram: { token: '123:SECRET-A', webhookSecret: 'SECRET-B' }, llm: { apiKey: 'SECRET-C' }, http: { monitorToken: 'SECRET-D' }, discord: { token: 'SECRET-E' } },
+      req: { headers: { authorization: 'Bearer SECRET-F' } },
+    }, 'starting');
+    for (const secret of ['SECRET-A', 'SECRET-B', 'SECRET-C', 'SECRET-D', 'SECRET-E', 'SECRET-F']) expect(out.text).not.toContain(secret);
+    expect(out.text).toContain('[Redacted]');
+  });
+
+  it('binds the unit of work on child loggers', () => {
+    const { out, logger } = sink();
+    logger.child({ sessionId: 'telegram:42', channel: 'telegram', jobId: '7' }).info({ tokens: 12 }, 'reply sent');
+    expect(JSON.parse(out.text)).toMatchObject({ sessionId: 'telegram:42', channel: 'telegram', jobId: '7', tokens: 12, msg: 'reply sent' });
+  });
+
   it('never repeats a key when a child binds one its parent bound: the child\'s value wins', () => {
     const { out, logger } = sink();
     const turn = logger.child({ component: 'worker' }).child({ sessionId: 's1', jobId: '7' });
