@@ -14,6 +14,7 @@ const sessions = () => import('./cli/sessions.js');
 const maintenance = () => import('./cli/maintenance.js');
 const doctor = () => import('./cli/doctor.js');
 const failed = () => import('./cli/failed.js');
+const status = () => import('./cli/status.js');
 
 /** Options of {@link createProgram}. */
 export interface ProgramOptions {
@@ -39,10 +40,14 @@ export function createProgram(options: ProgramOptions): Command {
   const run = (action: () => Promise<number>) => action().then(options.onExit);
   addRoleCommands(program, io, options.stopSignal, run);
   addSessionCommands(program, io, run);
-  program.command('doctor').description('check configuration, Redis, queues, the LLM endpoint and bot tokens')
-    .option('--telegram-api-root <url>', 'Telegram Bot API root (a local Bot API server or proxy)')
-    .option('--discord-api-root <url>', 'Discord REST API root')
-    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string }) => run(async () => (await doctor()).doctorCommand(io, flags)));
+  program.command('doctor').description('check configuration, Redis, queues, workers, the LLM endpoint and bot tokens')
+    .option('--telegram-api-root <url>', 'Telegram Bot API root (default TELEGRAM_API_ROOT)')
+    .option('--discord-api-root <url>', 'Discord REST API root (default DISCORD_API_ROOT)')
+    .option('--json', 'print JSON')
+    .action((flags: { telegramApiRoot?: string; discordApiRoot?: string; json?: boolean }) => run(async () => (await doctor()).doctorCommand(io, flags)));
+  program.command('status').description('what runs and how it stands: gateway, workers, channels, LLM, queues, failed messages, full sessions (exit 1 when something is down)')
+    .option('--json', 'print JSON')
+    .action((flags: { json?: boolean }) => run(async () => (await status()).statusCommand(io, flags)));
   return program;
 }
 

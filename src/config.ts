@@ -69,7 +69,11 @@ export interface Config {
   groupMode: 'per-chat' | 'per-user';
   /** When the bot answers in groups and guild channels. */
   groupTrigger: 'mention' | 'always';
-  discord?: { token: string };
+  discord?: {
+    token: string;
+    /** REST API root without the version (discord.js `rest.api`). */
+    apiRoot: string;
+  };
   access: {
     allow: { telegram: AllowList; discord: AllowList; web: AllowList };
     rateLimitPerMinute: number;
@@ -95,6 +99,10 @@ export interface Config {
   };
   stateDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `pretty`, `json`, or `auto` (pretty when stdout is a terminal). */
+  logFormat: 'auto' | 'pretty' | 'json';
+  /** A gateway's or worker's heartbeat lives this long in Redis (renewed every third of it), ms. */
+  heartbeatTtlMs: number;
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
   transcriptMaxLen: number;
   /** How long each channel may take to connect at start, ms. */
@@ -258,7 +266,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],
     groupTrigger: s('CHATGATE_GROUP_TRIGGER') as Config['groupTrigger'],
-    discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN') },
+    discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN'), apiRoot: s('DISCORD_API_ROOT') },
     access: {
       allow: { telegram: v.CHATGATE_ALLOW_TELEGRAM as AllowList, discord: v.CHATGATE_ALLOW_DISCORD as AllowList, web: v.CHATGATE_ALLOW_WEB as AllowList },
       rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
@@ -268,6 +276,8 @@ function buildConfig(v: Record<string, unknown>): Config {
     http: { host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host) },
     stateDir: s('CHATGATE_STATE_DIR'),
     logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],
+    logFormat: s('CHATGATE_LOG_FORMAT') as Config['logFormat'],
+    heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     demo: v.CHATGATE_DEMO as boolean,

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import PinoPretty from 'pino-pretty';
 
 /** Paths whose values never reach a log line. Defined once, here. */
 export const REDACT_PATHS: readonly string[] = [
@@ -24,6 +25,12 @@ export const REDACT_PATHS: readonly string[] = [
   '*.headers.cookie',
 ];
 
+/** How log lines are written: `json` lines (pipes, files, containers) or `pretty`, coloured text for a person at a terminal. */
+export type LogFormat = 'json' | 'pretty';
+
+/** The `CHATGATE_LOG_FORMAT` setting: a format, or `auto` (pretty when the output is a terminal). */
+export type LogFormatSetting = LogFormat | 'auto';
+
 /** Options of {@link createLogger}. */
 export interface LoggerCreateOptions {
   /** Minimum level. Default `info`. */
@@ -32,22 +39,104 @@ export interface LoggerCreateOptions {
   destination?: DestinationStream;
   /** Fields bound on every line. */
   base?: Record<string, unknown>;
+  /**
+   * `json` (default) or `pretty`. Both write synchronously, so the last line before a crash or
+   * `process.exit` is never lost. With `pretty` and no `destination`, lines go to stdout.
+   */
+  format?: LogFormat;
 }
 
-/** Creates the one pino logger of a process; components derive `log.child({ component })`. */
+/** Fields a pretty line leaves out of its object: the same on every line of a process, or shown before the message. */
+const PRETTY_IGNORE = 'pid,hostname,component';
+
+/**
+ * The format to use: `pretty` or `json` as set, and for `auto` pretty exactly when the output is
+ * a terminal (`isTty`), JSON lines otherwise (a pipe, a file, a container's log collector).
+ */
+export function resolveLogFormat(setting: LogFormatSetting, isTty: boolean): LogFormat {
+  if (setting === 'auto') return isTty ? 'pretty' : 'json';
+  return setting;
+}
+
+/**
+ * Creates the one pino logger of a process; components derive `log.child({ component })`.
+ * A child never repeats a key: binding a key its parent already bound (the `llm` component under a
+ * worker's `component: 'worker'`) replaces the parent's value in that child's lines, and a line's
+ * object leaves out a key bound with the same value.
+ */
 export function createLogger(options: LoggerCreateOptions = {}): Logger {
   const pinoOptions: LoggerOptions = {
     level: options.level ?? 'info',
     base: options.base ?? {},
     redact: { paths: [...REDACT_PATHS], censor: '[Redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    hooks: { logMethod: dropBoundKeys },
   };
-  return options.destination ? pino(pinoOptions, options.destination) : pino(pinoOptions);
+  const destination = options.format === 'pretty' ? prettyStream(options.destination) : options.destination;
+  return withUniqueBindings(destination ? pino(pinoOptions, destination) : pino(pinoOptions));
 }
 
 /** A logger that writes nothing: the default for library users who pass none. */
 export function createSilentLogger(): Logger {
   return pino({ level: 'silent' });
+}
+
+/**
+ * pino-pretty as a synchronous stream in this thread (not a worker-thread transport): a line is
+ * written before `log.x()` returns, so nothing is left in a buffer when the process dies.
+ */
+function prettyStream(destination: DestinationStream | undefined): DestinationStream {
+  return PinoPretty({
+    sync: true,
+    destination: destination ?? 1,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: PRETTY_IGNORE,
+    messageFormat: '{if component}{component}: {end}{msg}',
+    singleLine: true,
+  });
+}
+
+/** pino's `logMethod` hook: a key of the line's object that the logger already binds with the same value is left out. */
+function dropBoundKeys(this: Logger, args: Parameters<Logger['info']>, method: (...args: unknown[]) => void): void {
+  const first: unknown = args[0];
+  if (first !== null && typeof first === 'object' && !(first instanceof Error) && !Array.isArray(first)) {
+    const object = first as Record<string, unknown>;
+    const bound = this.bindings();
+    const same = Object.keys(object).filter((key) => key in bound && JSON.stringify(bound[key]) === JSON.stringify(object[key]));
+    if (same.length > 0) {
+      const rest = Object.fromEntries(Object.entries(object).filter(([key]) => !same.includes(key)));
+      method.apply(this, [rest, ...args.slice(1)]);
+      return;
+    }
+  }
+  method.apply(this, args);
+}
+
+type ChildFn = (this: Logger, bindings: Record<string, unknown>, options?: Parameters<Logger['child']>[1]) => Logger;
+
+/**
+ * pino appends a child's bindings to its parent's, so a key bound twice appears twice in a line
+ * (`"component":"worker",…,"component":"llm"`). Children of `root` drop a key bound again with
+ * the same value, and are rebuilt from `root` with the merged bindings when a value differs.
+ * pino derives children with `Object.create(parent)`, so every descendant inherits this `child`.
+ */
+function withUniqueBindings(root: Logger): Logger {
+  const pinoChild = root.child as unknown as ChildFn;
+  const base = root.bindings();
+  const child: ChildFn = function (this: Logger, bindings, options) {
+    const bound = this.bindings();
+    const fresh: Record<string, unknown> = {};
+    let differs = false;
+    for (const [key, value] of Object.entries(bindings)) {
+      if (!(key in bound)) fresh[key] = value;
+      else if (JSON.stringify(bound[key]) !== JSON.stringify(value)) differs = true;
+    }
+    if (!differs) return pinoChild.call(this, fresh, options);
+    const merged = Object.fromEntries(Object.entries({ ...bound, ...bindings }).filter(([key, value]) => !(key in base) || base[key] !== value));
+    return pinoChild.call(root, merged, { level: this.level, ...options });
+  };
+  (root as unknown as { child: ChildFn }).child = child;
+  return root;
 }
 
 export type { Logger };

@@ -300,7 +300,7 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
   await clearSteps(loop);
-  loop.log.info({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
+  loop.log.debug({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
   return outbox;
 }
 

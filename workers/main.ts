@@ -7,7 +7,7 @@ import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
-import { createRedis } from '../src/redis/client.js';
+import { connectionErrorLogger, createRedis } from '../src/redis/client.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
@@ -15,6 +15,8 @@ import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { ConfigError } from '../src/errors.js';
 import { createWorkerAttachments } from './attachment-parts.js';
+import { createWorkerHeartbeat } from './heartbeat.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../src/redis/heartbeats.js';
 import { WORKER_DEFAULTS, workerOptionIssues, type ResolvedRunWorkerOptions, type RunWorkerOptions, type WorkerDeps } from './worker-options.js';
 
 export { DEFAULT_SYSTEM_PROMPT, WORKER_DEFAULTS };
@@ -42,21 +44,26 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
   const { llm, compressor, tools } = createAgentParts(deps, o, logger);
   const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
+  const heartbeat = createWorkerHeartbeat({ redis, logger }, {
+    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+  });
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
   };
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: deps.metrics, attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false,
   };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
     lockDuration: o.lockDurationMs, stalledInterval: o.stalledIntervalMs ?? o.lockDurationMs, maxStalledCount: o.maxStalledCount,
   });
   const failures = handleFailures(worker, turn);
-  worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  worker.on('error', connectionErrorLogger(logger, 'worker error'));
+  outbound.on('error', connectionErrorLogger(logger, 'outbound queue error'));
   await worker.waitUntilReady();
+  await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency }, 'worker started');
   return {
     async close() {
@@ -64,6 +71,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       turn.closing = true;
       await worker.close();
       await failures.settled();
+      await heartbeat.stop();
       await outbound.close();
       if (ownsRedis) await redis.quit();
       logger.info({}, 'worker stopped');

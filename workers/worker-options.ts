@@ -61,6 +61,10 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
    * `transcribeModel` turns voice and audio into text through the endpoint (unset: off).
    */
   attachments?: { vision?: boolean; transcribeModel?: string };
+  /** Life of the worker's heartbeat in Redis, ms, renewed every third (`chatgate status`, `/readyz`). Default 15 000. */
+  heartbeatTtlMs?: number;
+  /** chatgate version, shown in the heartbeat. Default `unknown`. */
+  version?: string;
 }
 
 /** The options `runWorker` fills in when they are not given. */
@@ -98,6 +102,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   stalledIntervalMs: { integer: true, min: 1 },
   maxStalledCount: { integer: true, min: 0 },
   transcriptRetention: { integer: true, min: 0 },
+  heartbeatTtlMs: { integer: true, min: 300 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

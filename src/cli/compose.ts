@@ -3,6 +3,7 @@ import type { SessionLimits } from '../core/session-figures.js';
 import type { GatewayOptions } from '../gateway/gateway-options.js';
 import type { LlmSessionOpsOptions } from '../session/session-ops.js';
 import type { RunWorkerOptions } from '../../workers/worker-options.js';
+import { packageVersion } from './context.js';
 
 /**
  * The one place the configuration meets the components: each function maps {@link Config} to one
@@ -35,6 +36,8 @@ export function gatewayOptions(config: Config): GatewayOptions {
     maxAttachmentBytes: config.attachments.maxBytes,
     attachmentTtlSeconds: config.attachments.ttlSeconds,
     transcribeModel: config.attachments.transcribeModel,
+    heartbeatTtlMs: config.heartbeatTtlMs,
+    version: packageVersion(),
   };
 }
 
@@ -54,6 +57,8 @@ export function workerOptions(config: Config): RunWorkerOptions {
     lockDurationMs: config.workers.turnLockMs,
     prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
+    heartbeatTtlMs: config.heartbeatTtlMs,
+    version: packageVersion(),
   };
 }
 

@@ -3,8 +3,8 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
-import { createRedisCluster, type RedisClient } from '../redis/client.js';
+import { createLogger, resolveLogFormat, type Logger } from '../log.js';
+import { connectionErrorLogger, createRedisCluster, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
 
 /** Exit codes of every command. */
@@ -70,9 +70,12 @@ export function loadCliConfig(io: CliIo, overrides: Record<string, string | unde
   }
 }
 
-/** A logger for a role (`start`, `gateway`, `worker`): JSON lines on stdout at the configured level. */
+/**
+ * A logger for a role (`start`, `gateway`, `worker`) on stdout at the configured level: coloured
+ * text at a terminal, JSON lines otherwise (CHATGATE_LOG_FORMAT).
+ */
 export function roleLogger(config: Config): Logger {
-  return createLogger({ level: config.logLevel, base: { pid: process.pid } });
+  return createLogger({ level: config.logLevel, base: { pid: process.pid }, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
 }
 
 /** A quiet logger for operator commands: warnings and errors only, on stderr. */
@@ -105,7 +108,7 @@ export async function connectRedis(io: CliIo, config: Config, logger: Logger, op
   }
   if (resolved.source === 'spawned') progress(io, `started redis-server (pid ${resolved.pid}) at ${resolved.url} with its data in ${config.stateDir}/redis`);
   const redis = new Redis(resolved.url, { maxRetriesPerRequest: null });
-  redis.on('error', (err: Error) => logger.warn({ err }, 'redis connection error'));
+  redis.on('error', connectionErrorLogger(logger, 'redis connection error'));
   return {
     redis,
     resolved,

@@ -3,17 +3,21 @@ import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
 import type { RedisClient } from '../redis/client.js';
+import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
+import { readHeartbeats } from '../redis/heartbeats.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
 
 /** Options of `chatgate doctor` (API roots are options so a proxy, a local Bot API server or a test fake can stand in). */
 export interface DoctorOptions {
-  /** Telegram Bot API root. Default `https://api.telegram.org`. */
+  /** Telegram Bot API root. Default TELEGRAM_API_ROOT (`https://api.telegram.org`). */
   telegramApiRoot?: string;
-  /** Discord REST root. Default `https://discord.com/api/v10`. */
+  /** Discord REST root, with or without the version (`/v10` is added when missing). Default DISCORD_API_ROOT (`https://discord.com/api`). */
   discordApiRoot?: string;
   /** Timeout of one remote check, ms. Default 5000. */
   timeoutMs?: number;
+  /** Print `{ ok, checks: [{ name, status, detail, fix? }] }` as JSON instead of lines. */
+  json?: boolean;
 }
 
 /** One check's verdict. */
@@ -24,19 +28,26 @@ interface Verdict {
   fix?: string;
 }
 
-const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api/v10', timeoutMs: 5000 };
+const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api', timeoutMs: 5000 };
+const DISCORD_API_VERSION = 'v10';
 const MIN_REDIS = [6, 2] as const;
 
 /**
- * `chatgate doctor`: configuration, Redis (reachable, version ≥ 6.2), queues, the LLM endpoint and
- * model, and bot tokens — one line each, `ok`, `skip` or `FAIL` with a fix. @returns 1 when any failed.
+ * `chatgate doctor`: configuration, Redis (reachable, version ≥ 6.2), queues, live workers, the LLM
+ * endpoint and model, and bot tokens — one line each, `ok`, `skip` or `FAIL` with a fix (or one JSON
+ * object with `json`). @returns 1 when any failed.
  */
 export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Promise<number> {
-  const o = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
-  let failed = false;
+  const checks: Array<Verdict & { name: string }> = [];
   const report = (name: string, verdict: Verdict) => {
-    if (verdict.status === 'FAIL') failed = true;
-    io.out(`${verdict.status.padEnd(4)}  ${name.padEnd(9)} ${verdict.detail}${verdict.fix ? `\n                fix: ${verdict.fix}` : ''}`);
+    checks.push({ name, ...verdict });
+    if (!options.json) io.out(`${verdict.status.padEnd(4)}  ${name.padEnd(9)} ${verdict.detail}${verdict.fix ? `\n                fix: ${verdict.fix}` : ''}`);
+  };
+  const finish = () => {
+    const failed = checks.some((check) => check.status === 'FAIL');
+    if (options.json) io.out(JSON.stringify({ ok: !failed, checks }, null, 2));
+    else io.out(failed ? 'Some checks failed; fix them and run `chatgate doctor` again.' : 'All checks passed.');
+    return failed ? EXIT.failure : EXIT.ok;
   };
   let config: Config;
   try {
@@ -44,25 +55,53 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
   } catch (err) {
     if (!(err instanceof CliExit)) throw err;
     report('config', { status: 'FAIL', detail: 'invalid (see the lines above)', fix: 'correct the named options; every option is listed in docs/operating.md' });
-    return EXIT.failure;
+    return finish();
   }
+  const o = {
+    timeoutMs: options.timeoutMs ?? DEFAULTS.timeoutMs,
+    telegramApiRoot: options.telegramApiRoot ?? config.telegram?.apiRoot ?? DEFAULTS.telegramApiRoot,
+    discordApiRoot: versionedDiscordRoot(options.discordApiRoot ?? config.discord?.apiRoot ?? DEFAULTS.discordApiRoot),
+  };
   report('config', { status: 'ok', detail: `valid: model ${config.llm.model}, context window ${config.llm.contextWindow} tokens (${config.llm.contextWindowSource})${config.configFile ? `, file ${config.configFile}` : ''}` });
+  await redisChecks(io, config, report);
+  report('llm', await checkLlm(config));
+  report('telegram', await checkTelegram(config, o.telegramApiRoot, o.timeoutMs));
+  report('discord', await checkDiscord(config, o.discordApiRoot, o.timeoutMs));
+  return finish();
+}
+
+/** Redis, the queues and the workers (a gateway without live workers leaves messages waiting forever). */
+async function redisChecks(io: CliIo, config: Config, report: (name: string, verdict: Verdict) => void): Promise<void> {
   let conn: CliRedis | null = null;
   try {
     conn = await connectRedis(io, config, commandLogger());
     report('redis', await checkRedis(conn));
     report('queues', await checkQueues(conn.redis, config));
+    report('workers', await checkWorkers(conn.redis, config));
   } catch (err) {
     report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
     report('queues', { status: 'skip', detail: 'needs Redis' });
+    report('workers', { status: 'skip', detail: 'needs Redis' });
   } finally {
     await conn?.close();
   }
-  report('llm', await checkLlm(config));
-  report('telegram', await checkTelegram(config, o.telegramApiRoot, o.timeoutMs));
-  report('discord', await checkDiscord(config, o.discordApiRoot, o.timeoutMs));
-  io.out(failed ? 'Some checks failed; fix them and run `chatgate doctor` again.' : 'All checks passed.');
-  return failed ? EXIT.failure : EXIT.ok;
+}
+
+/** Live workers by their heartbeats: FAIL when a gateway runs without any (its messages would wait forever). */
+async function checkWorkers(redis: RedisClient, config: Config): Promise<Verdict> {
+  const beats = await readHeartbeats(redis, { keyPrefix: config.redis.keyPrefix });
+  const workers = beats.filter((beat) => beat.role === 'worker');
+  const live = workers.filter((beat) => beat.alive);
+  const gateways = beats.filter((beat) => beat.role === 'gateway' && beat.alive);
+  if (live.length > 0) return { status: 'ok', detail: `${live.length} alive (${live.map((w) => `${w.host} pid ${w.pid}`).join(', ')})` };
+  if (gateways.length > 0) return { status: 'FAIL', detail: `a gateway runs (${gateways[0]!.host} pid ${gateways[0]!.pid}) but ${noWorkerReason(workers)}`, fix: START_A_WORKER };
+  return { status: 'skip', detail: 'no gateway or worker is running (`chatgate status` shows what runs)' };
+}
+
+/** The REST root with the API version discord.js adds itself (`https://discord.com/api` → `…/api/v10`). */
+function versionedDiscordRoot(root: string): string {
+  const trimmed = root.replace(/\/+$/, '');
+  return /\/v\d+$/.test(trimmed) ? trimmed : `${trimmed}/${DISCORD_API_VERSION}`;
 }
 
 async function checkRedis(conn: CliRedis): Promise<Verdict> {
@@ -81,6 +120,7 @@ async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict>
   const parts: string[] = [];
   for (const name of [names.turnQueue, names.outboundQueue]) {
     const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
+    queue.on('error', () => undefined); // failures surface where its commands fail
     try {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
       parts.push(`${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);

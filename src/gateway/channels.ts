@@ -23,8 +23,8 @@ export interface GatewayChannels {
 export interface ChannelsOptions {
   /** Runs the Telegram channel (long polling, or the webhook when `webhookUrl` is set). */
   telegram?: { token: string; apiRoot?: string; webhookUrl?: string; webhookSecret?: string };
-  /** Runs the Discord channel. */
-  discord?: { token: string };
+  /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `https://discord.com/api`). */
+  discord?: { token: string; apiRoot?: string };
   /** When the bot answers in groups and guild channels. Default `mention`. */
   groupTrigger?: 'mention' | 'always';
   /** Address the HTTP server binds to: the web chat runs whenever it is loopback. */
@@ -62,7 +62,7 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
       mounts.push((app) => app.post(path, telegram.webhookHandler()));
     }
   }
-  if (options.discord) list.push(createDiscordChannel({ log: logger }, { token: options.discord.token, guildTrigger: groupTrigger }));
+  if (options.discord) list.push(createDiscordChannel({ log: logger }, { token: options.discord.token, guildTrigger: groupTrigger, ...(options.discord.apiRoot ? { apiRoot: options.discord.apiRoot } : {}) }));
   if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).

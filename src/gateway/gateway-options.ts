@@ -53,6 +53,13 @@ export interface GatewayOptions {
   transcribeModel?: string;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
+  /**
+   * Life of the gateway's heartbeat in Redis, ms, renewed every third; also how long a silent
+   * worker counts as alive for `/readyz` (each worker beats with its own TTL). Default 15 000.
+   */
+  heartbeatTtlMs?: number;
+  /** chatgate version, shown in the heartbeat. Default `unknown`. */
+  version?: string;
 }
 
 /** The options `startGateway` fills in when they are not given. */
@@ -97,6 +104,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   channelStartTimeoutMs: { integer: true, min: 1 },
   maxAttachmentBytes: { integer: true, min: 1 },
   attachmentTtlSeconds: { integer: true, min: 1 },
+  heartbeatTtlMs: { integer: true, min: 300 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

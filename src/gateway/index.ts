@@ -10,7 +10,7 @@ import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, turnDedupId } from '../queue/names.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
-import { duplicateRedis, type RedisClient } from '../redis/client.js';
+import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
@@ -26,6 +26,8 @@ import { createOutboundConsumer } from './outbound.js';
 import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { startPendingSweeper } from './sweeper.js';
+import { checkLiveWorkers, startGatewayHeartbeat } from './heartbeat.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -151,10 +153,14 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
-    checks: readinessChecks(fast, turns, channelsStatus),
+    checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => closeServer(server));
+  const heartbeat = await startGatewayHeartbeat({ redis: fast, logger }, gatewayChannels.list, channelsStatus, {
+    keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
+  });
+  closers.push(() => heartbeat.stop());
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.receive(message);
@@ -172,7 +178,7 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   const typing = createTypingIndicators({ log: logger });
   const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger });
   const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
-  consumer.on('error', (err) => logger.error({ err }, 'outbound consumer error'));
+  consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
   closers.push(() => consumer.close());
   const subscriber = duplicateRedis(redis);
   subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
@@ -183,8 +189,8 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   });
 }
 
-/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker takes turns. */
-function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus): Record<string, () => Promise<unknown>> {
+/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker is alive (its heartbeat). */
+function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus, keyPrefix: string): Record<string, () => Promise<unknown>> {
   // A connection that is not up fails at once rather than after the client's reconnect attempts.
   const connected = () => {
     if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
@@ -203,7 +209,7 @@ function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsSta
     },
     workers: async () => {
       connected();
-      if ((await turns.getWorkersCount()) === 0) throw new Error('no worker is taking turns');
+      await checkLiveWorkers(redis, keyPrefix);
     },
   };
 }

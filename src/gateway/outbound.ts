@@ -129,7 +129,11 @@ async function deliverJob(ctx: ConsumerContext, job: Job<OutboundMessage>, token
     return onFailure(ctx, job, toFailure(err), log, token);
   }
   await ctx.order.settle(message.sessionId, jobIdOf(job));
-  log.info({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply delivered');
+  // The one info line of a delivered reply (the worker's commit and the channel's send log at debug).
+  log.info({
+    kind: message.kind, chars: message.text.length, chunks: result.chunks, sent: result.sent, skipped: result.skipped,
+    attempt: job.attemptsMade + 1, sinceCommitMs: Date.now() - job.timestamp,
+  }, 'reply delivered');
   ctx.onDelivered?.(message);
   return result;
 }

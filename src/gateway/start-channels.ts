@@ -10,9 +10,17 @@ const ADVICE: Readonly<Record<ChannelName, string>> = {
   web: 'the web chat needs nothing remote; see the log for the cause',
 };
 
+/** What to do when a platform rejects the bot token, by channel. */
+const TOKEN_ADVICE: Readonly<Record<string, string>> = {
+  telegram: 'TELEGRAM_BOT_TOKEN was rejected (401 Unauthorized): copy the token again from @BotFather (/mybots → API Token); with a local Bot API server, check TELEGRAM_API_ROOT',
+  discord: 'DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token) and set it again',
+};
+
 /** Where the channels stand, for `/readyz`: `ok` once every channel runs. */
 export interface ChannelsStatus {
   state: string;
+  /** The channels connected so far, in start order. */
+  connected?: ChannelName[];
 }
 
 /** Options of {@link startChannels}. */
@@ -37,9 +45,25 @@ export async function startChannels(channels: readonly Channel[], handle: Inboun
     status.state = `connecting the ${channel.name} channel`;
     options.onProgress?.(`${status.state}…`);
     options.onStarting(() => channel.stop());
-    await bounded(channel.start(handle), channel.name, options);
+    await bounded(channel.start(handle), channel.name, options).catch((err: unknown) => { throw explainStartFailure(channel.name, err); });
+    (status.connected ??= []).push(channel.name);
   }
   status.state = 'ok';
+}
+
+/**
+ * A channel's start failure as one line saying which channel, what failed and what to do: a
+ * rejected bot token names its variable and where to get a new one.
+ */
+export function explainStartFailure(name: ChannelName, err: unknown): unknown {
+  if (!(err instanceof ChannelError) || err.code === CHANNEL_ERROR_CODES.notStarted) return err;
+  const cause = err.cause as { error_code?: unknown; code?: unknown; status?: unknown } | undefined;
+  const rejected = name === 'telegram' ? cause?.error_code === 401 || cause?.error_code === 404 : cause?.code === 'TokenInvalid' || cause?.status === 401;
+  if (rejected) {
+    const message = `the ${name} channel could not connect: ${TOKEN_ADVICE[name]}`;
+    return new ChannelError(message, { retryable: false, code: CHANNEL_ERROR_CODES.permanent, cause: err });
+  }
+  return new ChannelError(`the ${name} channel could not connect (${err.message}): ${ADVICE[name]}`, { retryable: err.retryable, code: err.code, cause: err });
 }
 
 async function bounded(start: Promise<void>, name: ChannelName, options: StartChannelsOptions): Promise<void> {

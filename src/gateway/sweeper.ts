@@ -49,9 +49,17 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
     if (enqueued > 0) log.info({ enqueued }, 'turns enqueued for waiting messages');
     return enqueued;
   };
-  const tick = () => void sweep().catch((err: unknown) => log.warn({ err }, 'pending sweep failed'));
+  let stopped = false;
+  // A sweep cut short by the shutdown (its connection closing) is no failure worth a warning.
+  const tick = () => void sweep().catch((err: unknown) => { if (!stopped) log.warn({ err }, 'pending sweep failed'); });
   const timer = setInterval(tick, options.intervalMs ?? 30_000);
   timer.unref();
   if (options.sweepAtStart !== false) tick();
-  return { sweep, stop: () => clearInterval(timer) };
+  return {
+    sweep,
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
 }

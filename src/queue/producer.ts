@@ -40,6 +40,8 @@ export function createTurnProducer(deps: { redis: RedisClient }, options: TurnPr
   const names = resolveQueueNames(options);
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const queue = new Queue<TurnJobData>(names.turnQueue, { connection: deps.redis, prefix: names.queuePrefix });
+  // Without a listener BullMQ prints every connection error to stderr; failures surface where the producer's commands fail.
+  queue.on('error', () => undefined);
   // A lost connection is reported where it matters, by the rejected `add`; the queue's own event would only print it again.
   queue.on('error', () => {});
   const attempts = options.attempts ?? 5;

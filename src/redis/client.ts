@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../log.js';
 
 /** A Redis connection: a single node or a cluster. */
 export type RedisClient = Redis | Cluster;
@@ -37,4 +38,38 @@ export function duplicateRedis(redis: RedisClient, overrides: Partial<RedisOptio
 /** A Redis URL (or cluster seed list) fit for messages and logs: the password in `user:password@` is masked. */
 export function redactRedisUrl(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/** Socket-level failures of a Redis connection: the client reconnects by itself. */
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** Whether `err` is a lost or refused Redis connection (ioredis reconnects) rather than a fault. */
+export function isRedisConnectionError(err: Error): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return (code !== undefined && CONNECTION_ERROR_CODES.has(code)) || err.message === 'Connection is closed.';
+}
+
+/**
+ * An `error` listener for a Redis connection or a BullMQ worker/queue: a lost connection is one
+ * warning line (its reason, no stack) per `intervalMs` (default 30 s) while it lasts, the repeats
+ * at debug; any other error is logged at error with its stack.
+ */
+export function connectionErrorLogger(log: Pick<Logger, 'warn' | 'debug' | 'error'>, message: string, intervalMs = 30_000): (err: Error) => void {
+  let lastWarnMs = 0;
+  let repeats = 0;
+  return (err) => {
+    if (!isRedisConnectionError(err)) {
+      log.error({ err }, message);
+      return;
+    }
+    const now = Date.now();
+    if (now - lastWarnMs < intervalMs) {
+      repeats += 1;
+      log.debug({ err }, message);
+      return;
+    }
+    log.warn({ reason: err.message, repeatsSinceLastWarning: repeats }, `${message}: Redis is not reachable; retrying`);
+    lastWarnMs = now;
+    repeats = 0;
+  };
 }

@@ -133,3 +133,12 @@ export function attachmentKey(sessionId: string, id: string, prefix: string = DE
 export function visionNoticeKey(sessionId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}{${sessionId}}:vision-notice`;
 }
+
+/**
+ * The keys of the gateways' and workers' heartbeats, all in one hash slot (`{heartbeats}`): `seen`
+ * is a hash `role:id → last heartbeat (JSON)`, and `live(member)` a key that lives as long as the
+ * heartbeat's TTL (a dead process's key expires; its `seen` entry says when it was last heard of).
+ */
+export function heartbeatKeys(prefix: string = DEFAULT_KEY_PREFIX): { seen: string; live: (member: string) => string } {
+  return { seen: `${prefix}{heartbeats}:seen`, live: (member) => `${prefix}{heartbeats}:live:${member}` };
+}

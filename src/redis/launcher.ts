@@ -44,6 +44,8 @@ export interface ResolvedRedis {
 
 const DEFAULTS = { fallbackHost: '127.0.0.1', fallbackPort: 6379, stateDir: '.state', redisServerCommand: 'redis-server', connectTimeoutMs: 2000, startTimeoutMs: 15_000 };
 const START_ATTEMPTS = 3;
+/** Redis answered, but refused us: a password is missing or wrong. */
+const AUTH_REFUSED = /\b(NOAUTH|WRONGPASS|NOPERM)\b/;
 /** Written next to the data of a started redis-server, so other chatgate processes find and share it. */
 const STATE_FILE = 'chatgate-redis.json';
 const INSTALL_HINT =
@@ -65,6 +67,7 @@ export async function resolveRedis(options: ResolveRedisOptions = {}): Promise<R
   const noop = async () => {};
   if (o.url) {
     const failure = await pingRedis(o.url, o.connectTimeoutMs);
+    if (failure && AUTH_REFUSED.test(failure)) throw new GatewayError('REDIS_UNREACHABLE', `REDIS_URL ${redactRedisUrl(o.url)} refused the connection: ${/WRONGPASS/.test(failure) ? 'wrong user name or password' : 'it needs a password'}; put the password in REDIS_URL (redis://:password@host:port, or redis://user:password@host:port)`);
     if (failure) throw new GatewayError('REDIS_UNREACHABLE', `REDIS_URL ${redactRedisUrl(o.url)} is not reachable (${failure}); start Redis there or unset REDIS_URL to use a local one`);
     return { url: o.url, source: 'env', stop: noop };
   }

@@ -109,7 +109,7 @@ describe('agent worker', () => {
   });
 
   it('binds sessionId, channel and jobId on the logs of a turn', async () => {
-    const sink = createLogSink();
+    const sink = createLogSink('debug');
     await start({ logger: sink.logger });
     fake.setHandler((r) => (r.index === 0 ? { status: 429, headers: { 'retry-after-ms': '1' } } : { content: 'hi' }));
     await producer.submitInbound(inbound('hi'));

@@ -50,6 +50,9 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_HTTP_HOST', '0.0.0.0', '`CHATGATE_MONITOR_TOKEN` must be set when `CHATGATE_HTTP_HOST` is not loopback (got host 0.0.0.0)'],
   ['CHATGATE_MONITOR_TOKEN', 'short', '`CHATGATE_MONITOR_TOKEN` must be at least 16 characters without spaces'],
   ['CHATGATE_LOG_LEVEL', 'verbose', '`CHATGATE_LOG_LEVEL` must be one of fatal, error, warn, info, debug, trace, silent (got verbose)'],
+  ['CHATGATE_LOG_FORMAT', 'colour', '`CHATGATE_LOG_FORMAT` must be one of auto, pretty, json (got colour)'],
+  ['CHATGATE_HEARTBEAT_TTL_MS', '500', '`CHATGATE_HEARTBEAT_TTL_MS` must be an integer in [1000, 600000] (got 500)'],
+  ['DISCORD_API_ROOT', 'discord.com/api', '`DISCORD_API_ROOT` must be an http(s) URL (got discord.com/api)'],
   ['CHATGATE_TRANSCRIPT_MAXLEN', '-5', '`CHATGATE_TRANSCRIPT_MAXLEN` must be an integer ≥ 0 (got -5)'],
   ['CHATGATE_DEMO', 'maybe', '`CHATGATE_DEMO` must be true or false (got maybe)'],
   ['TELEGRAM_WEBHOOK_URL', 'http://example.com/hook', '`TELEGRAM_WEBHOOK_URL` must be an https URL (got http://example.com/hook)'],
@@ -109,6 +112,8 @@ describe('loadConfig', () => {
       http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true },
       stateDir: '.state',
       logLevel: 'info',
+      logFormat: 'auto',
+      heartbeatTtlMs: 15_000,
       transcriptMaxLen: 0,
       channelStartTimeoutMs: 30_000,
       demo: false,
@@ -133,16 +138,17 @@ describe('loadConfig', () => {
       CHATGATE_ALLOW_TELEGRAM: '12, 34', CHATGATE_ALLOW_DISCORD: 'none', CHATGATE_ALLOW_WEB: '*', CHATGATE_RATE_LIMIT_PER_MINUTE: '60',
       CHATGATE_MAX_MESSAGE_CHARS: '4000', CHATGATE_HTTP_HOST: '0.0.0.0', CHATGATE_HTTP_PORT: '0', CHATGATE_MONITOR_TOKEN: 'a-long-monitor-token-123',
       CHATGATE_STATE_DIR: '/var/lib/chatgate', CHATGATE_LOG_LEVEL: 'debug', CHATGATE_TRANSCRIPT_MAXLEN: '5000', CHATGATE_DEMO: 'no',
+      DISCORD_API_ROOT: 'http://127.0.0.1:9000/api', CHATGATE_LOG_FORMAT: 'json', CHATGATE_HEARTBEAT_TTL_MS: '3000',
     });
     expect(config.redis).toMatchObject({ url: 'rediss://:pw@redis.internal:6380/2', keyPrefix: '{cg}:', queuePrefix: '{cgq}' });
     expect(config.llm).toMatchObject({ model: 'ollama/llama3.1:8b', summaryModel: 'qwen2.5:3b', contextWindow: 131_072, pricing: undefined, maxModelCalls: 5, timeoutMs: 15_000 });
     expect(config.compaction).toEqual({ reservedOutputTokens: 2048, threshold: 0.6, hygieneThreshold: 0.9 });
     expect(config.telegram).toEqual({ token: '123456:ABC-def_ghi', apiRoot: 'https://api.telegram.org', webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cr3t_-' });
-    expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz' });
+    expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz', apiRoot: 'http://127.0.0.1:9000/api' });
     expect(config.groupMode).toBe('per-user');
     expect(config.access).toEqual({ allow: { telegram: ['12', '34'], discord: [], web: '*' }, rateLimitPerMinute: 60, maxMessageChars: 4000 });
     expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false });
-    expect(config).toMatchObject({ stateDir: '/var/lib/chatgate', logLevel: 'debug', transcriptMaxLen: 5000, demo: false });
+    expect(config).toMatchObject({ stateDir: '/var/lib/chatgate', logLevel: 'debug', logFormat: 'json', heartbeatTtlMs: 3000, transcriptMaxLen: 5000, demo: false });
   });
 
   it('treats empty values as unset', () => {

@@ -1,0 +1,179 @@
+import { Queue } from 'bullmq';
+import type { Config } from '../config.js';
+import { DEMO_MODEL } from '../core/models.js';
+import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
+import { resolveQueueNames } from '../queue/names.js';
+import type { RedisClient } from '../redis/client.js';
+import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
+import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { LLM_HELP, probeModels } from './llm-check.js';
+import { readerFor } from './sessions.js';
+
+/** How one part stands: `down` makes `chatgate status` exit 1; `warn` needs a look; `skip` could not be judged. */
+export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
+
+/** One line of `chatgate status`. */
+export interface StatusCheck {
+  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'llm' | 'queues' | 'failed' | 'sessions';
+  status: StatusLevel;
+  detail: string;
+  /** What to do about it. */
+  fix?: string;
+}
+
+/** BullMQ job counts of one queue. */
+export type QueueCounts = Record<'waiting' | 'active' | 'delayed' | 'prioritized' | 'failed' | 'completed', number>;
+
+/** Everything `chatgate status --json` prints. */
+export interface StatusReport {
+  /** False when any check is `down`. */
+  ok: boolean;
+  checks: StatusCheck[];
+  /** Gateways and workers heard of (live, and dead ones for an hour), newest beat first. */
+  processes: HeartbeatStatus[];
+  /** By queue name. */
+  queues: Record<string, QueueCounts>;
+  failed: DeadLetterTotals;
+  /** Sessions whose next request is at or over the hygiene trigger (of the fullest `scanned`). */
+  sessions: { total: number; overHygiene: number; hygieneAt: number; paused: number; scanned: number };
+}
+
+/** Sessions read (fullest first) to count those over the hygiene line. */
+const FULLEST_SESSIONS = 500;
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
+
+/**
+ * Reads what runs and how it stands: heartbeats, queues, dead letters and the session figures
+ * (through the one session view `chatgate sessions` and the dashboard read), then judges each part.
+ * `onProgress` is told of each step that may wait.
+ */
+export async function buildStatusReport(config: Config, redis: RedisClient, onProgress: (text: string) => void = () => undefined): Promise<StatusReport> {
+  const keyPrefix = config.redis.keyPrefix;
+  const processes = await readHeartbeats(redis, { keyPrefix });
+  const queues = await readQueues(redis, config);
+  const failed = await countDeadLetters(redis, keyPrefix);
+  const page = await readerFor(config, { redis }).listSessions({ sort: 'fill', limit: FULLEST_SESSIONS });
+  const hygieneAt = config.compaction.hygieneThreshold;
+  const over = page.items.filter((row) => row.fill >= hygieneAt);
+  const sessions = { total: page.total, overHygiene: over.length, hygieneAt, paused: page.items.filter((row) => row.paused).length, scanned: page.items.length };
+  const gateways = processes.filter((p) => p.role === 'gateway');
+  const workers = processes.filter((p) => p.role === 'worker');
+  const checks: StatusCheck[] = [
+    { name: 'redis', status: 'ok', detail: 'answers' },
+    gatewayCheck(gateways),
+    workersCheck(workers),
+    channelsCheck(gateways),
+    await llmCheck(config, workers, onProgress),
+    queuesCheck(queues, workers.some((w) => w.alive)),
+    failedCheck(failed, queues),
+    sessionsCheck(sessions),
+  ];
+  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, queues, failed, sessions };
+}
+
+async function readQueues(redis: RedisClient, config: Config): Promise<Record<string, QueueCounts>> {
+  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
+  const out: Record<string, QueueCounts> = {};
+  for (const name of [names.turnQueue, names.outboundQueue]) {
+    const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
+    queue.on('error', () => undefined); // failures surface where its commands fail
+    try {
+      out[name] = (await queue.getJobCounts(...QUEUE_STATES)) as QueueCounts;
+    } finally {
+      await queue.close();
+    }
+  }
+  return out;
+}
+
+function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
+  const live = gateways.filter((g) => g.alive);
+  if (live.length > 0) return { name: 'gateway', status: 'ok', detail: `${live.length} running: ${live.map((g) => `${describeProcess(g)} at ${g.gateway?.httpUrl ?? '?'}`).join('; ')}` };
+  const last = gateways[0];
+  return {
+    name: 'gateway', status: 'down',
+    detail: `no gateway is running${last ? ` (the last one, ${last.host} pid ${last.pid}, was heard of ${ago(last.beatAt)})` : ''}: no message is received or delivered`,
+    fix: 'start it: `chatgate gateway` (or `chatgate start` for gateway and workers in one process)',
+  };
+}
+
+function workersCheck(workers: readonly HeartbeatStatus[]): StatusCheck {
+  const live = workers.filter((w) => w.alive);
+  const dead = workers.filter((w) => !w.alive);
+  const deadText = dead.length > 0 ? `; dead: ${dead.map((w) => `${w.host} pid ${w.pid} (last heard of ${ago(w.beatAt)})`).join(', ')}` : '';
+  if (live.length === 0) return { name: 'workers', status: 'down', detail: `${noWorkerReason([])}${deadText}`, fix: START_A_WORKER };
+  const text = live.map((w) => `${describeProcess(w)}, ${w.worker?.turnsDone ?? 0} turns done, ${w.worker?.turnsFailed ?? 0} failed`).join('; ');
+  return { name: 'workers', status: 'ok', detail: `${live.length} alive: ${text}${deadText}` };
+}
+
+function channelsCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
+  const live = gateways.filter((g) => g.alive && g.gateway);
+  if (live.length === 0) return { name: 'channels', status: 'skip', detail: 'no gateway is running' };
+  const states = live.flatMap((g) => Object.entries(g.gateway!.channels).map(([name, state]) => ({ name, state })));
+  const notConnected = states.filter((s) => s.state !== 'connected');
+  const list = states.map((s) => `${s.name} ${s.state}`).join(', ');
+  if (notConnected.length === 0) return { name: 'channels', status: 'ok', detail: list || 'none configured' };
+  return { name: 'channels', status: 'down', detail: list, fix: 'a channel still connecting has not reached its platform: see the gateway\'s log, and `chatgate doctor` for the tokens and API roots' };
+}
+
+async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onProgress: (text: string) => void): Promise<StatusCheck> {
+  const calls = workers.filter((w) => w.alive && w.worker?.lastModelCall).map((w) => ({ worker: w, call: w.worker!.lastModelCall! }));
+  calls.sort((a, b) => b.call.at - a.call.at);
+  const latest = calls[0];
+  if (latest) {
+    const where = `the last model call (${latest.worker.worker?.model ?? '?'}, ${latest.worker.host} pid ${latest.worker.pid}) ${ago(latest.call.at)}`;
+    if (latest.call.outcome === 'ok') return { name: 'llm', status: 'ok', detail: `${where} was answered` };
+    return { name: 'llm', status: 'down', detail: `${where} failed (${latest.call.outcome})`, fix: LLM_HELP };
+  }
+  if (config.demo || workers.some((w) => w.alive && w.worker?.model === DEMO_MODEL)) return { name: 'llm', status: 'ok', detail: 'the built-in demo model (no model call yet)' };
+  onProgress(`no model call yet; checking the LLM endpoint ${config.llm.baseUrl}…`);
+  const probe = await probeModels(config.llm);
+  return probe.ok ? { name: 'llm', status: 'ok', detail: `no model call yet; ${probe.detail}` } : { name: 'llm', status: 'down', detail: probe.detail, fix: LLM_HELP };
+}
+
+function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean): StatusCheck {
+  const parts = Object.entries(queues).map(([name, c]) => `${name}: ${c.waiting + c.prioritized} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+  const waiting = Object.values(queues).reduce((sum, c) => sum + c.waiting + c.prioritized, 0);
+  if (waiting > 0 && !workersAlive) return { name: 'queues', status: 'warn', detail: parts.join('; '), fix: 'jobs wait for a worker: start one (`chatgate worker`)' };
+  return { name: 'queues', status: 'ok', detail: parts.join('; ') };
+}
+
+function failedCheck(failed: DeadLetterTotals, queues: Record<string, QueueCounts>): StatusCheck {
+  const setAside = Object.entries(failed.setAside).map(([channel, n]) => `${n} ${channel} update${n === 1 ? '' : 's'} set aside`);
+  const capped = failed.indexed > failed.scanned ? ` (of the ${failed.scanned} most recent sessions)` : '';
+  const extra = setAside.length > 0 ? `; ${setAside.join(', ')}` : '';
+  if (failed.messages === 0) return { name: 'failed', status: setAside.length > 0 ? 'warn' : 'ok', detail: `no failed messages${capped}${extra}` };
+  const top = failed.sessions.slice(0, 5).map((s) => `${s.id} (${s.count})`).join(', ');
+  const first = failed.sessions[0]!.id;
+  const outbound = Object.entries(queues).filter(([, c]) => c.failed > 0).map(([name, c]) => `${c.failed} ${name} job${c.failed === 1 ? '' : 's'} failed`);
+  return {
+    name: 'failed', status: 'warn',
+    detail: `${plural(failed.messages, 'failed message')} in ${plural(failed.sessions.length, 'session')}${capped}: ${top}${failed.sessions.length > 5 ? ', …' : ''}${extra}${outbound.length > 0 ? `; ${outbound.join(', ')}` : ''}`,
+    fix: `\`chatgate failed ${first}\` lists them, \`chatgate retry ${first}\` puts them back in the inbox`,
+  };
+}
+
+function sessionsCheck(s: StatusReport['sessions']): StatusCheck {
+  const line = `${plural(s.total, 'session')}; ${s.overHygiene} at or over the hygiene line (${Math.round(s.hygieneAt * 100)}% of the usable window)${s.paused > 0 ? `, ${s.paused} with automatic compaction paused` : ''}`;
+  if (s.overHygiene === 0 && s.paused === 0) return { name: 'sessions', status: 'ok', detail: line };
+  return { name: 'sessions', status: 'warn', detail: line, fix: '`chatgate sessions --sort fill` lists the fullest; hygiene compacts an idle one before its next turn, `chatgate compact <session>` does it now' };
+}
+
+function describeProcess(p: HeartbeatStatus): string {
+  return `${p.host} pid ${p.pid} (v${p.version}, up ${duration(Date.now() - p.startedAt)})`;
+}
+
+function ago(atMs: number): string {
+  return `${duration(Date.now() - atMs)} ago`;
+}
+
+function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  return `${Math.round(s / 3600)} h`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+}

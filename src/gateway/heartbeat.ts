@@ -1,0 +1,60 @@
+import type { Channel } from '../../channels/channel.js';
+import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
+import { newProcessId, readHeartbeats, startHeartbeat, type ChannelState, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
+import type { ChannelsStatus } from './start-channels.js';
+
+/** Options of {@link startGatewayHeartbeat}. */
+export interface GatewayHeartbeatOptions {
+  keyPrefix: string;
+  /** How long a beat lives, ms (renewed every third). */
+  ttlMs: number;
+  httpUrl: string;
+  version: string;
+}
+
+/**
+ * The heartbeat of a gateway: host, pid, start time, version, its HTTP URL and each channel's
+ * state (connected, connecting, or waiting for the ones before it), read from `status` as the
+ * channels start.
+ */
+export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger }, channels: readonly Channel[], status: ChannelsStatus, options: GatewayHeartbeatOptions): Promise<Heartbeat> {
+  const id = newProcessId();
+  const startedAt = Date.now();
+  return startHeartbeat(deps, {
+    keyPrefix: options.keyPrefix,
+    current: () => ({
+      role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version,
+      beatAt: Date.now(), ttlMs: options.ttlMs, gateway: { httpUrl: options.httpUrl, channels: channelStates(channels, status) },
+    }),
+  });
+}
+
+/**
+ * `/readyz`'s workers check: resolves when at least one worker's heartbeat is alive.
+ * @throws Error saying that none is, and what to do.
+ */
+export async function checkLiveWorkers(redis: RedisClient, keyPrefix: string): Promise<void> {
+  const workers = (await readHeartbeats(redis, { keyPrefix })).filter((beat) => beat.role === 'worker');
+  if (workers.some((beat) => beat.alive)) return;
+  throw new Error(`${noWorkerReason(workers)}; ${START_A_WORKER}`);
+}
+
+/** What to do when no worker is alive. */
+export const START_A_WORKER = 'start one with `chatgate worker` (as many as you like) or `chatgate start`';
+
+/** Why no worker takes turns, for `/readyz`, `doctor` and `status`: messages wait in the queue until one runs. */
+export function noWorkerReason(workers: readonly HeartbeatStatus[]): string {
+  const last = workers[0];
+  const lastSeen = last ? ` (the last one, ${last.host} pid ${last.pid}, was heard of ${Math.round((Date.now() - last.beatAt) / 1000)} s ago)` : '';
+  return `no worker is alive${lastSeen}: messages wait in the queue`;
+}
+
+function channelStates(channels: readonly Channel[], status: ChannelsStatus): Record<string, ChannelState> {
+  const connected = new Set(status.connected ?? []);
+  const next = channels.find((channel) => !connected.has(channel.name));
+  return Object.fromEntries(channels.map((channel): [string, ChannelState] => {
+    if (connected.has(channel.name)) return [channel.name, 'connected'];
+    return [channel.name, channel === next ? 'connecting' : 'waiting'];
+  }));
+}

@@ -1,0 +1,171 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../log.js';
+import type { RedisClient } from './client.js';
+import { DEFAULT_KEY_PREFIX, heartbeatKeys } from './keys.js';
+
+/** Which part of chatgate a process runs. A `chatgate start` process beats as both. */
+export type HeartbeatRole = 'gateway' | 'worker';
+
+/** What a worker says of itself in each heartbeat. */
+export interface WorkerBeat {
+  /** Turn queue it takes turns from. */
+  queue: string;
+  /** Turns it runs at once. */
+  concurrency: number;
+  /** The agent's model. */
+  model: string;
+  /** Turns it committed, and turns that failed (an attempt), since it started. */
+  turnsDone: number;
+  turnsFailed: number;
+  /** Its last model call: when (ms since epoch) and how it ended (`ok` or the `LlmError` kind). */
+  lastModelCall?: { at: number; outcome: string };
+}
+
+/** Where a channel of a gateway stands. */
+export type ChannelState = 'connected' | 'connecting' | 'waiting';
+
+/** What a gateway says of itself in each heartbeat. */
+export interface GatewayBeat {
+  /** Base URL of its HTTP server (web chat, monitor). */
+  httpUrl: string;
+  /** Each channel it runs and its state. */
+  channels: Record<string, ChannelState>;
+}
+
+/** One process's heartbeat as written to Redis. */
+export interface HeartbeatRecord {
+  role: HeartbeatRole;
+  /** `host:pid:random`, unique per process start. */
+  id: string;
+  host: string;
+  pid: number;
+  /** When the process started, ms since epoch. */
+  startedAt: number;
+  /** chatgate version. */
+  version: string;
+  /** When this beat was written (the writer's clock), ms since epoch. */
+  beatAt: number;
+  /** How long the beat lives in Redis, ms; the writer renews it every third of that. */
+  ttlMs: number;
+  worker?: WorkerBeat;
+  gateway?: GatewayBeat;
+}
+
+/** A heartbeat as read back: `alive` while its TTL has not run out. */
+export interface HeartbeatStatus extends HeartbeatRecord {
+  alive: boolean;
+}
+
+/** Options of {@link readHeartbeats}. */
+export interface ReadHeartbeatsOptions {
+  /** Session key prefix. Default `cg:`. */
+  keyPrefix?: string;
+  /** A dead process is reported this long after its last beat, then forgotten, ms. Default 1 hour. */
+  forgetAfterMs?: number;
+  now?: () => number;
+}
+
+/** A running heartbeat. */
+export interface Heartbeat {
+  /** Writes one beat now. */
+  beat(): Promise<void>;
+  /** Stops beating and removes the entry: a process that stopped cleanly is not reported as dead. */
+  stop(): Promise<void>;
+}
+
+const FORGET_AFTER_MS = 3_600_000;
+/** How long `stop` waits to remove the entry, ms. */
+const STOP_BOUND_MS = 1000;
+
+/** Default life of a heartbeat, ms (renewed every third: a beat every 5 s). */
+export const DEFAULT_HEARTBEAT_TTL_MS = 15_000;
+
+/** A process id for heartbeats: `host:pid:random`. */
+export function newProcessId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/** Writes `record` (its live key with a TTL of `record.ttlMs`, and its last-seen entry) atomically. */
+export async function writeHeartbeat(redis: RedisClient, record: HeartbeatRecord, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
+  const keys = heartbeatKeys(keyPrefix);
+  const member = memberOf(record);
+  await redis.multi().set(keys.live(member), '1', 'PX', record.ttlMs).hset(keys.seen, member, JSON.stringify(record)).exec();
+}
+
+/** Removes a process's heartbeat (it stopped cleanly). */
+export async function removeHeartbeat(redis: RedisClient, record: Pick<HeartbeatRecord, 'role' | 'id'>, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
+  const keys = heartbeatKeys(keyPrefix);
+  const member = memberOf(record);
+  await redis.multi().del(keys.live(member)).hdel(keys.seen, member).exec();
+}
+
+/**
+ * Every gateway and worker heard of: the live ones, and the dead ones (live key expired, no clean
+ * stop) for `forgetAfterMs` after their last beat, after which their entry is deleted. Newest first.
+ */
+export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeatsOptions = {}): Promise<HeartbeatStatus[]> {
+  const keys = heartbeatKeys(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
+  const now = (options.now ?? Date.now)();
+  const seen = await redis.hgetall(keys.seen);
+  const members = Object.keys(seen);
+  if (members.length === 0) return [];
+  const live = await redis.mget(...members.map((member) => keys.live(member)));
+  const out: HeartbeatStatus[] = [];
+  const forget: string[] = [];
+  members.forEach((member, k) => {
+    const record = parseRecord(seen[member]!);
+    const alive = live[k] !== null;
+    if (!record || (!alive && now - record.beatAt > (options.forgetAfterMs ?? FORGET_AFTER_MS))) forget.push(member);
+    else out.push({ ...record, alive });
+  });
+  if (forget.length > 0) await redis.hdel(keys.seen, ...forget);
+  return out.sort((a, b) => b.beatAt - a.beatAt || a.id.localeCompare(b.id));
+}
+
+/**
+ * Beats now and then every third of `ttlMs` with the record `current()` returns. A beat that
+ * fails (Redis down) is logged at debug and tried again on the next tick: the readers say what is
+ * missing. @returns once the first beat is written (or failed).
+ */
+export async function startHeartbeat(deps: { redis: RedisClient; logger: Logger }, options: { keyPrefix: string; current: () => HeartbeatRecord }): Promise<Heartbeat> {
+  const log = deps.logger.child({ component: 'heartbeat' });
+  let stopped = false;
+  // One beat at a time: while Redis is away a beat waits for the reconnect, and ticks do not pile up.
+  let inFlight: Promise<void> | undefined;
+  const beat = (): Promise<void> => {
+    if (stopped) return Promise.resolve();
+    inFlight ??= writeHeartbeat(deps.redis, options.current(), options.keyPrefix)
+      .catch((err: unknown) => log.debug({ err }, 'heartbeat not written'))
+      .finally(() => { inFlight = undefined; });
+    return inFlight;
+  };
+  await beat();
+  const timer = setInterval(() => void beat(), Math.max(100, Math.floor(options.current().ttlMs / 3)));
+  timer.unref();
+  return {
+    beat,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      // Bounded: a shutdown while Redis is away must not hang on it (the entry then expires by itself).
+      const removed = removeHeartbeat(deps.redis, options.current(), options.keyPrefix).catch((err: unknown) => log.debug({ err }, 'heartbeat not removed'));
+      let timeout: NodeJS.Timeout | undefined;
+      await Promise.race([removed, new Promise<void>((resolve) => { timeout = setTimeout(resolve, STOP_BOUND_MS); })]);
+      clearTimeout(timeout);
+    },
+  };
+}
+
+function memberOf(record: Pick<HeartbeatRecord, 'role' | 'id'>): string {
+  return `${record.role}:${record.id}`;
+}
+
+function parseRecord(raw: string): HeartbeatRecord | null {
+  try {
+    const value = JSON.parse(raw) as HeartbeatRecord;
+    return typeof value.id === 'string' && typeof value.beatAt === 'number' ? value : null;
+  } catch {
+    return null;
+  }
+}
