@@ -1,0 +1,121 @@
+/**
+ * bench/pipeline: the whole message path end to end — a private redis-server (or `REDIS_URL`),
+ * `chatgate gateway` and 1, then 2 `chatgate worker` processes against a 0-ms OpenAI-compatible
+ * fake, messages posted to the web chat API and their replies read by its long poll. Prints msg/s
+ * (closed loop), CPU ms per message per role (from /proc), Redis commands per message (INFO
+ * commandstats), p50/p99 post → reply at half the peak (open loop), RSS per role, and in-process
+ * ingest against raw BullMQ `queue.add` at concurrency 1 and 50. Sizes: PIPELINE_MESSAGES
+ * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5).
+ */
+import { createRedis } from '../src/redis/client.js';
+import { runIngestComparison, type IngestFigure } from './pipeline/ingest.js';
+import { startBenchLlm } from './pipeline/fake-llm.js';
+import { createWebClient, type LoadResult } from './pipeline/load.js';
+import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
+import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
+import { percentile, printTable } from './util.js';
+
+const MESSAGES = Number(process.env.PIPELINE_MESSAGES ?? 2000);
+const SESSIONS = Number(process.env.PIPELINE_SESSIONS ?? 50);
+const LATENCY_S = Number(process.env.PIPELINE_LATENCY_S ?? 5);
+const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
+
+/** One measured phase: the load's result, CPU per role and Redis's command counts. */
+interface Phase {
+  name: string;
+  load: LoadResult;
+  cpu: { gateway: number; worker: number; redis?: number };
+  stats: CommandStat[];
+}
+
+export async function runPipelineBench(): Promise<void> {
+  const started = performance.now();
+  const redis = await startBenchRedis(process.env.REDIS_URL);
+  const llm = await startBenchLlm();
+  const tag = `bench-pipe-${process.pid}`;
+  const port = await freePort();
+  const env = {
+    REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`,
+    OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'bench', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'info',
+    CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
+  };
+  const workerEnv = { ...env, CHATGATE_HTTP_PORT: '0' };
+  const roles: RoleProcess[] = [];
+  try {
+    const gateway = await startRole('gateway', env);
+    roles.push(gateway);
+    roles.push(await startRole('worker', workerEnv));
+    await sleep(1500);
+    const idleRss = { gateway: rssMiB(gateway.pid), worker: rssMiB(roles[1]!.pid) };
+    const client = createWebClient(`http://127.0.0.1:${port}`, `${tag}`);
+    await client.closedLoop(16, 300); // warm-up: JIT, scripts, connections
+    const one = await measure('1 worker', redis, roles, () => client.closedLoop(SESSIONS, MESSAGES));
+    roles.push(await startRole('worker', workerEnv));
+    await client.closedLoop(16, 200);
+    const two = await measure('2 workers', redis, roles, () => client.closedLoop(SESSIONS, MESSAGES));
+    const rate = Math.max(20, Math.floor(two.load.messages / two.load.seconds / 2));
+    const open = await measure(`2 workers, open loop ${rate}/s`, redis, roles, () => client.openLoop(rate, LATENCY_S));
+    const rss = roles.map((r) => ({ role: r.role, mib: rssMiB(r.pid) }));
+    for (const role of roles.splice(0).reverse()) await role.stop();
+    const base = createRedis(redis.url);
+    const ingest = await runIngestComparison(redis, base, llm.baseURL, INGEST_MESSAGES);
+    base.disconnect();
+    report({ phases: [one, two, open], idleRss, rss, ingest, redis, seconds: (performance.now() - started) / 1000 });
+  } finally {
+    for (const role of roles.reverse()) await role.stop().catch(() => undefined);
+    await llm.close();
+    await redis.close();
+  }
+}
+
+async function measure(name: string, redis: BenchRedis, roles: RoleProcess[], run: () => Promise<LoadResult>): Promise<Phase> {
+  await resetStats(redis.admin);
+  const before = cpuOf(redis, roles);
+  const load = await run();
+  const after = cpuOf(redis, roles);
+  const stats = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command));
+  const per = (key: 'gateway' | 'worker' | 'redis') => (after[key] === undefined || before[key] === undefined ? undefined : (after[key] - before[key]) / load.messages);
+  return { name, load, cpu: { gateway: per('gateway')!, worker: per('worker')!, redis: per('redis') }, stats };
+}
+
+function cpuOf(redis: BenchRedis, roles: RoleProcess[]): { gateway: number; worker: number; redis?: number } {
+  const sum = (role: string) => roles.filter((r) => r.role === role).reduce((total, r) => total + cpuMs(r.pid), 0);
+  return { gateway: sum('gateway'), worker: sum('worker'), redis: redis.pid === undefined ? undefined : cpuMs(redis.pid) };
+}
+
+interface Report {
+  phases: Phase[];
+  idleRss: { gateway: number; worker: number };
+  rss: Array<{ role: string; mib: number }>;
+  ingest: IngestFigure[];
+  redis: BenchRedis;
+  seconds: number;
+}
+
+function report(r: Report): void {
+  const f = (n: number | undefined, digits = 2) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
+  console.log(`\npipeline: ${machine()}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
+  console.log('Throughput is noisy on a shared machine; CPU ms per message per process is the robust figure.\n');
+  printTable(['phase', 'msg/s', 'refused', 'p50 ms', 'p99 ms', 'gateway CPU ms/msg', 'worker CPU ms/msg', 'redis CPU ms/msg', 'redis cmds/msg'], r.phases.map((p) => [
+    p.name, f(p.load.messages / p.load.seconds, 0), p.load.refused, f(percentile(p.load.latencies, 50), 1), f(percentile(p.load.latencies, 99), 1),
+    f(p.cpu.gateway), f(p.cpu.worker), f(p.cpu.redis), f(p.stats.reduce((sum, s) => sum + s.calls, 0) / p.load.messages, 1),
+  ]));
+  const [one, two] = r.phases;
+  console.log(`\n2 workers / 1 worker: ${f((two!.load.messages / two!.load.seconds) / (one!.load.messages / one!.load.seconds))}×`);
+  const top = two!.stats.slice(0, 10);
+  const usec = two!.stats.reduce((sum, s) => sum + s.usec, 0);
+  console.log('\nRedis commands per delivered message (2 workers, closed loop), the most called:');
+  printTable(['command', 'per msg', 'share of redis time'], top.map((s) => [s.command, f(s.calls / two!.load.messages, 1), `${f((100 * s.usec) / usec, 0)}%`]));
+  console.log('\nIngest (in-process, same Redis) against raw BullMQ queue.add:');
+  printTable(['concurrency', 'queue.add/s', 'ingest/s', 'ratio', 'redis cmds/ingest'], [1, 50].map((c) => {
+    const add = r.ingest.find((x) => x.what === 'queue.add' && x.concurrency === c)!;
+    const ing = r.ingest.find((x) => x.what === 'ingest' && x.concurrency === c)!;
+    return [c, f(add.perSecond, 0), f(ing.perSecond, 0), f(ing.perSecond / add.perSecond), f(ing.commands, 1)];
+  }));
+  console.log(`\nRSS MiB: idle gateway ${f(r.idleRss.gateway, 0)}, idle worker ${f(r.idleRss.worker, 0)}; after the run ${r.rss.map((x) => `${x.role} ${f(x.mib, 0)}`).join(', ')}`);
+  console.log(`(pipeline bench took ${f(r.seconds, 0)} s)`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
