@@ -8,9 +8,10 @@
  * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5).
  */
 import { createRedis } from '../src/redis/client.js';
-import { runIngestComparison, type IngestFigure } from './pipeline/ingest.js';
+import { removeKeys, runIngestComparison, type IngestFigure } from './pipeline/ingest.js';
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { createWebClient, type LoadResult } from './pipeline/load.js';
+import { runSweeperCapacity } from './pipeline/sweeper.js';
 import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
 import { percentile, printTable } from './util.js';
@@ -59,8 +60,10 @@ export async function runPipelineBench(): Promise<void> {
     for (const role of roles.splice(0).reverse()) await role.stop();
     const base = createRedis(redis.url);
     const ingest = await runIngestComparison(redis, base, llm.baseURL, INGEST_MESSAGES);
+    const sweeper = await runSweeperCapacity(base, tag);
+    for (const prefix of [tag, `${tag}-sweep`]) await removeKeys(redis, prefix);
     base.disconnect();
-    report({ phases: [one, two, open], idleRss, rss, ingest, redis, seconds: (performance.now() - started) / 1000 });
+    report({ phases: [one, two, open], idleRss, rss, ingest, sweeper, redis, seconds: (performance.now() - started) / 1000 });
   } finally {
     for (const role of roles.reverse()) await role.stop().catch(() => undefined);
     await llm.close();
@@ -88,6 +91,7 @@ interface Report {
   idleRss: { gateway: number; worker: number };
   rss: Array<{ role: string; mib: number }>;
   ingest: IngestFigure[];
+  sweeper: Awaited<ReturnType<typeof runSweeperCapacity>>;
   redis: BenchRedis;
   seconds: number;
 }
@@ -112,6 +116,8 @@ function report(r: Report): void {
     const ing = r.ingest.find((x) => x.what === 'ingest' && x.concurrency === c)!;
     return [c, f(add.perSecond, 0), f(ing.perSecond, 0), f(ing.perSecond / add.perSecond), f(ing.commands, 1)];
   }));
+  const sw = r.sweeper;
+  console.log(`\nPending sweeper: one sweep cleared ${sw.cleared} of 30,000 sessions past the grace in ${f(sw.ms, 0)} ms (${f(sw.cleared / (sw.ms / 1000), 0)}/s; ${sw.enqueued} turns enqueued, ${sw.left} left): at its 30 s interval it keeps up with ${f(sw.cleared / 30, 0)} new sessions/s`);
   console.log(`\nRSS MiB: idle gateway ${f(r.idleRss.gateway, 0)}, idle worker ${f(r.idleRss.worker, 0)}; after the run ${r.rss.map((x) => `${x.role} ${f(x.mib, 0)}`).join(', ')}`);
   console.log(`(pipeline bench took ${f(r.seconds, 0)} s)`);
 }

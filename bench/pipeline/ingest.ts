@@ -15,6 +15,8 @@ import { createSessionStore } from '../../src/redis/session-store.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { commandStats, resetStats, type BenchRedis } from './redis.js';
 
+const REPEATS = 3;
+
 /** One measured figure. */
 export interface IngestFigure {
   what: 'ingest' | 'queue.add';
@@ -26,30 +28,40 @@ export interface IngestFigure {
 
 const LIMITS = { model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini', contextWindow: 128_000, reservedOutputTokens: 4096 };
 
-/** Runs the four figures, each over `messages` messages (spread over `sessions` sessions). */
+/** Runs the four figures over `messages` messages each (500 sessions), three times interleaved; the best of each. */
 export async function runIngestComparison(redis: BenchRedis, base: RedisClient, llmBaseURL: string, messages: number): Promise<IngestFigure[]> {
   const figures: IngestFigure[] = [];
   let round = 0;
-  for (const concurrency of [1, 50]) {
-    for (const what of ['queue.add', 'ingest'] as const) {
-      const prefix = `bench-ingest-${process.pid}-${round++}`;
-      const subject = what === 'ingest' ? buildIngest(base, prefix, llmBaseURL) : buildRawAdd(base, prefix);
-      await subject.send(0); // connections and scripts loaded before the clock starts
-      await resetStats(redis.admin);
-      const started = performance.now();
-      let next = 1;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next <= messages) await subject.send(next++);
-      }));
-      await subject.settle();
-      const seconds = (performance.now() - started) / 1000;
-      const calls = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command)).reduce((sum, s) => sum + s.calls, 0);
-      figures.push({ what, concurrency, perSecond: messages / seconds, commands: calls / messages });
-      await subject.close();
-      await removeKeys(redis, prefix);
+  // Interleaved and repeated, the best of each kept: other load on the machine slows single runs.
+  for (let rep = 0; rep < REPEATS; rep++) {
+    for (const concurrency of [1, 50]) {
+      for (const what of ['queue.add', 'ingest'] as const) {
+        const figure = await measureOnce(redis, base, llmBaseURL, { what, concurrency, messages: Math.ceil(messages / REPEATS), prefix: `bench-ingest-${process.pid}-${round++}` });
+        const best = figures.find((f) => f.what === what && f.concurrency === concurrency);
+        if (!best) figures.push(figure);
+        else if (figure.perSecond > best.perSecond) Object.assign(best, figure);
+      }
     }
   }
   return figures;
+}
+
+async function measureOnce(redis: BenchRedis, base: RedisClient, llmBaseURL: string, run: { what: IngestFigure['what']; concurrency: number; messages: number; prefix: string }): Promise<IngestFigure> {
+  const { what, concurrency, messages, prefix } = run;
+  const subject = what === 'ingest' ? buildIngest(base, prefix, llmBaseURL) : buildRawAdd(base, prefix);
+  await subject.send(0); // connections and scripts loaded before the clock starts
+  await resetStats(redis.admin);
+  const started = performance.now();
+  let next = 1;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next <= messages) await subject.send(next++);
+  }));
+  await subject.settle();
+  const seconds = (performance.now() - started) / 1000;
+  const calls = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command)).reduce((sum, s) => sum + s.calls, 0);
+  await subject.close();
+  await removeKeys(redis, prefix);
+  return { what, concurrency, perSecond: messages / seconds, commands: calls / messages };
 }
 
 interface Subject {
@@ -108,7 +120,7 @@ function webMessage(n: number): InboundMessage {
 }
 
 /** Deletes every key of one figure (SCAN, never FLUSHDB: `REDIS_URL` may be a shared server). */
-async function removeKeys(redis: BenchRedis, prefix: string): Promise<void> {
+export async function removeKeys(redis: BenchRedis, prefix: string): Promise<void> {
   for (const pattern of [`${prefix}:*`, `{${prefix}q}*`]) {
     let cursor = '0';
     do {
