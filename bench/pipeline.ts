@@ -5,13 +5,15 @@
  * (closed loop), CPU ms per message per role (from /proc), Redis commands per message (INFO
  * commandstats), p50/p99 post → reply at half the peak (open loop), RSS per role, and in-process
  * ingest against raw BullMQ `queue.add` at concurrency 1 and 50. Sizes: PIPELINE_MESSAGES
- * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5).
+ * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5);
+ * PIPELINE_MONITOR=1 (or `detail`) adds a MONITOR phase naming the commands and scripts per message.
  */
 import { createRedis } from '../src/redis/client.js';
 import { removeKeys, runIngestComparison, type IngestFigure } from './pipeline/ingest.js';
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { createWebClient, type LoadResult } from './pipeline/load.js';
 import { runSweeperCapacity } from './pipeline/sweeper.js';
+import { startMonitor } from './pipeline/monitor.js';
 import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
 import { percentile, printTable } from './util.js';
@@ -57,6 +59,7 @@ export async function runPipelineBench(): Promise<void> {
     const rate = Math.max(20, Math.floor(two.load.messages / two.load.seconds / 2));
     const open = await measure(`2 workers, open loop ${rate}/s`, redis, roles, () => client.openLoop(rate, LATENCY_S));
     const rss = roles.map((r) => ({ role: r.role, mib: rssMiB(r.pid) }));
+    if (process.env.PIPELINE_MONITOR) await monitored(redis, () => client.closedLoop(SESSIONS, 500));
     for (const role of roles.splice(0).reverse()) await role.stop();
     const base = createRedis(redis.url);
     const ingest = await runIngestComparison(redis, base, llm.baseURL, INGEST_MESSAGES);
@@ -79,6 +82,16 @@ async function measure(name: string, redis: BenchRedis, roles: RoleProcess[], ru
   const stats = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command));
   const per = (key: 'gateway' | 'worker' | 'redis') => (after[key] === undefined || before[key] === undefined ? undefined : (after[key] - before[key]) / load.messages);
   return { name, load, cpu: { gateway: per('gateway')!, worker: per('worker')!, redis: per('redis') }, stats };
+}
+
+/** The commands clients sent during `run`, per message, by name (scripts by their names). */
+async function monitored(redis: BenchRedis, run: () => Promise<LoadResult>): Promise<void> {
+  const monitor = await startMonitor(redis.admin, process.env.PIPELINE_MONITOR === 'detail');
+  const load = await run();
+  const counts = [...(await monitor.stop()).entries()].sort((a, b) => b[1] - a[1]);
+  const sent = counts.filter(([name]) => !name.startsWith('  inside')).reduce((sum, [, n]) => sum + n, 0);
+  console.log(`\nMONITOR (2 workers, closed loop, ${load.messages} messages): ${(sent / load.messages).toFixed(1)} commands sent per message (and those their scripts ran):`);
+  printTable(['command', 'per msg'], counts.slice(0, 60).map(([name, n]) => [name, (n / load.messages).toFixed(2)]));
 }
 
 function cpuOf(redis: BenchRedis, roles: RoleProcess[]): { gateway: number; worker: number; redis?: number } {

@@ -23,7 +23,8 @@ export interface RoleProcess {
 /** Starts `chatgate <role>` with `env` and resolves once it prints that it is running. */
 export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>): Promise<RoleProcess> {
   const child = spawn(process.execPath, ['bin/chatgate.js', '--no-dotenv', role], {
-    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    // PIPELINE_NODE_OPTIONS reaches the roles (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_OPTIONS: process.env.PIPELINE_NODE_OPTIONS ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -47,9 +48,14 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
     };
     child.stdout!.on('data', check);
   });
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`bench: chatgate ${role} (pid ${child.pid}) exited during the run (${code ?? signal}):\n${err.slice(-4000)}\n`);
+  });
   return {
     role, child, pid: child.pid!,
     async stop() {
+      stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       await once(child, 'exit');
