@@ -21,6 +21,8 @@ import { percentile, printTable } from './util.js';
 const MESSAGES = Number(process.env.PIPELINE_MESSAGES ?? 2000);
 const SESSIONS = Number(process.env.PIPELINE_SESSIONS ?? 50);
 const LATENCY_S = Number(process.env.PIPELINE_LATENCY_S ?? 5);
+/** PIPELINE_MONITOR_RATE: the MONITOR phase as an open loop at this many messages a second (default: closed loop). */
+const MONITOR_RATE = Number(process.env.PIPELINE_MONITOR_RATE ?? 0);
 const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
 
 /** One measured phase: the load's result, CPU per role and Redis's command counts. */
@@ -59,7 +61,7 @@ export async function runPipelineBench(): Promise<void> {
     const rate = Math.max(20, Math.floor(two.load.messages / two.load.seconds / 2));
     const open = await measure(`2 workers, open loop ${rate}/s`, redis, roles, () => client.openLoop(rate, LATENCY_S));
     const rss = roles.map((r) => ({ role: r.role, mib: rssMiB(r.pid) }));
-    if (process.env.PIPELINE_MONITOR) await monitored(redis, () => client.closedLoop(SESSIONS, 500));
+    if (process.env.PIPELINE_MONITOR) await monitored(redis, () => (MONITOR_RATE > 0 ? client.openLoop(MONITOR_RATE, 500 / MONITOR_RATE) : client.closedLoop(SESSIONS, 500)));
     for (const role of roles.splice(0).reverse()) await role.stop();
     const base = createRedis(redis.url);
     const ingest = await runIngestComparison(redis, base, llm.baseURL, INGEST_MESSAGES);
@@ -90,7 +92,7 @@ async function monitored(redis: BenchRedis, run: () => Promise<LoadResult>): Pro
   const load = await run();
   const counts = [...(await monitor.stop()).entries()].sort((a, b) => b[1] - a[1]);
   const sent = counts.filter(([name]) => !name.startsWith('  inside')).reduce((sum, [, n]) => sum + n, 0);
-  console.log(`\nMONITOR (2 workers, closed loop, ${load.messages} messages): ${(sent / load.messages).toFixed(1)} commands sent per message (and those their scripts ran):`);
+  console.log(`\nMONITOR (2 workers, ${MONITOR_RATE > 0 ? `open loop ${MONITOR_RATE}/s` : 'closed loop'}, ${load.messages} messages): ${(sent / load.messages).toFixed(1)} commands sent per message (and those their scripts ran):`);
   printTable(['command', 'per msg'], counts.slice(0, 60).map(([name, n]) => [name, (n / load.messages).toFixed(2)]));
 }
 
@@ -124,10 +126,10 @@ function report(r: Report): void {
   console.log('\nRedis commands per delivered message (2 workers, closed loop), the most called:');
   printTable(['command', 'per msg', 'share of redis time'], top.map((s) => [s.command, f(s.calls / two!.load.messages, 1), `${f((100 * s.usec) / usec, 0)}%`]));
   console.log('\nIngest (in-process, same Redis) against raw BullMQ queue.add:');
-  printTable(['concurrency', 'queue.add/s', 'ingest/s', 'ratio', 'redis cmds/ingest'], [1, 50].map((c) => {
-    const add = r.ingest.find((x) => x.what === 'queue.add' && x.concurrency === c)!;
-    const ing = r.ingest.find((x) => x.what === 'ingest' && x.concurrency === c)!;
-    return [c, f(add.perSecond, 0), f(ing.perSecond, 0), f(ing.perSecond / add.perSecond), f(ing.commands, 1)];
+  printTable(['concurrency', 'queue.add/s', 'ingest/s', 'ratio', 'redis cmds/ingest', 'one-script prototype/s', 'its ratio'], [1, 50].map((c) => {
+    const of = (what: IngestFigure['what']) => r.ingest.find((x) => x.what === what && x.concurrency === c)!;
+    const [add, ing, one] = [of('queue.add'), of('ingest'), of('one-script')];
+    return [c, f(add.perSecond, 0), f(ing.perSecond, 0), f(ing.perSecond / add.perSecond), f(ing.commands, 1), f(one.perSecond, 0), f(one.perSecond / add.perSecond)];
   }));
   const sw = r.sweeper;
   console.log(`\nPending sweeper: one sweep cleared ${sw.cleared} of 30,000 sessions past the grace in ${f(sw.ms, 0)} ms (${f(sw.cleared / (sw.ms / 1000), 0)}/s; ${sw.enqueued} turns enqueued, ${sw.left} left): at its 30 s interval it keeps up with ${f(sw.cleared / 30, 0)} new sessions/s`);

@@ -13,13 +13,14 @@ import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
+import { buildOneScript } from './one-script.js';
 import { commandStats, resetStats, type BenchRedis } from './redis.js';
 
 const REPEATS = 3;
 
 /** One measured figure. */
 export interface IngestFigure {
-  what: 'ingest' | 'queue.add';
+  what: 'ingest' | 'queue.add' | 'one-script';
   concurrency: number;
   perSecond: number;
   /** Redis commands per message (INFO commandstats, including those inside scripts). */
@@ -28,14 +29,17 @@ export interface IngestFigure {
 
 const LIMITS = { model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini', contextWindow: 128_000, reservedOutputTokens: 4096 };
 
-/** Runs the four figures over `messages` messages each (500 sessions), three times interleaved; the best of each. */
+/**
+ * Runs the figures (raw add, ingest, the one-script prototype of ./one-script.ts, at concurrency 1
+ * and 50) over `messages` messages each (500 sessions), three times interleaved; the best of each.
+ */
 export async function runIngestComparison(redis: BenchRedis, base: RedisClient, llmBaseURL: string, messages: number): Promise<IngestFigure[]> {
   const figures: IngestFigure[] = [];
   let round = 0;
   // Interleaved and repeated, the best of each kept: other load on the machine slows single runs.
   for (let rep = 0; rep < REPEATS; rep++) {
     for (const concurrency of [1, 50]) {
-      for (const what of ['queue.add', 'ingest'] as const) {
+      for (const what of ['queue.add', 'ingest', 'one-script'] as const) {
         const figure = await measureOnce(redis, base, llmBaseURL, { what, concurrency, messages: Math.ceil(messages / REPEATS), prefix: `bench-ingest-${process.pid}-${round++}` });
         const best = figures.find((f) => f.what === what && f.concurrency === concurrency);
         if (!best) figures.push(figure);
@@ -48,7 +52,7 @@ export async function runIngestComparison(redis: BenchRedis, base: RedisClient, 
 
 async function measureOnce(redis: BenchRedis, base: RedisClient, llmBaseURL: string, run: { what: IngestFigure['what']; concurrency: number; messages: number; prefix: string }): Promise<IngestFigure> {
   const { what, concurrency, messages, prefix } = run;
-  const subject = what === 'ingest' ? buildIngest(base, prefix, llmBaseURL) : buildRawAdd(base, prefix);
+  const subject = what === 'ingest' ? buildIngest(base, prefix, llmBaseURL) : what === 'one-script' ? buildOneScript(base, prefix) : buildRawAdd(base, prefix);
   await subject.send(0); // connections and scripts loaded before the clock starts
   await resetStats(redis.admin);
   const started = performance.now();

@@ -22,9 +22,10 @@ export interface RoleProcess {
 
 /** Starts `chatgate <role>` with `env` and resolves once it prints that it is running. */
 export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>): Promise<RoleProcess> {
-  const child = spawn(process.execPath, ['bin/chatgate.js', '--no-dotenv', role], {
-    // PIPELINE_NODE_OPTIONS reaches the roles (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
-    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_OPTIONS: process.env.PIPELINE_NODE_OPTIONS ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  // PIPELINE_NODE_ARGS go to each role's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
+  const nodeArgs = (process.env.PIPELINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/chatgate.js', '--no-dotenv', role], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
