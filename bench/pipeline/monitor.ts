@@ -30,7 +30,9 @@ export async function startMonitor(admin: Redis, detail = false): Promise<Monito
       return;
     }
     const command = (args[0] ?? '').toLowerCase();
-    const name = command === 'evalsha' ? `evalsha:${names.get(args[1] ?? '') ?? args[1]?.slice(0, 8)}` : command;
+    let name = command === 'evalsha' ? `evalsha:${names.get(args[1] ?? '') ?? args[1]?.slice(0, 8)}` : command;
+    // In detail, BullMQ's calls name their queue (from the first key, `<prefix>:<queue>:<suffix>`).
+    if (detail && (name.startsWith('evalsha:bullmq:') || command === 'bzpopmin')) name += ` (${queueOf(command === 'bzpopmin' ? args[1] : args[3])})`;
     script = command === 'evalsha' ? name : '';
     add(name);
   });
@@ -40,6 +42,11 @@ export async function startMonitor(admin: Redis, detail = false): Promise<Monito
       return counts;
     },
   };
+}
+
+function queueOf(key: string | undefined): string {
+  const parts = (key ?? '').split(':');
+  return parts.length >= 3 ? parts[parts.length - 2]! : '?';
 }
 
 async function scriptNames(): Promise<Map<string, string>> {
