@@ -8,6 +8,7 @@
  * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5);
  * PIPELINE_MONITOR=1 (or `detail`) adds a MONITOR phase naming the commands and scripts per message.
  */
+import { availableParallelism } from 'node:os';
 import { createRedis } from '../src/redis/client.js';
 import { removeKeys, runIngestComparison, type IngestFigure } from './pipeline/ingest.js';
 import { startBenchLlm } from './pipeline/fake-llm.js';
@@ -29,7 +30,7 @@ const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
 interface Phase {
   name: string;
   load: LoadResult;
-  cpu: { gateway: number; worker: number; redis?: number };
+  cpu: { gateway: number; worker: number; redis?: number; client: number };
   stats: CommandStat[];
 }
 
@@ -82,8 +83,8 @@ async function measure(name: string, redis: BenchRedis, roles: RoleProcess[], ru
   const load = await run();
   const after = cpuOf(redis, roles);
   const stats = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command));
-  const per = (key: 'gateway' | 'worker' | 'redis') => (after[key] === undefined || before[key] === undefined ? undefined : (after[key] - before[key]) / load.messages);
-  return { name, load, cpu: { gateway: per('gateway')!, worker: per('worker')!, redis: per('redis') }, stats };
+  const per = (key: 'gateway' | 'worker' | 'redis' | 'client') => (after[key] === undefined || before[key] === undefined ? undefined : (after[key] - before[key]) / load.messages);
+  return { name, load, cpu: { gateway: per('gateway')!, worker: per('worker')!, redis: per('redis'), client: per('client')! }, stats };
 }
 
 /** The commands clients sent during `run`, per message, by name (scripts by their names). */
@@ -96,9 +97,11 @@ async function monitored(redis: BenchRedis, run: () => Promise<LoadResult>): Pro
   printTable(['command', 'per msg'], counts.slice(0, 60).map(([name, n]) => [name, (n / load.messages).toFixed(2)]));
 }
 
-function cpuOf(redis: BenchRedis, roles: RoleProcess[]): { gateway: number; worker: number; redis?: number } {
+/** CPU ms so far of each role (workers summed), of Redis, and of this process (the web client and the fake LLM). */
+function cpuOf(redis: BenchRedis, roles: RoleProcess[]): { gateway: number; worker: number; redis?: number; client: number } {
   const sum = (role: string) => roles.filter((r) => r.role === role).reduce((total, r) => total + cpuMs(r.pid), 0);
-  return { gateway: sum('gateway'), worker: sum('worker'), redis: redis.pid === undefined ? undefined : cpuMs(redis.pid) };
+  const own = process.cpuUsage();
+  return { gateway: sum('gateway'), worker: sum('worker'), redis: redis.pid === undefined ? undefined : cpuMs(redis.pid), client: (own.user + own.system) / 1000 };
 }
 
 interface Report {
@@ -115,12 +118,14 @@ function report(r: Report): void {
   const f = (n: number | undefined, digits = 2) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
   console.log(`\npipeline: ${machine()}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
   console.log('Throughput is noisy on a shared machine; CPU ms per message per process is the robust figure.\n');
-  printTable(['phase', 'msg/s', 'refused', 'p50 ms', 'p99 ms', 'gateway CPU ms/msg', 'worker CPU ms/msg', 'redis CPU ms/msg', 'redis cmds/msg'], r.phases.map((p) => [
+  printTable(['phase', 'msg/s', 'refused', 'p50 ms', 'p99 ms', 'gateway CPU ms/msg', 'worker CPU ms/msg', 'redis CPU ms/msg', 'bench CPU ms/msg', 'redis cmds/msg'], r.phases.map((p) => [
     p.name, f(p.load.messages / p.load.seconds, 0), p.load.refused, f(percentile(p.load.latencies, 50), 1), f(percentile(p.load.latencies, 99), 1),
-    f(p.cpu.gateway), f(p.cpu.worker), f(p.cpu.redis), f(p.stats.reduce((sum, s) => sum + s.calls, 0) / p.load.messages, 1),
+    f(p.cpu.gateway), f(p.cpu.worker), f(p.cpu.redis), f(p.cpu.client), f(p.stats.reduce((sum, s) => sum + s.calls, 0) / p.load.messages, 1),
   ]));
   const [one, two] = r.phases;
-  console.log(`\n2 workers / 1 worker: ${f((two!.load.messages / two!.load.seconds) / (one!.load.messages / one!.load.seconds))}×`);
+  const total = (p: Phase) => p.cpu.gateway + p.cpu.worker + (p.cpu.redis ?? 0) + p.cpu.client;
+  const cores = availableParallelism();
+  console.log(`\n2 workers / 1 worker: ${f((two!.load.messages / two!.load.seconds) / (one!.load.messages / one!.load.seconds))}×. All processes together need ${f(total(two!))} CPU ms a message (bench client and fake LLM included): ${cores} cores give at most ${f((cores * 1000) / total(two!), 0)} msg/s however many workers run, and one worker process (one core) at most ${f(1000 / one!.cpu.worker, 0)} msg/s.`);
   const top = two!.stats.slice(0, 10);
   const usec = two!.stats.reduce((sum, s) => sum + s.usec, 0);
   console.log('\nRedis commands per delivered message (2 workers, closed loop), the most called:');
