@@ -22,6 +22,8 @@ import { percentile, printTable } from './util.js';
 const MESSAGES = Number(process.env.PIPELINE_MESSAGES ?? 2000);
 const SESSIONS = Number(process.env.PIPELINE_SESSIONS ?? 50);
 const LATENCY_S = Number(process.env.PIPELINE_LATENCY_S ?? 5);
+/** PIPELINE_RATE: the open loop's arrivals a second (default: half the 2-worker peak), to compare runs at one load. */
+const OPEN_RATE = Number(process.env.PIPELINE_RATE ?? 0);
 /** PIPELINE_MONITOR_RATE: the MONITOR phase as an open loop at this many messages a second (default: closed loop). */
 const MONITOR_RATE = Number(process.env.PIPELINE_MONITOR_RATE ?? 0);
 const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
@@ -59,7 +61,7 @@ export async function runPipelineBench(): Promise<void> {
     roles.push(await startRole('worker', workerEnv));
     await client.closedLoop(16, 200);
     const two = await measure('2 workers', redis, roles, () => client.closedLoop(SESSIONS, MESSAGES));
-    const rate = Math.max(20, Math.floor(two.load.messages / two.load.seconds / 2));
+    const rate = OPEN_RATE > 0 ? OPEN_RATE : Math.max(20, Math.floor(two.load.messages / two.load.seconds / 2));
     const open = await measure(`2 workers, open loop ${rate}/s`, redis, roles, () => client.openLoop(rate, LATENCY_S));
     const rss = roles.map((r) => ({ role: r.role, mib: rssMiB(r.pid) }));
     if (process.env.PIPELINE_MONITOR) await monitored(redis, () => (MONITOR_RATE > 0 ? client.openLoop(MONITOR_RATE, 500 / MONITOR_RATE) : client.closedLoop(SESSIONS, 500)));
