@@ -53,7 +53,7 @@ export async function runPipelineBench(): Promise<void> {
     const gateway = await startRole('gateway', env);
     roles.push(gateway);
     roles.push(await startRole('worker', workerEnv));
-    await sleep(1500);
+    await sleep(4000); // settled: start-up garbage collected
     const idleRss = { gateway: rssMiB(gateway.pid), worker: rssMiB(roles[1]!.pid) };
     const client = createWebClient(`http://127.0.0.1:${port}`, `${tag}`);
     await client.closedLoop(16, 300); // warm-up: JIT, scripts, connections
