@@ -1,8 +1,10 @@
 /** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
 import { runCompressorBench } from './compressor.js';
+import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
 
 const wanted = new Set(process.argv.slice(2));
 const all = wanted.size === 0;
 if (all || wanted.has('compressor')) await runCompressorBench();
 if (all || wanted.has('sessions')) await runSessionsBench();
+if (all || wanted.has('pipeline')) await runPipelineBench();

@@ -68,12 +68,38 @@ export function notesMessage(notes: Record<string, string>): ChatMessage | null 
   };
 }
 
-/** Tokens of a request outside the projection: system prompt, notes, tool schemas, reply priming. */
+/**
+ * Tokens of a request outside the projection: system prompt, notes, tool schemas, reply priming.
+ * Counted once per distinct text and model (a small cache): the system prompt and the tool set
+ * are the same on every model call, and tokenizing the schemas again each time cost a worker
+ * more than the rest of the request building.
+ */
 export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly ToolSchema[], model?: string): number {
   let total = REPLY_PRIMING_TOKENS;
-  for (const message of prefix) total += messageTokens(message, model);
-  if (tools.length > 0) total += countTextTokens(JSON.stringify(tools), model);
+  for (const message of prefix) total += cachedCount(`m${JSON.stringify(message)}`, model, () => messageTokens(message, model));
+  if (tools.length > 0) {
+    const schemas = JSON.stringify(tools);
+    total += cachedCount(`t${schemas}`, model, () => countTextTokens(schemas, model));
+  }
   return total;
+}
+
+/** Distinct texts whose counts {@link overheadTokens} keeps (least recently used leave first). */
+const OVERHEAD_CACHE_SIZE = 64;
+const overheadCache = new Map<string, number>();
+
+function cachedCount(text: string, model: string | undefined, count: () => number): number {
+  const key = `${model ?? ''}\u0000${text}`;
+  const known = overheadCache.get(key);
+  if (known !== undefined) {
+    overheadCache.delete(key);
+    overheadCache.set(key, known);
+    return known;
+  }
+  const tokens = count();
+  overheadCache.set(key, tokens);
+  if (overheadCache.size > OVERHEAD_CACHE_SIZE) overheadCache.delete(overheadCache.keys().next().value!);
+  return tokens;
 }
 
 /** Characters per token a tool result may have before it is cut by characters without counting it whole. */

@@ -1,6 +1,6 @@
 import { DEMO_MODEL, type Config } from '../config.js';
 import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
-import { startGateway, type GatewayHandle } from '../gateway/index.js';
+import type { GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
@@ -191,6 +191,8 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
   if (roles.gateway) {
     progress(io, 'starting the gateway…');
+    // Loaded on use: a worker-only process never loads the channel libraries (discord.js, grammY).
+    const { startGateway } = await import('../gateway/index.js');
     const handle = await startGateway({ redis, logger, metrics, sessions: readerFor(config, { redis }), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());

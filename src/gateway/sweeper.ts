@@ -11,8 +11,13 @@ export interface PendingSweeperOptions {
   intervalMs?: number;
   /** Entries younger than this are left to the ingest that wrote them, ms. Default 10 000. */
   graceMs?: number;
-  /** Sessions looked at per sweep. Default 500. */
+  /** Sessions looked at per batch (one index read, their inbox lengths at once, one removal script). Default 1000. */
   batch?: number;
+  /**
+   * Batches per sweep at most. The default (200 batches of 1000 every 30 s) clears over 6,000
+   * new sessions a second; a sweep stops early when a batch comes back short.
+   */
+  maxBatches?: number;
   /** Sweep once right away (a restarted gateway picks up what a dead one left). Default true. */
   sweepAtStart?: boolean;
   now?: () => number;
@@ -25,31 +30,61 @@ export interface PendingSweeper {
   stop(): void;
 }
 
+interface Entry {
+  sessionId: string;
+  score: number;
+}
+
 /**
  * Makes sure every accepted message gets a turn: sessions in the pending index whose inbox still
  * holds messages get their turn enqueued (deduplicated, so a pending turn is not doubled); the
- * others leave the index. Runs at start and every `intervalMs`.
+ * others leave the index. Every accepted message marks its session, so the index grows with the
+ * new sessions of the last `graceMs` + `intervalMs` and no more: each sweep takes every entry
+ * older than the grace, a batch at a time — its inbox lengths read at once (the commands travel
+ * together), the turns enqueued at once, one script removing the batch. Runs at start and every
+ * `intervalMs`; one sweep at a time.
  */
 export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnProducer; logger: Logger }, options: PendingSweeperOptions): PendingSweeper {
   const log = deps.logger.child({ component: 'sweeper' });
   const now = options.now ?? Date.now;
   const index = pendingIndexKey(options.keyPrefix);
-  const sweep = async (): Promise<number> => {
-    const entries = await deps.redis.zrangebyscore(index, '-inf', now() - (options.graceMs ?? 10_000), 'WITHSCORES', 'LIMIT', 0, options.batch ?? 500);
+  const batch = options.batch ?? 1000;
+  const maxBatches = options.maxBatches ?? 200;
+  let running: Promise<number> | undefined;
+
+  const sweepBatch = async (cutoff: number): Promise<{ seen: number; enqueued: number }> => {
+    const raw = await deps.redis.zrangebyscore(index, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, batch);
+    const entries: Entry[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) entries.push({ sessionId: raw[i]!, score: Number(raw[i + 1]) });
+    if (entries.length === 0) return { seen: 0, enqueued: 0 };
+    const lengths = await Promise.all(entries.map((e) => deps.redis.llen(sessionKeys(e.sessionId, options.keyPrefix).inbox)));
+    const waiting = entries.filter((_, k) => lengths[k]! > 0);
+    const outcomes = await Promise.allSettled(waiting.map((e) => deps.producer.enqueueTurn(e.sessionId)));
+    // A session whose turn could not be enqueued stays in the index: the next sweep tries again.
+    const failed = new Set(waiting.filter((_, k) => outcomes[k]!.status === 'rejected').map((e) => e.sessionId));
+    if (failed.size > 0) log.warn({ sessions: failed.size, err: outcomes.find((o) => o.status === 'rejected')?.reason }, 'turns not enqueued for waiting messages; next sweep retries');
+    const done = entries.filter((e) => !failed.has(e.sessionId)).map((e) => [e.sessionId, e.score]);
+    if (done.length > 0) await runScriptWithOptions(deps.redis, 'forgetPending', [index], { entries: done });
+    return { seen: failed.size === entries.length ? 0 : entries.length, enqueued: waiting.length - failed.size };
+  };
+
+  const sweepAll = async (): Promise<number> => {
+    const cutoff = now() - (options.graceMs ?? 10_000);
     let enqueued = 0;
-    for (let i = 0; i < entries.length; i += 2) {
-      const sessionId = entries[i] ?? '';
-      const score = entries[i + 1] ?? '0';
-      if ((await deps.redis.llen(sessionKeys(sessionId, options.keyPrefix).inbox)) > 0) {
-        await deps.producer.enqueueTurn(sessionId);
-        enqueued++;
-      }
-      await runScriptWithOptions(deps.redis, 'forgetPending', [index], { sessionId, seenScore: Number(score) });
+    for (let round = 0; round < maxBatches; round++) {
+      const result = await sweepBatch(cutoff);
+      enqueued += result.enqueued;
+      if (result.seen < batch) break;
     }
     if (enqueued > 0) log.info({ enqueued }, 'turns enqueued for waiting messages');
     return enqueued;
   };
   let stopped = false;
+
+  const sweep = (): Promise<number> => {
+    running ??= sweepAll().finally(() => { running = undefined; });
+    return running;
+  };
   // A sweep cut short by the shutdown (its connection closing) is no failure worth a warning.
   const tick = () => void sweep().catch((err: unknown) => { if (!stopped) log.warn({ err }, 'pending sweep failed'); });
   const timer = setInterval(tick, options.intervalMs ?? 30_000);

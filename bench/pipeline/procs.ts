@@ -1,0 +1,87 @@
+/**
+ * The processes of bench/pipeline: `chatgate gateway` and `chatgate worker` started through the
+ * real entry point (`node bin/chatgate.js`), configured by environment as in production, and what
+ * `/proc` says about any process: CPU (utime + stime) and resident memory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux). */
+const TICKS_PER_S = 100;
+
+/** A running chatgate role. */
+export interface RoleProcess {
+  role: 'gateway' | 'worker';
+  child: ChildProcess;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `chatgate <role>` with `env` and resolves once it prints that it is running. */
+export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>): Promise<RoleProcess> {
+  // PIPELINE_NODE_ARGS go to each role's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
+  const nodeArgs = (process.env.PIPELINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/chatgate.js', '--no-dotenv', role], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  // The log lines are read (and dropped) like a supervisor would: the process pays for writing them.
+  child.stdout!.on('data', (chunk: Buffer) => { if (out.length < 65_536) out += chunk.toString('utf8'); });
+  child.stderr!.on('data', (chunk: Buffer) => { if (err.length < 65_536) err += chunk.toString('utf8'); });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`chatgate ${role} did not start within 60 s:\n${err}`)), 60_000);
+    const onExit = (code: number | null) => {
+      clearTimeout(timer);
+      reject(new Error(`chatgate ${role} exited (${code}) while starting:\n${err}`));
+    };
+    child.once('exit', onExit);
+    const check = () => {
+      if (!/is running/.test(out)) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout!.off('data', check);
+      out = '';
+      resolve();
+    };
+    child.stdout!.on('data', check);
+  });
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`bench: chatgate ${role} (pid ${child.pid}) exited during the run (${code ?? signal}):\n${err.slice(-4000)}\n`);
+  });
+  return {
+    role, child, pid: child.pid!,
+    async stop() {
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** CPU time the process has used so far (user + system), ms. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
+}
+
+/** Resident memory of the process, MiB. */
+export function rssMiB(pid: number): number {
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+/** Machine description for the report: CPU model and count. */
+export function machine(): string {
+  const info = readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /model name\s*:\s*(.+)/.exec(info)?.[1]?.trim() ?? 'unknown CPU';
+  const cores = (info.match(/^processor\s*:/gm) ?? []).length;
+  return `${cores} × ${model}, Node ${process.version}`;
+}

@@ -1,0 +1,35 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * Loads `module` in a fresh `node --import tsx` process, optionally runs `then` there, and reports
+ * which channel-library modules (discord.js, @discordjs/*, grammY — CommonJS, so in require.cache) got loaded.
+ */
+async function channelModulesLoadedBy(module: string, then = ''): Promise<string[]> {
+  const script = [
+    "const { createRequire } = await import('node:module');",
+    `const loaded = await import(${JSON.stringify(new URL(module, `file://${ROOT}/`).href)});`,
+    then,
+    'const cache = createRequire(import.meta.url).cache;',
+    "console.log(JSON.stringify(Object.keys(cache).filter((k) => /node_modules\\/(discord\\.js|@discordjs|grammy)\\//.test(k))));",
+  ].join('\n');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
+}
+
+describe('lazy imports by role', () => {
+  it('the CLI with its roles module (what `chatgate worker` loads) does not load discord.js or grammY', async () => {
+    const roles = JSON.stringify(new URL('src/cli/run.ts', `file://${ROOT}/`).href);
+    expect(await channelModulesLoadedBy('src/cli.ts', `void loaded; await import(${roles});`)).toEqual([]);
+  });
+
+  it('the gateway module still brings them (so the check above can fail)', async () => {
+    const loaded = await channelModulesLoadedBy('src/gateway/index.ts', 'void loaded;');
+    expect(loaded.some((path) => path.includes('/discord.js/'))).toBe(true);
+    expect(loaded.some((path) => path.includes('/grammy/'))).toBe(true);
+  });
+});
