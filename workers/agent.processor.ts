@@ -22,6 +22,8 @@ import type { ToolContext } from './tools/types.js';
 import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
+import { isTurnStopped } from './turn-stop.js';
+import { automaticCompactionNotice } from '../src/core/compaction-text.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {
@@ -50,6 +52,8 @@ export interface AgentOptions {
   prices?: PriceTable;
   /** Tokens kept free for the answer, sent as the call's output limit (`max_tokens`) when > 0. Default 0. */
   reservedOutputTokens?: number;
+  /** Tell the user in one line when the in-loop compressor (or a reactive compaction) compacted. Default true. */
+  compactionNotice?: boolean;
 }
 
 /** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */
@@ -64,6 +68,8 @@ export interface TurnInput {
   items: InboundMessage[];
   /** Asked before every model call (summaries too) and every tool; a lost lease aborts the turn. */
   lease?: LeaseGuard;
+  /** Aborted by `/stop`: the model call and tools end, the round in progress is dropped, the turn answers "Stopped.". */
+  signal?: AbortSignal;
 }
 
 export { TURN_NOTICES };
@@ -85,6 +91,7 @@ interface Loop {
   /** The turn's identity across retries: the id of its first message. */
   turnId: string;
   steps: StepLog;
+  signal?: AbortSignal;
 }
 
 /**
@@ -99,8 +106,19 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }),
+    turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), signal: input.signal,
   };
+  try {
+    return await runLoop(loop);
+  } catch (err) {
+    // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
+    if (isTurnStopped(err, loop.signal)) return finish(loop, null, TURN_NOTICES.stopped);
+    throw err;
+  }
+}
+
+async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
+  const { deps, options } = loop;
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
   await appendInbound(loop);
@@ -114,9 +132,10 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, ...outputLimit(options) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options) });
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
+      if (isTurnStopped(error, loop.signal)) throw error;
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });
       const ended = await onModelError(loop, error, request.overhead);
       if (ended === null) continue;
@@ -198,6 +217,8 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
     notes: () => notesOf(loop).list(),
   });
   loop.compactionsSinceCall++;
+  const notice = layer === 'manual' || loop.options.compactionNotice === false ? null : automaticCompactionNotice(result);
+  if (notice) loop.notices.push(notice);
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
 }
 
@@ -245,7 +266,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const round: ToolRound = {
     tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model,
     maxTokens: toolResultCap(options.contextWindow, calls.length),
-    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`),
+    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`), signal: loop.signal,
   };
   const results: StoredEntry[] = [];
   for (const call of calls) {
@@ -298,6 +319,7 @@ function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['k
 
 /** @throws StaleCommitError when the session's lease is no longer ours: nothing more may be done for it. */
 async function ensureLease(loop: Loop, before: string): Promise<void> {
+  loop.signal?.throwIfAborted();
   if (!loop.lease || (await loop.lease.confirm())) return;
   throw new StaleCommitError(loop.turn.sessionId, `the session lease was lost before the ${before}`);
 }

@@ -44,6 +44,8 @@ export interface GatewayOptions {
   systemPrompt?: string;
   /** How long each channel may take to connect (`start`) before the gateway's start fails naming it, ms. Default 30 000. */
   channelStartTimeoutMs?: number;
+  /** Tell the user in one line when hygiene compacted their conversation. Default true. */
+  compactionNotice?: boolean;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
 }

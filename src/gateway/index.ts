@@ -14,6 +14,7 @@ import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
+import { createRetry } from '../session/retry.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
 import { createDelivery } from './delivery.js';
@@ -136,8 +137,9 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingestRedis = duplicateRedis(redis, { maxRetriesPerRequest: 2, commandTimeout: REDIS_ANSWER_MS });
   ingestRedis.on('error', (err: Error) => logger.debug({ err }, 'ingest redis connection error'));
   closers.push(() => ingestRedis.quit());
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
-    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
+  const retry = createRetry({ redis: fast, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, retry, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice,
   });
   const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
