@@ -181,7 +181,9 @@ async function appendInbound(loop: Loop): Promise<void> {
   const entries = fresh.slice(replayed).map((item) => toEntry(toUserMessage(item), loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
   const transcript = entries.map((entry, k) => messageEvent(entry, fresh[replayed + k]!.id));
-  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
+  // With no provider report yet, the next request is counted from its parts: record the system prompt and tools too (every surface reads it).
+  const overhead = loop.turn.meta.lastPromptTokens === 0 ? { overheadTokens: (await buildRequest(loop)).overhead } : {};
+  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop), ...overhead } });
 }
 
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {

@@ -93,6 +93,31 @@ describe('chat commands people expect (Telegram)', () => {
     expect(await ask('/stop')).toBe('Nothing is running right now, so there is nothing to stop.');
   });
 
+  it('/usage counts the system prompt and tools in the next request, from the first turn on, as the sessions API does', async () => {
+    let hang = true;
+    const s = await start(() => (hang ? { hold: new Promise<FakeReply>(() => undefined) } : { content: 'the answer' }));
+    say('hello there');
+    const hung = await s.llm.waitForRequest(() => true);
+    const figure = async () => {
+      const line = (await ask('/usage')).split('\n').find((l) => l.startsWith('Context: next request (system prompt, tools and messages) ≈ '))!;
+      const shown = Number(/≈ ([\d,]+) of/.exec(line)![1]!.replace(/,/g, ''));
+      const detail = (await (await fetch(`${s.gateway.httpUrl}/api/sessions/${encodeURIComponent('telegram:42')}`)).json()) as { context: { tokens: number } };
+      expect(detail.context.tokens).toBe(shown);
+      return shown;
+    };
+    // The request the model is working on is the next request as far as the session knows: system prompt and tool schemas included.
+    const during = await figure();
+    expect(during).toBeGreaterThanOrEqual(hung.promptTokens);
+    expect(during).toBeLessThan(hung.promptTokens + 20);
+    expect(await ask('/stop')).toBe('Stopped.');
+    hang = false;
+    await ask('/new');
+    const afterReset = await figure();
+    expect(afterReset).toBeGreaterThan(hung.promptTokens - 20);
+    expect(await ask('again')).toBe('the answer');
+    expect(afterReset).toBeLessThanOrEqual(s.llm.requests.at(-1)!.promptTokens + 5);
+  });
+
   it('/retry asks the last message again without its old answer; says so when there is nothing to retry', async () => {
     const s = await start((request) => ({ content: `Answer ${request.index}` }));
     expect(await ask('/retry')).toBe('There is nothing to retry yet: none of your messages is in the conversation.');
