@@ -16,6 +16,7 @@ import { runCommand, type CommandDeps } from './commands.js';
 import { retryTurn, stopTurn } from './turn-commands.js';
 import type { RetryPort } from '../session/retry.js';
 import { automaticCompactionNotice } from '../core/compaction-text.js';
+import { countOf } from '../core/plural.js';
 
 export type { AllowList };
 
@@ -175,7 +176,7 @@ async function admit(ctx: Context, message: InboundMessage, sessionId: string, i
   }
   const chars = measureText(message.text, 'codepoints');
   if (chars > options.maxMessageChars) {
-    const reason = `Your message has ${chars.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
+    const reason = `Your message has ${countOf(chars, 'character')}; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
     await refuse(ctx, message, sessionId, reason, 'size');
     return { outcome: 'too_long', reason };
   }

@@ -92,7 +92,7 @@ describe('lastExchange', () => {
     ['two messages one turn took', [user('a'), assistant('A'), user('b'), user('c'), assistant('BC')], { start: 2, userTexts: ['b', 'c'], holdsSummary: false }],
     ['an unanswered message', [user('a'), assistant('A'), user('b')], { start: 2, userTexts: ['b'], holdsSummary: false }],
   ] as const)('%s', (_name, messages, expected) => {
-    expect(lastExchange(messages as ChatMessage[])).toEqual(expected);
+    expect(lastExchange(messages as readonly ChatMessage[])).toEqual(expected);
   });
 
   it('marks an exchange that holds the summary message', () => {
