@@ -44,12 +44,17 @@ export async function retryTurn(
   dispatch: () => void,
 ): Promise<string> {
   if (!retry) return RETRY_TEXT.unavailable;
+  const asked: InboundMessage[] = [];
   const outcome = await retry.retry(sessionId, async (texts) => {
-    for (const [k, text] of texts.entries()) await accept(retriedMessage(command, text, k));
+    for (const [k, text] of texts.entries()) {
+      const message = retriedMessage(command, text, k);
+      await accept(message);
+      asked.push(message);
+    }
   });
   if (outcome.state !== 'retried') return RETRY_TEXT[outcome.state];
   dispatch();
-  const last = outcome.texts[outcome.texts.length - 1] ?? '';
+  const last = asked[asked.length - 1]?.text ?? '';
   const quoted = last.length > QUOTE_CHARS ? `${last.slice(0, headEnd(last, QUOTE_CHARS))}…` : last;
   return `Asking again: “${quoted.replace(/\s+/g, ' ').trim()}”`;
 }
