@@ -77,7 +77,7 @@ function usageText(d: SessionDetail): string {
     `**Usage of this chat** (${d.limits.model})`,
     `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${countOf(l.calls, 'model call')}`,
     `Estimated cost: $${l.costUsd.toFixed(4)}`,
-    `Context: next request (system prompt, tools and messages) ≈ ${describeContext(d.context)}`,
+    `Context: next request ≈ ${describeContext(d.context)}`,
     `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${countOf(l.resets, 'reset')}` : ''}`,
     l.summaryCalls > 0 ? `Summaries: ${countOf(l.summaryCalls, 'call')}, ${countOf(l.summaryPromptTokens, 'token')} in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',
   ].filter(Boolean).join('\n');

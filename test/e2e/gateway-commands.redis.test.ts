@@ -99,7 +99,7 @@ describe('chat commands people expect (Telegram)', () => {
     say('hello there');
     const hung = await s.llm.waitForRequest(() => true);
     const figure = async () => {
-      const line = (await ask('/usage')).split('\n').find((l) => l.startsWith('Context: next request (system prompt, tools and messages) ≈ '))!;
+      const line = (await ask('/usage')).split('\n').find((l) => l.startsWith('Context: next request ≈ '))!;
       const shown = Number(/≈ ([\d,]+) of/.exec(line)![1]!.replace(/,/g, ''));
       const detail = (await (await fetch(`${s.gateway.httpUrl}/api/sessions/${encodeURIComponent('telegram:42')}`)).json()) as { context: { tokens: number } };
       expect(detail.context.tokens).toBe(shown);
