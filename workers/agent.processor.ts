@@ -112,7 +112,10 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     return await runLoop(loop);
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
-    if (isTurnStopped(err, loop.signal)) return finish(loop, null, TURN_NOTICES.stopped);
+    if (isTurnStopped(err, loop.signal)) {
+      loop.log.info({ calls: loop.calls }, 'turn stopped (/stop): the round in progress is dropped');
+      return finish(loop, null, TURN_NOTICES.stopped);
+    }
     throw err;
   }
 }
