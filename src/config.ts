@@ -50,6 +50,8 @@ export interface Config {
     threshold: number;
     /** Gateway hygiene trigger, fraction of the window. */
     hygieneThreshold: number;
+    /** Tell the user in one line when an automatic compaction ran (CHATGATE_COMPACTION_NOTICE). */
+    notice: boolean;
   };
   workers: {
     concurrency: number;
@@ -261,7 +263,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
       timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
-    compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD') },
+    compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean },
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],

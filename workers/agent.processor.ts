@@ -23,6 +23,8 @@ import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
+import { isTurnStopped } from './turn-stop.js';
+import { automaticCompactionNotice } from '../src/core/compaction-text.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {
@@ -53,6 +55,8 @@ export interface AgentOptions {
   prices?: PriceTable;
   /** Tokens kept free for the answer, sent as the call's output limit (`max_tokens`) when > 0. Default 0. */
   reservedOutputTokens?: number;
+  /** Tell the user in one line when the in-loop compressor (or a reactive compaction) compacted. Default true. */
+  compactionNotice?: boolean;
 }
 
 /** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */
@@ -67,6 +71,8 @@ export interface TurnInput {
   items: InboundMessage[];
   /** Asked before every model call (summaries too) and every tool; a lost lease aborts the turn. */
   lease?: LeaseGuard;
+  /** Aborted by `/stop`: the model call and tools end, the round in progress is dropped, the turn answers "Stopped.". */
+  signal?: AbortSignal;
 }
 
 export { TURN_NOTICES };
@@ -90,6 +96,7 @@ interface Loop {
   steps: StepLog;
   /** Data URLs of the images this turn's requests inline (read from Redis once per turn). */
   images: Map<string, string | null>;
+  signal?: AbortSignal;
 }
 
 /**
@@ -104,8 +111,22 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }),
+    images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), signal: input.signal,
   };
+  try {
+    return await runLoop(loop);
+  } catch (err) {
+    // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
+    if (isTurnStopped(err, loop.signal)) {
+      loop.log.info({ calls: loop.calls }, 'turn stopped (/stop): the round in progress is dropped');
+      return finish(loop, null, TURN_NOTICES.stopped);
+    }
+    throw err;
+  }
+}
+
+async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
+  const { deps, options } = loop;
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
   await appendInbound(loop);
@@ -119,9 +140,10 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, ...outputLimit(options) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options) });
     } catch (err) {
       const error = toLlmError(err, 'chat completion');
+      if (isTurnStopped(error, loop.signal)) throw error;
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });
       const ended = await onModelError(loop, error, request.overhead);
       if (ended === null) continue;
@@ -168,7 +190,9 @@ async function appendInbound(loop: Loop): Promise<void> {
   const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
   const transcript = entries.map((entry, k) => ({ ...messageEvent(entry, fresh[replayed + k]!.id), ...transcriptFiles(fresh[replayed + k]!) }));
-  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop) } });
+  // With no provider report yet, the next request is counted from its parts: record the system prompt and tools too (every surface reads it).
+  const overhead = loop.turn.meta.lastPromptTokens === 0 ? { overheadTokens: (await buildRequest(loop)).overhead } : {};
+  await loop.turn.append(entries, { transcript, meta: { turnInboundIds: loop.items.map((item) => item.id), route, limits: limitsOf(loop), ...overhead } });
 }
 
 async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tools: ReturnType<ToolRegistry['schemas']>; overhead: number }> {
@@ -219,6 +243,8 @@ async function compact(loop: Loop, layer: CompactionLayer, force: boolean, reque
     notes: () => notesOf(loop).list(),
   });
   loop.compactionsSinceCall++;
+  const notice = layer === 'manual' || loop.options.compactionNotice === false ? null : automaticCompactionNotice(result);
+  if (notice) loop.notices.push(notice);
   if (result.pausedNow) loop.notices.push(TURN_NOTICES.paused);
 }
 
@@ -266,7 +292,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const round: ToolRound = {
     tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model,
     maxTokens: toolResultCap(options.contextWindow, calls.length),
-    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`),
+    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`), signal: loop.signal,
   };
   const results: StoredEntry[] = [];
   for (const call of calls) {
@@ -319,6 +345,7 @@ function outbound(loop: Loop, id: string, text: string, kind: OutboundMessage['k
 
 /** @throws StaleCommitError when the session's lease is no longer ours: nothing more may be done for it. */
 async function ensureLease(loop: Loop, before: string): Promise<void> {
+  loop.signal?.throwIfAborted();
   if (!loop.lease || (await loop.lease.confirm())) return;
   throw new StaleCommitError(loop.turn.sessionId, `the session lease was lost before the ${before}`);
 }

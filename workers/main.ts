@@ -7,12 +7,13 @@ import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
-import { connectionErrorLogger, createRedis } from '../src/redis/client.js';
+import { connectionErrorLogger, createRedis, duplicateRedis } from '../src/redis/client.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
+import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
 import { createWorkerAttachments } from './attachment-parts.js';
 import { createWorkerHeartbeat } from './heartbeat.js';
@@ -50,10 +51,14 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
+    compactionNotice: o.compactionNotice,
   };
+  const stopSubscriber = duplicateRedis(redis);
+  stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));
+  const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false, stops,
   };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
@@ -72,6 +77,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await worker.close();
       await failures.settled();
       await heartbeat.stop();
+      await stops.close();
       await outbound.close();
       if (ownsRedis) await redis.quit();
       logger.info({}, 'worker stopped');

@@ -19,6 +19,8 @@ export interface ToolRound {
   context(callId: string): Omit<ToolContext, 'signal'>;
   /** Called before each call that runs (a lost lease aborts the round). */
   beforeRun(call: ToolCall): Promise<void>;
+  /** The turn's `/stop` signal: tools see it, and a stopped call's result is never recorded. */
+  signal?: AbortSignal;
 }
 
 /** The result a side-effecting call gets when a crash left its outcome unknown. */
@@ -46,7 +48,8 @@ export async function runToolCall(round: ToolRound, call: ToolCall): Promise<str
   }
   await round.beforeRun(call);
   if (sideEffects) await round.steps.recordStarted(call.id);
-  const text = capToolResult(await round.tools.execute(call, context), round.maxTokens, round.model);
+  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.model);
+  round.signal?.throwIfAborted();
   await round.steps.recordResult(call.id, text);
   return text;
 }

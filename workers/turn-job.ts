@@ -14,6 +14,7 @@ import { holdLease, type HeldLease } from '../src/redis/lease.js';
 import type { SessionStore } from '../src/redis/session-store.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { deadLetterTurn } from './dead-letter.js';
+import type { TurnStops } from './turn-stop.js';
 
 /** What a turn job needs, shared by every job of one worker. */
 export interface TurnRunner {
@@ -30,6 +31,8 @@ export interface TurnRunner {
   deadLettered: Set<string>;
   /** Set by close(): the 'failed' handler stops waiting for a lease. */
   closing: boolean;
+  /** Where running turns are watched for `/stop`; absent: turns cannot be stopped. */
+  stops?: TurnStops;
 }
 
 interface RunningTurn {
@@ -38,6 +41,7 @@ interface RunningTurn {
   lease: HeldLease;
   items: InboundMessage[];
   typing: () => void;
+  signal?: AbortSignal;
 }
 
 /** One turn job: lease, outbox left from a crash, inbox → processing, tool loop, replies out. */
@@ -47,6 +51,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
   if (!lease) return retryLater(runner, job, token);
   let signal: ((type: TurnSignal['type']) => void) | null = null;
+  let watch: ReturnType<TurnStops['watch']> | undefined;
   try {
     await flushOutbox(runner, sessionId);
     const log = turnLogger(runner.logger, job);
@@ -55,13 +60,15 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const typing = signal;
-    const outcome = await runTurn(runner, { job, log, lease, items, typing: () => typing('typing') });
+    watch = runner.stops?.watch(sessionId, keys, lease.fence);
+    const outcome = await runTurn(runner, { job, log, lease, items, typing: () => typing('typing'), signal: watch?.signal });
     // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
     if (outcome === 'lease-lost') return await retryLater(runner, job, token);
     await flushOutbox(runner, sessionId);
     return `answered ${items.length}`;
   } finally {
     // Sent on failure too, so the gateway never keeps "typing" for a turn that died.
+    watch?.dispose();
     signal?.('turn-ended');
     await lease.release();
   }
@@ -78,7 +85,7 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
     (runner.deps.metrics ?? NOOP_METRICS).record({ type: 'turn', channel: items[0]!.channel, outcome, durationMs: Date.now() - startedMs });
   try {
     const snapshot = await runner.store.load(job.data.sessionId);
-    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items });
+    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items, signal: turn.signal });
     stopTimer({ outcome: 'ok' });
     return 'ok';
   } catch (err) {

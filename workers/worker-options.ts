@@ -42,6 +42,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   maxModelCalls?: number;
   /** Forced compactions after "context length exceeded" per turn. Default 3. */
   maxContextRetries?: number;
+  /** Tell the user in one line when the in-loop compressor compacted their conversation. Default true. */
+  compactionNotice?: boolean;
   /** Session lease TTL in ms, renewed every third. Default 15000. */
   leaseTtlMs?: number;
   /** Delay before a turn whose session is leased elsewhere is tried again, ms. Default 1000. */

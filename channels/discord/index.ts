@@ -4,6 +4,7 @@
  * events, so a failed `onMessage` is logged and answered with a short "try again" reply.
  */
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
+import { COMMAND_NAMES } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
@@ -12,7 +13,7 @@ import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './sen
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */
-export const DEFAULT_DISCORD_COMMANDS: readonly string[] = ['usage', 'status', 'compact', 'reset', 'pins', 'help'];
+export const DEFAULT_DISCORD_COMMANDS: readonly string[] = COMMAND_NAMES;
 
 /** The reply when a message could not be accepted (Discord will not send it again). */
 export const NOT_ACCEPTED_REPLY = 'Sorry, I could not take your message just now. Please send it again in a moment.';

@@ -11,6 +11,7 @@
 import { Bot, webhookCallback, type Context as GrammyContext } from 'grammy';
 import type { BotCommand, Update } from 'grammy/types';
 import type { Context as HonoContext } from 'hono';
+import { COMMAND_MENU } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
@@ -21,15 +22,8 @@ import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from '.
 
 export type { SetAsideUpdate };
 
-/** The chat commands registered with setMyCommands by default. */
-export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = [
-  { command: 'usage', description: 'Tokens, cost and context fill of this chat' },
-  { command: 'status', description: 'Model, window, session age and state' },
-  { command: 'compact', description: 'Compact the conversation now (optional focus)' },
-  { command: 'reset', description: 'Start a fresh conversation' },
-  { command: 'pins', description: 'Notes and pinned facts' },
-  { command: 'help', description: 'What this bot can do' },
-];
+/** The chat commands registered with setMyCommands by default: the gateway's command menu. */
+export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = COMMAND_MENU.map(({ command, description }) => ({ command, description }));
 
 /** Options of {@link createTelegramChannel}. */
 export interface TelegramChannelOptions {
@@ -146,7 +140,7 @@ async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: Resolv
   try {
     await bot.init();
     state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
-    await bot.api.setMyCommands([...options.commands]);
+    await registerCommands(bot, options.commands, log);
     if (mode === 'webhook') {
       await bot.api.setWebhook(options.webhookUrl!, { secret_token: options.webhookSecret, allowed_updates: ['message'] });
     } else {
@@ -157,6 +151,18 @@ async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: Resolv
     throw toTelegramChannelError(err, 'start');
   }
   log.info({ mode, username: state.identity.username }, 'telegram channel started');
+}
+
+/**
+ * Registers the command menu (the "/" list in Telegram's clients), best effort: a bot that cannot
+ * set it still answers every command typed, so a refusal is a warning, not a failed start.
+ */
+async function registerCommands(bot: Bot, commands: readonly BotCommand[], log: Logger): Promise<void> {
+  try {
+    await bot.api.setMyCommands([...commands]);
+  } catch (err) {
+    log.warn({ err: toTelegramChannelError(err, 'setMyCommands') }, 'command menu not registered with setMyCommands; commands still work when typed');
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { countOf } from '../core/plural.js';
 import { truncateText } from '../core/text.js';
 import type { Config } from '../config.js';
 
@@ -50,7 +51,7 @@ export async function probeCompletion(llm: Config['llm'], timeoutMs = 20_000): P
     }
     const json = (await response.json().catch(() => null)) as { usage?: { total_tokens?: number } } | null;
     const usage = json?.usage?.total_tokens;
-    return { ok: true, detail: `model ${llm.model} answers${usage === undefined ? ' (no usage reported: token accounting falls back to counting)' : ` (${usage} tokens)`}` };
+    return { ok: true, detail: `model ${llm.model} answers${usage === undefined ? ' (no usage reported: token accounting falls back to counting)' : ` (${countOf(usage, 'token')})`}` };
   } catch (err) {
     return { ok: false, detail: `model ${llm.model} did not answer (${describeFetchError(err, timeoutMs)})` };
   }

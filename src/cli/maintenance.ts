@@ -1,3 +1,5 @@
+import { countOf } from '../core/plural.js';
+import { formatTokens } from '../core/session-figures.js';
 import type { Config } from '../config.js';
 import { createLlmSessionOps, type SessionOps } from '../session/session-ops.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
@@ -26,7 +28,7 @@ export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: st
       const outcome = await ops.compact(sessionId, flags.focus, 'manual');
       if (outcome.busy) return busy(io, sessionId);
       const result = outcome.value;
-      io.out(`${sessionId}: ${result.outcome}, ${result.tokensBefore} → ${result.tokensAfter} tokens (${result.reason})`);
+      io.out(`${sessionId}: ${result.outcome}, ${formatTokens(result.tokensBefore)} → ${countOf(result.tokensAfter, 'token')} (${result.reason})`);
       if (result.pinnedFacts.length > 0) io.out(`pinned facts: ${result.pinnedFacts.join(', ')}`);
       if (result.outcome !== 'aborted') return EXIT.ok;
       io.err('chatgate: the compaction was aborted and the projection left unchanged; check the LLM endpoint with `chatgate doctor`');
@@ -46,7 +48,7 @@ export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
   return withSession(io, sessionId, async (config, conn, logger) => {
     const outcome = await sessionOps(config, conn, logger, null).reset(sessionId);
     if (outcome.busy) return busy(io, sessionId);
-    io.out(`${sessionId}: reset — ${outcome.value.removedMessages} messages removed from the projection, fresh compaction state; transcript, notes and usage kept`);
+    io.out(`${sessionId}: reset — ${countOf(outcome.value.removedMessages, 'message')} removed from the projection, fresh compaction state; transcript, notes and usage kept`);
     return EXIT.ok;
   });
 }

@@ -1,3 +1,5 @@
+import { countOf } from '../core/plural.js';
+import { formatTokens } from '../core/session-figures.js';
 import type { Config } from '../config.js';
 import { hasToolCalls, messageText } from '../core/messages.js';
 import { formatSessionUsage, formatSessionsTable } from '../monitor/session-table.js';
@@ -46,7 +48,7 @@ export function sessionsCommand(io: CliIo, flags: SessionsFlags): Promise<number
     if (flags.json) io.out(JSON.stringify(page, null, 2));
     else {
       io.out(formatSessionsTable(page.items));
-      if (page.total > page.items.length) io.err(`chatgate: showing ${page.items.length} of ${page.total} sessions (--limit N shows more)`);
+      if (page.total > page.items.length) io.err(`chatgate: showing ${page.items.length} of ${countOf(page.total, 'session')} (--limit N shows more)`);
     }
     return EXIT.ok;
   });
@@ -88,9 +90,9 @@ export function formatEntry(entry: StoredTranscriptEntry): string {
   const when = new Date(entry.atMs).toISOString().replace('T', ' ').slice(0, 19);
   if (entry.type === 'compaction') {
     const reason = entry.reason ? ` — ${entry.reason}` : '';
-    return `${when}  ── compaction (${entry.layer}): ${entry.outcome}, ${entry.tokensBefore} → ${entry.tokensAfter} tokens in ${entry.durationMs} ms${reason}`;
+    return `${when}  ── compaction (${entry.layer}): ${entry.outcome}, ${formatTokens(entry.tokensBefore)} → ${countOf(entry.tokensAfter, 'token')} in ${entry.durationMs} ms${reason}`;
   }
-  if (entry.type === 'reset') return `${when}  ── reset: ${entry.removedMessages} messages left the projection (the transcript keeps them)`;
+  if (entry.type === 'reset') return `${when}  ── reset: ${countOf(entry.removedMessages, 'message')} left the projection (the transcript keeps ${entry.removedMessages === 1 ? 'it' : 'them'})`;
   const message = entry.message;
   let text = messageText(message);
   if (hasToolCalls(message)) text += `${text ? '\n' : ''}${message.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join('\n')}`;

@@ -1,5 +1,7 @@
 import type { ChatCommand } from '../core/commands.js';
-import { HELP_TEXT } from '../core/commands.js';
+import { HELP_TEXT, START_TEXT } from '../core/commands.js';
+import { describeCompaction } from '../core/compaction-text.js';
+import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';
 import type { SessionDetail, SessionView } from '../session/view.js';
@@ -11,27 +13,34 @@ export interface CommandDeps {
   ops: SessionOps;
   /** Where the session's turn is, for `/status`: running, queued (with how many turns ahead) or none. */
   turnPosition: (sessionId: string) => Promise<TurnPosition>;
+  /**
+   * `/stop`: asks the worker running the session's turn to stop it. @returns the answer, or null
+   * when the turn's own "Stopped." notice answers. Absent: `/stop` says it is not available.
+   */
+  stop?: (sessionId: string) => Promise<string | null>;
+  /** `/retry`: takes the last exchange out and asks its user message again. @returns the answer. */
+  retry?: (sessionId: string) => Promise<string>;
 }
 
 /** Where a session's next turn stands in the turn queue. */
 export type TurnPosition = { state: 'none' } | { state: 'running' } | { state: 'queued'; ahead: number };
 
-// Provider error text never reaches the chat: the outcome says what happened, the logs say why.
-const OUTCOME_TEXT: Partial<Record<string, string>> = {
-  compacted: 'The earlier conversation is now a summary; identifiers it lost are pinned',
-  pruned: 'Old tool output was shortened; no summary was needed',
-  fallback: 'The summariser was unavailable, so a simple summary was built from the turns',
-  aborted: 'The summariser could not be reached, so nothing was changed; try again in a while',
-};
-
-const BUSY = 'I am writing a reply in this chat right now. Try again when it has arrived.';
+const BUSY = 'I am writing a reply in this chat right now. Try again when it has arrived, or send /stop first.';
 const NOTHING_YET = 'Nothing has been said in this chat yet, so there is nothing to show.';
 
-/** Answers one chat command for a session; returns the reply text (Markdown). */
-export async function runCommand(deps: CommandDeps, sessionId: string, command: ChatCommand): Promise<string> {
+const UNAVAILABLE = 'This command is not available here.';
+
+/** Answers one chat command for a session; returns the reply text (Markdown), or null when someone else answers. */
+export async function runCommand(deps: CommandDeps, sessionId: string, command: ChatCommand): Promise<string | null> {
   switch (command.name) {
+    case 'start':
+      return START_TEXT;
     case 'help':
       return HELP_TEXT;
+    case 'stop':
+      return deps.stop ? deps.stop(sessionId) : UNAVAILABLE;
+    case 'retry':
+      return deps.retry ? deps.retry(sessionId) : UNAVAILABLE;
     case 'usage':
       return withDetail(deps, sessionId, usageText);
     case 'status':
@@ -42,13 +51,15 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
       const result = await deps.ops.compact(sessionId, command.args || undefined);
       if (result.busy) return BUSY;
       const r = result.value;
-      const focus = command.args ? ` (focus: ${command.args})` : '';
-      return `Compaction ${r.outcome}${focus}: ${fmt(r.tokensBefore)} → ${fmt(r.tokensAfter)} tokens. ${OUTCOME_TEXT[r.outcome] ?? r.reason}.`;
+      return describeCompaction({ ...r, focus: command.args || undefined });
     }
     case 'reset': {
       const result = await deps.ops.reset(sessionId);
       if (result.busy) return BUSY;
-      return `Started a fresh conversation (${result.value.removedMessages} messages left the context; the transcript keeps them).`;
+      const removed = result.value.removedMessages;
+      return removed === 0
+        ? 'Started a fresh conversation (the context was already empty).'
+        : `Started a fresh conversation (${countOf(removed, 'message')} left the context; the transcript keeps ${removed === 1 ? 'it' : 'them'}).`;
     }
   }
 }
@@ -64,11 +75,11 @@ function usageText(d: SessionDetail): string {
     .flatMap(([layer, outcomes]) => Object.entries(outcomes ?? {}).map(([outcome, n]) => `${layer} ${outcome} ${n}`)).join(', ');
   return [
     `**Usage of this chat** (${d.limits.model})`,
-    `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${l.calls} model call${l.calls === 1 ? '' : 's'}`,
+    `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${countOf(l.calls, 'model call')}`,
     `Estimated cost: $${l.costUsd.toFixed(4)}`,
     `Context: next request ≈ ${describeContext(d.context)}`,
-    `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${fmt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${l.resets} reset${l.resets === 1 ? '' : 's'}` : ''}`,
-    l.summaryCalls > 0 ? `Summaries: ${l.summaryCalls} call${l.summaryCalls === 1 ? '' : 's'}, ${fmt(l.summaryPromptTokens)} tokens in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',
+    `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${countOf(l.resets, 'reset')}` : ''}`,
+    l.summaryCalls > 0 ? `Summaries: ${countOf(l.summaryCalls, 'call')}, ${countOf(l.summaryPromptTokens, 'token')} in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',
   ].filter(Boolean).join('\n');
 }
 
@@ -77,10 +88,10 @@ async function statusText(deps: CommandDeps, sessionId: string): Promise<string>
   if (!d) return NOTHING_YET;
   const a = d.activity;
   return [
-    `**Status** — model ${d.limits.model}, window ${fmt(d.limits.contextWindow)} tokens`,
-    `Session: ${sessionId}, ${duration(Date.now() - a.createdAt)} old, ${a.contextMessages} messages in context`,
-    `State: ${a.busy ? 'busy (a reply is being written)' : 'idle'}; ${a.waiting} of your messages waiting; ${positionText(position)}`,
-    d.session.paused ? 'Automatic compaction is paused here: use /compact <focus> or /reset.' : '',
+    `**Status** — model ${d.limits.model}, window ${countOf(d.limits.contextWindow, 'token')}`,
+    `Session: ${sessionId}, ${duration(Date.now() - a.createdAt)} old, ${countOf(a.contextMessages, 'message')} in context`,
+    `State: ${a.busy ? 'busy (a reply is being written)' : 'idle'}; ${fmt(a.waiting)} of your messages waiting; ${positionText(position)}`,
+    d.session.paused ? 'Automatic compaction is paused here: use /compact <focus> or /new.' : '',
   ].filter(Boolean).join('\n');
 }
 

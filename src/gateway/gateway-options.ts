@@ -51,6 +51,8 @@ export interface GatewayOptions {
   attachmentTtlSeconds?: number;
   /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */
   transcribeModel?: string;
+  /** Tell the user in one line when hygiene compacted their conversation. Default true. */
+  compactionNotice?: boolean;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
   /**

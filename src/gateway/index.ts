@@ -14,6 +14,7 @@ import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redi
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
+import { createRetry } from '../session/retry.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
 import { createDelivery } from './delivery.js';
@@ -143,8 +144,9 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const attachments = createAttachmentIngest({ redis: fast, log: logger, channel: (name) => channelMap.get(name) }, {
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
-    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode,
+  const retry = createRetry({ redis: fast, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice,
   });
   const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));

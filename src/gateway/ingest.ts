@@ -14,6 +14,10 @@ import type { SessionOps } from '../session/session-ops.js';
 import { countInWindow } from './accept.js';
 import type { AttachmentIngest } from './attachments.js';
 import { runCommand, type CommandDeps } from './commands.js';
+import { retryTurn, stopTurn } from './turn-commands.js';
+import type { RetryPort } from '../session/retry.js';
+import { automaticCompactionNotice } from '../core/compaction-text.js';
+import { countOf } from '../core/plural.js';
 
 export type { AllowList };
 
@@ -29,7 +33,9 @@ export interface IngestDeps {
   ops: SessionOps;
   /** Session operations of the hygiene check (after the acknowledgement, before the session's turn): bounded. Default `ops`. */
   hygiene?: SessionOps;
-  commands: Omit<CommandDeps, 'ops'>;
+  commands: Omit<CommandDeps, 'ops' | 'stop' | 'retry'>;
+  /** `/retry` (takes the last exchange out under the session's lease). Absent: `/retry` is not available. */
+  retry?: RetryPort;
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */
   outbound: Queue<OutboundMessage>;
   logger: Logger;
@@ -51,6 +57,8 @@ export interface IngestOptions {
   groupMode: GroupSessionMode;
   /** How long a message id is remembered to drop platform re-deliveries, in seconds. Default 86 400. */
   dedupeTtlSeconds?: number;
+  /** Tell the user in one line when hygiene compacted their conversation. Default true. */
+  compactionNotice?: boolean;
 }
 
 /** The one pipeline every channel's messages go through. */
@@ -144,12 +152,13 @@ async function route(ctx: Context, message: InboundMessage, sessionId: string): 
   // The message is durable now: the platform gets its acknowledgement at once. Hygiene runs after
   // it, one at a time per session, and the session's turn is enqueued after its hygiene; other
   // chats never wait for it. A crash in between is caught by the pending sweeper.
-  ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message.channel));
+  ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message));
   return { outcome: 'accepted' };
 }
 
-async function hygieneThenTurn(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
-  await runHygiene(ctx, sessionId, channel);
+async function hygieneThenTurn(ctx: Context, sessionId: string, message: InboundMessage): Promise<void> {
+  const channel = message.channel;
+  await runHygiene(ctx, sessionId, message);
   await ctx.deps.producer.enqueueTurn(sessionId).catch((err: unknown) => {
     ctx.log.warn({ err, sessionId, channel }, 'turn not enqueued after hygiene; the pending sweeper will');
   });
@@ -176,7 +185,7 @@ async function admit(ctx: Context, message: InboundMessage, sessionId: string, i
   }
   const chars = measureText(message.text, 'codepoints');
   if (chars > options.maxMessageChars) {
-    const reason = `Your message has ${chars.toLocaleString('en-US')} characters; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
+    const reason = `Your message has ${countOf(chars, 'character')}; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
     await refuse(ctx, message, sessionId, reason, 'size');
     return { outcome: 'too_long', reason };
   }
@@ -223,8 +232,8 @@ async function answerCommand(ctx: Context, message: InboundMessage, sessionId: s
   const { deps } = ctx;
   if ((await deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
   const answer = async () => {
-    const reply = await runCommand({ ...deps.commands, ops: deps.ops }, sessionId, command);
-    await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+    const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
+    if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
   };
   if (command.name === 'compact') {
     // A summary can take a minute: the platform gets its acknowledgement now, the answer follows.
@@ -243,6 +252,17 @@ async function answerCommand(ctx: Context, message: InboundMessage, sessionId: s
   }
 }
 
+/** The command handlers for one command message: `/stop` and `/retry` act on this message's session. */
+function commandDeps(ctx: Context, message: InboundMessage): CommandDeps {
+  const { deps, options } = ctx;
+  const accept = (retried: InboundMessage) => acceptInbound(deps.redis, sessionKeyOf(retried, options.groupMode), retried, { keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
+  return {
+    ...deps.commands, ops: deps.ops,
+    stop: (sessionId) => stopTurn(deps.redis, sessionId, options.keyPrefix),
+    retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
+  };
+}
+
 /** Media the bot cannot read: the adapter's short answer, once per message, through the outbound queue. */
 async function answerUnsupported(ctx: Context, message: InboundMessage, sessionId: string, seen: string, reply: string): Promise<IngestOutcome> {
   if ((await ctx.deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return 'duplicate';
@@ -255,12 +275,16 @@ async function answerUnsupported(ctx: Context, message: InboundMessage, sessionI
   return 'unsupported';
 }
 
-async function runHygiene(ctx: Context, sessionId: string, channel: ChannelName): Promise<void> {
+async function runHygiene(ctx: Context, sessionId: string, message: InboundMessage): Promise<void> {
+  const channel = message.channel;
   try {
     const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
     if (!result) return;
     ctx.metrics.record({ type: 'hygiene_fired', channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
+    const notice = ctx.options.compactionNotice === false ? null : automaticCompactionNotice(result);
+    // Once per compaction: the id is the message's whose hygiene ran it, so a re-run cannot repeat it.
+    if (notice) await notify(ctx, message, sessionId, notice, 'hygiene-compaction').catch((err: unknown) => ctx.log.warn({ err, sessionId, channel }, 'compaction notice not enqueued'));
   } catch (err) {
     ctx.log.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');
   }

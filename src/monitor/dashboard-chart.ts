@@ -25,7 +25,7 @@ function chart(d) {
   for (const r of d.resets) {
     const g = el('g', { svg: 1, class: 'reset-marker' });
     g.append(el('line', { svg: 1, x1: x(r.call + 0.5), x2: x(r.call + 0.5), y1: y(top), y2: y(0), 'stroke-dasharray': '2 3' }));
-    g.append(el('title', { svg: 1 }, 'reset: ' + r.removedMessages + ' messages left the context (turn ' + r.turn + ')'));
+    g.append(el('title', { svg: 1 }, 'reset: ' + r.removedMessages + (r.removedMessages === 1 ? ' message' : ' messages') + ' left the context (turn ' + r.turn + ')'));
     svg.append(g);
   }
   if (pts.length > 0) {

@@ -1,3 +1,4 @@
+import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionDetail, SessionRow } from '../session/view.js';
 
@@ -43,7 +44,7 @@ export function formatSessionUsage(detail: SessionDetail): string {
     `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}, ${formatShare(l.cacheShare)}), completion ${formatInt(l.completionTokens)}`,
     `model calls    ${formatInt(l.calls)}`,
     `cost           ${formatUsd(l.costUsd)} (estimated)`,
-    `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${formatInt(l.tokensRemoved)} tokens removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,
+    `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,
     `messages       ${formatInt(s.messages)}, last activity ${formatUtc(s.lastActivityAt)} UTC`,
   ];
   if (detail.pinnedFacts.length > 0) lines.push(`pinned facts   ${detail.pinnedFacts.join(', ')}`);

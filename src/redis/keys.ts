@@ -30,6 +30,8 @@ export interface SessionKeys {
   failed: string;
   /** Hash: the running turn's step log (its latest round: model answer, tool calls started and their results). */
   steps: string;
+  /** String: a `/stop` request for the running turn (its lease's fencing token, or `queued`); short TTL. */
+  stop: string;
 }
 
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
@@ -47,6 +49,7 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
     outbox: `${base}outbox`,
     failed: `${base}failed`,
     steps: `${base}steps`,
+    stop: `${base}stop`,
   };
 }
 
@@ -61,6 +64,11 @@ export function sessionIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
 /** Pub/sub channel of turn signals (typing, turn started/ended) for the gateway. */
 export function turnSignalChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}signals`;
+}
+
+/** Pub/sub channel on which a `/stop` request's session id is published (workers running its turn wake up). */
+export function turnStopChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}turn-stops`;
 }
 
 /**

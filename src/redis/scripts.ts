@@ -24,6 +24,8 @@ const SCRIPT_FILES = {
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
   recordStep: 'record-step-2.lua',
+  requestStop: 'request-stop-4.lua',
+  takeStop: 'take-stop-1.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */

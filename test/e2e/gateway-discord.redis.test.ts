@@ -97,7 +97,7 @@ describe('gateway with Discord', () => {
     expect(posted()[10]).toContain('10 model calls');
     dm('/compact the questions');
     await untilPosted(() => posted().length >= 12);
-    const match = /Compaction compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(posted()[11]);
+    const match = /Compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(posted()[11]);
     expect(match, posted()[11]).not.toBeNull();
     expect(Number(match![2].replace(/,/g, ''))).toBeLessThan(Number(match![1].replace(/,/g, '')));
     expect(s.agentRequests()).toHaveLength(10);

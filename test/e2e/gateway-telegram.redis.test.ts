@@ -91,7 +91,7 @@ describe('gateway with Telegram', () => {
     expect(texts()[10]).toContain('10 model calls');
     say('/compact the questions');
     await telegram.waitForCall('sendMessage', 12);
-    const match = /Compaction compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(texts()[11]);
+    const match = /Compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(texts()[11]);
     expect(match, texts()[11]).not.toBeNull();
     const [tokensBefore, tokensAfter] = [match![1], match![2]].map((n) => Number(n.replace(/,/g, '')));
     expect(tokensAfter).toBeLessThan(tokensBefore);

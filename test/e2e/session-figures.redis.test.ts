@@ -9,6 +9,7 @@ import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-se
 import { launchChromium } from '../helpers/browser.js';
 import { prose } from '../helpers/histories.js';
 import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
+import { waitUntil } from '../helpers/waits.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'telegram:42';
@@ -61,13 +62,16 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
 
 describe('one session, the same figures on every surface', () => {
   it('shows the same fill, window and compaction count in /usage, the API, the dashboard and `chatgate sessions --json`', async () => {
+    // Counted by the answers: a compaction also sends its one-line notice.
+    const answered = (n: number) => waitUntil(telegram, 'call', () => texts().filter((t) => t.startsWith('Answer ')).length >= n);
     for (let i = 0; i < 8; i++) {
       telegram.pushMessage({ text: `question ${i}: ${prose(40, `q${i}`)}`, chat: { id: 42, type: 'private' } });
-      await telegram.waitForCall('sendMessage', i + 1);
+      await answered(i + 1);
     }
+    await waitUntil(telegram, 'call', () => texts().some((t) => t.startsWith('Compacted the earlier conversation')));
     telegram.pushMessage({ text: '/usage', chat: { id: 42, type: 'private' } });
-    await telegram.waitForCall('sendMessage', 9);
-    const usage = texts()[8];
+    await waitUntil(telegram, 'call', () => texts().some((t) => t.includes('Usage of this chat')));
+    const usage = texts().find((t) => t.includes('Usage of this chat'))!;
     const context = /next request ≈ ([\d,]+) of ([\d,]+) tokens \(([\d.]+%); window ([\d,]+)/.exec(usage);
     expect(context, usage).not.toBeNull();
     const fromChat: Figures = { fill: context![3], window: number(context![4]), compactions: Number(/Compactions: (\d+)/.exec(usage)![1]) };
@@ -107,7 +111,7 @@ describe('one session, the same figures on every surface', () => {
     const before = stack.llm.requests.filter(isSummaryRequest).length;
     const cli = await runCli(['compact', SESSION]);
     expect(cli.code, cli.stderr).toBe(0);
-    expect(cli.stdout).toMatch(/telegram:42: (compacted|fallback|pruned), \d+ → \d+ tokens/);
+    expect(cli.stdout).toMatch(/telegram:42: (compacted|fallback|pruned), [\d,]+ → [\d,]+ tokens/);
     const summaries = stack.llm.requests.filter(isSummaryRequest).slice(before);
     expect(summaries.map((request) => request.model)).toEqual(['fake-model']);
   });

@@ -180,8 +180,9 @@ export class FakeTelegramServer extends EventEmitter {
         return { value: { message_id: Number(params.message_id), date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text: params.text } };
       case 'getFile':
         return this.getFile(params);
-      case 'sendChatAction':
       case 'setMyCommands':
+        return commandsProblem(params.commands) ?? { value: true };
+      case 'sendChatAction':
       case 'deleteWebhook':
       case 'setWebhook':
         return { value: true };
@@ -298,4 +299,15 @@ function htmlProblem(html: string): string | undefined {
     else if (stack.pop() !== name.toLowerCase()) return `can't find end tag corresponding to start tag "${name}"`;
   }
   return stack.length > 0 ? `can't find end tag corresponding to start tag "${stack[stack.length - 1]}"` : undefined;
+}
+
+/** What the Bot API refuses in setMyCommands: 1–100 commands, names `[a-z0-9_]{1,32}`, descriptions 1–256 characters. */
+function commandsProblem(raw: unknown): TelegramFailure | undefined {
+  const commands = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
+  if (!Array.isArray(commands) || commands.length > 100) return { errorCode: 400, description: 'Bad Request: commands must be an array of at most 100 BotCommand' };
+  for (const entry of commands as Array<{ command?: unknown; description?: unknown }>) {
+    if (typeof entry.command !== 'string' || !/^[a-z0-9_]{1,32}$/.test(entry.command)) return { errorCode: 400, description: 'Bad Request: BOT_COMMAND_INVALID' };
+    if (typeof entry.description !== 'string' || entry.description.length < 1 || entry.description.length > 256) return { errorCode: 400, description: 'Bad Request: BOT_COMMAND_DESCRIPTION_INVALID' };
+  }
+  return undefined;
 }

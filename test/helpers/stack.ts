@@ -46,7 +46,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments,
+    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments, compactionNotice: config.compaction.notice,
   });
   return {
     t, llm, config, metrics, gateway, worker,

@@ -168,9 +168,10 @@ describe('chatgate CLI against real Redis', () => {
     const result = await runCli(['compact', 'telegram:100', '--focus', 'the delivery date'], env);
     expect(result.stderr).toContain('compacting telegram:100');
     expect(result.code).toBe(0);
-    const match = /^telegram:100: compacted, (\d+) → (\d+) tokens/m.exec(result.stdout);
+    const match = /^telegram:100: compacted, ([\d,]+) → ([\d,]+) tokens/m.exec(result.stdout);
     expect(match).not.toBeNull();
-    expect(Number(match![2])).toBeLessThan(Number(match![1]));
+    const [tokensBefore, tokensAfter] = [match![1]!, match![2]!].map((n) => Number(n.replace(/,/g, '')));
+    expect(tokensAfter).toBeLessThan(tokensBefore!);
     const summariserCall = fake.completions.find((messages) => String(messages[0].content).startsWith(SUMMARIZER_MARK));
     expect(JSON.stringify(summariserCall)).toContain('Focus especially on: the delivery date');
     const after = await store().load('telegram:100');

@@ -87,7 +87,12 @@ describe('a worker on the demo model', () => {
     const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     const replies: string[] = [];
     let onReply = () => {};
-    const outbound = new Worker('outbound', async (job) => { replies.push(job.data.text as string); onReply(); }, { connection: t.redis, prefix: t.queuePrefix });
+    const outbound = new Worker('outbound', async (job) => {
+      // Replies only: a compaction's one-line notice is not the demo model's answer.
+      if (job.data.kind !== 'reply') return;
+      replies.push(job.data.text as string);
+      onReply();
+    }, { connection: t.redis, prefix: t.queuePrefix });
     const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
     let sent = 0;
     return {

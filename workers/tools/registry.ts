@@ -45,8 +45,11 @@ export class ToolRegistry {
     return this.schemaCache;
   }
 
-  /** Runs one tool call and returns its result text; never throws. */
-  async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>): Promise<string> {
+  /**
+   * Runs one tool call and returns its result text; never throws. `signal` (the turn's `/stop`)
+   * aborts the tool's own signal and ends the wait for it at once.
+   */
+  async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<string> {
     const name = call.function.name;
     const tool = this.tools.get(name);
     if (!tool) return `Error: unknown tool "${name}". Available tools: ${[...this.tools.keys()].join(', ')}.`;
@@ -61,26 +64,34 @@ export class ToolRegistry {
       const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
       return `Error: invalid arguments for ${name}: ${issues}`;
     }
-    return this.runWithTimeout(tool, parsed.data, context);
+    return this.runWithTimeout(tool, parsed.data, context, signal);
   }
 
-  private async runWithTimeout(tool: ToolDefinition, args: unknown, context: Omit<ToolContext, 'signal'>): Promise<string> {
+  private async runWithTimeout(tool: ToolDefinition, args: unknown, context: Omit<ToolContext, 'signal'>, stop?: AbortSignal): Promise<string> {
+    if (stop?.aborted) return `Error: tool ${tool.name} was not run: the turn was stopped (/stop).`;
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
+    let onStop: (() => void) | undefined;
+    const ended = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         controller.abort();
         reject(new Error(`timed out after ${timeoutMs} ms`));
       }, timeoutMs);
+      onStop = () => {
+        controller.abort(stop?.reason);
+        reject(new Error('stopped (/stop)'));
+      };
+      stop?.addEventListener('abort', onStop, { once: true });
     });
     try {
-      const result = await Promise.race([Promise.resolve(tool.run(args, { ...context, signal: controller.signal })), timeout]);
+      const result = await Promise.race([Promise.resolve(tool.run(args, { ...context, signal: controller.signal })), ended]);
       return typeof result === 'string' ? result : JSON.stringify(result ?? null);
     } catch (err) {
       return `Error: tool ${tool.name} failed: ${err instanceof Error ? err.message : String(err)}`;
     } finally {
       clearTimeout(timer);
+      if (onStop) stop?.removeEventListener('abort', onStop);
     }
   }
 }
