@@ -1,14 +1,15 @@
-import { toWellFormedText } from '../core/text.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { AssistantMessage, ChatMessage, ToolCall } from '../core/messages.js';
+import type { AssistantMessage, ChatMessage } from '../core/messages.js';
 import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { CallUsage } from '../redis/usage.js';
 import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
+import { toCompletionResult } from './answer.js';
 import { toFailureClass, toLlmError } from './errors.js';
+import { streamCompletion } from './stream.js';
 
 /** A function tool as sent to the model (chat-completions shape). */
 export interface ToolSchema {
@@ -31,6 +32,16 @@ export interface CompletionRequest {
    * and never retries it (`/stop`).
    */
   signal?: AbortSignal;
+  /**
+   * Appended assistant text as it arrives (streamed calls only; well-formed). Only the text of the
+   * attempt that succeeds makes the answer: see {@link CompletionRequest.onRestart}.
+   */
+  onDelta?: (text: string) => void;
+  /**
+   * Called when an attempt that already passed text to `onDelta` failed and the call is tried
+   * again: the text so far is void, the next deltas start the answer afresh.
+   */
+  onRestart?: () => void;
 }
 
 /** The answer of one call. `usage` is null when the provider did not report it. */
@@ -58,6 +69,12 @@ export interface LlmClientOptions {
    * with the other field, which the client then keeps using.
    */
   maxTokensField?: MaxTokensField;
+  /**
+   * Stream answers (`stream: true` with `stream_options.include_usage`). Default true. An endpoint
+   * that refuses streaming by name (400/422 naming `stream`/`stream_options`) or answers a streamed
+   * request with a plain JSON body is asked without streaming from then on (per client).
+   */
+  stream?: boolean;
 }
 
 /** Default timeout of one model call attempt in ms. */
@@ -77,13 +94,23 @@ export interface LlmClient {
 /** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
 export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0 });
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off' });
   const errorContext = { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs };
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
   let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
-  const once = (request: CompletionRequest, field: MaxTokensField) => completeOnce(sdk, request, request.model ?? options.model, field);
+  let streaming = options.stream ?? true;
+  const once = async (request: CompletionRequest, field: MaxTokensField, callLog: Logger): Promise<CompletionResult> => {
+    const model = request.model ?? options.model;
+    if (!streaming) return completeOnce(sdk, request, model, field);
+    const outcome = await streamCompletion(sdk, requestBody(request, model, field), { model, signal: request.signal, idleTimeoutMs: timeoutMs, onDelta: request.onDelta });
+    if (outcome.kind === 'plain') {
+      streaming = false;
+      callLog.warn({ model }, 'endpoint answered a streamed request with a plain body: asking it without streaming from now on');
+    }
+    return outcome.result;
+  };
   return {
     model: options.model,
     timeoutMs,
@@ -92,14 +119,26 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
       const callLog = request.logger ? request.logger.child({ component: 'llm' }) : log;
       let field = limitField;
       let switched = false;
+      let shown = false;
+      const counted = request.onDelta ? { ...request, onDelta: (text: string) => { shown = true; request.onDelta!(text); } } : request;
       for (let attempt = 0; ; attempt++) {
         let error: LlmError;
         try {
-          const result = await once(request, field);
+          const result = await once(counted, field, callLog);
           limitField = field;
           return result;
         } catch (err) {
           error = toLlmError(err, `chat completion with ${model}`, errorContext);
+        }
+        if (shown) {
+          shown = false;
+          request.onRestart?.();
+        }
+        if (streaming && rejectsStreaming(error)) {
+          streaming = false;
+          callLog.warn({ model, status: error.status }, 'endpoint refused streaming, asking again without it (and from now on)');
+          attempt--;
+          continue;
         }
         if (!switched && request.maxTokens && rejectsField(error, field)) {
           switched = true;
@@ -123,14 +162,25 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
 
 /** One attempt of a chat completion. A 200 without an answer is thrown as transient: asked again. */
 async function completeOnce(sdk: OpenAI, request: CompletionRequest, model: string, field: MaxTokensField): Promise<CompletionResult> {
-  const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
-  if (request.tools && request.tools.length > 0) body.tools = request.tools;
-  if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
+  const body: ChatCompletionCreateParamsNonStreaming = requestBody(request, model, field);
   const response = await sdk.chat.completions.create(body, request.signal ? { signal: request.signal } : undefined);
   const choice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
   // A proxy or an overloaded server may answer 200 without an answer: worth asking again.
   if (!choice?.message) throw new LlmError(`chat completion with ${model} returned no choices`, { kind: 'transient' });
-  return { message: toAssistant(choice.message), usage: toUsage(response.usage), finishReason: choice.finish_reason ?? null, model };
+  return toCompletionResult(choice.message, response.usage, choice.finish_reason ?? null, model);
+}
+
+/** The request body both call shapes share. */
+function requestBody(request: CompletionRequest, model: string, field: MaxTokensField): ChatCompletionCreateParamsNonStreaming {
+  const body: ChatCompletionCreateParamsNonStreaming = { model, messages: request.messages as ChatCompletionMessageParam[] };
+  if (request.tools && request.tools.length > 0) body.tools = request.tools;
+  if (request.maxTokens && request.maxTokens > 0) body[field] = request.maxTokens;
+  return body;
+}
+
+/** True when the endpoint refused the request because of streaming itself (it names `stream` or `stream_options`). */
+function rejectsStreaming(error: LlmError): boolean {
+  return (error.status === 400 || error.status === 422) && error.kind === 'permanent' && /\bstream(_options)?\b/i.test(error.message);
 }
 
 function abortedError(model: string, cause: unknown): LlmError {
@@ -140,24 +190,4 @@ function abortedError(model: string, cause: unknown): LlmError {
 /** True when the endpoint refused the request because of the output-limit field itself (by name). */
 function rejectsField(error: LlmError, field: MaxTokensField): boolean {
   return (error.status === 400 || error.status === 422) && error.message.includes(field) && /unsupported|not supported|unknown|unrecogni[sz]ed|not allowed|not permitted|extra/i.test(error.message);
-}
-
-/** The model's answer in our shape, made well-formed: half an emoji would make Redis refuse the commit. */
-function toAssistant(message: OpenAI.Chat.Completions.ChatCompletionMessage): AssistantMessage {
-  const calls: ToolCall[] = [];
-  for (const call of message.tool_calls ?? []) {
-    if (call.type === 'function') calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: toWellFormedText(call.function.arguments ?? '') } });
-  }
-  const out: AssistantMessage = { role: 'assistant', content: message.content == null ? null : toWellFormedText(message.content) };
-  if (calls.length > 0) out.tool_calls = calls;
-  return out;
-}
-
-function toUsage(usage: OpenAI.Completions.CompletionUsage | undefined): CallUsage | null {
-  if (!usage) return null;
-  return {
-    promptTokens: usage.prompt_tokens ?? 0,
-    completionTokens: usage.completion_tokens ?? 0,
-    cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
-  };
 }

@@ -5,6 +5,11 @@
  * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
  * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`. An
  * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400.
+ * A request with `stream: true` is answered as the
+ * real API does: SSE chunks (text in pieces, tool calls by index with their arguments in pieces, a
+ * final usage chunk when `stream_options.include_usage`, then `[DONE]`) — unless the fake is told it
+ * cannot stream (`streaming: 'json'` answers a plain body anyway, `'refuse'` answers 400 naming
+ * `stream_options`, as some OpenAI-compatible servers do).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,12 +24,29 @@ export interface FakeRequest {
   tools: unknown[];
   /** Prompt tokens as the fake counts (and reports) them: messages + tool schemas. */
   promptTokens: number;
+  /** Whether the request asked for a stream. */
+  stream: boolean;
+}
+
+/** How the fake answers streamed requests. */
+export type FakeStreaming = 'sse' | 'json' | 'refuse';
+
+/** How a streamed answer is paced and broken: pieces of text, a delay between chunks, a cut. */
+export interface FakeStreamShape {
+  /** The text's pieces, one per chunk (they must join to `content`). Default: pieces of about 4 characters. */
+  pieces?: string[];
+  /** Wait between chunks, ms. Default 0. */
+  pieceDelayMs?: number;
+  /** Close the connection after this many content chunks (a stream that dies mid-way). */
+  cutAfter?: number;
 }
 
 /** What the fake answers. */
 export type FakeReply =
-  | { content: string; usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number } | null }
-  | { toolCalls: Array<{ name: string; arguments: string | object; id?: string }>; content?: string }
+  | ({ content: string; usage?: { prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number } | null } & FakeStreamShape)
+  | ({ toolCalls: Array<{ name: string; arguments: string | object; id?: string }>; content?: string } & FakeStreamShape)
+  /** Streamed requests only: these SSE `data:` payloads as they are (malformed chunks, an error event). */
+  | { sse: string[] }
   | { status: number; message?: string; code?: string; headers?: Record<string, string> }
   | { contextLength: true }
   /** A body sent as it is (malformed JSON, say), with `status` (default 200). */
@@ -42,6 +64,8 @@ export interface FakeOpenAI {
   baseURL: string;
   requests: FakeRequest[];
   setHandler(handler: FakeHandler): void;
+  /** How streamed requests are answered from now on. Default `sse`. */
+  setStreaming(mode: FakeStreaming): void;
   /** Resolves with the next request for which `predicate` holds (already received ones count). */
   waitForRequest(predicate: (request: FakeRequest) => boolean): Promise<FakeRequest>;
   /** Transcription requests received. */
@@ -65,6 +89,7 @@ export type FakeTranscriptionReply = { text: string } | { status: number; messag
 /** Starts the fake. Default handler: answers `ok`. */
 export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: 'ok' })): Promise<FakeOpenAI> {
   let current = handler;
+  let streaming: FakeStreaming = 'sse';
   const requests: FakeRequest[] = [];
   const waiters: Array<{ predicate: (r: FakeRequest) => boolean; resolve: (r: FakeRequest) => void }> = [];
   const server: Server = createServer((req, res) => {
@@ -76,10 +101,10 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
   let transcriber = (request: FakeTranscription): FakeTranscriptionReply => ({ text: `transcript of ${request.fileName}` });
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if ((req.url ?? '').startsWith('/v1/audio/transcriptions')) return transcribe(req, res, transcriptions, transcriber);
-    const body = JSON.parse(await readBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[] };
+    const body = JSON.parse(await readBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[]; stream?: boolean; stream_options?: { include_usage?: boolean } };
     const tools = body.tools ?? [];
     const promptTokens = countMessageTokens(body.messages) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools)) : 0);
-    const request: FakeRequest = { index: requests.length, model: body.model, messages: body.messages, tools, promptTokens };
+    const request: FakeRequest = { index: requests.length, model: body.model, messages: body.messages, tools, promptTokens, stream: body.stream === true };
     requests.push(request);
     for (const waiter of waiters.splice(0)) {
       if (waiter.predicate(request)) waiter.resolve(request);
@@ -87,9 +112,15 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
     }
     const badImage = invalidImageUrl(body.messages);
     if (badImage) return sendJson(res, 400, { error: { message: `Invalid image URL: ${badImage.slice(0, 60)}. Expected a base64-encoded data URL with an image MIME type or an https URL.`, type: 'invalid_request_error', param: 'messages', code: 'invalid_image_url' } });
+    if (request.stream && streaming === 'refuse') {
+      sendJson(res, 400, { error: { message: 'Unrecognized request argument supplied: stream_options', type: 'invalid_request_error', code: null } });
+      return;
+    }
     let reply = await current(request);
     while ('hold' in reply) reply = await reply.hold;
-    if (!res.destroyed) respond(res, request, reply);
+    if (res.destroyed) return;
+    if (request.stream && streaming === 'sse' && ('content' in reply || 'toolCalls' in reply || 'sse' in reply)) await streamReply(res, request, reply, body.stream_options?.include_usage === true);
+    else respond(res, request, reply);
   };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -99,6 +130,7 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
     transcriptions,
     setTranscriber(next) { transcriber = next; },
     setHandler(next) { current = next; },
+    setStreaming(mode) { streaming = mode; },
     waitForRequest(predicate) {
       const found = requests.find(predicate);
       if (found) return Promise.resolve(found);
@@ -109,6 +141,10 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
 }
 
 function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeReply, { hold: unknown }>): void {
+  if ('sse' in reply) {
+    sendJson(res, 500, { error: { message: 'fake: an `sse` reply needs a streamed request', type: 'server_error', code: null } });
+    return;
+  }
   if ('contextLength' in reply) {
     sendJson(res, 400, { error: { message: `This model's maximum context length is 16000 tokens. However, your messages resulted in ${request.promptTokens} tokens.`, type: 'invalid_request_error', code: 'context_length_exceeded', param: 'messages' } });
     return;
@@ -127,16 +163,9 @@ function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeR
     return;
   }
   const message = 'toolCalls' in reply
-    ? { role: 'assistant', content: reply.content ?? null, tool_calls: reply.toolCalls.map((call, k) => ({ id: call.id ?? `call_${request.index}_${k}`, type: 'function', function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) } })) }
+    ? { role: 'assistant', content: reply.content ?? null, tool_calls: toolCallsOf(request, reply) }
     : { role: 'assistant', content: reply.content };
-  const completion = 'content' in reply && typeof reply.content === 'string' ? countTextTokens(reply.content) : 20;
-  const usageOverride = 'usage' in reply ? reply.usage : undefined;
-  const usage = usageOverride === null ? undefined : {
-    prompt_tokens: usageOverride?.prompt_tokens ?? request.promptTokens,
-    completion_tokens: usageOverride?.completion_tokens ?? completion,
-    total_tokens: (usageOverride?.prompt_tokens ?? request.promptTokens) + completion,
-    prompt_tokens_details: { cached_tokens: usageOverride?.cached_tokens ?? 0 },
-  };
+  const usage = usageOf(request, reply);
   sendJson(res, 200, {
     id: `chatcmpl-${request.index}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: request.model,
     choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
@@ -172,6 +201,58 @@ async function transcribe(req: IncomingMessage, res: ServerResponse, log: FakeTr
   const reply = answer(request);
   if ('status' in reply) return sendJson(res, reply.status, { error: { message: reply.message ?? `fake error ${reply.status}`, type: 'server_error' } });
   sendJson(res, 200, { text: reply.text });
+}
+
+type AnswerReply = Extract<FakeReply, { content: string } | { toolCalls: unknown }>;
+
+function toolCallsOf(request: FakeRequest, reply: Extract<FakeReply, { toolCalls: unknown }>) {
+  return reply.toolCalls.map((call, k) => ({ id: call.id ?? `call_${request.index}_${k}`, type: 'function', function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) } }));
+}
+
+function usageOf(request: FakeRequest, reply: AnswerReply) {
+  const completion = 'content' in reply && typeof reply.content === 'string' ? countTextTokens(reply.content) : 20;
+  const usageOverride = 'usage' in reply ? reply.usage : undefined;
+  return usageOverride === null ? undefined : {
+    prompt_tokens: usageOverride?.prompt_tokens ?? request.promptTokens,
+    completion_tokens: usageOverride?.completion_tokens ?? completion,
+    total_tokens: (usageOverride?.prompt_tokens ?? request.promptTokens) + completion,
+    prompt_tokens_details: { cached_tokens: usageOverride?.cached_tokens ?? 0 },
+  };
+}
+
+/** A streamed answer, chunk by chunk, as the real API sends it. */
+async function streamReply(res: ServerResponse, request: FakeRequest, reply: AnswerReply | { sse: string[] }, includeUsage: boolean): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  if ('sse' in reply) {
+    for (const data of reply.sse) res.write(`data: ${data}\n\n`);
+    res.end();
+    return;
+  }
+  const base = { id: `chatcmpl-${request.index}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: request.model };
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): void => void res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
+  const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, reply.pieceDelayMs ?? 0));
+  chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+  const text = reply.content ?? '';
+  const pieces = reply.pieces ?? (text.match(/[\s\S]{1,4}/gu) ?? []);
+  for (const [k, piece] of pieces.entries()) {
+    if (reply.cutAfter !== undefined && k >= reply.cutAfter) return void res.destroy();
+    await pause();
+    if (res.destroyed) return;
+    chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]);
+  }
+  if ('toolCalls' in reply) {
+    for (const [index, call] of toolCallsOf(request, reply).entries()) {
+      const args = call.function.arguments;
+      const half = Math.ceil(args.length / 2);
+      chunk([{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: args.slice(0, half) } }] }, finish_reason: null }]);
+      await pause();
+      chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(half) } }] }, finish_reason: null }]);
+    }
+  }
+  chunk([{ index: 0, delta: {}, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }]);
+  const usage = usageOf(request, reply);
+  if (includeUsage && usage) chunk([], { usage });
+  res.end('data: [DONE]\n\n');
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
