@@ -51,6 +51,28 @@ export interface OutgoingText {
    * retry: a channel that can make its append idempotent (the web chat) stores the chunk once per id.
    */
   deliveryId?: string;
+  /**
+   * Set on the first chunk of a reply that ends a stream of partial replies (the stream's id): a
+   * channel that shows drafts (the web chat's live bubble) replaces the draft with this message.
+   */
+  streamId?: string;
+}
+
+/** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */
+export interface StreamTarget extends ChatTarget {
+  chatType?: 'private' | 'group';
+}
+
+/** One partial reply to show while the model writes it (streaming). */
+export interface DraftUpdate {
+  /** The id of the reply the turn will commit. */
+  streamId: string;
+  /** This stream's update number at this gateway: 0 starts (or restarts) the draft; later ones add `appended`. */
+  seq: number;
+  /** The whole text so far (unformatted). */
+  text: string;
+  /** What was added since the previous update (the whole text when `seq` is 0). */
+  appended: string;
 }
 
 /** What the platform answered to a successful send. */
@@ -97,6 +119,21 @@ export interface Channel {
    * `CHANNEL_TRANSIENT`, `CHANNEL_PERMANENT`); its message never contains a bot token.
    */
   downloadAttachment?(attachment: Attachment, options: DownloadOptions): Promise<Buffer>;
+  /**
+   * Optional (streaming): shows `draft` as a preview the final message replaces (Telegram's
+   * private-chat drafts, the web chat's live bubble). Resolves false when this chat has no drafts
+   * (the gateway then edits a message in place, when the channel can). `@throws` ChannelError.
+   */
+  sendDraft?(target: StreamTarget, draft: DraftUpdate): Promise<boolean>;
+  /** Optional (streaming): the draft of `streamId` was no reply (tool calls follow, or the call failed): stop showing it. */
+  clearDraft?(target: StreamTarget, streamId: string): Promise<void>;
+  /**
+   * Optional (streaming): replaces the text of a message the bot sent. An unchanged text counts as
+   * done (a retried edit is idempotent). `@throws` ChannelError, like `send`.
+   */
+  editMessage?(target: ChatTarget, messageId: string, message: OutgoingText): Promise<void>;
+  /** Optional (streaming): deletes a message the bot sent; one already gone counts as deleted. `@throws` ChannelError. */
+  deleteMessage?(target: ChatTarget, messageId: string): Promise<void>;
 }
 
 const KIND_TO_CODE: Record<FailureKind, string> = {

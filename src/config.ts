@@ -43,6 +43,12 @@ export interface Config {
     /** Timeout of one model call attempt, ms. */
     timeoutMs: number;
   };
+  /** Streaming replies (partial text while the model writes). */
+  streaming: {
+    enabled: boolean;
+    /** Least time between two partial updates in one Telegram or Discord chat, ms. */
+    editIntervalMs: number;
+  };
   compaction: {
     /** Output reserve subtracted from the window before any threshold, tokens. */
     reservedOutputTokens: number;
@@ -263,6 +269,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
       timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
+    streaming: { enabled: v.CHATGATE_STREAMING as boolean, editIntervalMs: n('CHATGATE_STREAM_EDIT_INTERVAL_MS') },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean },
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },

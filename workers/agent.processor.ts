@@ -25,6 +25,7 @@ import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction-text.js';
+import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {
@@ -40,6 +41,8 @@ export interface AgentDeps {
   metrics?: Metrics;
   /** Reads attachments into the user message and inlines stored images (workers/attachments.ts). Default: files listed by name. */
   attachments?: AttachmentReader;
+  /** Partial replies while the model writes (streaming); default none. */
+  streams?: TurnStreams;
 }
 
 /** Options of the tool loop. */
@@ -130,6 +133,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
   await appendInbound(loop);
+  const stream = deps.streams ? deps.streams(partialTargetOf(loop.turn.sessionId, loop.items)) : null;
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
     const request = await buildRequest(loop);
@@ -140,8 +144,9 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options), ...streamHooks(stream) });
     } catch (err) {
+      await stream?.drop();
       const error = toLlmError(err, 'chat completion');
       if (isTurnStopped(error, loop.signal)) throw error;
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });
@@ -149,6 +154,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
       if (ended === null) continue;
       return ended;
     }
+    await settleStream(stream, result.message);
     await loop.steps.recordAnswer(result);
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;

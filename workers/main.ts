@@ -7,7 +7,8 @@ import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
-import { connectionErrorLogger, createRedis, duplicateRedis } from '../src/redis/client.js';
+import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
+import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
@@ -58,7 +59,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o) }, deadLettered: new Set(), closing: false, stops,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), streams: turnStreams(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
   };
   const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
@@ -87,7 +88,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 
 /** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
-  const llm = createLlmClient(o.llm, { logger });
+  const llm = createLlmClient({ stream: o.streaming, ...o.llm }, { logger });
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
@@ -95,6 +96,11 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   const tools = new ToolRegistry(BUILTIN_TOOLS);
   for (const tool of deps.tools ?? []) tools.register(tool);
   return { llm, compressor, tools };
+}
+
+/** The partial replies of this worker's turns, unless streaming is off. */
+function turnStreams(redis: RedisClient, logger: Logger, o: ResolvedRunWorkerOptions): TurnStreams | undefined {
+  return o.streaming ? createTurnStreams({ redis, logger }, { keyPrefix: o.keyPrefix, intervalMs: o.streamPublishIntervalMs }) : undefined;
 }
 
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */

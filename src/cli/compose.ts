@@ -39,6 +39,8 @@ export function gatewayOptions(config: Config): GatewayOptions {
     transcribeModel: config.attachments.transcribeModel,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
+    streaming: config.streaming.enabled,
+    streamEditIntervalMs: config.streaming.editIntervalMs,
   };
 }
 
@@ -61,6 +63,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
+    streaming: config.streaming.enabled,
   };
 }
 

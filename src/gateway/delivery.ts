@@ -1,4 +1,4 @@
-import type { Channel, ChatTarget, SentMessage } from '../../channels/channel.js';
+import type { Channel, ChatTarget, OutgoingText, SentMessage } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import { markdownToTelegramHtml } from '../core/markdown.js';
@@ -13,6 +13,11 @@ export interface DeliveryDeps {
   channels: ReadonlyMap<ChannelName, Channel>;
   ledger: DeliveryLedger;
   log?: Logger;
+  /**
+   * Streaming (src/gateway/streaming.ts): asked before a reply's first chunk; names the message its
+   * partial is shown in, which the first chunk is edited into instead of being sent. Default none.
+   */
+  streams?: { takeOver(message: OutboundMessage): Promise<string | undefined> };
 }
 
 /** What happened to one reply. */
@@ -56,6 +61,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       const already = await deps.ledger.sentChunks(ref);
       const result: DeliveryResult = { replyId: message.id, chunks: chunks.length, sent: 0, skipped: 0, plainFallbacks: 0, messageIds: [] };
       const replyLog = log.child({ sessionId: message.sessionId, channel: message.channel, replyId: message.id });
+      const streamed = deps.streams && message.kind === 'reply' ? await deps.streams.takeOver(message) : undefined;
       for (const [index, chunk] of chunks.entries()) {
         const previous = already.get(index);
         if (previous !== undefined) {
@@ -64,7 +70,10 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const outcome = await sendChunk(channel, target, chunk, `${message.id}#${index}`, replyLog.child({ chunk: index }));
+        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.streams && message.kind === 'reply' ? { streamId: message.id } : {}) };
+        const outcome = index === 0 && streamed !== undefined
+          ? await editOrSend(channel, target, streamed, chunk, ids, replyLog.child({ chunk: index }))
+          : await sendChunk(channel, target, chunk, ids, replyLog.child({ chunk: index }));
         await deps.ledger.markSent(ref, index, outcome.sent.messageId);
         result.sent++;
         if (outcome.plainFallback) result.plainFallbacks++;
@@ -86,10 +95,34 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, deliveryId: string, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+  return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
+}
+
+/**
+ * Edits the first chunk into the message a partial reply was shown in (the same text again changes
+ * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
+ * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
+ */
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+  if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
+  const edit = channel.editMessage.bind(channel);
+  try {
+    return await formattedOrPlain(channel, chunk, log, async (text, mode) => {
+      await edit(target, messageId, { text, mode });
+      return { messageId };
+    });
+  } catch (err) {
+    if (!(err instanceof ChannelError) || err.retryable) throw err;
+    log.warn({ err, messageId }, 'the partial reply\'s message cannot be edited; sending the reply as a new message');
+    return sendChunk(channel, target, chunk, ids, log);
+  }
+}
+
+async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: Logger, put: (text: string, mode: OutgoingText['mode']) => Promise<SentMessage>): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (chunk.formatted !== undefined) {
     try {
-      return { sent: await channel.send(target, { text: chunk.formatted, mode: 'formatted', deliveryId }), plainFallback: false };
+      return { sent: await put(chunk.formatted, 'formatted'), plainFallback: false };
     } catch (err) {
       const error = toChannelError(err, channel.name);
       if (error.code !== CHANNEL_ERROR_CODES.formatRejected) throw logged(error, log);
@@ -97,7 +130,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
     }
   }
   try {
-    return { sent: await channel.send(target, { text: chunk.plain, mode: 'plain', deliveryId }), plainFallback: chunk.formatted !== undefined };
+    return { sent: await put(chunk.plain, 'plain'), plainFallback: chunk.formatted !== undefined };
   } catch (err) {
     throw logged(toChannelError(err, channel.name), log);
   }

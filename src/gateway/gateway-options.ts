@@ -62,13 +62,17 @@ export interface GatewayOptions {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
+  /** Show the workers' partial replies while the model writes (src/gateway/streaming.ts). Default true. */
+  streaming?: boolean;
+  /** Least time between two partial updates in one Telegram or Discord chat (drafts, edits), ms. Default 1000. */
+  streamEditIntervalMs?: number;
 }
 
 /** The options `startGateway` fills in when they are not given. */
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
   'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels' |
-  'maxAttachmentBytes' | 'attachmentTtlSeconds'>>;
+  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -91,6 +95,8 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   channels: {},
   maxAttachmentBytes: DEFAULT_MAX_ATTACHMENT_BYTES,
   attachmentTtlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS,
+  streaming: true,
+  streamEditIntervalMs: 1000,
 } satisfies GatewayDefaults);
 
 const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
@@ -107,6 +113,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   maxAttachmentBytes: { integer: true, min: 1 },
   attachmentTtlSeconds: { integer: true, min: 1 },
   heartbeatTtlMs: { integer: true, min: 300 },
+  streamEditIntervalMs: { integer: true, min: 0 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -29,6 +29,7 @@ import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { startPendingSweeper } from './sweeper.js';
 import { checkLiveWorkers, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
+import { startGatewayStreaming, type GatewayStreaming } from './streaming.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -170,15 +171,16 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     timeoutMs: o.channelStartTimeoutMs, signal: deps.signal, onProgress: deps.onProgress, onStarting: (stop) => closers.push(stop),
   });
   // Replies go out once every channel can send (and stop first, while the channels still can).
-  await startDelivery(deps, keyPrefix, channelMap, names, closers);
+  await startDelivery(deps, keyPrefix, channelMap, names, closers, o);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
 }
 
 /** The outbound consumer and the typing indicators (driven by the workers' turn signals). */
-async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>): Promise<void> {
+async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
   const { redis, logger, metrics } = deps;
   const typing = createTypingIndicators({ log: logger });
-  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger });
+  const streams = o.streaming ? await startStreaming(deps, keyPrefix, channels, o, closers) : undefined;
+  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, streams });
   const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
   consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
   closers.push(() => consumer.close());
@@ -189,6 +191,16 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
     typing.stopAll();
     await unsubscribe();
   });
+}
+
+/** The partial replies of the workers, shown in the chats (closed after the delivery stopped). */
+async function startStreaming(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>): Promise<GatewayStreaming> {
+  const subscriber = duplicateRedis(deps.redis);
+  subscriber.on('error', (err: Error) => deps.logger.debug({ err }, 'partial replies connection error'));
+  const interval = o.streamEditIntervalMs;
+  const streaming = await startGatewayStreaming({ redis: deps.redis, subscriber, channels, logger: deps.logger }, { keyPrefix, intervalMs: { telegram: interval, discord: interval } });
+  closers.push(() => streaming.close());
+  return streaming;
 }
 
 /** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker is alive (its heartbeat). */

@@ -150,3 +150,16 @@ export function visionNoticeKey(sessionId: string, prefix: string = DEFAULT_KEY_
 export function heartbeatKeys(prefix: string = DEFAULT_KEY_PREFIX): { seen: string; live: (member: string) => string } {
   return { seen: `${prefix}{heartbeats}:seen`, live: (member) => `${prefix}{heartbeats}:live:${member}` };
 }
+
+/** Pub/sub channel of partial replies (streaming): workers publish, every gateway listens. */
+export function partialsChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}partials`;
+}
+
+/**
+ * Hash of the chat message a gateway shows one stream in (`messageId`) and whether its final reply
+ * took it over (`final`), in the session's hash slot: a retried or restarted delivery finds it.
+ */
+export function partialViewKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:partial-view:${streamId}`;
+}

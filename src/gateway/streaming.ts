@@ -1,0 +1,140 @@
+/**
+ * The gateway's side of streaming: listens to the workers' partial replies (src/redis/partials.ts)
+ * and shows each in the chat of a channel this gateway runs (src/gateway/stream-view.ts), then
+ * hands the chat over to the final reply. Best effort throughout: a partial is never retried into
+ * a backlog, and nothing here can fail or hold up a turn or a delivery.
+ *
+ * The final reply is delivered once, by the outbound queue as always: before its first chunk the
+ * delivery asks {@link GatewayStreaming.takeOver}, which stops the stream (locally and, through
+ * the stream's view record in Redis, for good) and names the message the partial is shown in; the
+ * delivery edits the first chunk into that message (an edit repeated after a crash changes
+ * nothing, so it stays idempotent) and sends the rest. A draft (Telegram private chat, web chat)
+ * is replaced by the final message itself. A stream with no update for `idleMs` (its worker died
+ * and no retry took it up) is taken away: a crashed worker's partial text never stays as a reply.
+ */
+import type { Channel } from '../../channels/channel.js';
+import type { ChannelName, OutboundMessage } from '../core/inbound.js';
+import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
+import { createPartialViews, subscribePartials, type PartialUpdate, type PartialViews } from '../redis/partials.js';
+import { StreamView, type ChatPace } from './stream-view.js';
+
+/** Options of {@link startGatewayStreaming}. */
+export interface GatewayStreamingOptions {
+  keyPrefix: string;
+  /** Least time between two partial updates shown in one chat, ms, by channel. Default telegram and discord 1000, web 0. */
+  intervalMs?: Partial<Record<ChannelName, number>>;
+  /** Longest interval a chat that was rate limited slows down to, ms. Default 10 000. */
+  maxIntervalMs?: number;
+  /** A stream without an update for this long is taken away, ms. Default 150 000. */
+  idleMs?: number;
+}
+
+/** The running streaming side of the gateway. */
+export interface GatewayStreaming {
+  /** Stops the stream of `message` (a reply) for good. @returns the message id its partial is shown in, to edit the first chunk into. */
+  takeOver(message: OutboundMessage): Promise<string | undefined>;
+  /** Handles one update (what the subscription calls; tests and embedders may call it too). */
+  onUpdate(update: PartialUpdate): void;
+  /** Stops listening. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_INTERVAL_MS: Record<ChannelName, number> = { telegram: 1000, discord: 1000, web: 0 };
+/** How long a finished stream id is remembered, so a late update for it is ignored, ms. */
+const ENDED_TTL_MS = 10 * 60_000;
+
+interface Live {
+  view: StreamView;
+  run: string;
+  seq: number;
+  lastAtMs: number;
+}
+
+/**
+ * Starts listening on `subscriber` (a dedicated connection: `duplicateRedis(redis)`); `redis`
+ * holds the streams' view records. Channels the gateway does not run are ignored.
+ */
+export async function startGatewayStreaming(
+  deps: { redis: RedisClient; subscriber: RedisClient; channels: ReadonlyMap<ChannelName, Channel>; logger: Logger },
+  options: GatewayStreamingOptions,
+): Promise<GatewayStreaming> {
+  const log = deps.logger.child({ component: 'streaming' });
+  const views = createPartialViews(deps.redis, options.keyPrefix);
+  const registry = createRegistry({ channels: deps.channels, views, log }, options);
+  const unsubscribe = await subscribePartials(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
+  const idleMs = options.idleMs ?? 150_000;
+  const sweeper = setInterval(() => registry.sweep(idleMs), Math.max(1000, Math.floor(idleMs / 4)));
+  sweeper.unref();
+  return {
+    takeOver: (message) => registry.takeOver(message),
+    onUpdate: (update) => registry.onUpdate(update),
+    async close() {
+      clearInterval(sweeper);
+      await unsubscribe();
+    },
+  };
+}
+
+function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; views: PartialViews; log: Logger }, options: GatewayStreamingOptions) {
+  const streams = new Map<string, Live>();
+  const ended = new Map<string, number>();
+  const paces = new Map<string, ChatPace>();
+  const intervalOf = (channel: ChannelName): number => options.intervalMs?.[channel] ?? DEFAULT_INTERVAL_MS[channel];
+  const maxIntervalMs = options.maxIntervalMs ?? 10_000;
+  const paceOf = (update: PartialUpdate): ChatPace => {
+    const key = `${update.channel}:${update.chatId}`;
+    let pace = paces.get(key);
+    if (!pace) paces.set(key, (pace = { intervalMs: intervalOf(update.channel), nextAtMs: 0 }));
+    return pace;
+  };
+
+  const liveFor = (update: PartialUpdate): Live | undefined => {
+    const existing = streams.get(update.streamId);
+    if (existing) return existing;
+    const channel = deps.channels.get(update.channel);
+    if (!channel || (!channel.sendDraft && !channel.editMessage)) return undefined;
+    const baseIntervalMs = intervalOf(update.channel);
+    const view = new StreamView({ channel, views: deps.views, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
+    const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now() };
+    streams.set(update.streamId, live);
+    return live;
+  };
+
+  return {
+    onUpdate(update: PartialUpdate): void {
+      if (ended.has(update.streamId)) return;
+      const live = liveFor(update);
+      if (!live) return;
+      const restart = update.run !== live.run;
+      // Pub/sub keeps one publisher's order; an older update of the same run is stale.
+      if (!restart && update.seq <= live.seq) return;
+      live.run = update.run;
+      live.seq = update.seq;
+      live.lastAtMs = Date.now();
+      if (update.state === 'dropped') live.view.drop();
+      else live.view.show(update.text, restart);
+    },
+    async takeOver(message: OutboundMessage): Promise<string | undefined> {
+      ended.set(message.id, Date.now());
+      const live = streams.get(message.id);
+      streams.delete(message.id);
+      const local = live ? await live.view.takeOver() : undefined;
+      // The record in Redis stops any other gateway's view, and knows the message after a crash.
+      const recorded = await deps.views.markFinal(message.sessionId, message.id);
+      return recorded.messageId ?? local;
+    },
+    sweep(idleMs: number): void {
+      const now = Date.now();
+      for (const [streamId, live] of streams) {
+        if (now - live.lastAtMs < idleMs) continue;
+        deps.log.info({ streamId, sessionId: live.view.partial.sessionId }, 'partial reply abandoned (no update, no final reply): taken away');
+        live.view.drop();
+        live.lastAtMs = now;
+        // Forgotten at the next sweep, once its drop had its turn.
+        if (live.view.text === '') streams.delete(streamId);
+      }
+      for (const [streamId, atMs] of ended) if (now - atMs > ENDED_TTL_MS) ended.delete(streamId);
+    },
+  };
+}
