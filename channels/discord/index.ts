@@ -10,6 +10,7 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadDiscordAttachment } from './files.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
+import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */
@@ -103,6 +104,8 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
       await sendDiscordTyping(client.rest, target);
     },
     downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download),
+    editMessage: (target, messageId, message) => editDiscordText(client.rest, target, messageId, message),
+    deleteMessage: (target, messageId) => deleteDiscordMessage(client.rest, target, messageId),
   };
 }
 

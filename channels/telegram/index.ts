@@ -17,6 +17,7 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
+import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './stream.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
 
@@ -126,6 +127,10 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
       await sendTelegramTyping(bot.api, target);
     },
     downloadAttachment: (attachment, download) => downloadTelegramFile(bot.api, resolved.apiRoot, resolved.token, attachment, download),
+    sendDraft: (target, draft) => sendTelegramDraft(bot.api, target, draft),
+    clearDraft: (target, streamId) => clearTelegramDraft(bot.api, target, streamId),
+    editMessage: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),
+    deleteMessage: (target, messageId) => deleteTelegramMessage(bot.api, target, messageId),
     webhookHandler() {
       return createWebhookHandler(bot, mode, resolved, { log, failures });
     },

@@ -25,6 +25,8 @@ export interface WebReply {
    * gateway's delivery: every chunk of one reply shares it, and the history names the answer by it.
    */
   replyId?: string;
+  /** The stream this reply ends (its first chunk): the page replaces that stream's live bubble with it. */
+  streamId?: string;
   /** In-memory store only: its boot id. */
   epoch?: string;
   /** In-memory store only: the reply's number within {@link WebReply.epoch}. */
@@ -65,7 +67,7 @@ export interface ConversationStore {
   /** This store's boot id (random, `[0-9a-f]{12}`). */
   readonly epoch: string;
   /** Appends a reply and wakes the conversation's listeners. */
-  append(conversationId: string, text: string, format: WebReply['format'], replyId?: string): MemoryReply;
+  append(conversationId: string, text: string, format: WebReply['format'], replyId?: string, streamId?: string): MemoryReply;
   /** Wakes the listeners with a typing hint (not stored). */
   typing(conversationId: string): void;
   /** Buffered replies after the cursor: all of them when the cursor is of another epoch. */
@@ -116,10 +118,10 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
 
   return {
     epoch,
-    append(conversationId, text, format, replyId) {
+    append(conversationId, text, format, replyId, streamId) {
       const conversation = get(conversationId);
       const seq = ++lastSeq;
-      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), ...(replyId ? { replyId } : {}), epoch, seq };
+      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), ...(replyId ? { replyId } : {}), ...(streamId ? { streamId } : {}), epoch, seq };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
       notify(conversation, { type: 'message', reply });

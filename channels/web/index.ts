@@ -14,6 +14,7 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
+import { DraftHub, type DraftDelta } from './drafts.js';
 import { historyRoute, type TranscriptSource } from './history.js';
 import { mountChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
@@ -106,7 +107,8 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     : createMemoryReplyStore(resolved);
   const state: { onMessage?: InboundHandler } = {};
   const uploads = new Map<string, Buffer>();
-  const app = createApp(store, () => state.onMessage, resolved, log, { guard: deps.guard, readTranscript: deps.readTranscript, uploads });
+  const drafts = new DraftHub();
+  const app = createApp({ store, drafts }, () => state.onMessage, resolved, log, { guard: deps.guard, readTranscript: deps.readTranscript, uploads });
 
   return {
     name: 'web',
@@ -126,7 +128,8 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
       try {
-        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', message.deliveryId);
+        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', message.deliveryId, message.streamId);
+        if (message.streamId) drafts.close(target.chatId, message.streamId);
         return { messageId: reply.id };
       } catch (err) {
         throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
@@ -138,12 +141,27 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async downloadAttachment(attachment, download) {
       return uploadedBytes(uploads, attachment, download.maxBytes);
     },
+    async sendDraft(target, draft) {
+      if (!ID_RE.test(target.chatId)) return false;
+      drafts.update(target.chatId, { streamId: draft.streamId, seq: draft.seq, text: draft.seq === 0 ? draft.text : draft.appended });
+      return true;
+    },
+    async clearDraft(target, streamId) {
+      drafts.close(target.chatId, streamId, true);
+    },
   };
 }
 
+/** What the routes read: the replies, and this process's live drafts. */
+interface Live {
+  store: ReplyStore;
+  drafts: DraftHub;
+}
+
 /** The routes: the page and the JSON API. */
-function createApp(store: ReplyStore, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, parts: { guard?: MiddlewareHandler; readTranscript?: TranscriptSource; uploads: Map<string, Buffer> }): Hono {
+function createApp(live: Live, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, parts: { guard?: MiddlewareHandler; readTranscript?: TranscriptSource; uploads: Map<string, Buffer> }): Hono {
   const { guard, readTranscript, uploads } = parts;
+  const { store } = live;
   const app = new Hono();
   if (guard) {
     app.use('/chat', guard);
@@ -163,27 +181,37 @@ function createApp(store: ReplyStore, handler: () => InboundHandler | undefined,
   // A form with a file may be as large as the file limit plus the other fields.
   const uploadLimit = bodyLimit({ maxSize: options.maxUploadBytes + options.maxBodyBytes, onError: (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413) });
   app.post('/api/chat/:conversationId/messages', (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
-  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, store, options, log));
-  app.get('/api/chat/:conversationId/events', (c) => events(c, store, options, log));
+  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
+  app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));
   app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));
   return app;
 }
 
-/** GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one if none. */
-async function longPoll(c: Context, store: ReplyStore, options: ResolvedWebChannelOptions, log: Logger): Promise<Response> {
+/**
+ * GET /api/chat/:id/messages?after=<cursor>&timeoutMs= — replies after the cursor, waiting for one
+ * if none; a change of the reply being written ends the wait too. `partial`: that reply's text so
+ * far, while it is written and its final message is not there.
+ */
+async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: Logger): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
+  const changed = new AbortController();
+  const unlisten = drafts.listen(conversationId, () => changed.abort());
   try {
-    const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: c.req.raw.signal });
-    return c.json({ messages: page.replies, ...(page.epoch === undefined ? {} : { epoch: page.epoch }), next: page.next });
+    const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: AbortSignal.any([c.req.raw.signal, changed.signal]) });
+    for (const reply of page.replies) if (reply.streamId) drafts.close(conversationId, reply.streamId);
+    const partial = drafts.open(conversationId);
+    return c.json({ messages: page.replies, ...(page.epoch === undefined ? {} : { epoch: page.epoch }), next: page.next, ...(partial ? { partial } : {}) });
   } catch (err) {
     log.warn({ err, conversationId }, 'web replies not readable');
     return c.json({ error: 'replies not available; retry' }, 503);
+  } finally {
+    unlisten();
   }
 }
 
 /** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams. */
-function events(c: Context, store: ReplyStore, options: ResolvedWebChannelOptions, log: Logger): Response {
+function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: Logger): Response {
   const conversationId = c.req.param('conversationId')!;
   const lastEventId = c.req.header('last-event-id');
   const after = lastEventId !== undefined && isCursor(lastEventId) ? lastEventId : c.req.query('after');
@@ -196,10 +224,16 @@ function events(c: Context, store: ReplyStore, options: ResolvedWebChannelOption
       wake?.();
     };
     const unlisten = store.listen(conversationId, push);
+    const unlistenDrafts = drafts.listen(conversationId, (delta) => push({ type: 'delta', delta }));
+    const open = drafts.open(conversationId);
+    if (open) push({ type: 'delta', delta: { streamId: open.streamId, seq: 0, text: open.text } });
     const keepAlive = setInterval(() => push({ type: 'keep-alive' }), options.keepAliveMs);
     stream.onAbort(() => push({ type: 'closed' }));
     const reading = new AbortController();
-    const pump = pumpReplies({ store, log, push }, conversationId, after, { waitMs: options.keepAliveMs, signal: reading.signal });
+    const pump = pumpReplies({ store, log, push: (item) => {
+      if (item.type === 'message' && item.reply.streamId) drafts.close(conversationId, item.reply.streamId);
+      push(item);
+    } }, conversationId, after, { waitMs: options.keepAliveMs, signal: reading.signal });
     try {
       for (;;) {
         const item = queue.shift();
@@ -211,12 +245,14 @@ function events(c: Context, store: ReplyStore, options: ResolvedWebChannelOption
         if (item.type === 'closed') return;
         if (item.type === 'keep-alive') await stream.write(': keep-alive\n\n');
         else if (item.type === 'typing') await stream.writeSSE({ event: 'typing', data: '{}' });
+        else if (item.type === 'delta') await stream.writeSSE({ event: 'delta', data: JSON.stringify(item.delta) });
         else await stream.writeSSE({ event: 'message', id: item.reply.cursor, data: JSON.stringify(item.reply) });
       }
     } finally {
       reading.abort();
       clearInterval(keepAlive);
       unlisten();
+      unlistenDrafts();
       await pump;
     }
   });
@@ -241,7 +277,7 @@ async function pumpReplies(deps: { store: ReplyStore; log: Logger; push: (item: 
 }
 
 /** What the SSE loop writes: replies, hints, keep-alive comments. */
-type StreamItem = { type: 'message'; reply: WebReply } | ReplyHint | { type: 'keep-alive' };
+type StreamItem = { type: 'message'; reply: WebReply } | ReplyHint | { type: 'keep-alive' } | { type: 'delta'; delta: DraftDelta };
 
 /** The bytes of a file posted with a message still being handled (the gateway's attachment step asks for them). */
 function uploadedBytes(uploads: Map<string, Buffer>, attachment: Attachment, maxBytes: number): Buffer {

@@ -80,15 +80,15 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   };
 
   return {
-    async append(conversationId, text, format, deliveryId) {
+    async append(conversationId, text, format, deliveryId, streamId) {
       const at = Date.now();
       // One script: the append is its own delivery record and wakes the conversation's waiting readers on
       // every gateway (a retried delivery wakes them again) — see append-web-reply-1.lua.
       const wake = [webRepliesChannel(resolved.keyPrefix), conversationId];
-      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...(deliveryId ? { deliveryId } : {}) };
+      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...(deliveryId ? { deliveryId } : {}), ...(streamId ? { streamId } : {}) };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
-      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...(deliveryId ? ['delivery', deliveryId] : [])]]);
+      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...(deliveryId ? ['delivery', deliveryId] : []), ...(streamId ? ['stream', streamId] : [])]]);
     },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
@@ -123,6 +123,7 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
   };
   const at = Number(value('at'));
   const replyId = replyIdOf(value('delivery'));
+  const streamId = value('stream');
   return {
     id: `web:${conversationId}:${id}`,
     cursor: id,
@@ -130,5 +131,6 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
     format: value('format') === 'markdown' ? 'markdown' : 'text',
     at: Number.isFinite(at) ? at : Number(id.split('-')[0]),
     ...(replyId ? { replyId } : {}),
+    ...(streamId ? { streamId } : {}),
   };
 }

@@ -31,8 +31,9 @@ export interface ReplyStore {
   /**
    * Appends a reply; every reader of the conversation (on any gateway sharing the store) sees it.
    * With `deliveryId`, the Redis store appends once per id (a retried delivery gets the first reply back).
+   * `streamId`: the stream of partial replies this reply ends.
    */
-  append(conversationId: string, text: string, format: WebReply['format'], deliveryId?: string): Promise<WebReply>;
+  append(conversationId: string, text: string, format: WebReply['format'], deliveryId?: string, streamId?: string): Promise<WebReply>;
   /** Replies after `after` (a cursor; absent or unknown = the whole buffer), waiting up to `timeoutMs` for one. */
   read(conversationId: string, after: string | undefined, options: ReadOptions): Promise<ReplyPage>;
   /** Tells this process's hint listeners of the conversation that the bot is typing (best effort, not stored). */
@@ -67,8 +68,8 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
   };
   let waiting = 0;
   return {
-    async append(conversationId, text, format, deliveryId) {
-      return store.append(conversationId, text, format, replyIdOf(deliveryId));
+    async append(conversationId, text, format, deliveryId, streamId) {
+      return store.append(conversationId, text, format, replyIdOf(deliveryId), streamId);
     },
     async read(conversationId, after, options) {
       const ready = page(conversationId, after);

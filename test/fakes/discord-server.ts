@@ -4,8 +4,10 @@
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
  * heartbeat ACK, MESSAGE_CREATE on demand. REST: /gateway/bot, /users/@me, GET /channels/:id,
  * POST /channels/:id/messages (2000-character limit; scripted 429s with retry_after),
- * POST /channels/:id/typing (204 without a content type), and a CDN route serving attachments
- * (`/attachments/<channel>/<id>/<filename>`, no bot token, as the real CDN). Records every call.
+ * PATCH and DELETE /channels/:id/messages/:id (the message must exist: 10008 Unknown Message; the
+ * same 2000-character limit), POST /channels/:id/typing (204 without a content type), and a CDN
+ * route serving attachments (`/attachments/<channel>/<id>/<filename>`, no bot token, as the real
+ * CDN). Records every call and keeps the current content of every message the bot sent (`messageContent`).
  */
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -62,6 +64,8 @@ export class FakeDiscordServer extends EventEmitter {
   private readonly heartbeatIntervalMs: number;
   private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
   private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
+  /** Current content of every message the bot sent, by message id (deleted ones removed). */
+  readonly messages = new Map<string, string>();
   private nextId = 1n;
   private readonly cdn = new Map<string, Buffer>();
   /** CDN paths served. */
@@ -169,6 +173,11 @@ export class FakeDiscordServer extends EventEmitter {
     }
   }
 
+  /** The current content of message `messageId`, or undefined (never sent, or deleted). */
+  messageContent(messageId: string): string | undefined {
+    return this.messages.get(messageId);
+  }
+
   /** Resolves once a gateway payload with `op` has been received `count` times. */
   async waitForGateway(op: number, count = 1): Promise<void> {
     while (this.gatewayReceived.filter((payload) => payload.op === op).length < count) await once(this, 'gateway');
@@ -247,6 +256,8 @@ export class FakeDiscordServer extends EventEmitter {
 
   private route(method: string, path: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
     const channel = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
+    const oneMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (oneMessage) return this.routeMessage(method, oneMessage[1]!, oneMessage[2]!, body, res);
     if (method === 'GET' && path === '/gateway/bot') {
       const url = this.apiRoot.replace(/^http/, 'ws').replace(/\/api$/, '');
       return json(res, 200, { url, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
@@ -264,14 +275,31 @@ export class FakeDiscordServer extends EventEmitter {
     json(res, 405, { message: '405: Method Not Allowed', code: 0 });
   }
 
+  /** PATCH (edit) and DELETE of one message the bot sent. */
+  private routeMessage(method: string, channelId: string, messageId: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
+    if (!channelObject(channelId)) return json(res, 404, { message: 'Unknown Channel', code: 10003 });
+    if (!this.messages.has(messageId)) return json(res, 404, { message: 'Unknown Message', code: 10008 });
+    if (method === 'DELETE') {
+      this.messages.delete(messageId);
+      res.writeHead(204);
+      return void res.end();
+    }
+    if (method !== 'PATCH') return json(res, 405, { message: '405: Method Not Allowed', code: 0 });
+    const content = String(body?.content ?? '');
+    const refused = contentProblem(content);
+    if (refused) return json(res, 400, refused);
+    this.messages.set(messageId, content);
+    json(res, 200, messageObject(messageId, channelId, content, true));
+  }
+
   private createMessage(channelId: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
     const content = String(body?.content ?? '');
-    if (content === '') return json(res, 400, { message: 'Cannot send an empty message', code: 50006 });
-    if ([...content].length > MAX_CONTENT) {
-      return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
-    }
+    const refused = contentProblem(content);
+    if (refused) return json(res, 400, refused);
+    const id = this.snowflake();
+    this.messages.set(id, content);
     json(res, 200, {
-      id: this.snowflake(), channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
+      id, channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
       edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
       message_reference: body?.message_reference,
     });
@@ -281,6 +309,20 @@ export class FakeDiscordServer extends EventEmitter {
 /** Starts a {@link FakeDiscordServer} on a free port. */
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscordServer> {
   return new FakeDiscordServer(options).listen();
+}
+
+/** What Discord answers to a message content it refuses: empty (50006), over 2000 characters (50035). */
+function contentProblem(content: string): Record<string, unknown> | undefined {
+  if (content === '') return { message: 'Cannot send an empty message', code: 50006 };
+  if ([...content].length > MAX_CONTENT) return { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } };
+  return undefined;
+}
+
+function messageObject(id: string, channelId: string, content: string, edited: boolean): Record<string, unknown> {
+  return {
+    id, channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
+    edited_timestamp: edited ? new Date().toISOString() : null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
+  };
 }
 
 function user(id: string, username: string, bot: boolean): Record<string, unknown> {

@@ -2,10 +2,13 @@
  * A fake Telegram Bot API server: real HTTP on 127.0.0.1, port 0. Speaks enough of the Bot API
  * for grammY (`new Bot(token, { client: { apiRoot } })`): getMe, getUpdates with real long-poll
  * semantics (held until an update is pushed or the timeout passes; `offset` confirms), sendMessage
- * (validates Telegram HTML and the 4096 limit), sendChatAction, editMessageText, setMyCommands,
+ * (validates Telegram HTML and the 4096 limit), sendChatAction, editMessageText (refuses an
+ * unchanged text with 400 "message is not modified", a message it never sent, too long or bad
+ * HTML), deleteMessage, sendMessageDraft (private chats only, 0–4096 characters), setMyCommands,
  * deleteWebhook, setWebhook, getFile and the file download route `/file/bot<token>/<file_path>`
- * (like the cloud Bot API, getFile refuses files over 20 MB with 400 "file is too big"). Records
- * every call; can be told to fail the next calls of a method.
+ * (like the cloud Bot API, getFile refuses files over 20 MB with 400 "file is too big"). Keeps the
+ * current text of every message it sent (`messageText`). Records every call; can be told to fail
+ * the next calls of a method.
  * Like the real Bot API, it answers 403 to any send into the chat of a user who blocked the bot,
  * and 400 to a send into a forum topic that was deleted.
  */
@@ -38,7 +41,7 @@ export interface FakeTelegramOptions {
 
 const TELEGRAM_HTML_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span', 'tg-emoji']);
 const MAX_TEXT = 4096;
-const SEND_METHODS = new Set(['sendMessage', 'sendChatAction', 'editMessageText', 'sendMessageDraft']);
+const SEND_METHODS = new Set(['sendMessage', 'sendChatAction', 'editMessageText', 'sendMessageDraft', 'deleteMessage']);
 
 /** The running fake; see the module comment. */
 export class FakeTelegramServer extends EventEmitter {
@@ -53,6 +56,8 @@ export class FakeTelegramServer extends EventEmitter {
   private readonly files = new Map<string, { bytes: Buffer; path: string; size: number }>();
   /** File downloads served (`/file/bot<token>/…`), by file_path. */
   readonly downloads: string[] = [];
+  /** Current text of every message the bot sent, by `<chat_id>:<message_id>` (deleted ones removed). */
+  readonly messages = new Map<string, string>();
   private nextUpdateId = 1;
   private nextMessageId = 1000;
   private server!: Server;
@@ -139,6 +144,11 @@ export class FakeTelegramServer extends EventEmitter {
     }
   }
 
+  /** The current text of message `messageId` in `chatId`, or undefined (never sent, or deleted). */
+  messageText(chatId: number | string, messageId: number | string): string | undefined {
+    return this.messages.get(`${chatId}:${messageId}`);
+  }
+
   /** Pending (unconfirmed) update ids. */
   pendingUpdateIds(): number[] {
     return this.updates.map((update) => update.update_id);
@@ -177,7 +187,11 @@ export class FakeTelegramServer extends EventEmitter {
       case 'sendMessage':
         return this.sendMessage(params);
       case 'editMessageText':
-        return { value: { message_id: Number(params.message_id), date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text: params.text } };
+        return this.editMessageText(params);
+      case 'deleteMessage':
+        return this.messages.delete(`${String(params.chat_id)}:${String(params.message_id)}`) ? { value: true } : { errorCode: 400, description: 'Bad Request: message to delete not found' };
+      case 'sendMessageDraft':
+        return this.sendMessageDraft(params);
       case 'getFile':
         return this.getFile(params);
       case 'setMyCommands':
@@ -228,7 +242,33 @@ export class FakeTelegramServer extends EventEmitter {
       if (problem) return { errorCode: 400, description: `Bad Request: can't parse entities: ${problem}` };
     }
     const message = { message_id: this.nextMessageId++, date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text };
+    this.messages.set(`${String(params.chat_id)}:${message.message_id}`, text);
     return { value: message };
+  }
+
+  /** As the real Bot API: the message must exist, the text must change, fit and parse. */
+  private editMessageText(params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    const key = `${String(params.chat_id)}:${String(params.message_id)}`;
+    const text = String(params.text ?? '');
+    const current = this.messages.get(key);
+    if (current === undefined) return { errorCode: 400, description: 'Bad Request: message to edit not found' };
+    if (text.trim() === '') return { errorCode: 400, description: 'Bad Request: message text is empty' };
+    if (text.length > MAX_TEXT) return { errorCode: 400, description: 'Bad Request: MESSAGE_TOO_LONG' };
+    if (params.parse_mode === 'HTML') {
+      const problem = htmlProblem(text);
+      if (problem) return { errorCode: 400, description: `Bad Request: can't parse entities: ${problem}` };
+    }
+    if (text === current) return { errorCode: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };
+    this.messages.set(key, text);
+    return { value: { message_id: Number(params.message_id), date: now(), edit_date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text } };
+  }
+
+  /** Drafts exist only in private chats (positive chat ids); text of 0–4096 characters; a non-zero draft id. */
+  private sendMessageDraft(params: Record<string, unknown>): { value: unknown } | TelegramFailure {
+    if (!(Number(params.chat_id) > 0)) return { errorCode: 400, description: 'Bad Request: TEXTDRAFT_PEER_INVALID' };
+    if (!Number.isInteger(Number(params.draft_id)) || Number(params.draft_id) === 0) return { errorCode: 400, description: 'Bad Request: draft_id must be non-zero' };
+    if (String(params.text ?? '').length > MAX_TEXT) return { errorCode: 400, description: 'Bad Request: text is too long' };
+    return { value: true };
   }
 
   private getUpdates(res: ServerResponse, params: Record<string, unknown>): void {

@@ -4,13 +4,14 @@
   append and its delivery ledger write does not append the chunk again when the reply is retried.
 
   Input:
-    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery])
+    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery][, stream])
 
     ARGV[1] options, JSON: {
               "maxLen": integer > 0,       -- entries kept (XADD MAXLEN ~); also how far back ids are looked for
               "ttlSeconds": integer > 0,   -- the stream's lifetime after this write
               "atMs": number,
               "deliveryId": string,        -- optional: the chunk's stable delivery id
+              "streamId": string,          -- optional: the stream of partial replies this reply ends
               "wake": [channel, message]   -- optional: published after the append (and on a repeat), so
                                            -- waiting readers on every gateway wake with the write itself
             }
@@ -29,6 +30,8 @@ if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ER
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end
 if not at then return redis.error_reply('ERR appendWebReply: atMs must be a number') end
 if delivery ~= nil and (type(delivery) ~= 'string' or delivery == '') then return redis.error_reply('ERR appendWebReply: deliveryId must be a non-empty string') end
+local streamId = opts['streamId']
+if streamId ~= nil and (type(streamId) ~= 'string' or streamId == '') then return redis.error_reply('ERR appendWebReply: streamId must be a non-empty string') end
 local wake = opts['wake']
 if wake ~= nil and (type(wake) ~= 'table' or type(wake[1]) ~= 'string' or type(wake[2]) ~= 'string') then return redis.error_reply('ERR appendWebReply: wake must be [channel, message]') end
 if type(ARGV[2]) ~= 'string' or (ARGV[3] ~= 'markdown' and ARGV[3] ~= 'text') then return redis.error_reply('ERR appendWebReply: text and format (markdown or text) are required') end
@@ -45,12 +48,16 @@ if delivery then
     end
   end
 end
-local id
+local fields = { 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at) }
 if delivery then
-  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at), 'delivery', delivery)
-else
-  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at))
+  fields[#fields + 1] = 'delivery'
+  fields[#fields + 1] = delivery
 end
+if streamId then
+  fields[#fields + 1] = 'stream'
+  fields[#fields + 1] = streamId
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))
 redis.call('EXPIRE', KEYS[1], ttl)
 if wake then redis.call('PUBLISH', wake[1], wake[2]) end
 return { id, 1 }
