@@ -21,7 +21,8 @@ const BOT = FAKE_DISCORD_IDS.bot;
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
   const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
-  stack = await startStack({ channels: { list: [channel] }, handler, env });
+  // These tests count the messages posted; partial replies (edited in place) are tested in streaming-discord.
+  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_STREAMING: 'false', ...env } });
   return stack;
 }
 

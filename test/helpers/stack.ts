@@ -6,7 +6,7 @@ import { readerFor } from '../../src/cli/sessions.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import type { GatewayChannels } from '../../src/gateway/channels.js';
-import { runWorker, type RunningWorker } from '../../workers/main.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeHandler, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 
@@ -30,7 +30,7 @@ export function isSummaryRequest(request: FakeRequest): boolean {
 }
 
 /** Starts the stack. `handler` answers agent requests; summariser requests get `summary`'s answer (default a short summary). */
-export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; summary?: FakeHandler; env?: Record<string, string> }): Promise<Stack> {
+export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; summary?: FakeHandler; env?: Record<string, string>; worker?: Partial<RunWorkerOptions> }): Promise<Stack> {
   const t = createTestRedis();
   const summary: FakeHandler = options.summary ?? (() => ({ content: 'Goal: help the user. Active state: conversation summarised.' }));
   const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? summary(request) : options.handler(request)));
@@ -46,7 +46,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
-    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments, compactionNotice: config.compaction.notice,
+    threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments, compactionNotice: config.compaction.notice, ...options.worker,
   });
   return {
     t, llm, config, metrics, gateway, worker,

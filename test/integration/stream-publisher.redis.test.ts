@@ -1,0 +1,154 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { duplicateRedis } from '../../src/redis/client.js';
+import { sessionKeys } from '../../src/redis/keys.js';
+import { subscribePartials, type PartialUpdate } from '../../src/redis/partials.js';
+import { replyJobId } from '../../src/queue/names.js';
+import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import { readUsage } from '../../src/redis/usage.js';
+import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import { createTurnStreams } from '../../workers/stream-publisher.js';
+import { createSilentLogger } from '../../src/log.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+
+const SESSION = 'telegram:42';
+let n = 0;
+
+function inbound(text: string): InboundMessage {
+  n++;
+  return { id: `telegram:42:${n}`, channel: 'telegram', chatId: '42', chatType: 'private', userId: '42', userName: 'Ada', text, attachments: [], receivedAt: Date.now() };
+}
+
+/** Every update of one stream is a longer text of the same run, or starts a new run at seq 0. */
+function expectOrdered(updates: PartialUpdate[]): void {
+  for (let i = 1; i < updates.length; i++) {
+    const [before, now] = [updates[i - 1]!, updates[i]!];
+    if (now.run === before.run) {
+      expect(now.seq).toBe(before.seq + 1);
+      if (now.state === 'open' && before.state === 'open') expect(now.text.startsWith(before.text)).toBe(true);
+    } else {
+      expect(now.seq).toBe(0);
+    }
+  }
+}
+
+describe('partial replies from the worker', () => {
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let worker: RunningWorker | null;
+  let producer: TurnProducer;
+  let out: OutboundCollector;
+  let updates: PartialUpdate[];
+  let unsubscribe: () => Promise<void>;
+
+  const start = async (options: Partial<RunWorkerOptions> = {}) => {
+    worker = await runWorker({ redis: t.redis }, {
+      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
+      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
+      streamPublishIntervalMs: 20, ...options,
+    });
+  };
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    fake = await startFakeOpenAI();
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    out = await collectOutbound(t);
+    worker = null;
+    updates = [];
+    unsubscribe = await subscribePartials(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
+  });
+  afterEach(async () => {
+    await unsubscribe();
+    await worker?.close();
+    await out.close();
+    await producer.close();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('publishes the reply being written, throttled and in order, under the id of the reply it becomes; usage counts as without streaming', async () => {
+    const text = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+    fake.setHandler(() => ({ content: text, pieceDelayMs: 3 }));
+    await start();
+    const message = inbound('hi');
+    await producer.submitInbound(message);
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]).toMatchObject({ id: replyJobId([message.id], 'reply'), text, kind: 'reply' });
+    const mine = updates.filter((u) => u.streamId === out.replies[0]!.id);
+    expect(mine.length).toBeGreaterThan(0);
+    // 54 text chunks arrive; publishing at most every 20 ms sends far fewer updates.
+    expect(mine.length).toBeLessThan(54);
+    expect(mine[0]).toMatchObject({ sessionId: SESSION, channel: 'telegram', chatId: '42', chatType: 'private', seq: 0, state: 'open' });
+    expectOrdered(mine);
+    for (const update of mine) expect(text.startsWith(update.text)).toBe(true);
+    expect(fake.requests[0]!.stream).toBe(true);
+    const usage = await readUsage(t.redis, sessionKeys(SESSION, t.keyPrefix));
+    expect(usage).toMatchObject({ calls: 1, promptTokens: fake.requests[0]!.promptTokens });
+    expect(usage.completionTokens).toBeGreaterThan(0);
+  });
+
+  it('drops the text of a round that turns into tool calls; the final round streams afresh at seq 0', async () => {
+    fake.setHandler((request) => request.index === 0
+      ? { content: 'Let me check the time first.', toolCalls: [{ name: 'current_time', arguments: {} }], pieceDelayMs: 2 }
+      : { content: 'It is late, go to bed.', pieceDelayMs: 2 });
+    await start();
+    await producer.submitInbound(inbound('what time is it?'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]!.text).toBe('It is late, go to bed.');
+    const dropped = updates.findIndex((u) => u.state === 'dropped');
+    expect(dropped).toBeGreaterThan(0);
+    expect(updates.slice(0, dropped).every((u) => 'Let me check the time first.'.startsWith(u.text))).toBe(true);
+    const after = updates.slice(dropped + 1);
+    expect(after[0]).toMatchObject({ seq: 0, state: 'open' });
+    expect(after[0]!.run).not.toBe(updates[dropped]!.run);
+    expect(after.every((u) => 'It is late, go to bed.'.startsWith(u.text))).toBe(true);
+    expectOrdered(updates);
+  });
+
+  it('restarts the stream at seq 0 when a call dies mid-stream and is retried: the dead attempt\'s text never reaches the reply', async () => {
+    fake.setHandler((request) => request.index === 0 ? { content: 'DEAD ATTEMPT TEXT that never finishes', cutAfter: 4, pieceDelayMs: 15 } : { content: 'the real answer', pieceDelayMs: 2 });
+    await start();
+    await producer.submitInbound(inbound('hello'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]!.text).toBe('the real answer');
+    const runs = [...new Set(updates.map((u) => u.run))];
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    const lastRun = updates.filter((u) => u.run === runs.at(-1));
+    expect(lastRun[0]!.seq).toBe(0);
+    expect(lastRun.every((u) => !u.text.includes('DEAD'))).toBe(true);
+    expectOrdered(updates);
+  });
+
+  it('publishes nothing with streaming off, and the model is then asked without streaming', async () => {
+    fake.setHandler(() => ({ content: 'plain reply' }));
+    await start({ streaming: false });
+    await producer.submitInbound(inbound('hi'));
+    await out.waitFor((r) => r.length === 1);
+    expect(out.replies[0]!.text).toBe('plain reply');
+    expect(fake.requests.map((r) => r.stream)).toEqual([false]);
+    expect(updates).toEqual([]);
+  });
+
+  it('a turn stream publishes the latest text only (no backlog), and nothing after it ended', async () => {
+    const stream = createTurnStreams({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 30 })(
+      { streamId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' },
+    );
+    for (let i = 0; i < 200; i++) stream.append(`${i} `);
+    await new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (updates.some((u) => u.text.endsWith('199 '))) {
+          clearInterval(check);
+          resolve();
+        }
+      }, 5);
+    });
+    await stream.end();
+    stream.append('after the end');
+    await stream.end();
+    expect(updates.length).toBeLessThanOrEqual(2);
+    expect(updates.at(-1)!.text.endsWith('199 ')).toBe(true);
+    expect(updates.every((u) => !u.text.includes('after the end'))).toBe(true);
+  });
+});
