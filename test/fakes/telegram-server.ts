@@ -56,6 +56,12 @@ export class FakeTelegramServer extends EventEmitter {
   private readonly files = new Map<string, { bytes: Buffer; path: string; size: number }>();
   /** File downloads served (`/file/bot<token>/…`), by file_path. */
   readonly downloads: string[] = [];
+  /**
+   * Calls made while a 429's retry_after (scripted with `retryAfterSeconds`) still ran for that
+   * method and chat: refused with 429 again, as the real Bot API does, and listed here.
+   */
+  readonly earlyCalls: TelegramCall[] = [];
+  private readonly blockedUntil = new Map<string, number>();
   /** Current text of every message the bot sent, by `<chat_id>:<message_id>` (deleted ones removed). */
   readonly messages = new Map<string, string>();
   private nextUpdateId = 1;
@@ -164,7 +170,14 @@ export class FakeTelegramServer extends EventEmitter {
     if (token !== this.token) return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
     this.calls.push({ method, params, atMs: Date.now() });
     this.emit('call', method);
+    const window = `${method}:${String(params.chat_id)}`;
+    const blockedMs = (this.blockedUntil.get(window) ?? 0) - Date.now();
+    if (blockedMs > 0) {
+      this.earlyCalls.push(this.calls.at(-1)!);
+      return fail(res, { errorCode: 429, description: `Too Many Requests: retry after ${Math.ceil(blockedMs / 1000)}`, retryAfterSeconds: Math.ceil(blockedMs / 1000) });
+    }
     const failure = this.takeFailure(method, params);
+    if (failure?.errorCode === 429 && failure.retryAfterSeconds) this.blockedUntil.set(window, Date.now() + failure.retryAfterSeconds * 1000);
     if (failure) return fail(res, failure);
     if (method === 'getUpdates') return this.getUpdates(res, params);
     const result = this.answer(method, params);
