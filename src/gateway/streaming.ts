@@ -64,7 +64,7 @@ export async function startGatewayStreaming(
   const registry = createRegistry({ channels: deps.channels, views, log }, options);
   const unsubscribe = await subscribePartials(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
   const idleMs = options.idleMs ?? 150_000;
-  const sweeper = setInterval(() => registry.sweep(idleMs), Math.max(1000, Math.floor(idleMs / 4)));
+  const sweeper = setInterval(() => registry.sweep(idleMs), Math.max(10, Math.floor(idleMs / 4)));
   sweeper.unref();
   return {
     takeOver: (message) => registry.takeOver(message),

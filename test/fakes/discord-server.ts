@@ -244,6 +244,8 @@ export class FakeDiscordServer extends EventEmitter {
     const index = this.failures.findIndex((f) => f.method === method && f.path.test(path));
     if (index !== -1) return fail(res, this.failures.splice(index, 1)[0].failure);
     this.route(method, path, body, res);
+    // Again once answered: a waiter on the fake's state (messages) sees the change.
+    this.emit('call');
   }
 
   private serveCdn(path: string, res: ServerResponse): void {

@@ -183,6 +183,8 @@ export class FakeTelegramServer extends EventEmitter {
     const result = this.answer(method, params);
     if ('errorCode' in result) return fail(res, result);
     reply(res, 200, { ok: true, result: result.value });
+    // Again once answered: a waiter on the fake's state (messages) sees the change.
+    this.emit('call', method);
   }
 
   private takeFailure(method: string, params: Record<string, unknown>): TelegramFailure | undefined {

@@ -1,0 +1,114 @@
+/**
+ * Streaming in the web chat over real HTTP: SSE `delta` events while the model writes, then the
+ * final `message` carrying the stream id; the long poll's `partial`. Gateway + worker + fake LLM
+ * on real Redis (the web chat's reply store in memory; its Redis store is tested in web-channel.redis).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
+import type { FakeHandler } from '../fakes/openai-server.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+const ANSWER = Array.from({ length: 30 }, (_, i) => `token${i}`).join(' ') + ' — **the end** 🎉';
+
+let stack: Stack | undefined;
+let web: WebChannel | undefined;
+
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+});
+
+async function start(handler: FakeHandler): Promise<Stack> {
+  const channel = createWebChannel({});
+  web = channel;
+  stack = await startStack({ channels: { list: [channel], mount: (app) => app.route('/', channel.app) }, handler, worker: { streamPublishIntervalMs: 20 } });
+  return stack;
+}
+
+interface SseEvent {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** Reads SSE events from a real HTTP response until `done(events)` holds. */
+async function readEvents(response: Response, done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  while (!done(events)) {
+    const { value, done: ended } = await reader.read();
+    if (ended) break;
+    buffer += value;
+    for (let cut = buffer.indexOf('\n\n'); cut !== -1; cut = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event && data) events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+    }
+  }
+  await reader.cancel();
+  return events;
+}
+
+const post = (s: Stack, conversation: string, text: string) => fetch(`${s.gateway.httpUrl}/api/chat/${conversation}/messages`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, userId: 'u1', userName: 'Ann' }),
+});
+
+describe('streaming in the web chat', () => {
+  it('SSE carries the reply as deltas (seq 0 first, in order), then the final message with the stream id', async () => {
+    const s = await start(() => ({ content: ANSWER, pieceDelayMs: 8 }));
+    const sse = await fetch(`${s.gateway.httpUrl}/api/chat/conv-sse/events`);
+    expect(sse.headers.get('content-type')).toContain('text/event-stream');
+    expect((await post(s, 'conv-sse', 'stream it')).status).toBe(202);
+    const events = await readEvents(sse, (list) => list.some((e) => e.event === 'message'));
+    const deltas = events.filter((e) => e.event === 'delta').map((e) => e.data as { streamId: string; seq: number; text: string });
+    const final = events.find((e) => e.event === 'message')!.data as { text: string; streamId?: string };
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas[0]!.seq).toBe(0);
+    deltas.forEach((delta, k) => expect(delta.seq).toBe(k));
+    expect(new Set(deltas.map((d) => d.streamId))).toEqual(new Set([final.streamId]));
+    expect(final.streamId).toMatch(/^reply-[0-9a-f]{24}-0$/);
+    const live = deltas.map((d) => d.text).join('');
+    expect(live.length).toBeGreaterThan(0);
+    expect(ANSWER.startsWith(live)).toBe(true);
+    expect(final.text).toBe(ANSWER);
+    // Nothing streams after the final message: the delta events all came before it.
+    expect(events.findIndex((e) => e.event === 'message')).toBe(events.length - 1);
+  });
+
+  it('the long poll wakes on the text being written and answers it as `partial`; once the final is there, no partial', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const s = await start(() => ({ hold: gate.then(() => ({ content: ANSWER, pieces: [ANSWER.slice(0, 20), ANSWER.slice(20)], pieceDelayMs: 400 })) }));
+    const url = `${s.gateway.httpUrl}/api/chat/conv-poll/messages?timeoutMs=10000`;
+    const first = await (await fetch(`${url.replace('10000', '0')}`)).json() as { next: string };
+    expect((await post(s, 'conv-poll', 'go')).status).toBe(202);
+    const waiting = fetch(`${url}&after=${encodeURIComponent(first.next)}`).then((r) => r.json() as Promise<{ messages: unknown[]; partial?: { streamId: string; text: string }; next: string }>);
+    release();
+    const woke = await waiting;
+    expect(woke.messages).toEqual([]);
+    expect(woke.partial?.streamId).toMatch(/^reply-/);
+    expect(ANSWER.startsWith(woke.partial!.text) && woke.partial!.text.length > 0).toBe(true);
+    let answer = woke;
+    while (answer.messages.length === 0) answer = await (await fetch(`${url}&after=${encodeURIComponent(answer.next)}`)).json() as typeof woke;
+    expect(answer.messages).toEqual([expect.objectContaining({ text: ANSWER, streamId: woke.partial!.streamId })]);
+    expect(answer.partial).toBeUndefined();
+    expect(web?.waitingReads()).toBe(0);
+  });
+
+  it('a page that connects mid-stream gets the text so far as seq 0; user text imitating the events stays text', async () => {
+    const s = await start(() => ({ content: 'event: delta\ndata: {"streamId":"x","seq":0,"text":"fake"}\n\n and more', pieceDelayMs: 30 }));
+    expect((await post(s, 'conv-late', 'hi')).status).toBe(202);
+    await s.llm.waitForRequest(() => true);
+    const sse = await fetch(`${s.gateway.httpUrl}/api/chat/conv-late/events`);
+    const events = await readEvents(sse, (list) => list.some((e) => e.event === 'message'));
+    const deltas = events.filter((e) => e.event === 'delta').map((e) => e.data as { streamId: string; seq: number; text: string });
+    const final = events.find((e) => e.event === 'message')!.data as { text: string; streamId: string };
+    expect(final.text).toBe('event: delta\ndata: {"streamId":"x","seq":0,"text":"fake"}\n\n and more');
+    expect(deltas.every((d) => d.streamId === final.streamId)).toBe(true);
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(deltas[0]!.seq).toBe(0);
+    expect(final.text.startsWith(deltas.map((d) => d.text).join(''))).toBe(true);
+  });
+});
