@@ -78,6 +78,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
     leaseTtlMs,
+    llmStream: config.streaming.enabled,
   };
 }
 

@@ -128,7 +128,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: fast, logger, store, metrics }, {
-    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries,
+    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.streaming,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);

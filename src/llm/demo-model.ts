@@ -6,6 +6,7 @@ import { countMessageTokens, countTextTokens } from '../core/tokens.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import { SUMMARIZER_MARK, SUMMARY_SECTIONS } from './summarizer.js';
 import { truncateText } from '../core/text.js';
+import { sendCompletionStream } from './demo-stream.js';
 
 /** Label on every answer of the demo model, so nobody mistakes it for a real LLM. */
 export const DEMO_LABEL = '[demo model]';
@@ -21,6 +22,8 @@ export interface DemoModelOptions {
   logger?: Logger;
   /** Clock of the scripted `current_time` talk. Default `() => new Date()`. */
   now?: () => Date;
+  /** Pause between two words of a streamed answer (summaries excepted), ms: `chatgate start --demo` shows the reply being written. Default 0. */
+  wordDelayMs?: number;
 }
 
 /** A running demo model. */
@@ -37,6 +40,8 @@ interface CompletionBody {
   model?: string;
   messages?: ChatMessage[];
   tools?: unknown[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
 }
 
 interface ScriptedReply {
@@ -82,7 +87,10 @@ export async function startDemoModel(options: DemoModelOptions = {}): Promise<De
     const reply = scriptedReply(messages, body.tools ?? [], now);
     calls += 1;
     log.debug({ calls, toolCalls: reply.toolCalls.length }, 'demo completion');
-    sendJson(res, 200, completion(body.model ?? o.model, messages, body.tools ?? [], reply, calls));
+    const answer = completion(body.model ?? o.model, messages, body.tools ?? [], reply, calls);
+    const summary = messages.some((m) => m.role === 'system' && messageText(m).includes(SUMMARIZER_MARK));
+    if (body.stream === true) await sendCompletionStream(res, answer, body.stream_options?.include_usage === true, summary ? 0 : options.wordDelayMs ?? 0);
+    else sendJson(res, 200, answer);
   };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -180,7 +188,7 @@ function parseSections(summary: string): Record<string, string[]> {
   return out;
 }
 
-function completion(model: string, messages: readonly ChatMessage[], tools: readonly unknown[], reply: ScriptedReply, n: number): object {
+function completion(model: string, messages: readonly ChatMessage[], tools: readonly unknown[], reply: ScriptedReply, n: number): Parameters<typeof sendCompletionStream>[1] {
   const promptTokens = countMessageTokens(messages, model) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools), model) : 0);
   const completionTokens = countTextTokens(reply.content ?? '', model) + reply.toolCalls.reduce((sum, c) => sum + countTextTokens(c.function.name + c.function.arguments, model), 0);
   const message = reply.toolCalls.length > 0 ? { role: 'assistant', content: reply.content, tool_calls: reply.toolCalls } : { role: 'assistant', content: reply.content };

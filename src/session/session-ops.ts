@@ -77,6 +77,8 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
+  /** Whether the summariser's calls stream (`CHATGATE_STREAMING`). Default true. */
+  llmStream?: boolean;
 }
 
 /**
@@ -91,7 +93,7 @@ export function createLlmSessionOps(
   const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
   const llm = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
-    timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries },
+    timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries }, stream: options.llmStream,
   }, { logger });
   return createSessionOps({
     redis: deps.redis, store, logger, metrics: deps.metrics,

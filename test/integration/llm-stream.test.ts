@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isWellFormedText } from '../../src/core/text.js';
 import { LlmError } from '../../src/errors.js';
 import { createLlmClient, type CompletionRequest, type LlmClientOptions } from '../../src/llm/client.js';
+import { startDemoModel } from '../../src/llm/demo-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 
 const MODEL = 'gpt-4o-mini';
@@ -115,6 +116,21 @@ describe('llm client streaming', () => {
     const error = await client().complete({ ...ask(), signal: controller.signal, onDelta: () => controller.abort() }).catch((err: unknown) => err);
     expect(error).toMatchObject({ kind: 'aborted' });
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('the offline demo model streams too, with the same answer and usage as its plain answers', async () => {
+    const demo = await startDemoModel();
+    try {
+      const demoClient = (stream: boolean) => createLlmClient({ baseURL: demo.baseUrl, model: demo.model, stream });
+      const deltas: string[] = [];
+      const streamed = await demoClient(true).complete({ messages: [{ role: 'user', content: 'hello there, how are you today?' }], onDelta: (d) => deltas.push(d) });
+      const plain = await demoClient(false).complete({ messages: [{ role: 'user', content: 'hello there, how are you today?' }] });
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.join('')).toBe(streamed.message.content);
+      expect(streamed).toEqual(plain);
+    } finally {
+      await demo.close();
+    }
   });
 
   it('a stream that stalls longer than the timeout fails as a timeout and is retried', async () => {
