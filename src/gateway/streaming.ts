@@ -135,6 +135,8 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
         if (live.view.text === '') streams.delete(streamId);
       }
       for (const [streamId, atMs] of ended) if (now - atMs > ENDED_TTL_MS) ended.delete(streamId);
+      // A chat quiet this long starts at its base pace again (and the map stays bounded).
+      for (const [chat, pace] of paces) if (now - pace.nextAtMs > idleMs) paces.delete(chat);
     },
   };
 }
