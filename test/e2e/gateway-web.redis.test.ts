@@ -40,7 +40,7 @@ describe('web chat through the whole stack in headless Chromium', () => {
     await page.fill('#input', 'hello from the browser');
     await page.keyboard.press('Enter');
 
-    const reply = page.locator('.msg.bot').first();
+    const reply = page.locator('.msg.bot:not(.live)').first();
     await reply.waitFor();
     expect(await reply.textContent()).toBe('You said hello from the browser. Anything else?');
     expect(await reply.locator('strong').textContent()).toBe('hello from the browser');

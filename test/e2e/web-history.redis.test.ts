@@ -39,7 +39,7 @@ describe('web chat history in headless Chromium', () => {
     for (const [k, text] of ['first question', 'second question'].entries()) {
       await page.fill('#input', text);
       await page.keyboard.press('Enter');
-      await page.locator('.msg.bot').nth(k).waitFor();
+      await page.locator('.msg.bot:not(.live)').nth(k).waitFor();
     }
     const shown = ['first question', 'You said first question.', 'second question', 'You said second question.'];
     expect(await page.locator('.msg .body').allTextContents()).toEqual(shown);
@@ -49,7 +49,7 @@ describe('web chat history in headless Chromium', () => {
     const fresh = await (await browser!.newContext()).newPage();
     await fresh.goto(`${stack.gateway.httpUrl}/chat?c=reload-test`);
     await fresh.locator('#status[data-state="connected"]').waitFor();
-    await fresh.locator('.msg.bot').nth(1).waitFor();
+    await fresh.locator('.msg.bot:not(.live)').nth(1).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual(shown);
     expect(await fresh.locator('.msg.user').count()).toBe(2);
     for (const time of await fresh.locator('.msg').evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.time))) expect(time).toMatch(/\d{1,2}:\d{2}/);
@@ -57,7 +57,7 @@ describe('web chat history in headless Chromium', () => {
 
     await fresh.fill('#input', 'third question');
     await fresh.keyboard.press('Enter');
-    await fresh.locator('.msg.bot').nth(2).waitFor();
+    await fresh.locator('.msg.bot:not(.live)').nth(2).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual([...shown, 'third question', 'You said third question.']);
     // The answers in the history are named by the replies the page received live: that is how it drops a repeat.
     const api = `${stack.gateway.httpUrl}/api/chat/reload-test`;
@@ -69,7 +69,7 @@ describe('web chat history in headless Chromium', () => {
     expect(replies.messages.map((m) => m.replyId)).toEqual(answerIds);
     expect(history.messages.filter((m) => m.role === 'user').map((m) => m.id)).toEqual([expect.stringMatching(/^web:reload-test:m/), expect.stringMatching(/^web:reload-test:m/), expect.stringMatching(/^web:reload-test:m/)]);
     await fresh.reload();
-    await fresh.locator('.msg.bot').nth(2).waitFor();
+    await fresh.locator('.msg.bot:not(.live)').nth(2).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual([...shown, 'third question', 'You said third question.']);
   });
 
