@@ -80,7 +80,7 @@ describe('streaming replies on Telegram', () => {
 
   it('group: a 429 on the edits slows them down and the final text still arrives, once', async () => {
     await start(() => ({ content: ANSWER, pieceDelayMs: 15 }));
-    telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { times: 2 });
+    telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { times: 2, window: true });
     sayInGroup('tell the team');
     await until(() => finalInGroup() !== undefined);
     const edits = groupCalls('editMessageText');

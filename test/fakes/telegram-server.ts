@@ -50,14 +50,14 @@ export class FakeTelegramServer extends EventEmitter {
   readonly botId: number;
   readonly botUsername: string;
   private readonly updates: Array<{ update_id: number } & Record<string, unknown>> = [];
-  private readonly failures: Array<{ method: string; failure: TelegramFailure; when?: (params: Record<string, unknown>) => boolean }> = [];
+  private readonly failures: Array<{ method: string; failure: TelegramFailure; when?: (params: Record<string, unknown>) => boolean; window?: boolean }> = [];
   private readonly blocked = new Set<string>();
   private readonly deletedTopics = new Set<string>();
   private readonly files = new Map<string, { bytes: Buffer; path: string; size: number }>();
   /** File downloads served (`/file/bot<token>/…`), by file_path. */
   readonly downloads: string[] = [];
   /**
-   * Calls made while a 429's retry_after (scripted with `retryAfterSeconds`) still ran for that
+   * Calls made while the retry_after of a 429 scripted with `window: true` still ran for that
    * method and chat: refused with 429 again, as the real Bot API does, and listed here.
    */
   readonly earlyCalls: TelegramCall[] = [];
@@ -113,9 +113,13 @@ export class FakeTelegramServer extends EventEmitter {
     return { updateId: this.pushUpdate({ message: full }), messageId };
   }
 
-  /** Answers the next `times` calls of `method` (matching `when`, if given) with `failure`. */
-  failNext(method: string, failure: TelegramFailure, options: { times?: number; when?: (params: Record<string, unknown>) => boolean } = {}): void {
-    for (let i = 0; i < (options.times ?? 1); i++) this.failures.push({ method, failure, when: options.when });
+  /**
+   * Answers the next `times` calls of `method` (matching `when`, if given) with `failure`. With
+   * `window`, a 429's `retryAfterSeconds` also holds for that method and chat: calls before it has
+   * passed get 429 again (and are listed in `earlyCalls`).
+   */
+  failNext(method: string, failure: TelegramFailure, options: { times?: number; when?: (params: Record<string, unknown>) => boolean; window?: boolean } = {}): void {
+    for (let i = 0; i < (options.times ?? 1); i++) this.failures.push({ method, failure, when: options.when, window: options.window });
   }
 
   /** The user of private chat `chatId` blocks the bot: every send into it answers 403 from now on. */
@@ -177,7 +181,6 @@ export class FakeTelegramServer extends EventEmitter {
       return fail(res, { errorCode: 429, description: `Too Many Requests: retry after ${Math.ceil(blockedMs / 1000)}`, retryAfterSeconds: Math.ceil(blockedMs / 1000) });
     }
     const failure = this.takeFailure(method, params);
-    if (failure?.errorCode === 429 && failure.retryAfterSeconds) this.blockedUntil.set(window, Date.now() + failure.retryAfterSeconds * 1000);
     if (failure) return fail(res, failure);
     if (method === 'getUpdates') return this.getUpdates(res, params);
     const result = this.answer(method, params);
@@ -190,7 +193,10 @@ export class FakeTelegramServer extends EventEmitter {
   private takeFailure(method: string, params: Record<string, unknown>): TelegramFailure | undefined {
     const index = this.failures.findIndex((entry) => entry.method === method && (!entry.when || entry.when(params)));
     if (index === -1) return undefined;
-    return this.failures.splice(index, 1)[0].failure;
+    const [entry] = this.failures.splice(index, 1);
+    const { failure } = entry;
+    if (entry.window && failure.errorCode === 429 && failure.retryAfterSeconds) this.blockedUntil.set(`${method}:${String(params.chat_id)}`, Date.now() + failure.retryAfterSeconds * 1000);
+    return failure;
   }
 
   private answer(method: string, params: Record<string, unknown>): { value: unknown } | TelegramFailure {

@@ -250,7 +250,7 @@ describe('the gateway on a Redis Cluster', () => {
     const base = gateway.httpUrl;
     const posted = await fetch(`${base}/api/chat/conv-1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello over the cluster' }) });
     expect(posted.ok).toBe(true);
-    const polled = (await (await fetch(`${base}/api/chat/conv-1/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
+    const polled = await pollUntilReply(`${base}/api/chat/conv-1/messages`);
     expect(polled.messages.map((m) => m.text)).toEqual([expect.stringMatching(/^answer \d+$/)]);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
   });
@@ -293,7 +293,7 @@ describe('chatgate start on a Redis Cluster', () => {
       expect(output.stderr).toContain(`using Redis at redis-cluster://${cluster.seeds} (cluster)`);
       const posted = await fetch(`${webChat}/api/chat/conv-9/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello' }) });
       expect(posted.ok).toBe(true);
-      const polled = (await (await fetch(`${webChat}/api/chat/conv-9/messages?after=0&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }> };
+      const polled = await pollUntilReply(`${webChat}/api/chat/conv-9/messages`);
       expect(polled.messages).toHaveLength(1);
       expect(polled.messages[0].text.length).toBeGreaterThan(0);
       child.kill('SIGTERM');
@@ -305,3 +305,13 @@ describe('chatgate start on a Redis Cluster', () => {
     }
   });
 });
+
+/** Long-polls `url` until a reply is there (a poll also answers early, without replies, while a streamed reply is written). */
+async function pollUntilReply(url: string): Promise<{ messages: Array<{ text: string }> }> {
+  let after = '0';
+  for (;;) {
+    const page = (await (await fetch(`${url}?after=${encodeURIComponent(after)}&timeoutMs=20000`)).json()) as { messages: Array<{ text: string }>; next: string };
+    if (page.messages.length > 0) return page;
+    after = page.next;
+  }
+}
