@@ -73,9 +73,9 @@ export class StreamView {
     return this.mode === 'edit' ? this.messageId : undefined;
   }
 
-  /** The text the live view shows right now (the web chat's long poll). */
-  get text(): string {
-    return this.final ? '' : this.shown;
+  /** True when no platform call is in flight or waiting: the view may be forgotten. */
+  get idle(): boolean {
+    return this.busy === undefined && this.timer === undefined;
   }
 
   private schedule(): void {

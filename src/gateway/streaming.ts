@@ -49,6 +49,8 @@ interface Live {
   run: string;
   seq: number;
   lastAtMs: number;
+  /** Taken away by the sweep (abandoned); forgotten at a later sweep once its view is idle. */
+  swept: boolean;
 }
 
 /**
@@ -96,7 +98,7 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
     if (!channel || (!channel.sendDraft && !channel.editMessage)) return undefined;
     const baseIntervalMs = intervalOf(update.channel);
     const view = new StreamView({ channel, views: deps.views, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
-    const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now() };
+    const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now(), swept: false };
     streams.set(update.streamId, live);
     return live;
   };
@@ -112,6 +114,7 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       live.run = update.run;
       live.seq = update.seq;
       live.lastAtMs = Date.now();
+      live.swept = false;
       if (update.state === 'dropped') live.view.drop();
       else live.view.show(update.text, restart);
     },
@@ -128,11 +131,15 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       const now = Date.now();
       for (const [streamId, live] of streams) {
         if (now - live.lastAtMs < idleMs) continue;
+        // Forgotten only once its drop has run: a view with a call in flight still owns its message.
+        if (live.swept) {
+          if (live.view.idle) streams.delete(streamId);
+          continue;
+        }
         deps.log.info({ streamId, sessionId: live.view.partial.sessionId }, 'partial reply abandoned (no update, no final reply): taken away');
         live.view.drop();
+        live.swept = true;
         live.lastAtMs = now;
-        // Forgotten at the next sweep, once its drop had its turn.
-        if (live.view.text === '') streams.delete(streamId);
       }
       for (const [streamId, atMs] of ended) if (now - atMs > ENDED_TTL_MS) ended.delete(streamId);
       // A chat quiet this long starts at its base pace again (and the map stays bounded).
