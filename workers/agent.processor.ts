@@ -326,6 +326,8 @@ async function finish(loop: Loop, final: FinalCall | null, notice: string | null
   if (replyText) outbox.push(outbound(loop, replyJobId(ids, 'reply'), replyText, 'reply', true));
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
+  // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
+  if (!replyText && outbox[0]) outbox[0].streamId = replyJobId(ids, 'reply');
   const change = { outbox, finishTurn: true };
   // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
   const answered = replyText ? { replyId: replyJobId(ids, 'reply') } : {};

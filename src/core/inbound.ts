@@ -99,6 +99,11 @@ export interface OutboundMessage {
   replyTo?: string;
   /** `reply` is the agent's answer; `notice` a system message (errors, pauses). */
   kind: 'reply' | 'notice';
+  /**
+   * Streaming: the stream of partial replies this message ends when it answers the turn in place of
+   * its reply (a notice). A reply's own `id` is its stream id.
+   */
+  streamId?: string;
 }
 
 /** How group chats map to sessions. Default `per-chat`. */

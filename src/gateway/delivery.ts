@@ -61,7 +61,8 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       const already = await deps.ledger.sentChunks(ref);
       const result: DeliveryResult = { replyId: message.id, chunks: chunks.length, sent: 0, skipped: 0, plainFallbacks: 0, messageIds: [] };
       const replyLog = log.child({ sessionId: message.sessionId, channel: message.channel, replyId: message.id });
-      const streamed = deps.streams && message.kind === 'reply' ? await deps.streams.takeOver(message) : undefined;
+      const streamId = message.kind === 'reply' ? message.id : message.streamId;
+      const streamed = deps.streams && streamId ? await deps.streams.takeOver(message) : undefined;
       for (const [index, chunk] of chunks.entries()) {
         const previous = already.get(index);
         if (previous !== undefined) {
@@ -70,7 +71,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.streams && message.kind === 'reply' ? { streamId: message.id } : {}) };
+        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.streams && streamId ? { streamId } : {}) };
         const outcome = index === 0 && streamed !== undefined
           ? await editOrSend(channel, target, streamed, chunk, ids, replyLog.child({ chunk: index }))
           : await sendChunk(channel, target, chunk, ids, replyLog.child({ chunk: index }));

@@ -32,7 +32,10 @@ export interface GatewayStreamingOptions {
 
 /** The running streaming side of the gateway. */
 export interface GatewayStreaming {
-  /** Stops the stream of `message` (a reply) for good. @returns the message id its partial is shown in, to edit the first chunk into. */
+  /**
+   * Stops the stream `message` ends (a reply's own, or a notice's `streamId`) for good.
+   * @returns the message id its partial is shown in, to edit the first chunk into.
+   */
   takeOver(message: OutboundMessage): Promise<string | undefined>;
   /** Handles one update (what the subscription calls; tests and embedders may call it too). */
   onUpdate(update: PartialUpdate): void;
@@ -119,12 +122,13 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       else live.view.show(update.text, restart);
     },
     async takeOver(message: OutboundMessage): Promise<string | undefined> {
-      ended.set(message.id, Date.now());
-      const live = streams.get(message.id);
-      streams.delete(message.id);
+      const streamId = message.streamId ?? message.id;
+      ended.set(streamId, Date.now());
+      const live = streams.get(streamId);
+      streams.delete(streamId);
       const local = live ? await live.view.takeOver() : undefined;
       // The record in Redis stops any other gateway's view, and knows the message after a crash.
-      const recorded = await deps.views.markFinal(message.sessionId, message.id);
+      const recorded = await deps.views.markFinal(message.sessionId, streamId);
       return recorded.messageId ?? local;
     },
     sweep(idleMs: number): void {
