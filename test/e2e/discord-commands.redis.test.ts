@@ -15,7 +15,8 @@ const MESSAGES = /^\/channels\/\d+\/messages$/;
 
 async function start(handler: FakeHandler): Promise<Stack> {
   const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
-  stack = await startStack({ channels: { list: [channel] }, handler });
+  // The bot's posts are read as they are created; partial replies (edited in place) are tested in streaming-takeover.
+  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_STREAMING: 'false' } });
   return stack;
 }
 
