@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 // (real Redis, fake platform servers) and `test:e2e` (whole roles, headless Chromium). `npm test` runs all three.
 const SHARDED_FILES = [
   'test/integration/outbound-order.redis.test.ts', 'test/integration/worker-processes.redis.test.ts',
-  'test/integration/turn-resume.redis.test.ts', 'test/e2e/gateway-crash-delivery.redis.test.ts', 'test/integration/queue-shards.redis.test.ts',
+  'test/integration/turn-resume.redis.test.ts', 'test/e2e/gateway-crash-delivery.redis.test.ts',
 ];
 
 export default defineConfig({
