@@ -1,8 +1,8 @@
-import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { DEMO_MODEL } from '../core/models.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { resolveQueueNames } from '../queue/names.js';
+import { openShardedQueue } from '../queue/sharded.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -72,11 +72,12 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
 }
 
 async function readQueues(redis: RedisClient, config: Config): Promise<Record<string, QueueCounts>> {
-  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
+  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards });
   const out: Record<string, QueueCounts> = {};
   for (const name of [names.turnQueue, names.outboundQueue]) {
-    const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
-    queue.on('error', () => undefined); // failures surface where its commands fail
+    // Every shard's counts, summed.
+    const queue = openShardedQueue<{ sessionId: string }>(name, names, redis);
+    queue.onError(() => undefined); // failures surface where its commands fail
     try {
       out[name] = (await queue.getJobCounts(...QUEUE_STATES)) as QueueCounts;
     } finally {

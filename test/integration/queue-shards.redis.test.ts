@@ -8,6 +8,9 @@ import { enqueueOutbound } from '../../src/queue/outbound.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
 import { queueLayoutKey } from '../../src/redis/keys.js';
+import { buildStatusReport } from '../../src/cli/status-report.js';
+import { loadConfig } from '../../src/config.js';
+import { readQueueDepths } from '../../src/monitor/bull-board.js';
 import { runWorker } from '../../workers/main.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -99,5 +102,18 @@ describe('sharded queues', () => {
       llm: { baseURL: 'http://127.0.0.1:9/v1', apiKey: 'k', model: 'gpt-4o-mini' },
     })).rejects.toThrow(/CHATGATE_QUEUE_SHARDS is 2, but .* laid out in 4 shard\(s\)/);
     expect(await t.redis.get(queueLayoutKey(t.queuePrefix))).toBe('4');
+  });
+
+  it('`chatgate status` and the queue-depth metrics count every shard', async () => {
+    const names = { queuePrefix: t.queuePrefix, queueShards: 4 };
+    const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...names });
+    const turns = openShardedQueue<{ sessionId: string }>('turns', names, t.redis);
+    closers.push(() => producer.close(), () => turns.close());
+    for (let i = 0; i < 12; i++) await producer.submitInbound(inbound(`c${i}`, 0));
+    const config = loadConfig({ REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_QUEUE_SHARDS: '4', OPENAI_API_KEY: 'k', CHATGATE_LOG_LEVEL: 'silent' });
+    const report = await buildStatusReport(config, t.redis);
+    expect(report.queues.turns!.waiting).toBe(12);
+    const depths = await readQueueDepths(turns.shards);
+    expect(depths.filter((d) => d.queue === 'turns' && d.state === 'waiting')).toEqual([{ queue: 'turns', state: 'waiting', count: 12 }]);
   });
 });
