@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { shardOf } from '../core/shard.js';
+import { shardOf, shardTag } from '../core/shard.js';
 
 /** Default BullMQ prefix: one hash tag, so every queue key lands in one Redis Cluster slot. */
 export const DEFAULT_QUEUE_PREFIX = '{cgq}';
@@ -47,13 +47,15 @@ export function resolveQueueNames(options: Partial<QueueNames> = {}): QueueNames
 
 /**
  * BullMQ prefix of shard `shard` of `shards`: with one shard the prefix itself (today's keys);
- * with more, the shard number joins the hash tag (`{cgq}` → `{cgq-3}`), or is appended when the
- * prefix has none (`cgq` → `cgq-3`), so each shard lands in its own Redis Cluster slot.
+ * with more, the shard number and a salt join the hash tag (`{cgq}` → `{cgq-3-<salt>}`, see
+ * {@link shardTag}: the shards spread evenly over the slot space), or the shard number is appended
+ * when the prefix has no hash tag (`cgq` → `cgq-3`; one Redis only).
  */
 export function shardPrefix(queuePrefix: string, shard: number, shards: number): string {
   if (shards === 1) return queuePrefix;
-  const close = queuePrefix.indexOf('}', queuePrefix.indexOf('{') + 1);
-  if (queuePrefix.includes('{') && close > queuePrefix.indexOf('{') + 1) return `${queuePrefix.slice(0, close)}-${shard}${queuePrefix.slice(close)}`;
+  const open = queuePrefix.indexOf('{');
+  const close = open < 0 ? -1 : queuePrefix.indexOf('}', open + 1);
+  if (close > open + 1) return `${queuePrefix.slice(0, open + 1)}${shardTag(queuePrefix.slice(open + 1, close), shard, shards)}${queuePrefix.slice(close)}`;
   return `${queuePrefix}-${shard}`;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fnv1a32, shardOf } from '../../src/core/shard.js';
+import { CLUSTER_SLOTS, crc16, fnv1a32, shardOf, tagSlot } from '../../src/core/shard.js';
 import { resolveQueueNames, sessionShardPrefix, shardPrefix, shardPrefixes } from '../../src/queue/names.js';
 import { consumedShards } from '../../workers/shard-workers.js';
 
@@ -30,13 +30,30 @@ describe('shardOf', () => {
 describe('shard prefixes', () => {
   it('keeps one shard on the prefix of today, and puts the shard number inside the hash tag for more', () => {
     expect(shardPrefix('{cgq}', 0, 1)).toBe('{cgq}');
-    expect(shardPrefixes({ queuePrefix: '{cgq}', queueShards: 3 })).toEqual(['{cgq-0}', '{cgq-1}', '{cgq-2}']);
-    expect(shardPrefix('app{cgq}x', 2, 4)).toBe('app{cgq-2}x');
+    const three = shardPrefixes({ queuePrefix: '{cgq}', queueShards: 3 });
+    three.forEach((prefix, i) => expect(prefix).toMatch(new RegExp(`^\\{cgq-${i}-\\d+\\}$`)));
+    expect(shardPrefix('app{cgq}x', 2, 4)).toMatch(/^app\{cgq-2-\d+\}x$/);
     expect(shardPrefix('cgq', 2, 4)).toBe('cgq-2');
     // An empty `{}` is no hash tag for Redis Cluster: the number is appended.
     expect(shardPrefix('{}cgq', 1, 2)).toBe('{}cgq-1');
     const names = resolveQueueNames({ queueShards: 8 });
-    expect(sessionShardPrefix(names, 'web:abc')).toBe(`{cgq-${shardOf('web:abc', 8)}}`);
+    expect(sessionShardPrefix(names, 'web:abc')).toBe(shardPrefix('{cgq}', shardOf('web:abc', 8), 8));
+  });
+
+  it("spreads the shards' slots evenly: shard i of N in the i-th N-th of the slot space", () => {
+    expect(crc16('123456789')).toBe(0x31c3);
+    expect(tagSlot('foo')).toBe(12182);
+    for (const shards of [2, 12, 48]) {
+      shardPrefixes({ queuePrefix: '{cgq}', queueShards: shards }).forEach((prefix, i) => {
+        const slot = tagSlot(prefix.slice(1, -1));
+        expect(slot).toBeGreaterThanOrEqual(Math.ceil((i * CLUSTER_SLOTS) / shards));
+        expect(slot).toBeLessThan(Math.ceil(((i + 1) * CLUSTER_SLOTS) / shards));
+      });
+    }
+    // So three masters with equal slot ranges get 4 of 12 shards each.
+    const perMaster = [0, 0, 0];
+    for (const prefix of shardPrefixes({ queuePrefix: '{cgq}', queueShards: 12 })) perMaster[Math.floor((tagSlot(prefix.slice(1, -1)) * 3) / CLUSTER_SLOTS)]! += 1;
+    expect(perMaster).toEqual([4, 4, 4]);
   });
 
   it('refuses a shard count out of range', () => {
@@ -54,7 +71,7 @@ describe('consumedShards', () => {
   });
 
   it('takes only the listed shards, once each', () => {
-    expect(consumedShards(names, [2, 0, 2], 4).map((s) => [s.shard, s.prefix, s.concurrency])).toEqual([[2, '{cgq-2}', 2], [0, '{cgq-0}', 2]]);
+    expect(consumedShards(names, [2, 0, 2], 4).map((s) => [s.shard, s.prefix, s.concurrency])).toEqual([[2, shardPrefix('{cgq}', 2, 4), 2], [0, shardPrefix('{cgq}', 0, 4), 2]]);
   });
 
   it('refuses a shard that does not exist, naming the count', () => {
