@@ -3,6 +3,7 @@ import { DEMO_MODEL } from '../core/models.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
+import { recordedShards } from '../queue/layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -64,7 +65,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     workersCheck(workers),
     channelsCheck(gateways),
     await llmCheck(config, workers, onProgress),
-    queuesCheck(queues, workers.some((w) => w.alive)),
+    queuesCheck(queues, workers.some((w) => w.alive), { configured: config.redis.queueShards, recorded: await recordedShards(redis, config.redis.queuePrefix) }),
     failedCheck(failed, queues),
     sessionsCheck(sessions),
   ];
@@ -132,8 +133,15 @@ async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onP
   return probe.ok ? { name: 'llm', status: 'ok', detail: `no model call yet; ${probe.detail}` } : { name: 'llm', status: 'down', detail: probe.detail, fix: LLM_HELP };
 }
 
-function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean): StatusCheck {
+function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean, shards: { configured: number; recorded: number | null }): StatusCheck {
   const parts = Object.entries(queues).map(([name, c]) => `${name}: ${c.waiting + c.prioritized} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+  if (shards.configured > 1) parts.push(`${shards.configured} shards`);
+  if (shards.recorded !== null && shards.recorded !== shards.configured) {
+    return {
+      name: 'queues', status: 'warn', detail: `${parts.join('; ')} (counted in ${shards.configured} shard(s); Redis records a layout of ${shards.recorded})`,
+      fix: `the running processes use CHATGATE_QUEUE_SHARDS=${shards.recorded}: use the same value here, or see docs/sharding.md to change it`,
+    };
+  }
   const waiting = Object.values(queues).reduce((sum, c) => sum + c.waiting + c.prioritized, 0);
   if (waiting > 0 && !workersAlive) return { name: 'queues', status: 'warn', detail: parts.join('; '), fix: 'jobs wait for a worker: start one (`chatgate worker`)' };
   return { name: 'queues', status: 'ok', detail: parts.join('; ') };

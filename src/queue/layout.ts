@@ -25,6 +25,12 @@ export async function liveJobs(redis: RedisClient, names: QueueNames, shards: nu
   return total;
 }
 
+/** The shard count recorded in Redis by the first process, or null before any recorded one. */
+export async function recordedShards(redis: RedisClient, queuePrefix: string): Promise<number | null> {
+  const raw = await redis.get(queueLayoutKey(queuePrefix));
+  return raw === null ? null : Number(raw);
+}
+
 /**
  * Makes sure the queues in Redis are laid out in `names.queueShards` shards before a gateway or
  * worker uses them. The first process records N (a small key); a process started with another N

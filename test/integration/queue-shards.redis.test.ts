@@ -113,6 +113,11 @@ describe('sharded queues', () => {
     const config = loadConfig({ REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_QUEUE_SHARDS: '4', OPENAI_API_KEY: 'k', CHATGATE_LOG_LEVEL: 'silent' });
     const report = await buildStatusReport(config, t.redis);
     expect(report.queues.turns!.waiting).toBe(12);
+    expect(report.checks.find((c) => c.name === 'queues')?.detail).toContain('turns: 12 waiting');
+    // Processes recorded 4 shards; a status run configured for 1 says so.
+    await t.redis.set(queueLayoutKey(t.queuePrefix), '4');
+    const other = await buildStatusReport({ ...config, redis: { ...config.redis, queueShards: 1 } }, t.redis);
+    expect(other.checks.find((c) => c.name === 'queues')).toMatchObject({ status: 'warn', fix: expect.stringContaining('CHATGATE_QUEUE_SHARDS=4') as unknown });
     const depths = await readQueueDepths(turns.shards);
     expect(depths.filter((d) => d.queue === 'turns' && d.state === 'waiting')).toEqual([{ queue: 'turns', state: 'waiting', count: 12 }]);
   });
