@@ -6,7 +6,8 @@
  * commandstats), p50/p99 post → reply at half the peak (open loop), RSS per role, and in-process
  * ingest against raw BullMQ `queue.add` at concurrency 1 and 50. Sizes: PIPELINE_MESSAGES
  * (default 2000 per peak), PIPELINE_SESSIONS (default 50), PIPELINE_LATENCY_S (default 5);
- * PIPELINE_MONITOR=1 (or `detail`) adds a MONITOR phase naming the commands and scripts per message.
+ * PIPELINE_MONITOR=1 (or `detail`) adds a MONITOR phase naming the commands and scripts per message;
+ * REDIS_CLUSTER_NODES adds the share of commands per cluster master with 1 and 12 queue shards.
  */
 import { availableParallelism } from 'node:os';
 import { createRedis } from '../src/redis/client.js';
@@ -14,6 +15,7 @@ import { removeKeys, runIngestComparison, type IngestFigure } from './pipeline/i
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { createWebClient, type LoadResult } from './pipeline/load.js';
 import { runSweeperCapacity } from './pipeline/sweeper.js';
+import { printClusterShare, runClusterShare } from './pipeline/cluster-share.js';
 import { startMonitor } from './pipeline/monitor.js';
 import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
@@ -72,6 +74,8 @@ export async function runPipelineBench(): Promise<void> {
     for (const prefix of [tag, `${tag}-sweep`]) await removeKeys(redis, prefix);
     base.disconnect();
     report({ phases: [one, two, open], idleRss, rss, ingest, sweeper, redis, seconds: (performance.now() - started) / 1000 });
+    // REDIS_CLUSTER_NODES: how evenly the masters of a cluster share the load, unsharded and with 12 queue shards.
+    if (process.env.REDIS_CLUSTER_NODES) printClusterShare(await runClusterShare(process.env.REDIS_CLUSTER_NODES, llm.baseURL));
   } finally {
     for (const role of roles.reverse()) await role.stop().catch(() => undefined);
     await llm.close();

@@ -66,6 +66,11 @@ const clusterNodes = z.string().transform((value, ctx): Array<{ host: string; po
   return nodes.filter((node) => node !== null);
 });
 
+const shardList = z.string().transform((value, ctx): number[] => {
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
+  if (items.length === 0 || items.some((item) => !/^\d{1,3}$/.test(item))) ctx.addIssue({ code: 'custom', message: 'not a list of shard numbers' });
+  return items.map(Number);
+});
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
 const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
@@ -81,6 +86,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_REDIS_FALLBACK_PORT', group: 'Redis', schema: integer((n) => n.min(1).max(65535)), rule: 'an integer in [1, 65535]', default: '6379', doc: 'Port tried when REDIS_URL is unset (test setting).' },
   { env: 'CHATGATE_KEY_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}:-]*:$/), rule: 'letters, digits, `_.-{}:` ending in `:`', default: G.keyPrefix, doc: 'Prefix of every Redis key chatgate writes.' },
   { env: 'CHATGATE_QUEUE_PREFIX', group: 'Redis', schema: z.string().regex(/^[\w.{}-]+$/), rule: 'letters, digits and `_.-{}` (no `:`)', default: G.queuePrefix, doc: 'BullMQ queue prefix, hash-tagged so every queue key lands in one Redis Cluster slot.' },
+  { env: 'CHATGATE_QUEUE_SHARDS', group: 'Redis', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: '1', unit: 'shards', doc: 'Shards of the turn and outbound queues, each in its own Cluster slot (hash tag `{cgq-<i>}`); 1 keeps the single `{cgq}` queues. Every process must use the same value (see docs/sharding.md).' },
   { env: 'OPENAI_BASE_URL', group: 'LLM', schema: httpUrl, rule: 'an http(s) URL', default: DEFAULT_OPENAI_BASE_URL, doc: 'OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...).' },
   { env: 'OPENAI_API_KEY', group: 'LLM', schema: text, rule: 'a non-empty key', secret: true, doc: 'API key of the endpoint (any value for local servers that ignore it).' },
   { env: 'CHATGATE_MODEL', group: 'LLM', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', default: 'gpt-4o-mini', doc: 'Model of the agent (`chatgate-demo` with CHATGATE_DEMO).' },
@@ -95,6 +101,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_COMPACTION_NOTICE', group: 'Compaction', schema: boolean, rule: 'true or false', default: 'true', doc: 'Tell the user in one short line when an automatic compaction (hygiene or in-loop) shortened their conversation.' },
   { env: 'CHATGATE_MAX_MODEL_CALLS', group: 'Workers', schema: integer((n) => n.min(1).max(100)), rule: 'an integer in [1, 100]', default: String(W.maxModelCalls), unit: 'calls per turn', doc: 'Maximum model calls in one turn of the tool loop.' },
   { env: 'CHATGATE_WORKER_CONCURRENCY', group: 'Workers', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: String(W.concurrency), unit: 'turns', doc: 'Turns one worker process runs at once (different sessions).' },
+  { env: 'CHATGATE_WORKER_SHARDS', group: 'Workers', schema: shardList, rule: 'a comma-separated list of shard numbers (e.g. `0,1`)', doc: 'Queue shards this worker takes turns from. Default: every shard.' },
   { env: 'CHATGATE_LEASE_TTL_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(W.leaseTtlMs), unit: 'ms', doc: 'Session lease of a running turn, renewed every third of it; a dead worker\'s session frees after this.' },
   { env: 'CHATGATE_TURN_LOCK_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(W.lockDurationMs), unit: 'ms', doc: 'BullMQ lock of a turn job; a dead worker\'s turn is retried by another after about this long.' },
   { env: 'TELEGRAM_BOT_TOKEN', group: 'Telegram', schema: z.string().regex(/^\d+:[\w-]+$/), rule: 'a bot token like `123456:ABC-DEF…` from @BotFather', secret: true, doc: 'Enables the Telegram channel.' },

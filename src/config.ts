@@ -25,6 +25,8 @@ export interface Config {
     keyPrefix: string;
     /** BullMQ prefix (no `:`). */
     queuePrefix: string;
+    /** CHATGATE_QUEUE_SHARDS: shards of the turn and outbound queues. */
+    queueShards: number;
   };
   llm: {
     baseUrl: string;
@@ -61,6 +63,8 @@ export interface Config {
   };
   workers: {
     concurrency: number;
+    /** CHATGATE_WORKER_SHARDS: the queue shards a worker takes turns from; undefined: every shard. */
+    shards?: readonly number[];
     /** Session lease of a running turn, ms. */
     leaseTtlMs: number;
     /** BullMQ lock of a turn job, ms. */
@@ -257,7 +261,7 @@ function buildConfig(v: Record<string, unknown>): Config {
   const known = lookupModel(model);
   const host = s('CHATGATE_HTTP_HOST');
   return {
-    redis: { url: v.REDIS_URL as string | undefined, clusterNodes: v.REDIS_CLUSTER_NODES as Config['redis']['clusterNodes'], fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX') },
+    redis: { url: v.REDIS_URL as string | undefined, clusterNodes: v.REDIS_CLUSTER_NODES as Config['redis']['clusterNodes'], fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX'), queueShards: n('CHATGATE_QUEUE_SHARDS') },
     llm: {
       baseUrl: s('OPENAI_BASE_URL'),
       apiKey: v.OPENAI_API_KEY as string | undefined,
@@ -271,7 +275,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     },
     streaming: { enabled: v.CHATGATE_STREAMING as boolean, editIntervalMs: n('CHATGATE_STREAM_EDIT_INTERVAL_MS') },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean },
-    workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
+    workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), shards: v.CHATGATE_WORKER_SHARDS as number[] | undefined, leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],
     groupTrigger: s('CHATGATE_GROUP_TRIGGER') as Config['groupTrigger'],
@@ -301,6 +305,8 @@ function crossChecks(c: Config, raw: RawEnv): string[] {
   if (c.redis.clusterNodes && !/^[^{]*\{[^}]+\}/.test(c.redis.queuePrefix)) {
     issues.push(mustBe('CHATGATE_QUEUE_PREFIX', 'hash-tagged (e.g. `{cgq}`) on a Redis Cluster', c.redis.queuePrefix));
   }
+  const missing = (c.workers.shards ?? []).filter((shard) => shard >= c.redis.queueShards);
+  if (missing.length > 0) issues.push(mustBe('CHATGATE_WORKER_SHARDS', `shard numbers below CHATGATE_QUEUE_SHARDS (${c.redis.queueShards})`, missing.join(',')));
   if (c.llm.contextWindow === 0) {
     issues.push(`\`CHATGATE_CONTEXT_WINDOW\` must be set for a model not in the table of known models (got model ${c.llm.model})`);
   } else if (c.compaction.reservedOutputTokens > c.llm.contextWindow / 2) {

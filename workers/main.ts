@@ -1,4 +1,4 @@
-import { Queue, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import { ContextCompressor } from '../src/core/compressor.js';
 import type { OutboundMessage } from '../src/core/inbound.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
@@ -9,6 +9,9 @@ import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
+import { ensureQueueLayout } from '../src/queue/layout.js';
+import { openShardedQueue } from '../src/queue/sharded.js';
+import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
@@ -45,7 +48,9 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
   const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
   const { llm, compressor, tools } = createAgentParts(deps, o, logger);
-  const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: redis, prefix: names.queuePrefix });
+  await ensureQueueLayout(redis, names);
+  const shards = consumedShards(names, o.workerShards, o.concurrency);
+  const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, redis);
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
   });
@@ -61,22 +66,23 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
     deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), streams: turnStreams(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
   };
-  const worker = new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
-    connection: redis, prefix: names.queuePrefix, concurrency: o.concurrency,
+  // One BullMQ worker per consumed shard; the process's concurrency is split over them.
+  const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
+    connection: redis, prefix, concurrency,
     lockDuration: o.lockDurationMs, stalledInterval: o.stalledIntervalMs ?? o.lockDurationMs, maxStalledCount: o.maxStalledCount,
-  });
-  const failures = handleFailures(worker, turn);
-  worker.on('error', connectionErrorLogger(logger, 'worker error'));
-  outbound.on('error', connectionErrorLogger(logger, 'outbound queue error'));
-  await worker.waitUntilReady();
+  }));
+  const failures = workers.map((worker) => handleFailures(worker, turn));
+  for (const worker of workers) worker.on('error', connectionErrorLogger(logger, 'worker error'));
+  outbound.onError(connectionErrorLogger(logger, 'outbound queue error'));
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await heartbeat.start();
-  logger.info({ queue: names.turnQueue, concurrency: o.concurrency }, 'worker started');
+  logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
     async close() {
       logger.info({}, 'worker draining');
       turn.closing = true;
-      await worker.close();
-      await failures.settled();
+      await Promise.all(workers.map((worker) => worker.close()));
+      await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
       await stops.close();
       await outbound.close();

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DelayedError, type Job, type Queue } from 'bullmq';
-import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
+import { DelayedError, type Job } from 'bullmq';
+import type { InboundMessage } from '../src/core/inbound.js';
 import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS } from '../src/metrics.js';
 import type { TurnJobData } from '../src/queue/names.js';
-import { enqueueOutbound } from '../src/queue/outbound.js';
+import { enqueueOutbound, type OutboundSink } from '../src/queue/outbound.js';
 import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';
@@ -20,7 +20,7 @@ import type { TurnStops } from './turn-stop.js';
 export interface TurnRunner {
   redis: RedisClient;
   store: SessionStore;
-  outbound: Queue<OutboundMessage>;
+  outbound: OutboundSink;
   logger: Logger;
   keyPrefix: string;
   agentOptions: AgentOptions;

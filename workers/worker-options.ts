@@ -31,6 +31,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   contextWindow: number;
   /** Session key prefix. Default `cg:`. */
   keyPrefix?: string;
+  /** Queue shards this worker takes turns from (0-based, each < `queueShards`). Default: every shard. */
+  workerShards?: readonly number[];
   /** Tokens kept free for the answer. Default 0. */
   reservedOutputTokens?: number;
   /** In-loop compaction trigger as a share of (window − reserve). Default 0.5. */

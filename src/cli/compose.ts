@@ -22,6 +22,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     hygieneThreshold: config.compaction.hygieneThreshold,
     keyPrefix: config.redis.keyPrefix,
     queuePrefix: config.redis.queuePrefix,
+    queueShards: config.redis.queueShards,
     transcriptRetention: config.transcriptMaxLen,
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
@@ -49,6 +50,8 @@ export function workerOptions(config: Config): RunWorkerOptions {
   return {
     keyPrefix: config.redis.keyPrefix,
     queuePrefix: config.redis.queuePrefix,
+    queueShards: config.redis.queueShards,
+    workerShards: config.workers.shards,
     llm: { ...llmEndpoint(config), timeoutMs: config.llm.timeoutMs },
     contextWindow: config.llm.contextWindow,
     reservedOutputTokens: config.compaction.reservedOutputTokens,

@@ -1,7 +1,7 @@
-import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
+import { openShardedQueue } from '../queue/sharded.js';
 import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { readHeartbeats } from '../redis/heartbeats.js';
@@ -116,11 +116,11 @@ async function checkRedis(conn: CliRedis): Promise<Verdict> {
 }
 
 async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict> {
-  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
+  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards });
   const parts: string[] = [];
   for (const name of [names.turnQueue, names.outboundQueue]) {
-    const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
-    queue.on('error', () => undefined); // failures surface where its commands fail
+    const queue = openShardedQueue<{ sessionId: string }>(name, names, redis);
+    queue.onError(() => undefined); // failures surface where its commands fail
     try {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
       parts.push(`${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
@@ -128,7 +128,7 @@ async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict>
       await queue.close();
     }
   }
-  return { status: 'ok', detail: `${parts.join('; ')} (prefix ${names.queuePrefix})` };
+  return { status: 'ok', detail: `${parts.join('; ')} (prefix ${names.queuePrefix}${names.queueShards > 1 ? `, ${names.queueShards} shards` : ''})` };
 }
 
 async function checkLlm(config: Config): Promise<Verdict> {

@@ -35,7 +35,7 @@ export function retryCommand(io: CliIo, sessionId: string): Promise<number> {
       return EXIT.ok;
     }
     const producer = createTurnProducer({ redis: conn.redis }, {
-      ...resolveQueueNames({ queuePrefix: config.redis.queuePrefix }), keyPrefix: config.redis.keyPrefix, groupMode: config.groupMode,
+      ...resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards }), keyPrefix: config.redis.keyPrefix, groupMode: config.groupMode,
     });
     try {
       await producer.enqueueTurn(sessionId);

@@ -1,8 +1,9 @@
-import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { DEMO_MODEL } from '../core/models.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { resolveQueueNames } from '../queue/names.js';
+import { openShardedQueue } from '../queue/sharded.js';
+import { recordedShards } from '../queue/layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -64,7 +65,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     workersCheck(workers),
     channelsCheck(gateways),
     await llmCheck(config, workers, onProgress),
-    queuesCheck(queues, workers.some((w) => w.alive)),
+    queuesCheck(queues, workers.some((w) => w.alive), { configured: config.redis.queueShards, recorded: await recordedShards(redis, config.redis.queuePrefix) }),
     failedCheck(failed, queues),
     sessionsCheck(sessions),
   ];
@@ -72,11 +73,12 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
 }
 
 async function readQueues(redis: RedisClient, config: Config): Promise<Record<string, QueueCounts>> {
-  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix });
+  const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards });
   const out: Record<string, QueueCounts> = {};
   for (const name of [names.turnQueue, names.outboundQueue]) {
-    const queue = new Queue(name, { connection: redis, prefix: names.queuePrefix });
-    queue.on('error', () => undefined); // failures surface where its commands fail
+    // Every shard's counts, summed.
+    const queue = openShardedQueue<{ sessionId: string }>(name, names, redis);
+    queue.onError(() => undefined); // failures surface where its commands fail
     try {
       out[name] = (await queue.getJobCounts(...QUEUE_STATES)) as QueueCounts;
     } finally {
@@ -131,8 +133,15 @@ async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onP
   return probe.ok ? { name: 'llm', status: 'ok', detail: `no model call yet; ${probe.detail}` } : { name: 'llm', status: 'down', detail: probe.detail, fix: LLM_HELP };
 }
 
-function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean): StatusCheck {
+function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean, shards: { configured: number; recorded: number | null }): StatusCheck {
   const parts = Object.entries(queues).map(([name, c]) => `${name}: ${c.waiting + c.prioritized} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+  if (shards.configured > 1) parts.push(`${shards.configured} shards`);
+  if (shards.recorded !== null && shards.recorded !== shards.configured) {
+    return {
+      name: 'queues', status: 'warn', detail: `${parts.join('; ')} (counted in ${shards.configured} shard(s); Redis records a layout of ${shards.recorded})`,
+      fix: `the running processes use CHATGATE_QUEUE_SHARDS=${shards.recorded}: use the same value here, or see docs/sharding.md to change it`,
+    };
+  }
   const waiting = Object.values(queues).reduce((sum, c) => sum + c.waiting + c.prioritized, 0);
   if (waiting > 0 && !workersAlive) return { name: 'queues', status: 'warn', detail: parts.join('; '), fix: 'jobs wait for a worker: start one (`chatgate worker`)' };
   return { name: 'queues', status: 'ok', detail: parts.join('; ') };

@@ -23,6 +23,8 @@ export interface GatewayOptions {
   keyPrefix?: string;
   /** BullMQ prefix (no `:`). Default `{cgq}`. */
   queuePrefix?: string;
+  /** Shards of the turn and outbound queues (src/queue/sharded.ts). Default 1. */
+  queueShards?: number;
   /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
   transcriptRetention?: number;
   /** Group chats: one session per chat or per user. Default `per-chat`. */

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import { stripUndefined } from '../core/objects.js';
@@ -7,7 +7,9 @@ import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
-import { resolveQueueNames, turnDedupId } from '../queue/names.js';
+import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
+import { ensureQueueLayout } from '../queue/layout.js';
+import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
@@ -112,18 +114,19 @@ type Started = GatewayDeps & { metrics: PrometheusMetrics };
 
 async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>) {
   const { redis, logger, metrics } = deps;
-  const names = resolveQueueNames({ queuePrefix: o.queuePrefix });
+  const names = resolveQueueNames({ queuePrefix: o.queuePrefix, queueShards: o.queueShards });
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
   const fast = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
   // Its failures surface where its commands fail; without a listener ioredis prints each one.
   fast.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
   closers.push(() => fast.quit());
+  await ensureQueueLayout(fast, names);
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
   const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
-  const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: fast, prefix: names.queuePrefix });
-  const turns = new Queue(names.turnQueue, { connection: fast, prefix: names.queuePrefix });
-  for (const queue of [outbound, turns]) queue.on('error', (err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
+  const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, fast);
+  const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, fast);
+  for (const queue of [outbound, turns]) queue.onError((err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
   closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
@@ -146,7 +149,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: fast, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns, id) } }, {
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice,
   });
   const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes });
@@ -155,7 +158,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   gatewayChannels.mount?.(app);
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
-    sessions: deps.sessions, queues: [turns, outbound], logger, metrics,
+    sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
     checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
@@ -176,14 +179,17 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
 }
 
 /** The outbound consumer and the typing indicators (driven by the workers' turn signals). */
-async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: { queuePrefix: string; outboundQueue: string }, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
+async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: QueueNames, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
   const { redis, logger, metrics } = deps;
   const typing = createTypingIndicators({ log: logger });
   const streams = o.streaming ? await startStreaming(deps, keyPrefix, channels, o, closers) : undefined;
   const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, streams });
-  const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, names);
-  consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
-  closers.push(() => consumer.close());
+  // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
+  for (const queuePrefix of shardPrefixes(names)) {
+    const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue });
+    consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
+    closers.push(() => consumer.close());
+  }
   const subscriber = duplicateRedis(redis);
   subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
   const unsubscribe = await subscribeTurnSignals(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
@@ -204,7 +210,7 @@ async function startStreaming(deps: Started, keyPrefix: string, channels: Readon
 }
 
 /** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker is alive (its heartbeat). */
-function readinessChecks(redis: RedisClient, turns: Queue, channels: ChannelsStatus, keyPrefix: string): Record<string, () => Promise<unknown>> {
+function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobData>, 'getJobCounts'>, channels: ChannelsStatus, keyPrefix: string): Record<string, () => Promise<unknown>> {
   // A connection that is not up fails at once rather than after the client's reconnect attempts.
   const connected = () => {
     if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);

@@ -1,11 +1,10 @@
-import type { Queue } from 'bullmq';
 import { parseCommand, type ChatCommand } from '../core/commands.js';
 import { sessionKeyOf, toWellFormedInbound, type AllowList, type ChannelName, type GroupSessionMode, type InboundMessage, type InboundOutcome, type InboundVerdict, type OutboundMessage } from '../core/inbound.js';
 import { measureText } from '../core/split.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { replyJobId } from '../queue/names.js';
-import { enqueueOutbound } from '../queue/outbound.js';
+import { enqueueOutbound, type OutboundSink } from '../queue/outbound.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { acceptInbound } from '../redis/inbox.js';
@@ -37,7 +36,7 @@ export interface IngestDeps {
   /** `/retry` (takes the last exchange out under the session's lease). Absent: `/retry` is not available. */
   retry?: RetryPort;
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */
-  outbound: Queue<OutboundMessage>;
+  outbound: OutboundSink;
   logger: Logger;
   /** Where inbound outcomes and hygiene firings are counted. Default {@link NOOP_METRICS}. */
   metrics?: Metrics;

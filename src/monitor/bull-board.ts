@@ -18,19 +18,33 @@ export function createQueuesBoard(queues: readonly Queue[], basePath = QUEUES_BA
   const serverAdapter = new HonoAdapter(serveStatic);
   serverAdapter.setBasePath(basePath);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    queues: queues.map((queue) => new BullMQAdapter(queue, boardName(queue, queues))),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'chatgate queues' } },
   });
   return serverAdapter.registerPlugin();
 }
 
-/** Job counts of every queue by state: the default queue-depth source of `/metrics`. */
+/** A sharded queue's shards share one name: bull-board tells them apart by their BullMQ prefix (`{cgq-3}:turns`). */
+function boardName(queue: Queue, queues: readonly Queue[]): { prefix?: string } {
+  const shared = queues.filter((q) => q.name === queue.name).length > 1;
+  return shared ? { prefix: `${queue.opts.prefix ?? ''}:` } : {};
+}
+
+/**
+ * Job counts of every queue by state: the default queue-depth source of `/metrics`. The shards of
+ * a sharded queue (same name, other prefixes) are summed under the queue's name.
+ */
 export async function readQueueDepths(queues: readonly Queue[]): Promise<QueueDepth[]> {
-  const depths: QueueDepth[] = [];
+  const depths = new Map<string, QueueDepth>();
   for (const queue of queues) {
     const counts = await queue.getJobCounts();
-    for (const [state, count] of Object.entries(counts)) depths.push({ queue: queue.name, state, count });
+    for (const [state, count] of Object.entries(counts)) {
+      const key = `${queue.name}\n${state}`;
+      const depth = depths.get(key) ?? { queue: queue.name, state, count: 0 };
+      depth.count += count;
+      depths.set(key, depth);
+    }
   }
-  return depths;
+  return [...depths.values()];
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { shardOf, shardTag } from '../core/shard.js';
 
 /** Default BullMQ prefix: one hash tag, so every queue key lands in one Redis Cluster slot. */
 export const DEFAULT_QUEUE_PREFIX = '{cgq}';
@@ -20,7 +21,12 @@ export interface QueueNames {
   turnQueue: string;
   /** Default `outbound`. */
   outboundQueue: string;
+  /** Shards of each queue, every one in its own hash slot (see {@link shardPrefixes}). Default 1. */
+  queueShards: number;
 }
+
+/** Most queue shards a deployment may have. */
+export const MAX_QUEUE_SHARDS = 256;
 
 /** Resolves queue names; names must not contain `:`. @throws Error naming the bad option. */
 export function resolveQueueNames(options: Partial<QueueNames> = {}): QueueNames {
@@ -28,11 +34,39 @@ export function resolveQueueNames(options: Partial<QueueNames> = {}): QueueNames
     queuePrefix: options.queuePrefix ?? DEFAULT_QUEUE_PREFIX,
     turnQueue: options.turnQueue ?? DEFAULT_TURN_QUEUE,
     outboundQueue: options.outboundQueue ?? DEFAULT_OUTBOUND_QUEUE,
+    queueShards: options.queueShards ?? 1,
   };
+  if (!Number.isInteger(names.queueShards) || names.queueShards < 1 || names.queueShards > MAX_QUEUE_SHARDS) {
+    throw new Error(`\`queueShards\` must be an integer in [1, ${MAX_QUEUE_SHARDS}] (got ${names.queueShards})`);
+  }
   for (const field of ['turnQueue', 'outboundQueue'] as const) {
     if (names[field].includes(':')) throw new Error(`\`${field}\` must not contain ':' (got ${names[field]})`);
   }
   return names;
+}
+
+/**
+ * BullMQ prefix of shard `shard` of `shards`: with one shard the prefix itself (today's keys);
+ * with more, the shard number and a salt join the hash tag (`{cgq}` → `{cgq-3-<salt>}`, see
+ * {@link shardTag}: the shards spread evenly over the slot space), or the shard number is appended
+ * when the prefix has no hash tag (`cgq` → `cgq-3`; one Redis only).
+ */
+export function shardPrefix(queuePrefix: string, shard: number, shards: number): string {
+  if (shards === 1) return queuePrefix;
+  const open = queuePrefix.indexOf('{');
+  const close = open < 0 ? -1 : queuePrefix.indexOf('}', open + 1);
+  if (close > open + 1) return `${queuePrefix.slice(0, open + 1)}${shardTag(queuePrefix.slice(open + 1, close), shard, shards)}${queuePrefix.slice(close)}`;
+  return `${queuePrefix}-${shard}`;
+}
+
+/** The BullMQ prefixes of every shard, shard 0 first. */
+export function shardPrefixes(names: Pick<QueueNames, 'queuePrefix' | 'queueShards'>): string[] {
+  return Array.from({ length: names.queueShards }, (_, i) => shardPrefix(names.queuePrefix, i, names.queueShards));
+}
+
+/** The BullMQ prefix of the shard that holds session `sessionId`'s turn and reply jobs. */
+export function sessionShardPrefix(names: Pick<QueueNames, 'queuePrefix' | 'queueShards'>, sessionId: string): string {
+  return shardPrefix(names.queuePrefix, shardOf(sessionId, names.queueShards), names.queueShards);
 }
 
 /** Deduplication id of a session's turn job (no `:`; stable per session). */

@@ -1,4 +1,4 @@
-import type { JobsOptions, Queue } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import type { OutboundMessage } from '../core/inbound.js';
 
 /**
@@ -21,9 +21,17 @@ export const OUTBOUND_JOB_OPTIONS = Object.freeze({
 }) satisfies JobsOptions;
 
 /**
+ * Where replies are enqueued: a BullMQ queue, or the sharded outbound queue (src/queue/sharded.ts),
+ * which puts each reply in the shard of its session.
+ */
+export interface OutboundSink {
+  add(name: string, data: OutboundMessage, opts: JobsOptions): Promise<unknown>;
+}
+
+/**
  * Enqueues `message` for delivery by the gateway: the only producer of the outbound queue, for
  * replies (workers) and notices (ingest) alike. Idempotent per `message.id`.
  */
-export async function enqueueOutbound(queue: Queue<OutboundMessage>, message: OutboundMessage): Promise<void> {
+export async function enqueueOutbound(queue: OutboundSink, message: OutboundMessage): Promise<void> {
   await queue.add(message.kind, message, { ...OUTBOUND_JOB_OPTIONS, jobId: message.id });
 }

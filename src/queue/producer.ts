@@ -1,10 +1,10 @@
-import { Queue } from 'bullmq';
 import type { GroupSessionMode, InboundMessage } from '../core/inbound.js';
 import { sessionKeyOf } from '../core/inbound.js';
 import type { RedisClient } from '../redis/client.js';
 import { acceptInbound } from '../redis/inbox.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { resolveQueueNames, turnDedupId, type QueueNames, type TurnJobData } from './names.js';
+import { openShardedQueue } from './sharded.js';
 
 /** Options of {@link createTurnProducer}. */
 export interface TurnProducerOptions extends Partial<QueueNames> {
@@ -39,11 +39,10 @@ export interface TurnProducer {
 export function createTurnProducer(deps: { redis: RedisClient }, options: TurnProducerOptions = {}): TurnProducer {
   const names = resolveQueueNames(options);
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  const queue = new Queue<TurnJobData>(names.turnQueue, { connection: deps.redis, prefix: names.queuePrefix });
-  // Without a listener BullMQ prints every connection error to stderr; failures surface where the producer's commands fail.
-  queue.on('error', () => undefined);
+  // Each session's turn job goes to its shard; with one shard, the one queue of before.
+  const queue = openShardedQueue<TurnJobData>(names.turnQueue, names, deps.redis);
   // A lost connection is reported where it matters, by the rejected `add`; the queue's own event would only print it again.
-  queue.on('error', () => {});
+  queue.onError(() => undefined);
   const attempts = options.attempts ?? 5;
   const now = options.now ?? Date.now;
   const enqueueTurn = async (sessionId: string): Promise<void> => {

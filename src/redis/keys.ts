@@ -163,3 +163,12 @@ export function partialsChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
 export function partialViewKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}{${sessionId}}:partial-view:${streamId}`;
 }
+
+/**
+ * String: the number of queue shards the deployment's queues are laid out in, written at first
+ * start (src/queue/layout.ts). Under the unsharded queue prefix, so it is found whatever N a
+ * process is started with.
+ */
+export function queueLayoutKey(queuePrefix: string): string {
+  return `${queuePrefix}:chatgate-shards`;
+}

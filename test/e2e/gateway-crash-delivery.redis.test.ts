@@ -3,10 +3,10 @@
  * restarted: that reply is sent again soon after the restart, and the session's later replies —
  * produced while the gateway was down — follow it, in order, each once.
  */
-import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { openShardedQueue, type ShardedQueue } from '../../src/queue/sharded.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { spawnChatgate, startHoldingFront, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -16,12 +16,12 @@ describe('gateway killed during a delivery', () => {
   let t: TestRedis;
   let telegram: FakeTelegramServer;
   let gateway: ChatgateProcess | undefined;
-  let outbound: Queue<OutboundMessage>;
+  let outbound: ShardedQueue<OutboundMessage>;
 
   beforeEach(async () => {
     t = createTestRedis();
     telegram = await startFakeTelegram();
-    outbound = new Queue<OutboundMessage>('outbound', { connection: t.redis, prefix: t.queuePrefix });
+    outbound = openShardedQueue<OutboundMessage>('outbound', t.names, t.redis);
   });
   afterEach(async () => {
     await stopChatgate(gateway);
@@ -32,7 +32,7 @@ describe('gateway killed during a delivery', () => {
 
   const startGatewayProcess = async (apiRoot: string): Promise<ChatgateProcess> => {
     const proc = spawnChatgate(['gateway', '--demo'], {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_HTTP_PORT: '0',
+      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv, CHATGATE_HTTP_PORT: '0',
       TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: apiRoot, CHATGATE_LOG_LEVEL: 'info',
     });
     await proc.waitFor('stdout', /Press Ctrl\+C to stop\./);
@@ -59,7 +59,7 @@ describe('gateway killed during a delivery', () => {
     gateway = await startGatewayProcess(telegram.apiRoot);
     await waitUntil(telegram, 'call', () => sentTexts().filter((text) => text.startsWith('reply number')).length >= 3);
     expect(sentTexts().filter((text) => text.startsWith('reply number'))).toEqual(['reply number 1', 'reply number 2', 'reply number 3']);
-    const r1 = await outbound.getJob('reply-1');
+    const r1 = await outbound.forSession('telegram:42').getJob('reply-1');
     expect(await r1!.getState()).toBe('completed');
   });
 });

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+import { testShards } from './redis.js';
+
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** What {@link spawnCliWorker} needs: Redis, prefixes and the LLM endpoint. */
@@ -26,7 +28,7 @@ export interface CliWorkerOptions {
 export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildProcess> {
   const env = {
     PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
-    REDIS_URL: options.redisUrl, CHATGATE_KEY_PREFIX: options.keyPrefix, CHATGATE_QUEUE_PREFIX: options.queuePrefix,
+    REDIS_URL: options.redisUrl, CHATGATE_KEY_PREFIX: options.keyPrefix, CHATGATE_QUEUE_PREFIX: options.queuePrefix, CHATGATE_QUEUE_SHARDS: String(testShards()),
     OPENAI_BASE_URL: options.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
     // Any free port for the worker's /healthz and /metrics: several workers (and other tests) run at once.
     CHATGATE_LOG_LEVEL: 'info', CHATGATE_HTTP_PORT: '0', ...options.env,

@@ -40,7 +40,7 @@ const book = defineTool({
 });
 
 const worker = await runWorker({ redis: env('REDIS_URL'), tools: [lookup, book], logger: createLogger({ level: 'info' }) }, {
-  keyPrefix: prefix, queuePrefix: env('QUEUE_PREFIX'), contextWindow: 16_000,
+  keyPrefix: prefix, queuePrefix: env('QUEUE_PREFIX'), queueShards: Number(process.env.QUEUE_SHARDS ?? '1'), contextWindow: 16_000,
   llm: { baseURL: env('OPENAI_BASE_URL'), apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
   leaseTtlMs: 1500, lockDurationMs: 1500, concurrency: 2,
 });

@@ -10,6 +10,12 @@ export interface TestRedis {
   queuePrefix: string;
   /** The URL the connection uses (for child processes). */
   url: string;
+  /** Queue shards the test's processes use: CHATGATE_TEST_SHARDS (the `shards` vitest project sets 4), default 1. */
+  queueShards: number;
+  /** `{ queuePrefix, queueShards }`, for sharded queues and consumers. */
+  names: { queuePrefix: string; queueShards: number };
+  /** Env of a child process: CHATGATE_QUEUE_SHARDS. */
+  shardEnv: { CHATGATE_QUEUE_SHARDS: string };
   /** Deletes every key under both prefixes and closes the connection. */
   cleanup(): Promise<void>;
 }
@@ -21,14 +27,24 @@ export function createTestRedis(): TestRedis {
   const id = randomBytes(5).toString('hex');
   const keyPrefix = `cgtest:${id}:`;
   const queuePrefix = `{cgtest${id}}`;
+  const queueShards = testShards();
   return {
-    redis, keyPrefix, queuePrefix, url,
+    redis, keyPrefix, queuePrefix, url, queueShards, names: { queuePrefix, queueShards }, shardEnv: { CHATGATE_QUEUE_SHARDS: String(queueShards) },
     async cleanup() {
       await deleteMatching(redis, `${keyPrefix}*`);
       await deleteMatching(redis, `${queuePrefix}*`);
+      // The shards' prefixes put the shard number inside the hash tag: `{cgtest<id>-3}`.
+      await deleteMatching(redis, `${queuePrefix.slice(0, -1)}-*`);
       redis.disconnect();
     },
   };
+}
+
+/** CHATGATE_TEST_SHARDS as a shard count (default 1). @throws Error when it is not a positive integer. */
+export function testShards(): number {
+  const raw = process.env.CHATGATE_TEST_SHARDS ?? '1';
+  if (!/^[1-9]\d*$/.test(raw)) throw new Error(`CHATGATE_TEST_SHARDS must be a positive integer (got ${raw})`);
+  return Number(raw);
 }
 
 /** Deletes every key matching a glob pattern (SCAN, never FLUSH). */
@@ -49,7 +65,7 @@ export interface OutboundCollector {
   close(): Promise<void>;
 }
 
-/** Consumes the outbound queue (concurrency 1, so order is kept) into a list. */
+/** Consumes the outbound queue (concurrency 1 per shard, so each chat's order is kept) into a list. */
 export async function collectOutbound(t: TestRedis, queueName = 'outbound'): Promise<OutboundCollector> {
   const { Worker } = await import('bullmq');
   const replies: OutboundCollector['replies'] = [];
@@ -60,17 +76,18 @@ export async function collectOutbound(t: TestRedis, queueName = 'outbound'): Pro
       else waiters.push(waiter);
     }
   };
-  const worker = new Worker(queueName, async (job) => {
+  const { shardPrefixes } = await import('../../src/queue/names.js');
+  const workers = shardPrefixes(t.names).map((prefix) => new Worker(queueName, async (job) => {
     replies.push(job.data);
     check();
-  }, { connection: t.redis, prefix: t.queuePrefix, concurrency: 1 });
-  await worker.waitUntilReady();
+  }, { connection: t.redis, prefix, concurrency: 1 }));
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   return {
     replies,
     waitFor(predicate) {
       if (predicate(replies)) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ predicate, resolve }));
     },
-    close: () => worker.close(),
+    close: async () => { await Promise.all(workers.map((worker) => worker.close())); },
   };
 }

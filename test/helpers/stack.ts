@@ -35,7 +35,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
   const summary: FakeHandler = options.summary ?? (() => ({ content: 'Goal: help the user. Active state: conversation summarised.' }));
   const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? summary(request) : options.handler(request)));
   const config = loadConfig({
-    REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix,
+    REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
     OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'fake-model', CHATGATE_CONTEXT_WINDOW: '16000',
     CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent', ...options.env,
   });
@@ -43,7 +43,7 @@ export async function startStack(options: { channels: GatewayChannels; handler: 
   const metrics = createPrometheusMetrics();
   const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels: options.channels }, gatewayOptions(config));
   const worker = await runWorker({ redis: t.redis, logger, metrics }, {
-    keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix,
+    keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, queueShards: config.redis.queueShards,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
     threshold: config.compaction.threshold, concurrency: 2, leaseRetryMs: 100, attachments: workerOptions(config).attachments, compactionNotice: config.compaction.notice, ...options.worker,

@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Channel, ChatTarget, OutgoingText, SentMessage } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
@@ -9,6 +8,8 @@ import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js
 import { createOutboundConsumer } from '../../src/gateway/outbound.js';
 import { createSilentLogger } from '../../src/log.js';
 import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { shardPrefixes } from '../../src/queue/names.js';
+import { openShardedQueue, type ShardedQueue } from '../../src/queue/sharded.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const QUEUE = 'outbound';
@@ -48,12 +49,12 @@ const reply = (n: number, sessionId = 'web:chat'): OutboundMessage => ({
 
 describe('outbound consumer: per-chat order across retries', () => {
   let t: TestRedis;
-  let queue: Queue<OutboundMessage>;
+  let queue: ShardedQueue<OutboundMessage>;
   const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(() => {
     t = createTestRedis();
-    queue = new Queue<OutboundMessage>(QUEUE, { connection: t.redis, prefix: t.queuePrefix });
+    queue = openShardedQueue<OutboundMessage>(QUEUE, t.names, t.redis);
   });
 
   afterEach(async () => {
@@ -67,11 +68,13 @@ describe('outbound consumer: per-chat order across retries', () => {
     for (const message of messages) await enqueueOutbound(queue, message);
   }
 
-  function startConsumer(channel: Channel) {
+  /** One consumer per outbound shard (CHATGATE_TEST_SHARDS), as the gateway runs them. */
+  function startConsumer(channel: Channel): void {
     const delivery = createDelivery({ channels: new Map<ChannelName, Channel>([['web', channel]]), ledger: createMemoryDeliveryLedger() });
-    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry: { baseDelayMs: 50 } });
-    closers.push(() => consumer.close());
-    return consumer;
+    for (const queuePrefix of shardPrefixes(t.names)) {
+      const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry: { baseDelayMs: 50 } });
+      closers.push(() => consumer.close());
+    }
   }
 
   it('a reply that fails after the delivery retries still reaches the chat before the next ones', async () => {

@@ -23,7 +23,7 @@ describe('a crashed turn resumes', () => {
 
   const startWorker = async (block: boolean): Promise<ChildProcess> => {
     const env = {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix,
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix, QUEUE_SHARDS: String(t.queueShards),
       OPENAI_BASE_URL: fake.baseURL, EFFECT_BLOCK: block ? '1' : '0',
     };
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -35,7 +35,7 @@ describe('a crashed turn resumes', () => {
   beforeEach(async () => {
     t = createTestRedis();
     fake = await startFakeOpenAI();
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
     out = await collectOutbound(t);
   });
   afterEach(async () => {

@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
@@ -10,6 +9,7 @@ import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
 import { spawnCliWorker, startModelsFront, waitForLine } from '../helpers/cli-worker.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import { openShardedQueue } from '../../src/queue/sharded.js';
 
 const PROCESSES = 3;
 const SESSIONS = 30;
@@ -38,7 +38,7 @@ describe('worker processes', () => {
     t = createTestRedis();
     fake = await startFakeOpenAI();
     front = await startModelsFront(fake.baseURL);
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
+    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
     out = await collectOutbound(t);
   });
   afterEach(async () => {
@@ -108,7 +108,7 @@ describe('worker processes', () => {
     await once(victim, 'exit');
 
     await out.waitFor((replies) => covered(replies) === 3);
-    const turns = new Queue('turns', { connection: t.redis, prefix: t.queuePrefix });
+    const turns = openShardedQueue('turns', t.names, t.redis);
     await waitUntil(async () => {
       const counts = await turns.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
       return Object.values(counts).every((n) => n === 0);

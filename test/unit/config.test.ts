@@ -96,7 +96,7 @@ describe('loadConfig', () => {
   it('applies the documented defaults to an empty environment', () => {
     const config = loadConfig({});
     expect(config).toEqual({
-      redis: { url: undefined, fallbackHost: '127.0.0.1', fallbackPort: 6379, keyPrefix: 'cg:', queuePrefix: '{cgq}' },
+      redis: { url: undefined, fallbackHost: '127.0.0.1', fallbackPort: 6379, keyPrefix: 'cg:', queuePrefix: '{cgq}', queueShards: 1 },
       llm: {
         baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini',
         contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12, timeoutMs: 120_000,
