@@ -58,7 +58,7 @@ export async function ingestInbound(redis: RedisClient, input: IngestScriptInput
     counters: counters.length, limit: input.rate?.limit, rateTtlSeconds: input.rate?.ttlSeconds,
     tooLong: input.tooLong, pending: input.markPending, fields: HYGIENE_META_FIELDS,
   };
-  const reply = (await runScriptWithOptions(redis, 'ingestInbound', scriptKeys, options, [JSON.stringify(toWellFormedInbound(input.message)), input.sessionId])) as Array<number | string | null>;
+  const reply = (await runScriptWithOptions(redis, 'ingestInbound', scriptKeys, options, [wellFormedJson(input.message), input.sessionId])) as Array<number | string | null>;
   switch (Number(reply[0])) {
     case 0: return { kind: 'duplicate', inboxLength: Number(reply[1]) };
     case 1: return { kind: 'accepted', figures: hygieneFiguresOf(reply.slice(3) as Array<string | null>, Number(reply[1]), Number(reply[2])) };
@@ -66,4 +66,13 @@ export async function ingestInbound(redis: RedisClient, input: IngestScriptInput
     case 3: return { kind: 'too_long' };
     default: throw new Error(`ingestInbound: unexpected reply ${JSON.stringify(reply)}`);
   }
+}
+
+/**
+ * `message` as JSON with every string well-formed (Redis's cjson rejects a lone surrogate). JSON.stringify
+ * writes a lone surrogate as a `\udXXX` escape: only when one may be there is the message repaired first.
+ */
+function wellFormedJson(message: InboundMessage): string {
+  const json = JSON.stringify(message);
+  return /\\u[dD][89a-fA-F]/.test(json) ? JSON.stringify(toWellFormedInbound(message)) : json;
 }

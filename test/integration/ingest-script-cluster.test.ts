@@ -29,7 +29,7 @@ afterAll(async () => {
 let seq = 0;
 function message(chat: string, user: string, text = 'hello'): InboundMessage {
   seq++;
-  return { id: `web:${chat}:${seq}`, channel: 'web', chatId: chat, userId: user, text, attachments: [], receivedAt: NOW };
+  return { id: `web:${chat}:${seq}`, channel: 'web', chatId: chat, userId: user, userName: 'Ada', text, attachments: [], receivedAt: NOW };
 }
 
 function accept(m: InboundMessage, options: { limit?: number; tooLong?: boolean } = {}) {

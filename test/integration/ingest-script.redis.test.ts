@@ -28,7 +28,7 @@ afterEach(async () => { await t.cleanup(); });
 let seq = 0;
 function message(text: string, user = '42'): InboundMessage {
   seq++;
-  return { id: `web:${user}:${seq}`, channel: 'web', chatId: user, userId: user, text, attachments: [], receivedAt: NOW };
+  return { id: `web:${user}:${seq}`, channel: 'web', chatId: user, userId: user, userName: 'Ada', text, attachments: [], receivedAt: NOW };
 }
 
 function accept(m: InboundMessage, extra: { limit?: number; address?: string; tooLong?: boolean; sessionId?: string } = {}) {
