@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { acceptPlain } from '../../src/gateway/accept.js';
 import { createIngest } from '../../src/gateway/ingest.js';
+import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
@@ -57,6 +58,22 @@ describe('the ingest script', () => {
     expect(await t.redis.get(seenKey('web:42', m.id, t.keyPrefix))).toBe(String(NOW));
     expect(await t.redis.ttl(seenKey('web:42', m.id, t.keyPrefix))).toBeGreaterThan(3500);
     expect(await counter('42')).toBe('1');
+  });
+
+  it('leaves a message whose turn was never added (the gateway died) to the pending sweeper', async () => {
+    expect((await accept(message('stranded'))).kind).toBe('accepted');
+    const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
+    const producer = createTurnProducer({ redis: t.redis }, { ...names, keyPrefix: t.keyPrefix });
+    const sweeper = startPendingSweeper({ redis: t.redis, producer, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, sweepAtStart: false, now: () => NOW + 60_000 });
+    try {
+      expect(await sweeper.sweep()).toBe(1);
+      const turns = new Queue(names.turnQueue, { connection: t.redis, prefix: names.queuePrefix });
+      expect((await turns.getJobs(['waiting'])).map((job) => job.data)).toEqual([{ sessionId: 'web:42' }]);
+      await turns.close();
+    } finally {
+      sweeper.stop();
+      await producer.close();
+    }
   });
 
   it('drops a re-delivery without appending or counting it, and tells how many messages wait', async () => {
