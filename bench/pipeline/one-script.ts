@@ -4,8 +4,8 @@
  * mark, the accept (seen marker + inbox append) and the hygiene pre-check's reads (meta fields,
  * history length, inbox size) in one EVALSHA, then the deduplicated turn job. It measures the
  * ceiling of that restructuring; it does not handle commands, refusals or hygiene compaction.
- * On Redis Cluster the real one would also need the pending index and the rate keys under the
- * session's hash tag (today they are global keys).
+ * The gateway's real one is src/redis/scripts/ingest-inbound-7.lua (via src/gateway/accept.ts,
+ * which on Redis Cluster writes the rate keys and the pending index, in other slots, before it).
  */
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';

@@ -10,7 +10,8 @@ import type { RedisClient } from '../redis/client.js';
 import { acceptInbound } from '../redis/inbox.js';
 import { deniedKey, rateLimitKey, seenKey, sessionKeys } from '../redis/keys.js';
 import type { SessionOps } from '../session/session-ops.js';
-import { countInWindow } from './accept.js';
+import { acceptPlain, countInWindow } from './accept.js';
+import type { HygieneFigures } from '../redis/hygiene-figures.js';
 import type { AttachmentIngest } from './attachments.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { retryTurn, stopTurn } from './turn-commands.js';
@@ -133,9 +134,11 @@ function createBackgroundTasks(): BackgroundTasks {
 
 async function route(ctx: Context, message: InboundMessage, sessionId: string): Promise<InboundVerdict> {
   const { deps, options } = ctx;
+  const command = message.unsupportedReply === undefined ? parseCommand(message.text) : null;
+  // A plain message from a listed user with no files to fetch (nearly all of them): one script.
+  if (command === null && message.unsupportedReply === undefined && (!deps.attachments || message.attachments.length === 0) && isAllowed(options.allow[message.channel], message.userId)) return routePlain(ctx, message, sessionId);
   const seen = seenKey(sessionId, message.id, options.keyPrefix);
   if ((await deps.redis.exists(seen)) === 1) return { outcome: await duplicate(ctx, sessionId) };
-  const command = message.unsupportedReply === undefined ? parseCommand(message.text) : null;
   const refused = await admit(ctx, message, sessionId, command !== null);
   if (refused) return refused;
   if (command) return { outcome: await answerCommand(ctx, message, sessionId, seen, command) };
@@ -155,9 +158,35 @@ async function route(ctx: Context, message: InboundMessage, sessionId: string): 
   return { outcome: 'accepted' };
 }
 
-async function hygieneThenTurn(ctx: Context, sessionId: string, message: InboundMessage): Promise<void> {
+/**
+ * {@link route} for a plain message: dedupe, rate limit, size, pending mark and accept in one
+ * script whose reply also carries the hygiene pre-check's figures (src/gateway/accept.ts); then,
+ * in the background, the hygiene decision (no Redis unless it fires) and the turn's `add`.
+ */
+async function routePlain(ctx: Context, message: InboundMessage, sessionId: string): Promise<InboundVerdict> {
+  const { deps, options } = ctx;
+  const nowMs = ctx.now();
+  const window = Math.floor(nowMs / 60_000);
+  const senders = [message.userId, ...(message.clientAddress ? [`addr:${message.clientAddress}`] : [])];
+  const rate = options.rateLimitPerMinute > 0 ? { keys: senders.map((sender) => rateLimitKey(message.channel, sender, window, options.keyPrefix)), limit: options.rateLimitPerMinute, ttlSeconds: 120 } : null;
+  const chars = measureText(message.text, 'codepoints');
+  const { clientAddress: _address, refusalsAnswered: _answered, ...stored } = message;
+  const result = await acceptPlain(deps.redis, { sessionId, message: stored, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs, rate, tooLong: chars > options.maxMessageChars });
+  switch (result.kind) {
+    case 'duplicate':
+      if (result.inboxLength > 0) await deps.producer.enqueueTurn(sessionId);
+      return { outcome: 'duplicate' };
+    case 'rate_limited': return refuseRate(ctx, message, sessionId, (window + 1) * 60_000 - ctx.now());
+    case 'too_long': return refuseSize(ctx, message, sessionId, chars);
+    case 'accepted':
+      ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message, result.figures));
+      return { outcome: 'accepted' };
+  }
+}
+
+async function hygieneThenTurn(ctx: Context, sessionId: string, message: InboundMessage, figures?: HygieneFigures): Promise<void> {
   const channel = message.channel;
-  await runHygiene(ctx, sessionId, message);
+  await runHygiene(ctx, sessionId, message, figures);
   await ctx.deps.producer.enqueueTurn(sessionId).catch((err: unknown) => {
     ctx.log.warn({ err, sessionId, channel }, 'turn not enqueued after hygiene; the pending sweeper will');
   });
@@ -176,19 +205,23 @@ async function admit(ctx: Context, message: InboundMessage, sessionId: string, i
   if (!isAllowed(options.allow[message.channel], message.userId)) return deny(ctx, message, sessionId);
   if (options.rateLimitPerMinute > 0 && !isCommand) {
     const retryAfterMs = await rateLimited(ctx, message);
-    if (retryAfterMs !== null) {
-      const reason = `You are sending messages faster than ${options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
-      await refuse(ctx, message, sessionId, reason, 'rate');
-      return { outcome: 'rate_limited', reason, retryAfterMs };
-    }
+    if (retryAfterMs !== null) return refuseRate(ctx, message, sessionId, retryAfterMs);
   }
   const chars = measureText(message.text, 'codepoints');
-  if (chars > options.maxMessageChars) {
-    const reason = `Your message has ${countOf(chars, 'character')}; the limit is ${options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
-    await refuse(ctx, message, sessionId, reason, 'size');
-    return { outcome: 'too_long', reason };
-  }
+  if (chars > options.maxMessageChars) return refuseSize(ctx, message, sessionId, chars);
   return null;
+}
+
+async function refuseRate(ctx: Context, message: InboundMessage, sessionId: string, retryAfterMs: number): Promise<InboundVerdict> {
+  const reason = `You are sending messages faster than ${ctx.options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
+  await refuse(ctx, message, sessionId, reason, 'rate');
+  return { outcome: 'rate_limited', reason, retryAfterMs };
+}
+
+async function refuseSize(ctx: Context, message: InboundMessage, sessionId: string, chars: number): Promise<InboundVerdict> {
+  const reason = `Your message has ${countOf(chars, 'character')}; the limit is ${ctx.options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
+  await refuse(ctx, message, sessionId, reason, 'size');
+  return { outcome: 'too_long', reason };
 }
 
 /** An unlisted user: told once a day in private chats, never in groups. */
@@ -274,10 +307,10 @@ async function answerUnsupported(ctx: Context, message: InboundMessage, sessionI
   return 'unsupported';
 }
 
-async function runHygiene(ctx: Context, sessionId: string, message: InboundMessage): Promise<void> {
+async function runHygiene(ctx: Context, sessionId: string, message: InboundMessage, figures?: HygieneFigures): Promise<void> {
   const channel = message.channel;
   try {
-    const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId);
+    const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId, figures);
     if (!result) return;
     ctx.metrics.record({ type: 'hygiene_fired', channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');

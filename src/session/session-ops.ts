@@ -10,7 +10,7 @@ import { messageTokens } from '../core/tokens.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
-import { runScript } from '../redis/scripts.js';
+import { readHygieneFigures, type HygieneFigures } from '../redis/hygiene-figures.js';
 import { holdLease } from '../redis/lease.js';
 import { createSessionNotes } from '../redis/notes.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
@@ -54,8 +54,10 @@ export interface SessionOps {
   /**
    * The 85% check before dispatch: when the session is idle, has ≥ 4 messages and its next request
    * is at or over the hygiene line, compacts it (layer `hygiene`). Returns null when it did not run.
+   * `figures`: the pre-check's reads when the caller has them already (the ingest script returns
+   * them with the accept); a session over the line is checked again under its lease either way.
    */
-  hygiene(sessionId: string): Promise<CompactionResult | null>;
+  hygiene(sessionId: string, figures?: HygieneFigures): Promise<CompactionResult | null>;
   /** A forced compaction (`/compact`, the CLI). */
   compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
   /** Empties the projection and the compaction state; the transcript keeps everything. */
@@ -136,8 +138,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     });
 
   return {
-    async hygiene(sessionId) {
-      if (!(await overHygieneLine(deps, sessionId, options))) return null;
+    async hygiene(sessionId, figures) {
+      if (!(await overHygieneLine(deps, sessionId, options, figures))) return null;
       const result = await underLease(sessionId, async (turn) => {
         // Read under the lease: a turn that ran meanwhile has taken (and answered) what was waiting.
         const pending = await pendingMessages(deps, sessionId);
@@ -191,21 +193,13 @@ function countPending(pending: readonly ChatMessage[], model: string): number {
   return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
 }
 
-/** The meta fields the hygiene pre-check reads. */
-const PRECHECK_FIELDS = ['lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens', 'limits'] as const;
-
 /**
- * Cheap pre-check from the meta hash and the inbox length alone, so most messages never load the
- * projection; waiting messages are estimated at their serialized size (an upper bound).
+ * Cheap pre-check from the meta hash, the history length and the inbox size alone (`figures` when
+ * the caller has them, else read now), so most messages never load the projection; waiting
+ * messages are estimated at their serialized size (an upper bound).
  */
-async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions): Promise<boolean> {
-  const keys = deps.store.keys(sessionId);
-  const [fields, count, waiting] = await Promise.all([
-    deps.redis.hmget(keys.meta, ...PRECHECK_FIELDS),
-    deps.redis.llen(keys.history),
-    runScript(deps.redis, 'inboxBytes', [keys.inbox]),
-  ]);
-  const pendingTokens = Math.ceil(Number(waiting) / 3);
-  const meta = parseMeta(Object.fromEntries(PRECHECK_FIELDS.flatMap((field, k) => { const value = fields[k]; return value == null ? [] : [[field, value] as const]; })));
-  return decide(count, requestTokens({ meta }) + pendingTokens, meta.limits ?? options.limits, options).compact;
+async function overHygieneLine(deps: SessionOpsDeps, sessionId: string, options: SessionOpsOptions, figures?: HygieneFigures): Promise<boolean> {
+  const { meta: raw, historyLength, inboxBytes } = figures ?? await readHygieneFigures(deps.redis, deps.store.keys(sessionId));
+  const meta = parseMeta(raw as Record<string, string>);
+  return decide(historyLength, requestTokens({ meta }) + Math.ceil(inboxBytes / 3), meta.limits ?? options.limits, options).compact;
 }
