@@ -75,8 +75,9 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
     }
   }
   if (options.discord) {
-    const discordOptions = { token: options.discord.token, guildTrigger: groupTrigger, ...(options.discord.apiRoot ? { apiRoot: options.discord.apiRoot } : {}) };
-    list.push(leased(createDiscordChannel({ log: logger }, discordOptions), discordOptions.token, () => createDiscordChannel({ log: logger }, discordOptions)));
+    const { token, apiRoot } = options.discord;
+    const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
+    list.push(leased(createDiscordChannel({ log: logger }, discordOptions), token, () => createDiscordChannel({ log: logger }, discordOptions)));
   }
   if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
