@@ -119,12 +119,14 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     s.term = t;
     s.role = 'holding';
     log.info({ fence }, 'channel lease taken: this gateway receives');
-    t.starting = t.receiver.start(s.onMessage);
-    t.starting.catch(async (err: unknown) => {
+    // On failure the receiver is stopped and the lease released before `starting` rejects.
+    t.starting = t.receiver.start(s.onMessage).catch(async (err: unknown) => {
       log.error({ err, fence }, 'channel did not start; the lease is given up and taken again later');
       s.notBefore = performance.now() + ttlMs;
       await lose(t, 'start failed');
+      throw err;
     });
+    t.starting.catch(() => undefined); // a later term's failure is logged above; the first start rethrows it
     return t;
   };
 
