@@ -316,6 +316,8 @@ export class FakeTelegramServer extends EventEmitter {
     const timeoutSeconds = Number(params.timeout ?? 0);
     if (ready.length > 0 || timeoutSeconds <= 0) return reply(res, 200, { ok: true, result: ready });
     this.openPoll = res;
+    // Held for its whole timeout like on the real Bot API (Node's keep-alive timer would end it after 5 s).
+    res.socket?.setTimeout(0);
     const finish = (): void => {
       if (this.openPoll === res) this.openPoll = undefined;
       clearTimeout(timer);
