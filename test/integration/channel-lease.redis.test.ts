@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Channel, InboundHandler } from '../../channels/channel.js';
 import { createLeasedChannel, type LeasedChannel } from '../../src/gateway/channel-lease.js';
+import { createChannels } from '../../src/gateway/channels.js';
 import { createSilentLogger } from '../../src/log.js';
 import { acquireChannelLease, botIdentity, readChannelLeases, releaseChannelLease, renewChannelLease } from '../../src/redis/channel-lease.js';
 import { channelLeaseKeys } from '../../src/redis/keys.js';
@@ -162,5 +163,17 @@ describe('channel lease', () => {
     expect(await t.redis.exists(keys.lease, keys.meta)).toBe(0);
     expect(() => createLeasedChannel({ redis: t.redis, log: createSilentLogger(), sender: sender(), createReceiver: receiver(new Events(), 'A', []) }, { botId: BOT, keyPrefix: t.keyPrefix, ttlMs: 10 }))
       .toThrow('`ttlMs` must be an integer ≥ 100 (got 10)');
+  });
+
+  it('leases Telegram polling and Discord, but not the webhook mode (every gateway takes the POSTs) nor the web chat', () => {
+    const build = (webhookUrl?: string) => createChannels({ logger: createSilentLogger(), redis: t.redis }, {
+      telegram: { token: '123456:secret-token', webhookUrl, webhookSecret: webhookUrl ? 'hook-secret' : undefined },
+      discord: { token: 'discord-token-0123456789abcdef' }, host: '127.0.0.1', keyPrefix: t.keyPrefix,
+    });
+    const polling = build();
+    expect(polling.list.map((c) => [c.name, 'leaseRole' in c])).toEqual([['telegram', true], ['discord', true], ['web', false]]);
+    expect(polling.leaseRoles?.()).toEqual({ telegram: 'standby', discord: 'standby' });
+    const webhook = build('https://bot.example.com/telegram/hook');
+    expect(webhook.list.map((c) => [c.name, 'leaseRole' in c])).toEqual([['telegram', false], ['discord', true], ['web', false]]);
   });
 });
