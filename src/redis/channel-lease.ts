@@ -54,7 +54,7 @@ export async function releaseChannelLease(redis: RedisClient, keys: ChannelLease
   return Number(await runScriptWithOptions(redis, 'releaseLease', [keys.lease], { fence: String(fence) })) === 1;
 }
 
-/** Every leased channel connection and who holds it now (one pipeline). @throws on Redis errors. */
+/** Every leased channel connection and who holds it now (three reads a channel). @throws on Redis errors. */
 export async function readChannelLeases(redis: RedisClient, prefix: string = DEFAULT_KEY_PREFIX): Promise<ChannelLeaseHolder[]> {
   const members = (await redis.smembers(channelLeaseIndexKey(prefix))).sort();
   const rows: ChannelLeaseHolder[] = [];
