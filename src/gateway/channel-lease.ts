@@ -13,8 +13,8 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Channel, InboundHandler } from '../../channels/channel.js';
 import type { Logger } from '../log.js';
-import { acquireChannelLease, releaseChannelLease, renewChannelLease } from '../redis/channel-lease.js';
-import type { RedisClient } from '../redis/client.js';
+import { acquireChannelLease, announceChannelLeaseRelease, releaseChannelLease, renewChannelLease, subscribeChannelLeaseReleases } from '../redis/channel-lease.js';
+import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { channelLeaseKeys } from '../redis/keys.js';
 
 /** Why a term ends when the gateway stops: the only end that keeps the rest of its window. */
@@ -72,7 +72,8 @@ interface Term {
 /**
  * Wraps `deps.sender` so that `start` runs the receiving side only while this gateway holds the
  * lease (standing by otherwise, and taking over when the holder is gone) and `stop` stops it and
- * releases the lease at once (a standby gateway takes over within `ttlMs / 10`).
+ * releases the lease at once; the release is announced (pub/sub), so a standby gateway takes over
+ * at once (at its next check, within `ttlMs / 10`, if the announcement is missed).
  * `start` rejects only when this gateway took the lease and its receiver failed to start.
  */
 export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLeaseOptions): LeasedChannel {
@@ -81,11 +82,12 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
   const name = deps.sender.name;
   const holder = options.holder ?? gatewayHolderName();
   const keys = channelLeaseKeys(name, options.botId, options.keyPrefix);
+  const member = `${name}:${options.botId}`;
   const log = deps.log.child({ component: 'channel-lease', channel: name, holder });
   const renewEveryMs = Math.floor(ttlMs / 5);
   const marginMs = Math.floor(ttlMs / 4);
   const tickMs = Math.floor(ttlMs / 10);
-  const s: { role: ChannelLeaseRole; term?: Term; onMessage?: InboundHandler; timer?: NodeJS.Timeout; busy: boolean; stopping: Promise<void>; notBefore: number } = {
+  const s: { role: ChannelLeaseRole; term?: Term; onMessage?: InboundHandler; timer?: NodeJS.Timeout; busy: boolean; stopping: Promise<void>; notBefore: number; unsubscribe?: () => Promise<void> } = {
     role: 'standby', busy: false, stopping: Promise.resolve(), notBefore: 0,
   };
 
@@ -97,8 +99,8 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     log.warn({ fence: t.fence, reason }, 'channel lease given up: this gateway stops receiving');
     s.stopping = (async () => {
       await t.receiver.stop().catch((err: unknown) => log.error({ err }, 'channel did not stop cleanly'));
-      // After the receiver stopped: only then may another gateway take over.
-      await releaseChannelLease(deps.redis, keys, t.fence).catch(() => undefined);
+      // After the receiver stopped: only then may another gateway take over (told at once).
+      if (await releaseChannelLease(deps.redis, keys, t.fence).catch(() => false)) await announceChannelLeaseRelease(deps.redis, member, options.keyPrefix);
     })();
     return s.stopping;
   };
@@ -151,6 +153,13 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     await take().catch((err: unknown) => log.warn({ err }, 'channel lease could not be checked; retrying'));
   };
 
+  /** Runs one step now (a release was announced), unless one runs already. */
+  const wake = (): void => {
+    if (s.role !== 'standby' || s.term || s.busy) return;
+    s.busy = true;
+    void step().finally(() => { s.busy = false; });
+  };
+
   const tick = (): void => {
     if (s.role === 'stopped') return;
     // The deadline is checked on every tick, whether or not a Redis command hangs.
@@ -163,12 +172,25 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     s.timer = setTimeout(tick, tickMs);
   };
 
+  /** Subscribes to announced releases on a connection of its own; without it, the ticks still take over. */
+  const listenForReleases = async (): Promise<void> => {
+    const subscriber = duplicateRedis(deps.redis);
+    subscriber.on('error', (err: Error) => log.debug({ err }, 'channel lease subscriber error'));
+    try {
+      s.unsubscribe = await subscribeChannelLeaseReleases(subscriber, (released) => { if (released === member) wake(); }, options.keyPrefix);
+    } catch (err) {
+      subscriber.disconnect();
+      log.warn({ err }, 'releases of the channel lease are not announced to this gateway; it checks every tenth of the lease');
+    }
+  };
+
   const overrides = {
     get leaseRole(): ChannelLeaseRole {
       return s.role;
     },
     async start(onMessage: InboundHandler): Promise<void> {
       s.onMessage = onMessage;
+      await listenForReleases();
       s.busy = true;
       const t = await take().catch((err: unknown) => {
         log.warn({ err }, 'channel lease could not be checked; standing by and retrying');
@@ -185,6 +207,7 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
       clearTimeout(s.timer);
       if (s.term) await lose(s.term, STOP_REASON);
       await s.stopping;
+      await s.unsubscribe?.();
     },
   };
   return new Proxy(deps.sender, {

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RedisClient } from './client.js';
-import { channelLeaseIndexKey, channelLeaseKeys, DEFAULT_KEY_PREFIX, type ChannelLeaseKeys } from './keys.js';
+import { channelLeaseIndexKey, channelLeaseKeys, channelLeaseReleasedChannel, DEFAULT_KEY_PREFIX, type ChannelLeaseKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
 
 /** Who holds one channel connection, as `chatgate status` and the monitor show it. */
@@ -52,6 +52,30 @@ export async function renewChannelLease(redis: RedisClient, keys: ChannelLeaseKe
 /** Releases the lease if `fence` still holds it (another gateway may take it at once). @returns false when it was gone. */
 export async function releaseChannelLease(redis: RedisClient, keys: ChannelLeaseKeys, fence: number): Promise<boolean> {
   return Number(await runScriptWithOptions(redis, 'releaseLease', [keys.lease], { fence: String(fence) })) === 1;
+}
+
+/**
+ * Tells standby gateways that the lease of `member` (`<channel>:<botId>`) was released, so one takes
+ * it at once instead of at its next check. Best effort: they check on their own anyway.
+ */
+export async function announceChannelLeaseRelease(redis: RedisClient, member: string, prefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
+  await redis.publish(channelLeaseReleasedChannel(prefix), member).catch(() => undefined);
+}
+
+/**
+ * Calls `onReleased(member)` for every announced release, on `subscriber` (a connection of its own,
+ * which this takes over). @returns a function that unsubscribes and disconnects it.
+ */
+export async function subscribeChannelLeaseReleases(subscriber: RedisClient, onReleased: (member: string) => void, prefix: string = DEFAULT_KEY_PREFIX): Promise<() => Promise<void>> {
+  const channel = channelLeaseReleasedChannel(prefix);
+  subscriber.on('message', (from: string, member: string) => {
+    if (from === channel) onReleased(member);
+  });
+  await subscriber.subscribe(channel);
+  return async () => {
+    await subscriber.unsubscribe(channel).catch(() => undefined);
+    subscriber.disconnect();
+  };
 }
 
 /** Every leased channel connection and who holds it now (three reads a channel). @throws on Redis errors. */

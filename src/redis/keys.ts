@@ -194,3 +194,8 @@ export function channelLeaseKeys(channel: string, botId: string, prefix: string 
 export function channelLeaseIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}channel-leases`;
 }
+
+/** Pub/sub channel on which `<channel>:<botId>` is published when a gateway releases that lease. */
+export function channelLeaseReleasedChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}channel-lease-released`;
+}

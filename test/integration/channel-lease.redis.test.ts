@@ -73,10 +73,10 @@ describe('channel lease', () => {
     opened.push(redis);
     return redis;
   };
-  const leased = (gateway: string, events: Events, options: { redis?: Redis; failStart?: boolean; windows?: Array<() => number> } = {}): LeasedChannel => {
+  const leased = (gateway: string, events: Events, options: { redis?: Redis; failStart?: boolean; windows?: Array<() => number>; ttlMs?: number } = {}): LeasedChannel => {
     const channel = createLeasedChannel(
       { redis: options.redis ?? connection(), log: createSilentLogger(), sender: sender(), createReceiver: receiver(events, gateway, options.windows ?? [], options.failStart) },
-      { botId: BOT, keyPrefix: t.keyPrefix, holder: gateway, ttlMs: TTL_MS },
+      { botId: BOT, keyPrefix: t.keyPrefix, holder: gateway, ttlMs: options.ttlMs ?? TTL_MS },
     );
     channels.push(channel);
     return channel;
@@ -99,6 +99,18 @@ describe('channel lease', () => {
     expect(events.log).toEqual(['A started', 'A stopped', 'B started']);
     expect(b.leaseRole).toBe('holding');
     expect((await readChannelLeases(t.redis, t.keyPrefix))[0]).toMatchObject({ holder: 'B' });
+  });
+
+  it('announces a release: the standby takes over without waiting for its next check', async () => {
+    const events = new Events();
+    // A lease of 10 minutes: the standby's own check (every tenth of it) would come after the test's timeout.
+    const a = leased('A', events, { ttlMs: 600_000 });
+    const b = leased('B', events, { ttlMs: 600_000 });
+    await a.start(handler);
+    await b.start(handler);
+    await a.stop();
+    await waitUntil(events, 'entry', () => events.log.includes('B started'));
+    expect(events.log).toEqual(['A started', 'A stopped', 'B started']);
   });
 
   it('a holder cut off from Redis stops receiving before another gateway starts', async () => {
