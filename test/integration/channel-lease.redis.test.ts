@@ -11,6 +11,8 @@ import { createChannels } from '../../src/gateway/channels.js';
 import { createSilentLogger } from '../../src/log.js';
 import { acquireChannelLease, botIdentity, readChannelLeases, releaseChannelLease, renewChannelLease } from '../../src/redis/channel-lease.js';
 import { channelLeaseKeys } from '../../src/redis/keys.js';
+import { FAKE_DISCORD_IDS, startFakeDiscord } from '../fakes/discord-server.js';
+import { startFakeTelegram } from '../fakes/telegram-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitUntil } from '../helpers/waits.js';
 
@@ -187,5 +189,26 @@ describe('channel lease', () => {
     expect(polling.leaseRoles?.()).toEqual({ telegram: 'standby', discord: 'standby' });
     const webhook = build('https://bot.example.com/telegram/hook');
     expect(webhook.list.map((c) => [c.name, 'leaseRole' in c])).toEqual([['telegram', false], ['discord', true], ['web', false]]);
+  });
+
+  it('a standby gateway sends through Telegram and Discord without polling or a gateway connection', async () => {
+    const telegram = await startFakeTelegram();
+    const discord = await startFakeDiscord();
+    try {
+      const { list } = createChannels({ logger: createSilentLogger(), redis: t.redis }, {
+        telegram: { token: telegram.token, apiRoot: telegram.apiRoot }, discord: { token: discord.token, apiRoot: discord.apiRoot }, host: '0.0.0.0', keyPrefix: t.keyPrefix,
+      });
+      const [tg, dc] = list;
+      await tg.send({ chatId: '42' }, { text: 'from the standby', mode: 'plain' });
+      await dc.send({ chatId: FAKE_DISCORD_IDS.dmChannel }, { text: 'from the standby', mode: 'plain' });
+      await dc.sendTyping({ chatId: FAKE_DISCORD_IDS.dmChannel });
+      expect(telegram.callsOf('sendMessage').map((call) => call.params.text)).toEqual(['from the standby']);
+      expect(telegram.callsOf('getUpdates')).toHaveLength(0);
+      expect(discord.callsOf('POST', /\/messages$/).map((call) => call.body?.content)).toEqual(['from the standby']);
+      expect(discord.identified).toBe(false);
+    } finally {
+      await telegram.close();
+      await discord.close();
+    }
   });
 });
