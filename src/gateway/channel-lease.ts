@@ -15,7 +15,7 @@ import type { Channel, InboundHandler } from '../../channels/channel.js';
 import type { Logger } from '../log.js';
 import { acquireChannelLease, announceChannelLeaseRelease, releaseChannelLease, renewChannelLease, subscribeChannelLeaseReleases } from '../redis/channel-lease.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
-import { channelLeaseKeys } from '../redis/keys.js';
+import { channelLeaseKeys, type ChannelLeaseKeys } from '../redis/keys.js';
 
 /** Why a term ends when the gateway stops: the only end that keeps the rest of its window. */
 const STOP_REASON = 'the gateway stops';
@@ -75,143 +75,174 @@ interface Term {
  * releases the lease at once; the release is announced (pub/sub), so a standby gateway takes over
  * at once (at its next check, within `ttlMs / 10`, if the announcement is missed).
  * `start` rejects only when this gateway took the lease and its receiver failed to start.
+ * @throws RangeError when `ttlMs` is not an integer ≥ 100.
  */
 export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLeaseOptions): LeasedChannel {
-  const ttlMs = options.ttlMs ?? DEFAULT_CHANNEL_LEASE_MS;
-  if (!(Number.isInteger(ttlMs) && ttlMs >= 100)) throw new RangeError(`\`ttlMs\` must be an integer ≥ 100 (got ${ttlMs})`);
-  const name = deps.sender.name;
-  const holder = options.holder ?? gatewayHolderName();
-  const keys = channelLeaseKeys(name, options.botId, options.keyPrefix);
-  const member = `${name}:${options.botId}`;
-  const log = deps.log.child({ component: 'channel-lease', channel: name, holder });
-  const renewEveryMs = Math.floor(ttlMs / 5);
-  const marginMs = Math.floor(ttlMs / 4);
-  const tickMs = Math.floor(ttlMs / 10);
-  const s: { role: ChannelLeaseRole; term?: Term; onMessage?: InboundHandler; timer?: NodeJS.Timeout; busy: boolean; stopping: Promise<void>; notBefore: number; unsubscribe?: () => Promise<void> } = {
-    role: 'standby', busy: false, stopping: Promise.resolve(), notBefore: 0,
-  };
-
-  const lose = (t: Term, reason: string): Promise<void> => {
-    if (s.term !== t) return s.stopping;
-    if (reason !== STOP_REASON) t.validUntil = Math.min(t.validUntil, performance.now());
-    s.term = undefined;
-    if (s.role !== 'stopped') s.role = 'standby';
-    log.warn({ fence: t.fence, reason }, 'channel lease given up: this gateway stops receiving');
-    s.stopping = (async () => {
-      await t.receiver.stop().catch((err: unknown) => log.error({ err }, 'channel did not stop cleanly'));
-      // After the receiver stopped: only then may another gateway take over (told at once).
-      if (await releaseChannelLease(deps.redis, keys, t.fence).catch(() => false)) await announceChannelLeaseRelease(deps.redis, member, options.keyPrefix);
-    })();
-    return s.stopping;
-  };
-
-  const take = async (): Promise<Term | undefined> => {
-    if (performance.now() < s.notBefore || !s.onMessage) return undefined;
-    await s.stopping;
-    const sentAt = performance.now();
-    const fence = await acquireChannelLease(deps.redis, { channel: name, botId: options.botId, prefix: options.keyPrefix }, holder, ttlMs);
-    if (fence === null) return undefined;
-    if (s.role === 'stopped') {
-      await releaseChannelLease(deps.redis, keys, fence);
-      return undefined;
-    }
-    const t = { fence, validUntil: sentAt + ttlMs - marginMs, lastRenewAt: sentAt } as Term;
-    // Until validUntil, also while it stops: a graceful stop may still confirm what it handled.
-    t.receiver = deps.createReceiver(() => t.validUntil - performance.now());
-    s.term = t;
-    s.role = 'holding';
-    log.info({ fence }, 'channel lease taken: this gateway receives');
-    // On failure the receiver is stopped and the lease released before `starting` rejects.
-    t.starting = t.receiver.start(s.onMessage).catch(async (err: unknown) => {
-      log.error({ err, fence }, 'channel did not start; the lease is given up and taken again later');
-      s.notBefore = performance.now() + ttlMs;
-      await lose(t, 'start failed');
-      throw err;
-    });
-    t.starting.catch(() => undefined); // a later term's failure is logged above; the first start rethrows it
-    return t;
-  };
-
-  const renew = async (t: Term): Promise<void> => {
-    const sentAt = performance.now();
-    t.lastRenewAt = sentAt;
-    try {
-      const renewed = await renewChannelLease(deps.redis, keys, t.fence, ttlMs);
-      if (!renewed) await lose(t, 'another gateway holds the lease, or it expired');
-      else if (s.term === t) t.validUntil = Math.max(t.validUntil, sentAt + ttlMs - marginMs);
-    } catch (err) {
-      log.warn({ err, fence: t.fence }, 'channel lease renewal failed; retrying');
-    }
-  };
-
-  const step = async (): Promise<void> => {
-    const t = s.term;
-    if (t) {
-      if (performance.now() - t.lastRenewAt >= renewEveryMs) await renew(t);
-      return;
-    }
-    await take().catch((err: unknown) => log.warn({ err }, 'channel lease could not be checked; retrying'));
-  };
-
-  /** Runs one step now (a release was announced), unless one runs already. */
-  const wake = (): void => {
-    if (s.role !== 'standby' || s.term || s.busy) return;
-    s.busy = true;
-    void step().finally(() => { s.busy = false; });
-  };
-
-  const tick = (): void => {
-    if (s.role === 'stopped') return;
-    // The deadline is checked on every tick, whether or not a Redis command hangs.
-    const t = s.term;
-    if (t && performance.now() >= t.validUntil) void lose(t, 'lease not renewed in time');
-    if (!s.busy) {
-      s.busy = true;
-      void step().finally(() => { s.busy = false; });
-    }
-    s.timer = setTimeout(tick, tickMs);
-  };
-
-  /** Subscribes to announced releases on a connection of its own; without it, the ticks still take over. */
-  const listenForReleases = async (): Promise<void> => {
-    const subscriber = duplicateRedis(deps.redis);
-    subscriber.on('error', (err: Error) => log.debug({ err }, 'channel lease subscriber error'));
-    try {
-      s.unsubscribe = await subscribeChannelLeaseReleases(subscriber, (released) => { if (released === member) wake(); }, options.keyPrefix);
-    } catch (err) {
-      subscriber.disconnect();
-      log.warn({ err }, 'releases of the channel lease are not announced to this gateway; it checks every tenth of the lease');
-    }
-  };
-
+  const runner = new ChannelLeaseRunner(deps, options);
   const overrides = {
     get leaseRole(): ChannelLeaseRole {
-      return s.role;
+      return runner.role;
     },
-    async start(onMessage: InboundHandler): Promise<void> {
-      s.onMessage = onMessage;
-      await listenForReleases();
-      s.busy = true;
-      const t = await take().catch((err: unknown) => {
-        log.warn({ err }, 'channel lease could not be checked; standing by and retrying');
-        return undefined;
-      });
-      s.busy = false;
-      // Renewals run while the receiver connects (a Discord login may take a while).
-      if (s.role !== 'stopped') s.timer = setTimeout(tick, tickMs);
-      if (!t) log.info({}, 'another gateway holds the channel lease: standing by');
-      else await t.starting;
-    },
-    async stop(): Promise<void> {
-      s.role = 'stopped';
-      clearTimeout(s.timer);
-      if (s.term) await lose(s.term, STOP_REASON);
-      await s.stopping;
-      await s.unsubscribe?.();
-    },
+    start: (onMessage: InboundHandler) => runner.start(onMessage),
+    stop: () => runner.stop(),
   };
+  // Every other member (send, sendTyping, streaming, downloads…) is the sender's.
   return new Proxy(deps.sender, {
     get: (target, prop) => (prop in overrides ? Reflect.get(overrides, prop) : Reflect.get(target, prop)),
     has: (target, prop) => prop in overrides || Reflect.has(target, prop),
   }) as LeasedChannel;
+}
+
+/** The lease's state machine: standby ⇄ holding, then stopped. One instance per leased channel. */
+class ChannelLeaseRunner {
+  role: ChannelLeaseRole = 'standby';
+  private term: Term | undefined;
+  private onMessage: InboundHandler | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private stopping: Promise<void> = Promise.resolve();
+  private notBefore = 0;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private readonly ttlMs: number;
+  private readonly keys: ChannelLeaseKeys;
+  private readonly member: string;
+  private readonly holder: string;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: LeasedChannelDeps, private readonly options: ChannelLeaseOptions) {
+    this.ttlMs = options.ttlMs ?? DEFAULT_CHANNEL_LEASE_MS;
+    if (!(Number.isInteger(this.ttlMs) && this.ttlMs >= 100)) throw new RangeError(`\`ttlMs\` must be an integer ≥ 100 (got ${this.ttlMs})`);
+    const name = deps.sender.name;
+    this.holder = options.holder ?? gatewayHolderName();
+    this.keys = channelLeaseKeys(name, options.botId, options.keyPrefix);
+    this.member = `${name}:${options.botId}`;
+    this.log = deps.log.child({ component: 'channel-lease', channel: name, holder: this.holder });
+  }
+
+  async start(onMessage: InboundHandler): Promise<void> {
+    this.onMessage = onMessage;
+    await this.listenForReleases();
+    this.busy = true;
+    const t = await this.take().catch((err: unknown) => {
+      this.log.warn({ err }, 'channel lease could not be checked; standing by and retrying');
+      return undefined;
+    });
+    this.busy = false;
+    // Renewals run while the receiver connects (a Discord login may take a while).
+    if (this.role !== 'stopped') this.timer = setTimeout(() => this.tick(), this.tickMs);
+    if (!t) this.log.info({}, 'another gateway holds the channel lease: standing by');
+    else await t.starting;
+  }
+
+  async stop(): Promise<void> {
+    this.role = 'stopped';
+    clearTimeout(this.timer);
+    if (this.term) await this.lose(this.term, STOP_REASON);
+    await this.stopping;
+    await this.unsubscribe?.();
+  }
+
+  private get tickMs(): number {
+    return Math.floor(this.ttlMs / 10);
+  }
+
+  /** Where the holder's own deadline lies after a renewal sent at `sentAt`: `ttlMs / 4` before the earliest expiry. */
+  private deadlineAfter(sentAt: number): number {
+    return sentAt + this.ttlMs - Math.floor(this.ttlMs / 4);
+  }
+
+  /** Checks the deadline (never held up by a hanging Redis command), then renews or tries to take. */
+  private tick(): void {
+    if (this.role === 'stopped') return;
+    const t = this.term;
+    if (t && performance.now() >= t.validUntil) void this.lose(t, 'lease not renewed in time');
+    this.runStep();
+    this.timer = setTimeout(() => this.tick(), this.tickMs);
+  }
+
+  private runStep(): void {
+    if (this.busy) return;
+    this.busy = true;
+    void this.step().finally(() => { this.busy = false; });
+  }
+
+  private async step(): Promise<void> {
+    const t = this.term;
+    if (!t) {
+      await this.take().catch((err: unknown) => this.log.warn({ err }, 'channel lease could not be checked; retrying'));
+    } else if (performance.now() - t.lastRenewAt >= Math.floor(this.ttlMs / 5)) {
+      await this.renew(t);
+    }
+  }
+
+  /** Takes the lease if it is free and starts a fresh receiver. @throws on Redis errors. */
+  private async take(): Promise<Term | undefined> {
+    if (performance.now() < this.notBefore || !this.onMessage) return undefined;
+    await this.stopping;
+    const sentAt = performance.now();
+    const { botId, keyPrefix } = this.options;
+    const fence = await acquireChannelLease(this.deps.redis, { channel: this.deps.sender.name, botId, prefix: keyPrefix }, this.holder, this.ttlMs);
+    if (fence === null) return undefined;
+    if (this.role === 'stopped') {
+      await releaseChannelLease(this.deps.redis, this.keys, fence);
+      return undefined;
+    }
+    const t = { fence, validUntil: this.deadlineAfter(sentAt), lastRenewAt: sentAt } as Term;
+    // Until validUntil, also while it stops: a graceful stop may still confirm what it handled.
+    t.receiver = this.deps.createReceiver(() => t.validUntil - performance.now());
+    this.term = t;
+    this.role = 'holding';
+    this.log.info({ fence }, 'channel lease taken: this gateway receives');
+    // On failure the receiver is stopped and the lease released before `starting` rejects.
+    t.starting = t.receiver.start(this.onMessage).catch(async (err: unknown) => {
+      this.log.error({ err, fence }, 'channel did not start; the lease is given up and taken again later');
+      this.notBefore = performance.now() + this.ttlMs;
+      await this.lose(t, 'start failed');
+      throw err;
+    });
+    t.starting.catch(() => undefined); // a later term's failure is logged above; the first start rethrows it
+    return t;
+  }
+
+  private async renew(t: Term): Promise<void> {
+    const sentAt = performance.now();
+    t.lastRenewAt = sentAt;
+    try {
+      const renewed = await renewChannelLease(this.deps.redis, this.keys, t.fence, this.ttlMs);
+      if (!renewed) await this.lose(t, 'another gateway holds the lease, or it expired');
+      else if (this.term === t) t.validUntil = Math.max(t.validUntil, this.deadlineAfter(sentAt));
+    } catch (err) {
+      this.log.warn({ err, fence: t.fence }, 'channel lease renewal failed; retrying');
+    }
+  }
+
+  /** Ends term `t`: its receiver stops, THEN the lease is released and the release announced. */
+  private lose(t: Term, reason: string): Promise<void> {
+    if (this.term !== t) return this.stopping;
+    if (reason !== STOP_REASON) t.validUntil = Math.min(t.validUntil, performance.now());
+    this.term = undefined;
+    if (this.role !== 'stopped') this.role = 'standby';
+    this.log.warn({ fence: t.fence, reason }, 'channel lease given up: this gateway stops receiving');
+    this.stopping = (async () => {
+      await t.receiver.stop().catch((err: unknown) => this.log.error({ err }, 'channel did not stop cleanly'));
+      const released = await releaseChannelLease(this.deps.redis, this.keys, t.fence).catch(() => false);
+      if (released) await announceChannelLeaseRelease(this.deps.redis, this.member, this.options.keyPrefix);
+    })();
+    return this.stopping;
+  }
+
+  /** Subscribes to announced releases on a connection of its own; without it, the ticks still take over. */
+  private async listenForReleases(): Promise<void> {
+    const subscriber = duplicateRedis(this.deps.redis);
+    subscriber.on('error', (err: Error) => this.log.debug({ err }, 'channel lease subscriber error'));
+    const onReleased = (released: string): void => {
+      if (released === this.member && this.role === 'standby' && !this.term) this.runStep();
+    };
+    try {
+      this.unsubscribe = await subscribeChannelLeaseReleases(subscriber, onReleased, this.options.keyPrefix);
+    } catch (err) {
+      subscriber.disconnect();
+      this.log.warn({ err }, 'releases of the channel lease are not announced to this gateway; it checks every tenth of the lease');
+    }
+  }
 }
