@@ -9,6 +9,7 @@
  * the taker's polls never overlap it.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StatusReport } from '../../src/cli/status-report.js';
 import { readChannelLeases } from '../../src/redis/channel-lease.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
@@ -106,6 +107,12 @@ describe('several gateways: the channel lease fails over', () => {
     expect(discordReplies('discord after the kill')).toHaveLength(1);
     expect(discord.maxOpenSessions).toBe(1);
     expect(await readyz(b)).toMatchObject({ channelLeases: { telegram: 'holding', discord: 'holding' } });
+    // `chatgate status` names the holder of each channel.
+    const status = spawnChatgate(['status', '--json'], env(3_000));
+    await status.exited;
+    const report = JSON.parse(status.stdout.text) as StatusReport;
+    expect(report.channelLeases.map((row) => [row.channel, row.holder?.split(':').at(-1)]).sort()).toEqual([['discord', String(b.child.pid)], ['telegram', String(b.child.pid)]]);
+    expect(report.checks.find((c) => c.name === 'leases')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`telegram (bot `) });
   });
 
   it('SIGTERM hands over at once (a lease of a minute is not waited out)', async () => {
