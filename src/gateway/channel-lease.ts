@@ -103,6 +103,8 @@ class ChannelLeaseRunner {
   private stopping: Promise<void> = Promise.resolve();
   private notBefore = 0;
   private unsubscribe: (() => Promise<void>) | undefined;
+  /** Whether `start` returned: later terms' failures are this runner's to report. */
+  private started = false;
   private readonly ttlMs: number;
   private readonly keys: ChannelLeaseKeys;
   private readonly member: string;
@@ -128,6 +130,7 @@ class ChannelLeaseRunner {
       return undefined;
     });
     this.busy = false;
+    this.started = true;
     // Renewals run while the receiver connects (a Discord login may take a while).
     if (this.role !== 'stopped') this.timer = setTimeout(() => this.tick(), this.tickMs);
     if (!t) this.log.info({}, 'another gateway holds the channel lease: standing by');
@@ -194,8 +197,10 @@ class ChannelLeaseRunner {
     this.role = 'holding';
     this.log.info({ fence }, 'channel lease taken: this gateway receives');
     // On failure the receiver is stopped and the lease released before `starting` rejects.
+    const later = this.started;
     t.starting = t.receiver.start(this.onMessage).catch(async (err: unknown) => {
-      this.log.error({ err, fence }, 'channel did not start; the lease is given up and taken again later');
+      // The gateway's own start reports its first failure; a later term's is logged here.
+      if (later) this.log.error({ err, fence }, 'channel did not start; the lease is given up and taken again later');
       this.notBefore = performance.now() + this.ttlMs;
       await this.lose(t, 'start failed');
       throw err;

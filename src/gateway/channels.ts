@@ -65,7 +65,7 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
       await setAsideChannelUpdate(redis, entry, options.keyPrefix);
       (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'telegram', outcome: 'set_aside' });
     } : undefined;
-    const telegramOptions = { token, apiRoot, webhookUrl, webhookSecret, groupTrigger, maxAttachmentBytes: options.maxAttachmentBytes };
+    const telegramOptions = { token, apiRoot, webhookUrl, webhookSecret, groupTrigger, ...(options.maxAttachmentBytes !== undefined ? { maxAttachmentBytes: options.maxAttachmentBytes } : {}) };
     const telegram = createTelegramChannel({ log: logger, setAside }, telegramOptions);
     // Webhook mode needs no leader: every gateway accepts Telegram's POSTs.
     list.push(webhookUrl ? telegram : leased(telegram, token, (pollWindowMs) => createTelegramChannel({ log: logger, setAside, pollWindowMs }, telegramOptions)));
