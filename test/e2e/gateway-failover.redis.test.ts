@@ -17,7 +17,10 @@ import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cl
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitUntil } from '../helpers/waits.js';
 
-const MESSAGES = /^\/channels\/\d+\/messages$/;
+/** Each test starts three or four real processes: on a loaded machine that alone may take a minute. */
+const PROCESS_TEST_TIMEOUT_MS = 180_000;
+/** The end of a streamed preview (a reply still being written). */
+const STREAM_CURSOR = '▍';
 
 describe('several gateways: the channel lease fails over', () => {
   let t: TestRedis;
@@ -77,16 +80,27 @@ describe('several gateways: the channel lease fails over', () => {
   const pushBurst = (from: number, to: number): void => {
     for (let i = from; i < to; i++) telegram.pushMessage({ text: `burst${i}x`, chat: { id: 5000 + i, type: 'private' }, from: { id: 5000 + i, is_bot: false, first_name: 'P' } });
   };
-  const telegramReplies = (i: number) => telegram.callsOf('sendMessage').filter((call) => Number(call.params.chat_id) === 5000 + i && String(call.params.text).includes(`burst${i}x`));
-  const allAnswered = (n: number) => Array.from({ length: n }, (_, i) => i).every((i) => telegramReplies(i).length > 0);
-  const discordReplies = (text: string) => discord.callsOf('POST', MESSAGES).filter((call) => String(call.body?.content).includes(text));
+  // Replies stream (a preview edited into the final reply): count the messages as they read now.
+  const telegramReplies = (i: number) => [...telegram.messages].filter(([key, text]) => key.startsWith(`${5000 + i}:`) && text.includes(`burst${i}x`)).map(([, text]) => text);
+  const isFinal = (text: string) => !text.includes(STREAM_CURSOR);
+  const allAnswered = (n: number) => Array.from({ length: n }, (_, i) => i).every((i) => telegramReplies(i).some(isFinal));
+  const discordReplies = (text: string) => [...discord.messages.values()].filter((content) => content.includes(text));
   const dm = async (text: string): Promise<void> => {
     discord.dispatchMessage({ content: text, where: 'dm', author: { id: FAKE_DISCORD_IDS.user, username: 'ada' } });
-    await waitUntil(discord, 'call', () => discordReplies(text).length > 0);
+    await waitUntil(discord, 'call', () => discordReplies(text).some(isFinal));
+  };
+  /** After SIGKILL: each answered, at most one twice (the reply in flight at the kill; docs/operating.md). */
+  const expectEachOnceButOneInFlight = async (n: number): Promise<void> => {
+    await waitUntil(telegram, 'call', () => allAnswered(n));
+    const counts = Array.from({ length: n }, (_, i) => telegramReplies(i).filter(isFinal).length);
+    expect(counts.every((count) => count === 1 || count === 2)).toBe(true);
+    expect(counts.filter((count) => count === 2).length).toBeLessThanOrEqual(1);
+    expect(telegram.getUpdatesConflicts).toBe(0);
   };
   const expectEachOnce = async (n: number): Promise<void> => {
     await waitUntil(telegram, 'call', () => allAnswered(n));
-    for (let i = 0; i < n; i++) expect(telegramReplies(i), `burst${i}x`).toHaveLength(1);
+    // A preview left behind by a gateway killed mid-stream still ends in the writing mark: not an answer.
+    for (let i = 0; i < n; i++) expect(telegramReplies(i).filter(isFinal), `burst${i}x: ${JSON.stringify(telegramReplies(i))}`).toHaveLength(1);
     expect(telegram.getUpdatesConflicts).toBe(0);
   };
 
@@ -96,15 +110,15 @@ describe('several gateways: the channel lease fails over', () => {
     expect(await readyz(b)).toMatchObject({ status: 'ready', channelLeases: { telegram: 'standby', discord: 'standby' } });
     await dm('discord before the kill');
     pushBurst(0, 10);
-    await waitUntil(telegram, 'call', () => telegramReplies(0).length > 0);
+    await waitUntil(telegram, 'call', () => telegramReplies(0).some(isFinal));
     a.child.kill('SIGKILL');
     pushBurst(10, 20);
     await heldBy(b);
     pushBurst(20, 30);
-    await expectEachOnce(30);
+    await expectEachOnceButOneInFlight(30);
     await dm('discord after the kill');
-    expect(discordReplies('discord before the kill')).toHaveLength(1);
-    expect(discordReplies('discord after the kill')).toHaveLength(1);
+    expect(discordReplies('discord before the kill').filter(isFinal)).toHaveLength(1);
+    expect(discordReplies('discord after the kill').filter(isFinal)).toHaveLength(1);
     expect(discord.maxOpenSessions).toBe(1);
     expect(await readyz(b)).toMatchObject({ channelLeases: { telegram: 'holding', discord: 'holding' } });
     // `chatgate status` names the holder of each channel.
@@ -113,21 +127,21 @@ describe('several gateways: the channel lease fails over', () => {
     const report = JSON.parse(status.stdout.text) as StatusReport;
     expect(report.channelLeases.map((row) => [row.channel, row.holder?.split(':').at(-1)]).sort()).toEqual([['discord', String(b.child.pid)], ['telegram', String(b.child.pid)]]);
     expect(report.checks.find((c) => c.name === 'leases')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`telegram (bot `) });
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('SIGTERM hands over at once (a lease of a minute is not waited out)', async () => {
     const [a, b] = await startPair(60_000);
     pushBurst(0, 10);
-    await waitUntil(telegram, 'call', () => telegramReplies(0).length > 0);
+    await waitUntil(telegram, 'call', () => telegramReplies(0).some(isFinal));
     a.child.kill('SIGTERM');
     pushBurst(10, 20);
     expect(await a.exited).toBe(0);
     await heldBy(b);
     await expectEachOnce(20);
     await dm('discord after the hand-over');
-    expect(discordReplies('discord after the hand-over')).toHaveLength(1);
+    expect(discordReplies('discord after the hand-over').filter(isFinal)).toHaveLength(1);
     expect(discord.maxOpenSessions).toBe(1);
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('a holder stalled past its lease: the taker polls only after the stalled long poll ended, and the stalled one stops on waking', async () => {
     const [a, b] = await startPair(3_000);
@@ -141,5 +155,5 @@ describe('several gateways: the channel lease fails over', () => {
     pushBurst(5, 10);
     await expectEachOnce(10);
     expect((await readyz(a)).channelLeases).toEqual({ telegram: 'standby', discord: 'standby' });
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });
