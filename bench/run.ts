@@ -1,5 +1,6 @@
 /** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
 import { runCompressorBench } from './compressor.js';
+import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
 
@@ -8,3 +9,5 @@ const all = wanted.size === 0;
 if (all || wanted.has('compressor')) await runCompressorBench();
 if (all || wanted.has('sessions')) await runSessionsBench();
 if (all || wanted.has('pipeline')) await runPipelineBench();
+// Needs Redis and starts processes: only when named.
+if (wanted.has('failover')) await runFailoverBench();

@@ -119,6 +119,8 @@ export interface Config {
   transcriptMaxLen: number;
   /** How long each channel may take to connect at start, ms. */
   channelStartTimeoutMs: number;
+  /** Lease period of Telegram polling and the Discord connection among several gateways, ms. */
+  channelLeaseMs: number;
   /** Run against the built-in offline demo model. */
   demo: boolean;
   /** The JSON config file read, if any. */
@@ -293,6 +295,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
+    channelLeaseMs: n('CHATGATE_CHANNEL_LEASE_MS'),
     demo: v.CHATGATE_DEMO as boolean,
     configFile: v.CHATGATE_CONFIG as string | undefined,
   };

@@ -110,13 +110,16 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
 }
 
 function createClient(options: ResolvedDiscordChannelOptions): Client {
-  return new Client({
+  const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
     partials: [Partials.Channel],
     // No retries inside discord.js (5xx, network); rate limits over `maxRateLimitWaitMs` surface as
     // ChannelError (retryAfterMs): the outbound job is the one retry layer.
     rest: { api: options.apiRoot, retries: 0, rejectOnRateLimit: (limit) => limit.retryAfter > options.maxRateLimitWaitMs },
   });
+  // Sending needs no gateway connection: an instance that never logs in (a standby gateway's) sends too.
+  client.rest.setToken(options.token);
+  return client;
 }
 
 /** Logs in and waits for the gateway to be ready. `@throws` ChannelError. */

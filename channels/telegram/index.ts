@@ -61,6 +61,12 @@ export interface TelegramChannelDeps {
    * is down). Default: logged at error and skipped.
    */
   setAside?: (update: SetAsideUpdate) => Promise<void>;
+  /**
+   * How long this process may still poll, ms, asked before each getUpdates (the channel lease of
+   * several gateways): each long poll is shortened to end half a second inside it, and none starts
+   * while less than that is left (the poller waits). Default: no limit.
+   */
+  pollWindowMs?: () => number;
 }
 
 /** Resolved {@link TelegramChannelOptions}. */
@@ -75,6 +81,11 @@ export interface TelegramChannel extends Channel {
   /** A hono handler for webhook POSTs (checks the secret-token header; 500 when not handled; 404 in polling mode). */
   webhookHandler(): (c: HonoContext) => Promise<Response>;
 }
+
+/** A long poll ends this long before the poll window does, ms (the round trip). */
+const POLL_WINDOW_SLACK_MS = 500;
+/** How long the poller waits when the poll window is too short for a call, ms. */
+const POLL_WINDOW_WAIT_MS = 200;
 
 const DEFAULTS = {
   apiRoot: 'https://api.telegram.org',
@@ -112,7 +123,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     },
     async start(onMessage) {
       state.onMessage = onMessage;
-      await startBot(bot, mode, resolved, state, { log, failures });
+      await startBot(bot, mode, resolved, state, { log, failures, pollWindowMs: deps.pollWindowMs });
     },
     async stop() {
       const poller = state.poller;
@@ -199,6 +210,7 @@ interface Poller {
 interface PollDeps {
   log: Logger;
   failures: FailureTracker;
+  pollWindowMs?: () => number;
 }
 
 /** Runs `message` updates through translate → onMessage (media the bot cannot read included). */
@@ -231,8 +243,13 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
   const loop = async (): Promise<void> => {
     while (!abort.signal.aborted) {
       let updates: Update[];
+      const timeout = pollTimeout(options.pollTimeoutSeconds, deps.pollWindowMs);
+      if (timeout === undefined) {
+        await wait(POLL_WINDOW_WAIT_MS);
+        continue;
+      }
       try {
-        updates = await bot.api.getUpdates({ offset, timeout: options.pollTimeoutSeconds, allowed_updates: ['message'] }, abort.signal as GrammySignal);
+        updates = await bot.api.getUpdates({ offset, timeout, allowed_updates: ['message'] }, abort.signal as GrammySignal);
       } catch (err) {
         if (abort.signal.aborted) return;
         const error = toTelegramChannelError(err, 'getUpdates');
@@ -251,10 +268,20 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
     async stop() {
       abort.abort();
       await running;
-      // Confirm what was handled, as grammY's bot.stop() does.
-      await bot.api.getUpdates({ offset, limit: 1, timeout: 0 }).catch(() => undefined);
+      // Confirm what was handled, as grammY's bot.stop() does (unless another poller may run by now).
+      if (pollTimeout(0, deps.pollWindowMs) !== undefined) await bot.api.getUpdates({ offset, limit: 1, timeout: 0 }).catch(() => undefined);
     },
   };
+}
+
+/**
+ * The long poll's timeout, s: `seconds`, shortened to end `POLL_WINDOW_SLACK_MS` inside the poll
+ * window; undefined when no call may start now.
+ */
+function pollTimeout(seconds: number, windowMs: (() => number) | undefined): number | undefined {
+  if (!windowMs) return seconds;
+  const allowed = Math.floor((windowMs() - POLL_WINDOW_SLACK_MS) / 1000);
+  return allowed < Math.min(1, seconds) ? undefined : Math.min(seconds, allowed);
 }
 
 /** Handles updates in order; returns the new offset (stops at the first failure not yet set aside). */

@@ -26,6 +26,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     transcriptRetention: config.transcriptMaxLen,
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
+    channelLeaseMs: config.channelLeaseMs,
     groupMode: config.groupMode,
     allow: config.access.allow,
     rateLimitPerMinute: config.access.rateLimitPerMinute,

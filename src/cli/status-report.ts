@@ -7,6 +7,8 @@ import { recordedShards } from '../queue/layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
+import { leasesCheck } from './status-leases.js';
 import { LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 
@@ -15,7 +17,7 @@ export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
 
 /** One line of `chatgate status`. */
 export interface StatusCheck {
-  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'llm' | 'queues' | 'failed' | 'sessions';
+  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions';
   status: StatusLevel;
   detail: string;
   /** What to do about it. */
@@ -32,6 +34,8 @@ export interface StatusReport {
   checks: StatusCheck[];
   /** Gateways and workers heard of (live, and dead ones for an hour), newest beat first. */
   processes: HeartbeatStatus[];
+  /** Which gateway holds each leased channel connection (Telegram polling, Discord), from Redis. */
+  channelLeases: ChannelLeaseHolder[];
   /** By queue name. */
   queues: Record<string, QueueCounts>;
   failed: DeadLetterTotals;
@@ -51,6 +55,7 @@ const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', '
 export async function buildStatusReport(config: Config, redis: RedisClient, onProgress: (text: string) => void = () => undefined): Promise<StatusReport> {
   const keyPrefix = config.redis.keyPrefix;
   const processes = await readHeartbeats(redis, { keyPrefix });
+  const channelLeases = await readChannelLeases(redis, keyPrefix);
   const queues = await readQueues(redis, config);
   const failed = await countDeadLetters(redis, keyPrefix);
   const page = await readerFor(config, { redis }).listSessions({ sort: 'fill', limit: FULLEST_SESSIONS });
@@ -64,12 +69,13 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     gatewayCheck(gateways),
     workersCheck(workers),
     channelsCheck(gateways),
+    leasesCheck(channelLeases, gateways),
     await llmCheck(config, workers, onProgress),
     queuesCheck(queues, workers.some((w) => w.alive), { configured: config.redis.queueShards, recorded: await recordedShards(redis, config.redis.queuePrefix) }),
     failedCheck(failed, queues),
     sessionsCheck(sessions),
   ];
-  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, queues, failed, sessions };
+  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failed, sessions };
 }
 
 async function readQueues(redis: RedisClient, config: Config): Promise<Record<string, QueueCounts>> {

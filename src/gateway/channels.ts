@@ -3,6 +3,9 @@ import type { Channel } from '../../channels/channel.js';
 import { createDiscordChannel } from '../../channels/discord/index.js';
 import { createTelegramChannel, type SetAsideUpdate } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
+import type { ChannelName } from '../core/inbound.js';
+import { botIdentity } from '../redis/channel-lease.js';
+import { createLeasedChannel, type ChannelLeaseRole, type LeasedChannel } from './channel-lease.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
@@ -17,6 +20,8 @@ export interface GatewayChannels {
   list: Channel[];
   /** Adds the channels' HTTP routes to the gateway's server. */
   mount?: (app: Hono) => void;
+  /** Whether this gateway runs or stands by for each leased channel (Telegram polling, Discord). */
+  leaseRoles?: () => Partial<Record<ChannelName, ChannelLeaseRole>>;
 }
 
 /** Which channels to build, and what they need. */
@@ -35,6 +40,11 @@ export interface ChannelsOptions {
   keyPrefix: string;
   /** Largest attachment accepted, bytes (photo size choice, web upload body limit). Default 10 MB. */
   maxAttachmentBytes?: number;
+  /**
+   * With `deps.redis`: Telegram polling and the Discord connection run in one gateway at a time per
+   * bot, chosen by a lease of `ttlMs` (default 10 000). Telegram's webhook mode needs no lease.
+   */
+  lease?: { ttlMs?: number; holder?: string };
 }
 
 /**
@@ -55,14 +65,20 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
       await setAsideChannelUpdate(redis, entry, options.keyPrefix);
       (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'telegram', outcome: 'set_aside' });
     } : undefined;
-    const telegram = createTelegramChannel({ log: logger, setAside }, { token, apiRoot, webhookUrl, webhookSecret, groupTrigger, maxAttachmentBytes: options.maxAttachmentBytes });
-    list.push(telegram);
+    const telegramOptions = { token, apiRoot, webhookUrl, webhookSecret, groupTrigger, ...(options.maxAttachmentBytes !== undefined ? { maxAttachmentBytes: options.maxAttachmentBytes } : {}) };
+    const telegram = createTelegramChannel({ log: logger, setAside }, telegramOptions);
+    // Webhook mode needs no leader: every gateway accepts Telegram's POSTs.
+    list.push(webhookUrl ? telegram : leased(telegram, token, (pollWindowMs) => createTelegramChannel({ log: logger, setAside, pollWindowMs }, telegramOptions)));
     if (webhookUrl) {
       const path = new URL(webhookUrl).pathname;
       mounts.push((app) => app.post(path, telegram.webhookHandler()));
     }
   }
-  if (options.discord) list.push(createDiscordChannel({ log: logger }, { token: options.discord.token, guildTrigger: groupTrigger, ...(options.discord.apiRoot ? { apiRoot: options.discord.apiRoot } : {}) }));
+  if (options.discord) {
+    const { token, apiRoot } = options.discord;
+    const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
+    list.push(leased(createDiscordChannel({ log: logger }, discordOptions), token, () => createDiscordChannel({ log: logger }, discordOptions)));
+  }
   if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
@@ -74,5 +90,18 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }
-  return { list, mount: (app) => mounts.forEach((mount) => mount(app)) };
+  return { list, mount: (app) => mounts.forEach((mount) => mount(app)), leaseRoles: () => leaseRolesOf(list) };
+
+  /** `sender` wrapped in the channel lease when there is Redis; as it is otherwise. */
+  function leased(sender: Channel, token: string, createReceiver: (windowMs: () => number) => Channel): Channel {
+    if (!deps.redis) return sender;
+    const lease = { botId: botIdentity(token), keyPrefix: options.keyPrefix, ttlMs: options.lease?.ttlMs, holder: options.lease?.holder };
+    return createLeasedChannel({ redis: deps.redis, log: logger, sender, createReceiver }, lease);
+  }
+}
+
+function leaseRolesOf(list: readonly Channel[]): Partial<Record<ChannelName, ChannelLeaseRole>> {
+  const roles: Partial<Record<ChannelName, ChannelLeaseRole>> = {};
+  for (const channel of list) if ('leaseRole' in channel) roles[channel.name] = (channel as LeasedChannel).leaseRole;
+  return roles;
 }

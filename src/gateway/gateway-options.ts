@@ -5,6 +5,7 @@ import { numberIssues, type NumberRule } from '../core/option-checks.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../redis/lease.js';
+import { DEFAULT_CHANNEL_LEASE_MS } from './channel-lease.js';
 import type { ChannelsOptions } from './channels.js';
 
 /** Options of `startGateway`. Durations in ms; token figures in tokens. */
@@ -55,6 +56,11 @@ export interface GatewayOptions {
   transcribeModel?: string;
   /** Tell the user in one line when hygiene compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /**
+   * Lease period of the channel connections that run in one gateway at a time per bot (Telegram
+   * polling, Discord), ms: a dead holder's channel is taken over within it. Default 10 000.
+   */
+  channelLeaseMs?: number;
   /** The channels to build when `deps.channels` is not given. Default: the web chat alone. */
   channels?: Omit<ChannelsOptions, 'host' | 'monitorToken' | 'keyPrefix'>;
   /**
@@ -74,7 +80,7 @@ export interface GatewayOptions {
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
   'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels' |
-  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs'>>;
+  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs' | 'channelLeaseMs'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -94,6 +100,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   port: 8787,
   sessionLeaseTtlMs: DEFAULT_LEASE_TTL_MS,
   channelStartTimeoutMs: 30_000,
+  channelLeaseMs: DEFAULT_CHANNEL_LEASE_MS,
   channels: {},
   maxAttachmentBytes: DEFAULT_MAX_ATTACHMENT_BYTES,
   attachmentTtlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS,
@@ -116,6 +123,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   attachmentTtlSeconds: { integer: true, min: 1 },
   heartbeatTtlMs: { integer: true, min: 300 },
   streamEditIntervalMs: { integer: true, min: 0 },
+  channelLeaseMs: { integer: true, min: 100 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

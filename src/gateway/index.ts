@@ -152,7 +152,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice,
   });
-  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes });
+  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);
@@ -160,6 +160,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
     checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
+    // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
+    readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => closeServer(server));

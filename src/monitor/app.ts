@@ -18,6 +18,8 @@ export interface MonitorDeps {
   sessions: SessionView;
   /** Readiness checks by name (e.g. `redis`, `queues`), run by `/readyz`. Default none. */
   checks?: Record<string, ReadinessCheck>;
+  /** Fields `/readyz` adds beside its checks (the gateway: which leased channels it runs). Default none. */
+  readyDetails?: () => Record<string, unknown>;
   /** BullMQ queues shown by bull-board at `/admin/queues` and counted by `chatgate_queue_jobs`. */
   queues?: readonly Queue[];
   /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
@@ -70,7 +72,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     log.error({ err, path: c.req.path }, 'monitor request failed');
     return c.json({ error: 'internal error' }, 500);
   });
-  addProbeRoutes(app, deps.checks ?? {}, resolved.checkTimeoutMs);
+  addProbeRoutes(app, deps.checks ?? {}, resolved.checkTimeoutMs, deps.readyDetails);
 
   const auth = createAccessGuard({ host: resolved.host, monitorToken: resolved.monitorToken });
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.

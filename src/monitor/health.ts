@@ -6,11 +6,12 @@ export type ReadinessCheck = () => Promise<unknown>;
 
 /**
  * Adds the open probes to `app`: `/healthz` (process up: `{ status: 'ok', uptimeS }`) and
- * `/readyz` (200 `ready` when every check passes within `checkTimeoutMs`, else 503 naming each failure).
+ * `/readyz` (200 `ready` when every check passes within `checkTimeoutMs`, else 503 naming each failure;
+ * the fields of `details()`, if given, beside the checks).
  */
-export function addProbeRoutes(app: Hono, checks: Record<string, ReadinessCheck>, checkTimeoutMs: number): void {
+export function addProbeRoutes(app: Hono, checks: Record<string, ReadinessCheck>, checkTimeoutMs: number, details?: () => Record<string, unknown>): void {
   app.get('/healthz', (c) => c.json({ status: 'ok', uptimeS: Math.round(process.uptime()) }));
-  app.get('/readyz', (c) => readiness(c, checks, checkTimeoutMs));
+  app.get('/readyz', (c) => readiness(c, checks, checkTimeoutMs, details));
 }
 
 /** Adds `GET /metrics`: the registry in the Prometheus text format. Guard it before calling. */
@@ -18,13 +19,13 @@ export function addMetricsRoute(app: Hono, registry: Registry): void {
   app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'Content-Type': registry.contentType }));
 }
 
-async function readiness(c: Context, checks: Record<string, ReadinessCheck>, timeoutMs: number) {
+async function readiness(c: Context, checks: Record<string, ReadinessCheck>, timeoutMs: number, details?: () => Record<string, unknown>) {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check, timeoutMs)] as const),
   );
   const results = Object.fromEntries(entries);
   const ready = entries.every(([, result]) => result === 'ok');
-  return c.json({ status: ready ? 'ready' : 'not ready', checks: results }, ready ? 200 : 503);
+  return c.json({ status: ready ? 'ready' : 'not ready', checks: results, ...details?.() }, ready ? 200 : 503);
 }
 
 async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string> {

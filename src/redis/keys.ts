@@ -172,3 +172,30 @@ export function partialViewKey(sessionId: string, streamId: string, prefix: stri
 export function queueLayoutKey(queuePrefix: string): string {
   return `${queuePrefix}:chatgate-shards`;
 }
+
+/** The keys of one channel connection's lease (who polls Telegram or holds the Discord gateway connection for one bot). */
+export interface ChannelLeaseKeys {
+  /** String: the holder's fencing token; expires unless renewed. */
+  lease: string;
+  /** Hash: `fence` (the last token handed out), `holder`, `holderFence`, `heldSinceMs`. */
+  meta: string;
+}
+
+/**
+ * The lease keys of `channel` for the bot identified by `botId` — a hash of its token, never the
+ * token itself. Both share one hash tag, so the acquiring script runs on Redis Cluster.
+ */
+export function channelLeaseKeys(channel: string, botId: string, prefix: string = DEFAULT_KEY_PREFIX): ChannelLeaseKeys {
+  const base = `${prefix}{channel-lease:${channel}:${botId}}:`;
+  return { lease: `${base}lease`, meta: `${base}meta` };
+}
+
+/** Set of `<channel>:<botId>` whose connection is leased (what `chatgate status` lists). */
+export function channelLeaseIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}channel-leases`;
+}
+
+/** Pub/sub channel on which `<channel>:<botId>` is published when a gateway releases that lease. */
+export function channelLeaseReleasedChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}channel-lease-released`;
+}

@@ -72,7 +72,8 @@ describe('chatgate: small failures', () => {
       proc = spawnChatgate(['gateway', '--demo'], env(roots));
       await proc.waitFor('stdout', /chatgate gateway is running/);
       expect(telegram.callsOf('getMe').length).toBeGreaterThan(0);
-      expect(proc.stdout.text).toContain('"msg":"discord channel started"');
+      // The log line may reach stdout after the banner (pino writes asynchronously).
+      await proc.waitFor('stdout', /"msg":"discord channel started"/);
       await stopChatgate(proc);
       proc = spawnChatgate(['doctor', '--json'], env({ ...roots, CHATGATE_DEMO: 'true' }));
       await proc.exited;

@@ -60,6 +60,8 @@ export class FakeDiscordServer extends EventEmitter {
   /** Every gateway payload received from clients. */
   readonly gatewayReceived: Array<{ op: number; d: unknown }> = [];
   readonly token: string;
+  /** The most identified gateway sessions that were open at once (two would mean two gateways connected). */
+  maxOpenSessions = 0;
   apiRoot = '';
   private readonly heartbeatIntervalMs: number;
   private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
@@ -96,6 +98,11 @@ export class FakeDiscordServer extends EventEmitter {
     this.wss.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Identified gateway sessions open now (the real Discord sends every event to each of them). */
+  get openSessions(): number {
+    return this.sockets.size;
   }
 
   /** Whether a client has identified (READY was sent). */
@@ -207,7 +214,9 @@ export class FakeDiscordServer extends EventEmitter {
       if (payload.op === 2) this.onIdentify(socket, payload.d);
       this.emit('gateway', payload.op);
     });
-    ws.on('close', () => this.sockets.delete(socket));
+    ws.on('close', () => {
+      if (this.sockets.delete(socket)) this.emit('sessions', this.sockets.size);
+    });
   }
 
   private onIdentify(socket: { ws: WebSocket; seq: number }, identify: Record<string, unknown>): void {
@@ -216,6 +225,8 @@ export class FakeDiscordServer extends EventEmitter {
       return;
     }
     this.sockets.add(socket);
+    this.maxOpenSessions = Math.max(this.maxOpenSessions, this.sockets.size);
+    this.emit('sessions', this.sockets.size);
     const resumeUrl = this.apiRoot.replace(/^http/, 'ws').replace(/\/api$/, '');
     this.sendDispatch(socket, 'READY', {
       v: 10,

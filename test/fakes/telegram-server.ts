@@ -9,6 +9,8 @@
  * (like the cloud Bot API, getFile refuses files over 20 MB with 400 "file is too big"). Keeps the
  * current text of every message it sent (`messageText`). Records every call; can be told to fail
  * the next calls of a method.
+ * Like the real Bot API, a getUpdates that arrives while another is still open for the token (two
+ * pollers) ends the open one with 409 Conflict; `getUpdatesConflicts` counts them.
  * Like the real Bot API, it answers 403 to any send into the chat of a user who blocked the bot,
  * and 400 to a send into a forum topic that was deleted.
  */
@@ -64,6 +66,12 @@ export class FakeTelegramServer extends EventEmitter {
   private readonly blockedUntil = new Map<string, number>();
   /** Current text of every message the bot sent, by `<chat_id>:<message_id>` (deleted ones removed). */
   readonly messages = new Map<string, string>();
+  /**
+   * getUpdates calls that arrived while another was still open for this token (two pollers): the
+   * one already open is answered 409 Conflict, as the real Bot API does.
+   */
+  getUpdatesConflicts = 0;
+  private openPoll: ServerResponse | undefined;
   private nextUpdateId = 1;
   private nextMessageId = 1000;
   private server!: Server;
@@ -293,6 +301,12 @@ export class FakeTelegramServer extends EventEmitter {
   }
 
   private getUpdates(res: ServerResponse, params: Record<string, unknown>): void {
+    const open = this.openPoll;
+    if (open && !open.writableEnded && !open.destroyed) {
+      this.getUpdatesConflicts++;
+      this.emit('conflict');
+      reply(open, 409, { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+    }
     const offset = Number(params.offset ?? 0);
     // Confirm: every update below `offset` is forgotten, as on the real server.
     if (offset > 0) while (this.updates.length > 0 && this.updates[0].update_id < offset) this.updates.shift();
@@ -301,7 +315,11 @@ export class FakeTelegramServer extends EventEmitter {
     const ready = available();
     const timeoutSeconds = Number(params.timeout ?? 0);
     if (ready.length > 0 || timeoutSeconds <= 0) return reply(res, 200, { ok: true, result: ready });
+    this.openPoll = res;
+    // Held for its whole timeout like on the real Bot API (Node's keep-alive timer would end it after 5 s).
+    res.socket?.setTimeout(0);
     const finish = (): void => {
+      if (this.openPoll === res) this.openPoll = undefined;
       clearTimeout(timer);
       this.off('update', onUpdate);
       this.off('closing', finish);

@@ -47,6 +47,7 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_RATE_LIMIT_PER_MINUTE', '-1', '`CHATGATE_RATE_LIMIT_PER_MINUTE` must be an integer in [0, 10000] (got -1)'],
   ['CHATGATE_MAX_MESSAGE_CHARS', 'lots', '`CHATGATE_MAX_MESSAGE_CHARS` must be an integer in [1, 1000000] (got lots)'],
   ['CHATGATE_HTTP_PORT', '65536', '`CHATGATE_HTTP_PORT` must be an integer in [0, 65535] (got 65536)'],
+  ['CHATGATE_CHANNEL_LEASE_MS', '1000', '`CHATGATE_CHANNEL_LEASE_MS` must be an integer in [3000, 600000] (got 1000)'],
   ['CHATGATE_HTTP_HOST', '0.0.0.0', '`CHATGATE_MONITOR_TOKEN` must be set when `CHATGATE_HTTP_HOST` is not loopback (got host 0.0.0.0)'],
   ['CHATGATE_MONITOR_TOKEN', 'short', '`CHATGATE_MONITOR_TOKEN` must be at least 16 characters without spaces'],
   ['CHATGATE_LOG_LEVEL', 'verbose', '`CHATGATE_LOG_LEVEL` must be one of fatal, error, warn, info, debug, trace, silent (got verbose)'],
@@ -117,6 +118,7 @@ describe('loadConfig', () => {
       heartbeatTtlMs: 15_000,
       transcriptMaxLen: 0,
       channelStartTimeoutMs: 30_000,
+      channelLeaseMs: 10_000,
       demo: false,
       configFile: undefined,
     });
