@@ -40,14 +40,15 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
     };
     child.once('exit', onExit);
     const check = () => {
-      if (!/is running/.test(out)) return;
+      // The ready banner is on stderr (stdout holds only log lines).
+      if (!/is running/.test(err)) return;
       clearTimeout(timer);
       child.off('exit', onExit);
-      child.stdout!.off('data', check);
+      child.stderr!.off('data', check);
       out = '';
       resolve();
     };
-    child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
   });
   let stopping = false;
   child.once('exit', (code, signal) => {

@@ -230,6 +230,10 @@ async function startWorkerHttp(io: CliIo, config: Config, deps: { redis: RedisCl
   }
 }
 
+/**
+ * The ready banner goes to stderr with the other human lines: stdout carries only log lines, so a
+ * piped or collected stdout is JSON lines and nothing else (CHATGATE_LOG_FORMAT=auto in a pipe).
+ */
 function printReady(io: CliIo, config: Config, roles: RunRoles, started: StartedRoles): void {
   const { gateway, workerHttpUrl } = started;
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
@@ -238,7 +242,7 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
   lines.push('Press Ctrl+C to stop.');
-  for (const line of lines) io.out(line);
+  for (const line of lines) io.err(line);
 }
 
 /** Shown when `start` falls back to the demo model because no endpoint or key is configured. */

@@ -70,7 +70,7 @@ describe('chatgate: small failures', () => {
       [telegram, discord] = await Promise.all([startFakeTelegram(), startFakeDiscord()]);
       const roots = { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot, DISCORD_BOT_TOKEN: discord.token, DISCORD_API_ROOT: discord.apiRoot, CHATGATE_HTTP_PORT: '0' };
       proc = spawnChatgate(['gateway', '--demo'], env(roots));
-      await proc.waitFor('stdout', /chatgate gateway is running/);
+      await proc.waitFor('stderr', /chatgate gateway is running/);
       expect(telegram.callsOf('getMe').length).toBeGreaterThan(0);
       // The log line may reach stdout after the banner (pino writes asynchronously).
       await proc.waitFor('stdout', /"msg":"discord channel started"/);

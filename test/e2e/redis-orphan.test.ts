@@ -33,7 +33,7 @@ describe('the embedded redis-server', () => {
     });
     procs.push(proc);
     const [, pid] = await proc.waitFor('stderr', /started redis-server \(pid (\d+)\)/);
-    await proc.waitFor('stdout', /Press Ctrl\+C to stop\./);
+    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
     return { proc, redisPid: Number(pid) };
   };
 

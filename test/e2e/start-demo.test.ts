@@ -81,10 +81,10 @@ describe('chatgate start --demo on a machine without Redis', () => {
 
     const [, redisPid] = await waitForLine(child, 'stderr', /started redis-server \(pid (\d+)\)/, stderr);
     expect(stderr.text).toContain(`with its data in ${stateDir}/redis`);
-    await waitForLine(child, 'stdout', /Press Ctrl\+C to stop\./, stdout);
-    expect(stdout.text).toContain('DEMO MODE');
-    expect(stdout.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
-    const chatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(stdout.text)![1];
+    await waitForLine(child, 'stderr', /Press Ctrl\+C to stop\./, stderr);
+    expect(stderr.text).toContain('DEMO MODE');
+    expect(stderr.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
+    const chatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(stderr.text)![1];
     const base = new URL(chatUrl).origin;
 
     expect((await fetch(chatUrl)).status).toBe(200);
@@ -125,10 +125,10 @@ describe('chatgate start --demo on a machine without Redis', () => {
     bare.stderr.on('data', (chunk: Buffer) => { stderr.text += chunk.toString(); });
     const exited = new Promise<number | null>((resolve) => bare.once('exit', (code) => resolve(code)));
     try {
-      await waitForLine(bare, 'stdout', /Press Ctrl\+C to stop\./, stdout);
+      await waitForLine(bare, 'stderr', /Press Ctrl\+C to stop\./, stderr);
       expect(stderr.text).toContain('no LLM endpoint is configured');
       expect(stderr.text).toContain('OFFLINE DEMO MODEL');
-      expect(stdout.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
+      expect(stderr.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
     } finally {
       bare.kill('SIGTERM');
       expect(await exited).toBe(0);

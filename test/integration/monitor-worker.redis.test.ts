@@ -88,11 +88,12 @@ describe('chatgate worker (worker role alone)', () => {
     const metricsUrl = new Promise<string>((resolve) => (printed = resolve));
     let stop: (signal: string) => void = () => undefined;
     const stopped = new Promise<string>((resolve) => (stop = resolve));
+    // The ready banner is on stderr (stdout holds only log lines).
     const io = {
       env,
-      err: (text: string) => err.push(text),
-      out: (text: string) => {
-        out.push(text);
+      out: (text: string) => out.push(text),
+      err: (text: string) => {
+        err.push(text);
         const url = text.match(/^Metrics:\s+(\S+)$/)?.[1];
         if (url) printed(url);
       },
@@ -100,7 +101,7 @@ describe('chatgate worker (worker role alone)', () => {
     const exit = runRoles(io, { gateway: false, worker: true }, { demo: true, concurrency: 1 }, () => stopped);
     const url = await metricsUrl;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-    expect(out).toContain(`Health:    ${url.replace(/\/metrics$/, '/healthz')}`);
+    expect(err).toContain(`Health:    ${url.replace(/\/metrics$/, '/healthz')}`);
     expect((await fetch(url.replace(/\/metrics$/, '/healthz'))).status).toBe(200);
     expect(await (await fetch(url.replace(/\/metrics$/, '/readyz'))).json()).toMatchObject({ status: 'ready', checks: { redis: 'ok' } });
 
@@ -129,12 +130,12 @@ describe('chatgate worker (worker role alone)', () => {
     const out: string[] = [];
     let ready: () => void = () => undefined;
     const running = new Promise<void>((resolve) => (ready = resolve));
-    const io = { env: { ...env, CHATGATE_HTTP_PORT: String(port) }, err: (text: string) => err.push(text), out: (text: string) => { out.push(text); if (text.startsWith('Press Ctrl+C')) ready(); } };
+    const io = { env: { ...env, CHATGATE_HTTP_PORT: String(port) }, out: (text: string) => out.push(text), err: (text: string) => { err.push(text); if (text.startsWith('Press Ctrl+C')) ready(); } };
     let stop: (signal: string) => void = () => undefined;
     const exit = runRoles(io, { gateway: false, worker: true }, { demo: true, concurrency: 1 }, () => new Promise((resolve) => (stop = resolve)));
     await running;
     expect(err.join('\n')).toContain(`worker metrics not served: 127.0.0.1:${port} is in use (set CHATGATE_HTTP_PORT`);
-    expect(out.some((line) => line.startsWith('Metrics:'))).toBe(false);
+    expect(err.some((line) => line.startsWith('Metrics:'))).toBe(false);
     stop('SIGTERM');
     expect(await exit).toBe(0);
     blocker.close();

@@ -282,10 +282,10 @@ describe('chatgate start on a Redis Cluster', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const webChat = await new Promise<string>((resolve, reject) => {
-        child.stderr.on('data', (chunk: Buffer) => { output.stderr += chunk.toString(); });
-        child.stdout.on('data', (chunk: Buffer) => {
-          output.stdout += chunk.toString();
-          const match = /Web chat: +(\S+)\/chat/.exec(output.stdout);
+        child.stdout.on('data', (chunk: Buffer) => { output.stdout += chunk.toString(); });
+        child.stderr.on('data', (chunk: Buffer) => {
+          output.stderr += chunk.toString();
+          const match = /Web chat: +(\S+)\/chat/.exec(output.stderr);
           if (match) resolve(match[1]);
         });
         void exited.then((code) => reject(new Error(`chatgate exited (${code}):\n${output.stdout}\n${output.stderr}`)));
