@@ -93,6 +93,9 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     return c.html(renderDashboardPage({ pollMs: resolved.dashboardPollMs }));
   });
   if (queues.length > 0) app.route(QUEUES_BASE_PATH, createQueuesBoard(queues, QUEUES_BASE_PATH));
+  // `/` leads somewhere: the web chat answers it first where it is mounted; otherwise (a gateway
+  // off loopback with bot channels only) the dashboard, keeping `?token=` for its log-in.
+  app.get('/', (c) => c.redirect(`/dashboard${new URL(c.req.url).search}`, 302));
   return app;
 }
 

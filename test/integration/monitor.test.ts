@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMonitorApp,
@@ -187,6 +188,19 @@ describe('monitor auth', () => {
     expect((await app.request('/api/chat/ping')).status).toBe(200);
     expect((await app.request('/api/sessions')).status).toBe(401);
     expect((await app.request('/api/sessions/web:abc')).status).toBe(401);
+  });
+
+  it('`/` leads to the dashboard (keeping ?token= for the log-in) when no web chat answers it first', async () => {
+    const base = await start({ sessions: reader }, { monitorToken: TOKEN }, '0.0.0.0');
+    const root = await fetch(`${base}/?token=${TOKEN}`, { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe(`/dashboard?token=${TOKEN}`);
+    expect((await fetch(`${base}/`, { redirect: 'manual', headers: { Authorization: `Bearer ${TOKEN}` } })).headers.get('location')).toBe('/dashboard');
+    // A web chat mounted before the monitor keeps `/` for itself.
+    const app = new Hono();
+    app.get('/', (c) => c.redirect('/chat', 302));
+    app.route('/', createMonitorApp({ sessions: reader }, { host: '127.0.0.1' }));
+    expect((await app.request('/')).headers.get('location')).toBe('/chat');
   });
 
   it('bound off loopback without a configured token, refuses everything (fail closed)', async () => {
