@@ -14,6 +14,32 @@ export interface FetchLimitedOptions extends DownloadOptions {
   what: string;
   /** Timeout of the whole download, ms. Default {@link DOWNLOAD_TIMEOUT_MS}. */
   timeoutMs?: number;
+  /**
+   * When set, the URL and every redirect it leads to must be one of these origins or https hosts
+   * (see {@link isAllowedUrl}); anything else is refused without a request. Unset: any URL.
+   */
+  allowedHosts?: AllowedHosts;
+}
+
+/** Where a download may go: exact origins (`http://127.0.0.1:4000`) and https hosts (`cdn.discordapp.com`). */
+export interface AllowedHosts {
+  origins: readonly string[];
+  httpsHosts: readonly string[];
+}
+
+/** Most redirects followed when {@link FetchLimitedOptions.allowedHosts} is set. */
+const MAX_REDIRECTS = 3;
+
+/** True when `url` is one of `allowed`'s origins, or https on one of its hosts (default port). */
+export function isAllowedUrl(url: string, allowed: AllowedHosts): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (allowed.origins.includes(parsed.origin)) return true;
+  return parsed.protocol === 'https:' && parsed.port === '' && allowed.httpsHosts.includes(parsed.hostname.toLowerCase());
 }
 
 /**
@@ -24,12 +50,7 @@ export interface FetchLimitedOptions extends DownloadOptions {
 export async function fetchLimited(url: string, options: FetchLimitedOptions): Promise<Buffer> {
   const timeout = AbortSignal.timeout(options.timeoutMs ?? DOWNLOAD_TIMEOUT_MS);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  let response: Response;
-  try {
-    response = await fetch(url, { signal, redirect: 'follow' });
-  } catch (err) {
-    throw toChannelError(`download failed for ${options.what} (${describe(err)})`, { network: true }, err);
-  }
+  const response = await fetchFollowing(url, options, signal);
   if (!response.ok) {
     await response.body?.cancel().catch(() => undefined);
     throw toChannelError(`download failed for ${options.what} (HTTP ${response.status})`, { status: response.status }, undefined);
@@ -40,6 +61,28 @@ export async function fetchLimited(url: string, options: FetchLimitedOptions): P
     throw tooLarge(options, announced);
   }
   return readLimited(response, options);
+}
+
+/** GETs `url`, following redirects itself when hosts are restricted (each hop checked before it is asked). */
+async function fetchFollowing(url: string, options: FetchLimitedOptions, signal: AbortSignal): Promise<Response> {
+  const allowed = options.allowedHosts;
+  let next = url;
+  for (let hop = 0; ; hop++) {
+    if (allowed && !isAllowedUrl(next, allowed)) {
+      throw new ChannelError(`download refused for ${options.what} (${hop === 0 ? 'its address' : 'a redirect'} leads outside ${[...allowed.httpsHosts, ...allowed.origins].join(', ')})`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+    }
+    let response: Response;
+    try {
+      response = await fetch(next, { signal, redirect: allowed ? 'manual' : 'follow' });
+    } catch (err) {
+      throw toChannelError(`download failed for ${options.what} (${describe(err)})`, { network: true }, err);
+    }
+    const location = response.headers.get('location');
+    if (!allowed || response.status < 300 || response.status >= 400 || location === null) return response;
+    await response.body?.cancel().catch(() => undefined);
+    if (hop >= MAX_REDIRECTS) throw new ChannelError(`download failed for ${options.what} (more than ${MAX_REDIRECTS} redirects)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
+    next = new URL(location, next).toString();
+  }
 }
 
 /** A `CHANNEL_FILE_TOO_LARGE` error; `size` when known. */

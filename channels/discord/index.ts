@@ -8,7 +8,7 @@ import { COMMAND_NAMES } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
-import { downloadDiscordAttachment } from './files.js';
+import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
@@ -75,6 +75,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
   const state: { onMessage?: InboundHandler } = {};
   const router = routeInOrder(client, (message) => handleMessage(message, client, state.onMessage, resolved, log), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
+  const downloadHosts = discordDownloadHosts(resolved.apiRoot);
 
   return {
     name: 'discord',
@@ -103,7 +104,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
     async sendTyping(target: ChatTarget): Promise<void> {
       await sendDiscordTyping(client.rest, target);
     },
-    downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download),
+    downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download, downloadHosts),
     editMessage: (target, messageId, message) => editDiscordText(client.rest, target, messageId, message),
     deleteMessage: (target, messageId) => deleteDiscordMessage(client.rest, target, messageId),
   };
