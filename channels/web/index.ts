@@ -19,7 +19,7 @@ import { historyRoute, type TranscriptSource } from './history.js';
 import { mountChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
 import { ID_RE, postMessage } from './post-message.js';
-import { isMultipart } from './upload.js';
+import { isMultipart, uploadSlots } from './upload.js';
 import { formatBytes } from '../../src/core/attachments.js';
 import type { Attachment } from '../../src/core/inbound.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
@@ -36,6 +36,8 @@ export interface WebChannelOptions extends ConversationStoreOptions {
   maxBodyBytes?: number;
   /** Largest file of a multipart post, bytes (the gateway's attachment limit). Default 10 MB. */
   maxUploadBytes?: number;
+  /** Most file uploads received at once (each held in memory until answered); more get 503 `busy`. Default 8. */
+  maxConcurrentUploads?: number;
   /** Default and maximum wait of a long poll, in ms. Default 25 000 and 60 000. */
   longPollTimeoutMs?: number;
   maxLongPollTimeoutMs?: number;
@@ -88,6 +90,7 @@ const DEFAULTS = {
   maxMessageLength: 8_000,
   maxBodyBytes: 65_536,
   maxUploadBytes: 10 * 1024 * 1024,
+  maxConcurrentUploads: 8,
   longPollTimeoutMs: 25_000,
   maxLongPollTimeoutMs: 60_000,
   keepAliveMs: 15_000,
@@ -180,7 +183,7 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
   const limit = bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413) });
   // A form with a file may be as large as the file limit plus the other fields.
   const uploadLimit = bodyLimit({ maxSize: options.maxUploadBytes + options.maxBodyBytes, onError: (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413) });
-  app.post('/api/chat/:conversationId/messages', (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
+  app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));
   app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));

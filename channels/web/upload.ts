@@ -4,10 +4,11 @@
  * request, dropped when it is answered) until the gateway's attachment step asks the channel for
  * them, like it asks Telegram or Discord: refused files are never stored.
  */
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { randomUUID } from 'node:crypto';
 import type { Attachment } from '../../src/core/inbound.js';
 import { formatBytes } from '../../src/core/attachments.js';
+import { countOf } from '../../src/core/plural.js';
 
 /** The fields of a post, from JSON or a multipart form. */
 export interface PostedFields {
@@ -50,6 +51,30 @@ export async function readUpload(c: Context, maxBytes: number): Promise<PostedFi
   const attachment: Attachment = { kind: kindOf(upload.type), ref: `web-upload:${randomUUID()}`, fileName: name, size: bytes.length };
   if (upload.type) attachment.mimeType = upload.type;
   return { ...fields, file: { attachment, bytes } };
+}
+
+/** How long a client is asked to wait when every upload slot is taken, seconds. */
+const BUSY_RETRY_AFTER_S = 2;
+
+/**
+ * At most `max` multipart posts at once (their bytes are held in memory until answered): one more
+ * is answered 503 `{"error","refused":"busy"}` with Retry-After before its body is read.
+ */
+export function uploadSlots(max: number): MiddlewareHandler {
+  let inFlight = 0;
+  return async (c, next) => {
+    if (!isMultipart(c)) return next();
+    if (inFlight >= max) {
+      c.header('Retry-After', String(BUSY_RETRY_AFTER_S));
+      return c.json({ error: `this gateway is receiving ${countOf(max, 'upload')} already; send the file again in a moment`, refused: 'busy' }, 503);
+    }
+    inFlight++;
+    try {
+      await next();
+    } finally {
+      inFlight--;
+    }
+  };
 }
 
 function stringField(form: FormData, name: string): string {
