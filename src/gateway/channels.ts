@@ -82,7 +82,8 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
   if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
-    const guard = createAccessGuard({ host: options.host, monitorToken: options.monitorToken, tokenOnLoopback: false });
+    // Multipart writes pass: they are the page's file uploads (the cross-site check still applies).
+    const guard = createAccessGuard({ host: options.host, monitorToken: options.monitorToken, tokenOnLoopback: false, multipartWrites: true });
     const redis = deps.redis;
     // The page's history comes from the session's transcript (channels/web/history.ts).
     const readTranscript = redis ? (sessionId: string, before: string | undefined, count: number) => readTranscriptBefore(redis, sessionKeys(sessionId, options.keyPrefix), before, count) : undefined;

@@ -21,6 +21,11 @@ export interface AccessGuardOptions {
   tokenOnLoopback?: boolean;
   /** Realm named in `WWW-Authenticate`. Default `chatgate monitor`. */
   realm?: string;
+  /**
+   * Writes may also carry `multipart/form-data` (the web chat's file uploads); the cross-site
+   * check (`Origin`, `Sec-Fetch-Site`) still refuses them from another site. Default `false`.
+   */
+  multipartWrites?: boolean;
 }
 
 /** Options of {@link createMonitorAuth}. */
@@ -37,7 +42,8 @@ export interface MonitorAuthOptions {
  * - **Writes, in every mode**: a state-changing request (not GET, HEAD or OPTIONS) that a browser
  *   says comes from another origin (`Sec-Fetch-Site` other than `same-origin`/`none`, or an
  *   `Origin` that is not this Host) gets 403; one with a body that is not `application/json` gets
- *   415 (`text/plain`, forms and multipart are what a cross-site page can send without a preflight).
+ *   415 (`text/plain`, forms and multipart are what a cross-site page can send without a preflight;
+ *   `multipartWrites` lets multipart through for the web chat's uploads).
  *
  * - **Open** (bound to loopback, and no token configured or `tokenOnLoopback: false`): only
  *   requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port) pass;
@@ -62,7 +68,7 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     // tools like curl send neither, and a cross-site page can send a body only as a "simple" type.
     const request = requestHeadersOf(c);
     if (isCrossSiteWrite(request)) return forbiddenCrossSite(c);
-    if (!hasJsonOrNoBody(request)) return unsupportedWriteType(c);
+    if (!hasJsonOrNoBody(request) && !(options.multipartWrites === true && isMultipartType(request.contentType))) return unsupportedWriteType(c);
     if (open && isLoopbackRequest(c)) return next();
     if (open && !token) return forbiddenHost(c);
     const login = c.req.query('token');
@@ -99,6 +105,10 @@ export function requestHeadersOf(c: Context): RequestHeadersLike {
     method: c.req.method, host: c.req.header('host') ?? new URL(c.req.url).host, origin: c.req.header('origin'), secFetchSite: c.req.header('sec-fetch-site'),
     contentType: c.req.header('content-type'), contentLength: c.req.header('content-length'), transferEncoding: c.req.header('transfer-encoding'),
   };
+}
+
+function isMultipartType(contentType: string | undefined): boolean {
+  return /^multipart\/form-data\s*;/i.test(contentType?.trim() ?? '');
 }
 
 function unsupportedWriteType(c: Context): Response {
