@@ -14,6 +14,7 @@ import type { Context } from 'hono';
 import { CHATGATE_MARK } from '../../src/core/messages.js';
 import { sessionKeyOf } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
+import type { WebReply } from './conversations.js';
 import type { ReplyStore } from './reply-store.js';
 
 /** Most messages one history page holds (`limit`). */
@@ -81,10 +82,11 @@ export async function historyRoute(c: Context, deps: { store: ReplyStore; readTr
     // No transcript to read (a web channel outside a gateway): nothing, and no `after`, so the page replays the reply buffer.
     if (!deps.readTranscript) return c.json({ messages: [], before: null });
     // Newest page only: where live replies continue. Read before the transcript (see the module comment).
-    const after = before === undefined ? await replyCursorNow(deps.store, conversationId) : undefined;
+    const buffered = before === undefined ? await bufferedReplies(deps.store, conversationId) : undefined;
     const sessionId = sessionKeyOf({ channel: 'web', chatId: conversationId, userId: conversationId, chatType: 'private' });
     const page = await readHistoryPage(deps.readTranscript, sessionId, before, limit);
-    return c.json({ ...page, ...(after === undefined ? {} : { after }) });
+    if (!buffered) return c.json(page);
+    return c.json({ ...withNotices(page, buffered.replies), after: buffered.next });
   } catch (err) {
     deps.log.warn({ err, conversationId }, 'web history not readable');
     return c.json({ error: 'history not available right now (the store could not be read); retry' }, 503);
@@ -135,16 +137,36 @@ export function toHistoryMessage(row: TranscriptRow): HistoryMessage | undefined
   return { id: row.inboundId ?? row.id, role: 'user', text, format: 'text', at: row.atMs, ...(attachments.length > 0 ? { attachments } : {}) };
 }
 
-/** The reply-stream cursor after every reply buffered now. */
-async function replyCursorNow(store: ReplyStore, conversationId: string): Promise<string> {
+/** The replies buffered now, and the reply-stream cursor after them. */
+async function bufferedReplies(store: ReplyStore, conversationId: string): Promise<{ replies: WebReply[]; next: string }> {
   let page = await store.read(conversationId, undefined, { timeoutMs: 0 });
+  const replies = [...page.replies];
   // A read returns at most one buffer's worth; read on until nothing is left (bounded).
   for (let k = 0; k < 10 && page.replies.length > 0; k++) {
     const next = await store.read(conversationId, page.next, { timeoutMs: 0 });
     if (next.replies.length === 0) break;
+    replies.push(...next.replies);
     page = next;
   }
-  return page.next;
+  return { replies, next: page.next };
+}
+
+/**
+ * The newest page with the buffered replies the transcript does not hold — notices ("Stopped.", a
+ * model failure, a compaction) and command answers — in time order, so a reload shows what the
+ * chat showed. Only those since the page's oldest message (all of them when nothing is older), and
+ * only while the conversation's reply buffer still holds them.
+ */
+export function withNotices(page: HistoryPage, replies: readonly WebReply[]): HistoryPage {
+  const inTranscript = new Set(page.messages.map((m) => m.id));
+  const since = page.before === null ? -Infinity : (page.messages[0]?.at ?? Infinity);
+  const notices: HistoryMessage[] = replies
+    .filter((r) => !inTranscript.has(r.replyId ?? r.id) && r.at >= since)
+    .map((r) => ({ id: r.id, role: 'assistant', text: r.text, format: r.format, at: r.at }));
+  if (notices.length === 0) return page;
+  // A stable merge: a notice after the transcript entries of its moment (the question it answers).
+  const messages = [...page.messages, ...notices].map((m, k) => ({ m, k })).sort((a, b) => a.m.at - b.m.at || a.k - b.k).map(({ m }) => m);
+  return { ...page, messages };
 }
 
 function contentText(content: unknown): string {

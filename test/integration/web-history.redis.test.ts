@@ -81,6 +81,31 @@ describe('web chat history endpoint', () => {
     expect(poll.messages).toMatchObject([{ text: 'new', replyId: 'reply-two-0' }]);
   });
 
+  it('shows the notices and command answers the chat showed (not in the transcript) in time order, each once, on the newest page only', async () => {
+    const now = Date.now();
+    await append('notes', [
+      { type: 'message', message: { role: 'user', content: 'old question' }, tokens: 1, inboundId: 'web:notes:m0', atMs: now - 60_000 },
+      { type: 'message', message: { role: 'assistant', content: 'old answer' }, tokens: 1, replyId: 'reply-old-0', atMs: now - 59_000 },
+      { type: 'message', message: { role: 'user', content: 'first' }, tokens: 1, inboundId: 'web:notes:m1', atMs: now - 2_000 },
+      { type: 'message', message: { role: 'assistant', content: 'An answer in **two** chunks' }, tokens: 1, replyId: 'reply-one-0', atMs: now - 1_000 },
+      { type: 'message', message: { role: 'user', content: 'second, then /stop' }, tokens: 1, inboundId: 'web:notes:m2', atMs: now - 500 },
+    ]);
+    // Delivered after their transcript entries: the answer (two chunks, one reply id), a notice, a command's answer.
+    await channel.send({ chatId: 'notes' }, { text: 'An answer in ', mode: 'markdown', deliveryId: 'reply-one-0#0' });
+    await channel.send({ chatId: 'notes' }, { text: '**two** chunks', mode: 'markdown', deliveryId: 'reply-one-0#1' });
+    await channel.send({ chatId: 'notes' }, { text: 'Stopped.', mode: 'plain', deliveryId: 'notice-two-0#0' });
+    await channel.send({ chatId: 'notes' }, { text: 'Nothing is running right now, so there is nothing to stop.', mode: 'plain', deliveryId: 'command-three-0#0' });
+    const page = await (await api('notes/history?limit=3')).json() as { messages: Array<{ id: string; role: string; text: string; at: number }>; before: string | null };
+    expect(page.messages.map((m) => `${m.role}: ${m.text}`)).toEqual([
+      'user: first', 'assistant: An answer in **two** chunks', 'user: second, then /stop', 'assistant: Stopped.', 'assistant: Nothing is running right now, so there is nothing to stop.',
+    ]);
+    expect(new Set(page.messages.map((m) => m.id)).size).toBe(5);
+    expect(page.messages.at(-1)!.at).toBeGreaterThanOrEqual(now);
+    // An older page is the transcript's alone.
+    const older = await (await api(`notes/history?before=${page.before}`)).json() as { messages: Array<{ text: string }> };
+    expect(older.messages.map((m) => m.text)).toEqual(['old question', 'old answer']);
+  });
+
   it('refuses a bad cursor or limit, and answers 503 when the transcript cannot be read', async () => {
     expect((await api('x/history?before=1-0;DROP')).status).toBe(400);
     expect(await (await api('x/history?limit=0')).json()).toEqual({ error: '`limit` must be an integer from 1 to 100 (got 0)' });
