@@ -175,6 +175,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   await startChannels(gatewayChannels.list, handle, channelsStatus, {
     timeoutMs: o.channelStartTimeoutMs, signal: deps.signal, onProgress: deps.onProgress, onStarting: (stop) => closers.push(stop),
   });
+  // Beat now: `chatgate status` right after start sees the channels connected, not the first beat's "connecting".
+  await heartbeat.beat();
   // Replies go out once every channel can send (and stop first, while the channels still can).
   await startDelivery(deps, keyPrefix, channelMap, names, closers, o);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
