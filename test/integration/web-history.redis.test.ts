@@ -91,8 +91,8 @@ describe('web chat history endpoint', () => {
       { type: 'message', message: { role: 'user', content: 'second, then /stop' }, tokens: 1, inboundId: 'web:notes:m2', atMs: now - 500 },
     ]);
     // Delivered after their transcript entries: the answer (two chunks, one reply id), a notice, a command's answer.
-    await channel.send({ chatId: 'notes' }, { text: 'An answer in ', mode: 'markdown', deliveryId: 'reply-one-0#0' });
-    await channel.send({ chatId: 'notes' }, { text: '**two** chunks', mode: 'markdown', deliveryId: 'reply-one-0#1' });
+    await channel.send({ chatId: 'notes' }, { text: 'An answer in ', mode: 'formatted', deliveryId: 'reply-one-0#0' });
+    await channel.send({ chatId: 'notes' }, { text: '**two** chunks', mode: 'formatted', deliveryId: 'reply-one-0#1' });
     await channel.send({ chatId: 'notes' }, { text: 'Stopped.', mode: 'plain', deliveryId: 'notice-two-0#0' });
     await channel.send({ chatId: 'notes' }, { text: 'Nothing is running right now, so there is nothing to stop.', mode: 'plain', deliveryId: 'command-three-0#0' });
     const page = await (await api('notes/history?limit=3')).json() as { messages: Array<{ id: string; role: string; text: string; at: number }>; before: string | null };
