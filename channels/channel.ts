@@ -125,6 +125,12 @@ export interface Channel {
    * (the gateway then edits a message in place, when the channel can). `@throws` ChannelError.
    */
   sendDraft?(target: StreamTarget, draft: DraftUpdate): Promise<boolean>;
+  /**
+   * True when drafts are shown only to this process's own clients (the web chat: every gateway shows
+   * its own). Otherwise the chat is the platform's, the same for every gateway: one gateway at a time
+   * shows a stream there (src/redis/partials.ts).
+   */
+  readonly localDrafts?: boolean;
   /** Optional (streaming): the draft of `streamId` was no reply (tool calls follow, or the call failed): stop showing it. */
   clearDraft?(target: StreamTarget, streamId: string): Promise<void>;
   /**

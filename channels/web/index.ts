@@ -119,6 +119,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     lengthUnit: 'codepoints',
     formatting: 'markdown',
     typingIntervalMs: resolved.typingIntervalMs,
+    localDrafts: true,
     app,
     waitingReads: () => store.waiting(),
     async start(onMessage) {

@@ -10,8 +10,11 @@ import type { Channel, StreamTarget } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { PartialTarget, PartialViews } from '../redis/partials.js';
+import type { PartialCallEnd, PartialTarget, PartialViews } from '../redis/partials.js';
 import { previewText } from './stream-preview.js';
+
+/** A call that left the stream's message as it was. */
+const KEEP: PartialCallEnd = { message: 'keep' };
 
 /** The pace of one chat's partial updates, shared by its streams. */
 export interface ChatPace {
@@ -23,6 +26,8 @@ export interface ChatPace {
 export interface StreamViewDeps {
   channel: Channel;
   views: PartialViews;
+  /** This gateway's id in the streams' view records (one gateway shows a stream at a time). */
+  owner: string;
   log: Logger;
   pace: ChatPace;
   /** The pace a chat returns to after it was slowed down, ms. */
@@ -96,11 +101,12 @@ export class StreamView {
 
   private render(text: string): Promise<void> | undefined {
     if (text === this.shown || this.mode === 'off' || text.trim() === '') return undefined;
-    return this.call(async () => {
+    return this.call(() => this.fenced(async () => {
       if (this.mode === 'unknown' || this.mode === 'draft') await this.renderDraft(text);
-      if (this.mode === 'edit') await this.renderEdit(text);
+      const change = this.mode === 'edit' ? await this.renderEdit(text) : KEEP;
       this.shown = text;
-    });
+      return change;
+    }));
   }
 
   private async renderDraft(text: string): Promise<void> {
@@ -126,40 +132,71 @@ export class StreamView {
     }
   }
 
-  private async renderEdit(text: string): Promise<void> {
-    const { channel, views } = this.deps;
+  private async renderEdit(text: string): Promise<PartialCallEnd> {
+    const { channel } = this.deps;
     const preview = { text: previewText(text, channel), mode: 'plain' as const };
-    if (this.messageId === undefined) {
-      const view = await views.read(this.partial.sessionId, this.partial.streamId);
-      if (view.final) {
-        this.final = true;
-        return;
-      }
-      this.messageId = view.messageId;
-    }
     if (this.messageId !== undefined) {
       await channel.editMessage!(this.target, this.messageId, preview);
-      return;
+      return KEEP;
     }
     const sent = await channel.send({ ...this.target, ...(this.partial.replyTo ? { replyTo: this.partial.replyTo } : {}) }, preview);
     this.messageId = sent.messageId;
-    await views.setMessage(this.partial.sessionId, this.partial.streamId, sent.messageId);
+    return { message: 'set', messageId: sent.messageId };
   }
 
   private clear(): Promise<void> | undefined {
     if (this.cleared) return undefined;
-    return this.call(async () => {
-      const { channel, views } = this.deps;
+    return this.call(() => this.fenced(async () => {
+      const { channel } = this.deps;
+      let change: PartialCallEnd = KEEP;
       if (this.mode === 'draft') await channel.clearDraft?.(this.target, this.partial.streamId);
       if (this.mode === 'edit' && this.messageId !== undefined) {
         await channel.deleteMessage?.(this.target, this.messageId);
         this.messageId = undefined;
-        await views.clearMessage(this.partial.sessionId, this.partial.streamId);
+        change = { message: 'clear' };
       }
       this.cleared = true;
       this.shown = '';
       this.draftSeq = 0;
-    });
+      return change;
+    }));
+  }
+
+  /**
+   * Runs one platform call of a chat every gateway can reach between `begin` and `end` on the
+   * stream's view record (src/redis/partials.ts): skipped once the final reply took the stream over
+   * (this view stops) or while another gateway shows it (this view starts over if it gets the
+   * stream later). A channel whose partials live in this process (the web chat) needs no fence.
+   */
+  private async fenced(work: () => Promise<PartialCallEnd>): Promise<void> {
+    const { channel, views, owner } = this.deps;
+    if (channel.localDrafts) {
+      await work();
+      return;
+    }
+    const { sessionId, streamId } = this.partial;
+    const call = await views.begin(sessionId, streamId, owner);
+    if (!call.go) {
+      this.deps.log.debug({ streamId, reason: call.reason }, call.reason === 'final' ? 'partial not shown: the final reply has taken the stream over' : 'partial not shown: another gateway shows this stream');
+      if (call.reason === 'final') this.final = true;
+      else this.yieldToOther();
+      return;
+    }
+    // The record knows the message another gateway (or an earlier process) showed the stream in.
+    if (call.messageId !== undefined) this.messageId = call.messageId;
+    let change: PartialCallEnd = KEEP;
+    try {
+      change = await work();
+    } finally {
+      await views.end(sessionId, streamId, owner, change);
+    }
+  }
+
+  /** Another gateway shows this stream: whatever this view showed is its now; start over if it comes back here. */
+  private yieldToOther(): void {
+    this.shown = '';
+    this.draftSeq = 0;
+    this.messageId = undefined;
   }
 
   /** One platform call, paced for the chat; a failure slows the chat down and is logged, never thrown. */

@@ -12,6 +12,7 @@
  * is replaced by the final message itself. A stream with no update for `idleMs` (its worker died
  * and no retry took it up) is taken away: a crashed worker's partial text never stays as a reply.
  */
+import { randomUUID } from 'node:crypto';
 import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
@@ -83,6 +84,7 @@ export async function startGatewayStreaming(
 
 function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; views: PartialViews; log: Logger }, options: GatewayStreamingOptions) {
   const streams = new Map<string, Live>();
+  const owner = randomUUID();
   const ended = new Map<string, number>();
   const paces = new Map<string, ChatPace>();
   const intervalOf = (channel: ChannelName): number => options.intervalMs?.[channel] ?? DEFAULT_INTERVAL_MS[channel];
@@ -100,7 +102,7 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
     const channel = deps.channels.get(update.channel);
     if (!channel || (!channel.sendDraft && !channel.editMessage)) return undefined;
     const baseIntervalMs = intervalOf(update.channel);
-    const view = new StreamView({ channel, views: deps.views, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
+    const view = new StreamView({ channel, views: deps.views, owner, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
     const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now(), swept: false };
     streams.set(update.streamId, live);
     return live;
@@ -127,9 +129,9 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       const live = streams.get(streamId);
       streams.delete(streamId);
       const local = live ? await live.view.takeOver() : undefined;
-      // The record in Redis stops any other gateway's view, and knows the message after a crash.
-      const recorded = await deps.views.markFinal(message.sessionId, streamId);
-      return recorded.messageId ?? local;
+      // The record in Redis stops any other gateway's view (waiting for a call it is making), and knows the message after a crash.
+      const recorded = await deps.views.takeOver(message.sessionId, streamId);
+      return recorded ?? local;
     },
     sweep(idleMs: number): void {
       const now = Date.now();

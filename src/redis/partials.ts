@@ -11,6 +11,7 @@ import type { ChannelName } from '../core/inbound.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, partialsChannel, partialViewKey } from './keys.js';
+import { runScript } from './scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
 const VIEW_TTL_MS = 24 * 3_600_000;
@@ -80,36 +81,76 @@ export interface PartialView {
   final: boolean;
 }
 
-/** The view record of one stream (Redis). */
+/** What {@link PartialViews.begin} answers: go ahead (with the message the stream is shown in), or why not. */
+export type PartialCall = { go: true; messageId?: string } | { go: false; reason: 'final' | 'other' };
+
+/** How a platform call changed the stream's message (see {@link PartialViews.end}). */
+export type PartialCallEnd = { message: 'keep' } | { message: 'set'; messageId: string } | { message: 'clear' };
+
+/**
+ * The view record of one stream (Redis), shared by every gateway. Each platform call that shows
+ * a partial runs between {@link begin} and {@link end}: one gateway shows a stream at a time, no
+ * call begins once the final reply took the stream over, and the final reply waits for a call
+ * still running ({@link takeOver}), so a preview never lands on top of the final reply.
+ */
 export interface PartialViews {
   read(sessionId: string, streamId: string): Promise<PartialView>;
-  /** Records the message the stream is shown in (kept unless already final). */
-  setMessage(sessionId: string, streamId: string, messageId: string): Promise<void>;
-  /** Marks the stream final: no partial may be shown for it any more. @returns the view as it was. */
-  markFinal(sessionId: string, streamId: string): Promise<PartialView>;
-  /** Forgets the message (it was deleted); keeps `final`. */
-  clearMessage(sessionId: string, streamId: string): Promise<void>;
+  /** Asks to make one platform call for the stream as `owner` (a gateway's id). */
+  begin(sessionId: string, streamId: string, owner: string): Promise<PartialCall>;
+  /** Ends the call `begin` allowed, recording what it did to the stream's message. */
+  end(sessionId: string, streamId: string, owner: string, change: PartialCallEnd): Promise<void>;
+  /**
+   * Marks the stream final (no partial may be shown for it any more), then waits for a call
+   * another gateway is still making (at most its call time). @returns the message the stream is shown in, if any.
+   */
+  takeOver(sessionId: string, streamId: string): Promise<string | undefined>;
+}
+
+/** Timings of {@link createPartialViews}. */
+export interface PartialViewTimings {
+  /** How long a gateway keeps showing a stream after its last call before another may, ms. Default 15 000. */
+  ownerMs?: number;
+  /** Longest a platform call may hold the final reply back, ms. Default 15 000 (discord.js's REST timeout). */
+  callMs?: number;
+  /** How often a waiting final reply looks again, ms. Default 25. */
+  pollMs?: number;
 }
 
 /** {@link PartialViews} in Redis, under `keyPrefix`. */
-export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX): PartialViews {
+export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, timings: PartialViewTimings = {}): PartialViews {
   const key = (sessionId: string, streamId: string) => partialViewKey(sessionId, streamId, keyPrefix);
-  const toView = (fields: Record<string, string>): PartialView => ({ ...(fields.messageId ? { messageId: fields.messageId } : {}), final: fields.final === '1' });
+  const ownerMs = timings.ownerMs ?? 15_000;
+  const callMs = timings.callMs ?? 15_000;
+  const pollMs = timings.pollMs ?? 25;
+  const read = async (sessionId: string, streamId: string) => {
+    const fields = await redis.hgetall(key(sessionId, streamId));
+    return { ...(fields.messageId ? { messageId: fields.messageId } : {}), final: fields.final === '1', calling: fields.callUntil !== undefined };
+  };
   return {
     async read(sessionId, streamId) {
-      return toView(await redis.hgetall(key(sessionId, streamId)));
+      const { calling: _, ...view } = await read(sessionId, streamId);
+      return view;
     },
-    async setMessage(sessionId, streamId, messageId) {
-      const k = key(sessionId, streamId);
-      await redis.multi().hset(k, 'messageId', messageId).pexpire(k, VIEW_TTL_MS).exec();
+    async begin(sessionId, streamId, owner) {
+      const options = JSON.stringify({ owner, ownerMs, callMs, ttlMs: VIEW_TTL_MS });
+      const [verdict, messageId] = (await runScript(redis, 'beginPartialCall', [key(sessionId, streamId)], [options])) as [string, string | null];
+      if (verdict === 'ok') return { go: true, ...(messageId ? { messageId } : {}) };
+      return { go: false, reason: verdict === 'final' ? 'final' : 'other' };
     },
-    async markFinal(sessionId, streamId) {
-      const k = key(sessionId, streamId);
-      const [[, before]] = (await redis.multi().hgetall(k).hset(k, 'final', '1').pexpire(k, VIEW_TTL_MS).exec()) as [[unknown, Record<string, string>]];
-      return toView(before ?? {});
+    async end(sessionId, streamId, owner, change) {
+      await runScript(redis, 'endPartialCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
     },
-    async clearMessage(sessionId, streamId) {
-      await redis.hdel(key(sessionId, streamId), 'messageId');
+    async takeOver(sessionId, streamId) {
+      const [messageId, waitMs] = (await runScript(redis, 'markPartialFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
+      if (waitMs <= 0) return messageId ?? undefined;
+      // Another gateway's call is running: its message (a first preview just sent) is known once it ends.
+      const deadline = Date.now() + waitMs;
+      let view = await read(sessionId, streamId);
+      while (view.calling && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+        view = await read(sessionId, streamId);
+      }
+      return view.messageId;
     },
   };
 }

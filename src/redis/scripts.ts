@@ -28,6 +28,9 @@ const SCRIPT_FILES = {
   recordStep: 'record-step-2.lua',
   requestStop: 'request-stop-4.lua',
   takeStop: 'take-stop-1.lua',
+  beginPartialCall: 'begin-partial-call-1.lua',
+  endPartialCall: 'end-partial-call-1.lua',
+  markPartialFinal: 'mark-partial-final-1.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */

@@ -65,6 +65,7 @@ export class FakeDiscordServer extends EventEmitter {
   apiRoot = '';
   private readonly heartbeatIntervalMs: number;
   private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
+  private readonly holds: Array<{ method: string; path: RegExp; released: Promise<void> }> = [];
   private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
   /** Current content of every message the bot sent, by message id (deleted ones removed). */
   readonly messages = new Map<string, string>();
@@ -166,6 +167,16 @@ export class FakeDiscordServer extends EventEmitter {
     this.failures.push({ method, path, failure });
   }
 
+  /**
+   * Holds the next call of `method` on a path matching `path` (a slow platform): it is answered,
+   * as usual, only once the returned function is called.
+   */
+  holdNext(method: string, path: RegExp): () => void {
+    let release!: () => void;
+    this.holds.push({ method, path, released: new Promise<void>((resolve) => (release = resolve)) });
+    return release;
+  }
+
   /** REST calls matching `method` and `path`. */
   callsOf(method: string, path: RegExp): DiscordCall[] {
     return this.calls.filter((call) => call.method === method && path.test(call.path));
@@ -252,6 +263,8 @@ export class FakeDiscordServer extends EventEmitter {
     const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
     this.calls.push({ method, path, body, atMs: Date.now() });
     this.emit('call');
+    const held = this.holds.findIndex((h) => h.method === method && h.path.test(path));
+    if (held !== -1) await this.holds.splice(held, 1)[0].released;
     const index = this.failures.findIndex((f) => f.method === method && f.path.test(path));
     if (index !== -1) return fail(res, this.failures.splice(index, 1)[0].failure);
     this.route(method, path, body, res);

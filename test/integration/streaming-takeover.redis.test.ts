@@ -8,10 +8,12 @@ import { createMemoryDeliveryLedger, createRedisDeliveryLedger } from '../../src
 import { startGatewayStreaming, type GatewayStreaming } from '../../src/gateway/streaming.js';
 import { createSilentLogger } from '../../src/log.js';
 import { duplicateRedis } from '../../src/redis/client.js';
+import { partialViewKey } from '../../src/redis/keys.js';
 import type { PartialUpdate } from '../../src/redis/partials.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createLogSink } from '../helpers/log-sink.js';
 import { waitUntil } from '../helpers/waits.js';
 
 const GROUP = '-100777';
@@ -149,5 +151,69 @@ describe('streaming on Discord', () => {
     expect(contents[0]!.startsWith('Line 0:')).toBe(true);
     expect(contents.every((text) => [...text].length <= 2000)).toBe(true);
     expect(contents.join('\n').replace(/\s+/g, ' ').trim()).toBe(long.replace(/\s+/g, ' ').trim());
+  });
+});
+
+describe('two gateways on one Discord chat', () => {
+  let t: TestRedis;
+  let fake: FakeDiscordServer;
+  const channels: DiscordChannel[] = [];
+  const running: GatewayStreaming[] = [];
+  const chat = FAKE_DISCORD_IDS.dmChannel;
+  const dmUpdate = (seq: number, text: string): PartialUpdate => ({ streamId: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, chatType: 'private', run: 'a', seq, text, state: 'open', atMs: Date.now() });
+  const final = (text: string): OutboundMessage => ({ id: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, text, kind: 'reply' });
+
+  /** One gateway: its own discord.js client and its own streaming side (logging at debug), on the shared Redis. */
+  const gateway = async () => {
+    const channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot, readyTimeoutMs: 10_000 });
+    await channel.start(async () => undefined);
+    channels.push(channel);
+    const map = new Map<ChannelName, Channel>([['discord', channel]]);
+    const logs = createLogSink('debug');
+    const streaming = await startGatewayStreaming({ redis: t.redis, subscriber: duplicateRedis(t.redis), channels: map, logger: logs.logger }, { keyPrefix: t.keyPrefix, intervalMs: { discord: 0 } });
+    running.push(streaming);
+    const refused = (reason: string) => logs.waitFor((line) => line.reason === reason && /^partial not shown/.test(line.msg));
+    return { streaming, refused, delivery: createDelivery({ channels: map, ledger: createMemoryDeliveryLedger(), streams: streaming }) };
+  };
+  const record = () => t.redis.hgetall(partialViewKey(`discord:${chat}`, STREAM, t.keyPrefix));
+
+  beforeEach(async () => {
+    t = createTestRedis();
+    fake = await startFakeDiscord();
+  });
+  afterEach(async () => {
+    for (const streaming of running.splice(0)) await streaming.close();
+    for (const channel of channels.splice(0)) await channel.stop();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('one shows the stream; the final delivered by the other waits for its edit in flight, and no preview lands after it', async () => {
+    const a = await gateway();
+    const b = await gateway();
+    a.streaming.onUpdate(dmUpdate(0, 'The answer'));
+    await waitUntil(fake, 'call', () => fake.messages.size === 1);
+    for (;;) if ((await record()).messageId) break;
+    // A's next edit hangs at Discord. B hears of the stream now: it shows nothing (A does).
+    const release = fake.holdNext('PATCH', /\/messages\/\d+$/);
+    a.streaming.onUpdate(dmUpdate(1, 'The answer is'));
+    await waitUntil(fake, 'call', () => fake.callsOf('PATCH', /\/messages\/\d+$/).length === 1);
+    b.streaming.onUpdate(dmUpdate(1, 'The answer is'));
+    await b.refused('other');
+    // B delivers the final reply: it marks the stream final and waits for A's edit before its own.
+    const delivered = b.delivery.deliver(final('The answer is 42.'));
+    for (;;) {
+      const view = await record();
+      if (view.final === '1' && view.callUntil !== undefined) break;
+    }
+    expect(fake.callsOf('PATCH', /\/messages\/\d+$/)).toHaveLength(1);
+    release();
+    await delivered;
+    expect([...fake.messages.values()]).toEqual(['The answer is 42.']);
+    // A late update (pub/sub is not ordered with the outbound queue) shows nothing on A.
+    a.streaming.onUpdate(dmUpdate(2, 'The answer is 4'));
+    await a.refused('final');
+    expect([...fake.messages.values()]).toEqual(['The answer is 42.']);
+    expect(fake.callsOf('POST', /\/messages$/)).toHaveLength(1);
   });
 });
