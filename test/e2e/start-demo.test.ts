@@ -5,7 +5,7 @@
  * stops everything, that Redis included. Never touches the shared Redis on 6379.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +43,17 @@ function waitForLine(child: ChildProcessWithoutNullStreams, stream: 'stdout' | '
     child.once('exit', onExit);
     check();
   });
+}
+
+/** The processes whose parent is `pid` (from /proc). */
+function childPids(pid: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((name) => {
+    try {
+      return readFileSync(`/proc/${name}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1] === String(pid);
+    } catch {
+      return false;
+    }
+  }).map(Number);
 }
 
 function isRunning(pid: number): boolean {
@@ -112,13 +123,14 @@ describe('chatgate start --demo on a machine without Redis', () => {
     expect(isRunning(Number(redisPid))).toBe(false);
   });
 
-  it('a bare `start` with no LLM endpoint configured says so and runs the demo model instead of failing', async () => {
+  it('a bare `npm start` with no LLM endpoint configured says so and runs the demo model instead of failing; SIGTERM to npm stops chatgate too', async () => {
     const t = createTestRedis();
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url,
       CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
     };
-    const bare = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start'], { cwd: ROOT, env });
+    // The README's command, through npm: npm's signal must reach chatgate (the script `exec`s node, no shell left between them).
+    const bare = spawn('npm', ['start', '--silent', '--', '--no-dotenv'], { cwd: ROOT, env });
     const stdout = { text: '' };
     const stderr = { text: '' };
     bare.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });
@@ -130,9 +142,15 @@ describe('chatgate start --demo on a machine without Redis', () => {
       expect(stderr.text).toContain('OFFLINE DEMO MODEL');
       expect(stderr.text).toMatch(/^Web chat: +http:\/\/\S+$/m);
     } finally {
+      const chatgatePids = childPids(bare.pid!);
+      const commands = new Map(chatgatePids.map((pid) => [pid, readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ')]));
+      const commandOf = (pid: number) => commands.get(pid) ?? '';
       bare.kill('SIGTERM');
       expect(await exited).toBe(0);
       await t.cleanup();
+      // npm's child is chatgate itself (node), and it is gone: nothing left running without a parent.
+      expect(chatgatePids.map((pid) => commandOf(pid))).toEqual([expect.stringMatching(/^node --import tsx src\/cli\.ts start/)]);
+      expect(isRunning(chatgatePids[0]!)).toBe(false);
     }
   });
 });
