@@ -132,5 +132,6 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_CHANNEL_LEASE_MS', group: 'Runtime', schema: integer((n) => n.min(3000).max(600_000)), rule: 'an integer in [3000, 600000]', default: String(G.channelLeaseMs), unit: 'ms', doc: 'Several gateways: Telegram polling and the Discord connection run in the one holding this lease (renewed every fifth of it); a dead holder\'s channel is taken over within it (docs/scaling.md).' },
   { env: 'CHATGATE_TRANSCRIPT_MAXLEN', group: 'Runtime', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '0', unit: 'entries (0: unlimited)', doc: 'Approximate cap of each session transcript stream.' },
   { env: 'CHATGATE_DEMO', group: 'Runtime', schema: boolean, rule: 'true or false', default: 'false', doc: 'Use the built-in offline demo model instead of an LLM endpoint (`chatgate start --demo`).' },
+  { env: 'CHATGATE_DEMO_WORD_DELAY_MS', group: 'Runtime', schema: integer((n) => n.min(0).max(1000)), rule: 'an integer in [0, 1000]', default: '25', unit: 'ms', doc: 'Demo mode: pause between two words of a streamed demo answer, so the reply is seen being written (0: at once).' },
   { env: 'CHATGATE_CONFIG', group: 'Runtime', schema: text, rule: 'a file path', doc: 'Optional JSON file of options (keys as above); the environment wins over it.' },
 ];

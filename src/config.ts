@@ -123,6 +123,8 @@ export interface Config {
   channelLeaseMs: number;
   /** Run against the built-in offline demo model. */
   demo: boolean;
+  /** Demo mode: pause between two words of a streamed answer, ms. */
+  demoWordDelayMs: number;
   /** The JSON config file read, if any. */
   configFile?: string;
 }
@@ -297,6 +299,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     channelLeaseMs: n('CHATGATE_CHANNEL_LEASE_MS'),
     demo: v.CHATGATE_DEMO as boolean,
+    demoWordDelayMs: n('CHATGATE_DEMO_WORD_DELAY_MS'),
     configFile: v.CHATGATE_CONFIG as string | undefined,
   };
 }

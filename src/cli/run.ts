@@ -2,7 +2,6 @@ import { DEMO_MODEL, type Config } from '../config.js';
 import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 import type { GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
-import { DEMO_WORD_DELAY_MS } from '../llm/demo-stream.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { createWorkerMonitorApp, serveHttp } from '../monitor/worker-app.js';
@@ -157,7 +156,7 @@ function raceAbort<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Starts the demo model (demo mode) or checks that the endpoint answers. @returns the config to use. */
 async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<Config> {
   if (config.demo) {
-    const demo: DemoModel = await startDemoModel({ logger, model: config.llm.model, wordDelayMs: DEMO_WORD_DELAY_MS });
+    const demo: DemoModel = await startDemoModel({ logger, model: config.llm.model, wordDelayMs: config.demoWordDelayMs });
     cleanups.push(() => demo.close());
     progress(io, `DEMO MODE: replies come from the built-in offline demo model at ${demo.baseUrl}, not from a real LLM`);
     // Demo tokens cost nothing, whatever model name the demo answers to.

@@ -2,9 +2,6 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** A pause between two words of a streamed demo answer that lets a person see the reply being written, ms. */
-export const DEMO_WORD_DELAY_MS = 25;
-
 interface Completion {
   id: string;
   object: string;
