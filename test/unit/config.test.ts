@@ -120,6 +120,7 @@ describe('loadConfig', () => {
       channelStartTimeoutMs: 30_000,
       channelLeaseMs: 10_000,
       demo: false,
+      demoWordDelayMs: 25,
       configFile: undefined,
     });
   });
