@@ -47,6 +47,8 @@ describe('several gateways: the channel lease fails over', () => {
     REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'info',
     TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot, DISCORD_BOT_TOKEN: discord.token, DISCORD_API_ROOT: discord.apiRoot,
     CHATGATE_CHANNEL_LEASE_MS: String(leaseMs), CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
+    // Replies still stream (a preview, then the final), in a tenth of the demo's pace.
+    CHATGATE_DEMO_WORD_DELAY_MS: '3',
   });
   const start = async (role: 'gateway' | 'worker', leaseMs: number): Promise<ChatgateProcess> => {
     const proc = spawnChatgate([role, '--demo'], env(leaseMs));
@@ -71,8 +73,7 @@ describe('several gateways: the channel lease fails over', () => {
   };
   /** Starts a worker and two gateways; returns [holder, standby]. */
   const startPair = async (leaseMs: number): Promise<[ChatgateProcess, ChatgateProcess]> => {
-    await start('worker', leaseMs);
-    const first = await start('gateway', leaseMs);
+    const [, first] = await Promise.all([start('worker', leaseMs), start('gateway', leaseMs)]);
     await heldBy(first);
     const second = await start('gateway', leaseMs);
     return [first, second];
