@@ -1,6 +1,7 @@
 import { countOf } from '../core/plural.js';
 import { truncateText } from '../core/text.js';
 import type { Config } from '../config.js';
+import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 
 /** What a probe of the LLM endpoint found. */
 export interface LlmProbe {
@@ -9,6 +10,11 @@ export interface LlmProbe {
   detail: string;
   /** Model ids the endpoint lists (GET /models), when it lists them. */
   models?: string[];
+}
+
+/** True when neither an endpoint nor a key was configured: the defaults would only fail. */
+export function isLlmUnconfigured(config: Pick<Config, 'llm'>): boolean {
+  return config.llm.apiKey === undefined && config.llm.baseUrl === DEFAULT_OPENAI_BASE_URL;
 }
 
 /** The advice printed when the LLM endpoint does not answer. */

@@ -1,5 +1,4 @@
 import { DEMO_MODEL, type Config } from '../config.js';
-import { DEFAULT_OPENAI_BASE_URL } from '../config-options.js';
 import type { GatewayHandle } from '../gateway/index.js';
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
@@ -9,7 +8,7 @@ import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import { gatewayOptions, workerOptions } from './compose.js';
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
-import { LLM_HELP, probeModels } from './llm-check.js';
+import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
@@ -250,11 +249,6 @@ const NO_LLM_NOTICE = [
   'chatgate: so this run uses the built-in OFFLINE DEMO MODEL. Its replies are scripted, not a real LLM.',
   'chatgate: for real answers set OPENAI_API_KEY (and OPENAI_BASE_URL / CHATGATE_MODEL for other endpoints) in the environment or ./.env.',
 ].join('\n');
-
-/** True when neither an endpoint nor a key was configured: the defaults would only fail. */
-function isLlmUnconfigured(config: Config): boolean {
-  return config.llm.apiKey === undefined && config.llm.baseUrl === DEFAULT_OPENAI_BASE_URL;
-}
 
 function roleName(roles: RunRoles): string {
   if (roles.gateway && roles.worker) return 'start';

@@ -9,7 +9,7 @@ import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.j
 import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
 import { leasesCheck } from './status-leases.js';
-import { LLM_HELP, probeModels } from './llm-check.js';
+import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 
 /** How one part stands: `down` makes `chatgate status` exit 1; `warn` needs a look; `skip` could not be judged. */
@@ -134,6 +134,8 @@ async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onP
     return { name: 'llm', status: 'down', detail: `${where} failed (${latest.call.outcome})`, fix: LLM_HELP };
   }
   if (config.demo || workers.some((w) => w.alive && w.worker?.model === DEMO_MODEL)) return { name: 'llm', status: 'ok', detail: 'the built-in demo model (no model call yet)' };
+  // Nothing to probe: the defaults name OpenAI without a key (`chatgate start` runs the demo model then).
+  if (isLlmUnconfigured(config)) return { name: 'llm', status: 'down', detail: 'no LLM endpoint is configured (neither OPENAI_BASE_URL nor OPENAI_API_KEY is set) and no worker runs the demo model', fix: LLM_HELP };
   onProgress(`no model call yet; checking the LLM endpoint ${config.llm.baseUrl}…`);
   const probe = await probeModels(config.llm);
   return probe.ok ? { name: 'llm', status: 'ok', detail: `no model call yet; ${probe.detail}` } : { name: 'llm', status: 'down', detail: probe.detail, fix: LLM_HELP };
