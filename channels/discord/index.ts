@@ -11,6 +11,7 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
+import { fetchMissed, placesToCatchUp, type CatchUpOptions, type DiscordCursorStore } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */
@@ -67,13 +68,14 @@ const DEFAULTS = {
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
 /** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
-export function createDiscordChannel(deps: { log?: Logger } = {}, options: DiscordChannelOptions): DiscordChannel {
+export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOptions } = {}, options: DiscordChannelOptions): DiscordChannel {
   const resolved: ResolvedDiscordChannelOptions = { ...DEFAULTS, ...options };
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
   const client = createClient(resolved);
   const state: { onMessage?: InboundHandler } = {};
-  const router = routeInOrder(client, (message) => handleMessage(message, client, state.onMessage, resolved, log), log);
+  const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
+  const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
   const downloadHosts = discordDownloadHosts(resolved.apiRoot);
 
@@ -90,6 +92,7 @@ export function createDiscordChannel(deps: { log?: Logger } = {}, options: Disco
       state.onMessage = onMessage;
       await login(client, resolved);
       log.info({ botUserId: client.user?.id }, 'discord channel started');
+      if (deps.catchUp) catchUp(deps.catchUp, client, router, handle, log);
     },
     async stop() {
       // Messages received but still queued per channel would be lost: let them through first.
@@ -136,24 +139,58 @@ async function login(client: Client, options: ResolvedDiscordChannelOptions): Pr
   }
 }
 
+/** Per-channel order of message handling (see {@link routeInOrder}). */
+interface Router {
+  /** Runs `work` in channel `key`'s order: after what is queued there, before what comes next. */
+  enqueue(key: string, work: () => Promise<void>): Promise<void>;
+  drain(timeoutMs: number): Promise<number>;
+}
+
+/**
+ * After a connect: what each recently active channel received while no gateway was connected, one
+ * channel after the other (REST rate limits), each in that channel's order — live messages of a
+ * channel wait until its missed ones are handed on. Runs in the background; failures are logged.
+ */
+function catchUp(options: CatchUpOptions, client: Client, router: Router, handle: (like: DiscordMessageLike) => Promise<void>, log: Logger): void {
+  void (async () => {
+    const places = await placesToCatchUp(options);
+    let previous = Promise.resolve();
+    let missed = 0;
+    const done = places.map((place) => {
+      const turn = previous.then(async () => {
+        for (const like of await fetchMissed({ rest: client.rest, log }, options, place)) {
+          missed++;
+          await handle(like);
+        }
+      });
+      previous = turn.catch(() => undefined);
+      return router.enqueue(place.channelId, () => turn);
+    });
+    await Promise.all(done);
+    if (missed > 0) log.info({ messages: missed, channels: places.length }, 'discord messages sent while disconnected were caught up');
+  })().catch((err: unknown) => log.warn({ err }, 'discord catch-up failed; the next connect tries again'));
+}
+
 /**
  * Hands messages to `handle` one at a time per channel, in arrival order (handlers are async).
  * `drain` resolves once no channel has a message queued or in hand (messages arriving meanwhile
  * included), or after `timeoutMs`, with the number of channels still busy.
  */
-function routeInOrder(client: Client, handle: (message: Message) => Promise<void>, log: Logger): { drain(timeoutMs: number): Promise<number> } {
+function routeInOrder(client: Client, handle: (message: Message) => Promise<void>, log: Logger): Router {
   const chains = new Map<string, Promise<void>>();
-  client.on(Events.MessageCreate, (message) => {
-    const key = message.channelId;
+  const enqueue = (key: string, work: () => Promise<void>): Promise<void> => {
     const next = (chains.get(key) ?? Promise.resolve())
-      .then(() => handle(message))
+      .then(work)
       .catch((err: unknown) => log.error({ err }, 'message handling failed'));
     chains.set(key, next);
     void next.finally(() => {
       if (chains.get(key) === next) chains.delete(key);
     });
-  });
+    return next;
+  };
+  client.on(Events.MessageCreate, (message) => void enqueue(message.channelId, () => handle(message)));
   return {
+    enqueue,
     async drain(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<'expired'>((resolve) => { timer = setTimeout(() => resolve('expired'), timeoutMs); });
@@ -187,10 +224,10 @@ export function toMessageLike(message: Message): DiscordMessageLike {
   return like;
 }
 
-async function handleMessage(message: Message, client: Client, onMessage: InboundHandler | undefined, options: ResolvedDiscordChannelOptions, log: Logger): Promise<void> {
+async function handleMessage(message: DiscordMessageLike, client: Client, onMessage: InboundHandler | undefined, options: ResolvedDiscordChannelOptions & { cursors?: DiscordCursorStore }, log: Logger): Promise<void> {
   const botId = client.user?.id;
   if (!botId || !onMessage) return;
-  const translated = toInboundMessage(toMessageLike(message), botId, { guildTrigger: options.guildTrigger, commandNames: options.commandNames, receivedAt: Date.now() });
+  const translated = toInboundMessage(message, botId, { guildTrigger: options.guildTrigger, commandNames: options.commandNames, receivedAt: Date.now() });
   if (translated.kind === 'ignore') {
     log.debug({ channelId: message.channelId, reason: translated.reason }, 'message ignored');
     return;
@@ -199,6 +236,9 @@ async function handleMessage(message: Message, client: Client, onMessage: Inboun
   try {
     // Attachments go to the gateway, which reads them or answers (queued like every reply) why it cannot.
     await onMessage(translated.message);
+    // Handed on: a later connect catches up only what comes after it (best effort; the seen markers drop repeats).
+    const place = { channelId: message.channelId, guildId: message.guildId, ...(message.threadParentId ? { threadParentId: message.threadParentId } : {}) };
+    await options.cursors?.record(place, message.id).catch((err: unknown) => log.warn({ err }, 'discord catch-up cursor not recorded'));
   } catch (err) {
     log.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');
     await sendDiscordText(client.rest, target, { text: NOT_ACCEPTED_REPLY, mode: 'plain' }).catch((sendErr: unknown) => {

@@ -3,11 +3,11 @@
  * conversion of discord.js errors into ChannelError. The token travels in a header, never in
  * a URL, and never reaches a message.
  */
+import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
 import type { RemoteFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
-
 
 /** The channel a target's messages go to: the thread when there is one. */
 export function discordChannelOf(target: ChatTarget): string {
@@ -16,18 +16,27 @@ export function discordChannelOf(target: ChatTarget): string {
 
 /**
  * Creates a message. Mentions in the text never ping anyone (`allowed_mentions: none`); a reply
- * reference to a deleted message does not fail the send. `@throws` ChannelError.
+ * reference to a deleted message does not fail the send; a chunk sent again with the same
+ * `deliveryId` is not posted twice (Discord's `enforce_nonce`). `@throws` ChannelError.
  */
 export async function sendDiscordText(rest: REST, target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
   const channelId = discordChannelOf(target);
   const body: Record<string, unknown> = { content: message.text, allowed_mentions: { parse: [], replied_user: false } };
   if (target.replyTo !== undefined) body.message_reference = { message_id: target.replyTo, fail_if_not_exists: false };
+  // Discord's idempotency key: the same chunk sent again (a gateway killed before it recorded the
+  // first send) returns the message already created instead of posting it twice.
+  if (message.deliveryId !== undefined) Object.assign(body, { nonce: discordNonce(message.deliveryId), enforce_nonce: true });
   try {
     const created = (await rest.post(Routes.channelMessages(channelId), { body })) as { id: string };
     return { messageId: created.id };
   } catch (err) {
     throw toDiscordChannelError(err, 'createMessage', channelId);
   }
+}
+
+/** A chunk's delivery id as a Discord nonce (at most 25 characters). */
+export function discordNonce(deliveryId: string): string {
+  return createHash('sha256').update(deliveryId).digest('base64url').slice(0, 25);
 }
 
 /** Shows "typing…" in the channel or thread for ~10 s. `@throws` ChannelError. */

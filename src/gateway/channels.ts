@@ -11,6 +11,7 @@ import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
+import { createDiscordCursors } from '../redis/discord-cursors.js';
 import type { RedisClient } from '../redis/client.js';
 import { sessionKeys } from '../redis/keys.js';
 import { readTranscriptBefore } from '../redis/transcript.js';
@@ -77,7 +78,9 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
   if (options.discord) {
     const { token, apiRoot } = options.discord;
     const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
-    list.push(leased(createDiscordChannel({ log: logger }, discordOptions), token, () => createDiscordChannel({ log: logger }, discordOptions)));
+    // With Redis, each connect catches up what was sent while no gateway was connected (a restart, a fail-over).
+    const discordDeps = { log: logger, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
+    list.push(leased(createDiscordChannel(discordDeps, discordOptions), token, () => createDiscordChannel(discordDeps, discordOptions)));
   }
   if (list.length === 0 || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open

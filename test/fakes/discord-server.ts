@@ -66,6 +66,12 @@ export class FakeDiscordServer extends EventEmitter {
   private readonly heartbeatIntervalMs: number;
   private readonly failures: Array<{ method: string; path: RegExp; failure: DiscordFailure }> = [];
   private readonly holds: Array<{ method: string; path: RegExp; released: Promise<void> }> = [];
+  /** Messages the bot created with a nonce, by `channel:nonce` (Discord keeps them a few minutes). */
+  private readonly nonces = new Map<string, Record<string, unknown>>();
+  /** Sends answered with the message an earlier send with the same nonce created. */
+  nonceRepeats = 0;
+  /** Every message of each channel (users' and the bot's), oldest first: what GET /channels/:id/messages pages through. */
+  private readonly history = new Map<string, Array<Record<string, unknown>>>();
   private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
   /** Current content of every message the bot sent, by message id (deleted ones removed). */
   readonly messages = new Map<string, string>();
@@ -150,6 +156,7 @@ export class FakeDiscordServer extends EventEmitter {
       data.referenced_message = null;
       if (!(options.mentions ?? []).includes(options.replyTo.authorId)) (data.mentions as unknown[]).push(user(options.replyTo.authorId, 'replied', options.replyTo.authorId === FAKE_DISCORD_IDS.bot));
     }
+    this.remember(channelId, data);
     this.dispatch('MESSAGE_CREATE', data);
     return id;
   }
@@ -199,6 +206,23 @@ export class FakeDiscordServer extends EventEmitter {
   /** Resolves once a gateway payload with `op` has been received `count` times. */
   async waitForGateway(op: number, count = 1): Promise<void> {
     while (this.gatewayReceived.filter((payload) => payload.op === op).length < count) await once(this, 'gateway');
+  }
+
+  private remember(channelId: string, message: Record<string, unknown>): void {
+    const list = this.history.get(channelId) ?? [];
+    list.push(message);
+    this.history.set(channelId, list);
+  }
+
+  /** GET /channels/:id/messages: `after` → the `limit` (≤ 100, default 50) oldest messages after that id, newest first, as Discord pages. */
+  private listMessages(channelId: string, query: URLSearchParams, res: ServerResponse): void {
+    const limit = Number(query.get('limit') ?? '50');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    const after = query.get('after');
+    const all = (this.history.get(channelId) ?? []).map((m): Record<string, unknown> => ({ ...m, content: typeof m.id === 'string' && this.messages.has(m.id) ? this.messages.get(m.id) : m.content }));
+    if (after === null) return json(res, 200, all.slice(-limit).reverse());
+    if (!/^\d+$/.test(after)) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    json(res, 200, all.filter((m) => BigInt(m.id as string) > BigInt(after)).slice(0, limit).reverse());
   }
 
   private snowflake(): string {
@@ -259,6 +283,7 @@ export class FakeDiscordServer extends EventEmitter {
     const cdnPath = (req.url ?? '/').split('?')[0];
     if (cdnPath.startsWith('/attachments/')) return this.serveCdn(cdnPath, res);
     const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
+    const query = new URL(req.url ?? '/', 'http://fake').searchParams;
     if (req.headers.authorization !== `Bot ${this.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
     const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
     this.calls.push({ method, path, body, atMs: Date.now() });
@@ -267,7 +292,7 @@ export class FakeDiscordServer extends EventEmitter {
     if (held !== -1) await this.holds.splice(held, 1)[0].released;
     const index = this.failures.findIndex((f) => f.method === method && f.path.test(path));
     if (index !== -1) return fail(res, this.failures.splice(index, 1)[0].failure);
-    this.route(method, path, body, res);
+    this.route(method, path, body, res, query);
     // Again once answered: a waiter on the fake's state (messages) sees the change.
     this.emit('call');
   }
@@ -280,7 +305,7 @@ export class FakeDiscordServer extends EventEmitter {
     res.end(bytes);
   }
 
-  private route(method: string, path: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
+  private route(method: string, path: string, body: Record<string, unknown> | undefined, res: ServerResponse, query: URLSearchParams): void {
     const channel = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     const oneMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
     if (oneMessage) return this.routeMessage(method, oneMessage[1]!, oneMessage[2]!, body, res);
@@ -298,6 +323,7 @@ export class FakeDiscordServer extends EventEmitter {
       return void res.end();
     }
     if (method === 'POST' && channel[2] === '/messages') return this.createMessage(channel[1], body, res);
+    if (method === 'GET' && channel[2] === '/messages') return this.listMessages(channel[1], query, res);
     json(res, 405, { message: '405: Method Not Allowed', code: 0 });
   }
 
@@ -322,13 +348,24 @@ export class FakeDiscordServer extends EventEmitter {
     const content = String(body?.content ?? '');
     const refused = contentProblem(content);
     if (refused) return json(res, 400, refused);
+    const nonce = body?.nonce;
+    if (nonce !== undefined && (typeof nonce !== 'string' || nonce.length > 25)) return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { nonce: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 25 or fewer in length.' }] } } });
+    // enforce_nonce: a message of the bot with this nonce in this channel, created a moment ago, is returned instead of posting another.
+    const earlier = body?.enforce_nonce === true && typeof nonce === 'string' ? this.nonces.get(`${channelId}:${nonce}`) : undefined;
+    if (earlier) {
+      this.nonceRepeats++;
+      return json(res, 200, earlier);
+    }
     const id = this.snowflake();
     this.messages.set(id, content);
-    json(res, 200, {
+    const message = {
       id, channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
       edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
       message_reference: body?.message_reference,
-    });
+    };
+    this.remember(channelId, message);
+    if (typeof nonce === 'string') this.nonces.set(`${channelId}:${nonce}`, message);
+    json(res, 200, message);
   }
 }
 

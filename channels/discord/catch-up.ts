@@ -1,0 +1,98 @@
+/**
+ * Messages sent while no gateway was connected to Discord (a restart, a fail-over gap): Discord
+ * sends nothing again on a new connection, so after each connect the channel asks REST for the
+ * messages after the newest one it had received in each recently active channel, oldest first,
+ * and hands them on like live ones. The gateway's seen markers drop what the previous connection
+ * had handed on already, so a message is never answered twice.
+ */
+import { Routes, type REST } from 'discord.js';
+import type { Logger } from '../../src/log.js';
+import type { DiscordMessageLike } from './translate.js';
+
+/** Where a Discord message was received: enough to translate a message fetched from REST again. */
+export interface DiscordPlace {
+  channelId: string;
+  /** Null in DMs. */
+  guildId: string | null;
+  threadParentId?: string;
+}
+
+/** The newest message received in each channel, kept where every gateway of the bot reads it (Redis). */
+export interface DiscordCursorStore {
+  /** Records `messageId` as the newest handled in its channel. */
+  record(place: DiscordPlace, messageId: string): Promise<void>;
+  /** Channels whose newest message is younger than `sinceMs` (ms since epoch), newest first; older entries are forgotten. */
+  recent(sinceMs: number, limit: number): Promise<Array<DiscordPlace & { messageId: string }>>;
+  /** Forgets a channel (the bot cannot read it any more). */
+  forget(channelId: string): Promise<void>;
+}
+
+/** Compares two snowflakes (ids grow with time). */
+export function compareSnowflakes(a: string, b: string): number {
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** A message object as Discord's REST API returns it (the fields read here). */
+interface RawMessage {
+  id: string;
+  channel_id: string;
+  author: { id: string; username: string; global_name?: string | null; bot?: boolean };
+  content: string;
+  mentions?: Array<{ id: string }>;
+  attachments?: Array<{ url: string; filename?: string; content_type?: string; size?: number }>;
+  message_reference?: { message_id?: string };
+  referenced_message?: { author?: { id: string } } | null;
+}
+
+/** Options of the catch-up (the channel's `catchUp` option). */
+export interface CatchUpOptions {
+  cursors: DiscordCursorStore;
+  /** Channels active within this long are looked at, ms. Default 3 600 000. */
+  windowMs?: number;
+  /** At most this many channels, the most recently active first. Default 200. */
+  maxChannels?: number;
+  /** Messages fetched per channel (one REST page, ≤ 100). Default 100. */
+  maxMessages?: number;
+}
+
+/** The channels to catch up after a connect: the most recently active ones within the window. */
+export function placesToCatchUp(options: CatchUpOptions, now = Date.now()): Promise<Array<DiscordPlace & { messageId: string }>> {
+  return options.cursors.recent(now - (options.windowMs ?? 3_600_000), options.maxChannels ?? 200);
+}
+
+/**
+ * The messages `place` received after its cursor, oldest first. A channel the bot cannot read any
+ * more is forgotten; other failures are logged and give nothing (the next connect tries again).
+ */
+export async function fetchMissed(deps: { rest: REST; log: Logger }, options: CatchUpOptions, place: DiscordPlace & { messageId: string }): Promise<DiscordMessageLike[]> {
+  try {
+    const query = new URLSearchParams({ after: place.messageId, limit: String(Math.min(100, options.maxMessages ?? 100)) });
+    const page = (await deps.rest.get(Routes.channelMessages(place.channelId), { query })) as RawMessage[];
+    return [...page].sort((a, b) => compareSnowflakes(a.id, b.id)).map((raw) => fromRaw(raw, place));
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    if (status === 403 || status === 404) {
+      deps.log.info({ channelId: place.channelId, status }, 'discord channel no longer readable: not caught up any more');
+      await options.cursors.forget(place.channelId);
+    } else deps.log.warn({ err, channelId: place.channelId }, 'discord catch-up of a channel failed; the next connect tries again');
+    return [];
+  }
+}
+
+function fromRaw(raw: RawMessage, place: DiscordPlace): DiscordMessageLike {
+  const like: DiscordMessageLike = {
+    id: raw.id,
+    channelId: raw.channel_id,
+    guildId: place.guildId,
+    author: { id: raw.author.id, bot: raw.author.bot === true, username: raw.author.username, ...(raw.author.global_name ? { displayName: raw.author.global_name } : {}) },
+    content: raw.content,
+    mentionedUserIds: (raw.mentions ?? []).map((user) => user.id),
+    attachments: (raw.attachments ?? []).map((a) => ({ url: a.url, ...(a.content_type ? { contentType: a.content_type } : {}), ...(a.filename ? { name: a.filename } : {}), ...(a.size !== undefined ? { size: a.size } : {}) })),
+  };
+  if (place.threadParentId) like.threadParentId = place.threadParentId;
+  if (raw.referenced_message?.author) like.repliedToUserId = raw.referenced_message.author.id;
+  if (raw.message_reference?.message_id) like.referenceMessageId = raw.message_reference.message_id;
+  return like;
+}
