@@ -92,7 +92,12 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
       state.onMessage = onMessage;
       await login(client, resolved);
       log.info({ botUserId: client.user?.id }, 'discord channel started');
-      if (deps.catchUp) catchUp(deps.catchUp, client, router, handle, log);
+      if (deps.catchUp) {
+        const options = deps.catchUp;
+        catchUp(options, client, router, handle, log);
+        // A new session later (Discord refused to resume the old one) has missed events too; a resumed one replays them.
+        client.on(Events.ShardReady, () => catchUp(options, client, router, handle, log));
+      }
     },
     async stop() {
       // Messages received but still queued per channel would be lost: let them through first.
