@@ -6,26 +6,9 @@
  * had handed on already, so a message is never answered twice.
  */
 import { Routes, type REST } from 'discord.js';
+import type { DiscordCursorStore, DiscordPlace } from '../../src/core/catch-up-cursors.js';
 import type { Logger } from '../../src/log.js';
 import type { DiscordMessageLike } from './translate.js';
-
-/** Where a Discord message was received: enough to translate a message fetched from REST again. */
-export interface DiscordPlace {
-  channelId: string;
-  /** Null in DMs. */
-  guildId: string | null;
-  threadParentId?: string;
-}
-
-/** The newest message received in each channel, kept where every gateway of the bot reads it (Redis). */
-export interface DiscordCursorStore {
-  /** Records `messageId` as the newest handled in its channel. */
-  record(place: DiscordPlace, messageId: string): Promise<void>;
-  /** Channels whose newest message is younger than `sinceMs` (ms since epoch), newest first; older entries are forgotten. */
-  recent(sinceMs: number, limit: number): Promise<Array<DiscordPlace & { messageId: string }>>;
-  /** Forgets a channel (the bot cannot read it any more). */
-  forget(channelId: string): Promise<void>;
-}
 
 /** Compares two snowflakes (ids grow with time). */
 export function compareSnowflakes(a: string, b: string): number {

@@ -11,7 +11,8 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
-import { fetchMissed, placesToCatchUp, type CatchUpOptions, type DiscordCursorStore } from './catch-up.js';
+import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
+import { fetchMissed, placesToCatchUp, type CatchUpOptions } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */

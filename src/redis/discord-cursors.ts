@@ -5,22 +5,9 @@
  * catches up what was sent in between. Bounded: entries older than the catch-up window are
  * forgotten at each catch-up.
  */
+import type { DiscordCursorStore, DiscordPlace } from '../core/catch-up-cursors.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, discordCursorsKey } from './keys.js';
-
-/** Where a Discord message was received (the shape channels/discord/catch-up.ts reads). */
-export interface DiscordPlace {
-  channelId: string;
-  guildId: string | null;
-  threadParentId?: string;
-}
-
-/** The store channels/discord/catch-up.ts uses (the gateway passes it to the channel). */
-export interface DiscordCursors {
-  record(place: DiscordPlace, messageId: string): Promise<void>;
-  recent(sinceMs: number, limit: number): Promise<Array<DiscordPlace & { messageId: string }>>;
-  forget(channelId: string): Promise<void>;
-}
 
 interface StoredCursor {
   m: string;
@@ -31,7 +18,7 @@ interface StoredCursor {
 }
 
 /** The catch-up cursors of bot `botId` (see src/redis/channel-lease.ts botIdentity). */
-export function createDiscordCursors(redis: RedisClient, botId: string, keyPrefix: string = DEFAULT_KEY_PREFIX): DiscordCursors {
+export function createDiscordCursors(redis: RedisClient, botId: string, keyPrefix: string = DEFAULT_KEY_PREFIX): DiscordCursorStore {
   const key = discordCursorsKey(botId, keyPrefix);
   return {
     async record(place, messageId) {

@@ -1,0 +1,22 @@
+/**
+ * The cursors of the Discord catch-up (channels/discord/catch-up.ts), as a type both sides share:
+ * the channel adapter reads and writes them, src/redis/discord-cursors.ts keeps them in Redis.
+ */
+
+/** Where a Discord message was received: enough to translate a message fetched from REST again. */
+export interface DiscordPlace {
+  channelId: string;
+  /** Null in DMs. */
+  guildId: string | null;
+  threadParentId?: string;
+}
+
+/** The newest message handled in each channel, kept where every gateway of the bot reads it. */
+export interface DiscordCursorStore {
+  /** Records `messageId` as the newest handled in its channel. */
+  record(place: DiscordPlace, messageId: string): Promise<void>;
+  /** Channels whose newest message was handled after `sinceMs` (ms since epoch), the most recent first; older entries are forgotten. */
+  recent(sinceMs: number, limit: number): Promise<Array<DiscordPlace & { messageId: string }>>;
+  /** Forgets a channel (the bot cannot read it any more). */
+  forget(channelId: string): Promise<void>;
+}
