@@ -36,7 +36,7 @@ export interface CatchUpOptions {
   windowMs?: number;
   /** At most this many channels, the most recently active first. Default 200. */
   maxChannels?: number;
-  /** Messages fetched per channel (one REST page, ≤ 100). Default 100. */
+  /** Messages fetched per channel at most, in REST pages of 100. Default 300. */
   maxMessages?: number;
 }
 
@@ -46,21 +46,31 @@ export function placesToCatchUp(options: CatchUpOptions, now = Date.now()): Prom
 }
 
 /**
- * The messages `place` received after its cursor, oldest first. A channel the bot cannot read any
- * more is forgotten; other failures are logged and give nothing (the next connect tries again).
+ * The messages `place` received after its cursor, oldest first (at most `maxMessages`). A channel
+ * the bot cannot read any more is forgotten; other failures are logged and end the channel's
+ * catch-up with what was fetched so far (the next connect tries again).
  */
 export async function fetchMissed(deps: { rest: REST; log: Logger }, options: CatchUpOptions, place: DiscordPlace & { messageId: string }): Promise<DiscordMessageLike[]> {
+  const max = options.maxMessages ?? 300;
+  const missed: DiscordMessageLike[] = [];
   try {
-    const query = new URLSearchParams({ after: place.messageId, limit: String(Math.min(100, options.maxMessages ?? 100)) });
-    const page = (await deps.rest.get(Routes.channelMessages(place.channelId), { query })) as RawMessage[];
-    return [...page].sort((a, b) => compareSnowflakes(a.id, b.id)).map((raw) => fromRaw(raw, place));
+    // Each page holds the oldest messages after `after`; a full page means more may follow.
+    for (let after = place.messageId; missed.length < max;) {
+      const limit = Math.min(100, max - missed.length);
+      const query = new URLSearchParams({ after, limit: String(limit) });
+      const page = ((await deps.rest.get(Routes.channelMessages(place.channelId), { query })) as RawMessage[]).sort((a, b) => compareSnowflakes(a.id, b.id));
+      missed.push(...page.map((raw) => fromRaw(raw, place)));
+      if (page.length < limit) break;
+      after = page.at(-1)!.id;
+    }
+    return missed;
   } catch (err) {
     const status = (err as { status?: number }).status;
     if (status === 403 || status === 404) {
       deps.log.info({ channelId: place.channelId, status }, 'discord channel no longer readable: not caught up any more');
       await options.cursors.forget(place.channelId);
     } else deps.log.warn({ err, channelId: place.channelId }, 'discord catch-up of a channel failed; the next connect tries again');
-    return [];
+    return missed;
   }
 }
 

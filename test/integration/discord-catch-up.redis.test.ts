@@ -76,6 +76,20 @@ describe('Discord catch-up after a connect', () => {
     expect(guildMessage).toMatchObject({ channel: 'discord', chatId: FAKE_DISCORD_IDS.textChannel });
   });
 
+  it('pages through a busy channel: a mention behind 150 messages of chatter is caught up', async () => {
+    const first = await connect();
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> hello`, where: 'guild', mentions: [FAKE_DISCORD_IDS.bot] });
+    await waitUntil(arrivals, 'message', () => received.length === 1);
+    for (;;) if (Object.keys(await cursors()).length === 1) break;
+    await first.stop();
+    for (let i = 0; i < 150; i++) fake.dispatchMessage({ content: `chatter ${i}`, where: 'guild' });
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> are you there?`, where: 'guild', mentions: [FAKE_DISCORD_IDS.bot] });
+    await connect();
+    await waitUntil(arrivals, 'message', () => received.length === 2);
+    expect(texts()).toEqual(['hello', 'are you there?']);
+    expect(fake.callsOf('GET', /^\/channels\/\d+\/messages$/)).toHaveLength(2);
+  });
+
   it('a first connect (no cursors) catches up nothing; a channel the bot cannot read any more is forgotten', async () => {
     await createDiscordCursors(t.redis, BOT, t.keyPrefix).record({ channelId: '900000000000000099', guildId: FAKE_DISCORD_IDS.guild }, '900000000000000100');
     dm('sent before the bot ever connected');
