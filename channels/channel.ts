@@ -82,6 +82,13 @@ export interface SentMessage {
 }
 
 /**
+ * Whether a channel's receiving connection works now (see {@link Channel.health}). When not:
+ * `reason` is the platform's answer in one line (never a token), `sinceMs` when the trouble began
+ * (ms since epoch), and `tokenRejected` is set when the platform refused the bot token (401).
+ */
+export type ChannelHealth = { ok: true } | { ok: false; reason: string; sinceMs: number; tokenRejected?: boolean };
+
+/**
  * Called by an adapter for every normalised incoming message. The adapter treats the platform
  * update as handled only once the returned promise resolves; a rejection means "not handled"
  * (Telegram re-delivers it; the web API answers 503 so the client retries). The gateway resolves
@@ -106,6 +113,13 @@ export interface Channel {
   start(onMessage: InboundHandler): Promise<void>;
   /** Stops receiving updates and disconnects. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Optional: whether the receiving connection works now, between `start` and `stop` (Telegram's
+   * long polls, Discord's gateway connection). Down once it failed after connecting (polls failing
+   * in a row, a closed connection being reopened), up again at the first success. Cheap: read on
+   * every heartbeat. Absent: the channel counts as up once started.
+   */
+  health?(): ChannelHealth;
   /**
    * Sends one chunk. `@throws` ChannelError (`CHANNEL_RATE_LIMITED` with `retryAfterMs`,
    * `CHANNEL_TRANSIENT`, `CHANNEL_FORMAT_REJECTED`, `CHANNEL_PERMANENT`).

@@ -9,6 +9,7 @@ import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
+import { watchGatewayHealth } from './gateway-health.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
@@ -78,6 +79,7 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
   const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
+  const gateway = watchGatewayHealth(client);
   const downloadHosts = discordDownloadHosts(resolved.apiRoot);
 
   return {
@@ -107,6 +109,7 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
       state.onMessage = undefined;
       await client.destroy();
     },
+    health: () => gateway.health(),
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       return sendDiscordText(client.rest, target, message);
     },

@@ -12,6 +12,7 @@ import { Bot, webhookCallback, type Context as GrammyContext } from 'grammy';
 import type { BotCommand, Update } from 'grammy/types';
 import type { Context as HonoContext } from 'hono';
 import { COMMAND_MENU } from '../../src/core/commands.js';
+import { backoffDelayMs } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
@@ -19,6 +20,7 @@ import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
 import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './stream.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
+import { createPollHealth, type PollHealth } from './poll-health.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
 
 export type { SetAsideUpdate };
@@ -50,6 +52,14 @@ export interface TelegramChannelOptions {
   maxUpdateAttempts?: number;
   /** Largest photo size reported for a photo (Telegram sends several sizes), bytes. Default 10 MB. */
   maxAttachmentBytes?: number;
+  /**
+   * Longest wait between getUpdates calls that keep failing, ms: the wait starts at
+   * `redeliveryDelayMs` and doubles per failure up to this (a platform's retry-after wins). Polling
+   * never gives up by itself, a refused token included. Default 30 000.
+   */
+  maxPollBackoffMs?: number;
+  /** getUpdates failures in a row after which `health()` says down (a refused token: at once). Default 2. */
+  downAfterFailures?: number;
 }
 
 /** What the Telegram channel needs from its host. */
@@ -96,6 +106,8 @@ const DEFAULTS = {
   typingIntervalMs: 4_000,
   maxUpdateAttempts: 3,
   maxAttachmentBytes: 10 * 1024 * 1024,
+  maxPollBackoffMs: 30_000,
+  downAfterFailures: 2,
 } satisfies Omit<ResolvedTelegramChannelOptions, 'token'>;
 
 /** Creates the Telegram channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
@@ -110,6 +122,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
   const failures = createFailureTracker({ setAside: deps.setAside, tell: (message) => state.onMessage?.(message) ?? Promise.resolve(), log }, resolved.maxUpdateAttempts);
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
+  // Webhook mode receives through the gateway's HTTP server: nothing of its own can fail.
+  const pollHealth = createPollHealth({ downAfterFailures: resolved.downAfterFailures });
 
   return {
     name: 'telegram',
@@ -123,7 +137,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     },
     async start(onMessage) {
       state.onMessage = onMessage;
-      await startBot(bot, mode, resolved, state, { log, failures, pollWindowMs: deps.pollWindowMs });
+      await startBot(bot, mode, resolved, state, { log, failures, pollWindowMs: deps.pollWindowMs, health: pollHealth });
     },
     async stop() {
       const poller = state.poller;
@@ -131,6 +145,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
       state.onMessage = undefined;
       if (poller) await poller.stop();
     },
+    health: () => pollHealth.health(),
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       return sendTelegramText(bot.api, target, message);
     },
@@ -143,7 +158,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     editMessage: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),
     deleteMessage: (target, messageId) => deleteTelegramMessage(bot.api, target, messageId),
     webhookHandler() {
-      return createWebhookHandler(bot, mode, resolved, { log, failures });
+      return createWebhookHandler(bot, mode, resolved, { log, failures, health: pollHealth });
     },
   };
 }
@@ -211,6 +226,7 @@ interface PollDeps {
   log: Logger;
   failures: FailureTracker;
   pollWindowMs?: () => number;
+  health: PollHealth;
 }
 
 /** Runs `message` updates through translate → onMessage (media the bot cannot read included). */
@@ -236,6 +252,7 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
   const log = deps.log;
   const abort = new AbortController();
   let offset = 0;
+  let failuresInRow = 0;
   const wait = (ms: number): Promise<void> => new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     abort.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
@@ -249,13 +266,18 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
         continue;
       }
       try {
+        deps.health.started(timeout);
         updates = await bot.api.getUpdates({ offset, timeout, allowed_updates: ['message'] }, abort.signal as GrammySignal);
+        deps.health.succeeded();
+        failuresInRow = 0;
       } catch (err) {
         if (abort.signal.aborted) return;
         const error = toTelegramChannelError(err, 'getUpdates');
-        log.error({ err: error }, 'polling failed');
-        if (!error.retryable) return;
-        await wait(error.retryAfterMs ?? options.redeliveryDelayMs);
+        deps.health.failed(error);
+        failuresInRow += 1;
+        log.error({ err: error, failuresInRow }, 'polling failed; trying again');
+        // Also a refused token: the gateway stays up and says so (status, /readyz) until it is fixed.
+        await wait(error.retryAfterMs ?? backoffDelayMs(failuresInRow, { baseDelayMs: options.redeliveryDelayMs, maxDelayMs: options.maxPollBackoffMs }));
         continue;
       }
       offset = await handleBatch(bot, updates, offset, deps.failures);
@@ -305,6 +327,8 @@ function validate(options: ResolvedTelegramChannelOptions): void {
   if (options.webhookSecret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(options.webhookSecret)) issues.push('`webhookSecret` must be 1–256 characters of A-Z, a-z, 0-9, _ and -');
   if (!(options.pollTimeoutSeconds >= 0)) issues.push(`\`pollTimeoutSeconds\` must be ≥ 0 (got ${options.pollTimeoutSeconds})`);
   if (!(Number.isInteger(options.maxUpdateAttempts) && options.maxUpdateAttempts >= 1)) issues.push(`\`maxUpdateAttempts\` must be an integer ≥ 1 (got ${options.maxUpdateAttempts})`);
+  if (!(Number.isInteger(options.downAfterFailures) && options.downAfterFailures >= 1)) issues.push(`\`downAfterFailures\` must be an integer ≥ 1 (got ${options.downAfterFailures})`);
+  if (!(options.maxPollBackoffMs >= options.redeliveryDelayMs)) issues.push(`\`maxPollBackoffMs\` must be ≥ \`redeliveryDelayMs\` (got ${options.maxPollBackoffMs})`);
   if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
   if (!(Number.isInteger(options.maxAttachmentBytes) && options.maxAttachmentBytes >= 1)) issues.push(`\`maxAttachmentBytes\` must be an integer ≥ 1 (got ${options.maxAttachmentBytes})`);
   if (issues.length > 0) throw new ChannelError(`invalid telegram options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });

@@ -4,7 +4,8 @@ import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
 import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
-import { readHeartbeats } from '../redis/heartbeats.js';
+import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { judgeChannels } from '../gateway/channel-health.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
 
@@ -77,25 +78,34 @@ async function redisChecks(io: CliIo, config: Config, report: (name: string, ver
     conn = await connectRedis(io, config, commandLogger());
     report('redis', await checkRedis(conn));
     report('queues', await checkQueues(conn.redis, config));
-    report('workers', await checkWorkers(conn.redis, config));
+    const beats = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
+    report('workers', checkWorkers(beats));
+    report('channels', checkChannels(beats));
   } catch (err) {
     report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
     report('queues', { status: 'skip', detail: 'needs Redis' });
     report('workers', { status: 'skip', detail: 'needs Redis' });
+    report('channels', { status: 'skip', detail: 'needs Redis' });
   } finally {
     await conn?.close();
   }
 }
 
 /** Live workers by their heartbeats: FAIL when a gateway runs without any (its messages would wait forever). */
-async function checkWorkers(redis: RedisClient, config: Config): Promise<Verdict> {
-  const beats = await readHeartbeats(redis, { keyPrefix: config.redis.keyPrefix });
+function checkWorkers(beats: readonly HeartbeatStatus[]): Verdict {
   const workers = beats.filter((beat) => beat.role === 'worker');
   const live = workers.filter((beat) => beat.alive);
   const gateways = beats.filter((beat) => beat.role === 'gateway' && beat.alive);
   if (live.length > 0) return { status: 'ok', detail: `${live.length} alive (${live.map((w) => `${w.host} pid ${w.pid}`).join(', ')})` };
   if (gateways.length > 0) return { status: 'FAIL', detail: `a gateway runs (${gateways[0]!.host} pid ${gateways[0]!.pid}) but ${noWorkerReason(workers)}`, fix: START_A_WORKER };
   return { status: 'skip', detail: 'no gateway or worker is running (`chatgate status` shows what runs)' };
+}
+
+/** The running gateways' channels by their heartbeats, judged as `chatgate status` does: FAIL when one is not connected. */
+function checkChannels(beats: readonly HeartbeatStatus[]): Verdict {
+  const live = beats.filter((beat) => beat.role === 'gateway' && beat.alive);
+  const verdict = judgeChannels(gatewayChannelRows(live), live.length);
+  return { ...verdict, status: verdict.status === 'down' ? 'FAIL' : verdict.status };
 }
 
 /** The REST root with the API version discord.js adds itself (`https://discord.com/api` → `…/api/v10`). */

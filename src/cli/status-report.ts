@@ -6,7 +6,8 @@ import { openShardedQueue } from '../queue/sharded.js';
 import { recordedShards } from '../queue/layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
-import { readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { judgeChannels } from '../gateway/channel-health.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
 import { leasesCheck } from './status-leases.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
@@ -114,14 +115,10 @@ function workersCheck(workers: readonly HeartbeatStatus[]): StatusCheck {
   return { name: 'workers', status: 'ok', detail: `${live.length} alive: ${text}${deadText}` };
 }
 
+/** The channels each live gateway's heartbeat reports, judged once (src/gateway/channel-health.ts): the dashboard shows the same. */
 function channelsCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
   const live = gateways.filter((g) => g.alive && g.gateway);
-  if (live.length === 0) return { name: 'channels', status: 'skip', detail: 'no gateway is running' };
-  const states = live.flatMap((g) => Object.entries(g.gateway!.channels).map(([name, state]) => ({ name, state })));
-  const notConnected = states.filter((s) => s.state !== 'connected');
-  const list = states.map((s) => `${s.name} ${s.state}`).join(', ');
-  if (notConnected.length === 0) return { name: 'channels', status: 'ok', detail: list || 'none configured' };
-  return { name: 'channels', status: 'down', detail: list, fix: 'a channel still connecting has not reached its platform: see the gateway\'s log, and `chatgate doctor` for the tokens and API roots' };
+  return { name: 'channels', ...judgeChannels(gatewayChannelRows(live), live.length) };
 }
 
 async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onProgress: (text: string) => void): Promise<StatusCheck> {

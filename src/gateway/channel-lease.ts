@@ -11,7 +11,7 @@
  */
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import type { Channel, InboundHandler } from '../../channels/channel.js';
+import type { Channel, ChannelHealth, InboundHandler } from '../../channels/channel.js';
 import type { Logger } from '../log.js';
 import { acquireChannelLease, announceChannelLeaseRelease, releaseChannelLease, renewChannelLease, subscribeChannelLeaseReleases } from '../redis/channel-lease.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
@@ -85,6 +85,8 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     },
     start: (onMessage: InboundHandler) => runner.start(onMessage),
     stop: () => runner.stop(),
+    // The receiving side is this term's receiver: a standby gateway receives nothing, so nothing fails.
+    health: (): ChannelHealth => runner.health(),
   };
   // Every other member (send, sendTyping, streaming, downloads…) is the sender's.
   return new Proxy(deps.sender, {
@@ -135,6 +137,11 @@ class ChannelLeaseRunner {
     if (this.role !== 'stopped') this.timer = setTimeout(() => this.tick(), this.tickMs);
     if (!t) this.log.info({}, 'another gateway holds the channel lease: standing by');
     else await t.starting;
+  }
+
+  /** The health of this term's receiver; up while standing by (the holder's heartbeat says how it stands). */
+  health(): ChannelHealth {
+    return this.term?.receiver.health?.() ?? { ok: true };
   }
 
   async stop(): Promise<void> {

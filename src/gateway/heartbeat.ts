@@ -1,7 +1,8 @@
 import type { Channel } from '../../channels/channel.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { newProcessId, readHeartbeats, startHeartbeat, type ChannelState, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { newProcessId, readHeartbeats, startHeartbeat, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { channelHealthOf, legacyChannelStates } from './channel-health.js';
 import type { ChannelsStatus } from './start-channels.js';
 
 /** Options of {@link startGatewayHeartbeat}. */
@@ -15,18 +16,21 @@ export interface GatewayHeartbeatOptions {
 
 /**
  * The heartbeat of a gateway: host, pid, start time, version, its HTTP URL and each channel's
- * state (connected, connecting, or waiting for the ones before it), read from `status` as the
- * channels start.
+ * state (connecting, waiting for the ones before it, connected, standby, or disconnected with the
+ * reason), read from `status` as the channels start and from each channel's `health()` after.
  */
 export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger }, channels: readonly Channel[], status: ChannelsStatus, options: GatewayHeartbeatOptions): Promise<Heartbeat> {
   const id = newProcessId();
   const startedAt = Date.now();
   return startHeartbeat(deps, {
     keyPrefix: options.keyPrefix,
-    current: () => ({
-      role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version,
-      beatAt: Date.now(), ttlMs: options.ttlMs, gateway: { httpUrl: options.httpUrl, channels: channelStates(channels, status) },
-    }),
+    current: () => {
+      const channelHealth = channelHealthOf(channels, status);
+      return {
+        role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version, beatAt: Date.now(), ttlMs: options.ttlMs,
+        gateway: { httpUrl: options.httpUrl, channels: legacyChannelStates(channelHealth), channelHealth },
+      };
+    },
   });
 }
 
@@ -48,13 +52,4 @@ export function noWorkerReason(workers: readonly HeartbeatStatus[]): string {
   const last = workers[0];
   const lastSeen = last ? ` (the last one, ${last.host} pid ${last.pid}, was heard of ${Math.round((Date.now() - last.beatAt) / 1000)} s ago)` : '';
   return `no worker is alive${lastSeen}: messages wait in the queue`;
-}
-
-function channelStates(channels: readonly Channel[], status: ChannelsStatus): Record<string, ChannelState> {
-  const connected = new Set(status.connected ?? []);
-  const next = channels.find((channel) => !connected.has(channel.name));
-  return Object.fromEntries(channels.map((channel): [string, ChannelState] => {
-    if (connected.has(channel.name)) return [channel.name, 'connected'];
-    return [channel.name, channel === next ? 'connecting' : 'waiting'];
-  }));
 }

@@ -28,6 +28,7 @@ import { createAttachmentIngest } from './attachments.js';
 import { createOutboundConsumer } from './outbound.js';
 import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
+import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-health.js';
 import { startPendingSweeper } from './sweeper.js';
 import { checkLiveWorkers, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
@@ -159,9 +160,10 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
-    checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
+    checks: readinessChecks(fast, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix),
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
+    channels: () => readChannelsPanel(fast, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port);
   closers.push(() => closeServer(server));
@@ -213,8 +215,11 @@ async function startStreaming(deps: Started, keyPrefix: string, channels: Readon
   return streaming;
 }
 
-/** `/readyz`: Redis answers, the queues are readable, every channel runs, and a worker is alive (its heartbeat). */
-function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobData>, 'getJobCounts'>, channels: ChannelsStatus, keyPrefix: string): Record<string, () => Promise<unknown>> {
+/**
+ * `/readyz`: Redis answers, the queues are readable, every channel runs and is connected (what this
+ * gateway's heartbeat says of it; standby counts as up), and a worker is alive (its heartbeat).
+ */
+function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobData>, 'getJobCounts'>, channels: { list: readonly Channel[]; status: ChannelsStatus }, keyPrefix: string): Record<string, () => Promise<unknown>> {
   // A connection that is not up fails at once rather than after the client's reconnect attempts.
   const connected = () => {
     if (redis.status !== 'ready') throw new Error(`redis connection ${redis.status}`);
@@ -229,7 +234,8 @@ function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobDat
       return turns.getJobCounts();
     },
     channels: async () => {
-      if (channels.state !== 'ok') throw new Error(channels.state);
+      if (channels.status.state !== 'ok') throw new Error(channels.status.state);
+      assertChannelsUp(channelHealthOf(channels.list, channels.status));
     },
     workers: async () => {
       connected();

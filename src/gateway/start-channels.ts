@@ -4,14 +4,14 @@ import type { ChannelName } from '../core/inbound.js';
 import { ChannelError, GatewayError } from '../errors.js';
 
 /** What to check when a channel does not connect, by channel. */
-const ADVICE: Readonly<Record<ChannelName, string>> = {
+export const ADVICE: Readonly<Record<ChannelName, string>> = {
   telegram: 'check the route to the Bot API (a proxy or firewall), TELEGRAM_API_ROOT and TELEGRAM_BOT_TOKEN; `chatgate doctor` checks them',
   discord: 'check the route to discord.com (a proxy or firewall) and DISCORD_BOT_TOKEN; `chatgate doctor` checks it',
   web: 'the web chat needs nothing remote; see the log for the cause',
 };
 
 /** What to do when a platform rejects the bot token, by channel. */
-const TOKEN_ADVICE: Readonly<Record<string, string>> = {
+export const TOKEN_ADVICE: Readonly<Record<string, string>> = {
   telegram: 'TELEGRAM_BOT_TOKEN was rejected (401 Unauthorized): copy the token again from @BotFather (/mybots → API Token); with a local Bot API server, check TELEGRAM_API_ROOT',
   discord: 'DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token) and set it again',
 };

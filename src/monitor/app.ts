@@ -12,6 +12,14 @@ import { stripUndefined } from '../core/objects.js';
 
 export type { ReadinessCheck } from './health.js';
 
+/** The dashboard's channels panel (`GET /api/channels`): the verdict `chatgate status` prints and each gateway's channels. */
+export interface ChannelsPanel {
+  status: 'ok' | 'down' | 'skip';
+  detail: string;
+  fix?: string;
+  rows: Array<{ gateway: string; channel: string; state: string; reason?: string; sinceMs?: number }>;
+}
+
 /** What the monitor reads from. */
 export interface MonitorDeps {
   /** Sessions for `/api/sessions` and the dashboard. */
@@ -20,6 +28,8 @@ export interface MonitorDeps {
   checks?: Record<string, ReadinessCheck>;
   /** Fields `/readyz` adds beside its checks (the gateway: which leased channels it runs). Default none. */
   readyDetails?: () => Record<string, unknown>;
+  /** The channels panel of `/api/channels` and the dashboard (the gateway: from the heartbeats). Default none (404, no panel). */
+  channels?: () => Promise<ChannelsPanel>;
   /** BullMQ queues shown by bull-board at `/admin/queues` and counted by `chatgate_queue_jobs`. */
   queues?: readonly Queue[];
   /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
@@ -56,7 +66,7 @@ const LIST_QUERY = z.object({
 
 /**
  * The monitor as a hono app: `/healthz`, `/readyz` (open), and behind {@link createAccessGuard}
- * `/metrics`, `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`
+ * `/metrics`, `/api/channels`, `/api/sessions`, `/api/sessions/:id`, `/dashboard` and bull-board at `/admin/queues`
  * (the token when one is set or when bound off loopback; otherwise loopback Host names only).
  * Mount the web chat on the same app (or route this one into it). Sets the queue-depth source of `deps.metrics`.
  */
@@ -76,7 +86,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
 
   const auth = createAccessGuard({ host: resolved.host, monitorToken: resolved.monitorToken });
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
-  for (const path of ['/metrics', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
+  for (const path of ['/metrics', '/api/channels', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
   addMetricsRoute(app, metrics.registry);
   app.get('/api/sessions', async (c) => {
@@ -84,6 +94,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     if (!query.success) return c.json({ error: 'bad query', issues: query.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 400);
     return c.json(await deps.sessions.listSessions(query.data));
   });
+  app.get('/api/channels', async (c) => (deps.channels ? c.json(await deps.channels()) : c.json({ error: 'no channels here' }, 404)));
   app.get('/api/sessions/:id', async (c) => {
     const detail = await deps.sessions.getSession(c.req.param('id'));
     return detail ? c.json(detail) : c.json({ error: 'no such session' }, 404);

@@ -1,6 +1,6 @@
 /**
- * The dashboard page: dependency-free HTML and JS served inline. It polls `api/sessions` and, for
- * the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
+ * The dashboard page: dependency-free HTML and JS served inline. It polls `api/channels` (the panel
+ * is hidden where there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
 import { CHART_SCRIPT } from './dashboard-chart.js';
@@ -39,7 +39,8 @@ ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-we
 .k-compaction{width:9px;height:9px;border:0;border-radius:50%;background:var(--compaction)}
 .k-noop{width:7px;height:7px;border:1.5px solid var(--noop);border-radius:50%}.k-reset{border-top:2px dotted var(--noop)}
 .k-compress{border-top:2px dashed var(--compress)}.k-hygiene{border-top:2px dashed var(--hygiene)}
-#ledger td{white-space:normal;overflow-wrap:anywhere}
+#ledger td{white-space:normal;overflow-wrap:anywhere}#channels td{white-space:normal;overflow-wrap:anywhere}
+.state-disconnected,.state-connecting,.state-waiting,.verdict-down{color:var(--hygiene);font-weight:600}
 @media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}}`;
 
 const SCRIPT = `
@@ -101,6 +102,18 @@ function renderDetail(d) {
     el('h2', {}, 'Compactions'), timeline,
     el('h2', {}, 'Current summary'), el('pre', { id: 'summary' }, d.summary || '(none yet)'));
 }
+async function refreshChannels() {
+  const res = await fetch('api/channels', { headers });
+  if (res.status === 404) { $('channels-panel').hidden = true; return; }
+  if (!res.ok) throw new Error('api/channels: ' + res.status);
+  const p = await res.json();
+  $('channels-panel').hidden = false;
+  $('channels-verdict').className = 'verdict-' + p.status;
+  $('channels-verdict').textContent = (p.status === 'down' ? 'DOWN: ' : '') + p.detail + (p.fix ? ' — fix: ' + p.fix : '');
+  $('channels-body').replaceChildren(...p.rows.map((r) => el('tr', { 'data-channel': r.channel },
+    cell(r.gateway), cell(r.channel), el('td', { class: 'state-' + r.state }, r.state),
+    cell(r.sinceMs ? when(r.sinceMs) : ''), cell(r.reason || ''))));
+}
 async function refreshList() {
   renderSessions(await getJson('api/sessions?limit=200&sort=' + state.sort));
 }
@@ -117,7 +130,7 @@ function openSession(id) {
 }
 function showError(err) { $('status').textContent = String(err.message || err); }
 async function tick() {
-  try { await refreshList(); await refreshDetail(); $('status').textContent = 'updated ' + new Date().toLocaleTimeString(); }
+  try { await refreshChannels(); await refreshList(); await refreshDetail(); $('status').textContent = 'updated ' + new Date().toLocaleTimeString(); }
   catch (err) { showError(err); }
 }
 $('sort').addEventListener('change', (e) => { state.sort = e.target.value; tick(); });
@@ -135,7 +148,9 @@ export function renderDashboardPage(options: DashboardPageOptions = {}): string 
 <body><header><h1>${title}</h1><label>sort by <select id="sort"><option value="lastActivity">last activity</option>
 <option value="fill">context fill</option></select></label><span id="sessions-total" class="muted"></span>
 <span id="status" class="muted"></span><a href="admin/queues">queues</a></header>
-<main><section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th>channel</th><th class="num">messages</th>
+<main><section id="channels-panel" hidden><h2>Channels</h2><p id="channels-verdict"></p><div class="scroll"><table id="channels"><thead><tr>
+<th>gateway</th><th>channel</th><th>state</th><th>since (UTC)</th><th>reason</th></tr></thead><tbody id="channels-body"></tbody></table></div></section>
+<section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th>channel</th><th class="num">messages</th>
 <th class="num">context fill</th><th class="num">window</th><th class="num">tokens in</th><th class="num">tokens out</th><th class="num">cost</th>
 <th class="num">compactions</th><th>last activity (UTC)</th></tr></thead><tbody id="sessions-body"></tbody></table></div></section>
 <section id="detail"><p class="muted">Select a session to see its context fill, compactions and usage.</p></section></main>

@@ -22,15 +22,39 @@ export interface WorkerBeat {
   lastModelCall?: { at: number; outcome: string };
 }
 
-/** Where a channel of a gateway stands. */
-export type ChannelState = 'connected' | 'connecting' | 'waiting';
+/**
+ * Where a channel of a gateway stands: `connecting` (its start runs), `waiting` (for the channels
+ * started before it), `connected`, or `disconnected` (it connected, then lost its platform: see
+ * {@link GatewayBeat.channelHealth} for why).
+ */
+export type ChannelState = 'connected' | 'connecting' | 'waiting' | 'disconnected';
+
+/** A channel's health in a gateway's beat. */
+export interface ChannelHealthBeat {
+  /** As {@link ChannelState}, or `standby`: another gateway holds this channel's connection (the channel lease); this one only sends. */
+  state: ChannelState | 'standby';
+  /** Why it is disconnected: the platform's answer in one line. */
+  reason?: string;
+  /** Since when it is disconnected, ms since epoch. */
+  sinceMs?: number;
+  /** The platform refused the bot token. */
+  tokenRejected?: boolean;
+}
 
 /** What a gateway says of itself in each heartbeat. */
 export interface GatewayBeat {
   /** Base URL of its HTTP server (web chat, monitor). */
   httpUrl: string;
-  /** Each channel it runs and its state. */
+  /** Each channel it runs and its state; a standby channel is `connected` here, as readers older than `channelHealth` expect. */
   channels: Record<string, ChannelState>;
+  /** Each channel's health (gateways before this field wrote only `channels`): read it through {@link gatewayChannelRows}. */
+  channelHealth?: Record<string, ChannelHealthBeat>;
+}
+
+/** One channel of one live gateway, as the gateway's last beat says. */
+export interface GatewayChannelRow extends ChannelHealthBeat {
+  channel: string;
+  gateway: Pick<HeartbeatRecord, 'id' | 'host' | 'pid'>;
 }
 
 /** One process's heartbeat as written to Redis. */
@@ -121,6 +145,19 @@ export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeats
   });
   if (forget.length > 0) await redis.hdel(keys.seen, ...forget);
   return out.sort((a, b) => b.beatAt - a.beatAt || a.id.localeCompare(b.id));
+}
+
+/**
+ * The channels of the live gateways among `beats` (as {@link readHeartbeats} returns them), in
+ * their order: the one read of channel health that `chatgate status`, `doctor` and the dashboard
+ * show. A beat without `channelHealth` (an older gateway) gives its `channels` states.
+ */
+export function gatewayChannelRows(beats: readonly HeartbeatStatus[]): GatewayChannelRow[] {
+  return beats.filter((beat) => beat.role === 'gateway' && beat.alive && beat.gateway).flatMap((beat) => {
+    const gateway = { id: beat.id, host: beat.host, pid: beat.pid };
+    const health = beat.gateway!.channelHealth ?? {};
+    return Object.entries(beat.gateway!.channels).map(([channel, state]) => ({ ...(health[channel] ?? { state }), channel, gateway }));
+  });
 }
 
 /**

@@ -2,7 +2,10 @@
  * A fake Discord: REST v10 over HTTP and gateway v10 over WebSocket (`ws`), on 127.0.0.1 port 0.
  * discord.js is pointed at it with `rest: { api: fake.apiRoot }`; the gateway URL comes from
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
- * heartbeat ACK, MESSAGE_CREATE on demand. REST: /gateway/bot, /users/@me, GET /channels/:id,
+ * heartbeat ACK, MESSAGE_CREATE on demand, RESUME of the session READY named → RESUMED (another
+ * session id: op 9 Invalid Session); like the real gateway it can close the connections
+ * (`closeGateway`, e.g. 4000, which a client resumes) and refuse new ones for a while
+ * (`refuseGateway`: the upgrade is answered 503). REST: /gateway/bot, /users/@me, GET /channels/:id,
  * POST /channels/:id/messages (2000-character limit; scripted 429s with retry_after),
  * PATCH and DELETE /channels/:id/messages/:id (the message must exist: 10008 Unknown Message; the
  * same 2000-character limit), POST /channels/:id/typing (204 without a content type), and a CDN
@@ -81,6 +84,7 @@ export class FakeDiscordServer extends EventEmitter {
   readonly cdnDownloads: string[] = [];
   private server!: Server;
   private wss!: WebSocketServer;
+  private refusing = false;
 
   constructor(options: FakeDiscordOptions = {}) {
     super();
@@ -91,7 +95,8 @@ export class FakeDiscordServer extends EventEmitter {
   /** Starts listening on a free port. */
   async listen(): Promise<this> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    this.wss = new WebSocketServer({ server: this.server });
+    // verifyClient answers the upgrade itself: a refused one gets 503, as from a gateway that is down.
+    this.wss = new WebSocketServer({ server: this.server, verifyClient: (_info, done) => (this.refusing ? done(false, 503, 'Service Unavailable') : done(true)) });
     this.wss.on('connection', (ws) => this.onConnection(ws));
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
@@ -110,6 +115,16 @@ export class FakeDiscordServer extends EventEmitter {
   /** Identified gateway sessions open now (the real Discord sends every event to each of them). */
   get openSessions(): number {
     return this.sockets.size;
+  }
+
+  /** Closes every identified gateway connection with `code` (4000 Unknown error: the client resumes). */
+  closeGateway(code = 4000, reason = 'Unknown error'): void {
+    for (const socket of this.sockets) socket.ws.close(code, reason);
+  }
+
+  /** While `refuse` holds, new gateway connections are refused (HTTP 503 to the upgrade). */
+  refuseGateway(refuse: boolean): void {
+    this.refusing = refuse;
   }
 
   /** Whether a client has identified (READY was sent). */
@@ -247,6 +262,7 @@ export class FakeDiscordServer extends EventEmitter {
       this.gatewayReceived.push(payload);
       if (payload.op === 1) ws.send(JSON.stringify({ op: 11, s: null, t: null, d: null }));
       if (payload.op === 2) this.onIdentify(socket, payload.d);
+      if (payload.op === 6) this.onResume(socket, payload.d);
       this.emit('gateway', payload.op);
     });
     ws.on('close', () => {
@@ -273,6 +289,23 @@ export class FakeDiscordServer extends EventEmitter {
       application: { id: FAKE_DISCORD_IDS.application, flags: 0 },
     });
     this.sendDispatch(socket, 'GUILD_CREATE', guildCreate());
+  }
+
+  /** RESUME: the session READY named, with the bot's token, is resumed (nothing was missed here); another is invalid. */
+  private onResume(socket: { ws: WebSocket; seq: number }, resume: Record<string, unknown>): void {
+    if (resume.token !== this.token) {
+      socket.ws.close(4004, 'Authentication failed.');
+      return;
+    }
+    if (resume.session_id !== 'fake-session') {
+      socket.ws.send(JSON.stringify({ op: 9, s: null, t: null, d: false }));
+      return;
+    }
+    socket.seq = Number(resume.seq ?? 0);
+    this.sockets.add(socket);
+    this.maxOpenSessions = Math.max(this.maxOpenSessions, this.sockets.size);
+    this.emit('sessions', this.sockets.size);
+    this.sendDispatch(socket, 'RESUMED', {});
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
