@@ -7,7 +7,7 @@ import { Client, Events, GatewayIntentBits, Partials, type Message } from 'disco
 import { COMMAND_NAMES } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
-import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
@@ -57,6 +57,8 @@ export interface DiscordChannel extends Channel {
   readonly name: 'discord';
   /** The bot's user id, known after `start`. */
   readonly botUserId: string | undefined;
+  /** Down from the moment the gateway connection closes until discord.js resumed (or re-identified) it. */
+  health(): ChannelHealth;
 }
 
 const DEFAULTS = {

@@ -15,7 +15,7 @@ import { COMMAND_MENU } from '../../src/core/commands.js';
 import { backoffDelayMs } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
-import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
+import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
 import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './stream.js';
@@ -88,6 +88,8 @@ export interface TelegramChannel extends Channel {
   readonly mode: 'polling' | 'webhook';
   /** The bot's identity, known after `start`. */
   readonly identity: TelegramBotIdentity | undefined;
+  /** Polling: down after `downAfterFailures` failed getUpdates in a row (a refused token: at once) or one hanging; webhook mode: up. */
+  health(): ChannelHealth;
   /** A hono handler for webhook POSTs (checks the secret-token header; 500 when not handled; 404 in polling mode). */
   webhookHandler(): (c: HonoContext) => Promise<Response>;
 }

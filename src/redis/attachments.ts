@@ -37,3 +37,24 @@ export async function storeAttachment(redis: RedisClient, sessionId: string, id:
 export async function loadAttachment(redis: RedisClient, sessionId: string, id: string, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<Buffer | null> {
   return redis.getBuffer(attachmentKey(sessionId, id, keyPrefix));
 }
+
+/**
+ * Whether the bytes of attachments `ids` are still stored, in one round trip: for each, where they
+ * are (`stored`, with the time left of their TTL) or null when they expired. Nothing is read.
+ */
+export async function storedAttachments(redis: RedisClient, sessionId: string, ids: readonly string[], options: { keyPrefix?: string; now?: () => number } = {}): Promise<Array<StoredAttachment | null>> {
+  if (ids.length === 0) return [];
+  const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  const pipeline = redis.pipeline();
+  for (const id of ids) pipeline.pttl(attachmentKey(sessionId, id, prefix)).strlen(attachmentKey(sessionId, id, prefix));
+  const replies = (await pipeline.exec()) ?? [];
+  const now = (options.now ?? Date.now)();
+  return ids.map((id, k) => {
+    const [ttlErr, ttl] = replies[2 * k] ?? [];
+    const [lenErr, bytes] = replies[2 * k + 1] ?? [];
+    if (ttlErr || lenErr) throw ttlErr ?? lenErr;
+    // -2: no such key (expired); -1: no TTL (never written by storeAttachment, kept as it is).
+    if (typeof ttl !== 'number' || ttl === -2) return null;
+    return { id, bytes: Number(bytes), expiresAtMs: ttl === -1 ? Number.MAX_SAFE_INTEGER : now + ttl };
+  });
+}

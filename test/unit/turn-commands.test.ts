@@ -50,6 +50,21 @@ describe('retryTurn', () => {
     expect((await run({ state: 'retried', texts: [forged] })).accepted[0]!.text).toBe(forged);
   });
 
+  it('asks again with the images still stored (same bytes, same TTL); an expired one keeps its reference and the answer names it', async () => {
+    const stored = { id: 'abc-0', bytes: 700, expiresAtMs: 5_000 };
+    const port: RetryPort = {
+      async retry(_sessionId, resubmit) {
+        await resubmit(['look', ''], [[{ ref: { id: 'abc-0', mimeType: 'image/png', fileName: 'a.png' }, stored }], [{ ref: { id: 'def-0', mimeType: 'image/jpeg', fileName: 'b.jpg' }, stored: null }]]);
+        return { state: 'retried', texts: ['look', ''] };
+      },
+    };
+    const accepted: InboundMessage[] = [];
+    const answer = await retryTurn(port, 'telegram:42', command, async (m) => { accepted.push(m); }, () => undefined);
+    expect(accepted[0]!.attachments).toEqual([{ kind: 'photo', ref: 'chatgate-attachment:abc-0?type=image%2Fpng&name=a.png', mimeType: 'image/png', fileName: 'a.png', size: 700, stored }]);
+    expect(accepted[1]!.attachments).toMatchObject([{ fileName: 'b.jpg', size: 0, stored: { id: 'def-0', bytes: 0 } }]);
+    expect(answer).toBe('Asking again: “[b.jpg]” — without b.jpg: kept for a limited time, it is gone now; send it again to have it looked at');
+  });
+
   it.each([
     ['busy', 'A reply is being written right now. Wait for it (or send /stop), then /retry.'],
     ['nothing', 'There is nothing to retry yet: none of your messages is in the conversation.'],
