@@ -3,7 +3,7 @@
  * discord.js is pointed at it with `rest: { api: fake.apiRoot }`; the gateway URL comes from
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
  * heartbeat ACK, MESSAGE_CREATE on demand, RESUME of the session READY named → RESUMED (another
- * session id: op 9 Invalid Session); like the real gateway it can close the connections
+ * session id, or one `expireSessions` ended: op 9 Invalid Session); like the real gateway it can close the connections
  * (`closeGateway`, e.g. 4000, which a client resumes) and refuse new ones for a while
  * (`refuseGateway`: the upgrade is answered 503). REST: /gateway/bot, /users/@me, GET /channels/:id,
  * POST /channels/:id/messages (2000-character limit; scripted 429s with retry_after),
@@ -62,6 +62,8 @@ export class FakeDiscordServer extends EventEmitter {
   readonly calls: DiscordCall[] = [];
   /** Every gateway payload received from clients. */
   readonly gatewayReceived: Array<{ op: number; d: unknown }> = [];
+  private sessionCount = 0;
+  private sessionId = 'fake-session-0';
   readonly token: string;
   /** The most identified gateway sessions that were open at once (two would mean two gateways connected). */
   maxOpenSessions = 0;
@@ -120,6 +122,11 @@ export class FakeDiscordServer extends EventEmitter {
   /** Closes every identified gateway connection with `code` (4000 Unknown error: the client resumes). */
   closeGateway(code = 4000, reason = 'Unknown error'): void {
     for (const socket of this.sockets) socket.ws.close(code, reason);
+  }
+
+  /** Forgets the sessions READY named so far (Discord expires them): a RESUME is answered op 9 Invalid Session, and the client identifies anew. */
+  expireSessions(): void {
+    this.sessionId = `fake-session-${++this.sessionCount}`;
   }
 
   /** While `refuse` holds, new gateway connections are refused (HTTP 503 to the upgrade). */
@@ -283,7 +290,7 @@ export class FakeDiscordServer extends EventEmitter {
       v: 10,
       user: user(FAKE_DISCORD_IDS.bot, 'chatgate', true),
       guilds: [{ id: FAKE_DISCORD_IDS.guild, unavailable: true }],
-      session_id: 'fake-session',
+      session_id: this.sessionId,
       resume_gateway_url: resumeUrl,
       shard: [0, 1],
       application: { id: FAKE_DISCORD_IDS.application, flags: 0 },
@@ -297,7 +304,7 @@ export class FakeDiscordServer extends EventEmitter {
       socket.ws.close(4004, 'Authentication failed.');
       return;
     }
-    if (resume.session_id !== 'fake-session') {
+    if (resume.session_id !== this.sessionId) {
       socket.ws.send(JSON.stringify({ op: 9, s: null, t: null, d: false }));
       return;
     }

@@ -90,6 +90,21 @@ describe('Discord catch-up after a connect', () => {
     expect(fake.callsOf('GET', /^\/channels\/\d+\/messages$/)).toHaveLength(2);
   });
 
+  it('after a later new session (the old one expired, so Discord would not resume it), what was sent in between is caught up too', async () => {
+    await connect();
+    dm('before the drop');
+    await waitUntil(arrivals, 'message', () => received.length === 1);
+    for (;;) if (Object.keys(await cursors()).length === 1) break;
+    fake.refuseGateway(true);
+    fake.closeGateway(4000, 'Unknown error');
+    fake.expireSessions();
+    dm('while the connection was down');
+    fake.refuseGateway(false);
+    await waitUntil(arrivals, 'message', () => received.length === 2);
+    expect(texts()).toEqual(['before the drop', 'while the connection was down']);
+    expect(fake.gatewayReceived.filter((payload) => payload.op === 2)).toHaveLength(2);
+  });
+
   it('a first connect (no cursors) catches up nothing; a channel the bot cannot read any more is forgotten', async () => {
     await createDiscordCursors(t.redis, BOT, t.keyPrefix).record({ channelId: '900000000000000099', guildId: FAKE_DISCORD_IDS.guild }, '900000000000000100');
     dm('sent before the bot ever connected');
