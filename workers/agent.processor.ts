@@ -168,9 +168,11 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
  * the turn, else null (nothing to resume, or the round was committed: the loop goes on).
  */
 async function resumeRound(loop: Loop): Promise<OutboundMessage[] | null> {
-  const round = await loop.steps.read();
   // A round continues the projection it was asked on: gone after a /reset (the turn starts over).
-  if (!round || round.committed || !loop.turn.meta.turnInboundIds.includes(loop.turnId)) return null;
+  // A turn none of whose messages is in the projection yet recorded no round: nothing to read.
+  if (!loop.turn.meta.turnInboundIds.includes(loop.turnId)) return null;
+  const round = await loop.steps.read();
+  if (!round || round.committed) return null;
   const calls = round.answer.message.tool_calls ?? [];
   const ids = new Set(calls.map((call) => call.id));
   // Committed just before the crash, the marker not yet written: the projection holds the round.
