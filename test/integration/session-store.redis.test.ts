@@ -107,6 +107,21 @@ describe('session store', () => {
     expect(await t.redis.hgetall(keys.usage)).toEqual({ calls: '3', promptTokens: '12', lastContextFill: '0.2000', resets: '9' });
   });
 
+  it('puts the session in the index by last activity, to within a second (the commits of one turn update it once)', async () => {
+    let now = 50_000;
+    store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => now });
+    const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
+    const score = () => t.redis.zscore(sessionIndexKey(t.keyPrefix), SESSION);
+    await store.commit(SESSION, { expectedVersion: 0, fence });
+    now += 900;
+    await store.commit(SESSION, { expectedVersion: 1, fence });
+    expect(await score()).toBe('50000');
+    expect((await store.load(SESSION)).meta.lastActivityMs).toBe(50_900);
+    now += 100;
+    await store.commit(SESSION, { expectedVersion: 2, fence });
+    expect(await score()).toBe('51000');
+  });
+
   it('refuses a commit whose stored counter is not an integer, writing nothing', async () => {
     const keys = store.keys(SESSION);
     const fence = (await acquireLease(t.redis, keys))!;
