@@ -100,7 +100,24 @@ async function monitored(redis: BenchRedis, run: () => Promise<LoadResult>): Pro
   const counts = [...(await monitor.stop()).entries()].sort((a, b) => b[1] - a[1]);
   const sent = counts.filter(([name]) => !name.startsWith('  inside')).reduce((sum, [, n]) => sum + n, 0);
   console.log(`\nMONITOR (2 workers, ${MONITOR_RATE > 0 ? `open loop ${MONITOR_RATE}/s` : 'closed loop'}, ${load.messages} messages): ${(sent / load.messages).toFixed(1)} commands sent per message (and those their scripts ran):`);
-  printTable(['command', 'per msg'], counts.slice(0, 60).map(([name, n]) => [name, (n / load.messages).toFixed(2)]));
+  printTable(['command', 'per msg'], counts.slice(0, process.env.PIPELINE_MONITOR === 'detail' ? undefined : 60).map(([name, n]) => [name, (n / load.messages).toFixed(2)]));
+  if (process.env.PIPELINE_MONITOR === 'detail') printBySource(counts, load.messages);
+}
+
+/** Detail: each script call and plain command with the commands its scripts ran, per message, the costliest first. */
+function printBySource(counts: Array<[string, number]>, messages: number): void {
+  const bySource = new Map<string, { calls: number; inside: number }>();
+  const of = (name: string) => bySource.get(name) ?? bySource.set(name, { calls: 0, inside: 0 }).get(name)!;
+  for (const [name, n] of counts) {
+    const inside = /^ {2}inside (.*?)(: [a-z]+)?$/.exec(name);
+    if (inside) of(inside[1]!).inside += n;
+    else of(name).calls += n;
+  }
+  const rows = [...bySource.entries()].map(([name, c]) => ({ name, ...c, total: c.calls + c.inside })).sort((a, b) => b.total - a.total);
+  const total = rows.reduce((sum, r) => sum + r.total, 0);
+  console.log(`\nBy source: ${(total / messages).toFixed(1)} commands per message in all (sent + run inside scripts):`);
+  const f = (n: number) => (n / messages).toFixed(2);
+  printTable(['sent command or script', 'calls/msg', 'inside/msg', 'total/msg', 'inside/call'], rows.map((r) => [r.name, f(r.calls), f(r.inside), f(r.total), r.calls > 0 ? (r.inside / r.calls).toFixed(1) : '-']));
 }
 
 /** CPU ms so far of each role (workers summed), of Redis, and of this process (the web client and the fake LLM). */

@@ -97,6 +97,8 @@ interface Loop {
   /** The turn's identity across retries: the id of its first message. */
   turnId: string;
   steps: StepLog;
+  /** This run wrote or found a round of the turn in its step log: it is cleared when the turn ends. */
+  stepsKept: boolean;
   /** Data URLs of the images this turn's requests inline (read from Redis once per turn). */
   images: Map<string, string | null>;
   signal?: AbortSignal;
@@ -114,7 +116,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), signal: input.signal,
+    images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
   try {
     return await runLoop(loop);
@@ -155,7 +157,12 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
       return ended;
     }
     await settleStream(stream, result.message);
-    await loop.steps.recordAnswer(result);
+    // A round with tool calls is recorded before its tools run; a final answer is recorded by the
+    // turn's last commit itself (a crash before that commit asks the model again, as one during the call does).
+    if ((result.message.tool_calls ?? []).length > 0) {
+      loop.stepsKept = true;
+      await loop.steps.recordAnswer(result);
+    }
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
   }
@@ -164,13 +171,17 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
 /**
  * Resumes the round a crashed run of this turn left in its step log: the answer is not asked
  * for again, completed tool calls are not run again (see {@link runToolCall}). A recorded final
- * answer stands only if no message joined the turn since. @returns the replies when that ended
+ * answer (a log written before final answers went straight to the commit) stands only if no
+ * message joined the turn since. @returns the replies when that ended
  * the turn, else null (nothing to resume, or the round was committed: the loop goes on).
  */
 async function resumeRound(loop: Loop): Promise<OutboundMessage[] | null> {
-  const round = await loop.steps.read();
   // A round continues the projection it was asked on: gone after a /reset (the turn starts over).
-  if (!round || round.committed || !loop.turn.meta.turnInboundIds.includes(loop.turnId)) return null;
+  // A turn none of whose messages is in the projection yet recorded no round: nothing to read.
+  if (!loop.turn.meta.turnInboundIds.includes(loop.turnId)) return null;
+  const round = await loop.steps.read();
+  if (round) loop.stepsKept = true;
+  if (!round || round.committed) return null;
   const calls = round.answer.message.tool_calls ?? [];
   const ids = new Set(calls.map((call) => call.id));
   // Committed just before the crash, the marker not yet written: the projection holds the round.
@@ -365,6 +376,7 @@ function outputLimit(options: AgentOptions): { maxTokens?: number } {
 
 /** The step log is only read by a retry of this turn, which no longer comes: dropping it is tidiness. */
 async function clearSteps(loop: Loop): Promise<void> {
+  if (!loop.stepsKept) return;
   await loop.steps.clear().catch((err: unknown) => loop.log.warn({ err }, 'step log not cleared'));
 }
 

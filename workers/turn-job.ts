@@ -48,8 +48,10 @@ interface RunningTurn {
 export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?: string): Promise<string> {
   const { sessionId } = job.data;
   const keys = runner.store.keys(sessionId);
-  const lease = await holdLease(runner.redis, keys, runner.leaseTtlMs);
-  if (!lease) return retryLater(runner, job, token);
+  const asked = performance.now();
+  const held = await holdLease(runner.redis, keys, runner.leaseTtlMs);
+  if (!held) return retryLater(runner, job, token);
+  const lease = recentlyConfirmed(held, runner.leaseTtlMs, asked);
   let signal: ((type: TurnSignal['type']) => void) | null = null;
   let watch: ReturnType<TurnStops['watch']> | undefined;
   try {
@@ -140,6 +142,28 @@ async function leaseForDeadLetter(runner: TurnRunner, keys: SessionKeys): Promis
     if (lease || Date.now() >= deadline || runner.closing) return lease;
     await sleep(runner.leaseRetryMs);
   }
+}
+
+/**
+ * `lease` whose `confirm()` does not ask Redis again within a tenth of its TTL after it was last
+ * taken or renewed (measured from when that was asked): only expiry takes a session's lease from
+ * its holder, so it is still held then — the first model call of a short turn goes without a
+ * round trip. (Were it lost anyway, the fenced commits would refuse what the turn did.)
+ */
+function recentlyConfirmed(lease: HeldLease, ttlMs: number, askedAtMs: number): HeldLease {
+  let confirmedAt = askedAtMs;
+  return {
+    fence: lease.fence,
+    get lost() { return lease.lost; },
+    async confirm() {
+      if (!lease.lost && performance.now() - confirmedAt < ttlMs / 10) return true;
+      const asked = performance.now();
+      const held = await lease.confirm();
+      if (held) confirmedAt = asked;
+      return held;
+    },
+    release: () => lease.release(),
+  };
 }
 
 /** Puts the job back for `leaseRetryMs` without spending an attempt. */

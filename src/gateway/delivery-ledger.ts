@@ -49,7 +49,10 @@ export function createRedisDeliveryLedger(deps: { redis: RedisClient }, options:
     },
     async markSent(ref, index, messageId) {
       const key = deliveryKey(ref, resolved.keyPrefix);
-      await redis.multi().hset(key, String(index), messageId).pexpire(key, resolved.ttlMs).exec();
+      // Pipelined, not a MULTI: the two commands reach Redis in one write (2 commands, not 4).
+      const results = await redis.pipeline().hset(key, String(index), messageId).pexpire(key, resolved.ttlMs).exec();
+      const failed = results?.find(([err]) => err);
+      if (failed) throw failed[0];
     },
   };
 }

@@ -131,6 +131,7 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
   const { redis } = deps;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
   const keysOf = (sessionId: string): SessionKeys => sessionKeys(sessionId, resolved.keyPrefix);
+  const index = indexRefresh();
   return {
     keyPrefix: resolved.keyPrefix,
     keys: keysOf,
@@ -148,7 +149,10 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
         log.warn({ sessionId, reason: reply[1], current: reply[2], expectedVersion: change.expectedVersion, fence: change.fence }, 'stale commit refused');
         throw new StaleCommitError(sessionId, `${reply[1]} mismatch (expected ${reply[1] === 'version' ? change.expectedVersion : change.fence}, found ${reply[2]})`);
       }
-      await redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId);
+      if (index.due(sessionId, nowMs)) {
+        await redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId);
+        index.done(sessionId, nowMs);
+      }
       return Number(reply[1]);
     },
     async readOutbox(sessionId) {
@@ -157,6 +161,30 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
     },
     async clearOutbox(sessionId, count) {
       if (count > 0) await redis.ltrim(keysOf(sessionId).outbox, count, -1);
+    },
+  };
+}
+
+/** How stale a session's score in the session index may get through this store's commits, ms. */
+const INDEX_REFRESH_MS = 1000;
+
+/**
+ * When a commit also updates the session index (sessions by last activity): unless this store did
+ * so for the session less than {@link INDEX_REFRESH_MS} ago — the commits of one turn come
+ * milliseconds apart, and the listing's order needs no finer time (the meta's `lastActivityMs` is exact).
+ */
+function indexRefresh(): { due(sessionId: string, nowMs: number): boolean; done(sessionId: string, nowMs: number): void } {
+  const indexedAt = new Map<string, number>();
+  return {
+    due(sessionId, nowMs) {
+      const age = nowMs - (indexedAt.get(sessionId) ?? Number.NEGATIVE_INFINITY);
+      return !(age >= 0 && age < INDEX_REFRESH_MS);
+    },
+    done(sessionId, nowMs) {
+      indexedAt.set(sessionId, nowMs);
+      if (indexedAt.size <= 10_000) return;
+      for (const [id, at] of indexedAt) if (nowMs - at >= INDEX_REFRESH_MS) indexedAt.delete(id);
+      if (indexedAt.size > 10_000) indexedAt.clear();
     },
   };
 }

@@ -81,6 +81,61 @@ describe('session store', () => {
     await expect(store.commit(SESSION, { expectedVersion: 0, fence: newFence })).rejects.toThrow(/version mismatch/);
     expect(await store.commit(SESSION, { expectedVersion: 1, fence: newFence })).toBe(2);
   });
+
+  it('adds counters to what is stored, keeps the first createdAtMs, and stores any number of items', async () => {
+    let now = 1_000;
+    store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => now });
+    const keys = store.keys(SESSION);
+    const fence = (await acquireLease(t.redis, keys))!;
+    const first = toEntry({ role: 'user', content: 'one' });
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [first] }, usage: { incr: { calls: 1, promptTokens: 7 }, set: { lastContextFill: '0.1000' } } });
+    now = 2_000;
+    const many = Array.from({ length: 2_500 }, (_, k) => toEntry({ role: 'user', content: `m${k}` }));
+    const outbox = Array.from({ length: 1_001 }, (_, k) => ({ id: `reply-${k}`, sessionId: SESSION, channel: 'web' as const, chatId: 'c', text: 't', kind: 'reply' as const }));
+    expect(await store.commit(SESSION, {
+      expectedVersion: 1, fence, projection: { append: many }, outbox,
+      usage: { incr: { calls: 2, promptTokens: 5, resets: 1 }, set: { lastContextFill: '0.2000', resets: '9' } }, meta: { turnInboundIds: ['x'] }, finishTurn: true,
+    })).toBe(2);
+    const snapshot = await store.load(SESSION);
+    expect(snapshot.entries).toEqual([first, ...many]);
+    expect(snapshot.meta).toMatchObject({
+      version: 2, createdAtMs: 1_000, lastActivityMs: 2_000, turnInboundIds: [],
+      projectionTokens: [first, ...many].reduce((sum, e) => sum + e.tokens, 0),
+    });
+    expect((await store.readOutbox(SESSION)).map((m) => m.id)).toEqual(outbox.map((m) => m.id));
+    // A field both incremented and set ends as set (as an HINCRBY then an HSET would leave it).
+    expect(await t.redis.hgetall(keys.usage)).toEqual({ calls: '3', promptTokens: '12', lastContextFill: '0.2000', resets: '9' });
+  });
+
+  it('puts the session in the index by last activity, to within a second (the commits of one turn update it once)', async () => {
+    let now = 50_000;
+    store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => now });
+    const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
+    const score = () => t.redis.zscore(sessionIndexKey(t.keyPrefix), SESSION);
+    await store.commit(SESSION, { expectedVersion: 0, fence });
+    now += 900;
+    await store.commit(SESSION, { expectedVersion: 1, fence });
+    expect(await score()).toBe('50000');
+    expect((await store.load(SESSION)).meta.lastActivityMs).toBe(50_900);
+    now += 100;
+    await store.commit(SESSION, { expectedVersion: 2, fence });
+    expect(await score()).toBe('51000');
+  });
+
+  it('refuses a commit whose stored counter is not an integer, writing nothing', async () => {
+    const keys = store.keys(SESSION);
+    const fence = (await acquireLease(t.redis, keys))!;
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' })] } });
+    await t.redis.hset(keys.usage, 'calls', 'many');
+    const before = await dump(t, keys);
+    const change = { expectedVersion: 1, fence, projection: { append: [toEntry({ role: 'user', content: 'new' })] }, usage: { incr: { calls: 1 }, set: {} }, finishTurn: true };
+    await expect(store.commit(SESSION, change)).rejects.toThrow(/usage field calls holds a non-integer/);
+    expect(await dump(t, keys)).toEqual(before);
+    await t.redis.hset(keys.usage, 'calls', '1');
+    await t.redis.hset(keys.meta, 'projectionTokens', '1.5');
+    await expect(store.commit(SESSION, change)).rejects.toThrow(/projectionTokens holds a non-integer/);
+    expect((await store.load(SESSION)).entries).toHaveLength(1);
+  });
 });
 
 async function dump(t: TestRedis, keys: ReturnType<SessionStore['keys']>) {

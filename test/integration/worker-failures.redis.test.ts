@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
@@ -158,7 +158,12 @@ describe('worker failures', () => {
     const transcript = await readTranscript(t.redis, keys);
     expect(transcript.map((e) => (e.type === 'message' ? e.message.role : e.type))).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
     const turns = new Queue('turns', { connection: t.redis, prefix: t.queuePrefix });
-    const [job] = await turns.getJobs(['completed']);
+    // The reply is enqueued before the job completes: wait for its completion.
+    const [job] = await vi.waitFor(async () => {
+      const completed = await turns.getJobs(['completed']);
+      expect(completed).toHaveLength(1);
+      return completed;
+    }, { timeout: 5000, interval: 20 });
     await turns.close();
     // Completion counts as the one attempt made: the lost lease spent none.
     expect(job.attemptsMade).toBe(1);

@@ -1,6 +1,9 @@
 --[[
   One atomic change to a session: compare-and-set on the session's version, fenced by the lease.
-  Everything is validated before the first write (Redis keeps what a failing script wrote).
+  Everything is validated before the first write (Redis keeps what a failing script wrote), the
+  stored counters too: each hash is read once (HMGET) and written once (one HSET of every field the
+  commit changes, the counters with their sums), so a commit runs about ten commands, not thirty.
+  Counters stay exact below 2^53.
 
   Input:
     KEYS[1] history (list of stored entries, the projection)
@@ -42,6 +45,23 @@ local function isFieldMap(value, valueOk)
   return true
 end
 local function isScalar(v) return type(v) == 'string' or type(v) == 'number' end
+-- A stored counter as a number (absent: 0), or the error of one that is not an integer.
+local function stored(value, what)
+  local n = tonumber(value or '0')
+  if not isInteger(n) then return nil, fail(what .. ' holds a non-integer') end
+  return n
+end
+-- RPUSH of many items in one call, at most 1000 at a time (Lua's unpack has a limit).
+local function pushAll(key, from, count)
+  for first = from, from + count - 1, 1000 do
+    redis.call('RPUSH', key, unpack(ARGV, first, math.min(first + 999, from + count - 1)))
+  end
+end
+local function hsetAll(key, map)
+  local flat = {}
+  for field, value in pairs(map) do flat[#flat + 1] = field; flat[#flat + 1] = value end
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end
 
 local ok, o = pcall(cjson.decode, ARGV[1])
 if not ok or type(o) ~= 'table' then return fail('options must be a JSON object') end
@@ -67,19 +87,44 @@ for i = 1, nTranscript do
   kinds[i] = item['type']
 end
 
-local version = tonumber(redis.call('HGET', KEYS[3], 'version') or '0')
+-- Reads first (one per hash), so a malformed stored counter is refused before anything is written.
+local now = string.format('%d', o['nowMs'])
+local current = redis.call('HMGET', KEYS[3], 'version', 'projectionTokens', 'createdAtMs')
+local version = tonumber(current[1] or '0')
 if version ~= o['expectedVersion'] then return {0, 'version', tostring(version)} end
 local lease = redis.call('GET', KEYS[5])
 if lease ~= o['fence'] then return {0, 'fence', tostring(lease or 'none')} end
-
-if o['mode'] == 'replace' then
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[3], 'projectionTokens', o['projectionTokens'])
-elseif o['mode'] == 'append' then
-  redis.call('HINCRBY', KEYS[3], 'projectionTokens', o['projectionTokens'])
+-- The usage counters: read once, written with their sums in the one HSET of the usage hash
+-- (what an HINCRBY each would do; a field both incremented and set ends as set).
+local usage, usageFields = {}, {}
+for field in pairs(o['usageIncr']) do usageFields[#usageFields + 1] = field end
+if #usageFields > 0 then
+  local values = redis.call('HMGET', KEYS[4], unpack(usageFields))
+  for k, field in ipairs(usageFields) do
+    local n, err = stored(values[k], 'usage field ' .. field)
+    if not n then return err end
+    usage[field] = string.format('%d', n + o['usageIncr'][field])
+  end
 end
-local i = 2
-for _ = 1, nEntries do redis.call('RPUSH', KEYS[1], ARGV[i]); i = i + 1 end
+for field, value in pairs(o['usageSet']) do usage[field] = value end
+-- Every meta field of the commit, written in one HSET at the end.
+local meta = {}
+for field, value in pairs(o['meta']) do meta[field] = value end
+if o['mode'] == 'replace' then
+  meta['projectionTokens'] = string.format('%d', o['projectionTokens'])
+elseif o['mode'] == 'append' then
+  local n, err = stored(current[2], 'projectionTokens')
+  if not n then return err end
+  meta['projectionTokens'] = string.format('%d', n + o['projectionTokens'])
+end
+if o['finishTurn'] then meta['turnInboundIds'] = '[]' end
+meta['lastActivityMs'] = now
+if not current[3] then meta['createdAtMs'] = now end
+meta['version'] = string.format('%d', version + 1)
+
+if o['mode'] == 'replace' then redis.call('DEL', KEYS[1]) end
+pushAll(KEYS[1], 2, nEntries)
+local i = 2 + nEntries
 local retention = o['transcriptRetention']
 for n = 1, nTranscript do
   if retention > 0 then
@@ -89,14 +134,8 @@ for n = 1, nTranscript do
   end
   i = i + 1
 end
-for _ = 1, nOutbox do redis.call('RPUSH', KEYS[7], ARGV[i]); i = i + 1 end
-for field, value in pairs(o['meta']) do redis.call('HSET', KEYS[3], field, value) end
-for field, value in pairs(o['usageIncr']) do redis.call('HINCRBY', KEYS[4], field, value) end
-for field, value in pairs(o['usageSet']) do redis.call('HSET', KEYS[4], field, value) end
-if o['finishTurn'] then
-  redis.call('DEL', KEYS[6])
-  redis.call('HSET', KEYS[3], 'turnInboundIds', '[]')
-end
-redis.call('HSET', KEYS[3], 'lastActivityMs', o['nowMs'])
-redis.call('HSETNX', KEYS[3], 'createdAtMs', o['nowMs'])
-return {1, tostring(redis.call('HINCRBY', KEYS[3], 'version', 1))}
+pushAll(KEYS[7], i, nOutbox)
+hsetAll(KEYS[4], usage)
+if o['finishTurn'] then redis.call('DEL', KEYS[6]) end
+hsetAll(KEYS[3], meta)
+return {1, meta['version']}

@@ -32,6 +32,12 @@ if mode ~= 'check' and mode ~= 'pending' then return redis.error_reply('ERR ente
 if not now then return redis.error_reply('ERR enterOutboundOrder: nowMs must be a number') end
 if not hold or hold < 1 or hold % 1 ~= 0 then return redis.error_reply('ERR enterOutboundOrder: holdMs must be an integer >= 1') end
 
+-- No reply of the session pending (the common case): this one enters first, and may go.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('ZADD', KEYS[1], string.format('%.0f', now), member)
+  redis.call('PEXPIRE', KEYS[1], hold)
+  return 1
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now - hold))
 local mine = redis.call('ZSCORE', KEYS[1], member)
 if mine then

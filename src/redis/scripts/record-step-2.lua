@@ -28,10 +28,11 @@ if type(ARGV[2]) ~= 'string' then return redis.error_reply('ERR recordStep: the 
 if redis.call('GET', KEYS[1]) ~= opts['fence'] then return -1 end
 if opts['newRound'] == true then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[2], 'turn', opts['turnId'])
+  redis.call('HSET', KEYS[2], 'turn', opts['turnId'], opts['field'], ARGV[2])
 elseif redis.call('HGET', KEYS[2], 'turn') ~= opts['turnId'] then
   return -2
+else
+  redis.call('HSET', KEYS[2], opts['field'], ARGV[2])
 end
-redis.call('HSET', KEYS[2], opts['field'], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
