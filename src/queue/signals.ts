@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, turnSignalChannel } from '../redis/keys.js';
+import { subscribeJson } from '../redis/pubsub.js';
 
 /** A turn signal published by workers on the pub/sub channel `<keyPrefix>signals`. */
 export interface TurnSignal {
@@ -27,26 +28,9 @@ export async function publishTurnSignal(redis: RedisClient, signal: TurnSignal, 
  * worth a crash. @returns a function that unsubscribes and closes the connection.
  */
 export async function subscribeTurnSignals(subscriber: RedisClient, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  const channel = turnSignalChannel(keyPrefix);
   const log = (logger ?? createSilentLogger()).child({ component: 'turn-signals' });
-  subscriber.on('message', (from: string, payload: string) => {
-    if (from !== channel) return;
-    const signal = parseSignal(payload);
-    if (!signal) {
-      log.warn({ channel, bytes: payload.length }, 'malformed turn signal ignored');
-      return;
-    }
-    try {
-      onSignal(signal);
-    } catch (err) {
-      log.warn({ err, sessionId: signal.sessionId, type: signal.type }, 'turn signal handler failed');
-    }
-  });
-  await subscriber.subscribe(channel);
-  return async () => {
-    await subscriber.unsubscribe(channel);
-    subscriber.disconnect();
-  };
+  const subscription = { channel: turnSignalChannel(keyPrefix), parse: parseSignal, what: 'turn signal', describe: (signal: TurnSignal) => ({ sessionId: signal.sessionId, type: signal.type }) };
+  return subscribeJson(subscriber, subscription, onSignal, log);
 }
 
 const SIGNAL_TYPES = new Set<string>(['turn-started', 'typing', 'turn-ended']);

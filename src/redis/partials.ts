@@ -11,6 +11,7 @@ import type { ChannelName } from '../core/inbound.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, partialsChannel, partialViewKey } from './keys.js';
+import { subscribeJson } from './pubsub.js';
 import { runScript } from './scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
@@ -53,26 +54,9 @@ export async function publishPartial(redis: RedisClient, update: PartialUpdate, 
  * malformed payload or a throwing handler is logged and skipped. @returns unsubscribe-and-close.
  */
 export async function subscribePartials(subscriber: RedisClient, onUpdate: (update: PartialUpdate) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  const channel = partialsChannel(keyPrefix);
   const log = (logger ?? createSilentLogger()).child({ component: 'partials' });
-  subscriber.on('message', (from: string, payload: string) => {
-    if (from !== channel) return;
-    const update = parsePartial(payload);
-    if (!update) {
-      log.warn({ channel, bytes: payload.length }, 'malformed partial reply ignored');
-      return;
-    }
-    try {
-      onUpdate(update);
-    } catch (err) {
-      log.warn({ err, sessionId: update.sessionId, streamId: update.streamId }, 'partial reply handler failed');
-    }
-  });
-  await subscriber.subscribe(channel);
-  return async () => {
-    await subscriber.unsubscribe(channel).catch(() => undefined);
-    subscriber.disconnect();
-  };
+  const subscription = { channel: partialsChannel(keyPrefix), parse: parsePartial, what: 'partial reply', describe: (update: PartialUpdate) => ({ sessionId: update.sessionId, streamId: update.streamId }) };
+  return subscribeJson(subscriber, subscription, onUpdate, log);
 }
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */
