@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { formatShare } from '../../src/core/session-figures.js';
 import type { SessionDetail, SessionPage } from '../../src/session/view.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { launchChromium } from '../helpers/browser.js';
 import { prose } from '../helpers/histories.js';
-import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
+import { isSummaryRequest, type Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -23,10 +23,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   telegram = await startFakeTelegram();
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
   // The session runs on fake-model with an 8,000-token window, 1,000 reserved; the worker compacts at 30% of 7,000.
-  stack = await startStack({
-    channels: { list: [channel] },
+  stack = await startTelegramStack(telegram, {
     env: { CHATGATE_CONTEXT_WINDOW: '8000', CHATGATE_RESERVED_OUTPUT_TOKENS: '1000', CHATGATE_THRESHOLD: '0.3' },
     handler: (request) => ({ content: `Answer ${request.index}: ${prose(250, String(request.index))}` }),
   });
