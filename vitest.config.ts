@@ -12,6 +12,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at once (vitest's default for `run` is cores - 1: one on a 2-core machine): most files wait on
+    // servers, child processes and timers rather than compute. VITEST_MAX_WORKERS overrides it.
+    maxWorkers: 2,
+    // A worker keeps its module cache from file to file (importing bullmq, openai and the tokenizer anew per file
+    // cost about a second each): no test mocks modules or stubs globals, and every file closes what it starts.
+    isolate: false,
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'] } },

@@ -1,19 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 import { jpegBytes, makePdf, oggBytes } from '../helpers/files.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 
 let telegram: FakeTelegramServer;
 let stack: Stack | undefined;
 
 async function start(env: Record<string, string> = {}, handler: FakeHandler = () => ({ content: 'seen it' })): Promise<Stack> {
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 50, maxAttachmentBytes: Number(env.CHATGATE_MAX_ATTACHMENT_BYTES ?? 10 * 1024 * 1024) });
-  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_TRANSCRIBE_MODEL: 'whisper-1', CHATGATE_VISION: 'true', ...env } });
+  const channel = { maxAttachmentBytes: Number(env.CHATGATE_MAX_ATTACHMENT_BYTES ?? 10 * 1024 * 1024) };
+  stack = await startTelegramStack(telegram, { handler, channel, env: { CHATGATE_TRANSCRIBE_MODEL: 'whisper-1', CHATGATE_VISION: 'true', ...env } });
   return stack;
 }
 

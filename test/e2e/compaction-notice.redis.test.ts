@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { prose } from '../helpers/histories.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
@@ -20,9 +20,8 @@ const NOTICE = /^Compacted the earlier conversation to keep it within the model'
 /** A stack on an 8,000-token window; each answer is about 1,000 tokens. */
 async function start(env: Record<string, string>): Promise<Stack> {
   telegram = await startFakeTelegram();
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
-  stack = await startStack({
-    channels: { list: [channel] }, env: { CHATGATE_CONTEXT_WINDOW: '8000', ...env },
+  stack = await startTelegramStack(telegram, {
+    env: { CHATGATE_CONTEXT_WINDOW: '8000', ...env },
     handler: (request) => ({ content: `Answer ${request.index}: ${prose(1000, String(request.index))}` }),
   });
   return stack;

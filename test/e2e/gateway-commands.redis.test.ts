@@ -1,20 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeHandler, FakeReply } from '../fakes/openai-server.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
 let stack: Stack | undefined;
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 50 });
-  stack = await startStack({ channels: { list: [channel] }, handler, env });
+  stack = await startTelegramStack(telegram, { handler, env });
   return stack;
 }
 

@@ -1,34 +1,24 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
+import { isSummaryRequest, type Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
+import { waitUntil as waitForState } from '../helpers/waits.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 
 let telegram: FakeTelegramServer;
 let stack: Stack | undefined;
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 50 });
-  stack = await startStack({ channels: { list: [channel] }, handler, env });
+  stack = await startTelegramStack(telegram, { handler, env });
   return stack;
 }
 
 /** Resolves once `condition` holds, checking on every Telegram call. */
-function waitUntil(condition: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const check = () => {
-      if (!condition()) return;
-      telegram.off('call', check);
-      resolve();
-    };
-    telegram.on('call', check);
-    check();
-  });
-}
+const waitUntil = (condition: () => boolean): Promise<void> => waitForState(telegram, 'call', condition);
 
 /** `chatgate_model_calls_total{channel="telegram"}` as the gateway's /metrics exposes it. */
 async function modelCalls(s: Stack): Promise<number> {

@@ -3,13 +3,13 @@
  * session's hygiene compaction (a slow summary) never holds another chat's message or reply.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { FakeReply } from '../fakes/openai-server.js';
 import { prose } from '../helpers/histories.js';
-import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
+import { isSummaryRequest, type Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
@@ -23,12 +23,10 @@ afterEach(async () => {
 describe('gateway hygiene and other chats', () => {
   it('answers chat B while chat A waits for its hygiene summary; A is answered after it', async () => {
     telegram = await startFakeTelegram();
-    const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
     let release: (reply: FakeReply) => void = () => undefined;
     const held = new Promise<FakeReply>((resolve) => { release = resolve; });
     // As in hygiene.redis.test.ts: only hygiene (85% of 8,000) can compact; its summary is held until released.
-    stack = await startStack({
-      channels: { list: [channel] },
+    stack = await startTelegramStack(telegram, {
       env: { CHATGATE_CONTEXT_WINDOW: '8000', CHATGATE_THRESHOLD: '0.8' },
       handler: (request) => ({ content: `Answer ${request.index}: ${prose(1000, String(request.index))}` }),
       summary: () => ({ hold: held }),

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { prose } from '../helpers/histories.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
@@ -20,10 +20,8 @@ afterEach(async () => {
 describe('gateway hygiene at 85%', () => {
   it('compacts an idle session over the line before its next turn, so the worker request is under it', async () => {
     telegram = await startFakeTelegram();
-    const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
     // 8,000-token window; the worker compacts at 80% (6,400) so that only hygiene (85%, 6,800) can act here.
-    stack = await startStack({
-      channels: { list: [channel] },
+    stack = await startTelegramStack(telegram, {
       env: { CHATGATE_CONTEXT_WINDOW: '8000', CHATGATE_THRESHOLD: '0.8' },
       handler: (request) => ({ content: `Answer ${request.index}: ${prose(1000, String(request.index))}` }),
     });

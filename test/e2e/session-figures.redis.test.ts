@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { formatShare } from '../../src/core/session-figures.js';
 import type { SessionDetail, SessionPage } from '../../src/session/view.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { launchChromium } from '../helpers/browser.js';
+import { runChatgate, type CliResult } from '../helpers/cli-process.js';
 import { prose } from '../helpers/histories.js';
-import { isSummaryRequest, startStack, type Stack } from '../helpers/stack.js';
+import { isSummaryRequest, type Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'telegram:42';
 
 /** The figures every surface must agree on. */
@@ -23,10 +21,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   telegram = await startFakeTelegram();
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1 });
   // The session runs on fake-model with an 8,000-token window, 1,000 reserved; the worker compacts at 30% of 7,000.
-  stack = await startStack({
-    channels: { list: [channel] },
+  stack = await startTelegramStack(telegram, {
     env: { CHATGATE_CONTEXT_WINDOW: '8000', CHATGATE_RESERVED_OUTPUT_TOKENS: '1000', CHATGATE_THRESHOLD: '0.3' },
     handler: (request) => ({ content: `Answer ${request.index}: ${prose(250, String(request.index))}` }),
   });
@@ -43,20 +39,11 @@ const texts = () => telegram.callsOf('sendMessage').map((call) => String(call.pa
 const number = (text: string) => Number(text.replace(/,/g, ''));
 
 /** Runs the real CLI as its own process, configured with another model than the session's. */
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = {
-    PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: stack.t.url, CHATGATE_KEY_PREFIX: stack.t.keyPrefix,
+function runCli(args: string[]): Promise<CliResult> {
+  return runChatgate(args, {
+    REDIS_URL: stack.t.url, CHATGATE_KEY_PREFIX: stack.t.keyPrefix,
     CHATGATE_QUEUE_PREFIX: stack.t.queuePrefix, OPENAI_BASE_URL: stack.llm.baseURL, OPENAI_API_KEY: 'test-key',
     CHATGATE_MODEL: 'gpt-4o', CHATGATE_SUMMARY_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'silent',
-  };
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

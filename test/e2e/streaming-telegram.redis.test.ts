@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { telegramDraftId } from '../../channels/telegram/stream.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
@@ -16,8 +16,7 @@ const ANSWER = Array.from({ length: 40 }, (_, i) => `part${i}`).join(' ') + ' an
 const FINAL_HTML = ANSWER.replace('**done**', '<b>done</b>');
 
 async function start(handler: FakeHandler): Promise<Stack> {
-  const channel = createTelegramChannel({}, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 50, groupTrigger: 'always' });
-  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_STREAM_EDIT_INTERVAL_MS: '250' }, worker: { streamPublishIntervalMs: 20 } });
+  stack = await startTelegramStack(telegram, { handler, channel: { groupTrigger: 'always' }, env: { CHATGATE_STREAM_EDIT_INTERVAL_MS: '250' }, worker: { streamPublishIntervalMs: 20 } });
   return stack;
 }
 

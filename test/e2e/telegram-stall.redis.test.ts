@@ -3,36 +3,27 @@
  * deleted forum topic (400) and a malformed update each leave every other chat answered.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTelegramChannel } from '../../channels/telegram/index.js';
 import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import { readChannelDeadLetters, setAsideChannelUpdate } from '../../src/redis/channel-dead-letters.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
+import { waitUntil as waitForState } from '../helpers/waits.js';
 
 let telegram: FakeTelegramServer;
 let stack: Stack | undefined;
 
 async function start(): Promise<Stack> {
-  const channel = createTelegramChannel({
-    setAside: (entry) => setAsideChannelUpdate(stack!.t.redis, entry, stack!.t.keyPrefix),
-  }, { token: telegram.token, apiRoot: telegram.apiRoot, pollTimeoutSeconds: 1, redeliveryDelayMs: 20 });
-  stack = await startStack({ channels: { list: [channel] }, handler: () => ({ content: 'ok' }) });
+  stack = await startTelegramStack(telegram, {
+    handler: () => ({ content: 'ok' }), channel: { redeliveryDelayMs: 20 },
+    deps: { setAside: (entry) => setAsideChannelUpdate(stack!.t.redis, entry, stack!.t.keyPrefix) },
+  });
   return stack;
 }
 
 /** Resolves once `condition` holds, checking on every Telegram call. */
-function waitUntil(condition: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const check = () => {
-      if (!condition()) return;
-      telegram.off('call', check);
-      resolve();
-    };
-    telegram.on('call', check);
-    check();
-  });
-}
+const waitUntil = (condition: () => boolean): Promise<void> => waitForState(telegram, 'call', condition);
 
 const sendsTo = (chatId: string) => telegram.callsOf('sendMessage').filter((call) => call.params.chat_id === chatId);
 const user = (id: number) => ({ from: { id, is_bot: false, first_name: `U${id}` }, chat: { id, type: 'private', first_name: `U${id}` } });

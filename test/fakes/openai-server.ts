@@ -35,7 +35,7 @@ export type FakeStreaming = 'sse' | 'json' | 'refuse';
 export interface FakeStreamShape {
   /** The text's pieces, one per chunk (they must join to `content`). Default: pieces of about 4 characters. */
   pieces?: string[];
-  /** Wait between chunks, ms. Default 0. */
+  /** Wait between chunks, ms. Default 0: the next chunk follows on the next turn of the event loop (no 1 ms timer per chunk). */
   pieceDelayMs?: number;
   /** Close the connection after this many content chunks (a stream that dies mid-way). */
   cutAfter?: number;
@@ -230,7 +230,9 @@ async function streamReply(res: ServerResponse, request: FakeRequest, reply: Ans
   }
   const base = { id: `chatcmpl-${request.index}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: request.model };
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): void => void res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
-  const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, reply.pieceDelayMs ?? 0));
+  const delayMs = reply.pieceDelayMs ?? 0;
+  // setTimeout(0) waits at least 1 ms: a 5,000-character answer in 4-character pieces would take over a second.
+  const pause = (): Promise<void> => new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve)));
   chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
   const text = reply.content ?? '';
   const pieces = reply.pieces ?? (text.match(/[\s\S]{1,4}/gu) ?? []);

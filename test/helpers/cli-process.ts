@@ -48,6 +48,22 @@ export function spawnChatgate(args: string[], env: Record<string, string>): Chat
   return { child, stdout, stderr, exited, waitFor };
 }
 
+/** What a finished `chatgate` run printed, and its exit code (null when killed by a signal). */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `chatgate <args>` as {@link spawnChatgate} does and resolves once it has exited and its output is closed. */
+export function runChatgate(args: string[], env: Record<string, string>): Promise<CliResult> {
+  const proc = spawnChatgate(args, env);
+  return new Promise((resolve, reject) => {
+    proc.child.once('error', reject);
+    proc.child.once('close', (code) => resolve({ code, stdout: proc.stdout.text, stderr: proc.stderr.text }));
+  });
+}
+
 /** Stops `proc` with SIGTERM if it still runs, and waits for it. */
 export async function stopChatgate(proc: ChatgateProcess | undefined): Promise<void> {
   if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;

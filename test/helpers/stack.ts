@@ -24,13 +24,22 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/** What {@link startStack} takes: the gateway's channels, the fake LLM's answers, config env and worker options on top of the defaults. */
+export interface StackOptions {
+  channels: GatewayChannels;
+  handler: FakeHandler;
+  summary?: FakeHandler;
+  env?: Record<string, string>;
+  worker?: Partial<RunWorkerOptions>;
+}
+
 /** True for a request the summariser made. */
 export function isSummaryRequest(request: FakeRequest): boolean {
   return request.messages.some((m) => m.role === 'system' && typeof m.content === 'string' && m.content.includes(SUMMARIZER_MARK));
 }
 
 /** Starts the stack. `handler` answers agent requests; summariser requests get `summary`'s answer (default a short summary). */
-export async function startStack(options: { channels: GatewayChannels; handler: FakeHandler; summary?: FakeHandler; env?: Record<string, string>; worker?: Partial<RunWorkerOptions> }): Promise<Stack> {
+export async function startStack(options: StackOptions): Promise<Stack> {
   const t = createTestRedis();
   const summary: FakeHandler = options.summary ?? (() => ({ content: 'Goal: help the user. Active state: conversation summarised.' }));
   const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? summary(request) : options.handler(request)));

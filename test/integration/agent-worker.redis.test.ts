@@ -7,17 +7,17 @@ import { createLlmClient } from '../../src/llm/client.js';
 import { decideRetry } from '../../src/core/retry.js';
 import { toFailureClass } from '../../src/llm/errors.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions, type WorkerDeps } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
 import { createLogSink } from '../helpers/log-sink.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig, type WorkerStartOptions } from '../helpers/worker-rig.js';
 
 const SESSION = 'web:chat1';
 let seq = 0;
@@ -30,34 +30,19 @@ function inbound(text: string, chatId = 'chat1'): InboundMessage {
 const isAgent = (r: FakeRequest) => !String(r.messages[0]?.content).startsWith('You write handoff summaries');
 
 describe('agent worker', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
-  let worker: RunningWorker | null;
   let producer: TurnProducer;
   let out: OutboundCollector;
 
-  const start = async ({ logger, tools, ...options }: Partial<RunWorkerOptions> & Pick<WorkerDeps, 'logger' | 'tools'> = {}) => {
-    worker = await runWorker({ redis: t.redis, logger, tools }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
-      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
-      concurrency: 2, ...options,
-    });
-  };
+  const start = (options: WorkerStartOptions = {}) => rig.start({ concurrency: 2, ...options });
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    out = await collectOutbound(t);
-    worker = null;
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
   });
-  afterEach(async () => {
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it('answers a message, records usage and the transcript, and clears inbox and processing', async () => {
     await start();

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -15,6 +14,7 @@ import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { callUsageDelta, readUsage } from '../../src/redis/usage.js';
+import { closedPort, runChatgate, type CliResult } from '../helpers/cli-process.js';
 import { deleteMatching } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -23,20 +23,8 @@ const MODEL = 'test-model';
 const WINDOW = 4096;
 const TELEGRAM_TOKEN = '123456:GOOD-token';
 
-interface CliResult { code: number | null; stdout: string; stderr: string }
-
-/** Runs `node --import tsx src/cli.ts --no-dotenv …args` with `env` (nothing inherited but PATH and HOME; no ./.env). */
-function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `chatgate …args` with `env` (nothing inherited but PATH and HOME; no ./.env). */
+const runCli = runChatgate;
 
 /** A fake OpenAI-compatible endpoint (GET /v1/models, POST /v1/chat/completions) and Telegram getMe. */
 async function startFakeApis(): Promise<{ url: string; completions: ChatMessage[][]; close(): Promise<void> }> {
@@ -62,15 +50,6 @@ async function startFakeApis(): Promise<{ url: string; completions: ChatMessage[
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return { url, completions, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('chatgate CLI against real Redis', () => {

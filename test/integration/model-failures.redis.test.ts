@@ -1,15 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { readDeadLetters, requeueDeadLetters } from '../../src/redis/dead-letters.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import type { RunWorkerOptions } from '../../workers/main.js';
 import { TURN_NOTICES } from '../../workers/notices.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../fakes/openai-server.js';
+import type { FakeOpenAI, FakeReply } from '../fakes/openai-server.js';
 import { createLogSink, type LogSink } from '../helpers/log-sink.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const SESSION = 'web:chat1';
 const API_KEY = 'sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4';
@@ -21,38 +22,26 @@ function inbound(text: string): InboundMessage {
 }
 
 describe('model failures', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
-  let worker: RunningWorker | null;
   let producer: TurnProducer;
   let out: OutboundCollector;
   let sink: LogSink;
   let keys: SessionKeys;
 
-  const start = async (llm: Partial<RunWorkerOptions['llm']> = {}) => {
-    worker = await runWorker({ redis: t.redis, logger: sink.logger }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
-      llm: { baseURL: fake.baseURL, apiKey: API_KEY, model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 }, ...llm },
-      concurrency: 2,
-    });
-  };
+  const start = (llm: Partial<RunWorkerOptions['llm']> = {}) => rig.start({
+    logger: sink.logger, concurrency: 2,
+    llm: { baseURL: fake.baseURL, apiKey: API_KEY, model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 }, ...llm },
+  });
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
     sink = createLogSink('debug');
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    out = await collectOutbound(t);
-    worker = null;
     keys = sessionKeys(SESSION, t.keyPrefix);
   });
-  afterEach(async () => {
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it.each<[string, FakeReply]>([
     ['malformed JSON', { raw: '{"id": "chatcmpl-1", "choices": [{"index": 0, "mess' }],

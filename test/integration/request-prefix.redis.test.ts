@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
-import { runWorker, type RunningWorker } from '../../workers/main.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
+import type { FakeOpenAI, FakeReply, FakeRequest } from '../fakes/openai-server.js';
+import type { OutboundCollector } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 let seq = 0;
 function inbound(text: string): InboundMessage {
@@ -26,9 +26,8 @@ function agentReply(r: FakeRequest): FakeReply {
 }
 
 describe('the request between compactions', () => {
-  let t: TestRedis;
+  let rig: WorkerRig;
   let fake: FakeOpenAI;
-  let worker: RunningWorker | null;
   let producer: TurnProducer;
   let out: OutboundCollector;
 
@@ -39,22 +38,11 @@ describe('the request between compactions', () => {
   };
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI(agentReply);
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    out = await collectOutbound(t);
-    worker = await runWorker({ redis: t.redis }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
-      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
-    });
+    rig = await openWorkerRig(agentReply);
+    ({ fake, producer, out } = rig);
+    await rig.start();
   });
-  afterEach(async () => {
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it('only grows at its end across remember and forget calls: every request starts with the previous one', async () => {
     for (const text of ['hello', 'remember', 'how are you', 'forget', 'bye']) await say(text);

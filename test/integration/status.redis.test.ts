@@ -5,8 +5,7 @@
  * heartbeat expires and it is named as dead; queue depths and failed counts are those BullMQ and
  * `chatgate failed` show.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayOptions } from '../../src/cli/compose.js';
@@ -18,26 +17,15 @@ import { createSilentLogger } from '../../src/log.js';
 import { readHeartbeats } from '../../src/redis/heartbeats.js';
 import { sessionIndexKey, sessionKeys } from '../../src/redis/keys.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { runChatgate } from '../helpers/cli-process.js';
 import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Short heartbeats, so a killed worker's expires within the test. */
 const HEARTBEAT_TTL_MS = '1500';
 
-interface CliResult { code: number | null; stdout: string; stderr: string }
-
-function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `chatgate …args` with `env` (nothing inherited but PATH and HOME; no ./.env). */
+const runCli = runChatgate;
 
 /** Checks `condition` every 100 ms until it holds (the test's timeout bounds the wait). */
 async function pollUntil(condition: () => Promise<boolean>): Promise<void> {

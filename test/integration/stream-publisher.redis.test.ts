@@ -4,13 +4,13 @@ import { duplicateRedis } from '../../src/redis/client.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { subscribePartials, type PartialUpdate } from '../../src/redis/partials.js';
 import { replyJobId } from '../../src/queue/names.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { readUsage } from '../../src/redis/usage.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
 import { createTurnStreams } from '../../workers/stream-publisher.js';
 import { createSilentLogger } from '../../src/log.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { FakeOpenAI } from '../fakes/openai-server.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig, type WorkerStartOptions } from '../helpers/worker-rig.js';
 
 const SESSION = 'telegram:42';
 let n = 0;
@@ -34,38 +34,25 @@ function expectOrdered(updates: PartialUpdate[]): void {
 }
 
 describe('partial replies from the worker', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
-  let worker: RunningWorker | null;
   let producer: TurnProducer;
   let out: OutboundCollector;
   let updates: PartialUpdate[];
   let unsubscribe: () => Promise<void>;
 
-  const start = async (options: Partial<RunWorkerOptions> = {}) => {
-    worker = await runWorker({ redis: t.redis }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
-      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
-      streamPublishIntervalMs: 20, ...options,
-    });
-  };
+  const start = (options: WorkerStartOptions = {}) => rig.start({ streamPublishIntervalMs: 20, ...options });
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    out = await collectOutbound(t);
-    worker = null;
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
     updates = [];
     unsubscribe = await subscribePartials(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
   });
   afterEach(async () => {
     await unsubscribe();
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
+    await rig.close();
   });
 
   it('publishes the reply being written, throttled and in order, under the id of the reply it becomes; usage counts as without streaming', async () => {

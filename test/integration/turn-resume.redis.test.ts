@@ -4,51 +4,39 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import type { FakeOpenAI, FakeRequest } from '../fakes/openai-server.js';
 import { waitForLine } from '../helpers/cli-worker.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'web:r1';
 
 describe('a crashed turn resumes', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
   let producer: TurnProducer;
   let out: OutboundCollector;
-  const children: ChildProcess[] = [];
 
   const startWorker = async (block: boolean): Promise<ChildProcess> => {
     const env = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix, QUEUE_SHARDS: String(t.queueShards),
       OPENAI_BASE_URL: fake.baseURL, EFFECT_BLOCK: block ? '1' : '0',
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
+    const child = rig.track(spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
     await waitForLine(child, '"worker started"');
     return child;
   };
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
-    out = await collectOutbound(t);
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
   });
-  afterEach(async () => {
-    await Promise.all(children.splice(0).map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    }));
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it('after a SIGKILL between a side-effecting tool call and the next model call: the tool ran once, nothing done is done again', async () => {
     const hasTools = (r: FakeRequest) => r.messages.some((m) => m.role === 'tool');

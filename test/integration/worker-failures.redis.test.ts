@@ -5,17 +5,17 @@ import { z } from 'zod';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
 import { replyJobId } from '../../src/queue/names.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
 import { acquireLease } from '../../src/redis/lease.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { TURN_NOTICES } from '../../workers/agent.processor.js';
-import { runWorker, type RunningWorker, type RunWorkerOptions, type WorkerDeps } from '../../workers/main.js';
 import { defineTool } from '../../workers/tools/types.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import type { FakeOpenAI } from '../fakes/openai-server.js';
 import { createLogSink, type LogSink } from '../helpers/log-sink.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig, type WorkerStartOptions } from '../helpers/worker-rig.js';
 
 const SESSION = 'web:chat1';
 let seq = 0;
@@ -26,40 +26,26 @@ function inbound(text: string): InboundMessage {
 }
 
 describe('worker failures', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
-  let worker: RunningWorker | null;
   let producer: TurnProducer;
   let out: OutboundCollector;
   let sink: LogSink;
   let keys: SessionKeys;
 
-  const start = async ({ tools, ...options }: Partial<RunWorkerOptions> & Pick<WorkerDeps, 'tools'> = {}) => {
-    worker = await runWorker({ redis: t.redis, logger: sink.logger, tools }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000,
-      llm: { baseURL: fake.baseURL, apiKey: 'test-key', model: 'gpt-4o-mini', retry: { baseDelayMs: 5, maxRetries: 2 } },
-      concurrency: 2, ...options,
-    });
-  };
+  const start = (options: WorkerStartOptions = {}) => rig.start({ logger: sink.logger, concurrency: 2, ...options });
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
     sink = createLogSink();
-    out = await collectOutbound(t);
-    worker = null;
     keys = sessionKeys(SESSION, t.keyPrefix);
   });
-  afterEach(async () => {
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it('dead-letters the messages of a turn that fails on its last attempt, tells the user, and the session goes on', async () => {
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, attempts: 2 });
+    producer = await rig.replaceProducer({ attempts: 2 });
     await start();
     fake.setHandler(() => ({ content: 'answered' }));
     // A session whose meta cannot be read: every attempt of the turn throws.
@@ -95,7 +81,6 @@ describe('worker failures', () => {
   });
 
   it('dead-letters the messages of a turn whose job stalled too often (its worker died), under the lease', async () => {
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     const lost = inbound('taken by a worker that died');
     await producer.submitInbound(lost);
     // A worker that takes the job and the messages, then dies: its job lock is never renewed.
@@ -120,7 +105,6 @@ describe('worker failures', () => {
   });
 
   it('moves an inbox item that is not a message to the dead letters and answers the rest', async () => {
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     await t.redis.rpush(keys.inbox, 'garbage {', JSON.stringify({ id: 'web:chat1:x' }));
     await start();
     await producer.submitInbound(inbound('fine'));
@@ -132,7 +116,6 @@ describe('worker failures', () => {
   });
 
   it('stops a turn whose lease was lost before the next tool or model call, without a reply or a spent attempt', async () => {
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
     const ran: string[] = [];
     // Another worker takes the session over while this turn runs its tools (the first time only).
     const takeover = defineTool({ name: 'takeover', description: 'x', schema: z.object({}), run: async () => {

@@ -3,12 +3,13 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequest } from '../fakes/openai-server.js';
+import type { FakeOpenAI, FakeReply, FakeRequest } from '../fakes/openai-server.js';
 import { spawnCliWorker, startModelsFront, waitForLine } from '../helpers/cli-worker.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
 
 const PROCESSES = 3;
@@ -16,42 +17,30 @@ const SESSIONS = 30;
 const MESSAGES = 20;
 
 describe('worker processes', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
   let producer: TurnProducer;
   let out: OutboundCollector;
-  const children: ChildProcess[] = [];
 
   let front: Awaited<ReturnType<typeof startModelsFront>>;
 
   // The real entry point, `chatgate worker`, configured through the environment as in production.
   const startWorker = async (): Promise<ChildProcess> => {
-    const child = await spawnCliWorker({
+    return rig.track(await spawnCliWorker({
       redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
       env: { CHATGATE_WORKER_CONCURRENCY: '4', CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
-    });
-    children.push(child);
-    return child;
+    }));
   };
 
   beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI();
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
     front = await startModelsFront(fake.baseURL);
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
-    out = await collectOutbound(t);
   });
   afterEach(async () => {
-    await Promise.all(children.splice(0).map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    }));
-    await out.close();
-    await producer.close();
+    await rig.close();
     await front.close();
-    await fake.close();
-    await t.cleanup();
   });
 
   it('answers every message once, in order, with no overlapping turns, across 3 `chatgate worker` processes (test 1)', async () => {
