@@ -21,7 +21,6 @@ const SCRIPT_FILES = {
   acquireLease: 'acquire-lease-2.lua',
   renewLease: 'renew-lease-1.lua',
   releaseLease: 'release-lease-1.lua',
-  acquireChannelLease: 'acquire-channel-lease-2.lua',
   commitSession: 'commit-session-7.lua',
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
