@@ -8,7 +8,7 @@ import { createMonitorApp } from '../monitor/app.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
-import { ensureQueueLayout } from '../queue/layout.js';
+import { guardTurnProducer, holdQueueLayout } from '../queue/layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
@@ -121,9 +121,11 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Its failures surface where its commands fail; without a listener ioredis prints each one.
   fast.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
   closers.push(() => fast.quit());
-  await ensureQueueLayout(fast, names);
+  // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
+  const layout = await holdQueueLayout({ redis: fast, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
+  closers.push(() => layout.release());
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
-  const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
+  const producer = guardTurnProducer(createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, fast);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, fast);
   for (const queue of [outbound, turns]) queue.onError((err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
@@ -159,7 +161,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
-    checks: readinessChecks(fast, turns, channelsStatus, keyPrefix),
+    checks: { ...readinessChecks(fast, turns, channelsStatus, keyPrefix), queueLayout: async () => layout.check() },
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));

@@ -30,6 +30,7 @@ const SCRIPT_FILES = {
   beginPartialCall: 'begin-partial-call-1.lua',
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
+  queueLayout: 'queue-layout-2.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
