@@ -3,11 +3,13 @@ import { runCompressorBench } from './compressor.js';
 import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
+import { runStorageBench } from './storage.js';
 
 const wanted = new Set(process.argv.slice(2));
 const all = wanted.size === 0;
 if (all || wanted.has('compressor')) await runCompressorBench();
 if (all || wanted.has('sessions')) await runSessionsBench();
 if (all || wanted.has('pipeline')) await runPipelineBench();
+if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.
 if (wanted.has('failover')) await runFailoverBench();
