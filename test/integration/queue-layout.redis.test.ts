@@ -19,16 +19,18 @@ import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, deleteMatching, type TestRedis } from '../helpers/redis.js';
 
-const inbound = (chat: string, seq: number): InboundMessage => ({
-  id: `web:${chat}:${seq}`, channel: 'web', chatId: chat, userId: 'u', userName: 'U', text: `${chat} ${seq}`, attachments: [], receivedAt: Date.now(),
-});
+/** A web chat message opening chat `chat`. */
+function webMessage(chat: string): InboundMessage {
+  return { id: `web:${chat}:1`, channel: 'web', chatId: chat, userId: 'u', userName: 'U', text: 'hello', attachments: [], receivedAt: Date.now() };
+}
 
 describe('queue layout', () => {
   let t: TestRedis;
+  /** Run after each test, last added first. */
   const closers: Array<() => Promise<unknown>> = [];
   beforeEach(() => { t = createTestRedis(); });
   afterEach(async () => {
-    for (const close of closers.splice(0).reverse()) await close();
+    while (closers.length > 0) await closers.pop()!();
     await t.cleanup();
   });
 
@@ -111,7 +113,7 @@ describe('queue layout', () => {
       closers.push(() => worker.close());
       const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...names(1) });
       closers.push(() => producer.close());
-      await producer.submitInbound(inbound('before', 0));
+      await producer.submitInbound(webMessage('before'));
       await fake.waitForRequest(() => true);
       // What a process of an earlier chatgate version does (it records its count without joining the users).
       await t.redis.set(queueLayoutKey(t.queuePrefix), '4');
@@ -119,7 +121,7 @@ describe('queue layout', () => {
       expect(line.msg).toContain('this process runs with CHATGATE_QUEUE_SHARDS=1: it stops taking work');
       expect(line.msg).toContain('Restart it with CHATGATE_QUEUE_SHARDS=4');
       const calls = fake.requests.length;
-      await producer.submitInbound(inbound('after', 0));
+      await producer.submitInbound(webMessage('after'));
       // Several renewal periods and far longer than a turn takes: the turn is still waiting, untouched.
       await new Promise((resolve) => setTimeout(resolve, 1200));
       const turns = openShardedQueue<{ sessionId: string }>('turns', names(1), t.redis);
