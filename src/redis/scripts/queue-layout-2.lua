@@ -16,7 +16,8 @@
               "from"?: integer >= 1        -- claim: the recorded count in whose layout the caller found no job waiting
             }
 
-  Output (an array):
+  Output:
+    an array, one of:
     {'ok', N}            - the layout is the caller's N (recorded now if it was absent); the caller is a user
     {'check', R}         - claim: R is recorded; the caller must find no job waiting in layout R, then claim with from = R
     {'busy', R, count}   - claim: R is recorded and `count` other live processes use it: nothing written
