@@ -1,13 +1,18 @@
 /** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
 import { runCompressorBench } from './compressor.js';
+import { runConcurrencyBench } from './concurrency.js';
 import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
+import { runStorageBench } from './storage.js';
 
 const wanted = new Set(process.argv.slice(2));
 const all = wanted.size === 0;
 if (all || wanted.has('compressor')) await runCompressorBench();
 if (all || wanted.has('sessions')) await runSessionsBench();
 if (all || wanted.has('pipeline')) await runPipelineBench();
+if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.
 if (wanted.has('failover')) await runFailoverBench();
+// Slow model, minutes of waiting: only when named.
+if (wanted.has('concurrency')) await runConcurrencyBench();

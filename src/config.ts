@@ -117,6 +117,8 @@ export interface Config {
   heartbeatTtlMs: number;
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
   transcriptMaxLen: number;
+  /** How long a message's seen marker (re-delivery guard) stays in Redis, seconds. */
+  seenTtlSeconds: number;
   /** How long each channel may take to connect at start, ms. */
   channelStartTimeoutMs: number;
   /** Lease period of Telegram polling and the Discord connection among several gateways, ms. */
@@ -296,6 +298,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     logFormat: s('CHATGATE_LOG_FORMAT') as Config['logFormat'],
     heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
+    seenTtlSeconds: n('CHATGATE_SEEN_TTL_SECONDS'),
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     channelLeaseMs: n('CHATGATE_CHANNEL_LEASE_MS'),
     demo: v.CHATGATE_DEMO as boolean,

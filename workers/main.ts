@@ -9,7 +9,7 @@ import { stripUndefined } from '../src/core/objects.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
-import { ensureQueueLayout } from '../src/queue/layout.js';
+import { holdQueueLayout } from '../src/queue/layout-guard.js';
 import { openShardedQueue } from '../src/queue/sharded.js';
 import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
@@ -48,7 +48,11 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
   const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
   const { llm, compressor, tools } = createAgentParts(deps, o, logger);
-  await ensureQueueLayout(redis, names);
+  const consumers: Array<Worker<TurnJobData>> = [];
+  // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).
+  // pause() without doNotWaitActive also cancels a fetch already blocked on Redis, which would take one more turn.
+  const pauseConsumers = () => { for (const consumer of consumers) void consumer.pause().catch(() => undefined); };
+  const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
   const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, redis);
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
@@ -71,6 +75,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
     connection: redis, prefix, concurrency,
     lockDuration: o.lockDurationMs, stalledInterval: o.stalledIntervalMs ?? o.lockDurationMs, maxStalledCount: o.maxStalledCount,
   }));
+  consumers.push(...workers);
+  if (layout.moved !== null) pauseConsumers();
   const failures = workers.map((worker) => handleFailures(worker, turn));
   for (const worker of workers) worker.on('error', connectionErrorLogger(logger, 'worker error'));
   outbound.onError(connectionErrorLogger(logger, 'outbound queue error'));
@@ -84,6 +90,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await Promise.all(workers.map((worker) => worker.close()));
       await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
+      await layout.release();
       await stops.close();
       await outbound.close();
       if (ownsRedis) await redis.quit();

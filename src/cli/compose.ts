@@ -38,6 +38,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
     maxAttachmentBytes: config.attachments.maxBytes,
     attachmentTtlSeconds: config.attachments.ttlSeconds,
+    seenTtlSeconds: config.seenTtlSeconds,
     transcribeModel: config.attachments.transcribeModel,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),

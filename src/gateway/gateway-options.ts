@@ -50,6 +50,8 @@ export interface GatewayOptions {
   channelStartTimeoutMs?: number;
   /** Largest attachment accepted, bytes. Default 10 MB. */
   maxAttachmentBytes?: number;
+  /** How long a message id's seen marker stays in Redis to drop platform re-deliveries, seconds. Default 86 400. */
+  seenTtlSeconds?: number;
   /** How long attachments' bytes stay in Redis, seconds. Default 86 400. */
   attachmentTtlSeconds?: number;
   /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */
@@ -121,6 +123,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   channelStartTimeoutMs: { integer: true, min: 1 },
   maxAttachmentBytes: { integer: true, min: 1 },
   attachmentTtlSeconds: { integer: true, min: 1 },
+  seenTtlSeconds: { integer: true, min: 1 },
   heartbeatTtlMs: { integer: true, min: 300 },
   streamEditIntervalMs: { integer: true, min: 0 },
   channelLeaseMs: { integer: true, min: 100 },

@@ -8,7 +8,7 @@ import { createMonitorApp } from '../monitor/app.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
-import { ensureQueueLayout } from '../queue/layout.js';
+import { guardTurnProducer, holdQueueLayout } from '../queue/layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
@@ -122,9 +122,11 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Its failures surface where its commands fail; without a listener ioredis prints each one.
   fast.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
   closers.push(() => fast.quit());
-  await ensureQueueLayout(fast, names);
+  // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
+  const layout = await holdQueueLayout({ redis: fast, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
+  closers.push(() => layout.release());
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
-  const producer = createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode });
+  const producer = guardTurnProducer(createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, fast);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, fast);
   for (const queue of [outbound, turns]) queue.onError((err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
@@ -151,7 +153,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   });
   const retry = createRetry({ redis: fast, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id) } }, {
-    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice,
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
   const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
@@ -160,7 +162,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
     sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
-    checks: readinessChecks(fast, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix),
+    checks: { ...readinessChecks(fast, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix), queueLayout: async () => layout.check() },
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(fast, keyPrefix),

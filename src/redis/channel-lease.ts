@@ -2,7 +2,7 @@
  * The lease of a channel connection in Redis: which gateway polls Telegram or holds the Discord
  * gateway connection for one bot. Taken only when free (expired or released), with a fencing token
  * that grows for ever; renewed and released only by the token that holds it (the session lease's
- * scripts, `renew-lease-1.lua` and `release-lease-1.lua`, serve here too).
+ * scripts serve here too: `acquire-lease-2.lua` with a holder, `renew-lease-1.lua`, `release-lease-1.lua`).
  */
 import { createHash } from 'node:crypto';
 import type { RedisClient } from './client.js';
@@ -32,12 +32,13 @@ export function botIdentity(token: string): string {
 
 /**
  * Takes the lease of `channel` for `botId` if it is free, recording `holder`.
- * @returns the fencing token (≥ 1), or null when another gateway holds it. @throws on Redis errors.
+ * @returns the fencing token (≥ 1), or null when another gateway holds it. @throws on Redis errors
+ * (and on an empty `holder`: the script refuses it).
  */
 export async function acquireChannelLease(redis: RedisClient, lease: { channel: string; botId: string; prefix?: string }, holder: string, ttlMs: number): Promise<number | null> {
   const prefix = lease.prefix ?? DEFAULT_KEY_PREFIX;
   const keys = channelLeaseKeys(lease.channel, lease.botId, prefix);
-  const fence = Number(await runScriptWithOptions(redis, 'acquireChannelLease', [keys.lease, keys.meta], { ttlMs, holder }));
+  const fence = Number(await runScriptWithOptions(redis, 'acquireLease', [keys.lease, keys.meta], { ttlMs, holder }));
   if (fence <= 0) return null;
   // In its own slot (listing only): a failure here costs nothing but the status line.
   await redis.sadd(channelLeaseIndexKey(prefix), `${lease.channel}:${lease.botId}`).catch(() => undefined);

@@ -179,6 +179,14 @@ export function queueLayoutKey(queuePrefix: string): string {
   return `${queuePrefix}:chatgate-shards`;
 }
 
+/**
+ * Sorted set of the processes using the recorded queue layout: member `<N>:<process id>`, scored by
+ * when it expires unless renewed (src/queue/layout.ts). Beside {@link queueLayoutKey}, in its slot.
+ */
+export function queueLayoutUsersKey(queuePrefix: string): string {
+  return `${queuePrefix}:chatgate-shards-users`;
+}
+
 /** The keys of one channel connection's lease (who polls Telegram or holds the Discord gateway connection for one bot). */
 export interface ChannelLeaseKeys {
   /** String: the holder's fencing token; expires unless renewed. */

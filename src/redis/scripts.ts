@@ -21,7 +21,6 @@ const SCRIPT_FILES = {
   acquireLease: 'acquire-lease-2.lua',
   renewLease: 'renew-lease-1.lua',
   releaseLease: 'release-lease-1.lua',
-  acquireChannelLease: 'acquire-channel-lease-2.lua',
   commitSession: 'commit-session-7.lua',
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
@@ -31,6 +30,7 @@ const SCRIPT_FILES = {
   beginPartialCall: 'begin-partial-call-1.lua',
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
+  queueLayout: 'queue-layout-2.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */

@@ -10,7 +10,8 @@ import { createLeasedChannel, type LeasedChannel } from '../../src/gateway/chann
 import { createChannels } from '../../src/gateway/channels.js';
 import { createSilentLogger } from '../../src/log.js';
 import { acquireChannelLease, botIdentity, readChannelLeases, releaseChannelLease, renewChannelLease } from '../../src/redis/channel-lease.js';
-import { channelLeaseKeys } from '../../src/redis/keys.js';
+import { channelLeaseKeys, sessionKeys } from '../../src/redis/keys.js';
+import { acquireLease } from '../../src/redis/lease.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord } from '../fakes/discord-server.js';
 import { startFakeTelegram } from '../fakes/telegram-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -161,6 +162,19 @@ describe('channel lease', () => {
     expect(await releaseChannelLease(t.redis, keys, second!)).toBe(true);
     const [free] = await readChannelLeases(t.redis, t.keyPrefix);
     expect(free.holder).toBeUndefined();
+  });
+
+  it('shares the session lease\'s acquiring script: the channel lease records its holder, the session lease writes only its fence', async () => {
+    const channel = channelLeaseKeys('telegram', BOT, t.keyPrefix);
+    const fence = await acquireChannelLease(t.redis, { channel: 'telegram', botId: BOT, prefix: t.keyPrefix }, 'A', 5_000);
+    const meta = await t.redis.hgetall(channel.meta);
+    expect(meta).toMatchObject({ fence: String(fence), holder: 'A', holderFence: String(fence) });
+    expect(Number(meta.heldSinceMs)).toBeGreaterThan(0);
+    const session = sessionKeys('web:lease-script', t.keyPrefix);
+    const token = await acquireLease(t.redis, session, 5_000);
+    expect(token).toBe(1);
+    expect(await t.redis.hgetall(session.meta)).toEqual({ fence: '1' });
+    expect(await acquireLease(t.redis, session, 5_000)).toBeNull();
   });
 
   it('keeps the token out of Redis: the key names a hash of it', async () => {
