@@ -1,4 +1,9 @@
 /** The public library API of chatgate: named exports only. */
+import { installEncodings } from './llm/encodings.js';
+
+// The token counters of the API count for every model: GPT-3.5/4's table loads when a count first needs it.
+installEncodings();
+
 export type {
   ChatMessage,
   ToolCall,

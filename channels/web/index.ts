@@ -181,9 +181,9 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
     if (!ID_RE.test(c.req.param('conversationId') ?? '')) return c.json({ error: 'conversationId must be 1–64 characters of A-Z, a-z, 0-9, _ and -' }, 400);
     await next();
   });
-  const limit = bodyLimit({ maxSize: options.maxBodyBytes, onError: (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413) });
+  const limit = declaredBodyLimit(options.maxBodyBytes, (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413));
   // A form with a file may be as large as the file limit plus the other fields.
-  const uploadLimit = bodyLimit({ maxSize: options.maxUploadBytes + options.maxBodyBytes, onError: (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413) });
+  const uploadLimit = declaredBodyLimit(options.maxUploadBytes + options.maxBodyBytes, (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413));
   app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));
@@ -289,6 +289,23 @@ function uploadedBytes(uploads: Map<string, Buffer>, attachment: Attachment, max
   if (!bytes) throw new ChannelError(`download failed for web upload ${attachment.fileName ?? attachment.ref} (no longer held: its request ended)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
   if (bytes.length > maxBytes) throw new ChannelError(`download refused for web upload ${attachment.fileName ?? ''} (${bytes.length} bytes, limit ${maxBytes})`, { retryable: false, code: CHANNEL_ERROR_CODES.fileTooLarge });
   return bytes;
+}
+
+/**
+ * hono's `bodyLimit`, with its Content-Length decision taken before it: a request that declares its
+ * length (and is not chunked) is judged by the header alone, as `bodyLimit` judges it, without
+ * touching `c.req.raw.body` — which makes @hono/node-server build a whole fetch `Request` and a web
+ * stream for the body (most of a post's HTTP cost), where `c.req.json()` reads the socket directly.
+ * A chunked body goes through `bodyLimit`, which counts its bytes.
+ */
+function declaredBodyLimit(maxSize: number, onError: (c: Context) => Response | Promise<Response>): MiddlewareHandler {
+  const counted = bodyLimit({ maxSize, onError });
+  return async (c, next) => {
+    const length = c.req.header('content-length');
+    if (length === undefined || c.req.header('transfer-encoding') !== undefined) return counted(c, next);
+    if (Number.parseInt(length || '0', 10) > maxSize) return onError(c);
+    await next();
+  };
 }
 
 function toNonNegative(value: string | undefined, fallback: number): number {

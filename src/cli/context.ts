@@ -4,7 +4,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log.js';
-import { connectionErrorLogger, createRedisCluster, type RedisClient } from '../redis/client.js';
+import { coalesceWrites, connectionErrorLogger, createRedisCluster, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
 
 /** Exit codes of every command. */
@@ -107,7 +107,7 @@ export async function connectRedis(io: CliIo, config: Config, logger: Logger, op
     throw new CliExit(EXIT.failure);
   }
   if (resolved.source === 'spawned') progress(io, `started redis-server (pid ${resolved.pid}) at ${resolved.url} with its data in ${config.stateDir}/redis`);
-  const redis = new Redis(resolved.url, { maxRetriesPerRequest: null });
+  const redis = coalesceWrites(new Redis(resolved.url, { maxRetriesPerRequest: null }));
   redis.on('error', connectionErrorLogger(logger, 'redis connection error'));
   return {
     redis,

@@ -12,6 +12,7 @@ import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
+import { installEncodings } from '../llm/encodings.js';
 
 /** Which roles a process runs. */
 export interface RunRoles {
@@ -185,6 +186,8 @@ interface StartedRoles {
 async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>, signal: AbortSignal): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
   let workerHttpUrl: string | undefined;
+  // The configured models' encodings load now; the others (cl100k_base when no model is GPT-3.5/4) only if a count needs them.
+  installEncodings([config.llm.model, config.llm.summaryModel]);
   // One metrics instance per process: a `start` process's /metrics shows its gateway's and its worker's figures.
   const metrics = createPrometheusMetrics({ build: { version: packageVersion() } });
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.

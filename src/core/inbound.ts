@@ -1,4 +1,4 @@
-import { toWellFormedText } from './text.js';
+import { isWellFormedText, toWellFormedText } from './text.js';
 
 /** The channels chatgate speaks. */
 export type ChannelName = 'telegram' | 'discord' | 'web';
@@ -123,8 +123,21 @@ export function sessionKeyOf(message: Pick<InboundMessage, 'channel' | 'chatId' 
 /**
  * The message with every string in it well-formed (lone surrogates → U+FFFD): what every adapter
  * hands the gateway, and what the inbox stores (Redis's Lua JSON decoder rejects the escape
- * JSON.stringify writes for half an emoji).
+ * JSON.stringify writes for half an emoji). A message that is well-formed already (nearly all, and
+ * every one an adapter handed over) is returned as it is; otherwise a repaired JSON copy.
  */
 export function toWellFormedInbound<T extends InboundMessage>(message: T): T {
+  if (isWellFormedValue(message)) return message;
   return JSON.parse(JSON.stringify(message, (_key, value: unknown) => (typeof value === 'string' ? toWellFormedText(value) : value))) as T;
+}
+
+/** Whether every string value in a JSON-like value is well-formed (keys are not repaired either way). */
+function isWellFormedValue(value: unknown): boolean {
+  if (typeof value === 'string') return isWellFormedText(value);
+  if (value === null || typeof value !== 'object') return true;
+  if (Array.isArray(value)) return value.every(isWellFormedValue);
+  for (const key in value) {
+    if (!isWellFormedValue((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }

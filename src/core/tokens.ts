@@ -1,5 +1,4 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage } from './messages.js';
 import { headEnd } from './text.js';
 
@@ -18,14 +17,47 @@ export const IMAGE_PART_TOKENS = 765;
 
 /** The BPE encodings chatgate counts with. */
 export type EncodingName = 'o200k_base' | 'cl100k_base';
+/** Counts the BPE tokens of one text in one encoding. */
+export type TokenCounter = (text: string) => number;
+/**
+ * Gives the counter of an encoding that is not loaded yet; called synchronously, once per
+ * encoding, the first time a count needs it. Installed by the composition root
+ * ({@link useEncodingLoader}): this module loads nothing but o200k_base, its default.
+ */
+export type EncodingLoader = (name: EncodingName) => TokenCounter;
 
 const CL100K_MODEL = /^(gpt-4(?!o|\.1|\.5)(-.*)?|gpt-3\.5.*|text-embedding-(ada-002|3-.*))$/;
 const messageCache = new WeakMap<ChatMessage, number>();
+const counters = new Map<EncodingName, TokenCounter>([['o200k_base', countO200k]]);
+let encodingLoader: EncodingLoader | undefined;
 
 /** The encoding of a model: cl100k_base for the GPT-3.5/GPT-4 family, o200k_base otherwise. */
 export function encodingForModel(model?: string): EncodingName {
   if (model && CL100K_MODEL.test(model.replace(/^openai\//, ''))) return 'cl100k_base';
   return 'o200k_base';
+}
+
+/**
+ * Installs the loader of the encodings other than o200k_base (cl100k_base: GPT-3.5 and GPT-4),
+ * so that their tables (~35 MiB each) are in memory only in processes that count with them.
+ * Counting with an encoding neither loaded nor loadable throws.
+ */
+export function useEncodingLoader(loader: EncodingLoader): void {
+  encodingLoader = loader;
+}
+
+/**
+ * The token counter of a model's encoding, loaded on first use through the installed loader.
+ * @throws Error when the encoding is not loaded and no loader is installed.
+ */
+export function tokenCounterFor(model?: string): TokenCounter {
+  const name = encodingForModel(model);
+  const known = counters.get(name);
+  if (known) return known;
+  if (!encodingLoader) throw new Error(`counting tokens for model ${model ?? '(default)'} needs the ${name} encoding, which is not loaded (no encoding loader installed: useEncodingLoader)`);
+  const loaded = encodingLoader(name);
+  counters.set(name, loaded);
+  return loaded;
 }
 
 /**
@@ -45,7 +77,7 @@ export const MAX_COUNTED_CHARS = 256_000;
  */
 export function countTextTokens(text: string, model?: string): number {
   if (text.length === 0) return 0;
-  const count = encodingForModel(model) === 'cl100k_base' ? countCl100k : countO200k;
+  const count = tokenCounterFor(model);
   if (text.length <= TOKENIZE_CHUNK_CHARS) return count(text);
   let tokens = 0;
   let at = 0;

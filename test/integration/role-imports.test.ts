@@ -27,6 +27,21 @@ describe('lazy imports by role', () => {
     expect(await channelModulesLoadedBy('src/cli.ts', `void loaded; await import(${roles});`)).toEqual([]);
   });
 
+  it('the encodings of an o200k_base model leave the cl100k_base table unloaded; those of GPT-4 load it', async () => {
+    const script = (model: string) => [
+      "const { createRequire } = await import('node:module');",
+      `const { installEncodings } = await import(${JSON.stringify(new URL('src/llm/encodings.ts', `file://${ROOT}/`).href)});`,
+      `installEncodings([${JSON.stringify(model)}]);`,
+      "console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('cl100k'))));",
+    ].join('\n');
+    const loaded = async (model: string) => {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(model)], { cwd: ROOT });
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
+    };
+    expect(await loaded('gpt-4o-mini')).toEqual([]);
+    expect((await loaded('gpt-4')).length).toBeGreaterThan(0);
+  });
+
   it('the gateway module still brings them (so the check above can fail)', async () => {
     const loaded = await channelModulesLoadedBy('src/gateway/index.ts', 'void loaded;');
     expect(loaded.some((path) => path.includes('/discord.js/'))).toBe(true);

@@ -3,6 +3,10 @@ import type { ChatMessage } from '../../src/core/messages.js';
 import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../../src/core/tokens.js';
 import type { ToolSchema } from '../../src/llm/client.js';
 import { overheadTokens } from '../../workers/request.js';
+import { installEncodings } from '../../src/llm/encodings.js';
+
+// gpt-4 counts with cl100k_base, loaded on demand as the composition root wires it.
+installEncodings();
 
 const tool = (name: string, description: string): ToolSchema => ({
   type: 'function', function: { name, description, parameters: { type: 'object', properties: { q: { type: 'string' } } } },

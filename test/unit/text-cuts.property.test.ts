@@ -46,6 +46,12 @@ describe('toWellFormedText', () => {
     expect(fixed).toMatchObject({ userName: 'Ada \ufffd', text: 'half \ufffd an emoji', attachments: [{ fileName: 'f\ufffd.txt' }] });
   });
 
+  it('returns a well-formed message itself (no copy)', () => {
+    const message: InboundMessage = { id: 'web:c:2', channel: 'web', chatId: 'c', userId: 'u', userName: 'Ada 😀', text: 'fine', attachments: [{ kind: 'document', ref: 'r', fileName: 'f.txt' }], receivedAt: 1 };
+    expect(toWellFormedInbound(message)).toBe(message);
+    expect(toWellFormedInbound({ ...message, text: `x${LONE_LOW}` })).not.toBe(message);
+  });
+
   it('is applied by the Telegram translation', () => {
     const bot = { id: 1, username: 'bot' };
     const out = toInboundMessage({
