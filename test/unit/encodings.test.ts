@@ -1,12 +1,17 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
-import { countMessageTokens, countTextTokens, tokenCounterFor, useEncodingLoader, type EncodingName } from '../../src/core/tokens.js';
-import { installEncodings, loadEncoding } from '../../src/llm/encodings.js';
+import type { EncodingName } from '../../src/core/tokens.js';
+
+// The token counter's loader is process state, and files share their worker (vitest `isolate: false`):
+// this file imports fresh copies of both modules, whatever other files installed before it.
+vi.resetModules();
+const { countMessageTokens, countTextTokens, tokenCounterFor, useEncodingLoader } = await import('../../src/core/tokens.js');
+const { installEncodings, loadEncoding } = await import('../../src/llm/encodings.js');
 
 const TEXTS = ['Hello there, how are you today?', 'ORD-48213-XK shipped 2026-11-30 → Zürich; 你好 🙂', '{"order":48213,"items":[1,2,3]}'];
 
-// One file, run in order: the token counter's loader is process state.
+// Run in order: the loader installed by one test stays for the next.
 describe('encodings loaded on demand', () => {
   it('counts o200k_base models without a loader, and refuses a cl100k_base model', () => {
     for (const text of TEXTS) expect(countTextTokens(text, 'gpt-4o-mini')).toBe(o200k(text));
