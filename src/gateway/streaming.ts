@@ -129,6 +129,9 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       const live = streams.get(streamId);
       streams.delete(streamId);
       const local = live ? await live.view.takeOver() : undefined;
+      // Only a chat every gateway reaches has a view record (the web chat's live bubbles are each gateway's own).
+      const channel = deps.channels.get(message.channel);
+      if (!channel || channel.localDrafts || (!channel.sendDraft && !channel.editMessage)) return local;
       // The record in Redis stops any other gateway's view (waiting for a call it is making), and knows the message after a crash.
       const recorded = await deps.views.takeOver(message.sessionId, streamId);
       return recorded ?? local;

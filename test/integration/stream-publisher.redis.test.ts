@@ -79,7 +79,9 @@ describe('partial replies from the worker', () => {
   it('drops the text of a round that turns into tool calls; the final round streams afresh at seq 0', async () => {
     fake.setHandler((request) => request.index === 0
       ? { content: 'Let me check the time first.', toolCalls: [{ name: 'current_time', arguments: {} }], pieceDelayMs: 2 }
-      : { content: 'It is late, go to bed.', pieceDelayMs: 2 });
+      // The final round is paced slower than the 20 ms publish interval: a round that ends before its
+      // first publish is never shown (by design), and under load 2 ms pieces could end that soon.
+      : { content: 'It is late, go to bed.', pieceDelayMs: 30 });
     await start();
     await producer.submitInbound(inbound('what time is it?'));
     await out.waitFor((r) => r.length === 1);
@@ -95,7 +97,7 @@ describe('partial replies from the worker', () => {
   });
 
   it('restarts the stream at seq 0 when a call dies mid-stream and is retried: the dead attempt\'s text never reaches the reply', async () => {
-    fake.setHandler((request) => request.index === 0 ? { content: 'DEAD ATTEMPT TEXT that never finishes', cutAfter: 4, pieceDelayMs: 15 } : { content: 'the real answer', pieceDelayMs: 2 });
+    fake.setHandler((request) => request.index === 0 ? { content: 'DEAD ATTEMPT TEXT that never finishes', cutAfter: 4, pieceDelayMs: 15 } : { content: 'the real answer', pieceDelayMs: 30 });
     await start();
     await producer.submitInbound(inbound('hello'));
     await out.waitFor((r) => r.length === 1);
