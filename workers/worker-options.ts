@@ -92,7 +92,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   keyPrefix: DEFAULT_KEY_PREFIX,
   reservedOutputTokens: 0,
   threshold: DEFAULT_COMPRESS_THRESHOLD,
-  concurrency: 4,
+  // Turns wait on the model almost all the time: a process holds dozens at little CPU (docs/scaling.md).
+  concurrency: 32,
   maxModelCalls: 12,
   maxContextRetries: 3,
   leaseTtlMs: DEFAULT_LEASE_TTL_MS,
