@@ -2,10 +2,13 @@
  * Messages sent while no gateway was connected to Discord (a restart, a fail-over gap): Discord
  * sends nothing again on a new connection, so after each connect the channel asks REST for the
  * messages after the newest one it had received in each recently active channel, oldest first,
- * and hands them on like live ones. The gateway's seen markers drop what the previous connection
- * had handed on already, so a message is never answered twice.
+ * and hands them on like live ones. Guild channels where the bot had handled nothing within the
+ * window have no cursor: those whose newest message (as the connect's GUILD_CREATE tells) is
+ * younger than the gap's start are read from the gap's start — a mention in a quiet channel during
+ * a fail-over is answered too. The gateway's seen markers drop what the previous connection had
+ * handed on already, so a message is never answered twice.
  */
-import { Routes, type REST } from 'discord.js';
+import { Routes, SnowflakeUtil, type REST } from 'discord.js';
 import type { DiscordCursorStore, DiscordPlace } from '../../src/core/catch-up-cursors.js';
 import type { Logger } from '../../src/log.js';
 import type { DiscordMessageLike } from './translate.js';
@@ -38,6 +41,33 @@ export interface CatchUpOptions {
   maxChannels?: number;
   /** Messages fetched per channel at most, in REST pages of 100. Default 300. */
   maxMessages?: number;
+  /** How often a connected gateway records that it is (the next gap's start), ms. Default 30 000. */
+  connectedIntervalMs?: number;
+}
+
+/** A guild channel or thread the client knows since its connect, with its newest message then. */
+export interface KnownChannel extends DiscordPlace {
+  lastMessageId: string | null;
+}
+
+/** How much earlier than the recorded gap start channels are read: clocks of gateways and Discord differ. */
+const CLOCK_MARGIN_MS = 5_000;
+
+/**
+ * The guild channels with no cursor among `known` that received a message after `gapStartMs`
+ * (ms since epoch; null when no gateway of the bot was ever connected: nothing is caught up), each to
+ * be read from the gap's start (at most the window back). The most recently active first.
+ */
+export function discoveredPlaces(
+  known: readonly KnownChannel[], withCursor: ReadonlySet<string>, gapStartMs: number | null, options: CatchUpOptions, now = Date.now(),
+): Array<DiscordPlace & { messageId: string }> {
+  if (gapStartMs === null) return [];
+  const fromMs = Math.max(gapStartMs - CLOCK_MARGIN_MS, now - (options.windowMs ?? 3_600_000));
+  const from = SnowflakeUtil.generate({ timestamp: fromMs, increment: 0n, processId: 0n, workerId: 0n }).toString();
+  return known
+    .filter((c) => c.guildId !== null && !withCursor.has(c.channelId) && c.lastMessageId !== null && /^\d+$/.test(c.lastMessageId) && compareSnowflakes(c.lastMessageId, from) > 0)
+    .sort((a, b) => compareSnowflakes(b.lastMessageId!, a.lastMessageId!))
+    .map(({ lastMessageId: _, ...place }) => ({ ...place, messageId: from }));
 }
 
 /** The channels to catch up after a connect: the most recently active ones within the window. */

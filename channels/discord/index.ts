@@ -13,7 +13,7 @@ import { watchGatewayHealth } from './gateway-health.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
-import { fetchMissed, placesToCatchUp, type CatchUpOptions } from './catch-up.js';
+import { discoveredPlaces, fetchMissed, placesToCatchUp, type CatchUpOptions, type KnownChannel } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 
 /** The text commands recognised in guild channels without a mention. */
@@ -77,7 +77,7 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
   const client = createClient(resolved);
-  const state: { onMessage?: InboundHandler } = {};
+  const state: { onMessage?: InboundHandler; marks?: ConnectedMarks } = {};
   const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
@@ -99,9 +99,13 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
       log.info({ botUserId: client.user?.id }, 'discord channel started');
       if (deps.catchUp) {
         const options = deps.catchUp;
-        catchUp(options, client, router, handle, log);
+        // When a gateway of the bot was last connected (before this one marks itself): the gap to catch up.
+        const gapStart = await options.cursors.lastConnected().catch(() => null);
+        state.marks = markWhileConnected(options, () => gateway.health().ok, log);
+        catchUp(options, client, router, handle, log, gapStart);
         // A new session later (Discord refused to resume the old one) has missed events too; a resumed one replays them.
-        client.on(Events.ShardReady, () => catchUp(options, client, router, handle, log));
+        const marks = state.marks;
+        client.on(Events.ShardReady, () => catchUp(options, client, router, handle, log, marks.lastMarkedMs()));
       }
     },
     async stop() {
@@ -109,6 +113,8 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
       const busyChannels = await router.drain(resolved.stopDrainTimeoutMs);
       if (busyChannels > 0) log.warn({ busyChannels, timeoutMs: resolved.stopDrainTimeoutMs }, 'discord channel stopped with messages still queued');
       state.onMessage = undefined;
+      // Connected until now: the next gateway's catch-up starts here.
+      await state.marks?.stop();
       await client.destroy();
     },
     health: () => gateway.health(),
@@ -162,9 +168,11 @@ interface Router {
  * channel after the other (REST rate limits), each in that channel's order — live messages of a
  * channel wait until its missed ones are handed on. Runs in the background; failures are logged.
  */
-function catchUp(options: CatchUpOptions, client: Client, router: Router, handle: (like: DiscordMessageLike) => Promise<void>, log: Logger): void {
+function catchUp(options: CatchUpOptions, client: Client, router: Router, handle: (like: DiscordMessageLike) => Promise<void>, log: Logger, gapStartMs: number | null): void {
   void (async () => {
-    const places = await placesToCatchUp(options);
+    const withCursor = await placesToCatchUp(options);
+    const discovered = discoveredPlaces(knownGuildChannels(client), new Set(withCursor.map((p) => p.channelId)), gapStartMs, options);
+    const places = [...withCursor, ...discovered].slice(0, options.maxChannels ?? 200);
     let previous = Promise.resolve();
     let missed = 0;
     const done = places.map((place) => {
@@ -180,6 +188,51 @@ function catchUp(options: CatchUpOptions, client: Client, router: Router, handle
     await Promise.all(done);
     if (missed > 0) log.info({ messages: missed, channels: places.length }, 'discord messages sent while disconnected were caught up');
   })().catch((err: unknown) => log.warn({ err }, 'discord catch-up failed; the next connect tries again'));
+}
+
+/** The guild text channels and threads discord.js knows since the connect (GUILD_CREATE), with their newest message then. */
+function knownGuildChannels(client: Client): KnownChannel[] {
+  const known: KnownChannel[] = [];
+  for (const channel of client.channels.cache.values()) {
+    if (channel.isDMBased() || !channel.isTextBased()) continue;
+    known.push({
+      channelId: channel.id, guildId: channel.guildId, lastMessageId: channel.lastMessageId ?? null,
+      ...(channel.isThread() && channel.parentId ? { threadParentId: channel.parentId } : {}),
+    });
+  }
+  return known;
+}
+
+/** The connected marks of a running channel (see {@link markWhileConnected}). */
+interface ConnectedMarks {
+  /** When this process last recorded it was connected, ms since epoch (null before its first mark). */
+  lastMarkedMs(): number | null;
+  /** Records a last mark (if connected) and stops. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Records every `connectedIntervalMs`, while the gateway connection is up, that a gateway of the bot
+ * is connected — where the next connect (this process's after a drop, or another gateway's) starts
+ * reading channels that have no cursor. Best effort: a failed write is logged at debug.
+ */
+function markWhileConnected(options: CatchUpOptions, connected: () => boolean, log: Logger): ConnectedMarks {
+  let last: number | null = null;
+  const mark = async () => {
+    if (!connected()) return;
+    const at = Date.now();
+    await options.cursors.markConnected(at).then(() => { last = at; }, (err: unknown) => log.debug({ err }, 'discord connected mark not recorded'));
+  };
+  void mark();
+  const timer = setInterval(() => void mark(), options.connectedIntervalMs ?? 30_000);
+  timer.unref();
+  return {
+    lastMarkedMs: () => last,
+    async stop() {
+      clearInterval(timer);
+      await mark();
+    },
+  };
 }
 
 /**

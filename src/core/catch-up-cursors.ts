@@ -19,4 +19,8 @@ export interface DiscordCursorStore {
   recent(sinceMs: number, limit: number): Promise<Array<DiscordPlace & { messageId: string }>>;
   /** Forgets a channel (the bot cannot read it any more). */
   forget(channelId: string): Promise<void>;
+  /** Records that a gateway of the bot is connected at `atMs` (ms since epoch). */
+  markConnected(atMs: number): Promise<void>;
+  /** When a gateway of the bot was last known connected, ms since epoch; null before the first connect. */
+  lastConnected(): Promise<number | null>;
 }

@@ -3,11 +3,15 @@
  * bot, field = channel id, value = the newest message handled there, where it was, and when. Every
  * gateway of the bot reads the same hash, so the one that takes the connection over after a crash
  * catches up what was sent in between. Bounded: entries older than the catch-up window are
- * forgotten at each catch-up.
+ * forgotten at each catch-up. Beside them, when a gateway of the bot was last connected: the start
+ * of a gap, for the channels that have no cursor yet.
  */
 import type { DiscordCursorStore, DiscordPlace } from '../core/catch-up-cursors.js';
 import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, discordCursorsKey } from './keys.js';
+import { DEFAULT_KEY_PREFIX, discordConnectedKey, discordCursorsKey } from './keys.js';
+
+/** The gap start is kept a week: longer than any gap worth catching up (the window is an hour). */
+const CONNECTED_TTL_SECONDS = 7 * 86_400;
 
 interface StoredCursor {
   m: string;
@@ -20,6 +24,7 @@ interface StoredCursor {
 /** The catch-up cursors of bot `botId` (see src/redis/channel-lease.ts botIdentity). */
 export function createDiscordCursors(redis: RedisClient, botId: string, keyPrefix: string = DEFAULT_KEY_PREFIX): DiscordCursorStore {
   const key = discordCursorsKey(botId, keyPrefix);
+  const connectedKey = discordConnectedKey(botId, keyPrefix);
   return {
     async record(place, messageId) {
       const value: StoredCursor = { m: messageId, g: place.guildId, ...(place.threadParentId ? { p: place.threadParentId } : {}), t: Date.now() };
@@ -39,6 +44,14 @@ export function createDiscordCursors(redis: RedisClient, botId: string, keyPrefi
     },
     async forget(channelId) {
       await redis.hdel(key, channelId);
+    },
+    async markConnected(atMs) {
+      await redis.set(connectedKey, String(Math.floor(atMs)), 'EX', CONNECTED_TTL_SECONDS);
+    },
+    async lastConnected() {
+      const raw = await redis.get(connectedKey);
+      const value = raw === null ? NaN : Number(raw);
+      return Number.isFinite(value) ? value : null;
     },
   };
 }

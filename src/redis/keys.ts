@@ -170,6 +170,11 @@ export function discordCursorsKey(botId: string, prefix: string = DEFAULT_KEY_PR
   return `${prefix}discord-cursors:${botId}`;
 }
 
+/** When a gateway of Discord bot `botId` was last connected (ms since epoch; the catch-up's gap start). */
+export function discordConnectedKey(botId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}discord-connected:${botId}`;
+}
+
 /**
  * String: the number of queue shards the deployment's queues are laid out in, written at first
  * start (src/queue/layout.ts). Under the unsharded queue prefix, so it is found whatever N a

@@ -230,6 +230,12 @@ export class FakeDiscordServer extends EventEmitter {
     while (this.gatewayReceived.filter((payload) => payload.op === op).length < count) await once(this, 'gateway');
   }
 
+  /** The newest message of `channelId`'s history (what GUILD_CREATE tells a connecting client), or null. */
+  private lastMessageId(channelId: string): string | null {
+    const last = this.history.get(channelId)?.at(-1);
+    return typeof last?.id === 'string' ? last.id : null;
+  }
+
   private remember(channelId: string, message: Record<string, unknown>): void {
     const list = this.history.get(channelId) ?? [];
     list.push(message);
@@ -295,7 +301,7 @@ export class FakeDiscordServer extends EventEmitter {
       shard: [0, 1],
       application: { id: FAKE_DISCORD_IDS.application, flags: 0 },
     });
-    this.sendDispatch(socket, 'GUILD_CREATE', guildCreate());
+    this.sendDispatch(socket, 'GUILD_CREATE', guildCreate((id) => this.lastMessageId(id)));
   }
 
   /** RESUME: the session READY named, with the bot's token, is resumed (nothing was missed here); another is invalid. */
@@ -432,8 +438,8 @@ function user(id: string, username: string, bot: boolean): Record<string, unknow
   return { id, username, discriminator: '0', global_name: username === 'ada' ? 'Ada Lovelace' : null, avatar: null, bot, flags: 0 };
 }
 
-function channelObject(id: string): Record<string, unknown> | undefined {
-  const guildChannel = { guild_id: FAKE_DISCORD_IDS.guild, position: 0, permission_overwrites: [], nsfw: false, rate_limit_per_user: 0, last_message_id: null };
+function channelObject(id: string, lastMessageId: string | null = null): Record<string, unknown> | undefined {
+  const guildChannel = { guild_id: FAKE_DISCORD_IDS.guild, position: 0, permission_overwrites: [], nsfw: false, rate_limit_per_user: 0, last_message_id: lastMessageId };
   if (id === FAKE_DISCORD_IDS.textChannel) return { id, type: CHANNEL_TYPES.text, name: 'general', parent_id: null, topic: null, ...guildChannel };
   if (id === FAKE_DISCORD_IDS.thread) {
     return {
@@ -445,13 +451,14 @@ function channelObject(id: string): Record<string, unknown> | undefined {
   return undefined;
 }
 
-function guildCreate(): Record<string, unknown> {
+function guildCreate(lastMessageId: (channelId: string) => string | null): Record<string, unknown> {
   const { guild } = FAKE_DISCORD_IDS;
   return {
     id: guild, name: 'Fake Guild', icon: null, owner_id: FAKE_DISCORD_IDS.user, unavailable: false, member_count: 2, large: false, features: [],
     roles: [{ id: guild, name: '@everyone', permissions: '1071698660929', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
     emojis: [], stickers: [], members: [], presences: [], voice_states: [], stage_instances: [], guild_scheduled_events: [],
-    channels: [channelObject(FAKE_DISCORD_IDS.textChannel)], threads: [channelObject(FAKE_DISCORD_IDS.thread)],
+    channels: [channelObject(FAKE_DISCORD_IDS.textChannel, lastMessageId(FAKE_DISCORD_IDS.textChannel))],
+    threads: [channelObject(FAKE_DISCORD_IDS.thread, lastMessageId(FAKE_DISCORD_IDS.thread))],
     joined_at: new Date(0).toISOString(), premium_tier: 0, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0,
     mfa_level: 0, nsfw_level: 0, preferred_locale: 'en-US', system_channel_flags: 0,
   };

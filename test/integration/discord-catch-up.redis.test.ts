@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel, type DiscordChannel } from '../../channels/discord/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { createDiscordCursors } from '../../src/redis/discord-cursors.js';
-import { discordCursorsKey } from '../../src/redis/keys.js';
+import { discordConnectedKey, discordCursorsKey } from '../../src/redis/keys.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitUntil } from '../helpers/waits.js';
@@ -99,15 +99,45 @@ describe('Discord catch-up after a connect', () => {
     fake.closeGateway(4000, 'Unknown error');
     fake.expireSessions();
     dm('while the connection was down');
+    // A thread the bot had handled nothing in: read from when this process last knew it was connected.
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> in a quiet thread`, where: 'thread', mentions: [FAKE_DISCORD_IDS.bot] });
     fake.refuseGateway(false);
-    await waitUntil(arrivals, 'message', () => received.length === 2);
-    expect(texts()).toEqual(['before the drop', 'while the connection was down']);
+    await waitUntil(arrivals, 'message', () => received.length === 3);
+    expect(texts()).toEqual(expect.arrayContaining(['before the drop', 'while the connection was down', 'in a quiet thread']));
+    expect(received.find((m) => m.text === 'in a quiet thread')).toMatchObject({ chatId: FAKE_DISCORD_IDS.textChannel, threadId: FAKE_DISCORD_IDS.thread });
     expect(fake.gatewayReceived.filter((payload) => payload.op === 2)).toHaveLength(2);
+  });
+
+  it('a mention in a guild channel where the bot had handled nothing yet, sent while no gateway was connected, is caught up from the gap\'s start', async () => {
+    const first = await connect();
+    await first.stop();
+    expect(await cursors()).toEqual({});
+    expect(await t.redis.get(discordConnectedKey(BOT, t.keyPrefix))).toMatch(/^\d+$/);
+    fake.dispatchMessage({ content: 'chatter not for the bot', where: 'guild' });
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> anyone home?`, where: 'guild', mentions: [FAKE_DISCORD_IDS.bot] });
+    await connect();
+    await waitUntil(arrivals, 'message', () => received.length === 1);
+    dm('live');
+    await waitUntil(arrivals, 'message', () => received.length === 2);
+    expect(texts()).toEqual(['anyone home?', 'live']);
+    expect(received[0]).toMatchObject({ channel: 'discord', chatId: FAKE_DISCORD_IDS.textChannel });
+  });
+
+  it('a guild channel\'s messages from before the gap are not read again', async () => {
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> long ago`, where: 'guild', mentions: [FAKE_DISCORD_IDS.bot] });
+    // The last gateway was connected a minute after that mention (past the clocks' margin).
+    await createDiscordCursors(t.redis, BOT, t.keyPrefix).markConnected(Date.now() + 60_000);
+    await connect();
+    dm('live');
+    await waitUntil(arrivals, 'message', () => received.length === 1);
+    expect(texts()).toEqual(['live']);
+    expect(fake.callsOf('GET', /^\/channels\/\d+\/messages$/)).toHaveLength(0);
   });
 
   it('a first connect (no cursors) catches up nothing; a channel the bot cannot read any more is forgotten', async () => {
     await createDiscordCursors(t.redis, BOT, t.keyPrefix).record({ channelId: '900000000000000099', guildId: FAKE_DISCORD_IDS.guild }, '900000000000000100');
     dm('sent before the bot ever connected');
+    fake.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> also before`, where: 'guild', mentions: [FAKE_DISCORD_IDS.bot] });
     await connect();
     for (;;) if (Object.keys(await cursors()).length === 0) break;
     dm('live');
