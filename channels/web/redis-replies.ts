@@ -10,7 +10,9 @@
  * CLIENT LIST) wakes the waiting reads of that conversation — 1,000 long polls cost one connection,
  * not 1,000. A read that read nothing after its cursor and then is woken with the entry appended
  * next answers it as it is, without reading the stream again (a repeated append, or a reconnect,
- * wakes without one: then it reads).
+ * wakes without one: then it reads); a read whose cursor is the last entry the subscriber heard of
+ * (it heard every append since) does not read before it waits either — a page that polls again
+ * after each reply costs no stream read at all.
  * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
 import type { RedisClient } from '../../src/redis/client.js';
@@ -59,17 +61,21 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
     for (;;) {
       // A wait is registered before the read that follows it: a reply appended in between wakes it.
       const waits = Date.now() < deadline && !signal?.aborted && !wakeups.closed;
-      const wait = waits ? await wakeups.register(conversationId, deadline - Date.now(), signal) : undefined;
-      let result: XReadReply;
-      try {
-        result = await readNow(streamKey, from);
-      } catch (err) {
-        wait?.cancel();
-        throw err;
-      }
-      if (result || !wait) {
-        wait?.cancel();
-        return result;
+      if (!waits) return readNow(streamKey, from);
+      const wait = await wakeups.register(conversationId, deadline - Date.now(), signal);
+      // The subscriber heard every append since the one at `from`: the stream has nothing after it.
+      if (wakeups.lastAppended(conversationId) !== from) {
+        let result: XReadReply;
+        try {
+          result = await readNow(streamKey, from);
+        } catch (err) {
+          wait.cancel();
+          throw err;
+        }
+        if (result) {
+          wait.cancel();
+          return result;
+        }
       }
       const woken = await wait.woken;
       if (!woken) return null;

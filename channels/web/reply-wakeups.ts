@@ -3,6 +3,9 @@
  * channel where every append publishes its conversation id — with the appended entry itself after
  * a new append (`<conversation id> <stream id> <fields as JSON>`); waiting reads register by
  * conversation and are woken by those messages (with the entry they need not read the stream again).
+ * The subscriber also remembers the last entry id it heard of per conversation, while it has heard
+ * every append since (forgotten on a reconnect, a wake-up without an id, and a wait that timed out):
+ * a read whose cursor is that id knows the stream has nothing after it, and only waits.
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 
@@ -22,12 +25,16 @@ export interface ReplyWait {
 
 /** What a wake-up without news of its own means: read the stream again. */
 const READ_AGAIN: Wakeup = {};
+/** Bounds the conversations whose last entry id is remembered (the most recently appended to). */
+const MAX_REMEMBERED = 10_000;
 /** A Redis stream id, `<ms>-<n>`. */
 export const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
 
 /** See the module comment. */
 export class ReplyWakeups {
   private readonly waits = new Map<string, Set<(woken: Wakeup | null) => void>>();
+  /** Conversation → the id of the last append heard of, while every append since was heard. */
+  private readonly latest = new Map<string, string>();
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private isClosed = false;
@@ -46,6 +53,14 @@ export class ReplyWakeups {
   }
 
   /**
+   * The stream id of the last append to `conversationId` this subscriber heard of, when it has heard
+   * every append since (so nothing in the stream comes after it); undefined when it does not know.
+   */
+  lastAppended(conversationId: string): string | undefined {
+    return this.latest.get(conversationId);
+  }
+
+  /**
    * Registers a wait for a reply to `conversationId`, subscribing first if this is the first.
    * `@throws` when the subscriber cannot subscribe (Redis down).
    */
@@ -56,7 +71,11 @@ export class ReplyWakeups {
     const waits = set;
     let settle: (woken: Wakeup | null) => void = () => undefined;
     const woken = new Promise<Wakeup | null>((resolve) => {
-      const timer = setTimeout(() => settle(null), Math.max(0, timeoutMs));
+      const timer = setTimeout(() => {
+        // A wait that heard nothing reads the stream next time: a wake-up lost in transit costs one wait, never more.
+        this.latest.delete(conversationId);
+        settle(null);
+      }, Math.max(0, timeoutMs));
       const onAbort = (): void => settle(null);
       settle = (value) => {
         if (!waits.delete(settle)) return;
@@ -91,7 +110,10 @@ export class ReplyWakeups {
     this.subscriber = connection;
     connection.on('message', (_channel: string, message: string) => this.onMessage(message));
     // After a reconnect every reader reads again: a wake-up may have been missed meanwhile.
-    connection.on('ready', () => this.wakeAll(READ_AGAIN));
+    connection.on('ready', () => {
+      this.latest.clear();
+      this.wakeAll(READ_AGAIN);
+    });
     connection.on('error', () => undefined); // reported by the reads that fail meanwhile
     this.subscribed = connection.subscribe(this.channel).catch((err: unknown) => {
       this.subscribed = undefined;
@@ -106,12 +128,20 @@ export class ReplyWakeups {
   private onMessage(message: string): void {
     const space = message.indexOf(' ');
     if (space < 0) {
+      this.latest.delete(message);
       this.wake(message, READ_AGAIN);
       return;
     }
     const conversationId = message.slice(0, space);
+    const rest = message.slice(space + 1);
+    const id = rest.slice(0, rest.indexOf(' '));
+    this.latest.delete(conversationId);
+    if (STREAM_ID_RE.test(id)) {
+      if (this.latest.size >= MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
+      this.latest.set(conversationId, id);
+    }
     if (!this.waits.has(conversationId)) return; // nobody here waits for it: not worth parsing
-    this.wake(conversationId, wakeupOf(message.slice(space + 1)));
+    this.wake(conversationId, wakeupOf(rest));
   }
 
   private wake(conversationId: string, woken: Wakeup | null): void {

@@ -1,6 +1,7 @@
 /**
  * The Redis reply store's wake-ups carry the appended entry: a read that found nothing after its
- * cursor answers the entry it is woken with, without reading the stream again; a wake-up without
+ * cursor answers the entry it is woken with, without reading the stream again, and a read at the
+ * last entry the subscriber heard of does not read before it waits; a wake-up without
  * an entry (a repeated append, a gateway of the previous version) or with one not after the
  * cursor makes it read (or wait) as before.
  */
@@ -52,6 +53,16 @@ describe('web reply wake-ups', () => {
     expect(answered.replies).toEqual([reply]);
     expect(answered.next).toBe(reply.cursor);
     expect(counted.reads).toBe(1);
+    // Polling again at the entry the subscriber heard of last: nothing can be after it, so no read.
+    const again = waiting.read('conv-1', answered.next, { timeoutMs: 10_000 });
+    await until(() => waiting.waiting() === 1);
+    const next = await appender.append('conv-1', 'and more', 'text');
+    expect((await again).replies).toEqual([next]);
+    expect(counted.reads).toBe(1);
+    // A wait that timed out forgets what it heard: the next read reads the stream.
+    expect((await waiting.read('conv-1', next.cursor, { timeoutMs: 50 })).replies).toEqual([]);
+    expect((await waiting.read('conv-1', next.cursor, { timeoutMs: 50 })).replies).toEqual([]);
+    expect(counted.reads).toBe(2);
     close();
   });
 
