@@ -145,6 +145,13 @@ export interface Channel {
    * shows a stream there (src/redis/partials.ts).
    */
   readonly localDrafts?: boolean;
+  /**
+   * True when `send` with a `deliveryId` it already stored stores nothing and answers the first
+   * message's id (the web chat over Redis: the append is its own delivery record). The gateway's
+   * delivery then keeps no ledger of its own for this channel's chunks (no Redis reads or writes
+   * beyond the send). Default false.
+   */
+  readonly sendsOncePerDeliveryId?: boolean;
   /** Optional (streaming): the draft of `streamId` was no reply (tool calls follow, or the call failed): stop showing it. */
   clearDraft?(target: StreamTarget, streamId: string): Promise<void>;
   /**

@@ -120,6 +120,8 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     formatting: 'markdown',
     typingIntervalMs: resolved.typingIntervalMs,
     localDrafts: true,
+    // The Redis store appends once per delivery id (append-web-reply-1.lua); the memory store does not.
+    sendsOncePerDeliveryId: deps.redis !== undefined,
     app,
     waitingReads: () => store.waiting(),
     async start(onMessage) {
@@ -199,10 +201,15 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
 async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: Logger): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
+  // One signal for "stop waiting": the draft changed, or the client went away (cheaper than AbortSignal.any per poll).
   const changed = new AbortController();
-  const unlisten = drafts.listen(conversationId, () => changed.abort());
+  const abort = (): void => changed.abort();
+  const request = c.req.raw.signal;
+  if (request.aborted) abort();
+  else request.addEventListener('abort', abort, { once: true });
+  const unlisten = drafts.listen(conversationId, abort);
   try {
-    const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: AbortSignal.any([c.req.raw.signal, changed.signal]) });
+    const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: changed.signal });
     for (const reply of page.replies) if (reply.streamId) drafts.close(conversationId, reply.streamId);
     const partial = drafts.open(conversationId);
     return c.json({ messages: page.replies, ...(page.epoch === undefined ? {} : { epoch: page.epoch }), next: page.next, ...(partial ? { partial } : {}) });
@@ -211,6 +218,7 @@ async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWe
     return c.json({ error: 'replies not available; retry' }, 503);
   } finally {
     unlisten();
+    request.removeEventListener('abort', abort);
   }
 }
 

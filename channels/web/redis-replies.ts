@@ -5,9 +5,14 @@
  * SSE streams see it, and a cursor survives a restart.
  *
  * Waiting readers share one connection per store: every append publishes the conversation id on
- * `<prefix>web-replies` inside its script (one round trip, never an append without its wake-up), and
- * one subscriber connection (named `<prefix>web-wait` in CLIENT LIST) wakes the waiting reads of
- * that conversation, which then read the stream again — 1,000 long polls cost one connection, not 1,000.
+ * `<prefix>web-replies` inside its script (one round trip, never an append without its wake-up), with
+ * the new entry itself after a new append, and one subscriber connection (named `<prefix>web-wait` in
+ * CLIENT LIST) wakes the waiting reads of that conversation — 1,000 long polls cost one connection,
+ * not 1,000. A read that read nothing after its cursor and then is woken with the entry appended
+ * next answers it as it is, without reading the stream again (a repeated append, or a reconnect,
+ * wakes without one: then it reads); a read whose cursor is the last entry the subscriber heard of
+ * (it heard every append since) does not read before it waits either — a page that polls again
+ * after each reply costs no stream read at all.
  * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
 import type { RedisClient } from '../../src/redis/client.js';
@@ -15,7 +20,7 @@ import { DEFAULT_KEY_PREFIX, webConversationKey, webRepliesChannel } from '../..
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import type { WebReply } from './conversations.js';
 import { replyIdOf, type ReplyHint, type ReplyPage, type ReplyStore } from './reply-store.js';
-import { ReplyWakeups } from './reply-wakeups.js';
+import { ReplyWakeups, STREAM_ID_RE, type StreamEntry } from './reply-wakeups.js';
 
 /** What {@link createRedisReplyStore} needs. */
 export interface RedisReplyStoreDeps {
@@ -34,16 +39,13 @@ export interface RedisReplyStoreOptions {
 
 const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, maxRepliesPerConversation: 200, ttlSeconds: 7 * 24 * 3600 } satisfies Required<RedisReplyStoreOptions>;
 
-const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
-
 /** A stream id cursor as is; anything else (an in-memory `<epoch>:<seq>`, nothing) = the whole buffer. */
 export function streamCursor(after: string | undefined): string {
   const value = after?.trim() ?? '';
   return STREAM_ID_RE.test(value) ? value : '0-0';
 }
 
-type StreamEntries = Array<[string, string[]]>;
-type XReadReply = Array<[string, StreamEntries]> | null;
+type XReadReply = Array<[string, StreamEntry[]]> | null;
 
 /** Creates the Redis reply store; see the module comment. */
 export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisReplyStoreOptions = {}): ReplyStore {
@@ -59,19 +61,26 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
     for (;;) {
       // A wait is registered before the read that follows it: a reply appended in between wakes it.
       const waits = Date.now() < deadline && !signal?.aborted && !wakeups.closed;
-      const wait = waits ? await wakeups.register(conversationId, deadline - Date.now(), signal) : undefined;
-      let result: XReadReply;
-      try {
-        result = await readNow(streamKey, from);
-      } catch (err) {
-        wait?.cancel();
-        throw err;
+      if (!waits) return readNow(streamKey, from);
+      const wait = await wakeups.register(conversationId, deadline - Date.now(), signal);
+      // The subscriber heard every append since the one at `from`: the stream has nothing after it.
+      if (wakeups.lastAppended(conversationId) !== from) {
+        let result: XReadReply;
+        try {
+          result = await readNow(streamKey, from);
+        } catch (err) {
+          wait.cancel();
+          throw err;
+        }
+        if (result) {
+          wait.cancel();
+          return result;
+        }
       }
-      if (result || !wait) {
-        wait?.cancel();
-        return result;
-      }
-      if (!(await wait.woken)) return null;
+      const woken = await wait.woken;
+      if (!woken) return null;
+      // The stream had nothing after `from` when read, so the entry appended next is the one to answer.
+      if (woken.entry && isAfter(woken.entry[0], from)) return [[streamKey, [woken.entry]]];
     }
   };
 
@@ -113,6 +122,13 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
     },
     waiting: () => wakeups.waiting(),
   };
+}
+
+/** Whether stream id `id` comes after `cursor` (both `<ms>-<n>`). */
+function isAfter(id: string, cursor: string): boolean {
+  const [ms, n] = id.split('-').map(BigInt) as [bigint, bigint];
+  const [cursorMs, cursorN] = cursor.split('-').map(BigInt) as [bigint, bigint];
+  return ms > cursorMs || (ms === cursorMs && n > cursorN);
 }
 
 /** A stream entry `[id, [field, value, …]]` as a reply. */

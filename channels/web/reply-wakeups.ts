@@ -1,19 +1,40 @@
 /**
  * The shared wake-ups of the Redis reply store: one subscriber connection per store, on the
- * channel where every append publishes its conversation id; waiting reads register by
- * conversation and are woken by those ids (then they read the stream again).
+ * channel where every append publishes its conversation id — with the appended entry itself after
+ * a new append (`<conversation id> <stream id> <fields as JSON>`); waiting reads register by
+ * conversation and are woken by those messages (with the entry they need not read the stream again).
+ * The subscriber also remembers the last entry id it heard of per conversation, while it has heard
+ * every append since (forgotten on a reconnect, a wake-up without an id, and a wait that timed out):
+ * a read whose cursor is that id knows the stream has nothing after it, and only waits.
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 
-/** One registered wait: `woken` resolves true on a wake-up, false on timeout, abort or close. */
+/** A stream entry as XREAD answers it: `[id, [field, value, …]]`. */
+export type StreamEntry = [string, string[]];
+
+/** Why a wait ended with news: `entry` is the entry just appended, when the wake-up carried it. */
+export interface Wakeup {
+  entry?: StreamEntry;
+}
+
+/** One registered wait: `woken` resolves to a {@link Wakeup} on a wake-up, null on timeout, abort or close. */
 export interface ReplyWait {
-  woken: Promise<boolean>;
+  woken: Promise<Wakeup | null>;
   cancel(): void;
 }
 
+/** What a wake-up without news of its own means: read the stream again. */
+const READ_AGAIN: Wakeup = {};
+/** Bounds the conversations whose last entry id is remembered (the most recently appended to). */
+const MAX_REMEMBERED = 10_000;
+/** A Redis stream id, `<ms>-<n>`. */
+export const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
+
 /** See the module comment. */
 export class ReplyWakeups {
-  private readonly waits = new Map<string, Set<(woken: boolean) => void>>();
+  private readonly waits = new Map<string, Set<(woken: Wakeup | null) => void>>();
+  /** Conversation → the id of the last append heard of, while every append since was heard. */
+  private readonly latest = new Map<string, string>();
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private isClosed = false;
@@ -32,6 +53,14 @@ export class ReplyWakeups {
   }
 
   /**
+   * The stream id of the last append to `conversationId` this subscriber heard of, when it has heard
+   * every append since (so nothing in the stream comes after it); undefined when it does not know.
+   */
+  lastAppended(conversationId: string): string | undefined {
+    return this.latest.get(conversationId);
+  }
+
+  /**
    * Registers a wait for a reply to `conversationId`, subscribing first if this is the first.
    * `@throws` when the subscriber cannot subscribe (Redis down).
    */
@@ -40,10 +69,14 @@ export class ReplyWakeups {
     let set = this.waits.get(conversationId);
     if (!set) this.waits.set(conversationId, (set = new Set()));
     const waits = set;
-    let settle: (woken: boolean) => void = () => undefined;
-    const woken = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => settle(false), Math.max(0, timeoutMs));
-      const onAbort = (): void => settle(false);
+    let settle: (woken: Wakeup | null) => void = () => undefined;
+    const woken = new Promise<Wakeup | null>((resolve) => {
+      const timer = setTimeout(() => {
+        // A wait that heard nothing reads the stream next time: a wake-up lost in transit costs one wait, never more.
+        this.latest.delete(conversationId);
+        settle(null);
+      }, Math.max(0, timeoutMs));
+      const onAbort = (): void => settle(null);
       settle = (value) => {
         if (!waits.delete(settle)) return;
         if (waits.size === 0 && this.waits.get(conversationId) === waits) this.waits.delete(conversationId);
@@ -56,14 +89,14 @@ export class ReplyWakeups {
       this.count++;
       signal?.addEventListener('abort', onAbort);
     });
-    if (signal?.aborted || this.isClosed) settle(false);
-    return { woken, cancel: () => settle(false) };
+    if (signal?.aborted || this.isClosed) settle(null);
+    return { woken, cancel: () => settle(null) };
   }
 
-  /** Ends every wait (woken false) and disconnects the subscriber. */
+  /** Ends every wait (woken null) and disconnects the subscriber. */
   close(): void {
     this.isClosed = true;
-    this.wakeAll(false);
+    this.wakeAll(null);
     this.subscriber?.disconnect();
     this.subscriber = undefined;
     this.subscribed = undefined;
@@ -75,9 +108,12 @@ export class ReplyWakeups {
     // Fails fast while Redis is down (the read answers 503); once subscribed, ioredis subscribes again after a reconnect.
     const connection = duplicateRedis(this.redis, { connectionName: this.connectionName, maxRetriesPerRequest: 1 });
     this.subscriber = connection;
-    connection.on('message', (_channel: string, conversationId: string) => this.wake(conversationId, true));
+    connection.on('message', (_channel: string, message: string) => this.onMessage(message));
     // After a reconnect every reader reads again: a wake-up may have been missed meanwhile.
-    connection.on('ready', () => this.wakeAll(true));
+    connection.on('ready', () => {
+      this.latest.clear();
+      this.wakeAll(READ_AGAIN);
+    });
     connection.on('error', () => undefined); // reported by the reads that fail meanwhile
     this.subscribed = connection.subscribe(this.channel).catch((err: unknown) => {
       this.subscribed = undefined;
@@ -88,11 +124,43 @@ export class ReplyWakeups {
     return this.subscribed;
   }
 
-  private wake(conversationId: string, woken: boolean): void {
+  /** `<conversation id>` (read again) or `<conversation id> <stream id> <fields JSON>` (the new entry). */
+  private onMessage(message: string): void {
+    const space = message.indexOf(' ');
+    if (space < 0) {
+      this.latest.delete(message);
+      this.wake(message, READ_AGAIN);
+      return;
+    }
+    const conversationId = message.slice(0, space);
+    const rest = message.slice(space + 1);
+    const id = rest.slice(0, rest.indexOf(' '));
+    this.latest.delete(conversationId);
+    if (STREAM_ID_RE.test(id)) {
+      if (this.latest.size >= MAX_REMEMBERED) this.latest.delete(this.latest.keys().next().value as string);
+      this.latest.set(conversationId, id);
+    }
+    if (!this.waits.has(conversationId)) return; // nobody here waits for it: not worth parsing
+    this.wake(conversationId, wakeupOf(rest));
+  }
+
+  private wake(conversationId: string, woken: Wakeup | null): void {
     for (const settle of [...(this.waits.get(conversationId) ?? [])]) settle(woken);
   }
 
-  private wakeAll(woken: boolean): void {
+  private wakeAll(woken: Wakeup | null): void {
     for (const conversationId of [...this.waits.keys()]) this.wake(conversationId, woken);
   }
+}
+
+/** `<stream id> <fields JSON>` as a wake-up with its entry; anything malformed is a plain wake-up (read again). */
+function wakeupOf(rest: string): Wakeup {
+  const space = rest.indexOf(' ');
+  try {
+    const fields: unknown = JSON.parse(rest.slice(space + 1));
+    if (STREAM_ID_RE.test(rest.slice(0, space)) && Array.isArray(fields) && fields.every((field) => typeof field === 'string')) return { entry: [rest.slice(0, space), fields as string[]] };
+  } catch {
+    // fall through: read the stream
+  }
+  return READ_AGAIN;
 }

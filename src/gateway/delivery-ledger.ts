@@ -49,10 +49,9 @@ export function createRedisDeliveryLedger(deps: { redis: RedisClient }, options:
     },
     async markSent(ref, index, messageId) {
       const key = deliveryKey(ref, resolved.keyPrefix);
-      // Pipelined, not a MULTI: the two commands reach Redis in one write (2 commands, not 4).
-      const results = await redis.pipeline().hset(key, String(index), messageId).pexpire(key, resolved.ttlMs).exec();
-      const failed = results?.find(([err]) => err);
-      if (failed) throw failed[0];
+      // Sent in one tick, the two commands leave in one socket write (src/redis/client.ts coalesces
+      // them) — without an ioredis pipeline, whose construction copies every script the connection knows.
+      await Promise.all([redis.hset(key, String(index), messageId), redis.pexpire(key, resolved.ttlMs)]);
     },
   };
 }

@@ -7,6 +7,9 @@ import { ChannelError } from '../errors.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import type { DeliveryLedger } from './delivery-ledger.js';
 
+/** The ledger of a channel that is its own: nothing recorded, every chunk is sent (and answered once). */
+const NONE_SENT: ReadonlyMap<number, string> = new Map();
+
 /** Dependencies of {@link createDelivery}. */
 export interface DeliveryDeps {
   /** The started channels, by name. */
@@ -58,9 +61,12 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       }
       const ref = { sessionId: message.sessionId, replyId: message.id };
       const chunks = planFor(channel, message.text);
-      const already = await deps.ledger.sentChunks(ref);
+      // A channel that stores each delivery id once is its own ledger: a retried chunk's send answers its first id.
+      const ledger = channel.sendsOncePerDeliveryId ? undefined : deps.ledger;
+      const already = ledger ? await ledger.sentChunks(ref) : NONE_SENT;
       const result: DeliveryResult = { replyId: message.id, chunks: chunks.length, sent: 0, skipped: 0, plainFallbacks: 0, messageIds: [] };
-      const replyLog = log.child({ sessionId: message.sessionId, channel: message.channel, replyId: message.id });
+      // Bound fields of this reply's warn and error lines: a child logger only when a line is written.
+      const fields = { sessionId: message.sessionId, channel: message.channel, replyId: message.id };
       const streamId = message.kind === 'reply' ? message.id : message.streamId;
       const streamed = deps.streams && streamId ? await deps.streams.takeOver(message) : undefined;
       for (const [index, chunk] of chunks.entries()) {
@@ -72,15 +78,16 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
         const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.streams && streamId ? { streamId } : {}) };
+        const chunkLog = lazyChild(log, { ...fields, chunk: index });
         const outcome = index === 0 && streamed !== undefined
-          ? await editOrSend(channel, target, streamed, chunk, ids, replyLog.child({ chunk: index }))
-          : await sendChunk(channel, target, chunk, ids, replyLog.child({ chunk: index }));
-        await deps.ledger.markSent(ref, index, outcome.sent.messageId);
+          ? await editOrSend(channel, target, streamed, chunk, ids, chunkLog)
+          : await sendChunk(channel, target, chunk, ids, chunkLog);
+        await ledger?.markSent(ref, index, outcome.sent.messageId);
         result.sent++;
         if (outcome.plainFallback) result.plainFallbacks++;
         result.messageIds.push(outcome.sent.messageId);
       }
-      replyLog.debug({ chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply chunks sent');
+      log.debug({ ...fields, chunks: result.chunks, sent: result.sent, skipped: result.skipped }, 'reply chunks sent');
       return result;
     },
   };
@@ -96,7 +103,7 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: ChunkLog): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
 }
 
@@ -105,7 +112,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
  * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
  * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
  */
-async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: Logger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: ChunkLog): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
   const edit = channel.editMessage.bind(channel);
   try {
@@ -115,19 +122,19 @@ async function editOrSend(channel: Channel, target: ChatTarget, messageId: strin
     });
   } catch (err) {
     if (!(err instanceof ChannelError) || err.retryable) throw err;
-    log.warn({ err, messageId }, 'the partial reply\'s message cannot be edited; sending the reply as a new message');
+    log().warn({ err, messageId }, 'the partial reply\'s message cannot be edited; sending the reply as a new message');
     return sendChunk(channel, target, chunk, ids, log);
   }
 }
 
-async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: Logger, put: (text: string, mode: OutgoingText['mode']) => Promise<SentMessage>): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: ChunkLog, put: (text: string, mode: OutgoingText['mode']) => Promise<SentMessage>): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (chunk.formatted !== undefined) {
     try {
       return { sent: await put(chunk.formatted, 'formatted'), plainFallback: false };
     } catch (err) {
       const error = toChannelError(err, channel.name);
       if (error.code !== CHANNEL_ERROR_CODES.formatRejected) throw logged(error, log);
-      log.warn({ err: error }, 'formatting rejected; resending as plain text');
+      log().warn({ err: error }, 'formatting rejected; resending as plain text');
     }
   }
   try {
@@ -137,9 +144,9 @@ async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: Logg
   }
 }
 
-function logged(error: ChannelError, log: Logger): ChannelError {
-  if (error.retryable) log.debug({ err: error, retryAfterMs: error.retryAfterMs }, 'reply chunk not sent; the job will be retried');
-  else log.error({ err: error }, 'reply chunk not delivered: permanent failure');
+function logged(error: ChannelError, log: ChunkLog): ChannelError {
+  if (error.retryable) log().debug({ err: error, retryAfterMs: error.retryAfterMs }, 'reply chunk not sent; the job will be retried');
+  else log().error({ err: error }, 'reply chunk not delivered: permanent failure');
   return error;
 }
 
@@ -147,4 +154,12 @@ function logged(error: ChannelError, log: Logger): ChannelError {
 function toChannelError(err: unknown, channel: ChannelName): ChannelError {
   if (err instanceof ChannelError) return err;
   return new ChannelError(`send failed on ${channel} (unexpected error)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
+}
+
+/** A chunk's logger, made on first use (a line per chunk is the exception; a child logger per chunk costs on every reply). */
+type ChunkLog = () => Logger;
+
+function lazyChild(log: Logger, bindings: Record<string, unknown>): ChunkLog {
+  let child: Logger | undefined;
+  return () => (child ??= log.child(bindings));
 }

@@ -13,7 +13,9 @@
               "deliveryId": string,        -- optional: the chunk's stable delivery id
               "streamId": string,          -- optional: the stream of partial replies this reply ends
               "wake": [channel, message]   -- optional: published after the append (and on a repeat), so
-                                           -- waiting readers on every gateway wake with the write itself
+                                           -- waiting readers on every gateway wake with the write itself;
+                                           -- after an append the message is followed by ' <stream id> <fields
+                                           -- as a JSON array>', so a waiting reader needs no read of the stream
             }
     ARGV[2] the text
     ARGV[3] the format (`markdown` or `text`)
@@ -59,5 +61,5 @@ if streamId then
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))
 redis.call('EXPIRE', KEYS[1], ttl)
-if wake then redis.call('PUBLISH', wake[1], wake[2]) end
+if wake then redis.call('PUBLISH', wake[1], wake[2] .. ' ' .. id .. ' ' .. cjson.encode(fields)) end
 return { id, 1 }
