@@ -8,7 +8,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
 import { acceptPlain } from '../../src/gateway/accept.js';
 import { createIngest } from '../../src/gateway/ingest.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
