@@ -2,7 +2,7 @@ import type { OutboundMessage } from '../core/inbound.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
-import { duplicateRedis, type RedisClient } from '../redis/client.js';
+import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
 import { openOutboundShard, type OutboundEntry } from '../queue/outbound-shard.js';
 import type { Delivery } from './delivery.js';
@@ -118,6 +118,8 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   const held = new Map<string, Promise<void>>();
   let closing = false;
   let slotFreed: (() => void) | undefined;
+  // While Redis is away a read fails every second: one warning per 30 s, the rest at debug.
+  const readFailed = connectionErrorLogger(log, 'outbound read failed; retrying in a second');
 
   const take = (entry: OutboundEntry): void => {
     // Claimed back from ourselves after a missed renewal, or taken while closing (left for a live gateway's claim).
@@ -156,7 +158,7 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       } catch (err) {
         if (closing) break;
         if (String((err as Error).message).startsWith('NOGROUP')) grouped = false;
-        log.warn({ err }, 'outbound read failed; retrying in a second');
+        readFailed(err as Error);
         await new Promise((resolve) => setTimeout(resolve, 1000).unref());
       }
     }
