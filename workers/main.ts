@@ -1,6 +1,5 @@
 import { Worker } from 'bullmq';
 import { ContextCompressor } from '../src/core/compressor.js';
-import type { OutboundMessage } from '../src/core/inbound.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
@@ -10,7 +9,7 @@ import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
 import { holdQueueLayout } from '../src/queue/layout-guard.js';
-import { openShardedQueue } from '../src/queue/sharded.js';
+import { openOutboundQueue } from '../src/queue/outbound.js';
 import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
@@ -54,7 +53,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const pauseConsumers = () => { for (const consumer of consumers) void consumer.pause().catch(() => undefined); };
   const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
-  const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, redis);
+  const outbound = openOutboundQueue(redis, names);
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
   });
@@ -79,7 +78,6 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   if (layout.moved !== null) pauseConsumers();
   const failures = workers.map((worker) => handleFailures(worker, turn));
   for (const worker of workers) worker.on('error', connectionErrorLogger(logger, 'worker error'));
-  outbound.onError(connectionErrorLogger(logger, 'outbound queue error'));
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
@@ -92,7 +90,6 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await heartbeat.stop();
       await layout.release();
       await stops.close();
-      await outbound.close();
       if (ownsRedis) await redis.quit();
       logger.info({}, 'worker stopped');
     },

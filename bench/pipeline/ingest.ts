@@ -5,9 +5,10 @@
  * Nothing consumes the queues; each figure uses its own key and queue prefix, removed afterwards.
  */
 import { Queue } from 'bullmq';
-import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
 import { createIngest, type Ingest } from '../../src/gateway/ingest.js';
 import { createSilentLogger } from '../../src/log.js';
+import { openOutboundQueue } from '../../src/queue/outbound.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
@@ -94,7 +95,7 @@ function buildIngest(base: RedisClient, prefix: string, baseURL: string): Subjec
   const ingestRedis = duplicateRedis(base, { maxRetriesPerRequest: 2, commandTimeout: 750 });
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix });
   const producer = createTurnProducer({ redis: fast }, { queuePrefix, keyPrefix });
-  const outbound = new Queue<OutboundMessage>('outbound', { connection: fast, prefix: queuePrefix });
+  const outbound = openOutboundQueue(fast, { queuePrefix, queueShards: 1, outboundQueue: 'outbound' });
   const opsOptions = { baseURL, apiKey: 'bench', threshold: 0.5, hygieneThreshold: 0.85, keyPrefix, leaseTtlMs: 15_000, limits: LIMITS, llmTimeoutMs: 20_000, llmMaxRetries: 0 };
   const ops = createLlmSessionOps({ redis: fast, logger, store }, opsOptions);
   const view = createRedisSessionView({ redis: fast }, { keyPrefix, contextWindow: 128_000, reservedOutputTokens: 4096, model: LIMITS.model, summaryModel: LIMITS.summaryModel, threshold: 0.5, hygieneThreshold: 0.85 });
@@ -108,7 +109,7 @@ function buildIngest(base: RedisClient, prefix: string, baseURL: string): Subjec
     },
     settle: () => ingest.idle(),
     async close() {
-      await Promise.all([producer.close(), outbound.close()]);
+      await producer.close();
       fast.disconnect();
       ingestRedis.disconnect();
     },

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
+import { openOutboundQueue } from '../queue/outbound.js';
 import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -127,18 +128,19 @@ async function checkRedis(conn: CliRedis): Promise<Verdict> {
 
 async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict> {
   const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards });
-  const parts: string[] = [];
-  for (const name of [names.turnQueue, names.outboundQueue]) {
-    const queue = openShardedQueue<{ sessionId: string }>(name, names, redis);
-    queue.onError(() => undefined); // failures surface where its commands fail
-    try {
-      const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-      parts.push(`${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
-    } finally {
-      await queue.close();
-    }
+  const turns = openShardedQueue<{ sessionId: string }>(names.turnQueue, names, redis);
+  turns.onError(() => undefined); // failures surface where its commands fail
+  try {
+    // The turn queue's BullMQ counts and the outbound streams' counts, in one shape.
+    const counts: Array<[string, Record<string, number>]> = [
+      [names.turnQueue, await turns.getJobCounts('waiting', 'active', 'delayed', 'failed')],
+      [names.outboundQueue, { ...await openOutboundQueue(redis, names).counts() }],
+    ];
+    const parts = counts.map(([name, c]) => `${name}: ${c.waiting} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+    return { status: 'ok', detail: `${parts.join('; ')} (prefix ${names.queuePrefix}${names.queueShards > 1 ? `, ${names.queueShards} shards` : ''})` };
+  } finally {
+    await turns.close();
   }
-  return { status: 'ok', detail: `${parts.join('; ')} (prefix ${names.queuePrefix}${names.queueShards > 1 ? `, ${names.queueShards} shards` : ''})` };
 }
 
 async function checkLlm(config: Config): Promise<Verdict> {

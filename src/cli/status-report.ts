@@ -3,6 +3,8 @@ import { DEMO_MODEL } from '../core/models.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
+import { openOutboundQueue } from '../queue/outbound.js';
+import type { FailedReply, OutboundCounts } from '../queue/outbound-shard.js';
 import { recordedShards } from '../queue/layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
@@ -25,8 +27,8 @@ export interface StatusCheck {
   fix?: string;
 }
 
-/** BullMQ job counts of one queue. */
-export type QueueCounts = Record<'waiting' | 'active' | 'delayed' | 'prioritized' | 'failed' | 'completed', number>;
+/** Counts of one queue: the turn queue's BullMQ counts (with `prioritized` and `completed`), the outbound streams' four. */
+export type QueueCounts = OutboundCounts & { prioritized?: number; completed?: number };
 
 /** Everything `chatgate status --json` prints. */
 export interface StatusReport {
@@ -39,6 +41,8 @@ export interface StatusReport {
   channelLeases: ChannelLeaseHolder[];
   /** By queue name. */
   queues: Record<string, QueueCounts>;
+  /** The most recent replies that failed for good (within 7 days), newest first, with their reason. */
+  failedReplies: FailedReply[];
   failed: DeadLetterTotals;
   /** Sessions whose next request is at or over the hygiene trigger (of the fullest `scanned`). */
   sessions: { total: number; overHygiene: number; hygieneAt: number; paused: number; scanned: number };
@@ -47,6 +51,9 @@ export interface StatusReport {
 /** Sessions read (fullest first) to count those over the hygiene line. */
 const FULLEST_SESSIONS = 500;
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
+/** Replies failed for good that the report names with their reason. */
+const FAILED_REPLIES_SHOWN = 5;
+const FAILED_REPLIES_FIX = 'replies that failed for good are kept 7 days with their reason (`chatgate status --json`: failedReplies); a permanent reason (chat not found, bot blocked) needs no action';
 
 /**
  * Reads what runs and how it stands: heartbeats, queues, dead letters and the session figures
@@ -57,7 +64,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
   const keyPrefix = config.redis.keyPrefix;
   const processes = await readHeartbeats(redis, { keyPrefix });
   const channelLeases = await readChannelLeases(redis, keyPrefix);
-  const queues = await readQueues(redis, config);
+  const { queues, failedReplies } = await readQueues(redis, config);
   const failed = await countDeadLetters(redis, keyPrefix);
   const page = await readerFor(config, { redis }).listSessions({ sort: 'fill', limit: FULLEST_SESSIONS });
   const hygieneAt = config.compaction.hygieneThreshold;
@@ -73,26 +80,24 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     leasesCheck(channelLeases, gateways),
     await llmCheck(config, workers, onProgress),
     queuesCheck(queues, workers.some((w) => w.alive), { configured: config.redis.queueShards, recorded: await recordedShards(redis, config.redis.queuePrefix) }),
-    failedCheck(failed, queues),
+    failedCheck(failed, queues, failedReplies),
     sessionsCheck(sessions),
   ];
-  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failed, sessions };
+  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failedReplies, failed, sessions };
 }
 
-async function readQueues(redis: RedisClient, config: Config): Promise<Record<string, QueueCounts>> {
+/** Every shard's counts, summed: the turn queue's from BullMQ, the outbound streams' (and their latest failures). */
+async function readQueues(redis: RedisClient, config: Config): Promise<{ queues: Record<string, QueueCounts>; failedReplies: FailedReply[] }> {
   const names = resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards });
-  const out: Record<string, QueueCounts> = {};
-  for (const name of [names.turnQueue, names.outboundQueue]) {
-    // Every shard's counts, summed.
-    const queue = openShardedQueue<{ sessionId: string }>(name, names, redis);
-    queue.onError(() => undefined); // failures surface where its commands fail
-    try {
-      out[name] = (await queue.getJobCounts(...QUEUE_STATES)) as QueueCounts;
-    } finally {
-      await queue.close();
-    }
+  const turns = openShardedQueue<{ sessionId: string }>(names.turnQueue, names, redis);
+  turns.onError(() => undefined); // failures surface where its commands fail
+  const outbound = openOutboundQueue(redis, names);
+  try {
+    const [turnCounts, outboundCounts, failedReplies] = await Promise.all([turns.getJobCounts(...QUEUE_STATES), outbound.counts(), outbound.failed(FAILED_REPLIES_SHOWN)]);
+    return { queues: { [names.turnQueue]: turnCounts as unknown as QueueCounts, [names.outboundQueue]: outboundCounts }, failedReplies };
+  } finally {
+    await turns.close();
   }
-  return out;
 }
 
 function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
@@ -139,7 +144,7 @@ async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onP
 }
 
 function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean, shards: { configured: number; recorded: number | null }): StatusCheck {
-  const parts = Object.entries(queues).map(([name, c]) => `${name}: ${c.waiting + c.prioritized} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
+  const parts = Object.entries(queues).map(([name, c]) => `${name}: ${c.waiting + (c.prioritized ?? 0)} waiting, ${c.active} active, ${c.delayed} delayed, ${c.failed} failed`);
   if (shards.configured > 1) parts.push(`${shards.configured} shards`);
   if (shards.recorded !== null && shards.recorded !== shards.configured) {
     return {
@@ -147,22 +152,28 @@ function queuesCheck(queues: Record<string, QueueCounts>, workersAlive: boolean,
       fix: `the running processes use CHATGATE_QUEUE_SHARDS=${shards.recorded}: use the same value here, or see docs/sharding.md to change it`,
     };
   }
-  const waiting = Object.values(queues).reduce((sum, c) => sum + c.waiting + c.prioritized, 0);
+  const waiting = Object.values(queues).reduce((sum, c) => sum + c.waiting + (c.prioritized ?? 0), 0);
   if (waiting > 0 && !workersAlive) return { name: 'queues', status: 'warn', detail: parts.join('; '), fix: 'jobs wait for a worker: start one (`chatgate worker`)' };
   return { name: 'queues', status: 'ok', detail: parts.join('; ') };
 }
 
-function failedCheck(failed: DeadLetterTotals, queues: Record<string, QueueCounts>): StatusCheck {
+function failedCheck(failed: DeadLetterTotals, queues: Record<string, QueueCounts>, replies: readonly FailedReply[]): StatusCheck {
   const setAside = Object.entries(failed.setAside).map(([channel, n]) => `${n} ${channel} update${n === 1 ? '' : 's'} set aside`);
   const capped = failed.indexed > failed.scanned ? ` (of the ${failed.scanned} most recent sessions)` : '';
   const extra = setAside.length > 0 ? `; ${setAside.join(', ')}` : '';
-  if (failed.messages === 0) return { name: 'failed', status: setAside.length > 0 ? 'warn' : 'ok', detail: `no failed messages${capped}${extra}` };
+  const jobs = Object.entries(queues).filter(([, c]) => c.failed > 0).map(([name, c]) => `${c.failed} ${name} job${c.failed === 1 ? '' : 's'} failed`);
+  // The reasons of the latest replies that failed for good: what bull-board showed before the outbound streams.
+  const why = replies.length > 0 ? ` (latest: ${replies.map((r) => `${r.id}${r.message ? ` to ${r.message.sessionId}` : ''}: ${r.reason}`).join('; ')})` : '';
+  const outbound = jobs.length > 0 ? `; ${jobs.join(', ')}${why}` : '';
+  if (failed.messages === 0) {
+    const status = setAside.length > 0 || jobs.length > 0 ? 'warn' : 'ok';
+    return { name: 'failed', status, detail: `no failed messages${capped}${extra}${outbound}`, ...(jobs.length > 0 ? { fix: FAILED_REPLIES_FIX } : {}) };
+  }
   const top = failed.sessions.slice(0, 5).map((s) => `${s.id} (${s.count})`).join(', ');
   const first = failed.sessions[0]!.id;
-  const outbound = Object.entries(queues).filter(([, c]) => c.failed > 0).map(([name, c]) => `${c.failed} ${name} job${c.failed === 1 ? '' : 's'} failed`);
   return {
     name: 'failed', status: 'warn',
-    detail: `${plural(failed.messages, 'failed message')} in ${plural(failed.sessions.length, 'session')}${capped}: ${top}${failed.sessions.length > 5 ? ', …' : ''}${extra}${outbound.length > 0 ? `; ${outbound.join(', ')}` : ''}`,
+    detail: `${plural(failed.messages, 'failed message')} in ${plural(failed.sessions.length, 'session')}${capped}: ${top}${failed.sessions.length > 5 ? ', …' : ''}${extra}${outbound}`,
     fix: `\`chatgate failed ${first}\` lists them, \`chatgate retry ${first}\` puts them back in the inbox`,
   };
 }

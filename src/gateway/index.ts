@@ -2,17 +2,20 @@ import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import { stripUndefined } from '../core/objects.js';
-import type { ChannelName, InboundMessage, OutboundMessage } from '../core/inbound.js';
+import type { ChannelName, InboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
+import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
 import { guardTurnProducer, holdQueueLayout } from '../queue/layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
+import { openOutboundQueue, type OutboundQueue } from '../queue/outbound.js';
+import { moveLegacyOutboundJobs } from '../queue/outbound-legacy.js';
 import { createTurnProducer } from '../queue/producer.js';
 import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
-import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
+import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
@@ -127,10 +130,12 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => layout.release());
   const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
-  const outbound = openShardedQueue<OutboundMessage>(names.outboundQueue, names, fast);
+  // Replies a gateway of an older version left as BullMQ jobs move into the outbound streams first.
+  await moveLegacyOutboundJobs({ redis: fast, logger }, names);
+  const outbound = openOutboundQueue(fast, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, fast);
-  for (const queue of [outbound, turns]) queue.onError((err) => logger.debug({ err, queue: queue.name }, 'gateway queue connection error'));
-  closers.push(() => Promise.all([outbound.close(), turns.close(), producer.close()]));
+  turns.onError((err) => logger.debug({ err, queue: turns.name }, 'gateway queue connection error'));
+  closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: fast, logger, store, metrics }, {
@@ -161,7 +166,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   gatewayChannels.mount?.(app);
   const channelsStatus: ChannelsStatus = { state: 'starting' };
   app.route('/', createMonitorApp({
-    sessions: deps.sessions, queues: [...turns.shards, ...outbound.shards], logger, metrics,
+    // bull-board shows the turn queue; the outbound streams are counted beside it in `chatgate_queue_jobs`.
+    sessions: deps.sessions, queues: turns.shards, queueDepth: () => queueDepths(turns, outbound), logger, metrics,
     checks: { ...readinessChecks(fast, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix), queueLayout: async () => layout.check() },
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
@@ -195,7 +201,6 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
   for (const queuePrefix of shardPrefixes(names)) {
     const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue });
-    consumer.on('error', connectionErrorLogger(logger, 'outbound consumer error'));
     closers.push(() => consumer.close());
   }
   const subscriber = duplicateRedis(redis);
@@ -252,6 +257,12 @@ function sessionFigures(o: ResolvedGatewayOptions) {
     baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, threshold: o.threshold, hygieneThreshold: o.hygieneThreshold,
     limits: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens },
   };
+}
+
+/** `chatgate_queue_jobs`: the turn queue's BullMQ counts and the outbound streams' counts, by state. */
+async function queueDepths(turns: ShardedQueue<TurnJobData>, outbound: OutboundQueue) {
+  const [turnDepths, counts] = await Promise.all([readQueueDepths(turns.shards), outbound.counts()]);
+  return [...turnDepths, ...Object.entries(counts).map(([state, count]) => ({ queue: outbound.name, state, count }))];
 }
 
 /** How far the session's pending turn job is from running (at most the first 1,000 waiting jobs are looked at). */

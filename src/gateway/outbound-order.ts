@@ -5,11 +5,11 @@ import { runScriptWithOptions } from '../redis/scripts.js';
 /**
  * Per-session order of the outbound replies taken but not delivered yet: the one being delivered
  * (recorded before it is sent, so a gateway that dies during the send leaves it in its place), one
- * that failed transiently or was rate limited and waits as a delayed job, and the later replies
+ * that failed transiently or was rate limited and waits in the delayed set, and the later replies
  * held back behind them. A reply goes when no reply entered before it is still pending, so one
  * chat's replies arrive in the order the consumer first took them, across a gateway crash too. A
  * pending reply stops holding the others back `maxHoldMs` after it entered (the key expires then
- * too), so a vanished job never blocks a chat for good.
+ * too), so a vanished reply never blocks a chat for good.
  */
 export interface OutboundOrder {
   /**
@@ -25,7 +25,7 @@ export interface OutboundOrder {
 
 /** Options of {@link createOutboundOrder}. */
 export interface OutboundOrderOptions {
-  /** Namespace of the keys: the outbound queue's BullMQ prefix and name (keys share the prefix's hash tag). */
+  /** Namespace of the keys: the outbound shard's prefix and the queue's name (keys share the prefix's hash tag). */
   queuePrefix: string;
   outboundQueue: string;
   /** How long a pending reply may hold its session's later replies back, ms. Default 600 000. */

@@ -4,6 +4,7 @@ import type { RedisClient } from '../redis/client.js';
 import { queueLayoutKey, queueLayoutUsersKey } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 import { shardPrefixes, type QueueNames } from './names.js';
+import { openOutboundShard } from './outbound-shard.js';
 
 /** Job states that still have to run: a job in one of them would be split from its session's later jobs. */
 const LIVE_STATES = ['wait', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
@@ -21,10 +22,15 @@ export interface ClaimQueueLayoutOptions {
   ttlMs?: number;
 }
 
-/** Jobs still to run (waiting, active, delayed, …) in the turn and outbound queues of a `shards`-shard layout. */
+/**
+ * Jobs still to run (waiting, active, delayed, …) in a `shards`-shard layout: the turn queue's, the
+ * outbound streams' replies, and BullMQ outbound jobs an older gateway left (moved at the next gateway start).
+ */
 export async function liveJobs(redis: RedisClient, names: QueueNames, shards: number): Promise<number> {
   let total = 0;
   for (const prefix of shardPrefixes({ queuePrefix: names.queuePrefix, queueShards: shards })) {
+    const replies = await openOutboundShard(redis, prefix, names.outboundQueue).counts(Date.now());
+    total += replies.waiting + replies.active + replies.delayed;
     for (const name of [names.turnQueue, names.outboundQueue]) {
       const queue = new Queue(name, { connection: redis, prefix });
       queue.on('error', () => undefined);

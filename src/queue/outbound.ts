@@ -1,31 +1,36 @@
-import type { JobsOptions } from 'bullmq';
 import type { OutboundMessage } from '../core/inbound.js';
+import type { RedisClient } from '../redis/client.js';
+import { sessionShardPrefix, shardPrefixes, type QueueNames } from './names.js';
+import { openOutboundShard, type FailedReply, type OutboundCounts, type OutboundShard } from './outbound-shard.js';
+
+/** Delivery attempts of a reply (rate limits and waits behind an older reply do not spend them). */
+export const OUTBOUND_ATTEMPTS = 8;
 
 /**
- * Name of the outbound queue's backoff strategy: the outbound consumer computes the delay of a
- * retried delivery with the retry policy of src/core/retry.ts (BullMQ `settings.backoffStrategy`).
- */
-export const OUTBOUND_BACKOFF = 'chatgate-retry-policy';
-
-/**
- * The one set of options of an outbound job. `jobId` is the reply's stable id, so a retried turn
- * re-adding its reply is a no-op while the job is kept: a delivered reply for a day, one that
- * failed for good for a week (`chatgate failed` shows it). Eight delivery attempts; rate limits
- * do not spend them (the consumer delays the job until the platform's retry-after).
- */
-export const OUTBOUND_JOB_OPTIONS = Object.freeze({
-  attempts: 8,
-  backoff: { type: OUTBOUND_BACKOFF },
-  removeOnComplete: { age: 86_400 },
-  removeOnFail: { age: 7 * 86_400 },
-}) satisfies JobsOptions;
-
-/**
- * Where replies are enqueued: a BullMQ queue, or the sharded outbound queue (src/queue/sharded.ts),
- * which puts each reply in the shard of its session.
+ * Where replies are enqueued: the outbound transport ({@link openOutboundQueue}), which puts each
+ * reply in the shard of its session. `add` is a no-op for an id it knows.
  */
 export interface OutboundSink {
-  add(name: string, data: OutboundMessage, opts: JobsOptions): Promise<unknown>;
+  /** @returns whether the reply was added (false: its id is waiting, delivered within a day, or failed). */
+  add(message: OutboundMessage): Promise<boolean>;
+}
+
+/**
+ * The outbound queue: per shard (`shardPrefixes`) a Redis stream read by the gateways' consumer
+ * group, a delayed set and a failed set (src/queue/outbound-shard.ts). One round trip per reply
+ * added; no connection of its own.
+ */
+export interface OutboundQueue extends OutboundSink {
+  /** The logical queue name (`outbound`). */
+  readonly name: string;
+  /** Every shard, shard 0 first. */
+  readonly shards: readonly OutboundShard[];
+  /** The shard that holds session `sessionId`'s replies. */
+  forSession(sessionId: string): OutboundShard;
+  /** Counts summed over every shard. */
+  counts(): Promise<OutboundCounts>;
+  /** The most recent replies that failed for good (within 7 days), newest first, over every shard. */
+  failed(limit?: number): Promise<FailedReply[]>;
 }
 
 /**
@@ -33,5 +38,29 @@ export interface OutboundSink {
  * replies (workers) and notices (ingest) alike. Idempotent per `message.id`.
  */
 export async function enqueueOutbound(queue: OutboundSink, message: OutboundMessage): Promise<void> {
-  await queue.add(message.kind, message, { ...OUTBOUND_JOB_OPTIONS, jobId: message.id });
+  await queue.add(message);
+}
+
+/** Opens the outbound queue of `names` on `redis`. */
+export function openOutboundQueue(redis: RedisClient, names: Pick<QueueNames, 'queuePrefix' | 'queueShards' | 'outboundQueue'>): OutboundQueue {
+  const byPrefix = new Map(shardPrefixes(names).map((prefix) => [prefix, openOutboundShard(redis, prefix, names.outboundQueue)]));
+  const shards = [...byPrefix.values()];
+  const forSession = (sessionId: string): OutboundShard => byPrefix.get(sessionShardPrefix(names, sessionId))!;
+  return {
+    name: names.outboundQueue, shards, forSession,
+    add: (message) => forSession(message.sessionId).add(message),
+    async counts() {
+      const total: OutboundCounts = { waiting: 0, active: 0, delayed: 0, failed: 0 };
+      const now = Date.now();
+      for (const counts of await Promise.all(shards.map((shard) => shard.counts(now)))) {
+        for (const state of Object.keys(total) as Array<keyof OutboundCounts>) total[state] += counts[state];
+      }
+      return total;
+    },
+    async failed(limit = 20) {
+      const now = Date.now();
+      const all = (await Promise.all(shards.map((shard) => shard.failed(now, limit)))).flat();
+      return all.sort((a, b) => b.failedAtMs - a.failedAtMs).slice(0, limit);
+    },
+  };
 }

@@ -111,6 +111,31 @@ export function outboundOrderKey(queuePrefix: string, outboundQueue: string, ses
   return `${queuePrefix}:${outboundQueue}:chatgate-pending:${sessionId}`;
 }
 
+/** The keys of one shard of the outbound transport (src/queue/outbound-shard.ts), all in the shard prefix's slot. */
+export interface OutboundShardKeys {
+  /** Stream of replies waiting or being delivered (fields `id`, `data`, `attempts`, `enq`), read by one consumer group. */
+  stream: string;
+  /** Sorted set: reply id → when it is due again, ms (rate limited, backing off, held behind an older reply). */
+  delayed: string;
+  /** Hash: reply id → the delayed reply's entry (JSON `{ data, attempts, enq }`). */
+  delayedData: string;
+  /** Sorted set: reply id → when it failed for good, ms (kept 7 days). */
+  failed: string;
+  /** Hash: reply id → the failed reply's record (JSON: reason, attempts, the message). */
+  failedData: string;
+  /** The idempotency marker of reply `replyId` (`SET NX`: one live or recent copy per id). */
+  marker(replyId: string): string;
+}
+
+/** Keys of the outbound transport under BullMQ-style prefix `queuePrefix` (one shard) and queue name `queue`. */
+export function outboundShardKeys(queuePrefix: string, queue: string): OutboundShardKeys {
+  const base = `${queuePrefix}:${queue}:stream`;
+  return {
+    stream: base, delayed: `${base}-delayed`, delayedData: `${base}-delayed-data`, failed: `${base}-failed`, failedData: `${base}-failed-data`,
+    marker: (replyId) => `${base}-id:${replyId}`,
+  };
+}
+
 /**
  * Stream of one web chat conversation's replies (`text`, `format`, `at`), capped near the web chat's
  * buffer size; its stream ids are the clients' cursors. Hash-tagged by conversation.

@@ -66,8 +66,10 @@ export interface OutboundCollector {
 }
 
 /** Consumes the outbound queue (concurrency 1 per shard, so each chat's order is kept) into a list. */
-export async function collectOutbound(t: TestRedis, queueName = 'outbound'): Promise<OutboundCollector> {
-  const { Worker } = await import('bullmq');
+export async function collectOutbound(t: { redis: import('../../src/redis/client.js').RedisClient; names: TestRedis['names'] }, queueName = 'outbound'): Promise<OutboundCollector> {
+  const { createOutboundConsumer } = await import('../../src/gateway/outbound.js');
+  const { createSilentLogger } = await import('../../src/log.js');
+  const { shardPrefixes } = await import('../../src/queue/names.js');
   const replies: OutboundCollector['replies'] = [];
   const waiters: Array<{ predicate: (r: OutboundCollector['replies']) => boolean; resolve: () => void }> = [];
   const check = () => {
@@ -76,18 +78,35 @@ export async function collectOutbound(t: TestRedis, queueName = 'outbound'): Pro
       else waiters.push(waiter);
     }
   };
-  const { shardPrefixes } = await import('../../src/queue/names.js');
-  const workers = shardPrefixes(t.names).map((prefix) => new Worker(queueName, async (job) => {
-    replies.push(job.data);
-    check();
-  }, { connection: t.redis, prefix, concurrency: 1 }));
-  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  // The gateway's consumer with a delivery that only records the reply.
+  const delivery = {
+    deliver: async (message: OutboundCollector['replies'][number]) => {
+      replies.push(message);
+      check();
+      return { replyId: message.id, chunks: 1, sent: 1, skipped: 0, plainFallbacks: 0, messageIds: [] };
+    },
+  };
+  const consumers = shardPrefixes(t.names).map((queuePrefix) => createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger() }, { queuePrefix, outboundQueue: queueName, concurrency: 1 }));
   return {
     replies,
     waitFor(predicate) {
       if (predicate(replies)) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ predicate, resolve }));
     },
-    close: async () => { await Promise.all(workers.map((worker) => worker.close())); },
+    close: async () => { await Promise.all(consumers.map((consumer) => consumer.close())); },
   };
+}
+
+/** The replies in the outbound streams (waiting or being delivered), shard by shard, oldest first: what `enqueueOutbound` added. */
+export async function readOutboundStreams(t: Pick<TestRedis, 'redis' | 'names'>, queueName = 'outbound'): Promise<Array<import('../../src/core/inbound.js').OutboundMessage>> {
+  const { shardPrefixes } = await import('../../src/queue/names.js');
+  const { outboundShardKeys } = await import('../../src/redis/keys.js');
+  const out: Array<import('../../src/core/inbound.js').OutboundMessage> = [];
+  for (const prefix of shardPrefixes(t.names)) {
+    for (const [, fields] of await t.redis.xrange(outboundShardKeys(prefix, queueName).stream, '-', '+')) {
+      const data = fields[fields.indexOf('data') + 1];
+      if (data !== undefined) out.push(JSON.parse(data) as import('../../src/core/inbound.js').OutboundMessage);
+    }
+  }
+  return out;
 }

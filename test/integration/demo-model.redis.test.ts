@@ -1,4 +1,3 @@
-import { Worker } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
@@ -10,7 +9,7 @@ import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { runWorker } from '../../workers/main.js';
 import { BUILTIN_TOOLS } from '../../workers/tools/builtins.js';
 import { ToolRegistry } from '../../workers/tools/registry.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { collectOutbound, createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 describe('offline demo model', () => {
   let demo: DemoModel;
@@ -85,28 +84,23 @@ describe('a worker on the demo model', () => {
       llm: { baseURL: demo.baseUrl, apiKey: 'demo', model: demo.model },
     });
     const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    const replies: string[] = [];
-    let onReply = () => {};
-    const outbound = new Worker('outbound', async (job) => {
-      // Replies only: a compaction's one-line notice is not the demo model's answer.
-      if (job.data.kind !== 'reply') return;
-      replies.push(job.data.text as string);
-      onReply();
-    }, { connection: t.redis, prefix: t.queuePrefix });
+    // Replies only: a compaction's one-line notice is not the demo model's answer.
+    const out = await collectOutbound(t);
+    const replyTexts = () => out.replies.filter((reply) => reply.kind === 'reply').map((reply) => reply.text);
     const reader = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 8192, reservedOutputTokens: 4096 });
     let sent = 0;
     return {
-      replies,
+      get replies() { return replyTexts(); },
       /** Sends one message and resolves with the session's detail once its reply is out. */
       async say(text: string) {
-        const replied = new Promise<void>((resolve) => { onReply = resolve; });
+        const before = replyTexts().length;
         sent += 1;
         await producer.submitInbound({ id: `m${sent}`, channel: 'web', chatId, userId: 'u', userName: 'u', text, attachments: [], chatType: 'private', receivedAt: Date.now() });
-        await replied;
+        await out.waitFor(() => replyTexts().length > before);
         return (await reader.getSession(`web:${chatId}`))!;
       },
       async close() {
-        await outbound.close();
+        await out.close();
         await worker.close();
         await producer.close();
         await demo.close();

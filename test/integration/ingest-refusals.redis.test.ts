@@ -7,7 +7,6 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
@@ -15,18 +14,19 @@ import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js'
 import { createIngest, type Ingest } from '../../src/gateway/ingest.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
+import { openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
 
 const LIMIT = 2;
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 10); // 50 s before the window ends
 
 let t: TestRedis;
 let producer: TurnProducer;
-let outbound: Queue<OutboundMessage>;
+let outbound: OutboundQueue;
 let ingest: Ingest;
 
 function setup(maxMessageChars = 40): void {
@@ -34,7 +34,7 @@ function setup(maxMessageChars = 40): void {
   const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
   const store = createSessionStore({ redis: t.redis, logger }, { keyPrefix: t.keyPrefix });
   producer = createTurnProducer({ redis: t.redis }, { ...names, keyPrefix: t.keyPrefix });
-  outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: t.redis, prefix: names.queuePrefix });
+  outbound = openOutboundQueue(t.redis, names);
   const limits = { model: 'fake-model', summaryModel: 'fake-model', contextWindow: 16_000, reservedOutputTokens: 0 };
   const ops = createLlmSessionOps({ redis: t.redis, logger, store }, { baseURL: 'http://127.0.0.1:9/v1', threshold: 0.5, hygieneThreshold: 0.85, limits, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000 });
   const view = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 16_000, reservedOutputTokens: 0, model: 'fake-model', threshold: 0.5, hygieneThreshold: 0.85 });
@@ -50,8 +50,7 @@ function telegram(text: string, from = 42): InboundMessage {
 }
 
 async function notices(): Promise<OutboundMessage[]> {
-  const jobs = await outbound.getJobs(['waiting', 'delayed', 'prioritized']);
-  return jobs.map((job) => job.data).sort((a, b) => a.id.localeCompare(b.id));
+  return (await readOutboundStreams(t)).sort((a, b) => a.id.localeCompare(b.id));
 }
 
 beforeEach(() => {
@@ -60,7 +59,6 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
-  await outbound.close();
   await producer.close();
   await t.cleanup();
 });

@@ -8,12 +8,13 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
+import type { InboundMessage } from '../../src/core/inbound.js';
 import { acceptPlain } from '../../src/gateway/accept.js';
 import { createIngest } from '../../src/gateway/ingest.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
+import { openOutboundQueue } from '../../src/queue/outbound.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import type { HygieneFigures } from '../../src/redis/hygiene-figures.js';
 import { pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../../src/redis/keys.js';
@@ -122,7 +123,7 @@ describe('the ingest pipeline on the one script', () => {
     const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
     const producerRedis = t.redis.duplicate();
     const producer = createTurnProducer({ redis: producerRedis }, { ...names, keyPrefix: t.keyPrefix });
-    const outbound = new Queue<OutboundMessage>(names.outboundQueue, { connection: t.redis.duplicate(), prefix: names.queuePrefix });
+    const outbound = openOutboundQueue(t.redis, names);
     const seen: Array<HygieneFigures | undefined> = [];
     const ops = { hygiene: async (_id: string, figures?: HygieneFigures) => { seen.push(figures); return null; } } as unknown as SessionOps;
     const ingestRedis = t.redis.duplicate();
@@ -144,7 +145,6 @@ describe('the ingest pipeline on the one script', () => {
       expect(jobs.map((job) => job.data)).toEqual([{ sessionId: 'web:42' }]);
     } finally {
       await producer.close();
-      await outbound.close();
       ingestRedis.disconnect();
       producerRedis.disconnect();
     }

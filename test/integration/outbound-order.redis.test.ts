@@ -7,9 +7,8 @@ import { createDelivery } from '../../src/gateway/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
 import { createOutboundConsumer } from '../../src/gateway/outbound.js';
 import { createSilentLogger } from '../../src/log.js';
-import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
 import { shardPrefixes } from '../../src/queue/names.js';
-import { openShardedQueue, type ShardedQueue } from '../../src/queue/sharded.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const QUEUE = 'outbound';
@@ -49,17 +48,16 @@ const reply = (n: number, sessionId = 'web:chat'): OutboundMessage => ({
 
 describe('outbound consumer: per-chat order across retries', () => {
   let t: TestRedis;
-  let queue: ShardedQueue<OutboundMessage>;
+  let queue: OutboundQueue;
   const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(() => {
     t = createTestRedis();
-    queue = openShardedQueue<OutboundMessage>(QUEUE, t.names, t.redis);
+    queue = openOutboundQueue(t.redis, { ...t.names, outboundQueue: QUEUE });
   });
 
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
-    await queue.close();
     await t.cleanup();
   });
 
@@ -78,7 +76,7 @@ describe('outbound consumer: per-chat order across retries', () => {
   }
 
   it('a reply that fails after the delivery retries still reaches the chat before the next ones', async () => {
-    // Its first two attempts fail: twice the job waits for BullMQ's retry while replies 2 and 3 are held back.
+    // Its first two attempts fail: twice the reply waits in the delayed set while replies 2 and 3 are held back.
     const fake = fakeChannel({ 'reply 1 of web:chat': 2 });
     await enqueue([reply(1), reply(2), reply(3)]);
     startConsumer(fake.channel);

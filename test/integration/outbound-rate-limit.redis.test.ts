@@ -1,13 +1,12 @@
 import { EventEmitter } from 'node:events';
-import { Queue, QueueEvents } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../../channels/telegram/index.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { createDelivery } from '../../src/gateway/delivery.js';
 import { createRedisDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
-import { createOutboundConsumer } from '../../src/gateway/outbound.js';
+import { createOutboundConsumer, type OutboundOutcome } from '../../src/gateway/outbound.js';
 import { createSilentLogger } from '../../src/log.js';
-import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitUntil } from '../helpers/waits.js';
@@ -24,22 +23,19 @@ const reply = (chatId: string, n = 1): OutboundMessage => ({
 describe('outbound delivery under Telegram rate limits (one retry layer)', () => {
   let t: TestRedis;
   let telegram: FakeTelegramServer;
-  let queue: Queue<OutboundMessage>;
-  let events: QueueEvents;
+  let queue: OutboundQueue;
+  const outcomes = new EventEmitter();
   const closers: Array<() => Promise<unknown>> = [];
 
   beforeEach(async () => {
     t = createTestRedis();
     telegram = await startFakeTelegram();
-    queue = new Queue<OutboundMessage>(QUEUE, { connection: t.redis, prefix: t.queuePrefix });
-    events = new QueueEvents(QUEUE, { connection: t.redis.duplicate(), prefix: t.queuePrefix });
-    await events.waitUntilReady();
+    queue = openOutboundQueue(t.redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
   });
 
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
-    await events.close();
-    await queue.close();
+    outcomes.removeAllListeners();
     await telegram.close();
     await t.cleanup();
   });
@@ -50,28 +46,36 @@ describe('outbound delivery under Telegram rate limits (one retry layer)', () =>
     await channel.start(async () => undefined);
     closers.push(() => channel.stop());
     const delivery = createDelivery({ channels: new Map([['telegram', channel]]), ledger: createRedisDeliveryLedger({ redis: t.redis }, { keyPrefix: t.keyPrefix }) });
-    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger(), onDelivered }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry });
+    const onOutcome = (outcome: OutboundOutcome) => outcomes.emit(outcome.type, outcome);
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: createSilentLogger(), onDelivered, onOutcome }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, orderRetryMs: 20, retry });
     closers.push(() => consumer.close());
   }
 
-  /** Resolves once every id in `ids` was reported `delayed` by BullMQ. */
+  /** Resolves once every id in `ids` was reported delayed by the consumer. */
   function delayed(ids: readonly string[]): Promise<void> {
     const seen = new Set<string>();
     return new Promise((resolve) => {
-      const onDelayed = ({ jobId }: { jobId: string }) => {
-        seen.add(jobId);
-        if (ids.every((id) => seen.has(id))) {
-          events.off('delayed', onDelayed);
+      const onDelayed = ({ id }: OutboundOutcome) => {
+        seen.add(id);
+        if (ids.every((each) => seen.has(each))) {
+          outcomes.off('delayed', onDelayed);
           resolve();
         }
       };
-      events.on('delayed', onDelayed);
+      outcomes.on('delayed', onDelayed);
     });
+  }
+
+  /** A delayed reply's attempts so far, or undefined when it is not in the delayed set. */
+  async function delayedAttempts(id: string): Promise<number | undefined> {
+    const shard = queue.shards[0]!;
+    if ((await t.redis.zscore(shard.keys.delayed, id)) === null) return undefined;
+    return Number((JSON.parse((await t.redis.hget(shard.keys.delayedData, id))!) as { attempts: string }).attempts);
   }
 
   const sendsTo = (chatId: string) => telegram.callsOf('sendMessage').filter((call) => String(call.params.chat_id) === chatId);
 
-  it('a chat told to wait 30 s waits as a delayed job: other chats are delivered meanwhile, and its own replies keep their order', async () => {
+  it('a chat told to wait 30 s waits in the delayed set: other chats are delivered meanwhile, and its own replies keep their order', async () => {
     for (const chatId of FLOODED) {
       telegram.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 30', retryAfterSeconds: 30 }, { when: (params) => String(params.chat_id) === chatId });
     }
@@ -88,17 +92,20 @@ describe('outbound delivery under Telegram rate limits (one retry layer)', () =>
     await enqueueOutbound(queue, reply(FREE));
 
     await Promise.all([freeDelivered, floodedDelayed]);
-    // Delivered while every flood-limited reply still waits out its 30 s as a delayed job, sent once.
+    // Delivered while every flood-limited reply still waits out its 30 s in the delayed set, sent once.
     expect(delivered.map((message) => message.id)).toEqual([reply(FREE).id]);
     for (const chatId of FLOODED) {
-      expect(await (await queue.getJob(reply(chatId).id))?.getState()).toBe('delayed');
+      // No attempt was spent on the rate limit.
+      expect(await delayedAttempts(reply(chatId).id)).toBe(0);
       expect(sendsTo(chatId)).toHaveLength(1);
     }
-    // No attempt was spent on the rate limit.
-    expect((await queue.getJob(reply(FLOODED[0]).id))?.attemptsMade).toBe(0);
+    // The flooded replies and the one held back behind the first (it cycles between the delayed set and the stream).
+    const counts = await queue.counts();
+    expect(counts.waiting + counts.active + counts.delayed).toBe(FLOODED.length + 1);
+    expect(counts.failed).toBe(0);
 
-    // The wait is over (promoted): the first chat gets reply 1, then the reply held back behind it.
-    await (await queue.getJob(reply(FLOODED[0]).id))!.promote();
+    // The wait is over (made due now, moved back by the consumer's promotion): the first chat gets reply 1, then the reply held back behind it.
+    await t.redis.zadd(queue.shards[0]!.keys.delayed, Date.now(), reply(FLOODED[0]).id);
     await waitUntil(deliveries, 'delivered', () => delivered.filter((message) => message.chatId === FLOODED[0]).length === 2);
     expect(sendsTo(FLOODED[0]).map((call) => call.params.text)).toEqual(['reply 1 to 101', 'reply 1 to 101', 'reply 2 to 101']);
   });
@@ -112,16 +119,19 @@ describe('outbound delivery under Telegram rate limits (one retry layer)', () =>
       delivered.push(message);
       deliveries.emit('delivered');
     }, { baseDelayMs: 10 });
-    const failed = new Promise<string>((resolve) => events.once('failed', ({ jobId, failedReason }) => resolve(`${jobId}: ${failedReason}`)));
-    const completed = new Promise<string>((resolve) => events.once('completed', ({ jobId }) => resolve(jobId)));
+    const failed = new Promise<string>((resolve) => outcomes.once('failed', ({ id, reason }: OutboundOutcome & { reason: string }) => resolve(`${id}: ${reason}`)));
+    const completed = new Promise<OutboundOutcome>((resolve) => outcomes.once('delivered', resolve));
     await enqueueOutbound(queue, reply('302'));
     await enqueueOutbound(queue, reply('301'));
     await waitUntil(deliveries, 'delivered', () => delivered.length === 1);
     expect(delivered[0].id).toBe(reply('301').id);
-    expect(await completed).toBe(reply('301').id);
-    expect((await queue.getJob(reply('301').id))?.attemptsMade).toBe(2); // the failed attempt and the delivery
+    expect(await completed).toEqual({ type: 'delivered', id: reply('301').id, attempts: 2 }); // the failed attempt and the delivery
     expect(sendsTo('301')).toHaveLength(2);
     expect(await failed).toBe(`${reply('302').id}: sendMessage failed for telegram:302 (403: Forbidden: bot was blocked by the user)`);
     expect(sendsTo('302')).toHaveLength(1);
+    // Failed for good: counted, listed with its reason, and re-adding it is a no-op.
+    expect(await queue.counts()).toMatchObject({ failed: 1, waiting: 0, delayed: 0 });
+    expect(await queue.failed()).toEqual([expect.objectContaining({ id: reply('302').id, attempts: 1, reason: expect.stringContaining('403') })]);
+    expect(await queue.add(reply('302'))).toBe(false);
   });
 });

@@ -4,10 +4,10 @@ import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js'
 import { GatewayError } from '../../src/errors.js';
 import { ensureQueueLayout } from '../../src/queue/layout.js';
 import { resolveQueueNames, sessionShardPrefix, shardPrefixes, turnDedupId } from '../../src/queue/names.js';
-import { enqueueOutbound } from '../../src/queue/outbound.js';
+import { enqueueOutbound, openOutboundQueue } from '../../src/queue/outbound.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
-import { queueLayoutKey } from '../../src/redis/keys.js';
+import { outboundShardKeys, queueLayoutKey } from '../../src/redis/keys.js';
 import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
 import { readQueueDepths } from '../../src/monitor/bull-board.js';
@@ -42,24 +42,37 @@ describe('sharded queues', () => {
   it("puts each session's turn job and replies in its one shard, deduplicated as before", async () => {
     const names = { queuePrefix: t.queuePrefix, queueShards: 4 };
     const producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...names });
-    const outbound = openShardedQueue<OutboundMessage>('outbound', names, t.redis);
-    closers.push(() => producer.close(), () => outbound.close());
+    const outbound = openOutboundQueue(t.redis, { ...names, outboundQueue: 'outbound' });
+    closers.push(() => producer.close());
     const chats = Array.from({ length: 16 }, (_, i) => `chat${i}`);
     for (const chat of chats) {
       for (const seq of [0, 1, 2]) await producer.submitInbound(inbound(chat, seq));
-      await enqueueOutbound(outbound, { id: `reply-${chat}`, sessionId: `web:${chat}`, channel: 'web', chatId: chat, text: 'hi', kind: 'reply' });
+      const reply: OutboundMessage = { id: `reply-${chat}`, sessionId: `web:${chat}`, channel: 'web', chatId: chat, text: 'hi', kind: 'reply' };
+      await enqueueOutbound(outbound, reply);
+      await enqueueOutbound(outbound, reply); // a retried turn re-adding its reply: a no-op
     }
     const used = new Set<string>();
     for (const chat of chats) {
       const home = sessionShardPrefix(names, `web:${chat}`);
       used.add(home);
       expect(await shardsHolding('turns', 4, (q) => q.getDeduplicationJobId(turnDedupId(`web:${chat}`)))).toEqual([home]);
-      expect(await shardsHolding('outbound', 4, async () => `reply-${chat}`)).toEqual([home]);
+      expect(await outboundShardsHolding(4, `reply-${chat}`)).toEqual([home]);
     }
+    expect((await outbound.counts()).waiting).toBe(16);
     // Three messages of a session, one pending turn job: 16 jobs in all, over more than one shard.
     expect((await openAndCount(names)).waiting).toBe(16);
     expect(used.size).toBeGreaterThan(1);
   });
+
+  /** The shard prefixes whose outbound stream holds reply `replyId` (each entry once). */
+  async function outboundShardsHolding(shards: number, replyId: string): Promise<string[]> {
+    const holding: string[] = [];
+    for (const prefix of shardPrefixes({ queuePrefix: t.queuePrefix, queueShards: shards })) {
+      const entries = await t.redis.xrange(outboundShardKeys(prefix, 'outbound').stream, '-', '+');
+      for (const [, fields] of entries) if (fields[fields.indexOf('id') + 1] === replyId) holding.push(prefix);
+    }
+    return holding;
+  }
 
   async function openAndCount(names: { queuePrefix: string; queueShards: number }): Promise<Record<string, number>> {
     const turns = openShardedQueue<{ sessionId: string }>('turns', names, t.redis);
@@ -90,6 +103,11 @@ describe('sharded queues', () => {
     const turns = new Queue('turns', { connection: t.redis, prefix: t.queuePrefix });
     await turns.obliterate({ force: true });
     await turns.close();
+    // A reply waiting in the outbound stream holds the layout too, until it is gone.
+    const outbound = openOutboundQueue(t.redis, one);
+    await enqueueOutbound(outbound, { id: 'reply-old', sessionId: 'web:old', channel: 'web', chatId: 'old', text: 'hi', kind: 'reply' });
+    await expect(ensureQueueLayout(t.redis, four)).rejects.toThrow(/1 job\(s\) still wait/);
+    await t.redis.del(outbound.shards[0]!.keys.stream);
     await ensureQueueLayout(t.redis, four);
     expect(await t.redis.get(queueLayoutKey(t.queuePrefix))).toBe('4');
 

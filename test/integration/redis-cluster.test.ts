@@ -10,7 +10,6 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliExit, loadCliConfig, connectRedis, type CliIo, type CliRedis } from '../../src/cli/context.js';
@@ -38,6 +37,7 @@ import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
+import { collectOutbound } from '../helpers/redis.js';
 
 const logger = createSilentLogger();
 let cluster: TestCluster;
@@ -85,19 +85,14 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** Replies taken from the outbound queue by a BullMQ worker on the cluster connection. */
-function collectReplies(conn: CliRedis, config: Config) {
-  const replies: OutboundMessage[] = [];
-  const waiters: Array<() => void> = [];
-  const worker = new Worker<OutboundMessage>('outbound', async (job) => {
-    replies.push(job.data);
-    for (const wake of waiters.splice(0)) wake();
-  }, { connection: conn.redis, prefix: config.redis.queuePrefix, concurrency: 1 });
+/** Replies taken from the outbound streams by the gateway's consumer on the cluster connection. */
+async function collectReplies(conn: CliRedis, config: Config) {
+  const collector = await collectOutbound({ redis: conn.redis, names: { queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards } });
   const waitFor = async (count: number): Promise<OutboundMessage[]> => {
-    while (replies.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
-    return replies;
+    await collector.waitFor((replies) => replies.length >= count);
+    return collector.replies;
   };
-  return { replies, worker, waitFor };
+  return { replies: collector.replies, close: () => collector.close(), waitFor };
 }
 
 describe('on a Redis Cluster', () => {
@@ -106,20 +101,19 @@ describe('on a Redis Cluster', () => {
   let store: SessionStore;
   let producer: TurnProducer;
   let worker: RunningWorker;
-  let out: ReturnType<typeof collectReplies>;
+  let out: Awaited<ReturnType<typeof collectReplies>>;
 
   beforeAll(async () => {
     ({ config, conn } = await connect());
     store = createSessionStore({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix });
     producer = createTurnProducer({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix, queuePrefix: config.redis.queuePrefix });
     worker = await runWorker({ redis: conn.redis, logger }, { ...workerOptions(config), concurrency: 2 });
-    out = collectReplies(conn, config);
-    await out.worker.waitUntilReady();
+    out = await collectReplies(conn, config);
   });
 
   afterAll(async () => {
     await worker?.close();
-    await out?.worker.close();
+    await out?.close();
     await producer?.close();
     await conn?.close();
   });
