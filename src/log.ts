@@ -40,8 +40,10 @@ export interface LoggerCreateOptions {
   /** Fields bound on every line. */
   base?: Record<string, unknown>;
   /**
-   * `json` (default) or `pretty`. Both write synchronously, so the last line before a crash or
-   * `process.exit` is never lost. With `pretty` and no `destination`, lines go to stdout.
+   * `json` (default) or `pretty`. `pretty` writes synchronously; `json` to stdout goes through pino's
+   * asynchronous sonic-boom, which pino flushes synchronously on `exit`, so the last line before a
+   * crash or `process.exit` is kept too (only a SIGKILL can lose the lines of the current tick).
+   * With `pretty` and no `destination`, lines go to stdout.
    */
   format?: LogFormat;
 }
