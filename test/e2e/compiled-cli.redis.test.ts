@@ -5,12 +5,12 @@
  * loads no channel library; stack traces name the .ts lines. The roles run against the shared
  * Redis with the test's own prefixes.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
+import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -90,24 +90,7 @@ describe('the compiled CLI (scripts/build.mjs)', () => {
 
 /** `node --enable-source-maps <OUT>/src/cli.js --no-dotenv <args>`, recording the modules it loads. */
 function spawnCompiled(args: string[], env: Record<string, string>): ChatgateProcess {
-  const child = spawn(process.execPath, ['--import', './test/helpers/module-log.mjs', '--enable-source-maps', join(OUT, 'src/cli.js'), '--no-dotenv', ...args], {
-    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-  });
-  const stdout = { text: '' };
-  const stderr = { text: '' };
-  child.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { stderr.text += chunk.toString(); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const waitFor = (_stream: 'stdout' | 'stderr', pattern: RegExp) => new Promise<RegExpExecArray>((resolve, reject) => {
-    const check = () => {
-      const match = pattern.exec(stderr.text);
-      if (match) resolve(match);
-    };
-    child.stderr.on('data', check);
-    void exited.then((code) => reject(new Error(`chatgate exited (${code}) before printing ${pattern}:\n${stderr.text}`)));
-    check();
-  });
-  return { child, stdout, stderr, exited, waitFor };
+  return spawnChatgate(args, env, ['--import', './test/helpers/module-log.mjs', '--enable-source-maps', join(OUT, 'src/cli.js')]);
 }
 
 function roleEnv(t: TestRedis): Record<string, string> {
