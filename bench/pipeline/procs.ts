@@ -1,9 +1,11 @@
 /**
- * The processes of bench/pipeline: `chatgate gateway` and `chatgate worker` started through the
- * real entry point (`node bin/chatgate.js`), configured by environment as in production, and what
- * `/proc` says about any process: CPU (utime + stime) and resident memory.
+ * The processes of bench/pipeline: `chatgate gateway` and `chatgate worker` started as users run
+ * them — the compiled CLI, `node --enable-source-maps dist/src/cli.js` (what `npm start` and the
+ * image run; dist/ is rebuilt first when stale), or with PIPELINE_RUNTIME=tsx the sources through
+ * tsx — configured by environment as in production, and what `/proc` says about any process: CPU
+ * (utime + stime) and resident memory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -11,12 +13,21 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux). */
 const TICKS_PER_S = 100;
+/** How the roles run: `compiled` (default) or `tsx` (PIPELINE_RUNTIME), and the node arguments of each. */
+const RUNTIMES = {
+  compiled: ['--enable-source-maps', 'dist/src/cli.js'],
+  tsx: ['--import', 'tsx', 'src/cli.ts'],
+} as const;
+const RUNTIME = runtimeOf(process.env.PIPELINE_RUNTIME);
+let built = false;
 
 /** A running chatgate role. */
 export interface RoleProcess {
   role: 'gateway' | 'worker';
   child: ChildProcess;
   pid: number;
+  /** From spawn to the ready banner, ms. */
+  readyMs: number;
   stop(): Promise<void>;
 }
 
@@ -24,7 +35,12 @@ export interface RoleProcess {
 export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>): Promise<RoleProcess> {
   // PIPELINE_NODE_ARGS go to each role's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
   const nodeArgs = (process.env.PIPELINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/chatgate.js', '--no-dotenv', role], {
+  if (RUNTIME === 'compiled' && !built) {
+    execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
+    built = true;
+  }
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, ...RUNTIMES[RUNTIME], '--no-dotenv', role], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -32,7 +48,7 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
   // The log lines are read (and dropped) like a supervisor would: the process pays for writing them.
   child.stdout!.on('data', (chunk: Buffer) => { if (out.length < 65_536) out += chunk.toString('utf8'); });
   child.stderr!.on('data', (chunk: Buffer) => { if (err.length < 65_536) err += chunk.toString('utf8'); });
-  await new Promise<void>((resolve, reject) => {
+  const readyMs = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chatgate ${role} did not start within 60 s:\n${err}`)), 60_000);
     const onExit = (code: number | null) => {
       clearTimeout(timer);
@@ -46,7 +62,7 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
       child.off('exit', onExit);
       child.stderr!.off('data', check);
       out = '';
-      resolve();
+      resolve(performance.now() - spawnedAt);
     };
     child.stderr!.on('data', check);
   });
@@ -55,7 +71,7 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
     if (!stopping) process.stderr.write(`bench: chatgate ${role} (pid ${child.pid}) exited during the run (${code ?? signal}):\n${err.slice(-4000)}\n`);
   });
   return {
-    role, child, pid: child.pid!,
+    role, child, pid: child.pid!, readyMs,
     async stop() {
       stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -79,10 +95,21 @@ export function rssMiB(pid: number): number {
   return kb / 1024;
 }
 
-/** Machine description for the report: CPU model and count. */
+/** Machine description for the report: CPU model and count, Node, and how the roles run. */
 export function machine(): string {
   const info = readFileSync('/proc/cpuinfo', 'utf8');
   const model = /model name\s*:\s*(.+)/.exec(info)?.[1]?.trim() ?? 'unknown CPU';
   const cores = (info.match(/^processor\s*:/gm) ?? []).length;
-  return `${cores} × ${model}, Node ${process.version}`;
+  return `${cores} × ${model}, Node ${process.version}, ${runtime()}`;
+}
+
+/** How the roles run, for the report: `roles compiled (node … dist/src/cli.js)` or `roles through tsx (…)`. */
+export function runtime(): string {
+  return `roles ${RUNTIME === 'tsx' ? 'through tsx' : 'compiled'} (node ${RUNTIMES[RUNTIME].join(' ')})`;
+}
+
+function runtimeOf(value: string | undefined): keyof typeof RUNTIMES {
+  if (value === undefined || value === '' || value === 'compiled') return 'compiled';
+  if (value === 'tsx') return 'tsx';
+  throw new Error(`PIPELINE_RUNTIME must be compiled or tsx (got ${value})`);
 }

@@ -148,8 +148,8 @@ describe('chatgate start --demo on a machine without Redis', () => {
       bare.kill('SIGTERM');
       expect(await exited).toBe(0);
       await t.cleanup();
-      // npm's child is chatgate itself (node), and it is gone: nothing left running without a parent.
-      expect(chatgatePids.map((pid) => commandOf(pid))).toEqual([expect.stringMatching(/^node --import tsx src\/cli\.ts start/)]);
+      // npm's child is chatgate itself (the compiled CLI on node; prestart built dist/), and it is gone: nothing left running without a parent.
+      expect(chatgatePids.map((pid) => commandOf(pid))).toEqual([expect.stringMatching(/^node --enable-source-maps dist\/src\/cli\.js start/)]);
       expect(isRunning(chatgatePids[0]!)).toBe(false);
     }
   });

@@ -18,12 +18,16 @@ export interface ChatgateProcess {
   waitFor(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<RegExpExecArray>;
 }
 
+/** How {@link spawnChatgate} runs the CLI by default: the sources through tsx. */
+const SOURCE_CLI = ['--import', 'tsx', 'src/cli.ts'];
+
 /**
- * Spawns `node --import tsx src/cli.ts --no-dotenv <args>` with `env` on top of PATH and HOME
- * (nothing else inherited).
+ * Spawns `node <cli> --no-dotenv <args>` with `env` on top of PATH and HOME (nothing else
+ * inherited), in the project's folder. `cli` is node's arguments up to the entry point; default
+ * `--import tsx src/cli.ts` (a compiled build: `['--enable-source-maps', 'dist/src/cli.js']`).
  */
-export function spawnChatgate(args: string[], env: Record<string, string>): ChatgateProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', ...args], {
+export function spawnChatgate(args: string[], env: Record<string, string>, cli: readonly string[] = SOURCE_CLI): ChatgateProcess {
+  const child = spawn(process.execPath, [...cli, '--no-dotenv', ...args], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   });
   const stdout = { text: '' };

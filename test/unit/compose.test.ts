@@ -51,7 +51,7 @@ describe('docker-compose.yml', () => {
     expect(gateway.command).toEqual(['chatgate', 'gateway']);
     expect(worker.command).toEqual(['chatgate', 'worker']);
     // The image puts `chatgate` on PATH as the CLI entry point; the CLI must offer both commands.
-    expect(dockerfile).toMatch(/exec node --import tsx \/app\/src\/cli\.ts "\$@"/);
+    expect(dockerfile).toMatch(/exec node --enable-source-maps \/app\/dist\/src\/cli\.js "\$@"/);
     if (existsSync(new URL('src/cli.ts', root))) {
       const cli = read('src/cli.ts');
       for (const command of ['start', 'gateway', 'worker']) expect(cli).toMatch(new RegExp(`['"\`]${command}\\b`));
@@ -114,7 +114,10 @@ describe('Dockerfile', () => {
     expect(['root', '0']).not.toContain(user);
   });
 
-  it('copies every source folder the CLI needs', () => {
-    for (const folder of ['src', 'channels', 'workers', 'bin']) expect(dockerfile).toMatch(new RegExp(`^COPY .*\\b${folder} \\./${folder}$`, 'm'));
+  it('compiles every source folder the CLI needs in a build stage and runs the compiled dist/', () => {
+    for (const folder of ['src', 'channels', 'workers', 'scripts']) expect(dockerfile).toMatch(new RegExp(`^COPY .*\\b${folder} \\./${folder}$`, 'm'));
+    expect(dockerfile).toMatch(/^RUN node scripts\/build\.mjs$/m);
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(finalStage).toMatch(/^COPY --from=build .*\/app\/dist \.\/dist$/m);
   });
 });
