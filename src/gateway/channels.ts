@@ -1,7 +1,6 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
-import { createDiscordChannel } from '../../channels/discord/index.js';
-import { createTelegramChannel, type SetAsideUpdate } from '../../channels/telegram/index.js';
+import type { SetAsideUpdate } from '../../channels/telegram/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import type { ChannelName } from '../core/inbound.js';
 import { botIdentity } from '../redis/channel-lease.js';
@@ -51,14 +50,16 @@ export interface ChannelsOptions {
 /**
  * Builds the channels asked for: Telegram and Discord when their tokens are set; the web chat when
  * no bot token is set, or whenever the HTTP server is bound to loopback. With `deps.redis`, the web
- * chat keeps its replies in Redis streams, so every gateway can serve it.
+ * chat keeps its replies in Redis streams, so every gateway can serve it. grammY and discord.js are
+ * loaded only when their channel runs (discord.js alone is ~30 MiB of a gateway's memory).
  */
-export function createChannels(deps: { logger: Logger; redis?: RedisClient; metrics?: Metrics }, options: ChannelsOptions): GatewayChannels {
+export async function createChannels(deps: { logger: Logger; redis?: RedisClient; metrics?: Metrics }, options: ChannelsOptions): Promise<GatewayChannels> {
   const { logger } = deps;
   const groupTrigger = options.groupTrigger ?? 'mention';
   const list: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
   if (options.telegram) {
+    const { createTelegramChannel } = await import('../../channels/telegram/index.js');
     const { token, apiRoot, webhookUrl, webhookSecret } = options.telegram;
     const redis = deps.redis;
     // An update that keeps failing is kept in Redis (a dead letter) before the bot moves past it.
@@ -76,6 +77,7 @@ export function createChannels(deps: { logger: Logger; redis?: RedisClient; metr
     }
   }
   if (options.discord) {
+    const { createDiscordChannel } = await import('../../channels/discord/index.js');
     const { token, apiRoot } = options.discord;
     const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
     // With Redis, each connect catches up what was sent while no gateway was connected (a restart, a fail-over).

@@ -160,7 +160,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
-  const gatewayChannels = deps.channels ?? createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
+  const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);

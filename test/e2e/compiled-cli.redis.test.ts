@@ -40,7 +40,7 @@ describe('the compiled CLI (scripts/build.mjs)', () => {
     expect(never.stderr).toContain('is not built: run `npm run build`');
   });
 
-  it('runs `start --demo` from dist/: the web chat page, its assets and a reply (Lua scripts), without tsx or any .ts module', async () => {
+  it('runs `start --demo` from dist/: the web chat page, its assets and a reply (Lua scripts), without tsx, any .ts module or a platform library it does not use', async () => {
     const modules = join(WORK, 'start-modules.txt');
     const proc = spawnCompiled(['start', '--demo'], { ...roleEnv(t), CHATGATE_MODULE_LOG: modules, CHATGATE_STATE_DIR: join(WORK, 'state') });
     try {
@@ -63,6 +63,8 @@ describe('the compiled CLI (scripts/build.mjs)', () => {
     expect(loaded.filter((url) => url.includes('/node_modules/tsx/'))).toEqual([]);
     expect(loaded.filter((url) => url.endsWith('.ts'))).toEqual([]);
     expect(loaded).toContain(`file://${OUT}/channels/web/page.js`);
+    // No bot token: neither platform library is loaded (discord.js alone is ~30 MiB).
+    expect(loaded.filter((url) => /\/node_modules\/(discord\.js|@discordjs|grammy)\/|\/dist\/channels\/(discord|telegram)\//.test(url))).toEqual([]);
     expect(loaded.filter((url) => url.startsWith(`file://${ROOT}`) && !url.startsWith(`file://${OUT}/`) && !url.includes('/node_modules/') && !url.includes('/test/helpers/'))).toEqual([]);
   });
 

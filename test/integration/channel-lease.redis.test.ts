@@ -193,15 +193,15 @@ describe('channel lease', () => {
       .toThrow('`ttlMs` must be an integer ≥ 100 (got 10)');
   });
 
-  it('leases Telegram polling and Discord, but not the webhook mode (every gateway takes the POSTs) nor the web chat', () => {
+  it('leases Telegram polling and Discord, but not the webhook mode (every gateway takes the POSTs) nor the web chat', async () => {
     const build = (webhookUrl?: string) => createChannels({ logger: createSilentLogger(), redis: t.redis }, {
       telegram: { token: '123456:secret-token', webhookUrl, webhookSecret: webhookUrl ? 'hook-secret' : undefined },
       discord: { token: 'discord-token-0123456789abcdef' }, host: '127.0.0.1', keyPrefix: t.keyPrefix,
     });
-    const polling = build();
+    const polling = await build();
     expect(polling.list.map((c) => [c.name, 'leaseRole' in c])).toEqual([['telegram', true], ['discord', true], ['web', false]]);
     expect(polling.leaseRoles?.()).toEqual({ telegram: 'standby', discord: 'standby' });
-    const webhook = build('https://bot.example.com/telegram/hook');
+    const webhook = await build('https://bot.example.com/telegram/hook');
     expect(webhook.list.map((c) => [c.name, 'leaseRole' in c])).toEqual([['telegram', false], ['discord', true], ['web', false]]);
   });
 
@@ -209,7 +209,7 @@ describe('channel lease', () => {
     const telegram = await startFakeTelegram();
     const discord = await startFakeDiscord();
     try {
-      const { list } = createChannels({ logger: createSilentLogger(), redis: t.redis }, {
+      const { list } = await createChannels({ logger: createSilentLogger(), redis: t.redis }, {
         telegram: { token: telegram.token, apiRoot: telegram.apiRoot }, discord: { token: discord.token, apiRoot: discord.apiRoot }, host: '0.0.0.0', keyPrefix: t.keyPrefix,
       });
       const [tg, dc] = list;

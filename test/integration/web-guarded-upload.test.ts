@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 async function guardedWebChat(host: string, monitorToken?: string): Promise<{ app: Hono; received: InboundMessage[] }> {
-  const channels = createChannels({ logger: createSilentLogger() }, { host, keyPrefix: 'guarded-upload:', maxAttachmentBytes: 4096, ...(monitorToken ? { monitorToken } : {}) });
+  const channels = await createChannels({ logger: createSilentLogger() }, { host, keyPrefix: 'guarded-upload:', maxAttachmentBytes: 4096, ...(monitorToken ? { monitorToken } : {}) });
   const received: InboundMessage[] = [];
   for (const channel of channels.list) await channel.start(async (message) => void received.push(message));
   started = channels.list;
