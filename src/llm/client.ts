@@ -9,6 +9,7 @@ import type { CallUsage } from '../redis/usage.js';
 import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
 import { toCompletionResult } from './answer.js';
 import { toFailureClass, toLlmError } from './errors.js';
+import { createHttpFetch } from './http-fetch.js';
 import { streamCompletion } from './stream.js';
 
 /** A function tool as sent to the model (chat-completions shape). */
@@ -91,10 +92,10 @@ export interface LlmClient {
   complete(request: CompletionRequest): Promise<CompletionResult>;
 }
 
-/** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
+/** Creates the openai-SDK client over `node:http` (./http-fetch.ts). The SDK's own retries are off: ours honour the policy. */
 export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off' });
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off', fetch: createHttpFetch() });
   const errorContext = { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs };
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;
