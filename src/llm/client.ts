@@ -102,13 +102,13 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
   let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
   let streaming = options.stream ?? true;
-  const once = async (request: CompletionRequest, field: MaxTokensField, callLog: Logger): Promise<CompletionResult> => {
+  const once = async (request: CompletionRequest, field: MaxTokensField, callLog: () => Logger): Promise<CompletionResult> => {
     const model = request.model ?? options.model;
     if (!streaming) return completeOnce(sdk, request, model, field);
     const outcome = await streamCompletion(sdk, requestBody(request, model, field), { model, signal: request.signal, idleTimeoutMs: timeoutMs, onDelta: request.onDelta });
     if (outcome.kind === 'plain') {
       streaming = false;
-      callLog.warn({ model }, 'endpoint answered a streamed request with a plain body: asking it without streaming from now on');
+      callLog().warn({ model }, 'endpoint answered a streamed request with a plain body: asking it without streaming from now on');
     }
     return outcome.result;
   };
@@ -117,7 +117,9 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     timeoutMs,
     async complete(request) {
       const model = request.model ?? options.model;
-      const callLog = request.logger ? request.logger.child({ component: 'llm' }) : log;
+      // Derived only when a line is written: a child logger per call cost more than the rest of the call's bookkeeping.
+      let child: Logger | undefined;
+      const callLog = (): Logger => (child ??= request.logger ? request.logger.child({ component: 'llm' }) : log);
       let field = limitField;
       let switched = false;
       let shown = false;
@@ -137,7 +139,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
         }
         if (streaming && rejectsStreaming(error)) {
           streaming = false;
-          callLog.warn({ model, status: error.status }, 'endpoint refused streaming, asking again without it (and from now on)');
+          callLog().warn({ model, status: error.status }, 'endpoint refused streaming, asking again without it (and from now on)');
           attempt--;
           continue;
         }
@@ -145,14 +147,14 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           switched = true;
           const rejected = field;
           field = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-          callLog.warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
+          callLog().warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
           attempt--;
           continue;
         }
         if (request.signal?.aborted) throw error.kind === 'aborted' ? error : abortedError(model, error);
         const decision = decideRetry(toFailureClass(error), attempt, policy, random());
         if (!decision.retry) throw error;
-        callLog.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
+        callLog().warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
         await sleep(decision.delayMs, undefined, request.signal ? { signal: request.signal } : undefined).catch(() => {
           throw abortedError(model, error);
         });
