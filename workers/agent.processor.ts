@@ -333,15 +333,16 @@ interface FinalCall {
 /** The last commit of a turn: the answer (if any), replies into the outbox, processing deleted. */
 async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
   const ids = loop.items.map((item) => item.id);
+  const replyId = replyJobId(ids, 'reply');
   const outbox: OutboundMessage[] = [];
-  if (replyText) outbox.push(outbound(loop, replyJobId(ids, 'reply'), replyText, 'reply', true));
+  if (replyText) outbox.push(outbound(loop, replyId, replyText, 'reply', true));
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
-  if (!replyText && outbox[0]) outbox[0].streamId = replyJobId(ids, 'reply');
+  if (!replyText && outbox[0]) outbox[0].streamId = replyId;
   const change = { outbox, finishTurn: true };
   // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
-  const answered = replyText ? { replyId: replyJobId(ids, 'reply') } : {};
+  const answered = replyText ? { replyId } : {};
   if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
   await clearSteps(loop);

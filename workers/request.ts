@@ -78,10 +78,19 @@ export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly T
   let total = REPLY_PRIMING_TOKENS;
   for (const message of prefix) total += cachedCount(`m${JSON.stringify(message)}`, model, () => messageTokens(message, model));
   if (tools.length > 0) {
-    const schemas = JSON.stringify(tools);
+    const schemas = schemaText(tools);
     total += cachedCount(`t${schemas}`, model, () => countTextTokens(schemas, model));
   }
   return total;
+}
+
+/** The tool set's JSON, built once per list (the registry hands out the same list until a tool is added). */
+const schemaTexts = new WeakMap<readonly ToolSchema[], string>();
+
+function schemaText(tools: readonly ToolSchema[]): string {
+  let text = schemaTexts.get(tools);
+  if (text === undefined) schemaTexts.set(tools, (text = JSON.stringify(tools)));
+  return text;
 }
 
 /** Distinct texts whose counts {@link overheadTokens} keeps (least recently used leave first). */

@@ -9,6 +9,7 @@ import type { CallUsage } from '../redis/usage.js';
 import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
 import { toCompletionResult } from './answer.js';
 import { toFailureClass, toLlmError } from './errors.js';
+import { createHttpFetch } from './http-fetch.js';
 import { streamCompletion } from './stream.js';
 
 /** A function tool as sent to the model (chat-completions shape). */
@@ -91,23 +92,23 @@ export interface LlmClient {
   complete(request: CompletionRequest): Promise<CompletionResult>;
 }
 
-/** Creates the openai-SDK client. The SDK's own retries are off: ours honour the policy. */
+/** Creates the openai-SDK client over `node:http` (./http-fetch.ts). The SDK's own retries are off: ours honour the policy. */
 export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off' });
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off', fetch: createHttpFetch() });
   const errorContext = { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs };
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'llm' });
   let limitField: MaxTokensField = options.maxTokensField ?? 'max_tokens';
   let streaming = options.stream ?? true;
-  const once = async (request: CompletionRequest, field: MaxTokensField, callLog: Logger): Promise<CompletionResult> => {
+  const once = async (request: CompletionRequest, field: MaxTokensField, callLog: () => Logger): Promise<CompletionResult> => {
     const model = request.model ?? options.model;
     if (!streaming) return completeOnce(sdk, request, model, field);
     const outcome = await streamCompletion(sdk, requestBody(request, model, field), { model, signal: request.signal, idleTimeoutMs: timeoutMs, onDelta: request.onDelta });
     if (outcome.kind === 'plain') {
       streaming = false;
-      callLog.warn({ model }, 'endpoint answered a streamed request with a plain body: asking it without streaming from now on');
+      callLog().warn({ model }, 'endpoint answered a streamed request with a plain body: asking it without streaming from now on');
     }
     return outcome.result;
   };
@@ -116,7 +117,9 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     timeoutMs,
     async complete(request) {
       const model = request.model ?? options.model;
-      const callLog = request.logger ? request.logger.child({ component: 'llm' }) : log;
+      // Derived only when a line is written: a child logger per call cost more than the rest of the call's bookkeeping.
+      let child: Logger | undefined;
+      const callLog = (): Logger => (child ??= request.logger ? request.logger.child({ component: 'llm' }) : log);
       let field = limitField;
       let switched = false;
       let shown = false;
@@ -136,7 +139,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
         }
         if (streaming && rejectsStreaming(error)) {
           streaming = false;
-          callLog.warn({ model, status: error.status }, 'endpoint refused streaming, asking again without it (and from now on)');
+          callLog().warn({ model, status: error.status }, 'endpoint refused streaming, asking again without it (and from now on)');
           attempt--;
           continue;
         }
@@ -144,14 +147,14 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
           switched = true;
           const rejected = field;
           field = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-          callLog.warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
+          callLog().warn({ model, rejected, using: field }, 'endpoint rejected the output limit field, asking again with the other');
           attempt--;
           continue;
         }
         if (request.signal?.aborted) throw error.kind === 'aborted' ? error : abortedError(model, error);
         const decision = decideRetry(toFailureClass(error), attempt, policy, random());
         if (!decision.retry) throw error;
-        callLog.warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
+        callLog().warn({ model, attempt, delayMs: decision.delayMs, status: error.status, kind: error.kind }, 'llm call failed, retrying');
         await sleep(decision.delayMs, undefined, request.signal ? { signal: request.signal } : undefined).catch(() => {
           throw abortedError(model, error);
         });

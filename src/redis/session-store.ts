@@ -144,13 +144,20 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
       const keys = keysOf(sessionId);
       const nowMs = resolved.now();
       const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs);
-      const reply = (await runScriptWithOptions(redis, 'commitSession', commitKeys(keys), commitOptions, items)) as string[];
+      const committing = runScriptWithOptions(redis, 'commitSession', commitKeys(keys), commitOptions, items) as Promise<string[]>;
+      // Sent with the commit, in its socket write (another slot on a cluster: not inside the script); a refused commit's score is harmless.
+      const indexing = index.due(sessionId, nowMs) ? redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId) : null;
+      const reply = await committing.catch(async (err: unknown) => {
+        await indexing?.catch(() => undefined);
+        throw err;
+      });
       if (Number(reply[0]) !== 1) {
+        await indexing?.catch(() => undefined);
         log.warn({ sessionId, reason: reply[1], current: reply[2], expectedVersion: change.expectedVersion, fence: change.fence }, 'stale commit refused');
         throw new StaleCommitError(sessionId, `${reply[1]} mismatch (expected ${reply[1] === 'version' ? change.expectedVersion : change.fence}, found ${reply[2]})`);
       }
-      if (index.due(sessionId, nowMs)) {
-        await redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId);
+      if (indexing) {
+        await indexing;
         index.done(sessionId, nowMs);
       }
       return Number(reply[1]);
@@ -220,20 +227,28 @@ function serializeMeta(meta: MetaUpdate): Record<string, string> {
 
 /** Parses a session's meta hash (missing fields read as zero/empty). */
 export function parseMeta(raw: Record<string, string>): SessionMeta {
-  const json = <T>(field: string, fallback: T): T => (raw[field] ? (JSON.parse(raw[field]) as T) : fallback);
-  const num = (field: string): number => Number(raw[field] ?? 0);
+  // Module-level readers, not closures: this runs on every load, and a closure per field was a visible share of it.
   return {
-    version: num('version'),
-    compaction: json<CompactionState | null>('compaction', null),
-    lastPromptTokens: num('lastPromptTokens'),
-    appendedTokensSince: num('appendedTokensSince'),
-    overheadTokens: num('overheadTokens'),
-    projectionTokens: num('projectionTokens'),
-    turnInboundIds: json<string[]>('turnInboundIds', []),
-    route: json<SessionRoute | null>('route', null),
-    limits: json<SessionLimits | null>('limits', null),
-    lastActivityMs: num('lastActivityMs'),
-    createdAtMs: num('createdAtMs'),
-    notesSnapshot: json<Record<string, string> | null>('notesSnapshot', null),
+    version: numberField(raw, 'version'),
+    compaction: jsonField<CompactionState | null>(raw, 'compaction', null),
+    lastPromptTokens: numberField(raw, 'lastPromptTokens'),
+    appendedTokensSince: numberField(raw, 'appendedTokensSince'),
+    overheadTokens: numberField(raw, 'overheadTokens'),
+    projectionTokens: numberField(raw, 'projectionTokens'),
+    turnInboundIds: jsonField<string[]>(raw, 'turnInboundIds', []),
+    route: jsonField<SessionRoute | null>(raw, 'route', null),
+    limits: jsonField<SessionLimits | null>(raw, 'limits', null),
+    lastActivityMs: numberField(raw, 'lastActivityMs'),
+    createdAtMs: numberField(raw, 'createdAtMs'),
+    notesSnapshot: jsonField<Record<string, string> | null>(raw, 'notesSnapshot', null),
   };
+}
+
+function jsonField<T>(raw: Record<string, string>, field: string, fallback: T): T {
+  const value = raw[field];
+  return value ? (JSON.parse(value) as T) : fallback;
+}
+
+function numberField(raw: Record<string, string>, field: string): number {
+  return Number(raw[field] ?? 0);
 }
