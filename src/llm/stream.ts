@@ -7,11 +7,11 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, type OpenAI } from 'openai';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { Stream } from 'openai/streaming';
 import { toWellFormedText } from '../core/text.js';
 import { LlmError } from '../errors.js';
 import { toCompletionResult } from './answer.js';
 import type { CompletionResult } from './client.js';
-import { readServerSentEvents } from './sse.js';
 
 /** What {@link streamCompletion} needs besides the request body. */
 export interface StreamCallOptions {
@@ -45,7 +45,7 @@ export async function streamCompletion(sdk: OpenAI, body: Omit<ChatCompletionCre
     const response = await sdk.chat.completions.create(streamed, { signal: controller.signal }).asResponse();
     idle.touch();
     if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) return { kind: 'plain', result: await readPlain(response, options.model) };
-    return { kind: 'streamed', result: await readStream(chunksOf(response, options.model), options, idle) };
+    return { kind: 'streamed', result: await readStream(Stream.fromSSEResponse<ChatCompletionChunk>(response, controller, sdk), options, idle) };
   } catch (err) {
     throw interrupted(err, options, idle.fired);
   } finally {
@@ -54,7 +54,7 @@ export async function streamCompletion(sdk: OpenAI, body: Omit<ChatCompletionCre
   }
 }
 
-async function readStream(stream: AsyncIterable<ChatCompletionChunk>, options: StreamCallOptions, idle: IdleTimer): Promise<CompletionResult> {
+async function readStream(stream: Stream<ChatCompletionChunk>, options: StreamCallOptions, idle: IdleTimer): Promise<CompletionResult> {
   const text = createDeltaText(options.onDelta);
   const calls: ToolCallParts[] = [];
   let finishReason: string | null = null;
@@ -70,7 +70,7 @@ async function readStream(stream: AsyncIterable<ChatCompletionChunk>, options: S
     for (const part of choice.delta?.tool_calls ?? []) addToolCallPart(calls, part, options.model);
     if (choice.finish_reason) finishReason = choice.finish_reason;
   }
-  // A body read to its end after an abort (the reader saw no error): say why it ended.
+  // The SDK ends the iteration quietly when its controller aborts: say why it ended.
   if (options.signal?.aborted) throw new LlmError(`chat completion with ${options.model} aborted`, { kind: 'aborted' });
   if (idle.fired) throw stalled(options);
   if (finishReason === null) throw new LlmError(`chat completion with ${options.model}: the stream ended before the answer was complete`, { kind: 'transient' });
@@ -79,31 +79,6 @@ async function readStream(stream: AsyncIterable<ChatCompletionChunk>, options: S
   if (calls.length > 0) message.tool_calls = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
   if (message.content === '' && calls.length > 0) message.content = null;
   return toCompletionResult(message, usage, finishReason, options.model);
-}
-
-/**
- * The chunks of an SSE body, as the SDK's stream yields them: each event's data parsed (a
- * SyntaxError when it is not JSON), an `error` object thrown as the SDK's `APIError`, the body
- * read to its end after `[DONE]` (the connection goes back to the pool). An abort of the body
- * ends the chunks quietly, as the SDK's stream does (the reader then says why).
- */
-async function* chunksOf(response: Response, model: string): AsyncGenerator<ChatCompletionChunk> {
-  if (!response.body) throw new LlmError(`chat completion with ${model}: the streamed answer has no body`, { kind: 'transient' });
-  let done = false;
-  try {
-    for await (const sse of readServerSentEvents(response.body as unknown as AsyncIterable<Uint8Array>)) {
-      if (done || sse.data.startsWith('[DONE]')) {
-        done = true;
-        continue;
-      }
-      const data = JSON.parse(sse.data) as ChatCompletionChunk & { error?: unknown };
-      if (sse.event === 'error' || (data && data.error)) throw new APIError(undefined, (data?.error ?? data) as object, undefined, response.headers);
-      yield data;
-    }
-  } catch (err) {
-    if (err instanceof Error && err.name === 'AbortError') return;
-    throw err;
-  }
 }
 
 /** A JSON answer to a streamed request: the endpoint cannot stream. */
