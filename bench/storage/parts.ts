@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 /** The parts a key can belong to, in report order. */
 export const PARTS = [
   'transcript', 'projection (history)', 'session meta', 'usage ledger', 'inbox, lease, steps (transient)', 'seen markers',
-  'completed turn jobs', 'completed outbound jobs', 'failed turn jobs', 'dead letters', 'delivery ledger', 'web chat reply streams',
+  'completed turn jobs', 'outbound reply markers', 'outbound streams (waiting, delayed, failed)', 'failed turn jobs', 'dead letters', 'delivery ledger', 'web chat reply streams',
   'stream view records', 'attachments', 'outbound order lists', 'queue bookkeeping (events, ids, sets)', 'indexes (sessions, pending)', 'rate-limit windows', 'other',
 ] as const;
 
@@ -75,10 +75,12 @@ export function difference(after: Census, before: Census): Census {
 function queuePart(rest: string, failedJobIds: ReadonlySet<string>): Part {
   const [queue, id, ...more] = rest.split(':');
   if (queue === 'outbound' && id === 'chatgate-pending') return 'outbound order lists';
+  // chatgate's outbound transport (src/redis/keys.ts outboundShardKeys): `stream`, `stream-delayed…`, `stream-id:<reply>`.
+  if (queue === 'outbound' && id === 'stream-id') return 'outbound reply markers';
+  if (queue === 'outbound' && id?.startsWith('stream')) return 'outbound streams (waiting, delayed, failed)';
   const isJob = id !== undefined && more.length === 0 && !QUEUE_KEYS.has(id);
   if (!isJob) return 'queue bookkeeping (events, ids, sets)';
-  if (queue === 'turns') return failedJobIds.has(id) ? 'failed turn jobs' : 'completed turn jobs';
-  return 'completed outbound jobs';
+  return failedJobIds.has(id) ? 'failed turn jobs' : 'completed turn jobs';
 }
 
 /** BullMQ's per-queue keys (not jobs). */

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, replyDeliveryKey } from '../redis/keys.js';
+import { OUTBOUND_MARKER_TTL_S } from '../queue/outbound-shard.js';
 
 /** Which reply a ledger entry belongs to. */
 export interface ReplyRef {
@@ -23,11 +24,14 @@ export interface DeliveryLedger {
 export interface RedisDeliveryLedgerOptions {
   /** Key prefix. Default `cg:`. */
   keyPrefix?: string;
-  /** How long a reply's record is kept after its last chunk, in ms. Default 7 days. */
+  /**
+   * How long a reply's record is kept after its last chunk, in ms. Default a day: as long as the
+   * reply's outbound marker, which makes adding the reply again a no-op (src/queue/outbound-shard.ts).
+   */
   ttlMs?: number;
 }
 
-const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, ttlMs: 7 * 24 * 3_600_000 } satisfies Required<RedisDeliveryLedgerOptions>;
+const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, ttlMs: OUTBOUND_MARKER_TTL_S * 1000 } satisfies Required<RedisDeliveryLedgerOptions>;
 
 /**
  * The delivery record of one reply: a hash `chunk index → message id` in the session's hash slot
