@@ -105,7 +105,7 @@ describe('loadConfig', () => {
       },
       streaming: { enabled: true, editIntervalMs: 1000 },
       compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true },
-      workers: { concurrency: 4, leaseTtlMs: 15000, turnLockMs: 30000 },
+      workers: { concurrency: 32, leaseTtlMs: 15000, turnLockMs: 30000 },
       telegram: undefined,
       groupMode: 'per-chat',
       groupTrigger: 'mention',
