@@ -1,6 +1,6 @@
 import type { CompactionState } from './compaction-types.js';
 import { isSummaryAck } from './assemble.js';
-import { bySalience, mineMessages, minedFactsOf, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
+import { mineMessages, minedFactsOf, orderBySalience, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from './messages.js';
 import { countTextTokens } from './tokens.js';
@@ -56,8 +56,12 @@ export function mustKeepFacts(turns: readonly ChatMessage[], previousBody: strin
   const candidates = new Set<string>();
   for (const message of turns) for (const [fact] of minedFactsOf(message)) candidates.add(fact);
   if (previousBody) for (const fact of extractFacts(previousBody)) candidates.add(fact);
-  const keep = [...candidates].filter((fact) => ledger[fact] !== undefined && !present.has(fact) && salienceOf(ledger[fact]) >= LOW_SALIENCE);
-  return keep.sort(bySalience(ledger)).slice(0, MUST_KEEP_MAX);
+  const keep: string[] = [];
+  for (const fact of candidates) {
+    const record = ledger[fact];
+    if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.push(fact);
+  }
+  return orderBySalience(keep, (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
 }
 
 /** What the conversation is about now: the last few user messages, one line each. */
@@ -89,7 +93,7 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
  * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. Returns the facts and how many missing ones were left out.
  */
 export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
-  const missing = Object.keys(ledger).filter((fact) => !isPresent(fact)).sort(bySalience(ledger));
+  const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
   const pinned: string[] = [];
   let used = 0;
   let low = 0;

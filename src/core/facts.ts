@@ -1,3 +1,4 @@
+import { memoOf } from './message-memo.js';
 import { messageText, type ChatMessage } from './messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
@@ -18,8 +19,6 @@ const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
 const MAY_HOLD_FACTS_RE = /[\d/\\@]/;
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const SECONDS_RE = /\d{2}:\d{2}:\d{2}/;
-const HEX_RE = /^[0-9a-f]+$/i;
-const CAMEL_RE = /[a-z][A-Z]/;
 const EPOCH_RE = /^1[5-9]\d{8}(?:\d{3})?$/;
 const LOG_LINE_RE = /^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b|at\s+\S+\s+\(|\d+\s*[|:]\s|[-+]{3}\s|@@\s|(?:const|let|var|function|def|class|import|from|return|if|for|while|public|private|fn|func)\b)/;
 const CODE_TAIL_RE = /[;{}]\s*$/;
@@ -49,8 +48,6 @@ const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => 
   ['amount', AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
   ['hash', HASH_NUMBER_RE, (t) => t.includes('#')],
 ];
-const factCache = new WeakMap<ChatMessage, readonly string[]>();
-const scanCache = new WeakMap<ChatMessage, MessageScan>();
 const NO_FACTS: readonly string[] = Object.freeze([]);
 
 /**
@@ -92,8 +89,8 @@ export interface MessageScan {
 
 /** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
 export function scanMessage(message: ChatMessage): MessageScan {
-  const cached = scanCache.get(message);
-  if (cached) return cached;
+  const memo = memoOf(message);
+  if (memo.scan) return memo.scan;
   const text = messageText(message);
   const scanned: MessageScan = {
     text: text ? scanFacts(text, message.role === 'tool' ? 'tool' : 'words') : [],
@@ -101,7 +98,7 @@ export function scanMessage(message: ChatMessage): MessageScan {
       ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
       : [],
   };
-  scanCache.set(message, scanned);
+  memo.scan = scanned;
   return scanned;
 }
 
@@ -110,12 +107,12 @@ export function scanMessage(message: ChatMessage): MessageScan {
  * included, the strongest shapes first. Extracted once per message object and remembered.
  */
 export function factsOfMessage(message: ChatMessage): readonly string[] {
-  const cached = factCache.get(message);
-  if (cached) return cached;
+  const memo = memoOf(message);
+  if (memo.facts) return memo.facts;
   const { text, calls } = scanMessage(message);
   const found = calls.length === 0 ? [...text] : [...text, ...calls.flatMap(([, facts]) => facts)];
   const facts: readonly string[] = found.length === 0 ? NO_FACTS : [...new Set(found.sort(byStrength).map((f) => f.fact))];
-  factCache.set(message, facts);
+  memo.facts = facts;
   return facts;
 }
 
@@ -229,12 +226,62 @@ function tokenShape(token: string, text: string, at: number, end: number): Shape
   const before = text.charCodeAt(at - 1);
   if ((after === 46 && isDigit(text.charCodeAt(end + 1))) || (before === 46 && isDigit(text.charCodeAt(at - 2)))) return 0;
   if (after === 58 && isDigit(text.charCodeAt(end + 1))) return 0; // line:column, host:port
-  const core = token.replace(/^[A-Za-z]{1,8}[-_]/, '');
-  if (core.length >= 7 && HEX_RE.test(core) && /[a-f]/i.test(core) && /\d/.test(core)) return 0; // a hash or request id
-  if (/[a-z]/.test(token) && (token.includes('_') || CAMEL_RE.test(token)) && !token.includes('-')) return 0; // code identifier
-  if (!/[A-Za-z]/.test(token)) return token.length >= 8 && !EPOCH_RE.test(token) ? 2 : 1; // long numbers are account, phone, tracking ids
-  if (!/[A-Z]/.test(token)) return token.includes('-') ? 2 : 1; // lowercase words with digits: user42
+  if (isHashLike(token)) return 0; // a hash or request id
+  const classes = charClasses(token);
+  const lower = (classes & LOWER) !== 0;
+  const dash = (classes & DASH) !== 0;
+  if (lower && (classes & (UNDERSCORE | CAMEL)) !== 0 && !dash) return 0; // code identifier
+  if ((classes & UPPER) === 0 && !lower) return token.length >= 8 && !EPOCH_RE.test(token) ? 2 : 1; // long numbers are account, phone, tracking ids
+  if ((classes & UPPER) === 0) return dash ? 2 : 1; // lowercase words with digits: user42
   return 2;
+}
+
+// What a token (letters, digits, `-`, `_`) holds, as bits: read in one pass, not by five regexes.
+const LOWER = 1;
+const UPPER = 2;
+const UNDERSCORE = 4;
+const DASH = 8;
+/** A lowercase letter right before an uppercase one (camelCase). */
+const CAMEL = 16;
+
+function charClasses(token: string): number {
+  let classes = 0;
+  let previousLower = false;
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    const isLower = code >= 97 && code <= 122;
+    if (isLower) classes |= LOWER;
+    else if (code >= 65 && code <= 90) classes |= previousLower ? UPPER | CAMEL : UPPER;
+    else if (code === 95) classes |= UNDERSCORE;
+    else if (code === 45) classes |= DASH;
+    previousLower = isLower;
+  }
+  return classes;
+}
+
+/**
+ * A hash or request id: after an optional prefix of 1–8 letters and `-` or `_`, at least 7 hex
+ * digits holding both a letter and a digit (`req-7f3a9c21e`, `deadbeef42`).
+ */
+function isHashLike(token: string): boolean {
+  let letters = 0;
+  while (letters < token.length && isLetter(token.charCodeAt(letters))) letters++;
+  const separator = token.charCodeAt(letters);
+  const start = letters >= 1 && letters <= 8 && (separator === 45 || separator === 95) ? letters + 1 : 0;
+  if (token.length - start < 7) return false;
+  let hexLetter = false;
+  let digit = false;
+  for (let i = start; i < token.length; i++) {
+    const code = token.charCodeAt(i) | 0x20; // lowercase a letter; a digit stays a digit
+    if (code >= 48 && code <= 57) digit = true;
+    else if (code >= 97 && code <= 102) hexLetter = true;
+    else return false;
+  }
+  return hexLetter && digit;
+}
+
+function isLetter(code: number): boolean {
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
 }
 
 function isDigit(code: number): boolean {

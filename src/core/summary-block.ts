@@ -40,7 +40,16 @@ export type SummaryRecord = { hash: string; length: number } | { legacy: true } 
 
 /** The summariser's token budget: max(2000, min(0.20 × middle, min(0.05 × window, 12000))). */
 export function summaryTargetTokens(middleTokens: number, contextWindow: number): number {
-  return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, Math.min(0.05 * contextWindow, 12000))));
+  return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, summaryTargetCap(contextWindow))));
+}
+
+/** Middle tokens from which {@link summaryTargetTokens} no longer grows: counting past them changes nothing. */
+export function summaryTargetCeiling(contextWindow: number): number {
+  return Math.ceil(summaryTargetCap(contextWindow) / 0.2) + 1;
+}
+
+function summaryTargetCap(contextWindow: number): number {
+  return Math.min(0.05 * contextWindow, 12000);
 }
 
 /**
