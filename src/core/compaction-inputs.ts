@@ -36,25 +36,30 @@ export function watermarkOf(messages: readonly ChatMessage[]): { count: number; 
   return last ? { count: messages.length, hash: hashMessage(last) } : null;
 }
 
+/** Whether {@link middleTurns} would give anything, without building it. */
+export function hasMiddleTurns(messages: readonly ChatMessage[], layout: Layout, summary: LocatedSummary | null): boolean {
+  for (let i = layout.headEnd; i < layout.tailStart; i++) if (middleTurnAt(messages, i, summary) !== null) return true;
+  return false;
+}
+
 /** The messages between head and tail that the summariser gets: the old summary and its acknowledgement excluded, a merged remainder kept. */
 export function middleTurns(messages: readonly ChatMessage[], layout: Layout, summary: LocatedSummary | null): ChatMessage[] {
   const turns: ChatMessage[] = [];
   for (let i = layout.headEnd; i < layout.tailStart; i++) {
-    const message = messages[i]!;
-    if (summary && i === summary.index) {
-      if (summary.rest !== '' || (message.role === 'assistant' && message.tool_calls?.length)) turns.push({ ...message, content: summary.rest } as ChatMessage);
-    } else if (!isSummaryAck(message)) turns.push(message);
+    const turn = middleTurnAt(messages, i, summary);
+    if (turn !== null) turns.push(turn);
   }
   return turns;
 }
 
 /**
- * The most salient ledger facts that occur in the turns being compacted or in the previous summary and
- * that the rest of the request does not already hold: the summariser is asked to keep them verbatim.
+ * The most salient ledger facts that occur in the turns being compacted (`messages[from, to)`) or in the
+ * previous summary and that the rest of the request does not already hold: the summariser is asked to
+ * keep them verbatim.
  */
-export function mustKeepFacts(turns: readonly ChatMessage[], previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
+export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
   const candidates = new Set<string>();
-  for (const message of turns) for (const [fact] of minedFactsOf(message)) candidates.add(fact);
+  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) candidates.add(fact);
   if (previousBody) for (const fact of extractFacts(previousBody)) candidates.add(fact);
   const keep: string[] = [];
   for (const fact of candidates) {
@@ -129,6 +134,14 @@ function pinnedLineTokens(fact: string, model?: string): number {
 }
 
 const pinnedLineCache = new Map<string, number>();
+
+function middleTurnAt(messages: readonly ChatMessage[], i: number, summary: LocatedSummary | null): ChatMessage | null {
+  const message = messages[i]!;
+  if (summary && i === summary.index) {
+    return summary.rest !== '' || (message.role === 'assistant' && message.tool_calls?.length) ? ({ ...message, content: summary.rest } as ChatMessage) : null;
+  }
+  return isSummaryAck(message) ? null : message;
+}
 
 function watermarkHolds(messages: readonly ChatMessage[], mined: CompactionState['mined']): boolean {
   if (!mined || mined.count > messages.length || mined.count === 0) return false;

@@ -1,6 +1,6 @@
 import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
-import { autoFocusOf, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
+import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
 import type { NoteTools } from './fact-ledger.js';
 import { factsOfMessage, presentFacts } from './facts.js';
 import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
@@ -114,7 +114,7 @@ export class ContextCompressor {
     const layout = computeLayout(messages, this.layoutOptions(), summary?.index ?? -1);
     const mined = { ...base, state: mineHistory(messages, state, summary, this.options.noteTools) };
     const overLimit = requestTokens > this.limitTokens;
-    const hasMiddle = middleTurns(messages, layout, summary).length > 0;
+    const hasMiddle = hasMiddleTurns(messages, layout, summary);
     if (!hasMiddle && !overLimit) return this.unchanged(mined, 'noop', 'nothing between head and tail');
 
     const pruned = pruneRange(messages, layout.headEnd, layout.tailStart);
@@ -175,7 +175,7 @@ export class ContextCompressor {
       turns, previousSummary, focus,
       targetTokens: summaryTargetTokens(countMessageTokensUpTo(turns, summaryTargetCeiling(contextWindow), model), contextWindow),
       // Candidates come from the original turns: a pruned tool result no longer shows what it held.
-      mustKeep: mustKeepFacts(base.messages.slice(layout.headEnd, layout.tailStart), previousSummary, base.state.facts, kept),
+      mustKeep: mustKeepFacts(base.messages, layout.headEnd, layout.tailStart, previousSummary, base.state.facts, kept),
       today: new Date(now()).toISOString().slice(0, 10),
     };
     if (!focus) {

@@ -53,6 +53,7 @@ export const LOW_SALIENCE = 36;
 
 /** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
 export type MinedFacts = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;
+const NO_MINED: MinedFacts = Object.freeze([]);
 
 /**
  * How much a fact matters: its origin, the strength of its shape and how often later turns used it
@@ -131,9 +132,13 @@ export function mineMessages(
 export function minedFactsOf(message: ChatMessage): MinedFacts {
   const memo = memoOf(message);
   if (memo.mined) return memo.mined;
-  const scan = scanMessage(message);
-  const mined: Array<MinedFacts[number]> = isChatgateText(messageText(message)) ? [] : withOrigins(scan.text, message.role);
-  for (const [tool, facts] of scan.calls) for (const found of facts) mined.push([found.fact, FactOrigin.call, found.shape, tool]);
+  const scan = scanMessage(message, memo);
+  let mined: MinedFacts = scan.text.length === 0 || isChatgateText(messageText(message)) ? NO_MINED : withOrigins(scan.text, message.role);
+  if (scan.calls.length > 0) {
+    const all = [...mined];
+    for (const [tool, facts] of scan.calls) for (const found of facts) all.push([found.fact, FactOrigin.call, found.shape, tool]);
+    mined = all;
+  }
   memo.mined = mined;
   return mined;
 }

@@ -1,4 +1,4 @@
-import { memoOf } from './message-memo.js';
+import { memoOf, type MessageMemo } from './message-memo.js';
 import { messageText, type ChatMessage } from './messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
@@ -13,8 +13,10 @@ const AMOUNT_RE = new RegExp(
   'g',
 );
 const HASH_NUMBER_RE = /(?<![\w&])#\d{2,}\b/g;
-const DIGITS_RE = /\d+/g;
+const DIGIT_RE = /\d/g;
 const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
+/** The signs of AMOUNT_RE, each looked for with `includes` (a search, where a character class tests every character). */
+const CURRENCY_SIGNS = ['$', '€', '£', '¥', '₹'];
 /** Every fact holds a digit, a slash (paths, URLs) or an at sign (emails). */
 const MAY_HOLD_FACTS_RE = /[\d/\\@]/;
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
@@ -45,10 +47,14 @@ const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => 
   ['email', EMAIL_RE, (t) => t.includes('@')],
   ['date', ISO_DATE_RE, mayHoldDate],
   ['path', PATH_RE, (t) => t.includes('/') || t.includes('\\')],
-  ['amount', AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
+  ['amount', AMOUNT_RE, (t) => CURRENCY_SIGNS.some((sign) => t.includes(sign)) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
   ['hash', HASH_NUMBER_RE, (t) => t.includes('#')],
 ];
 const NO_FACTS: readonly string[] = Object.freeze([]);
+const NO_FOUND: readonly FoundFact[] = Object.freeze([]);
+const NO_CALLS: MessageScan['calls'] = Object.freeze([]);
+/** The scan of a message without facts, shared: most messages hold none. */
+const NOTHING_FOUND: MessageScan = Object.freeze({ text: NO_FOUND, calls: NO_CALLS });
 
 /**
  * Extracts the strong identifiers of a text: ids mixing letters and digits, `#`-numbers, standalone
@@ -57,8 +63,10 @@ const NO_FACTS: readonly string[] = Object.freeze([]);
  */
 export function extractFacts(text: string): string[] {
   const found: string[] = [];
-  scan(text, (fact) => {
-    found.push(fact);
+  scan(text, {
+    found(fact) {
+      found.push(fact);
+    },
   });
   return [...new Set(found)];
 }
@@ -68,17 +76,11 @@ export function extractFacts(text: string): string[] {
  * and its context. `source` says how to read the text: a person's or the model's words (prose unless
  * inside a code block or a log/code line), or a tool's output (labelled values or bare tokens).
  */
-export function scanFacts(text: string, source: 'words' | 'tool'): FoundFact[] {
-  const byFact = new Map<string, FoundFact>();
-  const lines = new LineReader(text, source);
-  scan(text, (fact, kind, at, end) => {
-    const shape = shapeOf(fact, kind, text, at, end, lines);
-    const context = contextOf(text, at, kind, source, lines);
-    const known = byFact.get(fact);
-    if (!known) byFact.set(fact, { fact, shape, context });
-    else byFact.set(fact, { fact, shape: Math.max(known.shape, shape) as ShapeStrength, context: strongerContext(known.context, context) });
-  });
-  return [...byFact.values()];
+export function scanFacts(text: string, source: 'words' | 'tool'): readonly FoundFact[] {
+  if (!MAY_HOLD_FACTS_RE.test(text)) return NO_FOUND; // most messages: nothing to allocate
+  const collector = new FactCollector(text, source);
+  scan(text, collector);
+  return collector.facts();
 }
 
 /** The facts of one message: those of its text and those of each tool call's arguments. */
@@ -87,17 +89,17 @@ export interface MessageScan {
   calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
 }
 
-/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
-export function scanMessage(message: ChatMessage): MessageScan {
-  const memo = memoOf(message);
+/**
+ * Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message
+ * object. `memo` is the message's memo, when the caller already holds it.
+ */
+export function scanMessage(message: ChatMessage, memo: MessageMemo = memoOf(message)): MessageScan {
   if (memo.scan) return memo.scan;
-  const text = messageText(message);
-  const scanned: MessageScan = {
-    text: text ? scanFacts(text, message.role === 'tool' ? 'tool' : 'words') : [],
-    calls: message.role === 'assistant' && message.tool_calls
-      ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
-      : [],
-  };
+  const text = scanFacts(messageText(message), message.role === 'tool' ? 'tool' : 'words');
+  const calls = message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0
+    ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
+    : NO_CALLS;
+  const scanned: MessageScan = text === NO_FOUND && calls === NO_CALLS ? NOTHING_FOUND : { text, calls };
   memo.scan = scanned;
   return scanned;
 }
@@ -109,18 +111,22 @@ export function scanMessage(message: ChatMessage): MessageScan {
 export function factsOfMessage(message: ChatMessage): readonly string[] {
   const memo = memoOf(message);
   if (memo.facts) return memo.facts;
-  const { text, calls } = scanMessage(message);
-  const found = calls.length === 0 ? [...text] : [...text, ...calls.flatMap(([, facts]) => facts)];
-  const facts: readonly string[] = found.length === 0 ? NO_FACTS : [...new Set(found.sort(byStrength).map((f) => f.fact))];
+  const { text, calls } = scanMessage(message, memo);
+  const found = calls.length === 0 ? text : [...text, ...calls.flatMap(([, facts]) => facts)];
+  let facts: readonly string[];
+  if (found.length === 0) facts = NO_FACTS;
+  else if (found.length === 1) facts = [found[0]!.fact];
+  else facts = [...new Set([...found].sort(byStrength).map((f) => f.fact))];
   memo.facts = facts;
   return facts;
 }
 
 /** Strong shapes first, then labelled before prose before bare; otherwise in order of finding. */
 function byStrength(a: FoundFact, b: FoundFact): number {
-  const rank: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
-  return b.shape - a.shape || rank[b.context] - rank[a.context];
+  return b.shape - a.shape || CONTEXT_RANK[b.context] - CONTEXT_RANK[a.context];
 }
+
+const CONTEXT_RANK: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
 
 /** Every identifier present verbatim somewhere in the messages. */
 export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
@@ -137,8 +143,13 @@ function mayHoldDate(text: string): boolean {
   return false;
 }
 
-/** Runs every shape over the text, calling `found` with each match and its position. */
-function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
+/** Receives each match of {@link scan} with its position in the text. */
+interface FactSink {
+  found(fact: string, kind: ShapeKind, at: number, end: number): void;
+}
+
+/** Runs every shape over the text, handing each match and its position to `sink`. */
+function scan(text: string, sink: FactSink): void {
   if (!MAY_HOLD_FACTS_RE.test(text)) return;
   let rest = text;
   for (const [kind, re, mayHold] of WIDE_SHAPES) {
@@ -147,21 +158,21 @@ function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, e
     rest = rest.replace(re, (match: string, ...args: unknown[]) => {
       const at = args[args.length - 2] as number;
       const fact = kind === 'url' || kind === 'amount' || kind === 'path' ? match.trim().replace(/[.,;:!?]+$/, '') : match.trim();
-      if (fact) found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
+      if (fact) sink.found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
       return ' '.repeat(match.length);
     });
   }
-  collectTokens(rest, found);
+  collectTokens(rest, sink);
 }
 
-/** Finds tokens holding a digit by expanding around each digit run: far cheaper than a word regex. */
-function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
-  const re = DIGITS_RE;
+/** Finds tokens holding a digit by expanding around each digit: far cheaper than a word regex. */
+function collectTokens(text: string, sink: FactSink): void {
+  const re = DIGIT_RE;
   re.lastIndex = 0;
-  let match: RegExpExecArray | null;
-  while ((match = re.exec(text)) !== null) {
-    let start = match.index;
-    let end = start + match[0].length;
+  // `test` finds the next digit without building a match.
+  while (re.test(text)) {
+    let start = re.lastIndex - 1;
+    let end = re.lastIndex;
     while (start > 0 && isTokenChar(text.charCodeAt(start - 1))) start--;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
     re.lastIndex = end;
@@ -169,7 +180,7 @@ function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: 
     while (end > start && isSeparator(text.charCodeAt(end - 1))) end--;
     if (end > start) {
       const token = text.slice(start, end);
-      if (isStrongToken(token)) found(token, 'token', start, end);
+      if (isStrongToken(token)) sink.found(token, 'token', start, end);
     }
   }
 }
@@ -313,17 +324,51 @@ function strongerContext(a: FactContext, b: FactContext): FactContext {
   return rank[a] >= rank[b] ? a : b;
 }
 
+/** Collects the facts {@link scan} finds in one text, each with its shape and context, merged by fact. */
+class FactCollector implements FactSink {
+  private readonly byFact = new Map<string, FoundFact>();
+  private lines: LineReader | null = null;
+
+  constructor(private readonly text: string, private readonly source: 'words' | 'tool') {}
+
+  found(fact: string, kind: ShapeKind, at: number, end: number): void {
+    this.lines ??= new LineReader(this.text, this.source);
+    const shape = shapeOf(fact, kind, this.text, at, end, this.lines);
+    const context = contextOf(this.text, at, kind, this.source, this.lines);
+    const known = this.byFact.get(fact);
+    if (!known) this.byFact.set(fact, { fact, shape, context });
+    else this.byFact.set(fact, { fact, shape: Math.max(known.shape, shape) as ShapeStrength, context: strongerContext(known.context, context) });
+  }
+
+  facts(): readonly FoundFact[] {
+    return this.byFact.size === 0 ? NO_FOUND : [...this.byFact.values()];
+  }
+}
+
 /** Answers, for a position in a text, whether it lies in a code block or on a log or code line. */
 class LineReader {
   private fences: Array<[number, number]> | null = null;
+  private multiline: boolean | null = null;
+  // The last line asked about and its answer: a line often holds several facts.
+  private lineStart = -1;
+  private lineIsMachine = false;
 
   constructor(private readonly text: string, private readonly source: 'words' | 'tool') {}
 
   /** True inside a code block, on a log line, or (in words) on a line of code; JSON output is data, not code. */
   inMachineText(at: number): boolean {
     if (this.inFence(at)) return true;
-    const start = this.text.lastIndexOf('\n', at - 1) + 1;
-    let end = this.text.indexOf('\n', at);
+    this.multiline ??= this.text.includes('\n');
+    const start = this.multiline ? this.text.lastIndexOf('\n', at - 1) + 1 : 0;
+    if (start !== this.lineStart) {
+      this.lineStart = start;
+      this.lineIsMachine = this.isMachineLine(start);
+    }
+    return this.lineIsMachine;
+  }
+
+  private isMachineLine(start: number): boolean {
+    let end = this.multiline ? this.text.indexOf('\n', start) : -1;
     if (end === -1) end = this.text.length;
     const line = this.text.slice(start, Math.min(end, start + 400));
     if (LOG_LINE_RE.test(line)) return true;

@@ -35,3 +35,8 @@ export function memoOf(message: ChatMessage): MessageMemo {
   }
   return memo;
 }
+
+/** The memo of a message object if it has one: a look that creates nothing. */
+export function peekMemo(message: ChatMessage): MessageMemo | undefined {
+  return memos.get(message);
+}

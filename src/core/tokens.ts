@@ -1,6 +1,6 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './messages.js';
-import { memoOf } from './message-memo.js';
+import { memoOf, peekMemo } from './message-memo.js';
 import { headEnd } from './text.js';
 
 /** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */
@@ -101,8 +101,8 @@ export function countMessageTokensUpTo(messages: readonly ChatMessage[], ceiling
   let total = REPLY_PRIMING_TOKENS;
   const uncounted: ChatMessage[] = [];
   for (const message of messages) {
-    const memo = memoOf(message);
-    if (memo.tokensEncoding === encoding) total += memo.tokens;
+    const memo = peekMemo(message);
+    if (memo !== undefined && memo.tokensEncoding === encoding) total += memo.tokens;
     else uncounted.push(message);
   }
   for (const message of uncounted) {
