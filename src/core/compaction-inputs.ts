@@ -58,15 +58,15 @@ export function middleTurns(messages: readonly ChatMessage[], layout: Layout, su
  * keep them verbatim.
  */
 export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
-  const candidates = new Set<string>();
-  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) candidates.add(fact);
-  if (previousBody) for (const fact of extractFacts(previousBody)) candidates.add(fact);
-  const keep: string[] = [];
-  for (const fact of candidates) {
+  // Only facts that qualify are collected: the middle of a long history names thousands that do not.
+  const keep = new Set<string>();
+  const consider = (fact: string) => {
     const record = ledger[fact];
-    if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.push(fact);
-  }
-  return orderBySalience(keep, (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
+    if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.add(fact);
+  };
+  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) consider(fact);
+  if (previousBody) for (const fact of extractFacts(previousBody)) consider(fact);
+  return orderBySalience([...keep], (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
 }
 
 /** What the conversation is about now: the last few user messages, one line each. */
@@ -121,19 +121,23 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
   return { pinned, omitted: missing.length - pinned.length };
 }
 
-/** A pinned line's tokens, counted once per fact text (the same facts are pinned again and again). */
+/** A pinned line's tokens, counted once per fact text and model (the same facts are pinned again and again). */
 function pinnedLineTokens(fact: string, model?: string): number {
-  const key = `${model ?? ''}\u0000${fact}`;
-  let tokens = pinnedLineCache.get(key);
+  let lines = pinnedLineCache.get(model);
+  if (lines === undefined) {
+    lines = new Map();
+    pinnedLineCache.set(model, lines);
+  }
+  let tokens = lines.get(fact);
   if (tokens === undefined) {
     tokens = countTextTokens(`- ${fact}\n`, model);
-    if (pinnedLineCache.size >= 50_000) pinnedLineCache.clear();
-    pinnedLineCache.set(key, tokens);
+    if (lines.size >= 50_000) lines.clear();
+    lines.set(fact, tokens);
   }
   return tokens;
 }
 
-const pinnedLineCache = new Map<string, number>();
+const pinnedLineCache = new Map<string | undefined, Map<string, number>>();
 
 function middleTurnAt(messages: readonly ChatMessage[], i: number, summary: LocatedSummary | null): ChatMessage | null {
   const message = messages[i]!;
