@@ -206,7 +206,7 @@ function noteKey(args: string): string | null {
   return null;
 }
 
-/** The ledger of the MAX_LEDGER_FACTS most salient facts (notes always), recency breaking ties, in the order they were found. */
+/** The ledger of the MAX_LEDGER_FACTS most salient facts (notes always), recency breaking ties. */
 function boundLedger(facts: Map<string, FactRecord>): FactLedger {
   const kept: FactLedger = {};
   if (facts.size <= MAX_LEDGER_FACTS) {

@@ -48,10 +48,6 @@ export function summaryTargetCeiling(contextWindow: number): number {
   return Math.ceil(summaryTargetCap(contextWindow) / 0.2) + 1;
 }
 
-function summaryTargetCap(contextWindow: number): number {
-  return Math.min(0.05 * contextWindow, 12000);
-}
-
 /**
  * Finds the summary block this engine wrote, as its state recorded it (hash and length of the block),
  * from `from` on. Text that merely imitates the markers is not a summary. Null when there is none.
@@ -109,6 +105,10 @@ export function hashText(text: string): string {
     hash = Math.imul(hash, 0x01000193);
   }
   return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
+function summaryTargetCap(contextWindow: number): number {
+  return Math.min(0.05 * contextWindow, 12000);
 }
 
 function legacyBlock(text: string, start: number): string | null {
