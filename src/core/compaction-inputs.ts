@@ -1,6 +1,6 @@
 import type { CompactionState } from './compaction-types.js';
 import { isSummaryAck } from './assemble.js';
-import { bySalience, mineMessages, minedFactsOf, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
+import { mineMessages, minedFactsOf, orderBySalience, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from './messages.js';
 import { countTextTokens } from './tokens.js';
@@ -36,28 +36,37 @@ export function watermarkOf(messages: readonly ChatMessage[]): { count: number; 
   return last ? { count: messages.length, hash: hashMessage(last) } : null;
 }
 
+/** Whether {@link middleTurns} would give anything, without building it. */
+export function hasMiddleTurns(messages: readonly ChatMessage[], layout: Layout, summary: LocatedSummary | null): boolean {
+  for (let i = layout.headEnd; i < layout.tailStart; i++) if (middleTurnAt(messages, i, summary) !== null) return true;
+  return false;
+}
+
 /** The messages between head and tail that the summariser gets: the old summary and its acknowledgement excluded, a merged remainder kept. */
 export function middleTurns(messages: readonly ChatMessage[], layout: Layout, summary: LocatedSummary | null): ChatMessage[] {
   const turns: ChatMessage[] = [];
   for (let i = layout.headEnd; i < layout.tailStart; i++) {
-    const message = messages[i]!;
-    if (summary && i === summary.index) {
-      if (summary.rest !== '' || (message.role === 'assistant' && message.tool_calls?.length)) turns.push({ ...message, content: summary.rest } as ChatMessage);
-    } else if (!isSummaryAck(message)) turns.push(message);
+    const turn = middleTurnAt(messages, i, summary);
+    if (turn !== null) turns.push(turn);
   }
   return turns;
 }
 
 /**
- * The most salient ledger facts that occur in the turns being compacted or in the previous summary and
- * that the rest of the request does not already hold: the summariser is asked to keep them verbatim.
+ * The most salient ledger facts that occur in the turns being compacted (`messages[from, to)`) or in the
+ * previous summary and that the rest of the request does not already hold: the summariser is asked to
+ * keep them verbatim.
  */
-export function mustKeepFacts(turns: readonly ChatMessage[], previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
-  const candidates = new Set<string>();
-  for (const message of turns) for (const [fact] of minedFactsOf(message)) candidates.add(fact);
-  if (previousBody) for (const fact of extractFacts(previousBody)) candidates.add(fact);
-  const keep = [...candidates].filter((fact) => ledger[fact] !== undefined && !present.has(fact) && salienceOf(ledger[fact]) >= LOW_SALIENCE);
-  return keep.sort(bySalience(ledger)).slice(0, MUST_KEEP_MAX);
+export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
+  // Only facts that qualify are collected: the middle of a long history names thousands that do not.
+  const keep = new Set<string>();
+  const consider = (fact: string) => {
+    const record = ledger[fact];
+    if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.add(fact);
+  };
+  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) consider(fact);
+  if (previousBody) for (const fact of extractFacts(previousBody)) consider(fact);
+  return orderBySalience([...keep], (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
 }
 
 /** What the conversation is about now: the last few user messages, one line each. */
@@ -89,7 +98,7 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
  * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. Returns the facts and how many missing ones were left out.
  */
 export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
-  const missing = Object.keys(ledger).filter((fact) => !isPresent(fact)).sort(bySalience(ledger));
+  const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
   const pinned: string[] = [];
   let used = 0;
   let low = 0;
@@ -112,19 +121,31 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
   return { pinned, omitted: missing.length - pinned.length };
 }
 
-/** A pinned line's tokens, counted once per fact text (the same facts are pinned again and again). */
+/** A pinned line's tokens, counted once per fact text and model (the same facts are pinned again and again). */
 function pinnedLineTokens(fact: string, model?: string): number {
-  const key = `${model ?? ''}\u0000${fact}`;
-  let tokens = pinnedLineCache.get(key);
+  let lines = pinnedLineCache.get(model);
+  if (lines === undefined) {
+    lines = new Map();
+    pinnedLineCache.set(model, lines);
+  }
+  let tokens = lines.get(fact);
   if (tokens === undefined) {
     tokens = countTextTokens(`- ${fact}\n`, model);
-    if (pinnedLineCache.size >= 50_000) pinnedLineCache.clear();
-    pinnedLineCache.set(key, tokens);
+    if (lines.size >= 50_000) lines.clear();
+    lines.set(fact, tokens);
   }
   return tokens;
 }
 
-const pinnedLineCache = new Map<string, number>();
+const pinnedLineCache = new Map<string | undefined, Map<string, number>>();
+
+function middleTurnAt(messages: readonly ChatMessage[], i: number, summary: LocatedSummary | null): ChatMessage | null {
+  const message = messages[i]!;
+  if (summary && i === summary.index) {
+    return summary.rest !== '' || (message.role === 'assistant' && message.tool_calls?.length) ? ({ ...message, content: summary.rest } as ChatMessage) : null;
+  }
+  return isSummaryAck(message) ? null : message;
+}
 
 function watermarkHolds(messages: readonly ChatMessage[], mined: CompactionState['mined']): boolean {
   if (!mined || mined.count > messages.length || mined.count === 0) return false;

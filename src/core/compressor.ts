@@ -1,6 +1,6 @@
 import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
-import { autoFocusOf, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
+import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
 import type { NoteTools } from './fact-ledger.js';
 import { factsOfMessage, presentFacts } from './facts.js';
 import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
@@ -8,9 +8,9 @@ import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layo
 import { type ChatMessage } from './messages.js';
 import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
-import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
+import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens } from './tokens.js';
+import { countMessageTokens, countMessageTokensUpTo } from './tokens.js';
 import { stripUndefined } from './objects.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 import { placeholderOlderImages } from './attachments.js';
@@ -114,12 +114,13 @@ export class ContextCompressor {
     const layout = computeLayout(messages, this.layoutOptions(), summary?.index ?? -1);
     const mined = { ...base, state: mineHistory(messages, state, summary, this.options.noteTools) };
     const overLimit = requestTokens > this.limitTokens;
-    const hasMiddle = middleTurns(messages, layout, summary).length > 0;
+    const hasMiddle = hasMiddleTurns(messages, layout, summary);
     if (!hasMiddle && !overLimit) return this.unchanged(mined, 'noop', 'nothing between head and tail');
 
     const pruned = pruneRange(messages, layout.headEnd, layout.tailStart);
     if (!force && hasMiddle) {
-      const prunedTokens = countMessageTokens(pruned, model);
+      // Only whether it is under the trigger matters: most of it was counted above.
+      const prunedTokens = countMessageTokensUpTo(pruned, this.thresholdTokens - overhead, model);
       if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, layout.tailStart)) {
         return this.finish(mined, pruned, 'pruned', [], 'pruning alone was enough', NO_CALL);
       }
@@ -172,9 +173,9 @@ export class ContextCompressor {
     const kept = presentFacts(this.keptMessages(pruned, layout));
     const request: SummaryRequest = {
       turns, previousSummary, focus,
-      targetTokens: summaryTargetTokens(countMessageTokens(turns, model), contextWindow),
+      targetTokens: summaryTargetTokens(countMessageTokensUpTo(turns, summaryTargetCeiling(contextWindow), model), contextWindow),
       // Candidates come from the original turns: a pruned tool result no longer shows what it held.
-      mustKeep: mustKeepFacts(base.messages.slice(layout.headEnd, layout.tailStart), previousSummary, base.state.facts, kept),
+      mustKeep: mustKeepFacts(base.messages, layout.headEnd, layout.tailStart, previousSummary, base.state.facts, kept),
       today: new Date(now()).toISOString().slice(0, 10),
     };
     if (!focus) {

@@ -1,4 +1,5 @@
 import { scanFacts, scanMessage, type FoundFact, type ShapeStrength } from './facts.js';
+import { memoOf } from './message-memo.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from './messages.js';
 
 /** Most facts a ledger keeps; beyond this the least salient (then least recently seen) are forgotten. */
@@ -51,8 +52,8 @@ const MAX_COUNTED_USES = 3;
 export const LOW_SALIENCE = 36;
 
 /** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
-type Mined = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;
-const minedCache = new WeakMap<ChatMessage, Mined>();
+export type MinedFacts = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;
+const NO_MINED: MinedFacts = Object.freeze([]);
 
 /**
  * How much a fact matters: its origin, the strength of its shape and how often later turns used it
@@ -68,8 +69,25 @@ export function bySalience(ledger: Readonly<FactLedger>): (a: string, b: string)
   return (a, b) => {
     const ra = ledger[a]!;
     const rb = ledger[b]!;
-    return salienceOf(rb) - salienceOf(ra) || rb[0] - ra[0] || (a < b ? -1 : a > b ? 1 : 0);
+    return salienceOf(rb) - salienceOf(ra) || rb[0] - ra[0] || compareText(a, b);
   };
+}
+
+/**
+ * `facts` sorted as {@link bySalience} sorts them, each record read once (`recordOf`) rather than twice
+ * per comparison: the ledger and the pinned section sort thousands of facts.
+ */
+export function orderBySalience(facts: readonly string[], recordOf: (fact: string) => FactRecord): string[] {
+  const salience = new Float64Array(facts.length);
+  const seen = new Float64Array(facts.length);
+  const order = facts.map((fact, i) => {
+    const record = recordOf(fact);
+    salience[i] = salienceOf(record);
+    seen[i] = record[0];
+    return i;
+  });
+  order.sort((i, j) => salience[j]! - salience[i]! || seen[j]! - seen[i]! || compareText(facts[i]!, facts[j]!));
+  return order.map((i) => facts[i]!);
 }
 
 /**
@@ -84,8 +102,10 @@ export function mineMessages(
   clock: LedgerClock,
   options: { fresh: boolean; noteTools: NoteTools; summaryIndex?: number; summaryRest?: string },
 ): { facts: FactLedger; clock: LedgerClock } {
-  const facts: FactLedger = { ...ledger };
-  const owned = new Set<string>(); // records already copied in this call, safe to update in place
+  // A Map while mining: a fact is a slice of a message, and an object keyed by such strings costs a
+  // string-table lookup per access. Records are copied, so the input ledger is never changed.
+  const facts = new Map<string, FactRecord>();
+  for (const fact in ledger) facts.set(fact, [...ledger[fact]!]);
   const noteFacts = { ...clock.noteFacts };
   let { factClock, turnClock } = clock;
   for (let i = 0; i < messages.length; i++) {
@@ -97,7 +117,7 @@ export function mineMessages(
       factClock++;
       for (const [fact, found, shape, tool] of mined) {
         const origin = tool !== undefined && tool === options.noteTools.remember ? FactOrigin.note : found;
-        note(facts, owned, fact, { seen: factClock, turn: turnClock, origin, shape, fresh: options.fresh });
+        note(facts, fact, factClock, turnClock, origin, shape, options.fresh);
       }
     }
     applyNoteCalls(message, options.noteTools, facts, noteFacts);
@@ -109,61 +129,50 @@ export function mineMessages(
  * The facts of one message with their origin and shape (chatgate's own notes have none), read from
  * the message's scan and remembered per message object.
  */
-export function minedFactsOf(message: ChatMessage): Mined {
-  const cached = minedCache.get(message);
-  if (cached) return cached;
-  const scan = scanMessage(message);
-  const mined: Array<Mined[number]> = isChatgateText(messageText(message)) ? [] : withOrigins(scan.text, message.role);
-  for (const [tool, facts] of scan.calls) for (const found of facts) mined.push([found.fact, FactOrigin.call, found.shape, tool]);
-  minedCache.set(message, mined);
+export function minedFactsOf(message: ChatMessage): MinedFacts {
+  const memo = memoOf(message);
+  if (memo.mined) return memo.mined;
+  const scan = scanMessage(message, memo);
+  let mined: MinedFacts = scan.text.length === 0 || isChatgateText(messageText(message)) ? NO_MINED : withOrigins(scan.text, message.role);
+  if (scan.calls.length > 0) {
+    const all = [...mined];
+    for (const [tool, facts] of scan.calls) for (const found of facts) all.push([found.fact, FactOrigin.call, found.shape, tool]);
+    mined = all;
+  }
+  memo.mined = mined;
   return mined;
 }
 
-function mineText(text: string, role: ChatMessage['role']): Mined {
+function mineText(text: string, role: ChatMessage['role']): MinedFacts {
   if (!text || isChatgateText(text)) return [];
   return withOrigins(scanFacts(text, role === 'tool' ? 'tool' : 'words'), role);
 }
 
-function withOrigins(found: readonly FoundFact[], role: ChatMessage['role']): Array<Mined[number]> {
+function withOrigins(found: readonly FoundFact[], role: ChatMessage['role']): Array<MinedFacts[number]> {
   if (role === 'tool') return found.map((f) => [f.fact, f.context === 'labelled' ? FactOrigin.labelled : FactOrigin.bare, f.shape] as const);
   const words = role === 'user' ? FactOrigin.user : FactOrigin.assistant;
   return found.map((f) => [f.fact, f.context === 'prose' ? words : FactOrigin.bare, f.shape] as const);
 }
 
-interface Sighting {
-  seen: number;
-  turn: number;
-  origin: FactOrigin;
-  shape: ShapeStrength;
-  fresh: boolean;
-}
-
-function note(facts: FactLedger, owned: Set<string>, fact: string, s: Sighting): void {
-  const found = facts[fact];
-  if (!found) {
-    facts[fact] = [s.seen, s.turn, s.origin, 0, s.shape];
-    owned.add(fact);
+function note(facts: Map<string, FactRecord>, fact: string, seen: number, turn: number, origin: FactOrigin, shape: ShapeStrength, fresh: boolean): void {
+  const record = facts.get(fact);
+  if (!record) {
+    facts.set(fact, [seen, turn, origin, 0, shape]);
     return;
   }
-  // The input ledger's records are never changed: the first update of a call copies the record.
-  const record: FactRecord = owned.has(fact) ? found : [...found];
-  if (!owned.has(fact)) {
-    facts[fact] = record;
-    owned.add(fact);
-  }
   // A later turn's user, model or tool call using the fact again raises it; tool output does not.
-  const reused = s.fresh && s.origin >= FactOrigin.assistant && s.turn > record[1];
-  record[0] = Math.max(record[0], s.seen);
+  const reused = fresh && origin >= FactOrigin.assistant && turn > record[1];
+  record[0] = Math.max(record[0], seen);
   if (reused) {
-    record[1] = s.turn;
+    record[1] = turn;
     record[3] += 1;
   }
-  record[2] = Math.max(record[2], s.origin) as FactOrigin;
-  record[4] = Math.max(record[4], s.shape) as ShapeStrength;
+  record[2] = Math.max(record[2], origin) as FactOrigin;
+  record[4] = Math.max(record[4], shape) as ShapeStrength;
 }
 
 /** Records which facts a `remember` key holds, and releases a key's facts on `forget`. */
-function applyNoteCalls(message: ChatMessage, tools: NoteTools, facts: FactLedger, noteFacts: Record<string, string[]>): void {
+function applyNoteCalls(message: ChatMessage, tools: NoteTools, facts: Map<string, FactRecord>, noteFacts: Record<string, string[]>): void {
   if (!hasToolCalls(message)) return;
   for (const call of message.tool_calls) {
     if (call.function.name !== tools.remember && call.function.name !== tools.forget) continue;
@@ -171,8 +180,8 @@ function applyNoteCalls(message: ChatMessage, tools: NoteTools, facts: FactLedge
     if (key === null) continue;
     const previous = noteFacts[key] ?? [];
     for (const fact of previous) {
-      const record = facts[fact];
-      if (record && record[2] === FactOrigin.note) facts[fact] = [record[0], record[1], FactOrigin.call, record[3], record[4]];
+      const record = facts.get(fact);
+      if (record && record[2] === FactOrigin.note) record[2] = FactOrigin.call;
     }
     if (call.function.name === tools.forget) {
       delete noteFacts[key];
@@ -180,8 +189,8 @@ function applyNoteCalls(message: ChatMessage, tools: NoteTools, facts: FactLedge
     }
     const held = scanFacts(call.function.arguments, 'words').map((f) => f.fact);
     for (const fact of held) {
-      const record = facts[fact];
-      if (record) facts[fact] = [record[0], record[1], FactOrigin.note, record[3], record[4]];
+      const record = facts.get(fact);
+      if (record) record[2] = FactOrigin.note;
     }
     noteFacts[key] = held;
   }
@@ -197,12 +206,19 @@ function noteKey(args: string): string | null {
   return null;
 }
 
-/** Keeps the MAX_LEDGER_FACTS most salient facts (notes always), recency breaking ties. */
-function boundLedger(facts: FactLedger): FactLedger {
-  const entries = Object.keys(facts);
-  if (entries.length <= MAX_LEDGER_FACTS) return facts;
+/** The ledger of the MAX_LEDGER_FACTS most salient facts (notes always), recency breaking ties. */
+function boundLedger(facts: Map<string, FactRecord>): FactLedger {
   const kept: FactLedger = {};
-  for (const fact of entries.sort(bySalience(facts)).slice(0, MAX_LEDGER_FACTS)) kept[fact] = facts[fact]!;
-  for (const fact of entries) if (facts[fact]![2] === FactOrigin.note) kept[fact] = facts[fact]!;
+  if (facts.size <= MAX_LEDGER_FACTS) {
+    for (const [fact, record] of facts) kept[fact] = record;
+    return kept;
+  }
+  const entries = [...facts.keys()];
+  for (const fact of orderBySalience(entries, (f) => facts.get(f)!).slice(0, MAX_LEDGER_FACTS)) kept[fact] = facts.get(fact)!;
+  for (const fact of entries) if (facts.get(fact)![2] === FactOrigin.note) kept[fact] = facts.get(fact)!;
   return kept;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,3 +1,4 @@
+import { memoOf, type MessageMemo } from './message-memo.js';
 import { messageText, type ChatMessage } from './messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
@@ -12,14 +13,14 @@ const AMOUNT_RE = new RegExp(
   'g',
 );
 const HASH_NUMBER_RE = /(?<![\w&])#\d{2,}\b/g;
-const DIGITS_RE = /\d+/g;
+const DIGIT_RE = /\d/g;
 const CURRENCY_CODE_RE = new RegExp(`(?:${CURRENCY_CODES})`);
+/** The signs of AMOUNT_RE, each looked for with `includes` (a search, where a character class tests every character). */
+const CURRENCY_SIGNS = ['$', '€', '£', '¥', '₹'];
 /** Every fact holds a digit, a slash (paths, URLs) or an at sign (emails). */
 const MAY_HOLD_FACTS_RE = /[\d/\\@]/;
 const UNIT_LIKE_RE = /^\d+(?:[a-z]{1,3}|st|nd|rd|th)$/i;
 const SECONDS_RE = /\d{2}:\d{2}:\d{2}/;
-const HEX_RE = /^[0-9a-f]+$/i;
-const CAMEL_RE = /[a-z][A-Z]/;
 const EPOCH_RE = /^1[5-9]\d{8}(?:\d{3})?$/;
 const LOG_LINE_RE = /^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b|at\s+\S+\s+\(|\d+\s*[|:]\s|[-+]{3}\s|@@\s|(?:const|let|var|function|def|class|import|from|return|if|for|while|public|private|fn|func)\b)/;
 const CODE_TAIL_RE = /[;{}]\s*$/;
@@ -46,12 +47,14 @@ const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => 
   ['email', EMAIL_RE, (t) => t.includes('@')],
   ['date', ISO_DATE_RE, mayHoldDate],
   ['path', PATH_RE, (t) => t.includes('/') || t.includes('\\')],
-  ['amount', AMOUNT_RE, (t) => /[$€£¥₹]/.test(t) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
+  ['amount', AMOUNT_RE, (t) => CURRENCY_SIGNS.some((sign) => t.includes(sign)) || (/[A-Z]{3}/.test(t) && CURRENCY_CODE_RE.test(t))],
   ['hash', HASH_NUMBER_RE, (t) => t.includes('#')],
 ];
-const factCache = new WeakMap<ChatMessage, readonly string[]>();
-const scanCache = new WeakMap<ChatMessage, MessageScan>();
 const NO_FACTS: readonly string[] = Object.freeze([]);
+const NO_FOUND: readonly FoundFact[] = Object.freeze([]);
+const NO_CALLS: MessageScan['calls'] = Object.freeze([]);
+/** The scan of a message without facts, shared: most messages hold none. */
+const NOTHING_FOUND: MessageScan = Object.freeze({ text: NO_FOUND, calls: NO_CALLS });
 
 /**
  * Extracts the strong identifiers of a text: ids mixing letters and digits, `#`-numbers, standalone
@@ -60,8 +63,10 @@ const NO_FACTS: readonly string[] = Object.freeze([]);
  */
 export function extractFacts(text: string): string[] {
   const found: string[] = [];
-  scan(text, (fact) => {
-    found.push(fact);
+  scan(text, {
+    found(fact) {
+      found.push(fact);
+    },
   });
   return [...new Set(found)];
 }
@@ -71,17 +76,11 @@ export function extractFacts(text: string): string[] {
  * and its context. `source` says how to read the text: a person's or the model's words (prose unless
  * inside a code block or a log/code line), or a tool's output (labelled values or bare tokens).
  */
-export function scanFacts(text: string, source: 'words' | 'tool'): FoundFact[] {
-  const byFact = new Map<string, FoundFact>();
-  const lines = new LineReader(text, source);
-  scan(text, (fact, kind, at, end) => {
-    const shape = shapeOf(fact, kind, text, at, end, lines);
-    const context = contextOf(text, at, kind, source, lines);
-    const known = byFact.get(fact);
-    if (!known) byFact.set(fact, { fact, shape, context });
-    else byFact.set(fact, { fact, shape: Math.max(known.shape, shape) as ShapeStrength, context: strongerContext(known.context, context) });
-  });
-  return [...byFact.values()];
+export function scanFacts(text: string, source: 'words' | 'tool'): readonly FoundFact[] {
+  if (!MAY_HOLD_FACTS_RE.test(text)) return NO_FOUND; // most messages: nothing to allocate
+  const collector = new FactCollector(text, source);
+  scan(text, collector);
+  return collector.facts();
 }
 
 /** The facts of one message: those of its text and those of each tool call's arguments. */
@@ -90,18 +89,18 @@ export interface MessageScan {
   calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
 }
 
-/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
-export function scanMessage(message: ChatMessage): MessageScan {
-  const cached = scanCache.get(message);
-  if (cached) return cached;
-  const text = messageText(message);
-  const scanned: MessageScan = {
-    text: text ? scanFacts(text, message.role === 'tool' ? 'tool' : 'words') : [],
-    calls: message.role === 'assistant' && message.tool_calls
-      ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
-      : [],
-  };
-  scanCache.set(message, scanned);
+/**
+ * Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message
+ * object. `memo` is the message's memo, when the caller already holds it.
+ */
+export function scanMessage(message: ChatMessage, memo: MessageMemo = memoOf(message)): MessageScan {
+  if (memo.scan) return memo.scan;
+  const text = scanFacts(messageText(message), message.role === 'tool' ? 'tool' : 'words');
+  const calls = message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0
+    ? message.tool_calls.map((call) => [call.function.name, scanFacts(call.function.arguments, 'words')] as const)
+    : NO_CALLS;
+  const scanned: MessageScan = text === NO_FOUND && calls === NO_CALLS ? NOTHING_FOUND : { text, calls };
+  memo.scan = scanned;
   return scanned;
 }
 
@@ -110,20 +109,24 @@ export function scanMessage(message: ChatMessage): MessageScan {
  * included, the strongest shapes first. Extracted once per message object and remembered.
  */
 export function factsOfMessage(message: ChatMessage): readonly string[] {
-  const cached = factCache.get(message);
-  if (cached) return cached;
-  const { text, calls } = scanMessage(message);
-  const found = calls.length === 0 ? [...text] : [...text, ...calls.flatMap(([, facts]) => facts)];
-  const facts: readonly string[] = found.length === 0 ? NO_FACTS : [...new Set(found.sort(byStrength).map((f) => f.fact))];
-  factCache.set(message, facts);
+  const memo = memoOf(message);
+  if (memo.facts) return memo.facts;
+  const { text, calls } = scanMessage(message, memo);
+  const found = calls.length === 0 ? text : [...text, ...calls.flatMap(([, facts]) => facts)];
+  let facts: readonly string[];
+  if (found.length === 0) facts = NO_FACTS;
+  else if (found.length === 1) facts = [found[0]!.fact];
+  else facts = [...new Set([...found].sort(byStrength).map((f) => f.fact))];
+  memo.facts = facts;
   return facts;
 }
 
 /** Strong shapes first, then labelled before prose before bare; otherwise in order of finding. */
 function byStrength(a: FoundFact, b: FoundFact): number {
-  const rank: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
-  return b.shape - a.shape || rank[b.context] - rank[a.context];
+  return b.shape - a.shape || CONTEXT_RANK[b.context] - CONTEXT_RANK[a.context];
 }
+
+const CONTEXT_RANK: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
 
 /** Every identifier present verbatim somewhere in the messages. */
 export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
@@ -140,8 +143,13 @@ function mayHoldDate(text: string): boolean {
   return false;
 }
 
-/** Runs every shape over the text, calling `found` with each match and its position. */
-function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
+/** Receives each match of {@link scan} with its position in the text. */
+interface FactSink {
+  found(fact: string, kind: ShapeKind, at: number, end: number): void;
+}
+
+/** Runs every shape over the text, handing each match and its position to `sink`. */
+function scan(text: string, sink: FactSink): void {
   if (!MAY_HOLD_FACTS_RE.test(text)) return;
   let rest = text;
   for (const [kind, re, mayHold] of WIDE_SHAPES) {
@@ -150,21 +158,21 @@ function scan(text: string, found: (fact: string, kind: ShapeKind, at: number, e
     rest = rest.replace(re, (match: string, ...args: unknown[]) => {
       const at = args[args.length - 2] as number;
       const fact = kind === 'url' || kind === 'amount' || kind === 'path' ? match.trim().replace(/[.,;:!?]+$/, '') : match.trim();
-      if (fact) found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
+      if (fact) sink.found(fact, kind, at + match.indexOf(fact), at + match.indexOf(fact) + fact.length);
       return ' '.repeat(match.length);
     });
   }
-  collectTokens(rest, found);
+  collectTokens(rest, sink);
 }
 
-/** Finds tokens holding a digit by expanding around each digit run: far cheaper than a word regex. */
-function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: number, end: number) => void): void {
-  const re = DIGITS_RE;
+/** Finds tokens holding a digit by expanding around each digit: far cheaper than a word regex. */
+function collectTokens(text: string, sink: FactSink): void {
+  const re = DIGIT_RE;
   re.lastIndex = 0;
-  let match: RegExpExecArray | null;
-  while ((match = re.exec(text)) !== null) {
-    let start = match.index;
-    let end = start + match[0].length;
+  // `test` finds the next digit without building a match.
+  while (re.test(text)) {
+    let start = re.lastIndex - 1;
+    let end = re.lastIndex;
     while (start > 0 && isTokenChar(text.charCodeAt(start - 1))) start--;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
     re.lastIndex = end;
@@ -172,7 +180,7 @@ function collectTokens(text: string, found: (fact: string, kind: ShapeKind, at: 
     while (end > start && isSeparator(text.charCodeAt(end - 1))) end--;
     if (end > start) {
       const token = text.slice(start, end);
-      if (isStrongToken(token)) found(token, 'token', start, end);
+      if (isStrongToken(token)) sink.found(token, 'token', start, end);
     }
   }
 }
@@ -229,12 +237,62 @@ function tokenShape(token: string, text: string, at: number, end: number): Shape
   const before = text.charCodeAt(at - 1);
   if ((after === 46 && isDigit(text.charCodeAt(end + 1))) || (before === 46 && isDigit(text.charCodeAt(at - 2)))) return 0;
   if (after === 58 && isDigit(text.charCodeAt(end + 1))) return 0; // line:column, host:port
-  const core = token.replace(/^[A-Za-z]{1,8}[-_]/, '');
-  if (core.length >= 7 && HEX_RE.test(core) && /[a-f]/i.test(core) && /\d/.test(core)) return 0; // a hash or request id
-  if (/[a-z]/.test(token) && (token.includes('_') || CAMEL_RE.test(token)) && !token.includes('-')) return 0; // code identifier
-  if (!/[A-Za-z]/.test(token)) return token.length >= 8 && !EPOCH_RE.test(token) ? 2 : 1; // long numbers are account, phone, tracking ids
-  if (!/[A-Z]/.test(token)) return token.includes('-') ? 2 : 1; // lowercase words with digits: user42
+  if (isHashLike(token)) return 0; // a hash or request id
+  const classes = charClasses(token);
+  const lower = (classes & LOWER) !== 0;
+  const dash = (classes & DASH) !== 0;
+  if (lower && (classes & (UNDERSCORE | CAMEL)) !== 0 && !dash) return 0; // code identifier
+  if ((classes & UPPER) === 0 && !lower) return token.length >= 8 && !EPOCH_RE.test(token) ? 2 : 1; // long numbers are account, phone, tracking ids
+  if ((classes & UPPER) === 0) return dash ? 2 : 1; // lowercase words with digits: user42
   return 2;
+}
+
+// What a token (letters, digits, `-`, `_`) holds, as bits: read in one pass, not by five regexes.
+const LOWER = 1;
+const UPPER = 2;
+const UNDERSCORE = 4;
+const DASH = 8;
+/** A lowercase letter right before an uppercase one (camelCase). */
+const CAMEL = 16;
+
+function charClasses(token: string): number {
+  let classes = 0;
+  let previousLower = false;
+  for (let i = 0; i < token.length; i++) {
+    const code = token.charCodeAt(i);
+    const isLower = code >= 97 && code <= 122;
+    if (isLower) classes |= LOWER;
+    else if (code >= 65 && code <= 90) classes |= previousLower ? UPPER | CAMEL : UPPER;
+    else if (code === 95) classes |= UNDERSCORE;
+    else if (code === 45) classes |= DASH;
+    previousLower = isLower;
+  }
+  return classes;
+}
+
+/**
+ * A hash or request id: after an optional prefix of 1–8 letters and `-` or `_`, at least 7 hex
+ * digits holding both a letter and a digit (`req-7f3a9c21e`, `deadbeef42`).
+ */
+function isHashLike(token: string): boolean {
+  let letters = 0;
+  while (letters < token.length && isLetter(token.charCodeAt(letters))) letters++;
+  const separator = token.charCodeAt(letters);
+  const start = letters >= 1 && letters <= 8 && (separator === 45 || separator === 95) ? letters + 1 : 0;
+  if (token.length - start < 7) return false;
+  let hexLetter = false;
+  let digit = false;
+  for (let i = start; i < token.length; i++) {
+    const code = token.charCodeAt(i) | 0x20; // lowercase a letter; a digit stays a digit
+    if (code >= 48 && code <= 57) digit = true;
+    else if (code >= 97 && code <= 102) hexLetter = true;
+    else return false;
+  }
+  return hexLetter && digit;
+}
+
+function isLetter(code: number): boolean {
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
 }
 
 function isDigit(code: number): boolean {
@@ -266,17 +324,51 @@ function strongerContext(a: FactContext, b: FactContext): FactContext {
   return rank[a] >= rank[b] ? a : b;
 }
 
+/** Collects the facts {@link scan} finds in one text, each with its shape and context, merged by fact. */
+class FactCollector implements FactSink {
+  private readonly byFact = new Map<string, FoundFact>();
+  private lines: LineReader | null = null;
+
+  constructor(private readonly text: string, private readonly source: 'words' | 'tool') {}
+
+  found(fact: string, kind: ShapeKind, at: number, end: number): void {
+    this.lines ??= new LineReader(this.text, this.source);
+    const shape = shapeOf(fact, kind, this.text, at, end, this.lines);
+    const context = contextOf(this.text, at, kind, this.source, this.lines);
+    const known = this.byFact.get(fact);
+    if (!known) this.byFact.set(fact, { fact, shape, context });
+    else this.byFact.set(fact, { fact, shape: Math.max(known.shape, shape) as ShapeStrength, context: strongerContext(known.context, context) });
+  }
+
+  facts(): readonly FoundFact[] {
+    return this.byFact.size === 0 ? NO_FOUND : [...this.byFact.values()];
+  }
+}
+
 /** Answers, for a position in a text, whether it lies in a code block or on a log or code line. */
 class LineReader {
   private fences: Array<[number, number]> | null = null;
+  private multiline: boolean | null = null;
+  // The last line asked about and its answer: a line often holds several facts.
+  private lineStart = -1;
+  private lineIsMachine = false;
 
   constructor(private readonly text: string, private readonly source: 'words' | 'tool') {}
 
   /** True inside a code block, on a log line, or (in words) on a line of code; JSON output is data, not code. */
   inMachineText(at: number): boolean {
     if (this.inFence(at)) return true;
-    const start = this.text.lastIndexOf('\n', at - 1) + 1;
-    let end = this.text.indexOf('\n', at);
+    this.multiline ??= this.text.includes('\n');
+    const start = this.multiline ? this.text.lastIndexOf('\n', at - 1) + 1 : 0;
+    if (start !== this.lineStart) {
+      this.lineStart = start;
+      this.lineIsMachine = this.isMachineLine(start);
+    }
+    return this.lineIsMachine;
+  }
+
+  private isMachineLine(start: number): boolean {
+    let end = this.multiline ? this.text.indexOf('\n', start) : -1;
     if (end === -1) end = this.text.length;
     const line = this.text.slice(start, Math.min(end, start + 400));
     if (LOG_LINE_RE.test(line)) return true;

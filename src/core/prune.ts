@@ -9,6 +9,8 @@ export const MAX_ARGUMENT_CHARS = 600;
 export const NOTE_IDS = 5;
 
 const ARG_VALUE_CHARS = 160;
+/** Characters of each end of a tool result that the duplicate check's key reads. */
+const KEY_END_CHARS = 48;
 
 /**
  * Prunes `messages[from, to)`: an older tool result identical to a later one becomes a duplicate
@@ -22,9 +24,11 @@ export function pruneRange(messages: readonly ChatMessage[], from: number, to: n
   const out = messages.slice();
   for (let i = messages.length - 1; i >= from; i--) {
     const message = messages[i]!;
-    if (message.role === 'tool' && i < to && !isChatgateText(message.content)) {
+    if (message.role === 'tool') {
+      const seenLater = later.add(message.content);
+      if (i >= to || isChatgateText(message.content)) continue;
       const name = callNames.get(message.tool_call_id);
-      if (message.content.length > 40 && later.has(message.content)) {
+      if (message.content.length > 40 && seenLater) {
         out[i] = { ...message, content: `[chatgate:duplicate] same result as a later ${name?.name ?? 'tool'} call` };
       } else if (message.content.length > PRUNE_MIN_CHARS) {
         out[i] = { ...message, content: describeToolResult(message.content, name, factsOfMessage(message)) };
@@ -33,7 +37,6 @@ export function pruneRange(messages: readonly ChatMessage[], from: number, to: n
       const calls = message.tool_calls.map(shortenCall);
       if (calls.some((call, k) => call !== message.tool_calls[k])) out[i] = { ...message, tool_calls: calls };
     }
-    if (message.role === 'tool') later.add(message.content);
   }
   return out;
 }
@@ -121,20 +124,27 @@ function formatCount(n: number): string {
 
 /** Tool results seen later in the history, looked up by a cheap key before comparing whole texts. */
 class LaterContents {
-  private readonly byKey = new Map<string, string[]>();
+  private readonly byKey = new Map<number, string[]>();
 
-  add(content: string): void {
+  /** Adds a result; true when an equal one was added before. */
+  add(content: string): boolean {
     const key = keyOf(content);
     const bucket = this.byKey.get(key);
-    if (bucket) bucket.push(content);
-    else this.byKey.set(key, [content]);
-  }
-
-  has(content: string): boolean {
-    return this.byKey.get(keyOf(content))?.some((other) => other === content) ?? false;
+    if (!bucket) {
+      this.byKey.set(key, [content]);
+      return false;
+    }
+    if (bucket.includes(content)) return true;
+    bucket.push(content);
+    return false;
   }
 }
 
-function keyOf(content: string): string {
-  return content.length <= 96 ? content : `${content.length}:${content.slice(0, 48)}${content.slice(-48)}`;
+/** A hash of a text's length and both its ends: equal texts have equal keys; building it copies nothing. */
+function keyOf(content: string): number {
+  let hash = Math.imul(0x811c9dc5 ^ content.length, 0x01000193);
+  const head = Math.min(content.length, KEY_END_CHARS);
+  for (let i = 0; i < head; i++) hash = Math.imul(hash ^ content.charCodeAt(i), 0x01000193);
+  for (let i = Math.max(head, content.length - KEY_END_CHARS); i < content.length; i++) hash = Math.imul(hash ^ content.charCodeAt(i), 0x01000193);
+  return hash;
 }

@@ -40,7 +40,12 @@ export type SummaryRecord = { hash: string; length: number } | { legacy: true } 
 
 /** The summariser's token budget: max(2000, min(0.20 × middle, min(0.05 × window, 12000))). */
 export function summaryTargetTokens(middleTokens: number, contextWindow: number): number {
-  return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, Math.min(0.05 * contextWindow, 12000))));
+  return Math.floor(Math.max(2000, Math.min(0.2 * middleTokens, summaryTargetCap(contextWindow))));
+}
+
+/** Middle tokens from which {@link summaryTargetTokens} no longer grows: counting past them changes nothing. */
+export function summaryTargetCeiling(contextWindow: number): number {
+  return Math.ceil(summaryTargetCap(contextWindow) / 0.2) + 1;
 }
 
 /**
@@ -100,6 +105,10 @@ export function hashText(text: string): string {
     hash = Math.imul(hash, 0x01000193);
   }
   return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
+function summaryTargetCap(contextWindow: number): number {
+  return Math.min(0.05 * contextWindow, 12000);
 }
 
 function legacyBlock(text: string, start: number): string | null {

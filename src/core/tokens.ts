@@ -1,5 +1,6 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './messages.js';
+import { memoOf, peekMemo } from './message-memo.js';
 import { headEnd } from './text.js';
 
 /** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */
@@ -27,7 +28,6 @@ export type TokenCounter = (text: string) => number;
 export type EncodingLoader = (name: EncodingName) => TokenCounter;
 
 const CL100K_MODEL = /^(gpt-4(?!o|\.1|\.5)(-.*)?|gpt-3\.5.*|text-embedding-(ada-002|3-.*))$/;
-const messageCache = new WeakMap<ChatMessage, number>();
 const counters = new Map<EncodingName, TokenCounter>([['o200k_base', countO200k]]);
 let encodingLoader: EncodingLoader | undefined;
 
@@ -51,13 +51,7 @@ export function useEncodingLoader(loader: EncodingLoader): void {
  * @throws Error when the encoding is not loaded and no loader is installed.
  */
 export function tokenCounterFor(model?: string): TokenCounter {
-  const name = encodingForModel(model);
-  const known = counters.get(name);
-  if (known) return known;
-  if (!encodingLoader) throw new Error(`counting tokens for model ${model ?? '(default)'} needs the ${name} encoding, which is not loaded (no encoding loader installed: useEncodingLoader)`);
-  const loaded = encodingLoader(name);
-  counters.set(name, loaded);
-  return loaded;
+  return counterOf(encodingForModel(model), model);
 }
 
 /**
@@ -76,42 +70,45 @@ export const MAX_COUNTED_CHARS = 256_000;
  * one token per 4 characters. Cost is linear in the length, whatever the text.
  */
 export function countTextTokens(text: string, model?: string): number {
-  if (text.length === 0) return 0;
-  const count = tokenCounterFor(model);
-  if (text.length <= TOKENIZE_CHUNK_CHARS) return count(text);
-  let tokens = 0;
-  let at = 0;
-  const counted = Math.min(text.length, MAX_COUNTED_CHARS);
-  while (at < counted) {
-    const end = chunkEnd(text, at, Math.min(text.length, at + TOKENIZE_CHUNK_CHARS));
-    tokens += count(text.slice(at, end));
-    at = end;
-  }
-  if (at >= text.length) return tokens;
-  const rest = text.length - at;
-  return tokens + Math.ceil(rest * Math.max(tokens / at, 1 / 4));
+  return text.length === 0 ? 0 : countWith(text, tokenCounterFor(model));
 }
 
 /**
  * Tokens one message costs in a request, framing included. Counted once per message object and
- * remembered (messages are treated as immutable), so a history is never re-tokenized.
+ * encoding, and remembered (messages are treated as immutable), so a history is never re-tokenized.
  */
 export function messageTokens(message: ChatMessage, model?: string): number {
-  const encoding = encodingForModel(model);
-  if (encoding === 'o200k_base') {
-    const cached = messageCache.get(message);
-    if (cached !== undefined) return cached;
-  }
-  const count = countUncached(message, model);
-  if (encoding === 'o200k_base') messageCache.set(message, count);
-  return count;
+  return framedTokens(message, encodingForModel(model), model);
 }
 
 /** Tokens a list of messages costs in a request: every message with its framing, plus reply priming. */
 export function countMessageTokens(messages: readonly ChatMessage[], model?: string): number {
   if (messages.length === 0) return 0;
+  const encoding = encodingForModel(model);
   let total = REPLY_PRIMING_TOKENS;
-  for (const message of messages) total += messageTokens(message, model);
+  for (const message of messages) total += framedTokens(message, encoding, model);
+  return total;
+}
+
+/**
+ * Like {@link countMessageTokens} when the answer is below `ceiling`; otherwise some figure at or
+ * above it. Messages already counted are summed first, so deciding that a list mostly counted
+ * before is past the ceiling tokenizes nothing.
+ */
+export function countMessageTokensUpTo(messages: readonly ChatMessage[], ceiling: number, model?: string): number {
+  if (messages.length === 0) return 0;
+  const encoding = encodingForModel(model);
+  let total = REPLY_PRIMING_TOKENS;
+  const uncounted: ChatMessage[] = [];
+  for (const message of messages) {
+    const memo = peekMemo(message);
+    if (memo !== undefined && memo.tokensEncoding === encoding) total += memo.tokens;
+    else uncounted.push(message);
+  }
+  for (const message of uncounted) {
+    if (total >= ceiling) break;
+    total += framedTokens(message, encoding, model);
+  }
   return total;
 }
 
@@ -126,21 +123,56 @@ function chunkEnd(text: string, start: number, limit: number): number {
   return end > start ? end : limit;
 }
 
-function countUncached(message: ChatMessage, model?: string): number {
+function counterOf(name: EncodingName, model?: string): TokenCounter {
+  const known = counters.get(name);
+  if (known) return known;
+  if (!encodingLoader) throw new Error(`counting tokens for model ${model ?? '(default)'} needs the ${name} encoding, which is not loaded (no encoding loader installed: useEncodingLoader)`);
+  const loaded = encodingLoader(name);
+  counters.set(name, loaded);
+  return loaded;
+}
+
+function framedTokens(message: ChatMessage, encoding: EncodingName, model?: string): number {
+  const memo = memoOf(message);
+  if (memo.tokensEncoding === encoding) return memo.tokens;
+  const tokens = countUncached(message, counterOf(encoding, model));
+  memo.tokens = tokens;
+  memo.tokensEncoding = encoding;
+  return tokens;
+}
+
+function countUncached(message: ChatMessage, count: TokenCounter): number {
   let total = MESSAGE_FRAMING_TOKENS;
   const content = message.content;
-  if (typeof content === 'string') total += countTextTokens(content, model);
+  if (typeof content === 'string') total += countWith(content, count);
   else if (Array.isArray(content)) {
     for (const part of content) {
-      total += part.type === 'text' ? countTextTokens(part.text, model) : IMAGE_PART_TOKENS;
+      total += part.type === 'text' ? countWith(part.text, count) : IMAGE_PART_TOKENS;
     }
   }
   if (message.role === 'assistant' && message.tool_calls) {
     for (const call of message.tool_calls) {
-      total += TOOL_CALL_FRAMING_TOKENS + countTextTokens(call.function.name, model);
-      total += countTextTokens(call.function.arguments, model);
+      total += TOOL_CALL_FRAMING_TOKENS + countWith(call.function.name, count);
+      total += countWith(call.function.arguments, count);
     }
   }
   if (message.role === 'tool') total += 2;
   return total;
+}
+
+/** {@link countTextTokens} with the counter already chosen. */
+function countWith(text: string, count: TokenCounter): number {
+  if (text.length === 0) return 0;
+  if (text.length <= TOKENIZE_CHUNK_CHARS) return count(text);
+  let tokens = 0;
+  let at = 0;
+  const counted = Math.min(text.length, MAX_COUNTED_CHARS);
+  while (at < counted) {
+    const end = chunkEnd(text, at, Math.min(text.length, at + TOKENIZE_CHUNK_CHARS));
+    tokens += count(text.slice(at, end));
+    at = end;
+  }
+  if (at >= text.length) return tokens;
+  const rest = text.length - at;
+  return tokens + Math.ceil(rest * Math.max(tokens / at, 1 / 4));
 }
