@@ -116,7 +116,7 @@ function workersCheck(workers: readonly HeartbeatStatus[]): StatusCheck {
   const dead = workers.filter((w) => !w.alive);
   const deadText = dead.length > 0 ? `; dead: ${dead.map((w) => `${w.host} pid ${w.pid} (last heard of ${ago(w.beatAt)})`).join(', ')}` : '';
   if (live.length === 0) return { name: 'workers', status: 'down', detail: `${noWorkerReason([])}${deadText}`, fix: START_A_WORKER };
-  const text = live.map((w) => `${describeProcess(w)}, ${w.worker?.turnsDone ?? 0} turns done, ${w.worker?.turnsFailed ?? 0} failed`).join('; ');
+  const text = live.map((w) => `${describeProcess(w)}, ${plural(w.worker?.turnsDone ?? 0, 'turn')} done, ${w.worker?.turnsFailed ?? 0} failed`).join('; ');
   return { name: 'workers', status: 'ok', detail: `${live.length} alive: ${text}${deadText}` };
 }
 
