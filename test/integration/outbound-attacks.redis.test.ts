@@ -66,7 +66,8 @@ describe('outbound transport under stress', () => {
     return consumer;
   };
 
-  it('after a Redis restart without persistence (stream and group gone) new replies are delivered', async () => {
+  /** A private redis-server without persistence (never the shared one), killed after the test. */
+  async function privateRedis() {
     const port = await closedPort();
     const start = async (): Promise<ChildProcess> => {
       const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -81,6 +82,54 @@ describe('outbound transport under stress', () => {
     const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
     redis.on('error', () => undefined);
     closers.push(async () => redis.disconnect());
+    return {
+      redis,
+      signal: (name: NodeJS.Signals) => server.kill(name),
+      async restart() {
+        server.kill('SIGKILL');
+        await once(server, 'exit');
+        server = await start();
+      },
+    };
+  }
+
+  it('a reply whose delivery ends while Redis hangs is settled once Redis is back, delivered once', async () => {
+    const { redis, signal } = await privateRedis();
+    const queue = openOutboundQueue(redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
+    let release: () => void = () => undefined;
+    const sending = new Promise<void>((resolve) => { release = resolve; });
+    const calls: string[] = [];
+    const outcomes: OutboundOutcome[] = [];
+    const delivery: Delivery = {
+      deliver: async (message) => {
+        calls.push(message.id);
+        events.emit('call');
+        await sending;
+        return { replyId: message.id, chunks: 1, sent: 1, skipped: 0, plainFallbacks: 0, messageIds: ['1'] };
+      },
+    };
+    consume(redis, delivery, { stalledIntervalMs: 50, lockDurationMs: 200 }, (outcome) => {
+      outcomes.push(outcome);
+      events.emit('outcome');
+    });
+    await queue.add(reply(1));
+    await waitUntil(events, 'call', () => calls.length === 1);
+    signal('SIGSTOP');
+    try {
+      release();
+      // The outage outlasts the claim's lock: the consumer's own stall check must not take it back twice.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      signal('SIGCONT');
+    }
+    await waitUntil(events, 'outcome', () => outcomes.length === 1);
+    expect(outcomes.map((o) => o.type)).toEqual(['delivered']);
+    expect(calls).toEqual([reply(1).id]);
+    expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0 });
+  });
+
+  it('after a Redis restart without persistence (stream and group gone) new replies are delivered', async () => {
+    const { redis, restart } = await privateRedis();
     const queue = openOutboundQueue(redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
     const { delivery, delivered } = recordingDelivery(events);
     const outcomes: OutboundOutcome[] = [];
@@ -91,9 +140,7 @@ describe('outbound transport under stress', () => {
     await queue.add(reply(1));
     await waitUntil(events, 'outcome', () => outcomes.length === 1);
 
-    server.kill('SIGKILL');
-    await once(server, 'exit');
-    server = await start();
+    await restart();
     await queue.add(reply(2));
     await waitUntil(events, 'outcome', () => outcomes.length === 2);
     expect(outcomes.map((o) => o.type)).toEqual(['delivered', 'delivered']);
