@@ -20,29 +20,11 @@ import { OUTBOUND_GROUP } from '../../src/queue/outbound-shard.js';
 import { moveLegacyOutboundJobs } from '../../src/queue/outbound-legacy.js';
 import { closedPort } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { recordingDelivery } from '../helpers/outbound-delivery.js';
 import { waitUntil } from '../helpers/waits.js';
 
 const QUEUE = 'outbound';
 const reply = (n: number, chat = 'chat', text = `reply ${n} to ${chat}`): OutboundMessage => ({ id: `reply-${chat}-${n}`, sessionId: `web:${chat}`, channel: 'web', chatId: chat, text, kind: 'reply' });
-
-/** A delivery that records what it was given, in the order the sends began, and throws what `fail` returns. */
-function recordingDelivery(events: EventEmitter, fail: (message: OutboundMessage, calls: number) => Error | undefined = () => undefined, sendMs = () => 0) {
-  const calls = new Map<string, number>();
-  const delivered: OutboundMessage[] = [];
-  const delivery: Delivery = {
-    deliver: async (message) => {
-      const n = (calls.get(message.id) ?? 0) + 1;
-      calls.set(message.id, n);
-      const error = fail(message, n);
-      if (error) throw error;
-      delivered.push(message);
-      await new Promise((resolve) => setTimeout(resolve, sendMs()));
-      events.emit('delivered');
-      return { replyId: message.id, chunks: 1, sent: 1, skipped: 0, plainFallbacks: 0, messageIds: ['1'] };
-    },
-  };
-  return { delivery, delivered, calls };
-}
 
 describe('outbound transport under stress', () => {
   let t: TestRedis;
@@ -131,7 +113,7 @@ describe('outbound transport under stress', () => {
   it('after a Redis restart without persistence (stream and group gone) new replies are delivered', async () => {
     const { redis, restart } = await privateRedis();
     const queue = openOutboundQueue(redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
-    const { delivery, delivered } = recordingDelivery(events);
+    const { delivery, messages: delivered } = recordingDelivery({ events });
     const outcomes: OutboundOutcome[] = [];
     consume(redis, delivery, { stalledIntervalMs: 100, lockDurationMs: 500 }, (outcome) => {
       outcomes.push(outcome);
@@ -150,7 +132,7 @@ describe('outbound transport under stress', () => {
 
   it('two gateways reading one shard deliver each chat\'s replies in the order they were enqueued', async () => {
     const queue = openOutboundQueue(t.redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
-    const { delivery, delivered } = recordingDelivery(events, undefined, () => Math.floor(Math.random() * 4));
+    const { delivery, messages: delivered } = recordingDelivery({ events, sendMs: () => Math.floor(Math.random() * 4) });
     const second = t.redis.duplicate();
     closers.push(async () => second.disconnect());
     // Each reads one entry at a time, so one chat's consecutive replies go to both gateways.
@@ -172,7 +154,7 @@ describe('outbound transport under stress', () => {
     await shard.ensureGroup();
     // The dead gateway's read: reply 1 is pending for it, it never checked its order.
     await t.redis.xreadgroup('GROUP', OUTBOUND_GROUP, 'dead-gateway', 'COUNT', 1, 'STREAMS', shard.keys.stream, '>');
-    const { delivery, delivered } = recordingDelivery(events);
+    const { delivery, messages: delivered } = recordingDelivery({ events });
     consume(t.redis, delivery, { orderRetryMs: 20, lockDurationMs: 200, stalledIntervalMs: 50 });
     await waitUntil(events, 'delivered', () => delivered.length === 2);
     expect(delivered.map((m) => m.id)).toEqual([reply(1).id, reply(2).id]);
@@ -181,7 +163,7 @@ describe('outbound transport under stress', () => {
   it('a reply that cannot be delivered (malformed) does not hold its chat\'s later replies back', async () => {
     const queue = openOutboundQueue(t.redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
     const outcomes: OutboundOutcome[] = [];
-    const { delivery, delivered } = recordingDelivery(events);
+    const { delivery, messages: delivered } = recordingDelivery({ events });
     await queue.add({ ...reply(1), chatId: 42 } as unknown as OutboundMessage);
     await queue.add(reply(2));
     consume(t.redis, delivery, { orderRetryMs: 60_000 }, (outcome) => {
@@ -196,7 +178,7 @@ describe('outbound transport under stress', () => {
   it('a reply retried after a transient failure keeps its place before the later replies of its chat', async () => {
     const queue = openOutboundQueue(t.redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
     const transient = new ChannelError('flaky', { retryable: true, code: CHANNEL_ERROR_CODES.transient });
-    const { delivery, delivered } = recordingDelivery(events, (m, calls) => (m.id === reply(1).id && calls < 3 ? transient : undefined));
+    const { delivery, messages: delivered } = recordingDelivery({ events, fail: (m, calls) => (m.id === reply(1).id && calls < 3 ? transient : undefined) });
     consume(t.redis, delivery, { orderRetryMs: 5, stalledIntervalMs: 50 });
     for (let n = 1; n <= 4; n++) await queue.add(reply(n));
     await waitUntil(events, 'delivered', () => delivered.length === 4);
@@ -207,7 +189,7 @@ describe('outbound transport under stress', () => {
     const queue = openOutboundQueue(t.redis, { queuePrefix: t.queuePrefix, queueShards: 1, outboundQueue: QUEUE });
     const weird = reply(1, 'w', `\ud800 half \udfff pair 😀 nul \u0000 "q" \\ ${'é'.repeat(1 << 19)}`);
     const limited = new ChannelError('slow down', { retryable: true, code: CHANNEL_ERROR_CODES.rateLimited, retryAfterMs: 5 });
-    const { delivery, delivered } = recordingDelivery(events, (_m, calls) => (calls === 1 ? limited : undefined));
+    const { delivery, messages: delivered } = recordingDelivery({ events, fail: (_m, calls) => (calls === 1 ? limited : undefined) });
     consume(t.redis, delivery, { stalledIntervalMs: 50 });
     await queue.add(weird);
     await waitUntil(events, 'delivered', () => delivered.length === 1);
