@@ -46,6 +46,9 @@ export async function handleEntry(ctx: EntryContext, entry: OutboundEntry): Prom
   const parsed = parseOutboundEntry(entry);
   if (isMalformed(parsed)) {
     ctx.log.error({ entryId: entry.entryId, replyId: parsed.replyId, reason: parsed.error }, 'outbound entry failed for good: it cannot be delivered');
+    // It took its place in its session's order when it was added: it must not hold the later replies back.
+    const sessionId = sessionIdOf(entry.fields.data);
+    if (sessionId) await ctx.order.settle(sessionId, parsed.replyId);
     return failForGood(ctx, entry, { replyId: parsed.replyId, attempts: 0 }, parsed.error);
   }
   const { message, replyId } = parsed;
@@ -127,6 +130,16 @@ function toFailure(err: unknown): DeliveryFailure {
   if (!err.retryable) return { reason: 'permanent', error: err };
   if (err.code === CHANNEL_ERROR_CODES.rateLimited) return { reason: 'rate_limited', retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, error: err };
   return { reason: 'transient', error: err };
+}
+
+/** The session of a reply that is not deliverable, when its JSON names one. */
+function sessionIdOf(raw: string | undefined): string | undefined {
+  try {
+    const sessionId = (JSON.parse(raw ?? '') as { sessionId?: unknown } | null)?.sessionId;
+    return typeof sessionId === 'string' ? sessionId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function retryAfterOf(err: Error): number | undefined {

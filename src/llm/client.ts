@@ -95,7 +95,9 @@ export interface LlmClient {
 /** Creates the openai-SDK client over `node:http` (./http-fetch.ts). The SDK's own retries are off: ours honour the policy. */
 export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logger; random?: () => number } = {}): LlmClient {
   const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off', fetch: createHttpFetch() });
+  // The socket's idle bound ends a plain body that stalls; a second later than the SDK's and the stream's own timers, which name the timeout.
+  const httpFetch = createHttpFetch({ idleTimeoutMs: timeoutMs + 1000 });
+  const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: timeoutMs, maxRetries: 0, logLevel: 'off', fetch: httpFetch });
   const errorContext = { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs };
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const random = deps.random ?? Math.random;

@@ -54,12 +54,19 @@ export function toLlmError(err: unknown, what: string, context: LlmErrorContext 
   if (err instanceof APIError && typeof err.status === 'number') return fromStatus(err, what, clean(err.message), cause);
   const message = clean(err instanceof Error ? err.message : String(err));
   if (err instanceof SyntaxError) return new LlmError(`${what} returned malformed JSON (${message})`, { kind: 'transient', cause });
+  if (isBrokenConnection(err)) return new LlmError(`${what} failed (connection: ${message})`, { kind: 'connection', cause });
   return new LlmError(`${what} failed (${message})`, { kind: 'permanent', cause });
 }
 
 /** True when `error` is a timeout of the call (no answer within the client's timeout). */
 export function isTimeout(error: LlmError): boolean {
   return error.kind === 'connection' && error.cause instanceof Error && error.cause.name === APIConnectionTimeoutError.name;
+}
+
+/** True for a body that broke off after the headers (the SDK passes those through raw): reset, stalled or cut by the peer. */
+function isBrokenConnection(err: unknown): boolean {
+  const codes = [err, (err as { cause?: unknown } | undefined)?.cause].map((e) => (e && typeof e === 'object' ? (e as { code?: unknown }).code : undefined));
+  return codes.some((code) => code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EPIPE' || code === 'UND_ERR_SOCKET');
 }
 
 /** A copy of the SDK's error with its text redacted and only its status and codes kept (no body, no headers). */

@@ -12,25 +12,39 @@ import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Readable } from 'node:stream';
 
+/** Longest silence of a connection before the call fails: undici's `headersTimeout` and `bodyTimeout`. */
+const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
 /** A `fetch` with the signature the SDK calls. */
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** Options of {@link createHttpFetch}. */
+export interface HttpFetchOptions {
+  /**
+   * Longest silence of the socket in ms, waiting for the headers or between body chunks, before the
+   * call fails with an `ETIMEDOUT` error: the SDK's own timeout stops at the headers, so without this a
+   * body that stalls would hang its turn for ever. Default 300 000 (fetch's).
+   */
+  idleTimeoutMs?: number;
+}
 
 /**
  * Creates the fetch: string, byte or absent bodies go over `node:http(s)` with one keep-alive
  * agent per protocol; anything else (a `Request`, form data, a stream: uploads) goes to global
  * fetch. Redirects are not followed (an OpenAI-compatible endpoint answers where it is asked).
  */
-export function createHttpFetch(): FetchFunction {
+export function createHttpFetch(options: HttpFetchOptions = {}): FetchFunction {
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
   return (input, init = {}) => {
     const body = init.body ?? undefined;
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : null;
     if (!url || !(url.protocol in agents) || !(body === undefined || typeof body === 'string' || body instanceof Uint8Array)) return fetch(input, init);
-    return send(url, init, body, agents[url.protocol as keyof typeof agents]);
+    return send(url, init, body, agents[url.protocol as keyof typeof agents], idleTimeoutMs);
   };
 }
 
-function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined, agent: HttpAgent): Promise<Response> {
+function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined, agent: HttpAgent, idleTimeoutMs: number): Promise<Response> {
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(abortReason(signal));
   const headers = requestHeaders(init.headers, body);
@@ -45,6 +59,12 @@ function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined
       reject(reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    request.setTimeout(idleTimeoutMs, () => {
+      const err = Object.assign(new Error(`${url.host} sent nothing for ${idleTimeoutMs} ms`), { code: 'ETIMEDOUT' });
+      // The response's reader must see the error: destroying the request alone would dump the body as if it had ended.
+      if (response) response.destroy(err);
+      request.destroy(err);
+    });
     request.on('error', (err) => {
       if (response) return;
       signal?.removeEventListener('abort', onAbort);

@@ -1,12 +1,14 @@
 import type { OutboundMessage } from '../core/inbound.js';
 import type { RedisClient } from '../redis/client.js';
-import { outboundShardKeys, type OutboundShardKeys } from '../redis/keys.js';
+import { outboundOrderKey, outboundShardKeys, type OutboundShardKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 
 /** The consumer group every gateway reads an outbound shard's stream in. */
 export const OUTBOUND_GROUP = 'gateways';
 /** How long a reply's marker makes re-adding it a no-op, s (a day: a retried turn re-adds its reply within it). */
 export const OUTBOUND_MARKER_TTL_S = 86_400;
+/** How long the order of a session's replies added is kept without a new one, ms (the consumer's default `maxOrderHoldMs`). */
+export const OUTBOUND_ORDER_HOLD_MS = 600_000;
 /** How long a reply that failed for good is kept (with its reason and its marker), ms. */
 export const OUTBOUND_FAILED_KEEP_MS = 7 * 86_400_000;
 
@@ -86,8 +88,9 @@ export function openOutboundShard(redis: RedisClient, prefix: string, queue: str
   return {
     prefix, keys,
     async add(message) {
-      const options = { id: message.id, nowMs: Date.now(), markerTtlS: OUTBOUND_MARKER_TTL_S };
-      return Number(await runScriptWithOptions(redis, 'outboundAdd', [keys.marker(message.id), keys.stream], options, [JSON.stringify(message)])) === 1;
+      const options = { id: message.id, nowMs: Date.now(), markerTtlS: OUTBOUND_MARKER_TTL_S, holdMs: OUTBOUND_ORDER_HOLD_MS };
+      const scriptKeys = [keys.marker(message.id), keys.stream, outboundOrderKey(prefix, queue, message.sessionId)];
+      return Number(await runScriptWithOptions(redis, 'outboundAdd', scriptKeys, options, [JSON.stringify(message)])) === 1;
     },
     async ensureGroup() {
       try {

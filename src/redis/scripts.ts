@@ -31,7 +31,7 @@ const SCRIPT_FILES = {
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
-  outboundAdd: 'outbound-add-2.lua',
+  outboundAdd: 'outbound-add-3.lua',
   outboundAck: 'outbound-ack-1.lua',
   outboundDelay: 'outbound-delay-3.lua',
   outboundFail: 'outbound-fail-4.lua',

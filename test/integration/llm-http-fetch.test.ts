@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LlmError } from '../../src/errors.js';
@@ -8,7 +8,9 @@ import { createLlmClient } from '../../src/llm/client.js';
 import { createHttpFetch } from '../../src/llm/http-fetch.js';
 
 const MODEL = 'gpt-4o-mini';
+const ASK = { messages: [{ role: 'user' as const, content: 'hello' }] };
 const ANSWER = { id: 'c1', object: 'chat.completion', created: 0, model: MODEL, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'hi' } }] };
+const ANSWER_JSON = JSON.stringify(ANSWER);
 
 describe('llm http fetch', () => {
   let server: Server | undefined;
@@ -81,5 +83,99 @@ describe('llm http fetch', () => {
     const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, timeoutMs: 50, retry: { maxRetries: 0 } });
     const error = await llm.complete({ messages: [{ role: 'user', content: 'hello' }] }).catch((err: unknown) => err);
     expect(error).toMatchObject({ kind: 'connection', message: expect.stringMatching(/timed out/) });
+  });
+
+  it('a body that stops after the headers fails once the socket idled past the body timeout', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write('{"id":'); // and never more
+    });
+    const response = await createHttpFetch({ idleTimeoutMs: 50 })(`${base}/v1/x`, { method: 'POST', body: '{}' });
+    await expect(response.text()).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+    const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, stream: false, timeoutMs: 50, retry: { maxRetries: 0 } });
+    await expect(llm.complete(ASK)).rejects.toMatchObject({ kind: 'connection' });
+  });
+
+  it('a body cut off mid-way (content-length) is a connection failure of the call', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(ANSWER_JSON.length) });
+      res.write(ANSWER_JSON.slice(0, 10));
+      setImmediate(() => res.socket?.destroy());
+    });
+    const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, stream: false, retry: { maxRetries: 0 } });
+    await expect(llm.complete(ASK)).rejects.toMatchObject({ kind: 'connection' });
+  });
+
+  it('a chunked body cut off mid-way is a connection failure of the call', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(ANSWER_JSON.slice(0, 10));
+      setImmediate(() => res.socket?.destroy());
+    });
+    const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, stream: false, retry: { maxRetries: 0 } });
+    await expect(llm.complete(ASK)).rejects.toMatchObject({ kind: 'connection' });
+  });
+
+  it('reads chunked and content-length bodies alike, and skips 1xx interim answers', async () => {
+    let count = 0;
+    const base = await serve((_req, res) => {
+      if (++count === 1) return void res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(ANSWER_JSON.length) }).end(ANSWER_JSON);
+      res.writeEarlyHints({ link: '</x>; rel=preload' });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(ANSWER_JSON.slice(0, 20));
+      res.end(ANSWER_JSON.slice(20));
+    });
+    const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, stream: false });
+    expect((await llm.complete(ASK)).message.content).toBe('hi');
+    expect((await llm.complete(ASK)).message.content).toBe('hi');
+  });
+
+  it('gives a 204 with an empty body and a 3xx as it came, not followed', async () => {
+    const base = await serve((req, res) => {
+      if (req.url === '/none') return void res.writeHead(204).end();
+      res.writeHead(307, { location: '/elsewhere' }).end();
+    });
+    const fetch = createHttpFetch();
+    const none = await fetch(`${base}/none`, { method: 'POST', body: '{}' });
+    expect([none.status, await none.text()]).toEqual([204, '']);
+    const moved = await fetch(`${base}/moved`, { method: 'POST', body: '{}' });
+    expect([moved.status, moved.headers.get('location')]).toEqual([307, '/elsewhere']);
+  });
+
+  it('a reused socket the server dropped is a retryable connection failure: the next attempt answers', async () => {
+    const sockets = new Set<Socket>();
+    let count = 0;
+    const base = await serve((req, res) => {
+      count++;
+      const seen = sockets.has(req.socket);
+      sockets.add(req.socket);
+      // The keep-alive race: the server gave up on the idle socket just as the client reused it.
+      if (count === 2 && seen) return void req.socket.destroy();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(ANSWER_JSON);
+    });
+    const llm = createLlmClient({ baseURL: `${base}/v1`, model: MODEL, stream: false, retry: { baseDelayMs: 1, maxRetries: 1 } });
+    expect((await llm.complete(ASK)).message.content).toBe('hi');
+    expect((await llm.complete(ASK)).message.content).toBe('hi');
+  });
+
+  it('an abort before the call and after the headers both fail with an AbortError', async () => {
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{');
+    });
+    const fetch = createHttpFetch();
+    await expect(fetch(`${base}/x`, { method: 'POST', body: '{}', signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    const controller = new AbortController();
+    const response = await fetch(`${base}/x`, { method: 'POST', body: '{}', signal: controller.signal });
+    controller.abort();
+    await expect(response.text()).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('a 1 MB answer with a lone surrogate in it arrives whole', async () => {
+    const text = 'x'.repeat(1 << 20) + '\ud800';
+    const body = JSON.stringify({ text });
+    const base = await serve((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+    const response = await createHttpFetch()(`${base}/x`, { method: 'POST', body: JSON.stringify({ text }) });
+    expect(((await response.json()) as { text: string }).text).toBe(text);
   });
 });

@@ -7,7 +7,6 @@
 import { EventEmitter } from 'node:events';
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Delivery } from '../../src/gateway/delivery.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
@@ -19,6 +18,7 @@ import { resolveQueueNames } from '../../src/queue/names.js';
 import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
+import { recordingDelivery } from '../helpers/outbound-delivery.js';
 import { waitUntil } from '../helpers/waits.js';
 
 const QUEUE = 'outbound';
@@ -49,18 +49,7 @@ describe('outbound streams', () => {
 
   /** A consumer whose delivery records each reply, or throws what `fail(message, calls)` returns. */
   function startConsumer(fail: (message: OutboundMessage, calls: number) => Error | undefined = () => undefined, options: Partial<OutboundConsumerOptions> = {}) {
-    const calls = new Map<string, number>();
-    const delivered: string[] = [];
-    const delivery: Delivery = {
-      deliver: async (message) => {
-        const n = (calls.get(message.id) ?? 0) + 1;
-        calls.set(message.id, n);
-        const error = fail(message, n);
-        if (error) throw error;
-        delivered.push(message.id);
-        return { replyId: message.id, chunks: 1, sent: 1, skipped: 0, plainFallbacks: 0, messageIds: ['1'] };
-      },
-    };
+    const { delivery, delivered, calls } = recordingDelivery({ fail });
     const onOutcome = (outcome: OutboundOutcome) => {
       outcomes.push(outcome);
       events.emit('outcome');
