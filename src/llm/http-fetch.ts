@@ -28,20 +28,45 @@ export interface HttpFetchOptions {
   idleTimeoutMs?: number;
 }
 
+/** Redirects that keep the method and body (fetch follows them for a POST too); at most this many hops. */
+const KEEPING_REDIRECTS = new Set([307, 308]);
+const MAX_REDIRECTS = 5;
+
 /**
  * Creates the fetch: string, byte or absent bodies go over `node:http(s)` with one keep-alive
  * agent per protocol; anything else (a `Request`, form data, a stream: uploads) goes to global
- * fetch. Redirects are not followed (an OpenAI-compatible endpoint answers where it is asked).
+ * fetch. A 307 or 308 (an endpoint behind a proxy that moved it) is followed as fetch follows it,
+ * up to 5 hops, without the `authorization` header once it leaves the origin; other 3xx answers
+ * are given back as they came (a POST turned into a GET would not be the call asked for).
  */
 export function createHttpFetch(options: HttpFetchOptions = {}): FetchFunction {
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) };
-  return (input, init = {}) => {
+  const handles = (url: URL | null, body: unknown): url is URL =>
+    url !== null && url.protocol in agents && (body === undefined || typeof body === 'string' || body instanceof Uint8Array);
+  return async (input, init = {}) => {
     const body = init.body ?? undefined;
-    const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : null;
-    if (!url || !(url.protocol in agents) || !(body === undefined || typeof body === 'string' || body instanceof Uint8Array)) return fetch(input, init);
-    return send(url, init, body, agents[url.protocol as keyof typeof agents], idleTimeoutMs);
+    let url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : null;
+    if (!handles(url, body)) return fetch(input, init);
+    let hopInit = init;
+    for (let hops = 0; ; hops++) {
+      const response = await send(url, hopInit, body as string | Uint8Array | undefined, agents[url.protocol as keyof typeof agents], idleTimeoutMs);
+      const location = response.headers.get('location');
+      if (!KEEPING_REDIRECTS.has(response.status) || location === null || hops >= MAX_REDIRECTS) return response;
+      const next: URL = new URL(location, url);
+      if (!handles(next, body)) return response;
+      await response.arrayBuffer().catch(() => undefined);
+      if (next.origin !== url.origin) hopInit = { ...hopInit, headers: withoutAuthorization(hopInit.headers) };
+      url = next;
+    }
   };
+}
+
+/** `headers` without `authorization`: credentials for one origin are not sent to another (fetch's rule). */
+function withoutAuthorization(headers: HeadersInit | undefined): Headers {
+  const copy = new Headers(headers);
+  copy.delete('authorization');
+  return copy;
 }
 
 function send(url: URL, init: RequestInit, body: string | Uint8Array | undefined, agent: HttpAgent, idleTimeoutMs: number): Promise<Response> {

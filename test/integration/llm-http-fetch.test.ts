@@ -130,16 +130,33 @@ describe('llm http fetch', () => {
     expect((await llm.complete(ASK)).message.content).toBe('hi');
   });
 
-  it('gives a 204 with an empty body and a 3xx as it came, not followed', async () => {
-    const base = await serve((req, res) => {
+  it('gives a 204 with an empty body; a 302 as it came; follows a 307/308 with the method and body, dropping authorization off the origin', async () => {
+    const seen: Array<{ url: string; method: string; body: string; authorization?: string }> = [];
+    const base = await serve((req, res, body) => {
+      seen.push({ url: req.url!, method: req.method!, body, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
       if (req.url === '/none') return void res.writeHead(204).end();
-      res.writeHead(307, { location: '/elsewhere' }).end();
+      if (req.url === '/found') return void res.writeHead(302, { location: '/elsewhere' }).end();
+      if (req.url === '/moved') return void res.writeHead(307, { location: '/v1/here' }).end('moved');
+      if (req.url === '/v1/here') return void res.writeHead(308, { location: `${base.replace('127.0.0.1', 'localhost')}/v1/there` }).end();
+      if (req.url === '/loop') return void res.writeHead(307, { location: '/loop' }).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(ANSWER_JSON);
     });
     const fetch = createHttpFetch();
     const none = await fetch(`${base}/none`, { method: 'POST', body: '{}' });
     expect([none.status, await none.text()]).toEqual([204, '']);
-    const moved = await fetch(`${base}/moved`, { method: 'POST', body: '{}' });
-    expect([moved.status, moved.headers.get('location')]).toEqual([307, '/elsewhere']);
+    const found = await fetch(`${base}/found`, { method: 'POST', body: '{}' });
+    expect([found.status, found.headers.get('location')]).toEqual([302, '/elsewhere']);
+    seen.length = 0;
+    const moved = await fetch(`${base}/moved`, { method: 'POST', body: '{"a":1}', headers: { authorization: 'Bearer sk-test' } });
+    expect([moved.status, await moved.json()]).toEqual([200, ANSWER]);
+    expect(seen).toEqual([
+      { url: '/moved', method: 'POST', body: '{"a":1}', authorization: 'Bearer sk-test' },
+      { url: '/v1/here', method: 'POST', body: '{"a":1}', authorization: 'Bearer sk-test' },
+      { url: '/v1/there', method: 'POST', body: '{"a":1}' },
+    ]);
+    seen.length = 0;
+    const loop = await fetch(`${base}/loop`, { method: 'POST', body: '{}' });
+    expect([loop.status, seen.length]).toEqual([307, 6]);
   });
 
   it('a reused socket the server dropped is a retryable connection failure: the next attempt answers', async () => {
