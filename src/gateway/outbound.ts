@@ -135,7 +135,11 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   const free = () => concurrency - held.size;
   const timers = startTimers({
     lockDurationMs: options.lockDurationMs ?? 5000, stalledIntervalMs: options.stalledIntervalMs ?? 2000,
-    renew: () => shard.renew(consumer, [...held.keys()]),
+    renew: async () => {
+      const lost = await shard.renew(consumer, [...held.keys()]);
+      // This gateway stalled past the lock (a blocked event loop, a paused Redis): a live one took over.
+      if (lost > 0) log.warn({ replies: lost }, 'replies being delivered here were taken over by another gateway after a stall; their delivery ledger keeps chunks from being sent twice');
+    },
     claim: async (cursor) => {
       const claimed = free() > 0 ? await shard.claimStalled(consumer, options.lockDurationMs ?? 5000, cursor, free()) : { cursor, entries: [] };
       claimed.entries.forEach(take);

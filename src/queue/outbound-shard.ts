@@ -63,8 +63,11 @@ export interface OutboundShard {
   read(blocking: RedisClient, consumer: string, count: number, blockMs: number): Promise<OutboundEntry[]>;
   /** Takes over entries pending longer than `minIdleMs` (their gateway died), from `cursor`. */
   claimStalled(consumer: string, minIdleMs: number, cursor: string, count: number): Promise<{ cursor: string; entries: OutboundEntry[] }>;
-  /** Resets the idle time of entries `consumer` holds (the lock renewal of replies being delivered). */
-  renew(consumer: string, entryIds: readonly string[]): Promise<void>;
+  /**
+   * Resets the idle time of the entries `consumer` still holds (the lock renewal of replies being
+   * delivered); one another consumer claimed meanwhile stays with it. @returns how many it no longer holds.
+   */
+  renew(consumer: string, entryIds: readonly string[]): Promise<number>;
   /** Delivered: acknowledged and deleted in one step. */
   ack(entryId: string): Promise<boolean>;
   /** Out of the stream into the delayed set until `dueMs`. @returns false when the entry was settled already. */
@@ -113,8 +116,8 @@ export function openOutboundShard(redis: RedisClient, prefix: string, queue: str
       return { cursor: next, entries: live.map((entry) => toEntry(entry, deliveries.get(entry[0]) ?? 2)) };
     },
     async renew(consumer, entryIds) {
-      // JUSTID: the claim's idle time restarts, its delivery count (the stall count) stays.
-      if (entryIds.length > 0) await redis.call('XCLAIM', keys.stream, OUTBOUND_GROUP, consumer, 0, ...entryIds, 'JUSTID');
+      if (entryIds.length === 0) return 0;
+      return Number(await runScriptWithOptions(redis, 'outboundRenew', [keys.stream], { group: OUTBOUND_GROUP, consumer }, [...entryIds]));
     },
     ack: (entryId) => settle('outboundAck', [keys.stream], { entryId }),
     delay: (entryId, replyId, dueMs, entry) => settle('outboundDelay', [keys.stream, keys.delayed, keys.delayedData], { entryId, replyId, dueMs: Math.round(dueMs) }, [

@@ -33,6 +33,7 @@ const SCRIPT_FILES = {
   queueLayout: 'queue-layout-2.lua',
   outboundAdd: 'outbound-add-3.lua',
   outboundAck: 'outbound-ack-1.lua',
+  outboundRenew: 'outbound-renew-1.lua',
   outboundDelay: 'outbound-delay-3.lua',
   outboundFail: 'outbound-fail-4.lua',
   outboundPromote: 'outbound-promote-3.lua',

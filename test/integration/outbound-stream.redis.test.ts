@@ -113,6 +113,18 @@ describe('outbound streams', () => {
     expect(await queue.counts()).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0 });
   });
 
+  it('renewing a claim keeps a reply with its consumer, but leaves one another consumer took over to it', async () => {
+    await enqueueOutbound(queue, reply(1));
+    await enqueueOutbound(queue, reply(2));
+    await shard().ensureGroup();
+    const [first, second] = await shard().read(t.redis, 'gateway-a', 10, 100);
+    // Gateway A stalled past the lock: gateway B claimed the second reply.
+    await t.redis.call('XCLAIM', shard().keys.stream, 'gateways', 'gateway-b', 0, second!.entryId, 'JUSTID');
+    expect(await shard().renew('gateway-a', [first!.entryId, second!.entryId])).toBe(1);
+    const owners = (await t.redis.xpending(shard().keys.stream, 'gateways', '-', '+', 10)) as Array<[string, string, number, number]>;
+    expect(owners.map(([id, owner]) => [id, owner])).toEqual([[first!.entryId, 'gateway-a'], [second!.entryId, 'gateway-b']]);
+  });
+
   it('a reply interrupted more than maxStalledCount times fails for good', async () => {
     await enqueueOutbound(queue, reply(1));
     await shard().ensureGroup();
