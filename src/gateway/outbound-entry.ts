@@ -47,8 +47,7 @@ export async function handleEntry(ctx: EntryContext, entry: OutboundEntry): Prom
   if (isMalformed(parsed)) {
     ctx.log.error({ entryId: entry.entryId, replyId: parsed.replyId, reason: parsed.error }, 'outbound entry failed for good: it cannot be delivered');
     // It took its place in its session's order when it was added: it must not hold the later replies back.
-    const sessionId = sessionIdOf(entry.fields.data);
-    if (sessionId) await ctx.order.settle(sessionId, parsed.replyId);
+    if (parsed.sessionId) await ctx.order.settle(parsed.sessionId, parsed.replyId);
     return failForGood(ctx, entry, { replyId: parsed.replyId, attempts: 0 }, parsed.error);
   }
   const { message, replyId } = parsed;
@@ -73,8 +72,7 @@ async function deliverEntry(ctx: EntryContext, entry: OutboundEntry, parsed: Par
   } catch (err) {
     return onFailure(ctx, entry, parsed, toFailure(err), log);
   }
-  await ctx.order.settle(message.sessionId, replyId);
-  await ctx.shard.ack(entry.entryId);
+  await ctx.shard.ack(entry.entryId, { id: replyId, sessionId: message.sessionId });
   // The one info line of a delivered reply (the worker's commit and the channel's send log at debug).
   log.info({
     kind: message.kind, chars: message.text.length, chunks: result.chunks, sent: result.sent, skipped: result.skipped,
@@ -130,16 +128,6 @@ function toFailure(err: unknown): DeliveryFailure {
   if (!err.retryable) return { reason: 'permanent', error: err };
   if (err.code === CHANNEL_ERROR_CODES.rateLimited) return { reason: 'rate_limited', retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, error: err };
   return { reason: 'transient', error: err };
-}
-
-/** The session of a reply that is not deliverable, when its JSON names one. */
-function sessionIdOf(raw: string | undefined): string | undefined {
-  try {
-    const sessionId = (JSON.parse(raw ?? '') as { sessionId?: unknown } | null)?.sessionId;
-    return typeof sessionId === 'string' ? sessionId : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function retryAfterOf(err: Error): number | undefined {

@@ -14,6 +14,8 @@ export interface ParsedEntry {
 export interface MalformedEntry {
   replyId: string;
   error: string;
+  /** The session its reply names, when it names one (its place in that session's order is given up). */
+  sessionId?: string;
 }
 
 const REQUIRED = ['id', 'sessionId', 'channel', 'chatId', 'text', 'kind'] as const;
@@ -34,9 +36,10 @@ export function parseOutboundEntry(entry: OutboundEntry): ParsedEntry | Malforme
   }
   if (typeof value !== 'object' || value === null) return { replyId, error: 'malformed outbound entry: its reply is not a JSON object' };
   const record = value as Record<string, unknown>;
+  const session = typeof record.sessionId === 'string' ? { sessionId: record.sessionId } : {};
   const missing = REQUIRED.filter((field) => typeof record[field] !== 'string');
-  if (missing.length > 0) return { replyId, error: `malformed outbound entry: its reply lacks ${missing.map((f) => `\`${f}\``).join(', ')} (strings)` };
-  if (record.kind !== 'reply' && record.kind !== 'notice') return { replyId, error: `malformed outbound entry: kind must be reply or notice (got ${String(record.kind)})` };
+  if (missing.length > 0) return { replyId, ...session, error: `malformed outbound entry: its reply lacks ${missing.map((f) => `\`${f}\``).join(', ')} (strings)` };
+  if (record.kind !== 'reply' && record.kind !== 'notice') return { replyId, ...session, error: `malformed outbound entry: kind must be reply or notice (got ${String(record.kind)})` };
   return {
     replyId, message: record as unknown as OutboundMessage,
     attempts: toCount(entry.fields.attempts), enqueuedAtMs: toCount(entry.fields.enq) || Date.now(),

@@ -68,8 +68,8 @@ export interface OutboundShard {
    * delivered); one another consumer claimed meanwhile stays with it. @returns how many it no longer holds.
    */
   renew(consumer: string, entryIds: readonly string[]): Promise<number>;
-  /** Delivered: acknowledged and deleted in one step. */
-  ack(entryId: string): Promise<boolean>;
+  /** Delivered: acknowledged, deleted and out of its session's order (the chat's later replies may go) in one step. */
+  ack(entryId: string, message: Pick<OutboundMessage, 'id' | 'sessionId'>): Promise<boolean>;
   /** Out of the stream into the delayed set until `dueMs`. @returns false when the entry was settled already. */
   delay(entryId: string, replyId: string, dueMs: number, entry: DelayedEntry): Promise<boolean>;
   /** Failed for good with `record`. @returns false when the entry was settled already. */
@@ -119,7 +119,7 @@ export function openOutboundShard(redis: RedisClient, prefix: string, queue: str
       if (entryIds.length === 0) return 0;
       return Number(await runScriptWithOptions(redis, 'outboundRenew', [keys.stream], { group: OUTBOUND_GROUP, consumer }, [...entryIds]));
     },
-    ack: (entryId) => settle('outboundAck', [keys.stream], { entryId }),
+    ack: (entryId, message) => settle('outboundAck', [keys.stream, outboundOrderKey(prefix, queue, message.sessionId)], { entryId, replyId: message.id }),
     delay: (entryId, replyId, dueMs, entry) => settle('outboundDelay', [keys.stream, keys.delayed, keys.delayedData], { entryId, replyId, dueMs: Math.round(dueMs) }, [
       JSON.stringify({ data: entry.data, attempts: String(entry.attempts), enq: String(entry.enqueuedAtMs) }),
     ]),

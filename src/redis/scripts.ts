@@ -32,7 +32,7 @@ const SCRIPT_FILES = {
   markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
   outboundAdd: 'outbound-add-3.lua',
-  outboundAck: 'outbound-ack-1.lua',
+  outboundAck: 'outbound-ack-2.lua',
   outboundRenew: 'outbound-renew-1.lua',
   outboundDelay: 'outbound-delay-3.lua',
   outboundFail: 'outbound-fail-4.lua',
