@@ -141,4 +141,13 @@ function withUniqueBindings(root: Logger): Logger {
   return root;
 }
 
+/** A logger made on first use: for lines that are the exception (a child logger per reply or call costs on every one). */
+export type LazyLogger = () => Logger;
+
+/** `log.child(bindings)`, derived only when the returned function is first called. */
+export function lazyChild(log: Logger, bindings: Record<string, unknown>): LazyLogger {
+  let child: Logger | undefined;
+  return () => (child ??= log.child(bindings));
+}
+
 export type { Logger };

@@ -77,20 +77,19 @@ export function notesMessage(notes: Record<string, string>): ChatMessage | null 
 export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly ToolSchema[], model?: string): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of prefix) total += cachedCount(`m${JSON.stringify(message)}`, model, () => messageTokens(message, model));
-  if (tools.length > 0) {
-    const schemas = schemaText(tools);
-    total += cachedCount(`t${schemas}`, model, () => countTextTokens(schemas, model));
-  }
+  if (tools.length > 0) total += schemaTokens(tools, model);
   return total;
 }
 
-/** The tool set's JSON, built once per list (the registry hands out the same list until a tool is added). */
-const schemaTexts = new WeakMap<readonly ToolSchema[], string>();
+/** The tool set's token count per model, kept per list (the registry hands out the same list until a tool is added). */
+const schemaCounts = new WeakMap<readonly ToolSchema[], Map<string | undefined, number>>();
 
-function schemaText(tools: readonly ToolSchema[]): string {
-  let text = schemaTexts.get(tools);
-  if (text === undefined) schemaTexts.set(tools, (text = JSON.stringify(tools)));
-  return text;
+function schemaTokens(tools: readonly ToolSchema[], model: string | undefined): number {
+  let byModel = schemaCounts.get(tools);
+  if (!byModel) schemaCounts.set(tools, (byModel = new Map()));
+  let tokens = byModel.get(model);
+  if (tokens === undefined) byModel.set(model, (tokens = countTextTokens(JSON.stringify(tools), model)));
+  return tokens;
 }
 
 /** Distinct texts whose counts {@link overheadTokens} keeps (least recently used leave first). */

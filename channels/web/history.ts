@@ -16,6 +16,7 @@ import { sessionKeyOf } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyStore } from './reply-store.js';
+import { STREAM_ID_RE } from './reply-wakeups.js';
 
 /** Most messages one history page holds (`limit`). */
 export const MAX_HISTORY_LIMIT = 100;
@@ -24,7 +25,6 @@ export const DEFAULT_HISTORY_LIMIT = 50;
 /** Transcript entries read per round trip, and most read for one page (tool rounds are skipped). */
 const BATCH = 200;
 const MAX_SCANNED = 5_000;
-const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
 const ATTACHMENTS_RE = /\n?\[attachments: ([^\]\n]*)\]$/;
 
 /** The fields of a transcript entry the history reads (a structural subset of the transcript's entries). */

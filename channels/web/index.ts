@@ -120,8 +120,7 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     formatting: 'markdown',
     typingIntervalMs: resolved.typingIntervalMs,
     localDrafts: true,
-    // The Redis store appends once per delivery id (append-web-reply-1.lua); the memory store does not.
-    sendsOncePerDeliveryId: deps.redis !== undefined,
+    sendsOncePerDeliveryId: store.appendsOncePerDeliveryId,
     app,
     waitingReads: () => store.waiting(),
     async start(onMessage) {

@@ -89,6 +89,7 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   };
 
   return {
+    appendsOncePerDeliveryId: true,
     async append(conversationId, text, format, deliveryId, streamId) {
       const at = Date.now();
       // One script: the append is its own delivery record and wakes the conversation's waiting readers on

@@ -44,6 +44,8 @@ export interface ReplyStore {
   closeAll(): void;
   /** Reads waiting for a reply right now (long polls and SSE streams between replies). */
   waiting(): number;
+  /** Whether `append` stores each `deliveryId` once (the Redis store: it is its own delivery ledger). */
+  readonly appendsOncePerDeliveryId: boolean;
 }
 
 /** Whether `value` is a cursor of either store: `<epoch>:<seq>`, a bare `<seq>`, or a stream id `<ms>-<n>`. */
@@ -68,6 +70,7 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
   };
   let waiting = 0;
   return {
+    appendsOncePerDeliveryId: false,
     async append(conversationId, text, format, deliveryId, streamId) {
       return store.append(conversationId, text, format, replyIdOf(deliveryId), streamId);
     },

@@ -132,7 +132,7 @@ export function mineMessages(
 export function minedFactsOf(message: ChatMessage): MinedFacts {
   const memo = memoOf(message);
   if (memo.mined) return memo.mined;
-  const scan = scanMessage(message, memo);
+  const scan = scanMessage(message);
   let mined: MinedFacts = scan.text.length === 0 || isChatgateText(messageText(message)) ? NO_MINED : withOrigins(scan.text, message.role);
   if (scan.calls.length > 0) {
     const all = [...mined];
@@ -144,7 +144,7 @@ export function minedFactsOf(message: ChatMessage): MinedFacts {
 }
 
 function mineText(text: string, role: ChatMessage['role']): MinedFacts {
-  if (!text || isChatgateText(text)) return [];
+  if (!text || isChatgateText(text)) return NO_MINED;
   return withOrigins(scanFacts(text, role === 'tool' ? 'tool' : 'words'), role);
 }
 

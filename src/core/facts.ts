@@ -1,4 +1,4 @@
-import { memoOf, type MessageMemo } from './message-memo.js';
+import { memoOf } from './message-memo.js';
 import { messageText, type ChatMessage } from './messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
@@ -62,6 +62,7 @@ const NOTHING_FOUND: MessageScan = Object.freeze({ text: NO_FOUND, calls: NO_CAL
  * duplicates.
  */
 export function extractFacts(text: string): string[] {
+  if (!MAY_HOLD_FACTS_RE.test(text)) return [];
   const found: string[] = [];
   scan(text, {
     found(fact) {
@@ -89,11 +90,9 @@ export interface MessageScan {
   calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
 }
 
-/**
- * Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message
- * object. `memo` is the message's memo, when the caller already holds it.
- */
-export function scanMessage(message: ChatMessage, memo: MessageMemo = memoOf(message)): MessageScan {
+/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
+export function scanMessage(message: ChatMessage): MessageScan {
+  const memo = memoOf(message);
   if (memo.scan) return memo.scan;
   const text = scanFacts(messageText(message), message.role === 'tool' ? 'tool' : 'words');
   const calls = message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0
@@ -111,7 +110,7 @@ export function scanMessage(message: ChatMessage, memo: MessageMemo = memoOf(mes
 export function factsOfMessage(message: ChatMessage): readonly string[] {
   const memo = memoOf(message);
   if (memo.facts) return memo.facts;
-  const { text, calls } = scanMessage(message, memo);
+  const { text, calls } = scanMessage(message);
   const found = calls.length === 0 ? text : [...text, ...calls.flatMap(([, facts]) => facts)];
   let facts: readonly string[];
   if (found.length === 0) facts = NO_FACTS;
@@ -148,9 +147,8 @@ interface FactSink {
   found(fact: string, kind: ShapeKind, at: number, end: number): void;
 }
 
-/** Runs every shape over the text, handing each match and its position to `sink`. */
+/** Runs every shape over the text, handing each match and its position to `sink` (callers test MAY_HOLD_FACTS_RE first). */
 function scan(text: string, sink: FactSink): void {
-  if (!MAY_HOLD_FACTS_RE.test(text)) return;
   let rest = text;
   for (const [kind, re, mayHold] of WIDE_SHAPES) {
     if (!mayHold(rest)) continue; // cheap guard: most texts hold no URL, email, path or amount

@@ -4,7 +4,7 @@ import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import { markdownToTelegramHtml } from '../core/markdown.js';
 import { planChunks, type PlannedChunk } from '../core/split.js';
 import { ChannelError } from '../errors.js';
-import { createSilentLogger, type Logger } from '../log.js';
+import { createSilentLogger, lazyChild, type LazyLogger, type Logger } from '../log.js';
 import type { DeliveryLedger } from './delivery-ledger.js';
 
 /** The ledger of a channel that is its own: nothing recorded, every chunk is sent (and answered once). */
@@ -103,7 +103,7 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: ChunkLog): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
 }
 
@@ -112,7 +112,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
  * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
  * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
  */
-async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: ChunkLog): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
   const edit = channel.editMessage.bind(channel);
   try {
@@ -127,7 +127,7 @@ async function editOrSend(channel: Channel, target: ChatTarget, messageId: strin
   }
 }
 
-async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: ChunkLog, put: (text: string, mode: OutgoingText['mode']) => Promise<SentMessage>): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: LazyLogger, put: (text: string, mode: OutgoingText['mode']) => Promise<SentMessage>): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (chunk.formatted !== undefined) {
     try {
       return { sent: await put(chunk.formatted, 'formatted'), plainFallback: false };
@@ -144,7 +144,7 @@ async function formattedOrPlain(channel: Channel, chunk: PlannedChunk, log: Chun
   }
 }
 
-function logged(error: ChannelError, log: ChunkLog): ChannelError {
+function logged(error: ChannelError, log: LazyLogger): ChannelError {
   if (error.retryable) log().debug({ err: error, retryAfterMs: error.retryAfterMs }, 'reply chunk not sent; the job will be retried');
   else log().error({ err: error }, 'reply chunk not delivered: permanent failure');
   return error;
@@ -154,12 +154,4 @@ function logged(error: ChannelError, log: ChunkLog): ChannelError {
 function toChannelError(err: unknown, channel: ChannelName): ChannelError {
   if (err instanceof ChannelError) return err;
   return new ChannelError(`send failed on ${channel} (unexpected error)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
-}
-
-/** A chunk's logger, made on first use (a line per chunk is the exception; a child logger per chunk costs on every reply). */
-type ChunkLog = () => Logger;
-
-function lazyChild(log: Logger, bindings: Record<string, unknown>): ChunkLog {
-  let child: Logger | undefined;
-  return () => (child ??= log.child(bindings));
 }

@@ -4,7 +4,7 @@ import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam
 import type { AssistantMessage, ChatMessage } from '../core/messages.js';
 import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { createSilentLogger } from '../log.js';
+import { createSilentLogger, lazyChild } from '../log.js';
 import type { CallUsage } from '../redis/usage.js';
 import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
 import { toCompletionResult } from './answer.js';
@@ -120,8 +120,7 @@ export function createLlmClient(options: LlmClientOptions, deps: { logger?: Logg
     async complete(request) {
       const model = request.model ?? options.model;
       // Derived only when a line is written: a child logger per call cost more than the rest of the call's bookkeeping.
-      let child: Logger | undefined;
-      const callLog = (): Logger => (child ??= request.logger ? request.logger.child({ component: 'llm' }) : log);
+      const callLog = request.logger ? lazyChild(request.logger, { component: 'llm' }) : () => log;
       let field = limitField;
       let switched = false;
       let shown = false;
