@@ -4,7 +4,7 @@ import { measureText } from '../core/split.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { replyJobId } from '../queue/names.js';
-import { enqueueOutbound, type OutboundSink } from '../queue/outbound.js';
+import { enqueueOutbound, type OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { acceptInbound } from '../redis/inbox.js';

@@ -2,7 +2,7 @@
   Enqueues one reply on an outbound shard, once per reply id: a small marker (SET NX, not the
   payload) says the id is waiting, being delivered, delivered within the marker's lifetime or
   failed; while it exists, adding the id again writes nothing. The reply also takes its place in
-  its session's order (src/gateway/outbound-order.ts) here, in the order replies are added: two
+  its session's order (src/outbound/outbound-order.ts) here, in the order replies are added: two
   gateways taking one chat's consecutive replies then deliver them in that order, whichever
   checks first.
 

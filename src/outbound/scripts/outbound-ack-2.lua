@@ -1,6 +1,6 @@
 --[[
   Settles a delivered reply: acknowledged in the consumer group and deleted from the stream, and
-  out of its session's order (src/gateway/outbound-order.ts: the later replies of the chat may go),
+  out of its session's order (src/outbound/outbound-order.ts: the later replies of the chat may go),
   in one step (an acknowledged entry left in the stream would count as waiting for ever). The
   reply's marker stays until it expires, so re-adding the reply stays a no-op.
 
