@@ -15,7 +15,7 @@ import type { HygieneFigures } from '../redis/hygiene-figures.js';
 import type { AttachmentIngest } from './attachments.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { retryTurn, stopTurn } from './turn-commands.js';
-import type { RetryPort } from '../session/retry.js';
+import type { RetryPort } from '../session/retry-command.js';
 import { automaticCompactionNotice } from '../core/compaction/compaction-text.js';
 import { countOf } from '../core/plural.js';
 
