@@ -11,7 +11,7 @@ import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens, countMessageTokensUpTo } from '../tokens.js';
-import { stripUndefined } from '../objects.js';
+import { stripUndefined } from '../option-checks.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 import { placeholderOlderImages } from '../attachments.js';
 
