@@ -85,11 +85,12 @@ export class ContextCompressor {
 
   /**
    * Whether a request of this size should be compacted: at or over the trigger unless automatic
-   * compaction is paused for the session; always when it would not fit the window.
+   * compaction is paused for the session; always when it would not fit the window. `state` is the
+   * session's compaction state; without one (a session never compacted) nothing is paused, as in compress().
    */
-  shouldCompress(requestTokens: number, state: CompactionState): boolean {
+  shouldCompress(requestTokens: number, state?: CompactionState): boolean {
     if (requestTokens > this.limitTokens) return true;
-    return !state.paused && requestTokens >= this.thresholdTokens;
+    return state?.paused !== true && requestTokens >= this.thresholdTokens;
   }
 
   /**
