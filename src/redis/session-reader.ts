@@ -1,6 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
-import { stripUndefined } from '../core/objects.js';
+import { stripUndefined } from '../core/option-checks.js';
 import { cacheShareOf, contextFigures, usableWindowOf, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
 import { findSummary as findEngineSummary } from '../core/compaction/summary-block.js';
 import { toCompactionState } from '../core/compaction/compaction-state.js';
