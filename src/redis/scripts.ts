@@ -10,7 +10,6 @@ import type { RedisClient } from './client.js';
 
 /** Script name → its file in `src/redis/scripts/` (the number before `.lua` is its key count). */
 const REDIS_SCRIPT_FILES = {
-  acceptInbound: 'accept-inbound-2.lua',
   ingestInbound: 'ingest-inbound-7.lua',
   countInWindow: 'count-in-window-1.lua',
   forgetPending: 'forget-pending-1.lua',
