@@ -14,8 +14,9 @@
     0 - seen before (a re-delivery): nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR acceptInbound: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('acceptInbound')
+if not opts then return bad end
 local ttl = tonumber(opts['ttlSeconds'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR acceptInbound: ttlSeconds must be an integer >= 1') end
 if type(opts['seenValue']) ~= 'string' then return redis.error_reply('ERR acceptInbound: seenValue must be a string') end
