@@ -4,7 +4,7 @@ import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
-import { stripUndefined } from '../src/core/objects.js';
+import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';

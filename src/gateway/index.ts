@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
-import { stripUndefined } from '../core/objects.js';
+import { stripUndefined } from '../core/option-checks.js';
 import type { ChannelName, InboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
