@@ -10,6 +10,7 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
+import { guardGatewayPayloads } from './payload-guard.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
@@ -71,12 +72,22 @@ const DEFAULTS = {
   stopDrainTimeoutMs: 10_000,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
+/** What {@link createDiscordChannel} needs besides its options. */
+export interface DiscordChannelDeps {
+  log?: Logger;
+  /** Catch-up after each connect (needs the cursors in Redis); none without. */
+  catchUp?: CatchUpOptions;
+  /** Called for each gateway payload discord.js could not read and that was dropped, with its event type (a metric). */
+  onDroppedPayload?: (event: string) => void;
+}
+
 /** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
-export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOptions } = {}, options: DiscordChannelOptions): DiscordChannel {
+export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: DiscordChannelOptions): DiscordChannel {
   const resolved: ResolvedDiscordChannelOptions = { ...DEFAULTS, ...options };
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
   const client = createClient(resolved);
+  guardGatewayPayloads(client, log, deps.onDroppedPayload);
   const state: { onMessage?: InboundHandler; marks?: ConnectedMarks } = {};
   const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);

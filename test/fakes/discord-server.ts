@@ -2,7 +2,7 @@
  * A fake Discord: REST v10 over HTTP and gateway v10 over WebSocket (`ws`), on 127.0.0.1 port 0.
  * discord.js is pointed at it with `rest: { api: fake.apiRoot }`; the gateway URL comes from
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
- * heartbeat ACK, MESSAGE_CREATE on demand, RESUME of the session READY named → RESUMED (another
+ * heartbeat ACK, MESSAGE_CREATE on demand (malformed ones too: `override`, `dispatchRaw`), RESUME of the session READY named → RESUMED (another
  * session id, or one `expireSessions` ended: op 9 Invalid Session); like the real gateway it can close the connections
  * (`closeGateway`, e.g. 4000, which a client resumes) and refuse new ones for a while
  * (`refuseGateway`: the upgrade is answered 503). REST: /gateway/bot, /users/@me, GET /channels/:id,
@@ -147,6 +147,8 @@ export class FakeDiscordServer extends EventEmitter {
     mentions?: string[];
     replyTo?: { messageId: string; authorId: string };
     attachments?: Array<{ filename: string; content_type: string; bytes?: Buffer; size?: number }>;
+    /** Fields sent as given, over the well-formed ones (a malformed payload: `{ mentions: 'x' }`). */
+    override?: Record<string, unknown>;
   }): string {
     const id = this.snowflake();
     const author = { id: FAKE_DISCORD_IDS.user, username: 'ada', ...options.author };
@@ -178,9 +180,15 @@ export class FakeDiscordServer extends EventEmitter {
       data.referenced_message = null;
       if (!(options.mentions ?? []).includes(options.replyTo.authorId)) (data.mentions as unknown[]).push(user(options.replyTo.authorId, 'replied', options.replyTo.authorId === FAKE_DISCORD_IDS.bot));
     }
+    Object.assign(data, options.override);
     this.remember(channelId, data);
     this.dispatch('MESSAGE_CREATE', data);
     return id;
+  }
+
+  /** Dispatches event `event` with `data` exactly as given (`null` included) to every identified client. */
+  dispatchRaw(event: string, data: unknown): void {
+    this.dispatch(event, data);
   }
 
   /** An attachment object; its bytes (default 10 bytes of text) are served by the CDN route. */
