@@ -11,6 +11,7 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget,
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
 import { guardGatewayPayloads } from './payload-guard.js';
+import { createTokenWatch } from './token-watch.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
@@ -58,7 +59,10 @@ export interface DiscordChannel extends Channel {
   readonly name: 'discord';
   /** The bot's user id, known after `start`. */
   readonly botUserId: string | undefined;
-  /** Down from the moment the gateway connection closes until discord.js resumed (or re-identified) it. */
+  /**
+   * Down from the moment the gateway connection closes until discord.js resumed (or re-identified)
+   * it; down for good, with `tokenRejected`, once a REST call was refused with 401 (a revoked token).
+   */
   health(): ChannelHealth;
 }
 
@@ -93,6 +97,7 @@ export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: Dis
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
   const gateway = watchGatewayHealth(client);
+  const token = createTokenWatch(log);
   const downloadHosts = discordDownloadHosts(resolved.apiRoot);
 
   return {
@@ -128,16 +133,16 @@ export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: Dis
       await state.marks?.stop();
       await client.destroy();
     },
-    health: () => gateway.health(),
+    health: () => token.health() ?? gateway.health(),
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
-      return sendDiscordText(client.rest, target, message);
+      return token.guard(() => sendDiscordText(client.rest, target, message));
     },
     async sendTyping(target: ChatTarget): Promise<void> {
-      await sendDiscordTyping(client.rest, target);
+      await token.guard(() => sendDiscordTyping(client.rest, target));
     },
     downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download, downloadHosts),
-    editMessage: (target, messageId, message) => editDiscordText(client.rest, target, messageId, message),
-    deleteMessage: (target, messageId) => deleteDiscordMessage(client.rest, target, messageId),
+    editMessage: (target, messageId, message) => token.guard(() => editDiscordText(client.rest, target, messageId, message)),
+    deleteMessage: (target, messageId) => token.guard(() => deleteDiscordMessage(client.rest, target, messageId)),
   };
 }
 

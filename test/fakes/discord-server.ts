@@ -87,6 +87,7 @@ export class FakeDiscordServer extends EventEmitter {
   private server!: Server;
   private wss!: WebSocketServer;
   private refusing = false;
+  private revoked = false;
 
   constructor(options: FakeDiscordOptions = {}) {
     super();
@@ -132,6 +133,11 @@ export class FakeDiscordServer extends EventEmitter {
   /** While `refuse` holds, new gateway connections are refused (HTTP 503 to the upgrade). */
   refuseGateway(refuse: boolean): void {
     this.refusing = refuse;
+  }
+
+  /** Revokes the bot token (reset in the developer portal): every REST call answers 401 from now on; open gateway connections stay. */
+  revokeToken(): void {
+    this.revoked = true;
   }
 
   /** Whether a client has identified (READY was sent). */
@@ -338,7 +344,10 @@ export class FakeDiscordServer extends EventEmitter {
     if (cdnPath.startsWith('/attachments/')) return this.serveCdn(cdnPath, res);
     const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
     const query = new URL(req.url ?? '/', 'http://fake').searchParams;
-    if (req.headers.authorization !== `Bot ${this.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    if (this.revoked || req.headers.authorization !== `Bot ${this.token}`) {
+      this.emit('unauthorized');
+      return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    }
     const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
     this.calls.push({ method, path, body, atMs: Date.now() });
     this.emit('call');
