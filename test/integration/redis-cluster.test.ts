@@ -112,11 +112,11 @@ describe('on a Redis Cluster', () => {
   it('connects through REDIS_CLUSTER_NODES to a cluster whose slots are spread over the masters', async () => {
     expect(conn.redis).toBeInstanceOf(Cluster);
     expect(conn.resolved).toMatchObject({ source: 'cluster', url: `redis-cluster://${cluster.seeds}` });
-    const fast = duplicateRedis(conn.redis, { maxRetriesPerRequest: 2 });
-    expect(fast).toBeInstanceOf(Cluster);
-    expect((fast as Cluster).options.redisOptions?.maxRetriesPerRequest).toBe(2);
-    expect(await fast.ping()).toBe('PONG');
-    fast.disconnect();
+    const failFastRedis = duplicateRedis(conn.redis, { maxRetriesPerRequest: 2 });
+    expect(failFastRedis).toBeInstanceOf(Cluster);
+    expect((failFastRedis as Cluster).options.redisOptions?.maxRetriesPerRequest).toBe(2);
+    expect(await failFastRedis.ping()).toBe('PONG');
+    failFastRedis.disconnect();
     const slotOf = async (key: string) => Number(await cluster.cli(cluster.ports[0], 'cluster', 'keyslot', key));
     const slots = new Set([await slotOf(store.keys('web:a').meta), await slotOf(store.keys('web:b').meta), await slotOf(`${config.redis.queuePrefix}:turns:wait`), await slotOf(pendingIndexKey(config.redis.keyPrefix))]);
     expect(slots.size).toBe(4);
