@@ -14,8 +14,8 @@ import { createChannels } from '../../src/gateway/channels.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { MemorySessionView } from '../../src/monitor/index.js';
 import { readHeartbeats } from '../../src/redis/heartbeats.js';
-import { openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
-import type { FailedReply } from '../../src/queue/outbound-shard.js';
+import { openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
+import type { FailedReply } from '../../src/outbound/outbound-shard.js';
 import { FAKE_DISCORD_IDS as IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -75,7 +75,7 @@ describe('discord: a revoked bot token', () => {
     expect(refusals[0]).toMatchObject({ level: 50 });
 
     // The heartbeat carries it to status, with what to do.
-    await until(() => readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix }), (beats) => beats.some((b) => b.gateway?.channelHealth?.discord?.tokenRejected === true));
+    await until(() => readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix }), (beats) => beats.some((b) => b.gateway?.channels?.discord?.tokenRejected === true));
     const check = (await buildStatusReport(config, t.redis)).checks.find((c) => c.name === 'channels')!;
     expect(check).toMatchObject({ status: 'down', detail: expect.stringMatching(/^discord disconnected for \d+ s \(Discord refused the bot token \(401 Unauthorized\)/) });
     expect(check.fix).toMatch(/^DISCORD_BOT_TOKEN was rejected .*Reset Token.*restart the gateway$/);
