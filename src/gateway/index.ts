@@ -170,7 +170,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(failFastRedis, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
-  const { server, httpUrl } = await listen(app, o.host, o.port);
+  const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
   const heartbeat = await startGatewayHeartbeat({ redis: failFastRedis, logger }, gatewayChannels.list, channelsStatus, {
     keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',

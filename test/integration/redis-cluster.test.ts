@@ -37,6 +37,7 @@ import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { collectOutbound } from '../helpers/redis.js';
+import { pollUntil } from '../helpers/waits.js';
 
 const logger = createSilentLogger();
 let cluster: TestCluster;
@@ -47,15 +48,6 @@ let seq = 0;
 function inbound(text: string, chatId: string): InboundMessage {
   seq++;
   return { id: `web:${chatId}:${seq}`, channel: 'web', chatId, userId: 'u1', userName: 'Ann', text, attachments: [], receivedAt: Date.now() };
-}
-
-/** Resolves once `check` holds (checked every 20 ms; a turn's lease has no event to wait on). */
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** CLI I/O whose environment points at the test cluster and the fake LLM, with `env` on top; `out` collects. */
@@ -158,7 +150,7 @@ describe('on a Redis Cluster', () => {
     expect(await turnEnded).toMatchObject({ type: 'turn-ended', sessionId: 'web:flow' });
     await unsubscribe();
     // The reply is enqueued before the worker releases the session's lease; compact once it is free.
-    await until(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0);
+    await pollUntil(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0, { intervalMs: 20, timeoutMs: 15_000, what: 'lease released' });
 
     const ops = createLlmSessionOps({ redis: conn.redis, logger, store }, sessionOpsOptions(config, 10_000));
     const result = await ops.compact('web:flow');
