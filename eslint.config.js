@@ -8,8 +8,6 @@ const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 're
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
 
-/** Of src/session, only the read-model port `view.ts` (which src/redis implements and the monitor reads). */
-const VIEW_ONLY = (who) => ({ regex: '^(\\.\\./)+(src/)?session/(?!view\\.js)', message: `${who} imports from src/session only the SessionView port (view.ts)` });
 
 /**
  * One boundary: `files` may import only the src modules in `allowed` (plus their own folder and
@@ -60,11 +58,10 @@ export default tseslint.config(
       { regex: '^(\\.\\./)+(src/)?monitor/(?!request-origin\\.js)', message: 'the web chat uses only src/monitor/request-origin (channels/README.md)' },
     ],
   }),
-  // src/redis implements the session read model (src/session/view.ts): of src/session it imports only that port.
-  boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log', 'session'], { extra: [VIEW_ONLY('src/redis')] }),
+  boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log']),
   boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
-  boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'session'], { extra: [VIEW_ONLY('src/monitor')] }),
+  boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
   boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'monitor'], { channels: true }),
   boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'llm'], { workers: true }),

@@ -1,6 +1,5 @@
-import type { CompactionOutcome, CompactionState } from './compaction-types.js';
+import { type CompactionOutcome, type CompactionState, FactOrigin, type FactLedger, type FactRecord } from './compaction-types.js';
 import { extractFacts } from './facts.js';
-import { FactOrigin, type FactLedger, type FactRecord } from './fact-ledger.js';
 
 /** A fresh per-session compaction state. */
 export function createCompactionState(): CompactionState {
