@@ -21,8 +21,8 @@ export interface RedisSessionViewOptions {
   /** Session key prefix. Default `cg:`. */
   keyPrefix?: string;
   /**
-   * Context window, tokens, of sessions whose meta records no limits (sessions remember the
-   * limits they ran with; only those written before they did use these defaults).
+   * Context window, tokens, of sessions whose meta records no limits yet: a worker records the
+   * limits it runs a session with at its first turn, so only sessions no turn ran for use these.
    */
   contextWindow: number;
   /** Output reserve of such sessions, tokens. Default 0. */
