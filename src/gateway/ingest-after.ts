@@ -2,7 +2,7 @@
  * What follows an accepted message in the background (the hygiene check, then the session's turn),
  * and the notices the ingest steps send through the outbound queue.
  */
-import { automaticCompactionNotice } from '../core/compaction-text.js';
+import { automaticCompactionNotice } from '../core/compaction/compaction-text.js';
 import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
 import { replyJobId } from '../queue/names.js';
 import { enqueueOutbound } from '../queue/outbound.js';
