@@ -237,9 +237,7 @@ function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannel
       wake?.();
     };
     const unlisten = store.listen(conversationId, push);
-    const unlistenDrafts = drafts.listen(conversationId, (delta) => push({ type: 'delta', delta }));
-    const open = drafts.open(conversationId);
-    if (open) push({ type: 'delta', delta: { streamId: open.streamId, seq: 0, text: open.text } });
+    const unlistenDrafts = drafts.follow(conversationId, (delta) => push({ type: 'delta', delta }));
     const keepAlive = setInterval(() => push({ type: 'keep-alive' }), options.keepAliveMs);
     stream.onAbort(() => push({ type: 'closed' }));
     const reading = new AbortController();
