@@ -3,13 +3,11 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'llm', 'session', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
 
-/** Of src/session, only the read-model port `view.ts` (which src/redis implements and the monitor reads). */
-const VIEW_ONLY = (who) => ({ regex: '^(\\.\\./)+(src/)?session/(?!view\\.js)', message: `${who} imports from src/session only the SessionView port (view.ts)` });
 
 /**
  * One boundary: `files` may import only the src modules in `allowed` (plus their own folder and
@@ -22,7 +20,7 @@ function boundary(files, allowed, { channels = false, workers = false, extra = [
     ...forbidden.map((name) => ({ regex: src(name), message: `${files[0]} may not import src/${name} (see the folder's README)` })),
     ...extra,
   ];
-  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway and the composition root import channels/ (channels/README.md)` });
+  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway, src/outbound and the composition root import channels/ (channels/README.md)` });
   if (!workers) patterns.push({ regex: '^(\\.\\./)+workers/', message: `only the composition root (src/cli) imports workers/ (workers/README.md)` });
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
@@ -48,19 +46,31 @@ export default tseslint.config(
   },
   // Boundaries, one block per folder, as each README says (src/cli, src/cli.ts, src/index.ts, test/, bench/ are free).
   boundary(['src/errors.ts', 'src/log.ts', 'src/metrics.ts'], ['core']),
-  boundary(['channels/*.ts', 'channels/discord/**/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
-  boundary(['channels/web/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
+  boundary(['channels/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
+  boundary(['channels/discord/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
     channels: true,
-    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js|scripts\\.js)', message: 'the web chat uses only src/redis/client, keys and scripts (channels/README.md)' }],
+    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js)', message: 'the Discord channel uses only src/redis/client and keys, for its catch-up cursors (channels/README.md)' }],
   }),
-  // src/redis implements the session read model (src/session/view.ts): of src/session it imports only that port.
-  boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log', 'session'], { extra: [VIEW_ONLY('src/redis')] }),
-  boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  boundary(['channels/web/**/*.ts'], ['core', 'errors', 'log', 'redis', 'monitor'], {
+    channels: true,
+    extra: [
+      { regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js|scripts\\.js)', message: 'the web chat uses only src/redis/client, keys and scripts (channels/README.md)' },
+      { regex: '^(\\.\\./)+(src/)?monitor/(?!request-origin\\.js)', message: 'the web chat uses only src/monitor/request-origin (channels/README.md)' },
+    ],
+  }),
+  // Of src/session, src/redis implements the read model's port (now in src/core): no import of src/session.
+  boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log']),
+  // The shard layout counts the reply streams' replies before a shard count changes.
+  boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis', 'outbound']),
+  // `/stop`: the stop requests in Redis and the gateway's command (src/turn-stop/README.md).
+  boundary(['src/turn-stop/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  // The reply transport (src/outbound/README.md): its streams, order, delivery and ledger.
+  boundary(['src/outbound/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
-  boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'session'], { extra: [VIEW_ONLY('src/monitor')] }),
+  boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

@@ -1,8 +1,9 @@
+import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../core/inbound.js';
 import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
-import { openOutboundQueue } from '../queue/outbound.js';
+import { openOutboundQueue } from '../outbound/outbound-queue.js';
 import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -30,7 +31,7 @@ interface Verdict {
   fix?: string;
 }
 
-const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api', timeoutMs: 5000 };
+const DEFAULTS = { telegramApiRoot: DEFAULT_TELEGRAM_API_ROOT, discordApiRoot: DEFAULT_DISCORD_API_ROOT, timeoutMs: 5000 };
 const DISCORD_API_VERSION = 'v10';
 const MIN_REDIS = [6, 2] as const;
 

@@ -5,7 +5,7 @@
 import { automaticCompactionNotice } from '../core/compaction/compaction-text.js';
 import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
 import { replyJobId } from '../queue/names.js';
-import { enqueueOutbound } from '../queue/outbound.js';
+import { enqueueOutbound } from '../outbound/outbound-queue.js';
 import type { HygieneFigures } from '../redis/hygiene-figures.js';
 import type { IngestContext } from './ingest-context.js';
 

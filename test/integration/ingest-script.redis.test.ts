@@ -13,7 +13,7 @@ import { createIngest } from '../../src/gateway/ingest.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
-import { openOutboundQueue } from '../../src/queue/outbound.js';
+import { openOutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import type { HygieneFigures } from '../../src/redis/hygiene-figures.js';
 import { acceptInbound } from '../../src/redis/ingest.js';

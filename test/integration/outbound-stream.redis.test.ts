@@ -1,25 +1,23 @@
 /**
  * The outbound transport on Redis Streams: idempotent enqueue, the delayed set (rate limits spend
  * no attempt, concurrent promoters move an entry once), attempts used up, a dead gateway's
- * pending replies claimed by a live one, malformed entries, a prompt close, and the upgrade from
- * the BullMQ outbound queue.
+ * pending replies claimed by a live one, malformed entries and a prompt close.
  */
 import { EventEmitter } from 'node:events';
-import { Queue } from 'bullmq';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/gateway/outbound.js';
+import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/outbound/consumer.js';
 import { createSilentLogger } from '../../src/log.js';
-import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
-import { moveLegacyOutboundJobs } from '../../src/queue/outbound-legacy.js';
-import { resolveQueueNames } from '../../src/queue/names.js';
+import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
+import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
 import { recordingDelivery } from '../helpers/outbound-delivery.js';
-import { waitUntil } from '../helpers/waits.js';
+import type { Delivery } from '../../src/outbound/delivery.js';
+import { pollUntil, waitUntil } from '../helpers/waits.js';
 
 const QUEUE = 'outbound';
 
@@ -125,6 +123,43 @@ describe('outbound streams', () => {
     expect(owners.map(([id, owner]) => [id, owner])).toEqual([[first!.entryId, 'gateway-a'], [second!.entryId, 'gateway-b']]);
   });
 
+  it('renewing a reply already settled (acknowledged) counts nothing as taken over', async () => {
+    await enqueueOutbound(queue, reply(1));
+    await shard().ensureGroup();
+    const [entry] = await shard().read(t.redis, 'gateway-a', 10, 100);
+    expect(await shard().ack(entry!.entryId, reply(1))).toBe(true);
+    expect(await shard().renew('gateway-a', [entry!.entryId])).toBe(0);
+  });
+
+  it('a renewal right after a delivery was acknowledged raises no take-over warning (one gateway)', async () => {
+    const sink = createLogSink('debug');
+    const { delivery } = recordingDelivery();
+    const LOCK_MS = 60_000;
+    let renewals = 0;
+    // The renewal timer (setInterval) is driven by the test: it fires once the reply is acknowledged, before its slot is freed.
+    vi.useFakeTimers({ toFake: ['setInterval'] });
+    try {
+      const delivered = new Promise<void>((resolve) => {
+        const onDelivered = () => {
+          vi.advanceTimersByTime(LOCK_MS / 2);
+          renewals++;
+          resolve();
+        };
+        const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: sink.logger, onDelivered }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, lockDurationMs: LOCK_MS });
+        closers.push(() => consumer.close());
+      });
+      await enqueueOutbound(queue, reply(1));
+      await delivered;
+      // The renewal's script ran after the ack on the same connection: once a later command is answered, so is it.
+      await t.redis.ping();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(renewals).toBe(1);
+    expect(sink.lines.filter((line) => /taken over/.test(line.msg))).toEqual([]);
+  });
+
   it('a reply interrupted more than maxStalledCount times fails for good', async () => {
     await enqueueOutbound(queue, reply(1));
     await shard().ensureGroup();
@@ -169,6 +204,24 @@ describe('outbound streams', () => {
     expect((await queue.counts()).failed).toBe(3);
   });
 
+  it('close() gives up on a delivery that never ends after closeTimeoutMs: the reply stays claimed, and a live gateway delivers it', async () => {
+    const sink = createLogSink();
+    let started!: () => void;
+    const hung = new Promise<void>((resolve) => { started = resolve; });
+    const stuck: Delivery = { deliver: () => (started(), new Promise<never>(() => undefined)) };
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery: stuck, logger: sink.logger }, {
+      queuePrefix: t.queuePrefix, outboundQueue: QUEUE, lockDurationMs: 200, stalledIntervalMs: 50, closeTimeoutMs: 100,
+    });
+    await enqueueOutbound(queue, reply(1));
+    await hung;
+    await expect(consumer.close()).resolves.toBeUndefined();
+    expect(sink.lines.filter((line) => line.msg.startsWith('outbound consumer closed with deliveries still running'))).toMatchObject([{ replies: 1, timeoutMs: 100 }]);
+    expect((await queue.counts()).active).toBe(1);
+    const { delivered } = startConsumer(undefined, { lockDurationMs: 200, stalledIntervalMs: 50 });
+    await settled(1, 'delivered');
+    expect(delivered).toEqual([reply(1).id]);
+  });
+
   it('close() during a blocked read resolves (the read is ended, not waited out)', async () => {
     const { consumer } = startConsumer(undefined, { blockMs: 3_600_000 });
     await untilConsumerBlocked();
@@ -177,27 +230,8 @@ describe('outbound streams', () => {
   });
 
   /** Resolves once a client of this Redis is blocked in XREADGROUP on the test's stream. */
-  async function untilConsumerBlocked(): Promise<void> {
-    for (;;) {
-      const clients = String(await t.redis.call('CLIENT', 'LIST'));
-      if (clients.split('\n').some((line) => /cmd=xreadgroup/.test(line) && /flags=b/.test(line))) return;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
-  it('moves the replies an older gateway left as BullMQ jobs into the stream at start, once', async () => {
-    const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
-    const legacy = new Queue<OutboundMessage>(QUEUE, { connection: t.redis, prefix: t.queuePrefix });
-    closers.push(() => legacy.close());
-    await legacy.add('reply', reply(1), { jobId: reply(1).id });
-    await legacy.add('reply', reply(2), { jobId: reply(2).id, delay: 60_000 });
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(2);
-    expect(await legacy.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
-    expect(await readOutboundStreams(t)).toEqual([reply(1), reply(2)]);
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(0);
-    // A start interrupted before the job's removal moves it again: the stream keeps one copy.
-    await legacy.add('reply', reply(1), { jobId: reply(1).id });
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(1);
-    expect(await readOutboundStreams(t)).toEqual([reply(1), reply(2)]);
-  });
+  const untilConsumerBlocked = () => pollUntil(async () => {
+    const clients = String(await t.redis.call('CLIENT', 'LIST'));
+    return clients.split('\n').some((line) => /cmd=xreadgroup/.test(line) && /flags=b/.test(line));
+  }, { intervalMs: 0, what: 'a consumer blocked in XREADGROUP' });
 });

@@ -1,7 +1,6 @@
-import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage } from './compaction-types.js';
+import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage, NoteTools } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
 import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
-import type { NoteTools } from './fact-ledger.js';
 import { factsOfMessage, presentFacts } from './facts.js';
 import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
 import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layout.js';
@@ -11,7 +10,7 @@ import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens, countMessageTokensUpTo } from '../tokens.js';
-import { stripUndefined } from '../objects.js';
+import { stripUndefined } from '../option-checks.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 import { placeholderOlderImages } from '../attachments.js';
 
@@ -85,11 +84,12 @@ export class ContextCompressor {
 
   /**
    * Whether a request of this size should be compacted: at or over the trigger unless automatic
-   * compaction is paused for the session; always when it would not fit the window.
+   * compaction is paused for the session; always when it would not fit the window. `state` is the
+   * session's compaction state; without one (a session never compacted) nothing is paused, as in compress().
    */
-  shouldCompress(requestTokens: number, state: CompactionState): boolean {
+  shouldCompress(requestTokens: number, state?: CompactionState): boolean {
     if (requestTokens > this.limitTokens) return true;
-    return !state.paused && requestTokens >= this.thresholdTokens;
+    return state?.paused !== true && requestTokens >= this.thresholdTokens;
   }
 
   /**

@@ -1,0 +1,34 @@
+--[[
+  Records a /stop request for the session's turn, if one is running or waiting.
+
+  Input:
+    KEYS[1] the session's lease (string: the holder's fencing token, expires)
+    KEYS[2] the session's processing list (items of the running turn)
+    KEYS[3] the session's inbox (items waiting for a turn)
+    KEYS[4] the session's stop request (string, written here with a TTL)
+
+    ARGV[1] options, JSON: { "ttlMs": number }
+
+  Output:
+    "running:<fence>" - a turn holds the lease and has taken messages: the stop targets its fence
+    "queued"          - messages wait for a turn (or a crashed turn's wait for its retry): the next turn stops
+    "idle"            - nothing to stop: nothing written
+    error - invalid arguments: nothing written
+]]
+--- @include "decode-options"
+local opts, bad = decodeOptions('requestStop')
+if not opts then return bad end
+local ttl = tonumber(opts['ttlMs'])
+if not ttl or ttl < 1 then return redis.error_reply('ERR requestStop: ttlMs must be a number >= 1') end
+
+local fence = redis.call('GET', KEYS[1])
+local taken = redis.call('LLEN', KEYS[2])
+if fence and taken > 0 then
+  redis.call('SET', KEYS[4], fence, 'PX', math.floor(ttl))
+  return 'running:' .. fence
+end
+if taken > 0 or redis.call('LLEN', KEYS[3]) > 0 then
+  redis.call('SET', KEYS[4], 'queued', 'PX', math.floor(ttl))
+  return 'queued'
+end
+return 'idle'
