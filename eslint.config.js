@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'config-budgets', 'budget', 'redis', 'queue', 'outbound', 'turn-stop', 'llm', 'session', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -14,9 +14,9 @@ const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
  * packages); channels/ and workers/ only when listed. Mirrors the folder's README.
  */
 function boundary(files, allowed, { channels = false, workers = false, extra = [] } = {}) {
-  const forbidden = SRC.filter((name) => !allowed.includes(name) && !['config', 'config-options'].includes(name));
+  const forbidden = SRC.filter((name) => !allowed.includes(name) && !['config', 'config-options', 'config-budgets'].includes(name));
   const patterns = [
-    { regex: src('config(-options)?'), message: 'only src/cli reads the configuration: map it to this component\'s options in src/cli/compose.ts' },
+    { regex: src('config(-options|-budgets)?'), message: 'only src/cli reads the configuration: map it to this component\'s options in src/cli/compose.ts' },
     ...forbidden.map((name) => ({ regex: src(name), message: `${files[0]} may not import src/${name} (see the folder's README)` })),
     ...extra,
   ];
@@ -64,13 +64,15 @@ export default tseslint.config(
   boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis', 'outbound']),
   // `/stop`: the stop requests in Redis and the gateway's command (src/turn-stop/README.md).
   boundary(['src/turn-stop/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  // Spend limits: the counters in Redis and the guard around model calls (src/budget/README.md).
+  boundary(['src/budget/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
   // The reply transport (src/outbound/README.md): its streams, order, delivery and ledger.
   boundary(['src/outbound/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'budget', 'session', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'budget', 'session', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

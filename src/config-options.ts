@@ -15,7 +15,7 @@ export interface OptionSpec {
   /** Environment variable (also the key in the `CHATGATE_CONFIG` JSON file). */
   env: string;
   /** Section of the README table and of `.env.example`. */
-  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'HTTP and monitor' | 'Runtime';
+  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'HTTP and monitor' | 'Budgets' | 'Runtime';
   /** Parses the trimmed string value. */
   schema: z.ZodType<unknown, string>;
   /** What a valid value is, completing "`ENV` must be …". */
@@ -77,7 +77,23 @@ const shardList = z.string().transform((value, ctx): number[] => {
 });
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
+const BUDGET_WHO = { USER: 'each user (`<channel>:<userId>`)', CHAT: 'each chat (session)', DEPLOYMENT: 'the whole deployment' } as const;
 const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
+
+function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `CHATGATE_BUDGET_<LEVEL>_<DAILY|MONTHLY>_<USD|TOKENS>`: one option per level, period and unit. */
+const BUDGET_LIMIT_OPTIONS: OptionSpec[] = (['USER', 'CHAT', 'DEPLOYMENT'] as const).flatMap((level) => (['DAILY', 'MONTHLY'] as const).flatMap((period) => [
+  { env: `CHATGATE_BUDGET_${level}_${period}_USD`, group: 'Budgets' as const, schema: decimal((n) => n.min(0)), rule: 'a number ≥ 0', unit: 'USD', doc: `Spend limit of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'} (estimated at list prices). Unset: no limit.` },
+  { env: `CHATGATE_BUDGET_${level}_${period}_TOKENS`, group: 'Budgets' as const, schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', unit: 'tokens', doc: `Token limit (prompt + completion) of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'}. Unset: no limit.` },
+]));
 // Defaults are the components' own (written once, in GATEWAY_DEFAULTS and WORKER_DEFAULTS).
 
 /** Every option chatgate reads, in the order of `.env.example`. */
@@ -129,6 +145,13 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_HTTP_REQUEST_TIMEOUT_MS', group: 'HTTP and monitor', schema: integer((n) => n.min(100).max(3_600_000)), rule: 'an integer in [100, 3600000]', default: String(GATEWAY_DEFAULTS.httpTimeouts.requestTimeoutMs), unit: 'ms', doc: 'Time a client has to send a whole request, body included (a web chat upload of CHATGATE_MAX_ATTACHMENT_BYTES); a slower one is answered 408 and disconnected, which frees its upload slot. Answers (long polls, event streams) are not bounded by it.' },
   { env: 'CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS', group: 'HTTP and monitor', schema: integer((n) => n.min(100).max(600_000)), rule: 'an integer in [100, 600000]', default: String(GATEWAY_DEFAULTS.httpTimeouts.keepAliveTimeoutMs), unit: 'ms', doc: 'How long a kept-alive connection may stay idle after an answer before it is closed.' },
   { env: 'CHATGATE_MONITOR_TOKEN', group: 'HTTP and monitor', schema: z.string().regex(/^\S{16,}$/), rule: 'at least 16 characters without spaces', secret: true, doc: 'Token of the monitor (dashboard, API, metrics), of the web chat off loopback and of the workers\' /metrics; required when CHATGATE_HTTP_HOST is not loopback.' },
+  { env: 'CHATGATE_PRICES', group: 'Budgets', schema: text, rule: 'a file path', doc: 'JSON file of model prices adding to or overriding the table of known models: `{ "<model or pattern*>": { "input": 0.15, "output": 0.6, "cachedInput": 0.075 } }`, USD per 1M tokens. A model without a price counts tokens only ("price unknown", never $0).' },
+  ...BUDGET_LIMIT_OPTIONS,
+  { env: 'CHATGATE_BUDGET_TURN_MAX_USD', group: 'Budgets', schema: decimal((n) => n.positive()), rule: 'a number > 0', unit: 'USD', doc: 'Cap of one turn (all its model calls, summaries included), against tool loops; the turn ends with a message. Unset: no cap.' },
+  { env: 'CHATGATE_BUDGET_TURN_MAX_TOKENS', group: 'Budgets', schema: integer((n) => n.min(1)), rule: 'an integer ≥ 1', unit: 'tokens', doc: 'Cap of one turn in tokens (prompt and completion of all its model calls). Unset: no cap.' },
+  { env: 'CHATGATE_BUDGET_TIMEZONE', group: 'Budgets', schema: z.string().refine(isTimeZone), rule: 'an IANA time zone (e.g. `Europe/Berlin`)', default: 'UTC', doc: 'Where budget days and months start.' },
+  { env: 'CHATGATE_BUDGET_NOTICE_PERCENT', group: 'Budgets', schema: integer((n) => n.min(1).max(99)), rule: 'an integer in [1, 99]', default: '80', unit: '%', doc: 'The user is told once when a limit reaches this share.' },
+  { env: 'CHATGATE_BUDGETS_FILE', group: 'Budgets', schema: text, rule: 'a file path', doc: 'JSON file of per-user limits replacing the user level\'s: `{ "version": 1, "users": { "telegram:42": "unlimited", "discord:7": { "dailyUsd": 5, "monthlyTokens": 2000000 } } }`. `chatgate budgets set` (stored in Redis) wins over it.' },
   { env: 'CHATGATE_STATE_DIR', group: 'Runtime', schema: text, rule: 'a directory path', default: '.state', doc: 'Local state folder (the embedded Redis keeps its data here).' },
   { env: 'CHATGATE_LOG_LEVEL', group: 'Runtime', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), rule: 'one of fatal, error, warn, info, debug, trace, silent', default: 'info', doc: 'Minimum log level.' },
   { env: 'CHATGATE_LOG_FORMAT', group: 'Runtime', schema: z.enum(['auto', 'pretty', 'json']), rule: 'one of auto, pretty, json', default: 'auto', doc: 'Log lines as coloured text for a person (`pretty`) or JSON lines for machines (`json`); `auto`: pretty when stdout is a terminal, else JSON.' },

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { isLoopbackHost } from './monitor/hosts.js';
 import type { AllowList } from './core/inbound.js';
-import { DEMO_MODEL, lookupModel, type ModelPricing } from './core/models.js';
+import { DEMO_MODEL, lookupModel, pricingOf, type ModelPricing, type PriceTable } from './core/models.js';
+import type { BudgetSettings } from './core/budget.js';
+import { buildBudgets, readPricesFile } from './config-budgets.js';
 import { ConfigError } from './errors.js';
 import { OPTION_SPECS, type OptionSpec } from './config-options.js';
 
@@ -38,8 +40,10 @@ export interface Config {
     contextWindow: number;
     /** Where the window came from. */
     contextWindowSource: 'config' | 'table';
-    /** List price of `model` per 1M tokens, when known. */
+    /** List price of `model` per 1M tokens, when known (CHATGATE_PRICES, else the table). */
     pricing?: ModelPricing;
+    /** CHATGATE_PRICES: prices adding to or overriding the table of known models. */
+    prices: PriceTable;
     /** Maximum model calls per turn. */
     maxModelCalls: number;
     /** Timeout of one model call attempt, ms. */
@@ -115,6 +119,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `pretty`, `json`, or `auto` (pretty when stdout is a terminal). */
   logFormat: 'auto' | 'pretty' | 'json';
+  /** Spend limits (CHATGATE_BUDGET_*, CHATGATE_BUDGETS_FILE); none by default. */
+  budgets: BudgetSettings;
   /** A gateway's or worker's heartbeat lives this long in Redis (renewed every third of it), ms. */
   heartbeatTtlMs: number;
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
@@ -158,8 +164,9 @@ export function loadConfig(env: Readonly<RawEnv> = process.env): Config {
   const schema = z.object(Object.fromEntries(OPTION_SPECS.map((spec) => [spec.env, spec.schema.optional()])));
   const result = schema.safeParse(withDefaults(raw));
   if (!result.success) throw new ConfigError(describeIssues(result.error.issues, raw));
-  const config = buildConfig(result.data as Record<string, unknown>);
-  const issues = crossChecks(config, raw);
+  const fileIssues: string[] = [];
+  const config = buildConfig(result.data as Record<string, unknown>, fileIssues);
+  const issues = [...fileIssues, ...crossChecks(config, raw)];
   if (issues.length > 0) throw new ConfigError(issues);
   return deepFreeze(config);
 }
@@ -262,11 +269,12 @@ function mustBe(env: string, rule: string, got: string | undefined): string {
   return `\`${env}\` must be ${rule}${got === undefined ? '' : ` (got ${got})`}`;
 }
 
-function buildConfig(v: Record<string, unknown>): Config {
+function buildConfig(v: Record<string, unknown>, fileIssues: string[]): Config {
   const s = (key: string) => v[key] as string;
   const n = (key: string) => v[key] as number;
   const model = s('CHATGATE_MODEL');
   const known = lookupModel(model);
+  const prices = readPricesFile(v.CHATGATE_PRICES as string | undefined, fileIssues);
   const host = s('CHATGATE_HTTP_HOST');
   return {
     redis: { url: v.REDIS_URL as string | undefined, clusterNodes: v.REDIS_CLUSTER_NODES as Config['redis']['clusterNodes'], fallbackHost: s('CHATGATE_REDIS_FALLBACK_HOST'), fallbackPort: n('CHATGATE_REDIS_FALLBACK_PORT'), keyPrefix: s('CHATGATE_KEY_PREFIX'), queuePrefix: s('CHATGATE_QUEUE_PREFIX'), queueShards: n('CHATGATE_QUEUE_SHARDS') },
@@ -277,7 +285,8 @@ function buildConfig(v: Record<string, unknown>): Config {
       summaryModel: (v.CHATGATE_SUMMARY_MODEL as string | undefined) ?? model,
       contextWindow: (v.CHATGATE_CONTEXT_WINDOW as number | undefined) ?? known?.contextWindow ?? 0,
       contextWindowSource: v.CHATGATE_CONTEXT_WINDOW === undefined ? 'table' : 'config',
-      pricing: known?.pricing,
+      pricing: pricingOf(model, prices),
+      prices,
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
       timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
@@ -301,6 +310,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     stateDir: s('CHATGATE_STATE_DIR'),
     logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],
     logFormat: s('CHATGATE_LOG_FORMAT') as Config['logFormat'],
+    budgets: buildBudgets(v, fileIssues),
     heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
     seenTtlSeconds: n('CHATGATE_SEEN_TTL_SECONDS'),

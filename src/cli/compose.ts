@@ -65,7 +65,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     transcriptRetention: config.transcriptMaxLen,
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
-    prices: config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : undefined,
+    prices: { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) },
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),

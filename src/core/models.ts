@@ -81,6 +81,42 @@ export function estimateCostUsd(pricing: ModelPricing | undefined, usage: UsageT
   return (uncached * pricing.input + cached * cachedPrice + usage.completionTokens * pricing.output) / 1_000_000;
 }
 
+/** Price overrides and additions by model name or table-style pattern (`my-model*`), USD per 1M tokens. */
+export type PriceTable = Readonly<Record<string, ModelPricing>>;
+
+/**
+ * The price of `model`: `prices` first (an exact name, then a pattern with a trailing `*`), else the
+ * table. Undefined when unknown: "price unknown", never $0.
+ */
+export function pricingOf(model: string, prices: PriceTable = {}): ModelPricing | undefined {
+  const name = normaliseModelName(model);
+  const exact = prices[model] ?? prices[name];
+  if (exact) return exact;
+  const pattern = Object.keys(prices).find((key) => key.endsWith('*') && matches(normaliseModelName(key.slice(0, -1)) + '*', name));
+  return pattern ? prices[pattern] : lookupModel(model)?.pricing;
+}
+
+/**
+ * Validates a prices file (`CHATGATE_PRICES`): an object of model name → `{ input, output, cachedInput? }`,
+ * each a number ≥ 0 in USD per 1M tokens. @returns the table, or the problems found, each naming the entry.
+ */
+export function parsePriceTable(value: unknown): { prices: PriceTable } | { issues: string[] } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { issues: ['must be a JSON object of model name → { "input": n, "output": n, "cachedInput": n }'] };
+  const issues: string[] = [];
+  const prices: Record<string, ModelPricing> = {};
+  for (const [model, entry] of Object.entries(value as Record<string, unknown>)) {
+    const record = (entry ?? {}) as Record<string, unknown>;
+    const bad = ['input', 'output', 'cachedInput'].filter((field) => (field !== 'cachedInput' || record[field] !== undefined) && !(typeof record[field] === 'number' && (record[field] as number) >= 0 && Number.isFinite(record[field])));
+    const extra = typeof entry === 'object' && entry !== null ? Object.keys(record).filter((k) => !['input', 'output', 'cachedInput'].includes(k)) : [];
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || bad.length > 0 || extra.length > 0) {
+      issues.push(`"${model}" must be { "input": n, "output": n, "cachedInput"?: n } with numbers ≥ 0 (USD per 1M tokens)${bad.length ? `; bad: ${bad.join(', ')}` : ''}${extra.length ? `; unknown: ${extra.join(', ')}` : ''}`);
+      continue;
+    }
+    prices[model] = { input: record.input as number, output: record.output as number, ...(record.cachedInput !== undefined ? { cachedInput: record.cachedInput as number } : {}) };
+  }
+  return issues.length > 0 ? { issues } : { prices };
+}
+
 function normaliseModelName(model: string): string {
   const lower = model.trim().toLowerCase();
   const withoutProvider = lower.includes('/') ? lower.slice(lower.lastIndexOf('/') + 1) : lower;

@@ -41,6 +41,12 @@ const TURN_STOP_SCRIPT_FILES = {
   takeStop: 'take-stop-1.lua',
 } as const;
 
+/** The budgets' scripts, in `src/budget/scripts/`. */
+const BUDGET_SCRIPT_FILES = {
+  budgetReserve: 'budget-reserve-9.lua',
+  budgetSettle: 'budget-settle-9.lua',
+} as const;
+
 /** The reply transport's scripts, in `src/outbound/scripts/`. */
 const OUTBOUND_SCRIPT_FILES = {
   enterOutboundOrder: 'enter-outbound-order-1.lua',
@@ -53,7 +59,7 @@ const OUTBOUND_SCRIPT_FILES = {
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES | keyof typeof BUDGET_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -71,6 +77,7 @@ export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<R
   { dir: SCRIPTS_DIR, files: REDIS_SCRIPT_FILES },
   { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
   { dir: new URL('../turn-stop/scripts/', import.meta.url), files: TURN_STOP_SCRIPT_FILES },
+  { dir: new URL('../budget/scripts/', import.meta.url), files: BUDGET_SCRIPT_FILES },
 ];
 
 /** Where `--- @include "<name>"` finds `<name>.lua`: `src/redis/scripts/includes`. */

@@ -1,11 +1,10 @@
 import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { CompactionLayer } from '../core/session-figures.js';
-import { estimateCostUsd, lookupModel, type CallUsage, type ModelPricing } from '../core/models.js';
+import { estimateCostUsd, pricingOf, type CallUsage, type PriceTable } from '../core/models.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 
-/** Price overrides by exact model name (USD per 1M tokens); other models use the core table. */
-export type PriceTable = Readonly<Record<string, ModelPricing>>;
+export type { PriceTable };
 
 /** Counter increments and absolute values applied to the usage hash by a commit. */
 export interface UsageDelta {
@@ -33,9 +32,9 @@ export interface UsageLedger {
   resets: number;
 }
 
-/** Estimated cost of a call in micro-USD: `prices[model]`, else the core model table; 0 when unknown. */
+/** Estimated cost of a call in micro-USD at {@link pricingOf}; 0 when the price is unknown (the ledger counts its tokens). */
 export function callCostMicroUsd(model: string, usage: CallUsage, prices: PriceTable = {}): number {
-  const pricing = prices[model] ?? lookupModel(model)?.pricing;
+  const pricing = pricingOf(model, prices);
   return Math.round(estimateCostUsd(pricing, usage) * 1_000_000);
 }
 

@@ -106,7 +106,7 @@ describe('loadConfig', () => {
       redis: { url: undefined, fallbackHost: '127.0.0.1', fallbackPort: 6379, keyPrefix: 'cg:', queuePrefix: '{cgq}', queueShards: 1 },
       llm: {
         baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini',
-        contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12, timeoutMs: 120_000,
+        contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, prices: {}, maxModelCalls: 12, timeoutMs: 120_000,
       },
       streaming: { enabled: true, editIntervalMs: 1000 },
       compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true },
@@ -121,6 +121,7 @@ describe('loadConfig', () => {
       stateDir: '.state',
       logLevel: 'info',
       logFormat: 'auto',
+      budgets: { user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} },
       heartbeatTtlMs: 15_000,
       transcriptMaxLen: 10_000,
       seenTtlSeconds: 86_400,

@@ -1,0 +1,49 @@
+--[[
+  Settles a reservation with the usage the provider reported, and says which limits the call
+  brought to the notice share or used up (each said once per counter and period).
+
+  Input: KEYS as budget-reserve-9.lua.
+    ARGV[1] options, JSON: { "id": string, "micro": n, "tokens": n, "noticePercent": n,
+      "counters": [6 × see budget-counters] }
+
+  Output (JSON): { "events": [ { "i": n, "kind": "near"|"exhausted", "unit": "usd"|"tokens", "limit": n } ] }
+    error - invalid arguments: nothing written
+
+  A reservation already released (its lease ran out) is not released twice; the usage still counts.
+]]
+--- @include "decode-options"
+--- @include "budget-counters"
+local opts, bad = decodeOptions('budgetSettle')
+if not opts then return bad end
+if type(opts.id) ~= 'string' or type(opts.micro) ~= 'number' or type(opts.tokens) ~= 'number' or type(opts.noticePercent) ~= 'number' or not validCounters(opts) then
+  return redis.error_reply('ERR budgetSettle: needs id, micro, tokens, noticePercent and six counters')
+end
+local data = redis.call('HGET', KEYS[2], opts.id)
+if data then
+  local r = cjson.decode(data)
+  for _, key in ipairs(r.k) do
+    redis.call('HINCRBY', key, 'rm', int(-r.m))
+    redis.call('HINCRBY', key, 'rt', int(-r.t))
+  end
+  redis.call('ZREM', KEYS[1], opts.id)
+  redis.call('HDEL', KEYS[2], opts.id)
+end
+local events = {}
+local function check(i, unit, used, limit)
+  if limit < 0 then return end
+  if used >= limit then
+    if redis.call('HSETNX', KEYS[3 + i], 'x' .. unit, 1) == 1 then table.insert(events, { i = i, kind = 'exhausted', unit = unit, limit = limit }) end
+  elseif used * 100 >= limit * opts.noticePercent then
+    if redis.call('HSETNX', KEYS[3 + i], 'n' .. unit, 1) == 1 then table.insert(events, { i = i, kind = 'near', unit = unit, limit = limit }) end
+  end
+end
+for i = 1, 6 do
+  local key = KEYS[3 + i]
+  local um = redis.call('HINCRBY', key, 'um', int(opts.micro))
+  local ut = redis.call('HINCRBY', key, 'ut', int(opts.tokens))
+  redis.call('EXPIREAT', key, int(opts.counters[i].expireAt))
+  local lm, lt = effectiveLimits(opts.counters[i])
+  check(i, 'usd', um, lm)
+  check(i, 'tokens', ut, lt)
+end
+return cjson.encode({ events = events })

@@ -1,0 +1,138 @@
+/**
+ * Spend limits: the levels and periods a model call counts against, the period windows in a time
+ * zone, the worst case of a call, and the words a user reads when a limit holds. Pure.
+ */
+import { estimateCostUsd, type ModelPricing } from './models.js';
+
+/** Who a limit is for: one user (`<channel>:<userId>`), one chat (a session) or the whole deployment. */
+export type BudgetLevel = 'user' | 'chat' | 'deployment';
+/** How long a limit's counter runs before it starts again at 0. */
+export type BudgetPeriod = 'day' | 'month';
+
+/** One limit; an absent field is no limit. */
+export interface BudgetLimit {
+  usd?: number;
+  tokens?: number;
+}
+
+/** The limits of one level, by period. */
+export interface LevelLimits {
+  day?: BudgetLimit;
+  month?: BudgetLimit;
+}
+
+/** The budget configuration (environment and budgets file). */
+export interface BudgetSettings {
+  user: LevelLimits;
+  chat: LevelLimits;
+  deployment: LevelLimits;
+  /** Caps of one turn (all its model calls together), against loops. */
+  turn: BudgetLimit;
+  /** IANA time zone where days and months start. Default `UTC`. */
+  timeZone: string;
+  /** Percent of a limit at which the user is told once. Default 80. */
+  noticePercent: number;
+  /** Budgets file: per-user limits (`telegram:42`) replacing the user level's, or `unlimited`. */
+  users: Readonly<Record<string, LevelLimits | 'unlimited'>>;
+}
+
+/** The levels, in the order counters are kept and reported. */
+export const BUDGET_LEVELS: readonly BudgetLevel[] = ['user', 'chat', 'deployment'];
+/** The periods, in the order counters are kept. */
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'month'];
+
+/** One period's window: its id (`2026-12-02`, `2026-12`) and when it ends (epoch ms). */
+export interface PeriodWindow {
+  id: string;
+  endsAtMs: number;
+}
+
+/** Budgets off: no limit at any level. */
+export const NO_BUDGETS: BudgetSettings = Object.freeze({ user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} });
+
+/** Whether any limit is set (else the budget machinery stays out of the way). */
+export function hasBudgets(settings: BudgetSettings): boolean {
+  const set = (l?: BudgetLimit) => l !== undefined && (l.usd !== undefined || l.tokens !== undefined);
+  const level = (l: LevelLimits) => set(l.day) || set(l.month);
+  return level(settings.user) || level(settings.chat) || level(settings.deployment) || set(settings.turn) || Object.keys(settings.users).length > 0;
+}
+
+/** The window of `period` that holds `nowMs` in `timeZone`. */
+export function periodWindow(period: BudgetPeriod, nowMs: number, timeZone: string): PeriodWindow {
+  const { year, month, day } = localDate(nowMs, timeZone);
+  const id = period === 'day' ? `${year}-${pad(month)}-${pad(day)}` : `${year}-${pad(month)}`;
+  const next = period === 'day' ? Date.UTC(year, month - 1, day + 1) : Date.UTC(year, month, 1);
+  return { id, endsAtMs: localMidnightToUtc(next, timeZone) };
+}
+
+/** Worst-case cost of a call in micro-USD (prompt as counted + the output limit); undefined when unpriced. */
+export function worstCaseMicroUsd(pricing: ModelPricing | undefined, promptTokens: number, maxOutputTokens: number): number | undefined {
+  if (!pricing) return undefined;
+  return Math.ceil(estimateCostUsd(pricing, { promptTokens, completionTokens: maxOutputTokens }) * 1_000_000);
+}
+
+/** What a refused call or message names: the level, period, the limit that holds and when it resets. */
+export interface BudgetBreach {
+  level: BudgetLevel | 'turn';
+  period?: BudgetPeriod;
+  unit: 'usd' | 'tokens';
+  limit: number;
+  /** When the period ends (absent for a turn cap). */
+  resetsAtMs?: number;
+}
+
+/** The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min." */
+export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
+  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  if (breach.level === 'turn') return `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
+  const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has' }[breach.level];
+  const when = breach.period === 'month' ? "this month's" : "today's";
+  const resets = breach.resetsAtMs === undefined ? '' : ` It resets at ${clockTime(breach.resetsAtMs, timeZone)} ${timeZone}, in ${duration(breach.resetsAtMs - nowMs)}.`;
+  return `${who} used ${when} budget of ${amount}.${resets}`;
+}
+
+/** The one notice at the notice percent, e.g. "This chat has used 80% of today's budget of $2.00." */
+export function budgetNoticeMessage(breach: BudgetBreach, percent: number): string {
+  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' }[breach.level];
+  return `${who} used ${percent}% of ${breach.period === 'month' ? "this month's" : "today's"} budget of ${amount}.`;
+}
+
+/** A duration as a person reads it: `3 h 12 min`, `45 min`, `1 d 2 h`. */
+export function duration(ms: number): string {
+  const minutes = Math.max(1, Math.ceil(ms / 60_000));
+  const days = Math.floor(minutes / 1440);
+  const hours = Math.floor((minutes % 1440) / 60);
+  const rest = minutes % 60;
+  if (days > 0) return hours > 0 ? `${days} d ${hours} h` : `${days} d`;
+  if (hours > 0) return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
+  return `${rest} min`;
+}
+
+function clockTime(ms: number, timeZone: string): string {
+  return new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
+}
+
+function localDate(ms: number, timeZone: string): { year: number; month: number; day: number } {
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(ms);
+  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  return { year: get('year'), month: get('month'), day: get('day') };
+}
+
+/** Offset of `timeZone` from UTC at `ms`, in ms (local = utc + offset). */
+function offsetMs(ms: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(ms);
+  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return local - Math.floor(ms / 1000) * 1000;
+}
+
+/** The UTC instant of a local wall-clock time given as if it were UTC (`localAsUtc`). */
+function localMidnightToUtc(localAsUtc: number, timeZone: string): number {
+  const guess = localAsUtc - offsetMs(localAsUtc, timeZone);
+  return localAsUtc - offsetMs(guess, timeZone);
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}

@@ -1,0 +1,113 @@
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createBudgetLedger, type BudgetLedgerOptions } from '../../src/budget/ledger.js';
+import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
+import { budgetKeys } from '../../src/redis/keys.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+
+const alice = { user: 'telegram:42', chat: 'telegram:42' };
+const bob = { user: 'telegram:43', chat: 'telegram:43' };
+const settings = (patch: Partial<BudgetSettings>): BudgetSettings => ({ ...NO_BUDGETS, ...patch });
+
+describe('budget ledger', () => {
+  let t: TestRedis;
+  const extra: Redis[] = [];
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    for (const r of extra.splice(0)) r.disconnect();
+    await t.cleanup();
+  });
+  const ledger = (s: BudgetSettings, more: Partial<BudgetLedgerOptions> = {}, redis: Redis = t.redis) => createBudgetLedger(redis, { keyPrefix: t.keyPrefix, settings: s, ...more });
+
+  it('holds a user limit across many connections racing: overrun at most one call in flight', async () => {
+    const s = settings({ user: { day: { usd: 0.01 } } });
+    const worst = 1500; // micro-USD
+    const connections = Array.from({ length: 8 }, () => new Redis(t.url));
+    extra.push(...connections);
+    let admitted = 0;
+    let refused = 0;
+    await Promise.all(connections.map(async (redis) => {
+      const l = ledger(s, {}, redis);
+      for (let k = 0; k < 6; k++) {
+        const r = await l.reserve(alice, { micro: worst, tokens: 100 });
+        if ('breach' in r) {
+          refused++;
+          continue;
+        }
+        admitted++;
+        await new Promise((resolve) => setImmediate(resolve));
+        await l.settle(alice, r.id, { micro: worst, tokens: 100 });
+      }
+    }));
+    const [day] = await ledger(s).state(alice);
+    expect(day!.usedUsd * 1e6).toBeLessThan(10_000 + worst);
+    expect(day!.usedUsd * 1e6).toBeGreaterThanOrEqual(10_000);
+    expect(admitted).toBe(Math.round(day!.usedUsd * 1e6 / worst));
+    expect(refused).toBe(48 - admitted);
+    expect(await ledger(s).check(alice)).toMatchObject({ level: 'user', period: 'day', unit: 'usd', limit: 0.01 });
+    expect(await ledger(s).check(bob)).toBeNull();
+  });
+
+  it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {
+    let now = Date.UTC(2026, 11, 2, 20, 48);
+    const l = ledger(settings({ chat: { day: { tokens: 1000 } } }), { now: () => now });
+    const r = await l.reserve(alice, { tokens: 600 });
+    if (!('id' in r)) throw new Error('refused');
+    await l.settle(alice, r.id, { tokens: 1200 });
+    const breach = await l.check(alice);
+    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: Date.UTC(2026, 11, 3) });
+    now = Date.UTC(2026, 11, 3, 0, 0, 1);
+    expect(await l.check(alice)).toBeNull();
+    expect('id' in (await l.reserve(alice, { tokens: 600 }))).toBe(true);
+  });
+
+  it('frees the reservation of a worker killed between reserve and settle when its lease ends', async () => {
+    let now = Date.UTC(2026, 11, 2, 10);
+    const l = ledger(settings({ user: { day: { tokens: 1000 } } }), { now: () => now, reservationLeaseMs: 60_000 });
+    expect('id' in (await l.reserve(alice, { tokens: 1000 }))).toBe(true); // never settled: the worker died
+    expect(await l.reserve(alice, { tokens: 10 })).toMatchObject({ breach: { level: 'user', unit: 'tokens' } });
+    now += 61_000;
+    const again = await l.reserve(alice, { tokens: 10 });
+    expect('id' in again).toBe(true);
+    expect(await t.redis.zcard(budgetKeys(t.keyPrefix).reservations)).toBe(1);
+  });
+
+  it('counts an unpriced model in tokens only, never against a USD limit', async () => {
+    const l = ledger(settings({ user: { day: { usd: 0.001, tokens: 5000 } } }));
+    for (let k = 0; k < 3; k++) {
+      const r = await l.reserve(alice, { tokens: 1000 });
+      if (!('id' in r)) throw new Error('refused');
+      await l.settle(alice, r.id, { tokens: 1000 });
+    }
+    const [day] = await l.state(alice);
+    expect(day).toMatchObject({ usedUsd: 0, usedTokens: 3000, limitUsd: 0.001, limitTokens: 5000 });
+  });
+
+  it('takes per-user limits from the budgets file and from the stored override, which wins', async () => {
+    const s = settings({ user: { day: { tokens: 100 } }, users: { 'telegram:42': 'unlimited', 'telegram:43': { day: { tokens: 10 } } } });
+    const l = ledger(s);
+    expect('id' in (await l.reserve(alice, { tokens: 10_000 }))).toBe(true);
+    const r = await l.reserve(bob, { tokens: 10 });
+    if (!('id' in r)) throw new Error('refused');
+    await l.settle(bob, r.id, { tokens: 10 });
+    expect(await l.check(bob)).toMatchObject({ limit: 10 });
+    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:43', JSON.stringify({ dailyTokens: 50 }));
+    expect(await l.check(bob)).toBeNull();
+    expect((await l.state(bob))[0]).toMatchObject({ limitTokens: 50, usedTokens: 10 });
+  });
+
+  it('reports the notice share once and the exhausted limit once', async () => {
+    const l = ledger(settings({ user: { day: { tokens: 100 } }, noticePercent: 80 }));
+    const call = async (tokens: number) => {
+      const r = await l.reserve(alice, { tokens: 1 });
+      if (!('id' in r)) throw new Error('refused');
+      return (await l.settle(alice, r.id, { tokens })).map((e) => e.kind);
+    };
+    expect(await call(50)).toEqual([]);
+    expect(await call(30)).toEqual(['near']);
+    expect(await call(5)).toEqual([]);
+    expect(await call(20)).toEqual(['exhausted']);
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { budgetMessage, budgetNoticeMessage, duration, periodWindow, worstCaseMicroUsd } from '../../src/core/budget.js';
+import { parsePriceTable, pricingOf } from '../../src/core/models.js';
+
+describe('budget periods', () => {
+  it.each([
+    ['day', 'UTC', Date.UTC(2026, 11, 31, 23, 59), '2026-12-31', Date.UTC(2027, 0, 1)],
+    ['month', 'UTC', Date.UTC(2026, 11, 31, 23, 59), '2026-12', Date.UTC(2027, 0, 1)],
+    ['day', 'Europe/Berlin', Date.UTC(2026, 11, 2, 23, 30), '2026-12-03', Date.UTC(2026, 11, 3, 23)],
+    ['day', 'America/New_York', Date.UTC(2026, 2, 8, 12), '2026-03-08', Date.UTC(2026, 2, 9, 4)],
+    ['month', 'Asia/Tokyo', Date.UTC(2026, 1, 27, 16), '2026-02', Date.UTC(2026, 1, 28, 15)],
+  ] as const)('%s in %s at %s is %s, ending at %s', (period, zone, now, id, end) => {
+    expect(periodWindow(period, now, zone)).toEqual({ id, endsAtMs: end });
+  });
+});
+
+describe('budget messages', () => {
+  const now = Date.UTC(2026, 11, 2, 20, 48);
+  it('names the level, the limit, the reset time and how long until then', () => {
+    expect(budgetMessage({ level: 'chat', period: 'day', unit: 'usd', limit: 2, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetMessage({ level: 'user', period: 'month', unit: 'tokens', limit: 1_000_000, resetsAtMs: Date.UTC(2027, 0, 1) }, now, 'UTC'))
+      .toBe("You have used this month's budget of 1,000,000 tokens. It resets at 00:00 UTC, in 29 d 3 h.");
+    expect(budgetNoticeMessage({ level: 'deployment', period: 'day', unit: 'usd', limit: 50 }, 80)).toBe("This bot has used 80% of today's budget of $50.00.");
+  });
+  it.each([[59_000, '1 min'], [3_600_000, '1 h'], [3_660_000, '1 h 1 min'], [86_400_000, '1 d']])('duration %s ms reads %s', (ms, text) => {
+    expect(duration(ms)).toBe(text);
+  });
+});
+
+describe('prices', () => {
+  it('adds and overrides prices by name and pattern; an unknown model has no price (never $0)', () => {
+    const prices = { 'my-model*': { input: 1, output: 2 }, 'gpt-4o-mini': { input: 9, output: 9 } };
+    expect(pricingOf('my-model-7b', prices)).toEqual({ input: 1, output: 2 });
+    expect(pricingOf('gpt-4o-mini', prices)).toEqual({ input: 9, output: 9 });
+    expect(pricingOf('gpt-4o', prices)?.input).toBe(2.5);
+    expect(pricingOf('llama3.1:8b', prices)).toBeUndefined();
+    expect(worstCaseMicroUsd(undefined, 1000, 1000)).toBeUndefined();
+    expect(worstCaseMicroUsd({ input: 0.15, output: 0.6 }, 1000, 4096)).toBe(Math.ceil(150 + 2457.6));
+  });
+  it('refuses a bad prices file naming each bad entry', () => {
+    expect(parsePriceTable({ a: { input: 1, output: -1 }, b: { input: 1, output: 1, cached: 1 }, c: 'x' })).toEqual({
+      issues: [expect.stringContaining('"a" must be'), expect.stringContaining('unknown: cached'), expect.stringContaining('"c" must be')],
+    });
+    expect(parsePriceTable([])).toEqual({ issues: [expect.stringContaining('JSON object')] });
+  });
+});

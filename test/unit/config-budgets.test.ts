@@ -1,0 +1,46 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+
+const file = (name: string, body: unknown): string => {
+  const path = join(mkdtempSync(join(tmpdir(), 'cg-budgets-')), name);
+  writeFileSync(path, typeof body === 'string' ? body : JSON.stringify(body));
+  return path;
+};
+
+describe('budget and price options', () => {
+  it('has no budget by default', () => {
+    const c = loadConfig({});
+    expect(c.budgets).toMatchObject({ user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} });
+  });
+
+  it('reads the limits, the time zone and the budgets file', () => {
+    const c = loadConfig({
+      CHATGATE_BUDGET_USER_DAILY_USD: '0.5', CHATGATE_BUDGET_USER_MONTHLY_TOKENS: '2000000', CHATGATE_BUDGET_DEPLOYMENT_DAILY_USD: '20',
+      CHATGATE_BUDGET_TURN_MAX_TOKENS: '50000', CHATGATE_BUDGET_TIMEZONE: 'Europe/Berlin', CHATGATE_BUDGET_NOTICE_PERCENT: '90',
+      CHATGATE_BUDGETS_FILE: file('budgets.json', { version: 1, users: { 'telegram:1': 'unlimited', 'discord:7': { dailyUsd: 5 } } }),
+    });
+    expect(c.budgets).toMatchObject({
+      user: { day: { usd: 0.5 }, month: { tokens: 2_000_000 } }, deployment: { day: { usd: 20 } }, turn: { tokens: 50_000 }, timeZone: 'Europe/Berlin', noticePercent: 90,
+      users: { 'telegram:1': 'unlimited', 'discord:7': { day: { usd: 5 } } },
+    });
+  });
+
+  it('adds and overrides prices from CHATGATE_PRICES', () => {
+    const c = loadConfig({ CHATGATE_MODEL: 'my-llm', CHATGATE_CONTEXT_WINDOW: '8192', CHATGATE_PRICES: file('prices.json', { 'my-llm': { input: 1, output: 3 } }) });
+    expect(c.llm.pricing).toEqual({ input: 1, output: 3 });
+    expect(loadConfig({ CHATGATE_MODEL: 'llama3.1:8b' }).llm.pricing).toBeUndefined();
+  });
+
+  it.each([
+    ['CHATGATE_PRICES', () => file('prices.json', { 'my-llm': { input: 'cheap', output: 3 } }), /`CHATGATE_PRICES` file .*"my-llm" must be .*bad: input/],
+    ['CHATGATE_PRICES', () => file('prices.json', '{ not json'), /`CHATGATE_PRICES` must name a readable JSON file/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { users: {} }), /`CHATGATE_BUDGETS_FILE` .* must be \{ "version": 1/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'telegram:1': { dailyUSD: 5 } } }), /"telegram:1" bad dailyUSD/],
+    ['CHATGATE_BUDGET_TIMEZONE', () => 'Mars/Olympus', /`CHATGATE_BUDGET_TIMEZONE` must be an IANA time zone/],
+  ])('refuses a bad %s with one clear message', (env, value, message) => {
+    expect(() => loadConfig({ [env]: value() })).toThrow(message);
+  });
+});
