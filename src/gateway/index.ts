@@ -34,7 +34,7 @@ import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-
 import { startPendingSweeper } from './sweeper.js';
 import { checkLiveWorkers, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
-import { startGatewayStreaming, type GatewayStreaming } from './streaming.js';
+import { startGatewayStreaming, type GatewayStreaming } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
