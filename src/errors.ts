@@ -77,3 +77,14 @@ export class StoredFormatError extends GatewayError {
     super('STORED_FORMAT_UNKNOWN', `${what} has format version ${JSON.stringify(found) ?? 'none'}; this chatgate reads version ${expected}: ${fix}`);
   }
 }
+
+/** A spend limit holds: the call was not made. `notice` is the message the user reads. */
+export class BudgetError extends GatewayError {
+  /** What the user is told, e.g. "This chat has used today's budget of $2.00. It resets at …". */
+  readonly notice: string;
+
+  constructor(what: string, notice: string) {
+    super('BUDGET_EXHAUSTED', `${what} not made: ${notice}`);
+    this.notice = notice;
+  }
+}

@@ -1,7 +1,8 @@
 import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage } from '../src/core/messages.js';
-import { StaleCommitError, type LlmError } from '../src/errors.js';
+import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
+import { runWithBudget } from '../src/budget/guard.js';
 import type { Logger } from '../src/log.js';
 import type { LlmClient } from '../src/llm/client.js';
 import { toLlmError } from '../src/llm/errors.js';
@@ -119,8 +120,10 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
     images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
+  const last = input.items[input.items.length - 1]!;
+  const scope = { user: `${last.channel}:${last.userId}`, chat: turn.sessionId };
   try {
-    return await runLoop(loop);
+    return await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop));
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
     if (isTurnStopped(err, loop.signal)) {
@@ -150,6 +153,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
       result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options), ...streamHooks(stream) });
     } catch (err) {
       await stream?.drop();
+      // A spend limit holds: the turn ends with the message that says which and until when.
+      if (err instanceof BudgetError) return finish(loop, null, err.notice);
       const error = toLlmError(err, 'chat completion');
       if (isTurnStopped(error, loop.signal)) throw error;
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });

@@ -4,6 +4,10 @@ import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
+import { guardLlm } from '../src/budget/guard.js';
+import { createBudgetLedger } from '../src/budget/ledger.js';
+import { hasBudgets, type BudgetSettings } from '../src/core/budget.js';
+import { pricingOf, type PriceTable } from '../src/core/models.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
@@ -46,7 +50,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
   const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
-  const { llm, compressor, tools } = createAgentParts(deps, o, logger);
+  const { llm, compressor, tools } = createAgentParts(deps, o, logger, redis);
   const consumers: Array<Worker<TurnJobData>> = [];
   // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).
   // pause() without doNotWaitActive also cancels a fetch already blocked on Redis, which would take one more turn.
@@ -97,8 +101,13 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 }
 
 /** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
-function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
-  const llm = createLlmClient({ stream: o.streaming, ...o.llm }, { logger });
+function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger, redis: RedisClient) {
+  const client = createLlmClient({ stream: o.streaming, ...o.llm }, { logger });
+  const budgets = o.budgets && hasBudgets(o.budgets) ? o.budgets : undefined;
+  if (budgets) warnUnpriced(logger, budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
+  const llm = budgets
+    ? guardLlm(client, { ledger: createBudgetLedger(redis, { keyPrefix: o.keyPrefix, settings: budgets }), logger }, { settings: budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096 })
+    : client;
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
@@ -106,6 +115,13 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   const tools = new ToolRegistry(BUILTIN_TOOLS);
   for (const tool of deps.tools ?? []) tools.register(tool);
   return { llm, compressor, tools };
+}
+
+/** A USD limit cannot hold for a model without a price: said once at start (its calls count in tokens only). */
+function warnUnpriced(logger: Logger, budgets: BudgetSettings, models: string[], prices: PriceTable | undefined): void {
+  const usd = [budgets.user, budgets.chat, budgets.deployment].some((l) => l.day?.usd !== undefined || l.month?.usd !== undefined) || budgets.turn.usd !== undefined;
+  const unpriced = [...new Set(models)].filter((model) => !pricingOf(model, prices));
+  if (usd && unpriced.length > 0) logger.warn({ models: unpriced }, 'USD budget set but the model has no price: its calls count in tokens only (add it to CHATGATE_PRICES)');
 }
 
 /** The partial replies of this worker's turns, unless streaming is off. */

@@ -8,6 +8,7 @@ import { numberIssues, type NumberRule } from '../src/core/option-checks.js';
 import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
+import type { BudgetSettings } from '../src/core/budget.js';
 import type { ToolDefinition } from './tools/types.js';
 import { DEFAULT_STREAM_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
 
@@ -61,6 +62,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   transcriptRetention?: number;
   /** Price overrides by model (USD per 1M tokens). */
   prices?: PriceTable;
+  /** Spend limits (src/core/budget.ts); unset or without any limit: model calls are not reserved. */
+  budgets?: BudgetSettings;
   /**
    * Attachments: `vision` overrides the table of known vision models (CHATGATE_VISION);
    * `transcribeModel` turns voice and audio into text through the endpoint (unset: off).

@@ -89,7 +89,7 @@ export interface InboundMessage {
 export const MAX_USER_NAME_CHARS = 64;
 
 /** How the gateway handled one inbound message. */
-export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported' | 'too_large';
+export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported' | 'too_large' | 'over_budget';
 
 /** The gateway's answer to one inbound message: what an adapter needs to show a refusal itself. */
 export interface InboundVerdict {

@@ -1,3 +1,4 @@
+import type { BudgetSettings } from '../core/budget.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
@@ -58,6 +59,8 @@ export interface GatewayOptions {
   maxAttachmentBytes?: number;
   /** How long a message id's seen marker stays in Redis to drop platform re-deliveries, seconds. Default 86 400. */
   seenTtlSeconds?: number;
+  /** Spend limits: while one holds for a message's user, chat or the deployment, the gateway answers it at once (no turn). Default: none. */
+  budgets?: BudgetSettings;
   /** How long attachments' bytes stay in Redis, seconds. Default 86 400. */
   attachmentTtlSeconds?: number;
   /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */

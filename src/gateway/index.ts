@@ -1,3 +1,5 @@
+import { createBudgetLedger } from '../budget/ledger.js';
+import { hasBudgets } from '../core/budget.js';
 import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
@@ -156,7 +158,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
+  const budget = o.budgets && hasBudgets(o.budgets) ? { ledger: createBudgetLedger(failFastRedis, { keyPrefix, settings: o.budgets }), timeZone: o.budgets.timeZone } : undefined;
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });

@@ -1,3 +1,4 @@
+import type { BudgetLedger } from '../budget/ledger.js';
 /**
  * The ingest pipeline's shared types: its dependencies and options, what every step shares, and
  * one message on its way (src/gateway/ingest.ts runs the steps of ingest-steps.ts).
@@ -35,6 +36,8 @@ export interface IngestDeps {
   now?: () => number;
   /** Downloads and stores the files of a message before it enters the inbox (src/gateway/attachments.ts). Default: files are passed on as reported. */
   attachments?: AttachmentIngest;
+  /** Spend limits: a message whose user, chat or deployment has used its budget is answered at once. Absent: no budgets. */
+  budget?: { ledger: Pick<BudgetLedger, 'check'>; timeZone: string };
 }
 
 /** Options of the ingest pipeline. */

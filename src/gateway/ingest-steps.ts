@@ -3,6 +3,7 @@
  * they send. A step answers a message with a verdict, or hands it on with null.
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
+import { budgetMessage } from '../core/budget.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
@@ -66,6 +67,18 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
     });
   });
+};
+
+/** A budget used up (user, chat or deployment): answered at once from the counters, no turn queued, no model call. */
+export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, nowMs }) => {
+  const budget = ctx.deps.budget;
+  if (!budget) return null;
+  const breach = await budget.ledger.check({ user: `${message.channel}:${message.userId}`, chat: sessionId });
+  if (breach === null) return null;
+  const reason = budgetMessage(breach, nowMs, budget.timeZone);
+  ctx.log.info({ channel: message.channel, level: breach.level, period: breach.period }, 'message answered: budget used up');
+  await refuse(ctx, message, sessionId, reason, 'budget');
+  return { outcome: 'over_budget', reason };
 };
 
 /** Media the bot cannot read: the adapter's short answer, once per message, through the outbound queue. */

@@ -10,7 +10,7 @@ import { NOOP_METRICS } from '../metrics.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from '../redis/ingest.js';
 import { rateLimitKey } from '../redis/keys.js';
 import { createBackgroundTasks, type IngestContext, type IngestDeps, type IngestOptions, type IngestStep, type Incoming } from './ingest-context.js';
-import { acceptIntoInbox, answerCommand, answerUnsupported, countRate, dropRedelivery, refuseTooLong, refuseUnlisted, takeFiles } from './ingest-steps.js';
+import { acceptIntoInbox, answerCommand, answerUnsupported, countRate, dropRedelivery, refuseOverBudget, refuseTooLong, refuseUnlisted, takeFiles } from './ingest-steps.js';
 
 export type { AllowList, IngestDeps, IngestOptions };
 
@@ -43,6 +43,7 @@ export const INGEST_STEPS: readonly IngestStep[] = [
   countRate, // per sender and per address (commands do not count)
   refuseTooLong,
   answerCommand,
+  refuseOverBudget, // a budget used up: answered from the counters, no turn
   answerUnsupported, // media the bot cannot read
   takeFiles, // download and store attachments
   acceptIntoInbox, // durable; hygiene and the turn follow in the background

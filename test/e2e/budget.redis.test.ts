@@ -1,0 +1,62 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
+import type { Stack } from '../helpers/stack.js';
+import { startTelegramStack } from '../helpers/telegram-stack.js';
+import { waitUntil } from '../helpers/waits.js';
+
+let telegram: FakeTelegramServer;
+let stack: Stack;
+
+afterEach(async () => {
+  await stack.close();
+  await telegram.close();
+});
+
+const BUDGET = /^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in (\d+ h )?\d+ min\.$|^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in \d+ h\.$/;
+
+/** A stack whose model costs $10 per 1M tokens; each answer reports 1,100 tokens ($0.011). */
+async function start(gatewayLimit: boolean): Promise<Stack> {
+  const prices = join(mkdtempSync(join(tmpdir(), 'cg-budget-')), 'prices.json');
+  writeFileSync(prices, JSON.stringify({ 'fake-model': { input: 10, output: 10 } }));
+  const env = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01', CHATGATE_PRICES: prices };
+  const config = loadConfig(env);
+  telegram = await startFakeTelegram();
+  stack = await startTelegramStack(telegram, {
+    env: gatewayLimit ? env : { CHATGATE_PRICES: prices },
+    handler: (request) => ({ content: `Answer ${request.index}`, usage: { prompt_tokens: 1000, completion_tokens: 100 } }),
+    worker: { budgets: config.budgets, prices: config.llm.prices },
+  });
+  return stack;
+}
+
+const texts = () => telegram.callsOf('sendMessage').map((c) => String(c.params.text));
+
+async function say(from: number, text: string): Promise<string> {
+  const before = texts().length;
+  telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'U' }, chat: { id: from, type: 'private' } });
+  await waitUntil(telegram, 'call', () => texts().length > before);
+  return texts()[before]!;
+}
+
+describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => {
+  it('after the limit the user gets the budget message at once, no model call for them; another user is served', async () => {
+    await start(true);
+    expect(await say(42, 'hello')).toBe('Answer 0');
+    expect(await say(42, 'and again')).toMatch(BUDGET);
+    await stack.gateway.ingest.idle();
+    expect(stack.llm.requests).toHaveLength(1);
+    expect(await say(43, 'hi, I am someone else')).toBe('Answer 1');
+    expect(stack.llm.requests).toHaveLength(2);
+  });
+
+  it('a turn that hits the limit in the worker ends with one clear message, without a model call', async () => {
+    await start(false);
+    expect(await say(42, 'hello')).toBe('Answer 0');
+    expect(await say(42, 'and again')).toMatch(BUDGET);
+    expect(stack.llm.requests).toHaveLength(1);
+  });
+});
