@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -57,10 +57,11 @@ export default tseslint.config(
   boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log', 'session'], { extra: [VIEW_ONLY('src/redis')] }),
   boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'redis', 'queue']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'session'], { extra: [VIEW_ONLY('src/monitor')] }),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'approvals', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'approvals', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

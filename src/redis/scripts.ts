@@ -37,6 +37,7 @@ const SCRIPT_FILES = {
   outboundDelay: 'outbound-delay-3.lua',
   outboundFail: 'outbound-fail-4.lua',
   outboundPromote: 'outbound-promote-3.lua',
+  decideApproval: 'decide-approval-3.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
