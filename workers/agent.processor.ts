@@ -1,4 +1,4 @@
-import type { ContextCompressor } from '../src/core/compressor.js';
+import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage, ToolCall } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
@@ -24,7 +24,7 @@ import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
-import { automaticCompactionNotice } from '../src/core/compaction-text.js';
+import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
 import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS, type ApprovalStore } from '../src/approvals/store.js';

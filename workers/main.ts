@@ -1,15 +1,15 @@
 import { Worker } from 'bullmq';
-import { ContextCompressor } from '../src/core/compressor.js';
+import { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
-import { stripUndefined } from '../src/core/objects.js';
+import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
 import { holdQueueLayout } from '../src/queue/layout-guard.js';
-import { openOutboundQueue } from '../src/queue/outbound.js';
+import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
 import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';

@@ -1,5 +1,5 @@
 /**
- * The Lua scripts of chatgate, one documented file each in `scripts/<name>-<numKeys>.lua` (KEYS,
+ * The Lua scripts of chatgate, one documented file each in `<folder>/scripts/<name>-<numKeys>.lua` (KEYS,
  * ARGV and the reply in its header), loaded once and defined on each connection with ioredis
  * `defineCommand` (EVALSHA, loading the script on NOSCRIPT). Every script's keys share one hash
  * tag, so each runs on Redis Cluster; options travel as one JSON argument (ARGV[1]), payload
@@ -9,12 +9,10 @@ import { readFileSync } from 'node:fs';
 import type { RedisClient } from './client.js';
 
 /** Script name → its file in `src/redis/scripts/` (the number before `.lua` is its key count). */
-const SCRIPT_FILES = {
-  acceptInbound: 'accept-inbound-2.lua',
+const REDIS_SCRIPT_FILES = {
   ingestInbound: 'ingest-inbound-7.lua',
   countInWindow: 'count-in-window-1.lua',
   forgetPending: 'forget-pending-1.lua',
-  enterOutboundOrder: 'enter-outbound-order-1.lua',
   claimInbox: 'claim-inbox-3.lua',
   deadLetterProcessing: 'dead-letter-processing-5.lua',
   requeueDeadLetters: 'requeue-dead-letters-2.lua',
@@ -31,6 +29,11 @@ const SCRIPT_FILES = {
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
+} as const;
+
+/** The reply transport's scripts, in `src/outbound/scripts/`. */
+const OUTBOUND_SCRIPT_FILES = {
+  enterOutboundOrder: 'enter-outbound-order-1.lua',
   outboundAdd: 'outbound-add-3.lua',
   outboundAck: 'outbound-ack-2.lua',
   outboundRenew: 'outbound-renew-1.lua',
@@ -41,7 +44,7 @@ const SCRIPT_FILES = {
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -51,8 +54,11 @@ interface LoadedScript {
   lua: string;
 }
 
-/** The directory the `.lua` files are read from (next to this module, in `src/redis/scripts`). */
-export const SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
+/** The folders the `.lua` files are read from, one per feature, each with its scripts by name. */
+export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<Record<ScriptName, string>>> }> = [
+  { dir: new URL('./scripts/', import.meta.url), files: REDIS_SCRIPT_FILES },
+  { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
+];
 
 /** Every script, read once when this module is first imported. */
 export const SCRIPTS: Readonly<Record<ScriptName, LoadedScript>> = Object.freeze(loadAll());
@@ -85,10 +91,10 @@ function defineAll(redis: RedisClient): void {
 }
 
 function loadAll(): Record<ScriptName, LoadedScript> {
-  const entries = (Object.entries(SCRIPT_FILES) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
+  const entries = SCRIPT_FOLDERS.flatMap(({ dir, files }) => (Object.entries(files) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
     const match = /-(\d+)\.lua$/.exec(file);
     if (!match) throw new Error(`script file ${file} must be named <name>-<numKeys>.lua`);
-    return [name, { name, file, numberOfKeys: Number(match[1]), lua: readFileSync(new URL(file, SCRIPTS_DIR), 'utf8') }];
-  });
+    return [name, { name, file, numberOfKeys: Number(match[1]), lua: readFileSync(new URL(file, dir), 'utf8') }];
+  }));
   return Object.fromEntries(entries) as Record<ScriptName, LoadedScript>;
 }

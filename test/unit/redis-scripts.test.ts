@@ -1,12 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCRIPTS, SCRIPTS_DIR } from '../../src/redis/scripts.js';
+import { SCRIPT_FOLDERS, SCRIPTS } from '../../src/redis/scripts.js';
 
-const files = readdirSync(SCRIPTS_DIR).filter((file) => file.endsWith('.lua')).sort();
+const luaFiles = (dir: URL): string[] => readdirSync(dir).filter((file) => file.endsWith('.lua')).sort();
 
-describe('Lua scripts (src/redis/scripts)', () => {
-  it('loads every .lua file there, each named <name>-<numKeys>.lua', () => {
+describe('Lua scripts (src/redis/scripts, src/outbound/scripts)', () => {
+  it('loads every .lua file of each script folder, each named <name>-<numKeys>.lua', () => {
+    const files = SCRIPT_FOLDERS.flatMap(({ dir }) => luaFiles(dir)).sort();
     expect(Object.values(SCRIPTS).map((script) => script.file).sort()).toEqual(files);
+    for (const { dir, files: named } of SCRIPT_FOLDERS) expect(Object.values(named).sort()).toEqual(luaFiles(dir));
     for (const file of files) expect(file).toMatch(/^[a-z]+(-[a-z]+)*-\d+\.lua$/);
   });
 

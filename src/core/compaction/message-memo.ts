@@ -1,0 +1,42 @@
+import type { MinedFacts } from './fact-ledger.js';
+import type { MessageScan } from './facts.js';
+import type { ChatMessage } from '../messages.js';
+import type { EncodingName } from '../tokens.js';
+
+/**
+ * What the engine has derived from one message object: its token count, its fact scan and what
+ * they became. Filled lazily, one field per deriving module. Messages are treated as immutable,
+ * so a memo never goes stale.
+ */
+export interface MessageMemo {
+  /** Tokens the message costs in a request, framing included, in `tokensEncoding`. */
+  tokens: number;
+  /** The encoding `tokens` was counted in; undefined until counted. */
+  tokensEncoding: EncodingName | undefined;
+  /** The facts of its text and tool-call arguments (facts.ts). */
+  scan: MessageScan | undefined;
+  /** Its distinct facts, the strongest shapes first (facts.ts). */
+  facts: readonly string[] | undefined;
+  /** Its facts with their origin, as the ledger takes them (fact-ledger.ts). */
+  mined: MinedFacts | undefined;
+}
+
+// One entry per message, not one per module: inserting a fresh object into a WeakMap costs about as
+// much as scanning a short message for facts, and a never-seen history has thousands of them.
+const memos = new WeakMap<ChatMessage, MessageMemo>();
+
+/** The memo of a message object, created empty on first use. */
+export function memoOf(message: ChatMessage): MessageMemo {
+  let memo = memos.get(message);
+  if (memo === undefined) {
+    // Every field set at once: one object shape for every memo.
+    memo = { tokens: 0, tokensEncoding: undefined, scan: undefined, facts: undefined, mined: undefined };
+    memos.set(message, memo);
+  }
+  return memo;
+}
+
+/** The memo of a message object if it has one: a look that creates nothing. */
+export function peekMemo(message: ChatMessage): MessageMemo | undefined {
+  return memos.get(message);
+}
