@@ -12,7 +12,7 @@ export interface ApprovalDeps {
 }
 
 /**
- * Decides approval `id` of a session (once: src/redis/scripts/decide-approval-3.lua) and wakes its
+ * Decides approval `id` of a session (once: src/approvals/scripts/decide-approval-3.lua) and wakes its
  * turn: the decision enters the session's inbox as an event (`approval:<id>`, so a second press or
  * gateway adds nothing) and a turn job is made pending, so the turn resumes on any worker, in order
  * with the session's other work. An approval decided before is woken again too: that heals a

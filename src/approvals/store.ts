@@ -44,7 +44,7 @@ export interface ApprovalStore {
   read(sessionId: string, ids: readonly string[]): Promise<Array<ApprovalRecord | null>>;
   /** Every approval of the session, oldest first. */
   list(sessionId: string): Promise<ApprovalRecord[]>;
-  /** Decides one approval atomically (src/redis/scripts/decide-approval-3.lua). */
+  /** Decides one approval atomically (src/approvals/scripts/decide-approval-3.lua). */
   decide(sessionId: string, id: string, request: DecisionRequest): Promise<DecisionOutcome>;
   /** The session's "Always in this chat" grants, by tool name. */
   grants(sessionId: string): Promise<ApprovalGrant[]>;

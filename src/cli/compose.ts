@@ -44,6 +44,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     version: packageVersion(),
     streaming: config.streaming.enabled,
     streamEditIntervalMs: config.streaming.editIntervalMs,
+    approvalAdmins: config.approvals.admins,
   };
 }
 
@@ -69,6 +70,8 @@ export function workerOptions(config: Config): RunWorkerOptions {
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
     streaming: config.streaming.enabled,
+    toolApproval: config.approvals.rules,
+    approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
   };
 }
 

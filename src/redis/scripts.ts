@@ -40,11 +40,15 @@ const OUTBOUND_SCRIPT_FILES = {
   outboundDelay: 'outbound-delay-3.lua',
   outboundFail: 'outbound-fail-4.lua',
   outboundPromote: 'outbound-promote-3.lua',
+} as const;
+
+/** The approvals' scripts, in `src/approvals/scripts/`. */
+const APPROVAL_SCRIPT_FILES = {
   decideApproval: 'decide-approval-3.lua',
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES | keyof typeof APPROVAL_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -58,6 +62,7 @@ interface LoadedScript {
 export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<Record<ScriptName, string>>> }> = [
   { dir: new URL('./scripts/', import.meta.url), files: REDIS_SCRIPT_FILES },
   { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
+  { dir: new URL('../approvals/scripts/', import.meta.url), files: APPROVAL_SCRIPT_FILES },
 ];
 
 /** Every script, read once when this module is first imported. */

@@ -48,7 +48,7 @@ export interface TranscriptReset {
   atMs: number;
 }
 
-/** A decision on an asked tool call as recorded in the transcript (src/redis/scripts/decide-approval-3.lua writes it). */
+/** A decision on an asked tool call as recorded in the transcript (src/approvals/scripts/decide-approval-3.lua writes it). */
 export interface TranscriptApproval {
   type: 'approval';
   approvalId: string;
