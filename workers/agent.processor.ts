@@ -3,7 +3,7 @@ import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage, ToolCall } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import type { CompletionResult, LlmClient } from '../src/llm/client.js';
+import type { LlmClient } from '../src/llm/client.js';
 import { toLlmError } from '../src/llm/errors.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
@@ -29,6 +29,7 @@ import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './
 import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS, type ApprovalStore } from '../src/approvals/store.js';
 import { gateRound, type Gate } from './approval-gate.js';
+import type { CompletionResult } from '../src/llm/answer.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {

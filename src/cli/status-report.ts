@@ -5,7 +5,7 @@ import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue } from '../outbound/outbound-queue.js';
 import type { FailedReply, OutboundCounts } from '../outbound/outbound-shard.js';
-import { recordedShards } from '../queue/layout.js';
+import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -14,18 +14,7 @@ import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lea
 import { leasesCheck } from './status-leases.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
-
-/** How one part stands: `down` makes `chatgate status` exit 1; `warn` needs a look; `skip` could not be judged. */
-export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
-
-/** One line of `chatgate status`. */
-export interface StatusCheck {
-  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions';
-  status: StatusLevel;
-  detail: string;
-  /** What to do about it. */
-  fix?: string;
-}
+import type { StatusCheck } from './status-check.js';
 
 /** Counts of one queue: the turn queue's BullMQ counts (with `prioritized` and `completed`), the outbound streams' four. */
 export type QueueCounts = OutboundCounts & { prioritized?: number; completed?: number };

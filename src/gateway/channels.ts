@@ -28,7 +28,7 @@ export interface GatewayChannels {
 export interface ChannelsOptions {
   /** Runs the Telegram channel (long polling, or the webhook when `webhookUrl` is set). */
   telegram?: { token: string; apiRoot?: string; webhookUrl?: string; webhookSecret?: string };
-  /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `https://discord.com/api`). */
+  /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `DEFAULT_DISCORD_API_ROOT` of src/core/inbound.ts). */
   discord?: { token: string; apiRoot?: string };
   /** When the bot answers in groups and guild channels. Default `mention`. */
   groupTrigger?: 'mention' | 'always';
@@ -81,7 +81,9 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const { token, apiRoot } = options.discord;
     const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
     // With Redis, each connect catches up what was sent while no gateway was connected (a restart, a fail-over).
-    const discordDeps = { log: logger, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
+    // A gateway payload discord.js could not read is dropped (channels/discord/payload-guard.ts): counted here.
+    const onDroppedPayload = () => (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'discord', outcome: 'malformed' });
+    const discordDeps = { log: logger, onDroppedPayload, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
     list.push(leased(createDiscordChannel(discordDeps, discordOptions), token, () => createDiscordChannel(discordDeps, discordOptions)));
   }
   if (list.length === 0 || isLoopbackHost(options.host)) {

@@ -9,7 +9,8 @@ import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
-import { NOTHING_TO_STOP, retryTurn, stopTurn } from './turn-commands.js';
+import { NOTHING_TO_STOP, stopTurn } from '../turn-stop/stop-command.js';
+import { retryTurn } from './retry-turn.js';
 import { answerApprovalCommand, denyPending, isApprovalCommand } from './approval-commands.js';
 
 /** An unlisted user: told once a day in private chats, never in groups. */

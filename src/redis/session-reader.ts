@@ -7,7 +7,7 @@ import { toCompactionState } from '../core/compaction/compaction-state.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import {
   DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDecision, type SessionDetail, type SessionGrant, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
-} from '../session/view.js';
+} from '../core/session-view.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
 import { createSessionNotes } from './notes.js';
@@ -21,8 +21,8 @@ export interface RedisSessionViewOptions {
   /** Session key prefix. Default `cg:`. */
   keyPrefix?: string;
   /**
-   * Context window, tokens, of sessions whose meta records no limits (sessions remember the
-   * limits they ran with; only those written before they did use these defaults).
+   * Context window, tokens, of sessions whose meta records no limits yet: a worker records the
+   * limits it runs a session with at its first turn, so only sessions no turn ran for use these.
    */
   contextWindow: number;
   /** Output reserve of such sessions, tokens. Default 0. */

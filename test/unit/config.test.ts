@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, isLoopbackHost, loadConfig, renderConfigTable, renderEnvExample } from '../../src/config.js';
 import { estimateCostUsd, KNOWN_MODELS, lookupModel } from '../../src/core/models.js';
+import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { ConfigError } from '../../src/errors.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../../src/redis/heartbeats.js';
+import { DEFAULT_SEEN_TTL_SECONDS } from '../../src/redis/ingest.js';
+import { DEFAULT_TRANSCRIPT_RETENTION } from '../../src/redis/session-store.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -35,6 +39,7 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_THRESHOLD', 'half', '`CHATGATE_THRESHOLD` must be a number in (0, 1) (got half)'],
   ['CHATGATE_HYGIENE_THRESHOLD', '1', '`CHATGATE_HYGIENE_THRESHOLD` must be a number in (0, 1) (got 1)'],
   ['CHATGATE_HYGIENE_THRESHOLD', '0.4', '`CHATGATE_HYGIENE_THRESHOLD` must be greater than CHATGATE_THRESHOLD (0.5) (got 0.4)'],
+  ['CHATGATE_HTTP_HEADERS_TIMEOUT_MS', '70000', '`CHATGATE_HTTP_HEADERS_TIMEOUT_MS` must be at most CHATGATE_HTTP_REQUEST_TIMEOUT_MS (60000) (got 70000)'],
   ['CHATGATE_MAX_MODEL_CALLS', '0', '`CHATGATE_MAX_MODEL_CALLS` must be an integer in [1, 100] (got 0)'],
   ['CHATGATE_MAX_MODEL_CALLS', '2.5', '`CHATGATE_MAX_MODEL_CALLS` must be an integer in [1, 100] (got 2.5)'],
   ['CHATGATE_WORKER_CONCURRENCY', '1000', '`CHATGATE_WORKER_CONCURRENCY` must be an integer in [1, 256] (got 1000)'],
@@ -113,7 +118,7 @@ describe('loadConfig', () => {
       access: { allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
       approvals: { rules: [], timeoutSeconds: 600, admins: [] },
       attachments: { maxBytes: 10 * 1024 * 1024, ttlSeconds: 86_400, vision: undefined, transcribeModel: undefined },
-      http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true },
+      http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true, timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 } },
       stateDir: '.state',
       logLevel: 'info',
       logFormat: 'auto',
@@ -126,6 +131,16 @@ describe('loadConfig', () => {
       demoWordDelayMs: 25,
       configFile: undefined,
     });
+  });
+
+  it('takes each default from the component that owns it (written once)', () => {
+    const config = loadConfig({ TELEGRAM_BOT_TOKEN: '123456:ABC-DEF', DISCORD_BOT_TOKEN: 'x'.repeat(30) });
+    expect(config.telegram?.apiRoot).toBe(DEFAULT_TELEGRAM_API_ROOT);
+    expect(config.discord?.apiRoot).toBe(DEFAULT_DISCORD_API_ROOT);
+    expect(config.heartbeatTtlMs).toBe(DEFAULT_HEARTBEAT_TTL_MS);
+    expect(config.seenTtlSeconds).toBe(DEFAULT_SEEN_TTL_SECONDS);
+    // The session store's own default (a store built without the option) is the configuration's.
+    expect(config.transcriptMaxLen).toBe(DEFAULT_TRANSCRIPT_RETENTION);
   });
 
   it('returns a deeply frozen object', () => {
@@ -146,6 +161,7 @@ describe('loadConfig', () => {
       CHATGATE_MAX_MESSAGE_CHARS: '4000', CHATGATE_HTTP_HOST: '0.0.0.0', CHATGATE_HTTP_PORT: '0', CHATGATE_MONITOR_TOKEN: 'a-long-monitor-token-123',
       CHATGATE_STATE_DIR: '/var/lib/chatgate', CHATGATE_LOG_LEVEL: 'debug', CHATGATE_TRANSCRIPT_MAXLEN: '5000', CHATGATE_DEMO: 'no',
       DISCORD_API_ROOT: 'http://127.0.0.1:9000/api', CHATGATE_LOG_FORMAT: 'json', CHATGATE_HEARTBEAT_TTL_MS: '3000',
+      CHATGATE_HTTP_HEADERS_TIMEOUT_MS: '5000', CHATGATE_HTTP_REQUEST_TIMEOUT_MS: '120000', CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '2000',
     });
     expect(config.redis).toMatchObject({ url: 'rediss://:pw@redis.internal:6380/2', keyPrefix: '{cg}:', queuePrefix: '{cgq}' });
     expect(config.llm).toMatchObject({ model: 'ollama/llama3.1:8b', summaryModel: 'qwen2.5:3b', contextWindow: 131_072, pricing: undefined, maxModelCalls: 5, timeoutMs: 15_000 });
@@ -154,7 +170,7 @@ describe('loadConfig', () => {
     expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz', apiRoot: 'http://127.0.0.1:9000/api' });
     expect(config.groupMode).toBe('per-user');
     expect(config.access).toEqual({ allow: { telegram: ['12', '34'], discord: [], web: '*' }, rateLimitPerMinute: 60, maxMessageChars: 4000 });
-    expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false });
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false, timeouts: { headersTimeoutMs: 5000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 2000 } });
     expect(config).toMatchObject({ stateDir: '/var/lib/chatgate', logLevel: 'debug', logFormat: 'json', heartbeatTtlMs: 3000, transcriptMaxLen: 5000, demo: false });
   });
 

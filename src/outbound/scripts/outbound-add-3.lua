@@ -19,8 +19,9 @@
     0 - the id is known (marker present): nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundAdd: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundAdd')
+if not opts then return bad end
 local id, now, ttl, hold = opts['id'], tonumber(opts['nowMs']), tonumber(opts['markerTtlS']), tonumber(opts['holdMs'])
 if type(id) ~= 'string' or id == '' then return redis.error_reply('ERR outboundAdd: id must be a non-empty string') end
 if not now then return redis.error_reply('ERR outboundAdd: nowMs must be a number') end

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { toCompactionState, type ChatMessage } from '../../../src/index.js';
-import { bySalience, FactOrigin, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
+import { bySalience, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
 import { scanFacts } from '../../../src/core/compaction/facts.js';
 import { chained } from '../../helpers/compaction.js';
 import { chatHistory, prose } from '../../helpers/histories.js';
 import { vagueSummarizer } from '../../helpers/summarizers.js';
+import { FactOrigin } from '../../../src/core/compaction/compaction-types.js';
 
 const NOTES = { remember: 'remember', forget: 'forget' };
 const CLOCK = { factClock: 0, turnClock: 0, noteFacts: {} };
@@ -105,11 +106,15 @@ describe('salience', () => {
     expect(after.state.facts['LK-4471-ZZ'][2]).not.toBe(FactOrigin.note);
   });
 
-  it('migrates a version 1 ledger (fact → time) and trusts its summary block once', () => {
-    const state = toCompactionState({ version: 1, compactions: 2, facts: { 'ORD-48213-XK': 7, '2026-12-01T08:04:41.492Z': 9 }, factClock: 9 });
-    expect(state.version).toBe(2);
-    expect(state.facts['ORD-48213-XK']).toEqual([7, 0, FactOrigin.labelled, 0, 2]);
-    expect(state.facts['2026-12-01T08:04:41.492Z'][4]).toBe(0);
-    expect(state.summary).toEqual({ legacy: true });
+  it('refuses a stored state of another format version, naming what it found and what to do', () => {
+    for (const [stored, found] of [[{ version: 1, compactions: 2, facts: { 'ORD-48213-XK': 7 } }, '1'], [{ compactions: 2 }, 'none'], [{ version: 3 }, '3'], ['{}', 'none \\(a string\\)']] as const) {
+      expect(() => toCompactionState(stored)).toThrow(new RegExp(`^compaction state has format version ${found}; this chatgate reads version 2: run the chatgate version that wrote it$`));
+    }
+  });
+
+  it('reads a stored version 2 state, filling fields it lacks with fresh values', () => {
+    const state = toCompactionState({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] } });
+    expect(state).toMatchObject({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] }, summary: null, paused: false });
+    expect(toCompactionState(null)).toEqual(toCompactionState(undefined));
   });
 });
