@@ -45,11 +45,23 @@ export interface OutboundConsumerOptions {
   retry?: Partial<Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'jitterRatio'>>;
   /** The longest a blocked read waits before looking again, ms (also bounds how late `close` ends it). Default 1000. */
   blockMs?: number;
+  /**
+   * How long `close` waits for the deliveries running, ms. A delivery still running then is left
+   * behind: its reply stays claimed by this consumer, unrenewed, and a live gateway claims it after
+   * `lockDurationMs`. Default {@link DEFAULT_CLOSE_TIMEOUT_MS}.
+   */
+  closeTimeoutMs?: number;
 }
+
+/** Default of {@link OutboundConsumerOptions.closeTimeoutMs}, ms. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 
 /** A running consumer of one outbound shard. */
 export interface OutboundConsumer {
-  /** Stops reading (a blocked read ends at once), waits for the deliveries running, leaves the group. */
+  /**
+   * Stops reading (a blocked read ends at once), waits for the deliveries running — at most
+   * `closeTimeoutMs` — and leaves the group (unless a delivery was left behind). Never rejects.
+   */
   close(): Promise<void>;
 }
 
@@ -180,11 +192,27 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       // Ends a blocked read now rather than after its block.
       blocking.disconnect();
       await loop;
-      await Promise.all(held.values());
+      const timeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+      const finished = await settlesWithin(Promise.all(held.values()), timeoutMs);
       timers.stop();
+      if (!finished) {
+        log.warn({ replies: held.size, timeoutMs }, 'outbound consumer closed with deliveries still running; a live gateway claims their replies after the lock duration');
+        return;
+      }
       await shard.leave(consumer).catch((err: unknown) => log.debug({ err }, 'outbound consumer not removed from its group'));
     },
   };
+}
+
+/** Whether `work` (which never rejects) settles within `timeoutMs`. */
+async function settlesWithin(work: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+  try {
+    return await Promise.race([work.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `shard` whose settling operations (ack, delay, fail) first take the entry out of `claims`: a settled entry's claim is not renewed. */
