@@ -50,6 +50,16 @@ async function start(file: string, env: Record<string, string> = {}, approvalTim
   return tg.start({ handler: writer(file), tools: [writeFile], env, worker: approvalTimeoutMs ? { approvalTimeoutMs } : {} });
 }
 
+/** The Telegram message id of the question `id` (its sendMessage answer). */
+async function pollUntilMessageId(id: string): Promise<number> {
+  let found: number | undefined;
+  await pollUntil(() => {
+    for (const [key, text] of tg.telegram.messages) if (text.includes(`(${id})`)) found = Number(key.split(':')[1]);
+    return found !== undefined;
+  });
+  return found!;
+}
+
 /** Says `text`, waits for the approval question, and returns its id. */
 async function asked(text: string): Promise<string> {
   const question = await ask(text);
@@ -81,6 +91,25 @@ describe('approvals of tool calls (Telegram)', () => {
     expect(lines('a.txt')).toEqual(['hello file']);
     const decisions = (await readTranscript(s.t.redis, keys)).filter((e) => e.type === 'approval');
     expect(decisions).toEqual([expect.objectContaining({ approvalId: id, tool: 'write_file', decision: 'approved', via: 'user', by: { userId: '42', userName: 'Ada' } })]);
+  });
+
+  it('inline keyboard: Approve is answered, the question edited to show it, its buttons gone; a second press changes nothing', async () => {
+    await start('e.txt');
+    const id = await asked('press it');
+    const sent = tg.telegram.callsOf('sendMessage').at(-1)!;
+    expect(sent.params.reply_markup).toEqual({ inline_keyboard: [[
+      { text: 'Approve', callback_data: `/approve ${id}` }, { text: 'Always in this chat', callback_data: `/approve ${id} always` }, { text: 'Deny', callback_data: `/deny ${id}` },
+    ]] });
+    const messageId = await pollUntilMessageId(id);
+    tg.telegram.pushCallbackQuery({ messageId, data: `/approve ${id}` });
+    await tg.until(() => tg.sent().some((text) => text.startsWith('Done: wrote e.txt')));
+    expect(tg.telegram.callsOf('answerCallbackQuery')[0]!.params).toMatchObject({ text: `Approved by Ada: write_file (${id}).`, show_alert: false });
+    expect(tg.telegram.messageText(42, messageId)).toContain(`Approved by Ada: write_file (${id}).`);
+    expect(tg.telegram.markupOf(42, messageId)).toBeUndefined();
+    tg.telegram.pushCallbackQuery({ messageId, data: `/approve ${id}` });
+    await tg.until(() => tg.telegram.callsOf('answerCallbackQuery').length === 2);
+    expect(String(tg.telegram.callsOf('answerCallbackQuery')[1]!.params.text)).toMatch(/^Already decided/);
+    expect(lines('e.txt')).toEqual(['press it']);
   });
 
   it('/deny: the file is not written and the model is told', async () => {
