@@ -1,8 +1,8 @@
 import type { OutboundMessage } from '../core/inbound.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
-import type { Logger } from '../log.js';
+import { createOutageLog, type Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
-import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
+import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
 import { openOutboundShard, type OutboundEntry, type OutboundShard } from './outbound-shard.js';
 import type { Delivery } from './delivery.js';
@@ -133,14 +133,14 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   let closing = false;
   let slotFreed: (() => void) | undefined;
   // While Redis is away a read fails every second: one warning per 30 s, the rest at debug.
-  const readFailed = connectionErrorLogger(log, 'outbound read failed; retrying in a second');
+  const outage = createOutageLog(log);
 
   const take = (entry: OutboundEntry): void => {
     // Claimed back from ourselves after a missed renewal, or taken while closing (left for a live gateway's claim).
     if (held.has(entry.entryId) || closing) return;
     claims.add(entry.entryId);
     const run = handleEntry(ctx, entry)
-      .catch((err: unknown) => log.error({ err, entryId: entry.entryId }, 'outbound entry not settled; a live gateway claims it after the lock duration'))
+      .catch((err: unknown) => outage.error({ err, entryId: entry.entryId }, 'outbound entry not settled; a live gateway claims it after the lock duration'))
       .finally(() => {
         held.delete(entry.entryId);
         claims.delete(entry.entryId);
@@ -163,7 +163,7 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       return claimed.cursor;
     },
     promote: async () => (await shard.promote(Date.now(), 100)).nextDueMs,
-    onError: (err) => log.warn({ err }, 'outbound maintenance failed; it runs again at the next interval'),
+    onError: (err) => outage.warn({ err }, 'outbound maintenance failed; it runs again at the next interval'),
   });
   const loop = (async () => {
     let grouped = false;
@@ -176,10 +176,11 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
           continue;
         }
         (await shard.read(blocking, consumer, free(), options.blockMs ?? 1000)).forEach(take);
+        outage.available();
       } catch (err) {
         if (closing) break;
         if (String((err as Error).message).startsWith('NOGROUP')) grouped = false;
-        readFailed(err as Error);
+        outage.error({ err }, 'outbound read failed; retrying in a second');
         await new Promise((resolve) => setTimeout(resolve, 1000).unref());
       }
     }
