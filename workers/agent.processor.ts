@@ -25,7 +25,7 @@ import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
-import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
+import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './live-reply-publisher.js';
 import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS, type ApprovalStore } from '../src/approvals/store.js';
 import { gateRound, type Gate } from './approval-gate.js';

@@ -20,7 +20,7 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget,
 import { downloadTelegramFile } from './files.js';
 import { handleButtonPress } from './buttons.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
-import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './stream.js';
+import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './live-reply.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
 import { createPollHealth, type PollHealth } from './poll-health.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';
