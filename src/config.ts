@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { isLoopbackHost } from './monitor/hosts.js';
 import type { AllowList } from './core/inbound.js';
+import type { ApprovalRule } from './core/approval.js';
 import { DEMO_MODEL, lookupModel, type ModelPricing } from './core/models.js';
 import { ConfigError } from './errors.js';
 import { OPTION_SPECS, type OptionSpec } from './config-options.js';
@@ -90,6 +91,15 @@ export interface Config {
     allow: { telegram: AllowList; discord: AllowList; web: AllowList };
     rateLimitPerMinute: number;
     maxMessageChars: number;
+  };
+  /** Approvals of tool calls. */
+  approvals: {
+    /** CHATGATE_TOOL_APPROVAL: the operator's rules, first match decides. */
+    rules: readonly ApprovalRule[];
+    /** CHATGATE_APPROVAL_TIMEOUT_SECONDS. */
+    timeoutSeconds: number;
+    /** CHATGATE_APPROVAL_ADMINS, as `<channel>:<user id>`. */
+    admins: readonly string[];
   };
   attachments: {
     /** Largest file accepted, bytes. */
@@ -295,6 +305,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
       maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
     },
+    approvals: { rules: (v.CHATGATE_TOOL_APPROVAL as ApprovalRule[] | undefined) ?? [], timeoutSeconds: n('CHATGATE_APPROVAL_TIMEOUT_SECONDS'), admins: (v.CHATGATE_APPROVAL_ADMINS as string[] | undefined) ?? [] },
     attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
     http: {
       host, port: n('CHATGATE_HTTP_PORT'), workerPort: v.CHATGATE_WORKER_HTTP_PORT as number | undefined, monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),

@@ -14,6 +14,7 @@ import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
+import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { startTurnStops } from './turn-stop.js';
@@ -60,14 +61,15 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
-    compactionNotice: o.compactionNotice,
+    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs,
   };
   const stopSubscriber = duplicateRedis(redis);
   stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o),
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
   };
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
@@ -103,7 +105,7 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
   });
-  const tools = new ToolRegistry(BUILTIN_TOOLS);
+  const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);
   return { llm, compressor, tools };
 }

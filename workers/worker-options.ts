@@ -10,6 +10,7 @@ import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
 import { DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
+import type { ApprovalRule } from '../src/core/approval.js';
 
 /** The collaborators of `runWorker`. */
 export interface WorkerDeps {
@@ -77,6 +78,13 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   liveReplies?: boolean;
   /** Least time between two partial updates of one reply, ms. Default 250. */
   liveReplyPublishIntervalMs?: number;
+  /**
+   * The operator's approval rules (`CHATGATE_TOOL_APPROVAL`), ahead of each tool's own `approval`:
+   * the first whose pattern matches a tool's name decides `auto`, `ask` or `deny`. Default none.
+   */
+  toolApproval?: readonly ApprovalRule[];
+  /** How long a call the user is asked about waits for a decision, ms (then it expires and does not run). Default 600 000. */
+  approvalTimeoutMs?: number;
 }
 
 /** The options `runWorker` fills in when they are not given. */
@@ -119,6 +127,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   transcriptRetention: { integer: true, min: 0 },
   heartbeatTtlMs: { integer: true, min: 300 },
   liveReplyPublishIntervalMs: { integer: true, min: 0 },
+  approvalTimeoutMs: { integer: true, min: 1000 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

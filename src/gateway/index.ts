@@ -32,6 +32,8 @@ import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-health.js';
 import { startPendingSweeper } from './sweeper.js';
+import { createApprovalStore } from '../approvals/store.js';
+import { startApprovalExpiry } from '../approvals/expiry.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
@@ -137,6 +139,9 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
+  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
+  const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
+  closers.push(async () => expiry.stop());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
@@ -156,7 +161,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });

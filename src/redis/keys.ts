@@ -32,6 +32,10 @@ export interface SessionKeys {
   steps: string;
   /** String: a `/stop` request for the running turn (its lease's fencing token, or `queued`); short TTL. */
   stop: string;
+  /** Hash: approval id → the asked tool call and its decision (JSON, versioned; src/approvals). */
+  approvals: string;
+  /** Hash: tool name → the "Always in this chat" grant (JSON); emptied by `/new`. */
+  grants: string;
 }
 
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
@@ -50,6 +54,8 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
     failed: `${base}failed`,
     steps: `${base}steps`,
     stop: `${base}stop`,
+    approvals: `${base}approvals`,
+    grants: `${base}grants`,
   };
 }
 
@@ -59,6 +65,14 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
  */
 export function sessionIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}sessions`;
+}
+
+/**
+ * Sorted set of pending approvals (`<approval id>@<session id>`) scored by when they expire (ms);
+ * the gateway expires the due ones. Its own slot, like the session index.
+ */
+export function approvalsDueKey(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}approvals-due`;
 }
 
 /** Pub/sub channel of turn signals (typing, turn started/ended) for the gateway. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ToolApproval } from '../../src/core/approval.js';
 import type { ToolSchema } from '../../src/llm/client.js';
 import type { StoredTranscriptEntry } from '../../src/redis/transcript.js';
 
@@ -44,6 +45,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * again and the model is told so. Default false: a call without a recorded result runs again.
    */
   sideEffects?: boolean;
+  /**
+   * Whether a call needs the user's approval: `auto` runs it, `ask` asks the user in the chat first
+   * (Approve / Always in this chat / Deny), `deny` never offers the tool to the model. Default `auto`;
+   * the operator's `CHATGATE_TOOL_APPROVAL` rules override it.
+   */
+  approval?: ToolApproval;
   /** Runs the tool; a string is sent as is, anything else as JSON. Throwing becomes an error result. */
   run(args: z.infer<S>, context: ToolContext): Promise<unknown> | unknown;
 }
