@@ -11,7 +11,7 @@ export interface OptionSpec {
   /** Environment variable (also the key in the `CHATGATE_CONFIG` JSON file). */
   env: string;
   /** Section of the README table and of `.env.example`. */
-  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'HTTP and monitor' | 'Runtime';
+  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'Tools' | 'HTTP and monitor' | 'Runtime';
   /** Parses the trimmed string value. */
   schema: z.ZodType<unknown, string>;
   /** What a valid value is, completing "`ENV` must be …". */
@@ -121,6 +121,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_ATTACHMENT_TTL_SECONDS', group: 'Attachments', schema: integer((n) => n.min(60).max(30 * 86_400)), rule: 'an integer in [60, 2592000]', default: String(G.attachmentTtlSeconds), unit: 's', doc: 'How long the bytes of a file stay in Redis (the model sees an image again while they do; later it is a placeholder).' },
   { env: 'CHATGATE_VISION', group: 'Attachments', schema: boolean, rule: 'true or false', doc: 'Whether the model accepts images. Default: from the table of known vision models (gpt-4o*, gpt-4.1*, gpt-5*, claude-*, gemini-*, llava, qwen*-vl …).' },
   { env: 'CHATGATE_TRANSCRIBE_MODEL', group: 'Attachments', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Model of the endpoint\'s /audio/transcriptions (e.g. whisper-1, gpt-4o-mini-transcribe) for voice messages and audio files. Unset: transcription is off and the user is told so.' },
+  { env: 'CHATGATE_MCP_CONFIG', group: 'Tools', schema: text, rule: 'a file path', doc: 'JSON file of MCP servers whose tools the agent gets (`{"mcpServers": {...}}`, the Claude Desktop / Cursor shape; see docs/operating.md). Unset: `chatgate.mcp.json` in the working directory if it exists, else none.' },
   { env: 'CHATGATE_HTTP_HOST', group: 'HTTP and monitor', schema: text, rule: 'a host name or IP address', default: G.host, doc: 'Address of the HTTP server (web chat, monitor, dashboard).' },
   { env: 'CHATGATE_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', default: String(G.port), doc: 'Port of the HTTP server (0: any free port).' },
   { env: 'CHATGATE_MONITOR_TOKEN', group: 'HTTP and monitor', schema: z.string().regex(/^\S{16,}$/), rule: 'at least 16 characters without spaces', secret: true, doc: 'Token of the monitor (dashboard, API, metrics), of the web chat off loopback and of the workers\' /metrics; required when CHATGATE_HTTP_HOST is not loopback.' },

@@ -124,6 +124,7 @@ describe('loadConfig', () => {
       demo: false,
       demoWordDelayMs: 25,
       configFile: undefined,
+      mcp: { servers: [] },
     });
   });
 
