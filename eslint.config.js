@@ -75,4 +75,16 @@ export default tseslint.config(
       'no-restricted-globals': ['error', 'process', 'setTimeout', 'setInterval', 'fetch'],
     },
   },
+  {
+    // The compaction engine (src/core/compaction/): pure like the rest of core; it imports core and itself only.
+    files: ['src/core/compaction/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
+          { group: ['../../*', '!../../core/*'], message: 'src/core imports only src/core' },
+        ],
+      }],
+    },
+  },
 );

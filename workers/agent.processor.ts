@@ -1,4 +1,4 @@
-import type { ContextCompressor } from '../src/core/compressor.js';
+import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
@@ -24,7 +24,7 @@ import { deadLetterTurn } from './dead-letter.js';
 import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
-import { automaticCompactionNotice } from '../src/core/compaction-text.js';
+import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
 
 /** What the tool loop needs. */

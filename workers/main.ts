@@ -1,5 +1,5 @@
 import { Worker } from 'bullmq';
-import { ContextCompressor } from '../src/core/compressor.js';
+import { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';

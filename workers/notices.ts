@@ -1,5 +1,5 @@
 import type { LlmError } from '../src/errors.js';
-import { PAUSED_SENTENCE } from '../src/core/compaction-text.js';
+import { PAUSED_SENTENCE } from '../src/core/compaction/compaction-text.js';
 import { countOf } from '../src/core/plural.js';
 import { isTimeout } from '../src/llm/errors.js';
 

@@ -3,7 +3,7 @@ import type { Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
 import type { QueueNames } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/hygiene.js';
+import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/compaction/hygiene.js';
 import { numberIssues, type NumberRule } from '../src/core/option-checks.js';
 import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';

@@ -1,4 +1,4 @@
-import type { CompactionOutcome } from './compaction-types.js';
+import type { CompactionOutcome } from './compaction/compaction-types.js';
 
 /**
  * The figures every surface shows about a session's context (chat commands, CLI, API, dashboard),

@@ -1,6 +1,6 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './messages.js';
-import { memoOf, peekMemo } from './message-memo.js';
+import { memoOf, peekMemo } from './compaction/message-memo.js';
 import { headEnd } from './text.js';
 
 /** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */

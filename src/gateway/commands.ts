@@ -1,6 +1,6 @@
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT, START_TEXT } from '../core/commands.js';
-import { describeCompaction } from '../core/compaction-text.js';
+import { describeCompaction } from '../core/compaction/compaction-text.js';
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';

@@ -1,6 +1,6 @@
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
-import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
+import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import { numberIssues, type NumberRule } from '../core/option-checks.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';

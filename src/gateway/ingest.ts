@@ -16,7 +16,7 @@ import type { AttachmentIngest } from './attachments.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { retryTurn, stopTurn } from './turn-commands.js';
 import type { RetryPort } from '../session/retry.js';
-import { automaticCompactionNotice } from '../core/compaction-text.js';
+import { automaticCompactionNotice } from '../core/compaction/compaction-text.js';
 import { countOf } from '../core/plural.js';
 
 export type { AllowList };

@@ -1,4 +1,4 @@
-import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction-types.js';
+import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageText } from '../core/messages.js';
 import { headEnd, tailStart } from '../core/text.js';

@@ -2,9 +2,9 @@ import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
 import { stripUndefined } from '../core/objects.js';
 import { cacheShareOf, contextFigures, usableWindowOf, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
-import { findSummary as findEngineSummary } from '../core/summary-block.js';
-import { toCompactionState } from '../core/compaction-state.js';
-import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/hygiene.js';
+import { findSummary as findEngineSummary } from '../core/compaction/summary-block.js';
+import { toCompactionState } from '../core/compaction/compaction-state.js';
+import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import {
   DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
 } from '../session/view.js';

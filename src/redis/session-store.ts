@@ -1,4 +1,4 @@
-import type { CompactionState } from '../core/compaction-types.js';
+import type { CompactionState } from '../core/compaction/compaction-types.js';
 import type { OutboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { SessionLimits } from '../core/session-figures.js';

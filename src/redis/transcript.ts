@@ -1,4 +1,4 @@
-import type { CompactionOutcome } from '../core/compaction-types.js';
+import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { CompactionLayer } from '../core/session-figures.js';
 import { messageText } from '../core/messages.js';

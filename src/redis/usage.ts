@@ -1,4 +1,4 @@
-import type { CompactionOutcome } from '../core/compaction-types.js';
+import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { CompactionLayer } from '../core/session-figures.js';
 import { estimateCostUsd, lookupModel, type ModelPricing } from '../core/models.js';
 import type { RedisClient } from './client.js';

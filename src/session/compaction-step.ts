@@ -1,5 +1,5 @@
-import type { ContextCompressor } from '../core/compressor.js';
-import type { CompactionResult } from '../core/compaction-types.js';
+import type { ContextCompressor } from '../core/compaction/compressor.js';
+import type { CompactionResult } from '../core/compaction/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { CompactionLayer } from '../core/session-figures.js';
 import type { Logger } from '../log.js';

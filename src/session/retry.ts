@@ -7,7 +7,7 @@
 import type { AttachmentRef } from '../core/attachments.js';
 import type { StoredAttachment } from '../core/inbound.js';
 import { lastExchange, lastExchangeImages } from '../core/last-exchange.js';
-import { findSummary } from '../core/summary-block.js';
+import { findSummary } from '../core/compaction/summary-block.js';
 import type { Logger } from '../log.js';
 import { storedAttachments } from '../redis/attachments.js';
 import type { RedisClient } from '../redis/client.js';

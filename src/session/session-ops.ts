@@ -1,9 +1,9 @@
-import { ContextCompressor } from '../core/compressor.js';
+import { ContextCompressor } from '../core/compaction/compressor.js';
 import { createLlmClient } from '../llm/client.js';
 import { createSummarizer } from '../llm/summarizer.js';
-import type { CompactionResult } from '../core/compaction-types.js';
-import { createCompactionState } from '../core/compaction-state.js';
-import { decideHygiene } from '../core/hygiene.js';
+import type { CompactionResult } from '../core/compaction/compaction-types.js';
+import { createCompactionState } from '../core/compaction/compaction-state.js';
+import { decideHygiene } from '../core/compaction/hygiene.js';
 import type { InboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
 import { messageTokens } from '../core/tokens.js';

@@ -1,5 +1,5 @@
-import type { CompactionState } from '../core/compaction-types.js';
-import { toCompactionState } from '../core/compaction-state.js';
+import type { CompactionState } from '../core/compaction/compaction-types.js';
+import { toCompactionState } from '../core/compaction/compaction-state.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { CommitChange, MetaUpdate, SessionMeta, SessionSnapshot, SessionStore, StoredEntry } from '../redis/session-store.js';
 import { requestTokens } from '../redis/session-store.js';

@@ -1,4 +1,4 @@
-import type { CompactionOutcome } from '../core/compaction-types.js';
+import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { ChannelName } from '../core/inbound.js';
 import type { CompactionLayer, ContextFigures, SessionLimits } from '../core/session-figures.js';
 

@@ -1,5 +1,5 @@
 import type { ChatMessage, Summarizer, SummaryRequest } from '../../src/index.js';
-import type { SummaryOutput } from '../../src/core/compaction-types.js';
+import type { SummaryOutput } from '../../src/core/compaction/compaction-types.js';
 import { messageText } from '../../src/core/messages.js';
 
 /** A summariser that records its requests and answers with `answer(request)`. */

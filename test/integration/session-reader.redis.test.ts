@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCompactionState } from '../../src/core/compaction-state.js';
+import { createCompactionState } from '../../src/core/compaction/compaction-state.js';
 import type { ChatMessage } from '../../src/core/messages.js';
-import { renderPinned, renderSummaryBlock, summaryRecordOf } from '../../src/core/summary-block.js';
+import { renderPinned, renderSummaryBlock, summaryRecordOf } from '../../src/core/compaction/summary-block.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionNotes } from '../../src/redis/notes.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';

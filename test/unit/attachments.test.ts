@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attachmentUrl, cleanFileName, imagePlaceholder, parseAttachmentUrl, placeholderOlderImages, readableKindOf, sniffImageType, tooLargeReply, unsupportedAttachmentReply } from '../../src/core/attachments.js';
-import { ContextCompressor } from '../../src/core/compressor.js';
-import { factsOfMessage } from '../../src/core/facts.js';
+import { ContextCompressor } from '../../src/core/compaction/compressor.js';
+import { factsOfMessage } from '../../src/core/compaction/facts.js';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { supportsVision } from '../../src/core/models.js';
 import { countMessageTokens, IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS } from '../../src/core/tokens.js';

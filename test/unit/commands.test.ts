@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { COMMAND_MENU, HELP_TEXT, parseCommand, START_TEXT } from '../../src/core/commands.js';
-import { automaticCompactionNotice, describeCompaction } from '../../src/core/compaction-text.js';
+import { automaticCompactionNotice, describeCompaction } from '../../src/core/compaction/compaction-text.js';
 import { lastExchange } from '../../src/core/last-exchange.js';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { countOf } from '../../src/core/plural.js';

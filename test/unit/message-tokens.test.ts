@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage } from '../../src/core/messages.js';
-import { summaryTargetCeiling, summaryTargetTokens } from '../../src/core/summary-block.js';
+import { summaryTargetCeiling, summaryTargetTokens } from '../../src/core/compaction/summary-block.js';
 
 // The loader is process state and files share their worker: fresh copies of the token modules.
 vi.resetModules();

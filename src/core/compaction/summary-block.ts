@@ -1,6 +1,6 @@
-import { countTextTokens } from './tokens.js';
-import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from './messages.js';
-import { headEnd, toWellFormedText } from './text.js';
+import { countTextTokens } from '../tokens.js';
+import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from '../messages.js';
+import { headEnd, toWellFormedText } from '../text.js';
 
 /** First line of every summary block chatgate writes. */
 export const SUMMARY_PREFIX =

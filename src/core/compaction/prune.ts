@@ -1,5 +1,5 @@
 import { extractFacts, factsOfMessage } from './facts.js';
-import { hasToolCalls, isChatgateText, type ChatMessage, type ToolCall } from './messages.js';
+import { hasToolCalls, isChatgateText, type ChatMessage, type ToolCall } from '../messages.js';
 
 /** Tool results longer than this (characters) are pruned to a one-line description. */
 export const PRUNE_MIN_CHARS = 200;

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ContextCompressor, createCompactionState, type ChatMessage, type CompactionState } from '../../src/index.js';
-import { messageText } from '../../src/core/messages.js';
-import { PINNED_HEADING, SUMMARY_END, SUMMARY_PREFIX } from '../../src/core/summary-block.js';
-import { chained } from '../helpers/compaction.js';
-import { chatHistory, prose, toolHistory } from '../helpers/histories.js';
-import { lossySummarizer, recordingSummarizer, vagueSummarizer } from '../helpers/summarizers.js';
+import { ContextCompressor, createCompactionState, type ChatMessage, type CompactionState } from '../../../src/index.js';
+import { messageText } from '../../../src/core/messages.js';
+import { PINNED_HEADING, SUMMARY_END, SUMMARY_PREFIX } from '../../../src/core/compaction/summary-block.js';
+import { chained } from '../../helpers/compaction.js';
+import { chatHistory, prose, toolHistory } from '../../helpers/histories.js';
+import { lossySummarizer, recordingSummarizer, vagueSummarizer } from '../../helpers/summarizers.js';
 
 const WINDOW = 16_000;
 const PLANTED = ['ORD-48213-XK', 'INV-2024-001', '#4471', '5550123456', '/srv/app/config.yaml', 'https://status.example.com/incidents/77', 'ops@example.com', '$1,299.00', '2025-03-14', 'TRK-99812-QZ'];
@@ -153,7 +153,7 @@ describe('ContextCompressor and malformed text', () => {
 
 describe('ContextCompressor memory (property)', () => {
   it('keeps every salient fact in the request, or counts it as left out of the pinned section', async () => {
-    const { salienceOf, LOW_SALIENCE } = await import('../../src/core/fact-ledger.js');
+    const { salienceOf, LOW_SALIENCE } = await import('../../../src/core/compaction/fact-ledger.js');
     const turn = fc.record({
       words: fc.integer({ min: 3, max: 300 }),
       id: fc.option(fc.integer({ min: 10_000, max: 99_999 }), { nil: null }),

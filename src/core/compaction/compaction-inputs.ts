@@ -2,8 +2,8 @@ import type { CompactionState } from './compaction-types.js';
 import { isSummaryAck } from './assemble.js';
 import { mineMessages, minedFactsOf, orderBySalience, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
-import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from './messages.js';
-import { countTextTokens } from './tokens.js';
+import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
+import { countTextTokens } from '../tokens.js';
 import { cutChars, hashText, type LocatedSummary } from './summary-block.js';
 import type { Layout } from './layout.js';
 

@@ -1,4 +1,4 @@
-import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from './messages.js';
+import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from '../messages.js';
 
 /** The assistant's acknowledgement of a summary, when a user message follows it. */
 export const SUMMARY_ACK = `${CHATGATE_MARK}summary acknowledged] Understood. I will continue from the summary above.`;

@@ -1,5 +1,5 @@
-import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, type ChatMessage } from './messages.js';
-import { messageTokens } from './tokens.js';
+import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, type ChatMessage } from '../messages.js';
+import { messageTokens } from '../tokens.js';
 import { trimToolResult } from './prune.js';
 import { factsOfMessage } from './facts.js';
 

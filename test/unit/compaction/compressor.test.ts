@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { APIConnectionError } from 'openai';
-import { ContextCompressor, countMessageTokens, sanitizeToolPairs, type ChatMessage } from '../../src/index.js';
-import { alternates } from '../../src/core/assemble.js';
-import { messageText } from '../../src/core/messages.js';
-import { SUMMARY_PREFIX } from '../../src/core/summary-block.js';
-import { chatHistory, prose, toolHistory } from '../helpers/histories.js';
-import { chained } from '../helpers/compaction.js';
-import { failingSummarizer, recordingSummarizer, vagueSummarizer } from '../helpers/summarizers.js';
+import { ContextCompressor, countMessageTokens, sanitizeToolPairs, type ChatMessage } from '../../../src/index.js';
+import { alternates } from '../../../src/core/compaction/assemble.js';
+import { messageText } from '../../../src/core/messages.js';
+import { SUMMARY_PREFIX } from '../../../src/core/compaction/summary-block.js';
+import { chatHistory, prose, toolHistory } from '../../helpers/histories.js';
+import { chained } from '../../helpers/compaction.js';
+import { failingSummarizer, recordingSummarizer, vagueSummarizer } from '../../helpers/summarizers.js';
 
 const WINDOW = 16_000;
 

@@ -1,6 +1,6 @@
 import type { CompactionOutcome } from './compaction-types.js';
-import { countOf } from './plural.js';
-import { formatTokens } from './session-figures.js';
+import { countOf } from '../plural.js';
+import { formatTokens } from '../session-figures.js';
 
 /** What a compaction answer is built from (a `CompactionResult`'s figures). */
 export interface CompactionSummaryInput {

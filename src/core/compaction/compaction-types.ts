@@ -1,4 +1,4 @@
-import type { ChatMessage } from './messages.js';
+import type { ChatMessage } from '../messages.js';
 import type { FactLedger } from './fact-ledger.js';
 
 /** What the summariser is asked to do for one compaction. */

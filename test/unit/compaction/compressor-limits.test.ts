@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { countMessageTokens, type ChatMessage } from '../../src/index.js';
-import { messageText } from '../../src/core/messages.js';
-import { chatHistory, prose, toolHistory } from '../helpers/histories.js';
-import { chained } from '../helpers/compaction.js';
-import { faithfulSummarizer, lossySummarizer, recordingSummarizer, vagueSummarizer } from '../helpers/summarizers.js';
+import { countMessageTokens, type ChatMessage } from '../../../src/index.js';
+import { messageText } from '../../../src/core/messages.js';
+import { chatHistory, prose, toolHistory } from '../../helpers/histories.js';
+import { chained } from '../../helpers/compaction.js';
+import { faithfulSummarizer, lossySummarizer, recordingSummarizer, vagueSummarizer } from '../../helpers/summarizers.js';
 
 const WINDOW = 16_000;
 const PLANTED = ['ORD-48213-XK', 'INV-2024-001', '#4471', '5550123456', '/srv/app/config.yaml', 'https://status.example.com/incidents/77', 'ops@example.com', '$1,299.00', '2025-03-14', 'TRK-99812-QZ'];

@@ -1,7 +1,7 @@
 import type { MinedFacts } from './fact-ledger.js';
 import type { MessageScan } from './facts.js';
-import type { ChatMessage } from './messages.js';
-import type { EncodingName } from './tokens.js';
+import type { ChatMessage } from '../messages.js';
+import type { EncodingName } from '../tokens.js';
 
 /**
  * What the engine has derived from one message object: its token count, its fact scan and what

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { countMessageTokens, countTextTokens, decideHygiene } from '../../src/index.js';
-import { encodingForModel } from '../../src/core/tokens.js';
+import { countMessageTokens, countTextTokens, decideHygiene } from '../../../src/index.js';
+import { encodingForModel } from '../../../src/core/tokens.js';
 
 describe('decideHygiene', () => {
   it.each([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { extractFacts } from '../../src/index.js';
-import { mineMessages } from '../../src/core/fact-ledger.js';
-import { describeToolResult } from '../../src/core/prune.js';
+import { extractFacts } from '../../../src/index.js';
+import { mineMessages } from '../../../src/core/compaction/fact-ledger.js';
+import { describeToolResult } from '../../../src/core/compaction/prune.js';
 
 describe('extractFacts', () => {
   it.each([

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ContextCompressor, countMessageTokens, sanitizeToolPairs, type ChatMessage, type Summarizer } from '../../src/index.js';
-import { alternates } from '../../src/core/assemble.js';
-import { lastUserIndex } from '../../src/core/messages.js';
+import { ContextCompressor, countMessageTokens, sanitizeToolPairs, type ChatMessage, type Summarizer } from '../../../src/index.js';
+import { alternates } from '../../../src/core/compaction/assemble.js';
+import { lastUserIndex } from '../../../src/core/messages.js';
 
 const RUNS = 1000;
 const WINDOW = 6_000;

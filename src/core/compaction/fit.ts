@@ -1,8 +1,8 @@
 import { sanitizeToolPairs, placeSummary } from './assemble.js';
-import { groupEnd, type ChatMessage } from './messages.js';
+import { groupEnd, type ChatMessage } from '../messages.js';
 import { trimToolResult } from './prune.js';
 import { renderPinned, renderSummaryBlock, cutToTokens } from './summary-block.js';
-import { countMessageTokens, countTextTokens } from './tokens.js';
+import { countMessageTokens, countTextTokens } from '../tokens.js';
 
 const rendered = new WeakMap<Draft, ChatMessage[]>();
 

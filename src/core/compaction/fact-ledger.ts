@@ -1,6 +1,6 @@
 import { scanFacts, scanMessage, type FoundFact, type ShapeStrength } from './facts.js';
 import { memoOf } from './message-memo.js';
-import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from './messages.js';
+import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
 
 /** Most facts a ledger keeps; beyond this the least salient (then least recently seen) are forgotten. */
 export const MAX_LEDGER_FACTS = 2000;

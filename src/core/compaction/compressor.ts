@@ -5,15 +5,15 @@ import type { NoteTools } from './fact-ledger.js';
 import { factsOfMessage, presentFacts } from './facts.js';
 import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
 import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layout.js';
-import { type ChatMessage } from './messages.js';
+import { type ChatMessage } from '../messages.js';
 import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens, countMessageTokensUpTo } from './tokens.js';
-import { stripUndefined } from './objects.js';
+import { countMessageTokens, countMessageTokensUpTo } from '../tokens.js';
+import { stripUndefined } from '../objects.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
-import { placeholderOlderImages } from './attachments.js';
+import { placeholderOlderImages } from '../attachments.js';
 
 /** Options of {@link ContextCompressor}. */
 export interface CompressorOptions {

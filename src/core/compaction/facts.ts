@@ -1,5 +1,5 @@
 import { memoOf } from './message-memo.js';
-import { messageText, type ChatMessage } from './messages.js';
+import { messageText, type ChatMessage } from '../messages.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
 // narrower ones (ids, numbers) so that a URL's digits are not mined again as a number.
