@@ -9,6 +9,7 @@ import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
+import type { McpServerConfig } from './tools/mcp/config.js';
 import { DEFAULT_STREAM_PUBLISH_INTERVAL_MS } from './stream-publisher.js';
 
 /** The collaborators of `runWorker`. */
@@ -77,6 +78,11 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   streaming?: boolean;
   /** Least time between two partial updates of one reply, ms. Default 250. */
   streamPublishIntervalMs?: number;
+  /**
+   * MCP servers whose tools the agent gets (workers/tools/mcp): the worker connects to each at
+   * start (waiting for each first attempt, at most its `connectTimeoutMs`) and stops its stdio servers on `close()`. Default none.
+   */
+  mcpServers?: readonly McpServerConfig[];
 }
 
 /** The options `runWorker` fills in when they are not given. */

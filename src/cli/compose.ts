@@ -69,6 +69,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
     streaming: config.streaming.enabled,
+    mcpServers: config.mcp.servers,
   };
 }
 

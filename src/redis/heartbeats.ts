@@ -20,6 +20,22 @@ export interface WorkerBeat {
   turnsFailed: number;
   /** Its last model call: when (ms since epoch) and how it ended (`ok` or the `LlmError` kind). */
   lastModelCall?: { at: number; outcome: string };
+  /** The MCP servers it connects to (workers/tools/mcp), in configuration order; absent without any. */
+  mcp?: McpServerBeat[];
+}
+
+/** One MCP server as one worker sees it. */
+export interface McpServerBeat {
+  /** Its name in the MCP configuration. */
+  name: string;
+  transport: 'stdio' | 'http' | 'sse';
+  /** `connecting` (first attempt), `connected`, `reconnecting` (it failed; the next attempt is scheduled), `disabled`. */
+  state: 'connecting' | 'connected' | 'reconnecting' | 'disabled';
+  /** Tools it offers the agent (after the allow and deny lists). */
+  tools: number;
+  /** What last went wrong with it, in one line (never a secret), and when (ms since epoch). */
+  lastError?: string;
+  lastErrorAtMs?: number;
 }
 
 /**
