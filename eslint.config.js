@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'llm', 'session', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -22,7 +22,7 @@ function boundary(files, allowed, { channels = false, workers = false, extra = [
     ...forbidden.map((name) => ({ regex: src(name), message: `${files[0]} may not import src/${name} (see the folder's README)` })),
     ...extra,
   ];
-  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway and the composition root import channels/ (channels/README.md)` });
+  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway, src/outbound and the composition root import channels/ (channels/README.md)` });
   if (!workers) patterns.push({ regex: '^(\\.\\./)+workers/', message: `only the composition root (src/cli) imports workers/ (workers/README.md)` });
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
@@ -48,19 +48,29 @@ export default tseslint.config(
   },
   // Boundaries, one block per folder, as each README says (src/cli, src/cli.ts, src/index.ts, test/, bench/ are free).
   boundary(['src/errors.ts', 'src/log.ts', 'src/metrics.ts'], ['core']),
-  boundary(['channels/*.ts', 'channels/discord/**/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
-  boundary(['channels/web/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
+  boundary(['channels/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
+  boundary(['channels/discord/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
     channels: true,
-    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js|scripts\\.js)', message: 'the web chat uses only src/redis/client, keys and scripts (channels/README.md)' }],
+    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js)', message: 'the Discord channel uses only src/redis/client and keys, for its catch-up cursors (channels/README.md)' }],
+  }),
+  boundary(['channels/web/**/*.ts'], ['core', 'errors', 'log', 'redis', 'monitor'], {
+    channels: true,
+    extra: [
+      { regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js|scripts\\.js)', message: 'the web chat uses only src/redis/client, keys and scripts (channels/README.md)' },
+      { regex: '^(\\.\\./)+(src/)?monitor/(?!request-origin\\.js)', message: 'the web chat uses only src/monitor/request-origin (channels/README.md)' },
+    ],
   }),
   // src/redis implements the session read model (src/session/view.ts): of src/session it imports only that port.
   boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log', 'session'], { extra: [VIEW_ONLY('src/redis')] }),
-  boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  // The shard layout counts the reply streams' replies before a shard count changes.
+  boundary(['src/queue/**/*.ts'], ['core', 'errors', 'log', 'redis', 'outbound']),
+  // The reply transport (src/outbound/README.md): its streams, order, delivery and ledger.
+  boundary(['src/outbound/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'session'], { extra: [VIEW_ONLY('src/monitor')] }),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'session', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'session', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'session', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { isLoopbackHost } from './core/hosts.js';
+import { isLoopbackHost } from './monitor/hosts.js';
 import type { AllowList } from './core/inbound.js';
 import { DEMO_MODEL, lookupModel, type ModelPricing } from './core/models.js';
 import { ConfigError } from './errors.js';

@@ -67,3 +67,13 @@ export class StaleCommitError extends GatewayError {
     super('STALE_COMMIT', `commit refused for ${sessionId}: ${detail}`);
   }
 }
+
+/**
+ * Data read from Redis is in a format version this chatgate does not read (another chatgate
+ * version wrote it). The message names what was read, the version found and the one expected.
+ */
+export class StoredFormatError extends GatewayError {
+  constructor(what: string, found: unknown, expected: number, fix: string) {
+    super('STORED_FORMAT_UNKNOWN', `${what} has format version ${JSON.stringify(found) ?? 'none'}; this chatgate reads version ${expected}: ${fix}`);
+  }
+}

@@ -33,7 +33,7 @@ export {
   extractFacts,
   sessionKeyOf,
 } from './core/index.js';
-export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError } from './errors.js';
+export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError, StoredFormatError } from './errors.js';
 export { createLogger } from './log.js';
 export { createMemoryMetrics, NOOP_METRICS } from './metrics.js';
 export type { DeliveryFailureReason, MetricEvent, Metrics, ModelCallOutcome } from './metrics.js';

@@ -5,7 +5,7 @@ import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS } from '../src/metrics.js';
 import type { TurnJobData } from '../src/queue/names.js';
-import { enqueueOutbound, type OutboundSink } from '../src/queue/outbound.js';
+import { enqueueOutbound, type OutboundSink } from '../src/outbound/outbound-queue.js';
 import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';

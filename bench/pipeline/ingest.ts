@@ -8,7 +8,7 @@ import { Queue } from 'bullmq';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { createIngest, type Ingest } from '../../src/gateway/ingest.js';
 import { createSilentLogger } from '../../src/log.js';
-import { openOutboundQueue } from '../../src/queue/outbound.js';
+import { openOutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';

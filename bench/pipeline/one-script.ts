@@ -4,8 +4,9 @@
  * mark, the accept (seen marker + inbox append) and the hygiene pre-check's reads (meta fields,
  * history length, inbox size) in one EVALSHA, then the deduplicated turn job. It measures the
  * ceiling of that restructuring; it does not handle commands, refusals or hygiene compaction.
- * The gateway's real one is src/redis/scripts/ingest-inbound-7.lua (via src/gateway/accept.ts,
- * which on Redis Cluster writes the rate keys and the pending index, in other slots, before it).
+ * The gateway's real one is src/redis/scripts/ingest-inbound-7.lua (via acceptInbound in
+ * src/redis/ingest.ts, which on Redis Cluster writes the rate keys and the pending index, in other
+ * slots, before it).
  */
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';

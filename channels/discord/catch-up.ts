@@ -9,7 +9,7 @@
  * handed on already, so a message is never answered twice.
  */
 import { Routes, SnowflakeUtil, type REST } from 'discord.js';
-import type { DiscordCursorStore, DiscordPlace } from '../../src/core/catch-up-cursors.js';
+import type { DiscordCursorStore, DiscordPlace } from './catch-up-cursors.js';
 import type { Logger } from '../../src/log.js';
 import type { DiscordMessageLike } from './translate.js';
 

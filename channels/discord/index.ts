@@ -12,7 +12,7 @@ import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
-import type { DiscordCursorStore } from '../../src/core/catch-up-cursors.js';
+import type { DiscordCursorStore } from './catch-up-cursors.js';
 import { discoveredPlaces, fetchMissed, placesToCatchUp, type CatchUpOptions, type KnownChannel } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
 

@@ -121,10 +121,11 @@ export function sessionKeyOf(message: Pick<InboundMessage, 'channel' | 'chatId' 
 }
 
 /**
- * The message with every string in it well-formed (lone surrogates → U+FFFD): what every adapter
- * hands the gateway, and what the inbox stores (Redis's Lua JSON decoder rejects the escape
- * JSON.stringify writes for half an emoji). A message that is well-formed already (nearly all, and
- * every one an adapter handed over) is returned as it is; otherwise a repaired JSON copy.
+ * The message with every string in it well-formed (lone surrogates → U+FFFD); Redis's Lua JSON
+ * decoder rejects the escape JSON.stringify writes for half an emoji. Applied once on the way in:
+ * by the adapter that builds the message, or by the inbox's accept (src/redis/ingest.ts) for a
+ * library caller's message that holds a lone surrogate. A well-formed message is returned as it is;
+ * otherwise a repaired JSON copy.
  */
 export function toWellFormedInbound<T extends InboundMessage>(message: T): T {
   if (isWellFormedValue(message)) return message;

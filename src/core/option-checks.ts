@@ -41,3 +41,8 @@ function describe(rule: NumberRule): string {
   if (high) return `${kind} ${high.endsWith(']') ? '≤' : '<'} ${high.slice(0, -1)}`;
   return kind;
 }
+
+/** A copy of `value` without its `undefined` fields, so spreading it over defaults keeps the defaults. */
+export function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

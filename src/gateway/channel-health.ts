@@ -8,7 +8,7 @@ import type { Channel } from '../../channels/channel.js';
 import type { ChannelName } from '../core/inbound.js';
 import type { ChannelsPanel } from '../monitor/index.js';
 import type { RedisClient } from '../redis/client.js';
-import { gatewayChannelRows, readHeartbeats, type ChannelHealthBeat, type ChannelState, type GatewayChannelRow } from '../redis/heartbeats.js';
+import { gatewayChannelRows, readHeartbeats, type ChannelHealthBeat, type GatewayChannelRow } from '../redis/heartbeats.js';
 import { ADVICE, TOKEN_ADVICE, type ChannelsStatus } from './start-channels.js';
 
 /** The verdict on the channels: `down` when one is not connected (standby counts as up); `skip` without a gateway. */
@@ -34,11 +34,6 @@ export function channelHealthOf(channels: readonly Channel[], status: ChannelsSt
     const since = Math.min(health.sinceMs, now);
     return [channel.name, { state: 'disconnected', reason: health.reason, sinceMs: since, ...(health.tokenRejected ? { tokenRejected: true } : {}) }];
   }));
-}
-
-/** The `channels` field of a beat, for readers older than `channelHealth`: a standby channel is `connected`, as it always was. */
-export function legacyChannelStates(health: Record<string, ChannelHealthBeat>): Record<string, ChannelState> {
-  return Object.fromEntries(Object.entries(health).map(([name, h]) => [name, h.state === 'standby' ? 'connected' : h.state]));
 }
 
 /** Judges the channel rows of the live gateways (`gatewayChannelRows`); `gateways`: how many run. */

@@ -2,7 +2,7 @@ import type { Channel } from '../../channels/channel.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { newProcessId, readHeartbeats, startHeartbeat, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
-import { channelHealthOf, legacyChannelStates } from './channel-health.js';
+import { channelHealthOf } from './channel-health.js';
 import type { ChannelsStatus } from './start-channels.js';
 
 /** Options of {@link startGatewayHeartbeat}. */
@@ -24,13 +24,10 @@ export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger
   const startedAt = Date.now();
   return startHeartbeat(deps, {
     keyPrefix: options.keyPrefix,
-    current: () => {
-      const channelHealth = channelHealthOf(channels, status);
-      return {
-        role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version, beatAt: Date.now(), ttlMs: options.ttlMs,
-        gateway: { httpUrl: options.httpUrl, channels: legacyChannelStates(channelHealth), channelHealth },
-      };
-    },
+    current: () => ({
+      role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version, beatAt: Date.now(), ttlMs: options.ttlMs,
+      gateway: { httpUrl: options.httpUrl, channels: channelHealthOf(channels, status) },
+    }),
   });
 }
 

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { isLoopbackHost } from '../core/hosts.js';
-import { hasJsonOrNoBody, isCrossSiteWrite, type RequestHeadersLike } from '../core/request-origin.js';
+import { isLoopbackHost } from './hosts.js';
+import { hasJsonOrNoBody, isCrossSiteWrite, type RequestHeadersLike } from './request-origin.js';
 
 /** Cookie that carries the monitor token for browser pages (dashboard, bull-board, web chat). */
 export const MONITOR_COOKIE = 'cg_monitor';

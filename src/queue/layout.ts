@@ -4,7 +4,7 @@ import type { RedisClient } from '../redis/client.js';
 import { queueLayoutKey, queueLayoutUsersKey } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 import { shardPrefixes, type QueueNames } from './names.js';
-import { openOutboundShard } from './outbound-shard.js';
+import { openOutboundShard } from '../outbound/outbound-shard.js';
 
 /** Job states that still have to run: a job in one of them would be split from its session's later jobs. */
 const LIVE_STATES = ['wait', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
@@ -23,23 +23,21 @@ export interface ClaimQueueLayoutOptions {
 }
 
 /**
- * Jobs still to run (waiting, active, delayed, …) in a `shards`-shard layout: the turn queue's, the
- * outbound streams' replies, and BullMQ outbound jobs an older gateway left (moved at the next gateway start).
+ * Jobs still to run (waiting, active, delayed, …) in a `shards`-shard layout: the turn queue's and
+ * the reply streams' replies.
  */
 export async function liveJobs(redis: RedisClient, names: QueueNames, shards: number): Promise<number> {
   let total = 0;
   for (const prefix of shardPrefixes({ queuePrefix: names.queuePrefix, queueShards: shards })) {
     const replies = await openOutboundShard(redis, prefix, names.outboundQueue).counts(Date.now());
     total += replies.waiting + replies.active + replies.delayed;
-    for (const name of [names.turnQueue, names.outboundQueue]) {
-      const queue = new Queue(name, { connection: redis, prefix });
-      queue.on('error', () => undefined);
-      try {
-        const counts = await queue.getJobCounts(...LIVE_STATES);
-        total += Object.values(counts).reduce((a, b) => a + b, 0);
-      } finally {
-        await queue.close();
-      }
+    const queue = new Queue(names.turnQueue, { connection: redis, prefix });
+    queue.on('error', () => undefined);
+    try {
+      const counts = await queue.getJobCounts(...LIVE_STATES);
+      total += Object.values(counts).reduce((a, b) => a + b, 0);
+    } finally {
+      await queue.close();
     }
   }
   return total;

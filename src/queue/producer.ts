@@ -1,7 +1,7 @@
 import type { GroupSessionMode, InboundMessage } from '../core/inbound.js';
 import { sessionKeyOf } from '../core/inbound.js';
 import type { RedisClient } from '../redis/client.js';
-import { acceptInbound } from '../redis/inbox.js';
+import { acceptInbound } from '../redis/ingest.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { resolveQueueNames, turnDedupId, type QueueNames, type TurnJobData } from './names.js';
 import { openShardedQueue } from './sharded.js';
@@ -23,8 +23,8 @@ export interface TurnProducerOptions extends Partial<QueueNames> {
 /** Enqueues turns; used by the gateway. */
 export interface TurnProducer {
   /**
-   * Accepts `message` into its session's inbox the way the gateway's ingest does (the same atomic
-   * accept: pending index, seen marker and inbox append; a re-delivered message id is not added
+   * Accepts `message` into its session's inbox through the gateway's one accept (src/redis/ingest.ts:
+   * pending index, seen marker and inbox append in one step; a re-delivered message id is not added
    * again), then makes sure one turn job is pending for the session (at most one active and one
    * waiting per session). Durable once it resolves; no allow-list, rate limit, commands or hygiene.
    * @returns the session id.
@@ -57,7 +57,7 @@ export function createTurnProducer(deps: { redis: RedisClient }, options: TurnPr
   return {
     async submitInbound(message) {
       const sessionId = sessionKeyOf(message, options.groupMode);
-      await acceptInbound(deps.redis, sessionId, message, { keyPrefix, dedupeTtlSeconds: options.dedupeTtlSeconds, nowMs: now() });
+      await acceptInbound(deps.redis, { sessionId, message, keyPrefix, dedupeTtlSeconds: options.dedupeTtlSeconds, nowMs: now() });
       await enqueueTurn(sessionId);
       return sessionId;
     },

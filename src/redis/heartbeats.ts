@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { StoredFormatError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, heartbeatKeys } from './keys.js';
@@ -41,7 +42,7 @@ export interface McpServerBeat {
 /**
  * Where a channel of a gateway stands: `connecting` (its start runs), `waiting` (for the channels
  * started before it), `connected`, or `disconnected` (it connected, then lost its platform: see
- * {@link GatewayBeat.channelHealth} for why).
+ * {@link ChannelHealthBeat} for why).
  */
 export type ChannelState = 'connected' | 'connecting' | 'waiting' | 'disconnected';
 
@@ -61,10 +62,8 @@ export interface ChannelHealthBeat {
 export interface GatewayBeat {
   /** Base URL of its HTTP server (web chat, monitor). */
   httpUrl: string;
-  /** Each channel it runs and its state; a standby channel is `connected` here, as readers older than `channelHealth` expect. */
-  channels: Record<string, ChannelState>;
-  /** Each channel's health (gateways before this field wrote only `channels`): read it through {@link gatewayChannelRows}. */
-  channelHealth?: Record<string, ChannelHealthBeat>;
+  /** Each channel it runs and its health: read it through {@link gatewayChannelRows}. */
+  channels: Record<string, ChannelHealthBeat>;
 }
 
 /** One channel of one live gateway, as the gateway's last beat says. */
@@ -115,6 +114,8 @@ export interface Heartbeat {
 }
 
 const FORGET_AFTER_MS = 3_600_000;
+/** The format version of a stored heartbeat record (its `format` field), written by {@link writeHeartbeat}. */
+export const HEARTBEAT_FORMAT = 1;
 /** How long `stop` waits to remove the entry, ms. */
 const STOP_BOUND_MS = 1000;
 
@@ -126,11 +127,11 @@ export function newProcessId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
-/** Writes `record` (its live key with a TTL of `record.ttlMs`, and its last-seen entry) atomically. */
+/** Writes `record` (its live key with a TTL of `record.ttlMs`, and its last-seen entry, stamped with {@link HEARTBEAT_FORMAT}) atomically. */
 export async function writeHeartbeat(redis: RedisClient, record: HeartbeatRecord, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
   const keys = heartbeatKeys(keyPrefix);
   const member = memberOf(record);
-  await redis.multi().set(keys.live(member), '1', 'PX', record.ttlMs).hset(keys.seen, member, JSON.stringify(record)).exec();
+  await redis.multi().set(keys.live(member), '1', 'PX', record.ttlMs).hset(keys.seen, member, JSON.stringify({ format: HEARTBEAT_FORMAT, ...record })).exec();
 }
 
 /** Removes a process's heartbeat (it stopped cleanly). */
@@ -154,7 +155,7 @@ export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeats
   const out: HeartbeatStatus[] = [];
   const forget: string[] = [];
   members.forEach((member, k) => {
-    const record = parseRecord(seen[member]!);
+    const record = parseRecord(member, seen[member]!);
     const alive = live[k] !== null;
     if (!record || (!alive && now - record.beatAt > (options.forgetAfterMs ?? FORGET_AFTER_MS))) forget.push(member);
     else out.push({ ...record, alive });
@@ -166,13 +167,12 @@ export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeats
 /**
  * The channels of the live gateways among `beats` (as {@link readHeartbeats} returns them), in
  * their order: the one read of channel health that `chatgate status`, `doctor` and the dashboard
- * show. A beat without `channelHealth` (an older gateway) gives its `channels` states.
+ * show.
  */
 export function gatewayChannelRows(beats: readonly HeartbeatStatus[]): GatewayChannelRow[] {
   return beats.filter((beat) => beat.role === 'gateway' && beat.alive && beat.gateway).flatMap((beat) => {
     const gateway = { id: beat.id, host: beat.host, pid: beat.pid };
-    const health = beat.gateway!.channelHealth ?? {};
-    return Object.entries(beat.gateway!.channels).map(([channel, state]) => ({ ...(health[channel] ?? { state }), channel, gateway }));
+    return Object.entries(beat.gateway!.channels).map(([channel, health]) => ({ ...health, channel, gateway }));
   });
 }
 
@@ -214,11 +214,18 @@ function memberOf(record: Pick<HeartbeatRecord, 'role' | 'id'>): string {
   return `${record.role}:${record.id}`;
 }
 
-function parseRecord(raw: string): HeartbeatRecord | null {
+/** The record stored for `member`; null when it is not one (forgotten). @throws StoredFormatError for another format version. */
+function parseRecord(member: string, raw: string): HeartbeatRecord | null {
+  let value: (HeartbeatRecord & { format?: unknown }) | null;
   try {
-    const value = JSON.parse(raw) as HeartbeatRecord;
-    return typeof value.id === 'string' && typeof value.beatAt === 'number' ? value : null;
+    value = JSON.parse(raw) as (HeartbeatRecord & { format?: unknown }) | null;
   } catch {
     return null;
   }
+  if (!value || typeof value !== 'object') return null;
+  if (value.format !== HEARTBEAT_FORMAT) {
+    throw new StoredFormatError(`the heartbeat of ${member}`, value.format, HEARTBEAT_FORMAT, 'a process of another chatgate version beats on this Redis under the same key prefix: run one chatgate version per key prefix');
+  }
+  const { format: _format, ...record } = value;
+  return typeof record.id === 'string' && typeof record.beatAt === 'number' ? record : null;
 }

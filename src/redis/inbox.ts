@@ -1,37 +1,12 @@
-import { toWellFormedInbound, type InboundMessage, type OutboundMessage } from '../core/inbound.js';
+/**
+ * A session's inbox after the accept (src/redis/ingest.ts, the one way in): the turn's claim, the
+ * counts, the processing list and its dead letters.
+ */
+import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { runScript, runScriptWithOptions } from './scripts.js';
-import { pendingIndexKey, seenKey, sessionKeys, type SessionKeys } from './keys.js';
-
-/** Default of how long a message id is remembered to drop platform re-deliveries, in seconds (a day). */
-const DEFAULT_DEDUPE_TTL_SECONDS = 86_400;
-
-/** Options of {@link acceptInbound}. */
-export interface AcceptOptions {
-  /** Session key prefix. */
-  keyPrefix: string;
-  /** How long the message id is remembered, in seconds. Default {@link DEFAULT_DEDUPE_TTL_SECONDS}. */
-  dedupeTtlSeconds?: number;
-  /** When, ms since epoch (the pending index's score). */
-  nowMs: number;
-}
-
-/**
- * Durably accepts an inbound message, the one way into an inbox: marks the session pending (the
- * sweeper enqueues its turn if the caller dies before doing so), then marks the message seen and
- * appends it to the inbox, atomically. The caller then enqueues the session's turn. Every string
- * is stored well-formed (half an emoji would be dead-lettered by the claim script's JSON decoder).
- * @returns false when the message was seen before (a re-delivery): nothing was appended.
- */
-export async function acceptInbound(redis: RedisClient, sessionId: string, message: InboundMessage, options: AcceptOptions): Promise<boolean> {
-  const keys = sessionKeys(sessionId, options.keyPrefix);
-  const seen = seenKey(sessionId, message.id, options.keyPrefix);
-  // Marked pending first (its own slot): if this process dies before the turn is enqueued, the sweeper does it.
-  await redis.zadd(pendingIndexKey(options.keyPrefix), options.nowMs, sessionId);
-  const ttlSeconds = options.dedupeTtlSeconds ?? DEFAULT_DEDUPE_TTL_SECONDS;
-  return Number(await runScriptWithOptions(redis, 'acceptInbound', [seen, keys.inbox], { ttlSeconds, seenValue: String(message.receivedAt) }, [JSON.stringify(toWellFormedInbound(message))])) === 1;
-}
+import type { SessionKeys } from './keys.js';
 
 /**
  * Moves every inbox item to the processing list and returns the whole processing list, oldest

@@ -111,7 +111,7 @@ export function outboundOrderKey(queuePrefix: string, outboundQueue: string, ses
   return `${queuePrefix}:${outboundQueue}:chatgate-pending:${sessionId}`;
 }
 
-/** The keys of one shard of the outbound transport (src/queue/outbound-shard.ts), all in the shard prefix's slot. */
+/** The keys of one shard of the outbound transport (src/outbound/outbound-shard.ts), all in the shard prefix's slot. */
 export interface OutboundShardKeys {
   /** Stream of replies waiting or being delivered (fields `id`, `data`, `attempts`, `enq`), read by one consumer group. */
   stream: string;

@@ -5,7 +5,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../errors.js';
 import { createSilentLogger, type Logger } from '../log.js';
-import { stripUndefined } from '../core/objects.js';
+import { stripUndefined } from '../core/option-checks.js';
 import { redactRedisUrl } from './client.js';
 
 /** Options of {@link resolveRedis}. */

@@ -1,20 +1,24 @@
 /**
- * The Lua scripts of chatgate, one documented file each in `scripts/<name>-<numKeys>.lua` (KEYS,
+ * The Lua scripts of chatgate, one documented file each in `<folder>/scripts/<name>-<numKeys>.lua` (KEYS,
  * ARGV and the reply in its header), loaded once and defined on each connection with ioredis
  * `defineCommand` (EVALSHA, loading the script on NOSCRIPT). Every script's keys share one hash
  * tag, so each runs on Redis Cluster; options travel as one JSON argument (ARGV[1]), payload
- * items that are stored as they are follow it.
+ * items that are stored as they are follow it. Code shared by several scripts lives in
+ * `scripts/includes/<name>.lua`, pulled in by a `--- @include "<name>"` line and assembled at load.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { RedisClient } from './client.js';
 
+/** An include line: `--- @include "<name>"`, the name in lower-case-with-dashes. */
+const INCLUDE_LINE = /^--- @include "([a-z0-9]+(?:-[a-z0-9]+)*)"\s*$/;
+const INCLUDE_PREFIX = '--- @include';
+
 /** Script name → its file in `src/redis/scripts/` (the number before `.lua` is its key count). */
-const SCRIPT_FILES = {
-  acceptInbound: 'accept-inbound-2.lua',
+const REDIS_SCRIPT_FILES = {
   ingestInbound: 'ingest-inbound-7.lua',
   countInWindow: 'count-in-window-1.lua',
   forgetPending: 'forget-pending-1.lua',
-  enterOutboundOrder: 'enter-outbound-order-1.lua',
   claimInbox: 'claim-inbox-3.lua',
   deadLetterProcessing: 'dead-letter-processing-5.lua',
   requeueDeadLetters: 'requeue-dead-letters-2.lua',
@@ -31,6 +35,11 @@ const SCRIPT_FILES = {
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
+} as const;
+
+/** The reply transport's scripts, in `src/outbound/scripts/`. */
+const OUTBOUND_SCRIPT_FILES = {
+  enterOutboundOrder: 'enter-outbound-order-1.lua',
   outboundAdd: 'outbound-add-3.lua',
   outboundAck: 'outbound-ack-2.lua',
   outboundRenew: 'outbound-renew-1.lua',
@@ -40,7 +49,7 @@ const SCRIPT_FILES = {
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -50,8 +59,17 @@ interface LoadedScript {
   lua: string;
 }
 
-/** The directory the `.lua` files are read from (next to this module, in `src/redis/scripts`). */
+/** The folder of src/redis's own scripts (`src/redis/scripts`). */
 export const SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
+
+/** The folders the `.lua` files are read from, one per feature, each with its scripts by name. */
+export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<Record<ScriptName, string>>> }> = [
+  { dir: SCRIPTS_DIR, files: REDIS_SCRIPT_FILES },
+  { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
+];
+
+/** Where `--- @include "<name>"` finds `<name>.lua`: `src/redis/scripts/includes`. */
+export const INCLUDES_DIR = new URL('./scripts/includes/', import.meta.url);
 
 /** Every script, read once when this module is first imported. */
 export const SCRIPTS: Readonly<Record<ScriptName, LoadedScript>> = Object.freeze(loadAll());
@@ -84,10 +102,40 @@ function defineAll(redis: RedisClient): void {
 }
 
 function loadAll(): Record<ScriptName, LoadedScript> {
-  const entries = (Object.entries(SCRIPT_FILES) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
+  const entries = SCRIPT_FOLDERS.flatMap(({ dir, files }) => (Object.entries(files) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
     const match = /-(\d+)\.lua$/.exec(file);
     if (!match) throw new Error(`script file ${file} must be named <name>-<numKeys>.lua`);
-    return [name, { name, file, numberOfKeys: Number(match[1]), lua: readFileSync(new URL(file, SCRIPTS_DIR), 'utf8') }];
-  });
+    return [name, { name, file, numberOfKeys: Number(match[1]), lua: assembleScript(file, dir) }];
+  }));
   return Object.fromEntries(entries) as Record<ScriptName, LoadedScript>;
+}
+
+/**
+ * Script `file` of `dir` with its includes assembled: each line `--- @include "<name>"` is replaced
+ * by `<name>.lua` of `includesDir` (itself assembled, so an include may include another). An
+ * include pulled in a second time, directly or through another, is left out: its code comes once.
+ * @throws Error naming the script and the file when an include does not exist, or when a line
+ * starting `--- @include` is not of that form.
+ */
+export function assembleScript(file: string, dir: URL = SCRIPTS_DIR, includesDir: URL = INCLUDES_DIR): string {
+  const included = new Set<string>();
+  const expand = (source: string): string => source.split('\n').map((line) => {
+    if (!line.startsWith(INCLUDE_PREFIX)) return line;
+    const name = INCLUDE_LINE.exec(line)?.[1];
+    if (name === undefined) throw new Error(`script ${file}: malformed include line '${line}' (write --- @include "<name>", <name> in lower-case-with-dashes)`);
+    if (included.has(name)) return '';
+    included.add(name);
+    return expand(readInclude(file, name, includesDir).replace(/\n$/, ''));
+  }).join('\n');
+  return expand(readFileSync(new URL(file, dir), 'utf8'));
+}
+
+function readInclude(file: string, name: string, includesDir: URL): string {
+  const path = new URL(`${name}.lua`, includesDir);
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    throw new Error(`script ${file} includes "${name}", but ${fileURLToPath(path)} does not exist (add it, or fix the name)`, { cause: err });
+  }
 }

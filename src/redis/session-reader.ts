@@ -1,6 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { ChannelName } from '../core/inbound.js';
-import { stripUndefined } from '../core/objects.js';
+import { stripUndefined } from '../core/option-checks.js';
 import { cacheShareOf, contextFigures, usableWindowOf, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
 import { findSummary as findEngineSummary } from '../core/compaction/summary-block.js';
 import { toCompactionState } from '../core/compaction/compaction-state.js';
@@ -21,8 +21,8 @@ export interface RedisSessionViewOptions {
   /** Session key prefix. Default `cg:`. */
   keyPrefix?: string;
   /**
-   * Context window, tokens, of sessions whose meta records no limits (sessions remember the
-   * limits they ran with; only those written before they did use these defaults).
+   * Context window, tokens, of sessions whose meta records no limits yet: a worker records the
+   * limits it runs a session with at its first turn, so only sessions no turn ran for use these.
    */
   contextWindow: number;
   /** Output reserve of such sessions, tokens. Default 0. */

@@ -49,8 +49,8 @@ describe('dashboard: Channels panel', () => {
 
   it('shows a disconnected channel as DOWN with the reason and the fix, then up after the next beat', async () => {
     await writeHeartbeat(t.redis, beat({
-      httpUrl: 'http://127.0.0.1:8787', channels: { telegram: 'disconnected', web: 'connected' },
-      channelHealth: { telegram: { state: 'disconnected', reason: 'getUpdates failed (502: Bad Gateway) (4 times in a row)', sinceMs: Date.now() - 30_000 }, web: { state: 'connected' } },
+      httpUrl: 'http://127.0.0.1:8787',
+      channels: { telegram: { state: 'disconnected', reason: 'getUpdates failed (502: Bad Gateway) (4 times in a row)', sinceMs: Date.now() - 30_000 }, web: { state: 'connected' } },
     }), t.keyPrefix);
     const page = await browser.newPage();
     await page.goto(`${await serveMonitor(true)}/dashboard`);
@@ -61,7 +61,7 @@ describe('dashboard: Channels panel', () => {
     const telegram = page.locator('tr[data-channel="telegram"] td');
     expect(await telegram.allTextContents()).toEqual(['gw-host pid 4242', 'telegram', 'disconnected', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/), 'getUpdates failed (502: Bad Gateway) (4 times in a row)']);
 
-    await writeHeartbeat(t.redis, beat({ httpUrl: 'http://127.0.0.1:8787', channels: { telegram: 'connected', web: 'connected' }, channelHealth: { telegram: { state: 'connected' }, web: { state: 'connected' } } }), t.keyPrefix);
+    await writeHeartbeat(t.redis, beat({ httpUrl: 'http://127.0.0.1:8787', channels: { telegram: { state: 'connected' }, web: { state: 'connected' } } }), t.keyPrefix);
     await page.locator('#channels-verdict.verdict-ok').waitFor();
     expect(await verdict.textContent()).toBe('telegram connected, web connected');
     expect(await telegram.allTextContents()).toEqual(['gw-host pid 4242', 'telegram', 'connected', '', '']);

@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { OutboundMessage } from '../../src/core/inbound.js';
-import type { Delivery } from '../../src/gateway/delivery.js';
+import type { Delivery } from '../../src/outbound/delivery.js';
 
 /** What {@link recordingDelivery} saw: calls per reply id, and the replies it delivered (ids and messages) in order. */
 export interface RecordedDeliveries {

@@ -67,7 +67,7 @@ export interface OutboundCollector {
 
 /** Consumes the outbound queue (concurrency 1 per shard, so each chat's order is kept) into a list. */
 export async function collectOutbound(t: { redis: import('../../src/redis/client.js').RedisClient; names: TestRedis['names'] }, queueName = 'outbound'): Promise<OutboundCollector> {
-  const { createOutboundConsumer } = await import('../../src/gateway/outbound.js');
+  const { createOutboundConsumer } = await import('../../src/outbound/consumer.js');
   const { createSilentLogger } = await import('../../src/log.js');
   const { shardPrefixes } = await import('../../src/queue/names.js');
   const replies: OutboundCollector['replies'] = [];

@@ -50,7 +50,7 @@ async function startWith(channel: Channel): Promise<{ config: Config; t: TestRed
 async function beatUntil(name: string, accept: (health: ChannelHealthBeat) => boolean): Promise<ChannelHealthBeat> {
   for (;;) {
     const beat = (await readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix })).find((b) => b.role === 'gateway');
-    const health = beat?.gateway?.channelHealth?.[name];
+    const health = beat?.gateway?.channels[name];
     if (health && accept(health)) return health;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli.js';
 import type { CliIo } from '../../src/cli/context.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { acceptInbound, claimInbox, deadLetterProcessing } from '../../src/redis/inbox.js';
+import { claimInbox, deadLetterProcessing } from '../../src/redis/inbox.js';
+import { acceptInbound } from '../../src/redis/ingest.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
@@ -32,7 +33,7 @@ describe('chatgate failed / retry', () => {
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
-  const accept = (message: InboundMessage) => acceptInbound(t.redis, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() });
+  const accept = (message: InboundMessage) => acceptInbound(t.redis, { sessionId: SESSION, message, keyPrefix: t.keyPrefix, nowMs: Date.now() });
 
   beforeAll(async () => {
     env = {

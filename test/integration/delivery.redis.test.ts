@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type OutgoingText, type SentMessage } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import { createDelivery, type DeliveryDeps } from '../../src/gateway/delivery.js';
-import { createRedisDeliveryLedger, deliveryKey } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery, type DeliveryDeps } from '../../src/outbound/delivery.js';
+import { createRedisDeliveryLedger, deliveryKey } from '../../src/outbound/delivery-ledger.js';
 
 type Failure = 'rate-limited' | 'format' | 'permanent' | 'transient' | 'crash';
 

@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel, type DiscordChannel } from '../../channels/discord/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { createDiscordCursors } from '../../src/redis/discord-cursors.js';
+import { createDiscordCursors } from '../../channels/discord/redis-cursors.js';
 import { discordConnectedKey, discordCursorsKey } from '../../src/redis/keys.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';

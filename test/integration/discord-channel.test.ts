@@ -3,8 +3,8 @@ import { createDiscordChannel, NOT_ACCEPTED_REPLY, type DiscordChannel, type Dis
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { measureText } from '../../src/core/split.js';
 import { ChannelError } from '../../src/errors.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { createTypingIndicators } from '../../src/gateway/typing.js';
 import { FAKE_DISCORD_IDS as IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 

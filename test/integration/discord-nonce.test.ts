@@ -9,8 +9,8 @@ import { createDiscordChannel, type DiscordChannel } from '../../channels/discor
 import { discordNonce } from '../../channels/discord/send.js';
 import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../../src/core/inbound.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 
 describe('Discord sends are idempotent per chunk', () => {

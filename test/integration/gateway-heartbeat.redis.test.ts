@@ -32,6 +32,6 @@ describe('gateway heartbeat', () => {
     gateway = await startGateway({ redis: t.redis, logger: createSilentLogger(), sessions: readerFor(config, { redis: t.redis }) }, gatewayOptions(config));
     const beats = (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).filter((beat) => beat.role === 'gateway');
     expect(beats).toHaveLength(1);
-    expect(beats[0]!.gateway?.channels).toEqual({ web: 'connected' });
+    expect(beats[0]!.gateway?.channels).toEqual({ web: { state: 'connected' } });
   });
 });

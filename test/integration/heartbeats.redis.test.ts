@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSilentLogger } from '../../src/log.js';
 import { createMemoryMetrics } from '../../src/metrics.js';
-import { readHeartbeats, removeHeartbeat, startHeartbeat, writeHeartbeat, type HeartbeatRecord } from '../../src/redis/heartbeats.js';
+import { StoredFormatError } from '../../src/errors.js';
+import { HEARTBEAT_FORMAT, readHeartbeats, removeHeartbeat, startHeartbeat, writeHeartbeat, type HeartbeatRecord } from '../../src/redis/heartbeats.js';
 import { heartbeatKeys } from '../../src/redis/keys.js';
 import { createWorkerHeartbeat } from '../../workers/heartbeat.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -73,5 +74,17 @@ describe('heartbeats', () => {
     await heartbeat.stop();
     await writeHeartbeat(t.redis, { ...record('x'), worker: undefined }, t.keyPrefix); // readers tolerate a beat without figures
     expect((await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).map((b) => b.id)).toEqual(['x']);
+  });
+
+  it('refuses a stored beat of another format version, naming it, what it found and what to do, and keeps it', async () => {
+    t = createTestRedis();
+    const keys = heartbeatKeys(t.keyPrefix);
+    for (const [format, found] of [[undefined, 'none'], [2, '2']] as const) {
+      await t.redis.hset(keys.seen, 'worker:other', JSON.stringify({ ...record('other'), format }));
+      const read = readHeartbeats(t.redis, { keyPrefix: t.keyPrefix });
+      await expect(read).rejects.toThrow(StoredFormatError);
+      await expect(read).rejects.toThrow(`the heartbeat of worker:other has format version ${found}; this chatgate reads version ${HEARTBEAT_FORMAT}: a process of another chatgate version beats on this Redis under the same key prefix: run one chatgate version per key prefix`);
+      expect(await t.redis.hexists(keys.seen, 'worker:other')).toBe(1);
+    }
   });
 });

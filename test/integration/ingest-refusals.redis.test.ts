@@ -14,7 +14,7 @@ import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js'
 import { createIngest, type Ingest } from '../../src/gateway/ingest.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
-import { openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
+import { openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';

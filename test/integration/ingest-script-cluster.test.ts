@@ -6,8 +6,8 @@
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { acceptPlain } from '../../src/gateway/accept.js';
 import { createRedisCluster } from '../../src/redis/client.js';
+import { acceptInbound } from '../../src/redis/ingest.js';
 import { pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../../src/redis/keys.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 
@@ -34,7 +34,7 @@ function message(chat: string, user: string, text = 'hello'): InboundMessage {
 
 function accept(m: InboundMessage, options: { limit?: number; tooLong?: boolean } = {}) {
   const keys = [rateLimitKey('web', m.userId, 9, PREFIX), rateLimitKey('web', 'addr:10.1.1.1', 9, PREFIX)];
-  return acceptPlain(redis, {
+  return acceptInbound(redis, {
     sessionId: `web:${m.chatId}`, message: m, keyPrefix: PREFIX, dedupeTtlSeconds: 600, nowMs: NOW,
     rate: { keys, limit: options.limit ?? 100, ttlSeconds: 120 }, tooLong: options.tooLong ?? false,
   });

@@ -1,5 +1,5 @@
 /**
- * The one-script ingest (src/redis/scripts/ingest-inbound-7.lua through src/gateway/accept.ts): a
+ * The one accept (src/redis/ingest.ts over src/redis/scripts/ingest-inbound-7.lua): a
  * re-delivery is dropped without counting, each refusal writes nothing but its counters, an
  * accepted message gets its seen marker, inbox entry and pending mark in the same step, and the
  * reply carries the hygiene pre-check's figures. Through the ingest pipeline, a plain message
@@ -9,14 +9,14 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { acceptPlain } from '../../src/gateway/accept.js';
 import { createIngest } from '../../src/gateway/ingest.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { resolveQueueNames } from '../../src/queue/names.js';
-import { openOutboundQueue } from '../../src/queue/outbound.js';
+import { openOutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import type { HygieneFigures } from '../../src/redis/hygiene-figures.js';
+import { acceptInbound } from '../../src/redis/ingest.js';
 import { pendingIndexKey, rateLimitKey, seenKey, sessionKeys } from '../../src/redis/keys.js';
 import type { SessionOps } from '../../src/session/session-ops.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -35,7 +35,7 @@ function message(text: string, user = '42'): InboundMessage {
 
 function accept(m: InboundMessage, extra: { limit?: number; address?: string; tooLong?: boolean; sessionId?: string } = {}) {
   const keys = [rateLimitKey('web', m.userId, 7, t.keyPrefix), ...(extra.address ? [rateLimitKey('web', `addr:${extra.address}`, 7, t.keyPrefix)] : [])];
-  return acceptPlain(t.redis, {
+  return acceptInbound(t.redis, {
     sessionId: extra.sessionId ?? `web:${m.chatId}`, message: m, keyPrefix: t.keyPrefix, dedupeTtlSeconds: 3600, nowMs: NOW,
     rate: extra.limit ? { keys, limit: extra.limit, ttlSeconds: 120 } : null, tooLong: extra.tooLong ?? false,
   });
@@ -112,7 +112,7 @@ describe('the ingest script', () => {
 
   it('rejects invalid options and writes nothing', async () => {
     const m = message('bad');
-    await expect(acceptPlain(t.redis, { sessionId: 'web:42', message: m, keyPrefix: t.keyPrefix, dedupeTtlSeconds: 0, nowMs: NOW, rate: null, tooLong: false })).rejects.toThrow(/ttlSeconds/);
+    await expect(acceptInbound(t.redis, { sessionId: 'web:42', message: m, keyPrefix: t.keyPrefix, dedupeTtlSeconds: 0, nowMs: NOW, rate: null, tooLong: false })).rejects.toThrow(/ttlSeconds/);
     expect([await inbox('web:42'), await pending('web:42')]).toEqual([[], null]);
   });
 });

@@ -5,19 +5,16 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import type { Delivery } from '../../src/gateway/delivery.js';
-import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/gateway/outbound.js';
+import type { Delivery } from '../../src/outbound/delivery.js';
+import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/outbound/consumer.js';
 import { createSilentLogger } from '../../src/log.js';
-import { resolveQueueNames } from '../../src/queue/names.js';
-import { openOutboundQueue } from '../../src/queue/outbound.js';
-import { OUTBOUND_GROUP } from '../../src/queue/outbound-shard.js';
-import { moveLegacyOutboundJobs } from '../../src/queue/outbound-legacy.js';
+import { openOutboundQueue } from '../../src/outbound/outbound-queue.js';
+import { OUTBOUND_GROUP } from '../../src/outbound/outbound-shard.js';
 import { closedPort } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { recordingDelivery } from '../helpers/outbound-delivery.js';
@@ -194,23 +191,5 @@ describe('outbound transport under stress', () => {
     await queue.add(weird);
     await waitUntil(events, 'delivered', () => delivered.length === 1);
     expect(delivered[0]).toEqual(weird);
-  });
-
-  it('the BullMQ upgrade run by two gateways at once moves every reply once and starts both', async () => {
-    const names = resolveQueueNames({ queuePrefix: t.queuePrefix, outboundQueue: QUEUE, queueShards: 1 });
-    const legacy = new Queue<OutboundMessage>(names.outboundQueue, { connection: t.redis, prefix: names.queuePrefix });
-    closers.push(() => legacy.close());
-    const N = 300;
-    await legacy.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'reply', data: reply(i), opts: { jobId: reply(i).id } })));
-    const other = t.redis.duplicate();
-    closers.push(async () => other.disconnect());
-    const results = await Promise.allSettled([
-      moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names),
-      moveLegacyOutboundJobs({ redis: other, logger: createSilentLogger() }, names),
-    ]);
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
-    const queue = openOutboundQueue(t.redis, names);
-    expect((await queue.counts()).waiting).toBe(N);
-    expect(await legacy.getJobCounts('waiting')).toEqual({ waiting: 0 });
   });
 });

@@ -3,11 +3,11 @@ import type { Channel, ChatTarget, OutgoingText, SentMessage } from '../../chann
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
-import { createOutboundConsumer } from '../../src/gateway/outbound.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
+import { createOutboundConsumer } from '../../src/outbound/consumer.js';
 import { createSilentLogger } from '../../src/log.js';
-import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
+import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { shardPrefixes } from '../../src/queue/names.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 

@@ -1,20 +1,16 @@
 /**
  * The outbound transport on Redis Streams: idempotent enqueue, the delayed set (rate limits spend
  * no attempt, concurrent promoters move an entry once), attempts used up, a dead gateway's
- * pending replies claimed by a live one, malformed entries, a prompt close, and the upgrade from
- * the BullMQ outbound queue.
+ * pending replies claimed by a live one, malformed entries and a prompt close.
  */
 import { EventEmitter } from 'node:events';
-import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/gateway/outbound.js';
+import { createOutboundConsumer, type OutboundConsumerOptions, type OutboundOutcome } from '../../src/outbound/consumer.js';
 import { createSilentLogger } from '../../src/log.js';
-import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/queue/outbound.js';
-import { moveLegacyOutboundJobs } from '../../src/queue/outbound-legacy.js';
-import { resolveQueueNames } from '../../src/queue/names.js';
+import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
@@ -184,20 +180,4 @@ describe('outbound streams', () => {
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
-
-  it('moves the replies an older gateway left as BullMQ jobs into the stream at start, once', async () => {
-    const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
-    const legacy = new Queue<OutboundMessage>(QUEUE, { connection: t.redis, prefix: t.queuePrefix });
-    closers.push(() => legacy.close());
-    await legacy.add('reply', reply(1), { jobId: reply(1).id });
-    await legacy.add('reply', reply(2), { jobId: reply(2).id, delay: 60_000 });
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(2);
-    expect(await legacy.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
-    expect(await readOutboundStreams(t)).toEqual([reply(1), reply(2)]);
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(0);
-    // A start interrupted before the job's removal moves it again: the stream keeps one copy.
-    await legacy.add('reply', reply(1), { jobId: reply(1).id });
-    expect(await moveLegacyOutboundJobs({ redis: t.redis, logger: createSilentLogger() }, names)).toBe(1);
-    expect(await readOutboundStreams(t)).toEqual([reply(1), reply(2)]);
-  });
 });

@@ -4,7 +4,7 @@ import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js'
 import { GatewayError } from '../../src/errors.js';
 import { ensureQueueLayout } from '../../src/queue/layout.js';
 import { resolveQueueNames, sessionShardPrefix, shardPrefixes, turnDedupId } from '../../src/queue/names.js';
-import { enqueueOutbound, openOutboundQueue } from '../../src/queue/outbound.js';
+import { enqueueOutbound, openOutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
 import { outboundShardKeys, queueLayoutKey } from '../../src/redis/keys.js';

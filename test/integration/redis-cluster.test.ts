@@ -19,8 +19,7 @@ import { gatewayOptions, sessionOpsOptions, workerOptions } from '../../src/cli/
 import { sessionsCommand, transcriptCommand, usageCommand } from '../../src/cli/sessions.js';
 import type { Config } from '../../src/config.js';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
-import { countInWindow } from '../../src/gateway/accept.js';
-import { acceptInbound } from '../../src/redis/inbox.js';
+import { acceptInbound, countInWindow } from '../../src/redis/ingest.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
@@ -197,9 +196,9 @@ describe('on a Redis Cluster', () => {
     const sessionId = 'web:swept';
     const keys = store.keys(sessionId);
     const message = inbound('left behind by a crashed gateway', 'swept');
-    const accept = { keyPrefix: config.redis.keyPrefix, dedupeTtlSeconds: 3600, nowMs: Date.now() };
-    expect(await acceptInbound(conn.redis, sessionId, message, accept)).toBe(true);
-    expect(await acceptInbound(conn.redis, sessionId, message, accept)).toBe(false);
+    const accept = { sessionId, message, keyPrefix: config.redis.keyPrefix, dedupeTtlSeconds: 3600, nowMs: Date.now() };
+    expect((await acceptInbound(conn.redis, accept)).kind).toBe('accepted');
+    expect((await acceptInbound(conn.redis, accept)).kind).toBe('duplicate');
     expect(await conn.redis.exists(seenKey(sessionId, message.id, config.redis.keyPrefix))).toBe(1);
     expect(await conn.redis.llen(keys.inbox)).toBe(1);
     const window = rateLimitKey('web', 'u1', 1, config.redis.keyPrefix);

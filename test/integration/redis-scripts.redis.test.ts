@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { acceptInbound, claimInbox } from '../../src/redis/inbox.js';
+import { claimInbox } from '../../src/redis/inbox.js';
+import { acceptInbound } from '../../src/redis/ingest.js';
 import { seenKey, type SessionKeys } from '../../src/redis/keys.js';
 import { acquireLease } from '../../src/redis/lease.js';
 import { runScript, runScriptWithOptions } from '../../src/redis/scripts.js';
@@ -61,7 +62,7 @@ describe('Lua scripts validate before they write', () => {
   it('the other scripts refuse invalid options without writing', async () => {
     const before = await snapshot();
     const seen = seenKey(SESSION, message.id, t.keyPrefix);
-    await expect(runScriptWithOptions(t.redis, 'acceptInbound', [seen, keys.inbox], { ttlSeconds: 0, seenValue: '1' }, [JSON.stringify(message)])).rejects.toThrow(/ttlSeconds/);
+    await expect(runScriptWithOptions(t.redis, 'ingestInbound', [seen, keys.inbox, seen, keys.meta, keys.history, seen, seen], { ttlSeconds: 0, seenValue: '1', nowMs: 1, counters: 0, fields: ['limits'] }, [JSON.stringify(message), SESSION])).rejects.toThrow(/ttlSeconds/);
     await expect(runScriptWithOptions(t.redis, 'acquireLease', [keys.lease, keys.meta], { ttlMs: 'soon' })).rejects.toThrow(/ttlMs/);
     await expect(runScriptWithOptions(t.redis, 'deadLetterProcessing', [keys.processing, keys.failed, keys.lease, keys.meta, keys.outbox], { fence: 1, retention: 10 }, [''])).rejects.toThrow(/fence/);
     await expect(runScript(t.redis, 'renewLease', [keys.lease], ['not json'])).rejects.toThrow(/options must be a JSON object/);
@@ -72,8 +73,8 @@ describe('Lua scripts validate before they write', () => {
   it('a script runs on a new connection too (defined on first use) and accepts a message once', async () => {
     const other = t.redis.duplicate();
     try {
-      expect(await acceptInbound(other, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() })).toBe(true);
-      expect(await acceptInbound(t.redis, SESSION, message, { keyPrefix: t.keyPrefix, nowMs: Date.now() })).toBe(false);
+      expect((await acceptInbound(other, { sessionId: SESSION, message, keyPrefix: t.keyPrefix, nowMs: Date.now() })).kind).toBe('accepted');
+      expect((await acceptInbound(t.redis, { sessionId: SESSION, message, keyPrefix: t.keyPrefix, nowMs: Date.now() })).kind).toBe('duplicate');
       expect(await t.redis.lrange(keys.inbox, 0, -1)).toEqual([JSON.stringify(message)]);
       expect(await t.redis.ttl(seenKey(SESSION, message.id, t.keyPrefix))).toBeGreaterThan(86_000);
     } finally {
@@ -83,7 +84,7 @@ describe('Lua scripts validate before they write', () => {
 
   it('accepts half an emoji into the inbox as U+FFFD, so the claim never dead-letters it', async () => {
     const half = { ...message, id: 'web:scripts:half', userName: 'Ann \ud83d', text: 'price \ud83d\ude00 and half \ude00' };
-    expect(await acceptInbound(t.redis, SESSION, half, { keyPrefix: t.keyPrefix, nowMs: 1 })).toBe(true);
+    expect((await acceptInbound(t.redis, { sessionId: SESSION, message: half, keyPrefix: t.keyPrefix, nowMs: 1 })).kind).toBe('accepted');
     const claimed = await claimInbox(t.redis, keys);
     expect(claimed.map((m) => [m.userName, m.text])).toEqual([['Ann \ufffd', 'price 😀 and half \ufffd']]);
     expect(await t.redis.llen(keys.failed)).toBe(0);

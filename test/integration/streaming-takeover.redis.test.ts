@@ -3,8 +3,8 @@ import { createDiscordChannel, type DiscordChannel } from '../../channels/discor
 import { createTelegramChannel, type TelegramChannel } from '../../channels/telegram/index.js';
 import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../../src/core/inbound.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger, createRedisDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger, createRedisDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { startGatewayStreaming, type GatewayStreaming } from '../../src/gateway/streaming.js';
 import { createSilentLogger } from '../../src/log.js';
 import { duplicateRedis } from '../../src/redis/client.js';

@@ -6,8 +6,8 @@ import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { createTypingIndicators } from '../../src/gateway/typing.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 

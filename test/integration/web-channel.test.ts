@@ -5,8 +5,8 @@ import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { createTypingIndicators } from '../../src/gateway/typing.js';
 
 let channel: WebChannel;

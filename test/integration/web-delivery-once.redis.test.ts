@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
-import { createDelivery } from '../../src/gateway/delivery.js';
-import { createMemoryDeliveryLedger, createRedisDeliveryLedger, deliveryKey, type DeliveryLedger } from '../../src/gateway/delivery-ledger.js';
+import { createDelivery } from '../../src/outbound/delivery.js';
+import { createMemoryDeliveryLedger, createRedisDeliveryLedger, deliveryKey, type DeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { webConversationKey } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 

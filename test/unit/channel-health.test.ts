@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Channel, ChannelHealth } from '../../channels/channel.js';
-import { channelHealthOf, judgeChannels, legacyChannelStates } from '../../src/gateway/channel-health.js';
+import { channelHealthOf, judgeChannels } from '../../src/gateway/channel-health.js';
 import { gatewayChannelRows, type GatewayBeat, type HeartbeatStatus } from '../../src/redis/heartbeats.js';
 
 const NOW = 1_800_000_000_000;
@@ -22,16 +22,14 @@ describe('channelHealthOf', () => {
     });
     const started = channelHealthOf(list, { state: 'ok', connected: ['telegram', 'discord', 'web'] }, NOW);
     expect(started).toMatchObject({ discord: { state: 'standby' }, web: { state: 'connected' } });
-    // Readers older than channelHealth see a standby channel as connected, as before.
-    expect(legacyChannelStates(started)).toEqual({ telegram: 'disconnected', discord: 'connected', web: 'connected' });
   });
 });
 
 describe('judgeChannels', () => {
   it('down for a disconnected channel, with how long, why, and the fix; a refused token gets the token fix', () => {
     const rows = gatewayChannelRows([beat(1, {
-      httpUrl: 'http://x', channels: { telegram: 'disconnected', web: 'connected' },
-      channelHealth: { telegram: { state: 'disconnected', reason: 'getUpdates failed (401: Unauthorized)', sinceMs: NOW - 90_000, tokenRejected: true }, web: { state: 'connected' } },
+      httpUrl: 'http://x',
+      channels: { telegram: { state: 'disconnected', reason: 'getUpdates failed (401: Unauthorized)', sinceMs: NOW - 90_000, tokenRejected: true }, web: { state: 'connected' } },
     })]);
     const verdict = judgeChannels(rows, 1, NOW);
     expect(verdict).toMatchObject({ status: 'down', detail: 'telegram disconnected for 90 s (getUpdates failed (401: Unauthorized)), web connected' });
@@ -39,15 +37,15 @@ describe('judgeChannels', () => {
   });
 
   it('a standby gateway is not down; several gateways are named; dead ones are not read', () => {
-    const holder = beat(1, { httpUrl: 'http://a', channels: { discord: 'connected' }, channelHealth: { discord: { state: 'connected' } } });
-    const standby = beat(2, { httpUrl: 'http://b', channels: { discord: 'connected' }, channelHealth: { discord: { state: 'standby' } } });
-    const dead = beat(3, { httpUrl: 'http://c', channels: { discord: 'connecting' } }, false);
+    const holder = beat(1, { httpUrl: 'http://a', channels: { discord: { state: 'connected' } } });
+    const standby = beat(2, { httpUrl: 'http://b', channels: { discord: { state: 'standby' } } });
+    const dead = beat(3, { httpUrl: 'http://c', channels: { discord: { state: 'connecting' } } }, false);
     const rows = gatewayChannelRows([holder, standby, dead]);
     expect(judgeChannels(rows, 2, NOW)).toEqual({ status: 'ok', detail: 'h pid 1: discord connected; h pid 2: discord standby' });
   });
 
-  it('reads the beat of an older gateway (channels only) as before', () => {
-    const rows = gatewayChannelRows([beat(1, { httpUrl: 'http://a', channels: { telegram: 'connecting', web: 'connected' } })]);
+  it('down while a channel is still connecting; skip without a gateway', () => {
+    const rows = gatewayChannelRows([beat(1, { httpUrl: 'http://a', channels: { telegram: { state: 'connecting' }, web: { state: 'connected' } } })]);
     expect(judgeChannels(rows, 1, NOW)).toMatchObject({ status: 'down', detail: 'telegram connecting, web connected', fix: expect.stringContaining('still connecting') });
     expect(judgeChannels([], 0, NOW)).toEqual({ status: 'skip', detail: 'no gateway is running' });
   });

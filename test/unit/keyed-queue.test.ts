@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createKeyedQueue } from '../../src/gateway/outbound.js';
+import { createKeyedQueue } from '../../src/outbound/consumer.js';
 
 describe('createKeyedQueue', () => {
   it('runs the tasks of one key in submission order and other keys alongside', async () => {

@@ -1,11 +1,10 @@
 import type { CompactionOutcome, CompactionState } from './compaction-types.js';
-import { extractFacts } from './facts.js';
-import { FactOrigin, type FactLedger, type FactRecord } from './fact-ledger.js';
+import type { FactLedger, FactRecord } from './fact-ledger.js';
 
 /** A fresh per-session compaction state. */
 export function createCompactionState(): CompactionState {
   return {
-    version: 2,
+    version: COMPACTION_STATE_VERSION,
     compactions: 0,
     ineffectiveStreak: 0,
     paused: false,
@@ -23,24 +22,30 @@ export function createCompactionState(): CompactionState {
   };
 }
 
+/** The format version of {@link CompactionState} this engine reads and writes. */
+export const COMPACTION_STATE_VERSION = 2;
+
 /**
- * Accepts a state loaded from storage (possibly older or partial) and returns a complete copy.
- * Version 1 ledgers (fact → logical time) migrate to records of unknown origin (labelled values)
- * with their shape re-read; a version 1 session already compacted trusts its first summary block once.
+ * Accepts a state loaded from storage (possibly partial: missing fields take their fresh values)
+ * and returns a complete copy; nothing (null, undefined) gives a fresh state.
+ * @throws Error when the state is of another format version than {@link COMPACTION_STATE_VERSION}
+ * (another chatgate version wrote it): nothing is guessed.
  */
 export function toCompactionState(value: unknown): CompactionState {
   const base = createCompactionState();
-  if (!value || typeof value !== 'object') return base;
-  const loaded = value as Partial<Omit<CompactionState, 'version'>> & { version?: number; facts?: Record<string, unknown> };
-  const legacy = loaded.version !== 2;
+  if (value === null || value === undefined) return base;
+  const loaded = value as Partial<CompactionState> & { facts?: Record<string, unknown> };
+  if (typeof value !== 'object' || loaded.version !== COMPACTION_STATE_VERSION) {
+    const found = typeof value === 'object' ? JSON.stringify(loaded.version) ?? 'none' : `none (a ${typeof value})`;
+    throw new Error(`compaction state has format version ${found}; this chatgate reads version ${COMPACTION_STATE_VERSION}: run the chatgate version that wrote it`);
+  }
   return {
     ...base,
     ...loaded,
-    version: 2,
     facts: toLedger(loaded.facts),
     noteFacts: { ...(loaded.noteFacts ?? {}) },
-    mined: legacy ? null : (loaded.mined ?? null),
-    summary: legacy ? ((loaded.compactions ?? 0) > 0 ? { legacy: true } : null) : (loaded.summary ?? null),
+    mined: loaded.mined ?? null,
+    summary: loaded.summary ?? null,
   };
 }
 
@@ -62,12 +67,6 @@ function toLedger(facts: Record<string, unknown> | undefined): FactLedger {
   const ledger: FactLedger = {};
   for (const [fact, value] of Object.entries(facts ?? {})) {
     if (Array.isArray(value) && value.length === 5 && value.every((n) => typeof n === 'number')) ledger[fact] = value as FactRecord;
-    else if (typeof value === 'number') ledger[fact] = [value, 0, FactOrigin.labelled, 0, legacyShape(fact)];
   }
   return ledger;
-}
-
-/** A version 1 fact's shape: strong if it still reads as an identifier on its own, else weak. */
-function legacyShape(fact: string): 0 | 2 {
-  return extractFacts(fact).includes(fact) && !/\d{2}:\d{2}:\d{2}/.test(fact) ? 2 : 0;
 }

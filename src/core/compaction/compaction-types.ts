@@ -81,10 +81,9 @@ export interface CompactionState {
   mined: { count: number; hash: string } | null;
   /**
    * The summary block this engine wrote last: its text's hash and length. Only a block that matches is
-   * taken as a summary; text imitating the markers stays what it is. `legacy` accepts the first marked
-   * block once, for sessions compacted before blocks were recorded.
+   * taken as a summary; text imitating the markers stays what it is.
    */
-  summary: { hash: string; length: number } | { legacy: true } | null;
+  summary: { hash: string; length: number } | null;
   /** Ledger facts that were missing from the request but left out of the last pinned section. */
   pinsOmitted: number;
   /** Outcome of the last compaction, or null before the first. */

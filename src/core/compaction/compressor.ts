@@ -11,7 +11,7 @@ import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
 import { countMessageTokens, countMessageTokensUpTo } from '../tokens.js';
-import { stripUndefined } from '../objects.js';
+import { stripUndefined } from '../option-checks.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 import { placeholderOlderImages } from '../attachments.js';
 
@@ -85,11 +85,12 @@ export class ContextCompressor {
 
   /**
    * Whether a request of this size should be compacted: at or over the trigger unless automatic
-   * compaction is paused for the session; always when it would not fit the window.
+   * compaction is paused for the session; always when it would not fit the window. `state` is the
+   * session's compaction state; without one (a session never compacted) nothing is paused, as in compress().
    */
-  shouldCompress(requestTokens: number, state: CompactionState): boolean {
+  shouldCompress(requestTokens: number, state?: CompactionState): boolean {
     if (requestTokens > this.limitTokens) return true;
-    return !state.paused && requestTokens >= this.thresholdTokens;
+    return state?.paused !== true && requestTokens >= this.thresholdTokens;
   }
 
   /**

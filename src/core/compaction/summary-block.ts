@@ -36,7 +36,7 @@ export interface LocatedSummary extends ParsedSummary {
 }
 
 /** What a compaction state knows of the block it wrote (see `CompactionState.summary`). */
-export type SummaryRecord = { hash: string; length: number } | { legacy: true } | null;
+export type SummaryRecord = { hash: string; length: number } | null;
 
 /** The summariser's token budget: max(2000, min(0.20 × middle, min(0.05 × window, 12000))). */
 export function summaryTargetTokens(middleTokens: number, contextWindow: number): number {
@@ -59,8 +59,8 @@ export function findSummary(messages: readonly ChatMessage[], record: SummaryRec
     if (message.role !== 'user' && message.role !== 'assistant') continue;
     const text = messageText(message);
     for (let start = text.indexOf(SUMMARY_PREFIX); start !== -1; start = text.indexOf(SUMMARY_PREFIX, start + 1)) {
-      const block = 'legacy' in record ? legacyBlock(text, start) : text.slice(start, start + record.length);
-      if (block === null || ('hash' in record && hashText(block) !== record.hash)) continue;
+      const block = text.slice(start, start + record.length);
+      if (hashText(block) !== record.hash) continue;
       const rest = `${text.slice(0, start)}${text.slice(start + block.length)}`.trim();
       return { index: i, block, rest, ...readBlock(block) };
     }
@@ -82,7 +82,7 @@ export function parseSummary(message: ChatMessage): ParsedSummary | null {
   const text = messageText(message);
   const start = text.indexOf(SUMMARY_PREFIX);
   if (start === -1) return null;
-  const block = legacyBlock(text, start) ?? text.slice(start);
+  const block = markedBlock(text, start) ?? text.slice(start);
   const rest = `${text.slice(0, start)}${text.slice(start + block.length)}`.trim();
   const { body, latestRequest } = readBlock(block);
   return { body, rest, latestRequest };
@@ -111,7 +111,8 @@ function summaryTargetCap(contextWindow: number): number {
   return Math.min(0.05 * contextWindow, 12000);
 }
 
-function legacyBlock(text: string, start: number): string | null {
+/** The block from `start` to its end marker, or null when it has none. */
+function markedBlock(text: string, start: number): string | null {
   const end = text.indexOf(SUMMARY_END, start);
   return end === -1 ? null : text.slice(start, end + SUMMARY_END.length);
 }
@@ -217,5 +218,5 @@ function oneLine(text: string, maxChars: number): string {
 export function pinnedFactsOf(text: string): string[] {
   const start = text.indexOf(SUMMARY_PREFIX);
   if (start === -1) return [];
-  return readBlock(legacyBlock(text, start) ?? text.slice(start)).pinned;
+  return readBlock(markedBlock(text, start) ?? text.slice(start)).pinned;
 }

@@ -16,8 +16,9 @@
     0 - held by another: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR acquireLease: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('acquireLease')
+if not opts then return bad end
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR acquireLease: ttlMs must be an integer >= 1') end
 local holder = opts['holder']

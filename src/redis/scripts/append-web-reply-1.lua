@@ -25,8 +25,9 @@
     { stream id, 0 } - already appended under this delivery id (nothing written)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR appendWebReply: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('appendWebReply')
+if not opts then return bad end
 local maxLen, ttl, at, delivery = tonumber(opts['maxLen']), tonumber(opts['ttlSeconds']), tonumber(opts['atMs']), opts['deliveryId']
 if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: maxLen must be an integer >= 1') end
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end

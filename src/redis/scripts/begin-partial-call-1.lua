@@ -16,8 +16,9 @@
     { "ok", messageId|nil } - go ahead; the message the stream is shown in, if any
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR beginPartialCall: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('beginPartialCall')
+if not opts then return bad end
 if type(opts['owner']) ~= 'string' or opts['owner'] == '' then return redis.error_reply('ERR beginPartialCall: owner must be a non-empty string') end
 for _, name in ipairs({ 'ownerMs', 'callMs', 'ttlMs' }) do
   if type(opts[name]) ~= 'number' or opts[name] < 1 then return redis.error_reply('ERR beginPartialCall: ' .. name .. ' must be a positive number') end

@@ -35,6 +35,7 @@
     { 0, 'version' | 'fence', what was found } - refused: nothing written
     error - invalid arguments: nothing written
 ]]
+--- @include "lease-token"
 local function fail(message) return redis.error_reply('ERR commitSession: ' .. message) end
 local function isInteger(value) return type(value) == 'number' and value % 1 == 0 end
 local function isFieldMap(value, valueOk)
@@ -63,10 +64,9 @@ local function hsetAll(key, map)
   if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 end
 
-local ok, o = pcall(cjson.decode, ARGV[1])
-if not ok or type(o) ~= 'table' then return fail('options must be a JSON object') end
+local o, bad = decodeFencedOptions('commitSession')
+if not o then return bad end
 if not isInteger(o['expectedVersion']) then return fail('expectedVersion must be an integer') end
-if type(o['fence']) ~= 'string' then return fail('fence must be a string') end
 if o['mode'] ~= 'replace' and o['mode'] ~= 'append' and o['mode'] ~= 'none' then return fail('mode must be replace, append or none') end
 if not isInteger(o['projectionTokens']) then return fail('projectionTokens must be an integer') end
 if not isInteger(o['transcriptRetention']) or o['transcriptRetention'] < 0 then return fail('transcriptRetention must be an integer >= 0') end
@@ -92,8 +92,8 @@ local now = string.format('%d', o['nowMs'])
 local current = redis.call('HMGET', KEYS[3], 'version', 'projectionTokens', 'createdAtMs')
 local version = tonumber(current[1] or '0')
 if version ~= o['expectedVersion'] then return {0, 'version', tostring(version)} end
-local lease = redis.call('GET', KEYS[5])
-if lease ~= o['fence'] then return {0, 'fence', tostring(lease or 'none')} end
+local held, lease = holdsLease(KEYS[5], o['fence'])
+if not held then return {0, 'fence', tostring(lease or 'none')} end
 -- The usage counters: read once, written with their sums in the one HSET of the usage hash
 -- (what an HINCRBY each would do; a field both incremented and set ends as set).
 local usage, usageFields = {}, {}

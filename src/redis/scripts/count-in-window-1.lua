@@ -10,8 +10,9 @@
     the count in the window, this message included
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR countInWindow: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('countInWindow')
+if not opts then return bad end
 local ttl = tonumber(opts['ttlSeconds'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR countInWindow: ttlSeconds must be an integer >= 1') end
 

@@ -17,14 +17,14 @@
     -1 - the lease is not held by fence: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR deadLetterProcessing: options must be a JSON object') end
-if type(opts['fence']) ~= 'string' then return redis.error_reply('ERR deadLetterProcessing: fence must be a string') end
+--- @include "lease-token"
+local opts, bad = decodeFencedOptions('deadLetterProcessing')
+if not opts then return bad end
 local retention = tonumber(opts['retention'])
 if not retention or retention < 1 or retention % 1 ~= 0 then return redis.error_reply('ERR deadLetterProcessing: retention must be an integer >= 1') end
 if type(ARGV[2]) ~= 'string' then return redis.error_reply('ERR deadLetterProcessing: the notice is missing') end
 
-if redis.call('GET', KEYS[3]) ~= opts['fence'] then return -1 end
+if not holdsLease(KEYS[3], opts['fence']) then return -1 end
 local moved = 0
 while redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT') do moved = moved + 1 end
 redis.call('LTRIM', KEYS[2], -retention, -1)

@@ -13,8 +13,9 @@
     0 - the caller is not the shower any more: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR endPartialCall: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('endPartialCall')
+if not opts then return bad end
 if type(opts['owner']) ~= 'string' then return redis.error_reply('ERR endPartialCall: owner must be a string') end
 local message = opts['message']
 if message ~= 'keep' and message ~= 'set' and message ~= 'clear' then return redis.error_reply('ERR endPartialCall: message must be keep, set or clear') end

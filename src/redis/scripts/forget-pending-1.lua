@@ -11,8 +11,9 @@
     the number of sessions removed (the others were marked again meanwhile, or are gone: kept)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR forgetPending: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('forgetPending')
+if not opts then return bad end
 local entries = opts['entries']
 if type(entries) ~= 'table' then return redis.error_reply('ERR forgetPending: entries must be a list') end
 for _, entry in ipairs(entries) do

@@ -31,8 +31,9 @@
                       - accepted
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR ingestInbound: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('ingestInbound')
+if not opts then return bad end
 local function whole(v, min) v = tonumber(v); return v and v >= min and v % 1 == 0 and v or nil end
 local ttl = whole(opts['ttlSeconds'], 1)
 if not ttl then return redis.error_reply('ERR ingestInbound: ttlSeconds must be an integer >= 1') end

@@ -12,8 +12,9 @@
     { messageId|nil, waitMs } - the message the stream is shown in, if any; ms the running call may still take (0: none)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR markPartialFinal: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('markPartialFinal')
+if not opts then return bad end
 if type(opts['ttlMs']) ~= 'number' or opts['ttlMs'] < 1 then return redis.error_reply('ERR markPartialFinal: ttlMs must be a positive number') end
 
 local time = redis.call('TIME')

@@ -25,8 +25,9 @@
     {'released', R}      - release: the caller is no user any more
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR queueLayout: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('queueLayout')
+if not opts then return bad end
 local shards = tonumber(opts['shards'])
 if not shards or shards < 1 or shards % 1 ~= 0 then return redis.error_reply('ERR queueLayout: shards must be an integer >= 1') end
 local ttl = tonumber(opts['ttlMs'])

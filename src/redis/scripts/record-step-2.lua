@@ -16,16 +16,16 @@
     -2 - not a new round, and the log holds no round of this turn: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR recordStep: options must be a JSON object') end
-if type(opts['fence']) ~= 'string' then return redis.error_reply('ERR recordStep: fence must be a string') end
+--- @include "lease-token"
+local opts, bad = decodeFencedOptions('recordStep')
+if not opts then return bad end
 if type(opts['turnId']) ~= 'string' or opts['turnId'] == '' then return redis.error_reply('ERR recordStep: turnId must be a non-empty string') end
 if type(opts['field']) ~= 'string' or opts['field'] == '' or opts['field'] == 'turn' then return redis.error_reply('ERR recordStep: field must be a string other than turn') end
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR recordStep: ttlMs must be an integer >= 1') end
 if type(ARGV[2]) ~= 'string' then return redis.error_reply('ERR recordStep: the value is missing') end
 
-if redis.call('GET', KEYS[1]) ~= opts['fence'] then return -1 end
+if not holdsLease(KEYS[1], opts['fence']) then return -1 end
 if opts['newRound'] == true then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'turn', opts['turnId'], opts['field'], ARGV[2])

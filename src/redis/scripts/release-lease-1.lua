@@ -11,9 +11,9 @@
     0 - already gone or held by another: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR releaseLease: options must be a JSON object') end
-if type(opts['fence']) ~= 'string' then return redis.error_reply('ERR releaseLease: fence must be a string') end
+--- @include "lease-token"
+local opts, bad = decodeFencedOptions('releaseLease')
+if not opts then return bad end
 
-if redis.call('GET', KEYS[1]) == opts['fence'] then return redis.call('DEL', KEYS[1]) end
+if holdsLease(KEYS[1], opts['fence']) then return redis.call('DEL', KEYS[1]) end
 return 0

@@ -11,11 +11,11 @@
     0 - lost (expired or another holder): nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR renewLease: options must be a JSON object') end
-if type(opts['fence']) ~= 'string' then return redis.error_reply('ERR renewLease: fence must be a string') end
+--- @include "lease-token"
+local opts, bad = decodeFencedOptions('renewLease')
+if not opts then return bad end
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR renewLease: ttlMs must be an integer >= 1') end
 
-if redis.call('GET', KEYS[1]) == opts['fence'] then return redis.call('PEXPIRE', KEYS[1], ttl) end
+if holdsLease(KEYS[1], opts['fence']) then return redis.call('PEXPIRE', KEYS[1], ttl) end
 return 0

@@ -15,8 +15,9 @@
     "idle"            - nothing to stop: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR requestStop: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('requestStop')
+if not opts then return bad end
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 then return redis.error_reply('ERR requestStop: ttlMs must be a number >= 1') end
 

@@ -11,9 +11,9 @@
     0 - no request, or one for another turn: nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR takeStop: options must be a JSON object') end
-if type(opts['fence']) ~= 'string' then return redis.error_reply('ERR takeStop: fence must be a string') end
+--- @include "lease-token"
+local opts, bad = decodeFencedOptions('takeStop')
+if not opts then return bad end
 
 local request = redis.call('GET', KEYS[1])
 if request == opts['fence'] or request == 'queued' then

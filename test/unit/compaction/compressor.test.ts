@@ -26,6 +26,13 @@ describe('ContextCompressor basics', () => {
     expect(c.shouldCompress(7000)).toBe(true);
   });
 
+  it('decides without a compaction state, as compress() defaults it (a library user with no state yet)', () => {
+    const c = new ContextCompressor({ contextWindow: WINDOW, summarizer: vagueSummarizer(), reservedOutputTokens: 2000, threshold: 0.5 });
+    expect(c.shouldCompress(6999)).toBe(false);
+    expect(c.shouldCompress(7000)).toBe(true);
+    expect(c.shouldCompress(WINDOW)).toBe(true);
+  });
+
   it.each([
     [{ threshold: 1.5 }, '`threshold` must be in (0, 1] (got 1.5)'],
     [{ contextWindow: -1 }, '`contextWindow` must be a positive integer (got -1)'],

@@ -105,11 +105,15 @@ describe('salience', () => {
     expect(after.state.facts['LK-4471-ZZ'][2]).not.toBe(FactOrigin.note);
   });
 
-  it('migrates a version 1 ledger (fact → time) and trusts its summary block once', () => {
-    const state = toCompactionState({ version: 1, compactions: 2, facts: { 'ORD-48213-XK': 7, '2026-12-01T08:04:41.492Z': 9 }, factClock: 9 });
-    expect(state.version).toBe(2);
-    expect(state.facts['ORD-48213-XK']).toEqual([7, 0, FactOrigin.labelled, 0, 2]);
-    expect(state.facts['2026-12-01T08:04:41.492Z'][4]).toBe(0);
-    expect(state.summary).toEqual({ legacy: true });
+  it('refuses a stored state of another format version, naming what it found and what to do', () => {
+    for (const [stored, found] of [[{ version: 1, compactions: 2, facts: { 'ORD-48213-XK': 7 } }, '1'], [{ compactions: 2 }, 'none'], [{ version: 3 }, '3'], ['{}', 'none \\(a string\\)']] as const) {
+      expect(() => toCompactionState(stored)).toThrow(new RegExp(`^compaction state has format version ${found}; this chatgate reads version 2: run the chatgate version that wrote it$`));
+    }
+  });
+
+  it('reads a stored version 2 state, filling fields it lacks with fresh values', () => {
+    const state = toCompactionState({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] } });
+    expect(state).toMatchObject({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] }, summary: null, paused: false });
+    expect(toCompactionState(null)).toEqual(toCompactionState(undefined));
   });
 });

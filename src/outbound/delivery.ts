@@ -43,7 +43,7 @@ export interface Delivery {
   /**
    * Delivers `message`. Chunks recorded as sent are skipped, so calling it again after a failure
    * sends only what is missing. Nothing is retried or waited for here (the caller is the one retry
-   * layer, see src/gateway/outbound.ts); only a rejected formatting is resent once as plain text.
+   * layer, see src/outbound/consumer.ts); only a rejected formatting is resent once as plain text.
    * `@throws` ChannelError of the first chunk that failed: `retryable` false for permanent
    * failures (chat not found, bot blocked), true with `retryAfterMs` for rate limits.
    */

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../redis/client.js';
 import { outboundOrderKey } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
-import { OUTBOUND_ORDER_HOLD_MS } from '../queue/outbound-shard.js';
+import { OUTBOUND_ORDER_HOLD_MS } from './outbound-shard.js';
 
 /**
  * Per-session order of the outbound replies taken but not delivered yet: the one being delivered
@@ -37,7 +37,7 @@ export interface OutboundOrderOptions {
 
 /** Creates the Redis-backed {@link OutboundOrder}: one key per session with pending replies. */
 export function createOutboundOrder(deps: { redis: RedisClient }, options: OutboundOrderOptions): OutboundOrder {
-  // The add script records each reply's place with the same hold (src/queue/outbound-shard.ts).
+  // The add script records each reply's place with the same hold (src/outbound/outbound-shard.ts).
   const maxHoldMs = options.maxHoldMs ?? OUTBOUND_ORDER_HOLD_MS;
   const now = options.now ?? Date.now;
   const keyOf = (sessionId: string) => outboundOrderKey(options.queuePrefix, options.outboundQueue, sessionId);

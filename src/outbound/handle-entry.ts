@@ -1,5 +1,5 @@
 /**
- * What the outbound consumer (src/gateway/outbound.ts) does with one stream entry: deliver it in
+ * What the outbound consumer (src/outbound/consumer.ts) does with one stream entry: deliver it in
  * its chat's order, then ack it, delay it (rate limit, backoff, held behind an older reply) or
  * fail it for good with its reason. The one retry layer of deliveries.
  */
@@ -9,9 +9,9 @@ import { backoffDelayMs, DEFAULT_RETRY_AFTER_MS, type RetryPolicy } from '../cor
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { OUTBOUND_ATTEMPTS } from '../queue/outbound.js';
-import { isMalformed, parseOutboundEntry, type ParsedEntry } from '../queue/outbound-entry.js';
-import type { OutboundEntry, OutboundShard } from '../queue/outbound-shard.js';
+import { OUTBOUND_ATTEMPTS } from './outbound-queue.js';
+import { isMalformed, parseOutboundEntry, type ParsedEntry } from './parse-entry.js';
+import type { OutboundEntry, OutboundShard } from './outbound-shard.js';
 import type { Delivery } from './delivery.js';
 import type { OutboundOrder } from './outbound-order.js';
 

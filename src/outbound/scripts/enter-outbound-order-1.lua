@@ -23,8 +23,9 @@
     0 - check: held back (and entered)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR enterOutboundOrder: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('enterOutboundOrder')
+if not opts then return bad end
 local member, mode = opts['jobId'], opts['mode']
 local now, hold = tonumber(opts['nowMs']), tonumber(opts['holdMs'])
 if type(member) ~= 'string' or member == '' then return redis.error_reply('ERR enterOutboundOrder: jobId must be a non-empty string') end

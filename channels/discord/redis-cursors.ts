@@ -6,9 +6,9 @@
  * forgotten at each catch-up. Beside them, when a gateway of the bot was last connected: the start
  * of a gap, for the channels that have no cursor yet.
  */
-import type { DiscordCursorStore, DiscordPlace } from '../core/catch-up-cursors.js';
-import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, discordConnectedKey, discordCursorsKey } from './keys.js';
+import type { DiscordCursorStore, DiscordPlace } from './catch-up-cursors.js';
+import type { RedisClient } from '../../src/redis/client.js';
+import { DEFAULT_KEY_PREFIX, discordConnectedKey, discordCursorsKey } from '../../src/redis/keys.js';
 
 /** The gap start is kept a week: longer than any gap worth catching up (the window is an hour). */
 const CONNECTED_TTL_SECONDS = 7 * 86_400;

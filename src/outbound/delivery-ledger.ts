@@ -1,6 +1,6 @@
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, replyDeliveryKey } from '../redis/keys.js';
-import { OUTBOUND_MARKER_TTL_S } from '../queue/outbound-shard.js';
+import { OUTBOUND_MARKER_TTL_S } from './outbound-shard.js';
 
 /** Which reply a ledger entry belongs to. */
 export interface ReplyRef {
@@ -26,7 +26,7 @@ export interface RedisDeliveryLedgerOptions {
   keyPrefix?: string;
   /**
    * How long a reply's record is kept after its last chunk, in ms. Default a day: as long as the
-   * reply's outbound marker, which makes adding the reply again a no-op (src/queue/outbound-shard.ts).
+   * reply's outbound marker, which makes adding the reply again a no-op (src/outbound/outbound-shard.ts).
    */
   ttlMs?: number;
 }

@@ -1,6 +1,6 @@
 import type { OutboundMessage } from '../core/inbound.js';
 import type { RedisClient } from '../redis/client.js';
-import { sessionShardPrefix, shardPrefixes, type QueueNames } from './names.js';
+import { sessionShardPrefix, shardPrefixes, type QueueNames } from '../queue/names.js';
 import { openOutboundShard, type FailedReply, type OutboundCounts, type OutboundShard } from './outbound-shard.js';
 
 /** Delivery attempts of a reply (rate limits and waits behind an older reply do not spend them). */
@@ -17,7 +17,7 @@ export interface OutboundSink {
 
 /**
  * The outbound queue: per shard (`shardPrefixes`) a Redis stream read by the gateways' consumer
- * group, a delayed set and a failed set (src/queue/outbound-shard.ts). One round trip per reply
+ * group, a delayed set and a failed set (src/outbound/outbound-shard.ts). One round trip per reply
  * added; no connection of its own.
  */
 export interface OutboundQueue extends OutboundSink {

@@ -17,8 +17,9 @@
     0 - the entry was no longer pending (another consumer settled it): nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundFail: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundFail')
+if not opts then return bad end
 local group, entry, reply = opts['group'], opts['entryId'], opts['replyId']
 local now, keep = tonumber(opts['nowMs']), tonumber(opts['keepMs'])
 if type(group) ~= 'string' or type(entry) ~= 'string' then return redis.error_reply('ERR outboundFail: group and entryId must be strings') end

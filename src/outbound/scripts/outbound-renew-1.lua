@@ -14,8 +14,9 @@
     the number of entries no longer held by `consumer` (taken over, or settled)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundRenew: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundRenew')
+if not opts then return bad end
 local group, consumer = opts['group'], opts['consumer']
 if type(group) ~= 'string' or type(consumer) ~= 'string' or consumer == '' then return redis.error_reply('ERR outboundRenew: group and consumer must be strings') end
 

@@ -2,7 +2,7 @@
   Enqueues one reply on an outbound shard, once per reply id: a small marker (SET NX, not the
   payload) says the id is waiting, being delivered, delivered within the marker's lifetime or
   failed; while it exists, adding the id again writes nothing. The reply also takes its place in
-  its session's order (src/gateway/outbound-order.ts) here, in the order replies are added: two
+  its session's order (src/outbound/outbound-order.ts) here, in the order replies are added: two
   gateways taking one chat's consecutive replies then deliver them in that order, whichever
   checks first.
 
@@ -19,8 +19,9 @@
     0 - the id is known (marker present): nothing written
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundAdd: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundAdd')
+if not opts then return bad end
 local id, now, ttl, hold = opts['id'], tonumber(opts['nowMs']), tonumber(opts['markerTtlS']), tonumber(opts['holdMs'])
 if type(id) ~= 'string' or id == '' then return redis.error_reply('ERR outboundAdd: id must be a non-empty string') end
 if not now then return redis.error_reply('ERR outboundAdd: nowMs must be a number') end

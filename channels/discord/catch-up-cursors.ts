@@ -1,6 +1,6 @@
 /**
  * The cursors of the Discord catch-up (channels/discord/catch-up.ts), as a type both sides share:
- * the channel adapter reads and writes them, src/redis/discord-cursors.ts keeps them in Redis.
+ * the channel adapter reads and writes them, redis-cursors.ts keeps them in Redis.
  */
 
 /** Where a Discord message was received: enough to translate a message fetched from REST again. */

@@ -15,8 +15,9 @@
     { moved, nextDueMs } - how many entered the stream, and when the next delayed one is due (-1: none)
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundPromote: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundPromote')
+if not opts then return bad end
 local now, limit = tonumber(opts['nowMs']), tonumber(opts['limit'])
 if not now then return redis.error_reply('ERR outboundPromote: nowMs must be a number') end
 if not limit or limit < 1 or limit % 1 ~= 0 then return redis.error_reply('ERR outboundPromote: limit must be an integer >= 1') end

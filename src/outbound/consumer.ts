@@ -4,9 +4,9 @@ import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
-import { openOutboundShard, type OutboundEntry } from '../queue/outbound-shard.js';
+import { openOutboundShard, type OutboundEntry } from './outbound-shard.js';
 import type { Delivery } from './delivery.js';
-import { handleEntry, type EntryContext, type OutboundOutcome } from './outbound-entry.js';
+import { handleEntry, type EntryContext, type OutboundOutcome } from './handle-entry.js';
 import { createOutboundOrder } from './outbound-order.js';
 
 export type { OutboundOutcome };
@@ -34,7 +34,7 @@ export interface OutboundConsumerOptions {
   /**
    * The claim on a reply taken from the stream, renewed every half of it while the gateway holds
    * the reply, ms. A gateway that dies mid-delivery leaves its replies pending; once idle this long
-   * another gateway's stall check claims them (in their place: see src/gateway/outbound-order.ts). Default 5000.
+   * another gateway's stall check claims them (in their place: see src/outbound/outbound-order.ts). Default 5000.
    */
   lockDurationMs?: number;
   /** How often the consumer claims replies whose gateway died and moves due delayed replies back, ms. Default 2000. */

@@ -1,6 +1,6 @@
 --[[
   Settles a delivered reply: acknowledged in the consumer group and deleted from the stream, and
-  out of its session's order (src/gateway/outbound-order.ts: the later replies of the chat may go),
+  out of its session's order (src/outbound/outbound-order.ts: the later replies of the chat may go),
   in one step (an acknowledged entry left in the stream would count as waiting for ever). The
   reply's marker stays until it expires, so re-adding the reply stays a no-op.
 
@@ -15,8 +15,9 @@
     0 - the entry was no longer pending (another consumer settled it): only the deletes ran
     error - invalid arguments: nothing written
 ]]
-local ok, opts = pcall(cjson.decode, ARGV[1])
-if not ok or type(opts) ~= 'table' then return redis.error_reply('ERR outboundAck: options must be a JSON object') end
+--- @include "decode-options"
+local opts, bad = decodeOptions('outboundAck')
+if not opts then return bad end
 local group, entry, reply = opts['group'], opts['entryId'], opts['replyId']
 if type(group) ~= 'string' or type(entry) ~= 'string' then return redis.error_reply('ERR outboundAck: group and entryId must be strings') end
 if type(reply) ~= 'string' or reply == '' then return redis.error_reply('ERR outboundAck: replyId must be a non-empty string') end

@@ -1,0 +1,166 @@
+/**
+ * The steps of the ingest pipeline (their order is `INGEST_STEPS` in ingest.ts) and the answers
+ * they send. A step answers a message with a verdict, or hands it on with null.
+ */
+import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
+import { countOf } from '../core/plural.js';
+import { acceptInbound, countInWindow } from '../redis/ingest.js';
+import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { runCommand, type CommandDeps } from './commands.js';
+import { hygieneThenTurn, notify } from './ingest-after.js';
+import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
+import { retryTurn, stopTurn } from './turn-commands.js';
+
+/** An unlisted user: told once a day in private chats, never in groups. */
+export const refuseUnlisted: IngestStep = async (ctx, { message, sessionId }) => {
+  if (isAllowed(ctx.options.allow[message.channel], message.userId)) return null;
+  const { deps, options } = ctx;
+  const reason = `You are not authorised to use this bot (your ${message.channel} user id is ${message.userId}). Ask its operator to add you.`;
+  ctx.log.info({ channel: message.channel, userId: message.userId, chatType: message.chatType }, 'unlisted user refused');
+  if (message.chatType === 'group' || message.refusalsAnswered) return { outcome: 'denied', reason }; // silence in groups
+  const marker = deniedKey(message.channel, message.userId, options.keyPrefix);
+  if ((await deps.redis.set(marker, '1', 'EX', 86_400, 'NX')) === null) return { outcome: 'denied', reason }; // told already today
+  try {
+    await notify(ctx, message, sessionId, reason, 'denied');
+  } catch (err) {
+    await deps.redis.del(marker).catch(() => undefined);
+    throw err;
+  }
+  return { outcome: 'denied', reason };
+};
+
+/** A re-delivery: nothing to add, but a turn is made sure of in case the first delivery died before enqueueing it. */
+export const dropRedelivery: IngestStep = async (ctx, { sessionId, message, oneScript }) => {
+  if (oneScript) return null;
+  if ((await ctx.deps.redis.exists(seenKey(sessionId, message.id, ctx.options.keyPrefix))) === 0) return null;
+  return duplicate(ctx, sessionId, await ctx.deps.redis.llen(sessionKeys(sessionId, ctx.options.keyPrefix).inbox));
+};
+
+/** Counts the message in its sender's window, and in its address's when the adapter knows it. */
+export const countRate: IngestStep = async (ctx, incoming) => {
+  const { rate } = incoming;
+  if (incoming.oneScript || rate === null) return null;
+  const counts = await Promise.all(rate.limit.keys.map((key) => countInWindow(ctx.deps.redis, key, rate.limit.ttlSeconds)));
+  return counts.some((count) => count > rate.limit.limit) ? refuseRate(ctx, incoming) : null;
+};
+
+/** A message over the size limit (counted in the rate window first). */
+export const refuseTooLong: IngestStep = async (ctx, incoming) => {
+  if (incoming.oneScript || incoming.chars <= ctx.options.maxMessageChars) return null;
+  return refuseSize(ctx, incoming);
+};
+
+/** A chat command, answered once per message id (`/compact` in the background: a summary takes its time). */
+export const answerCommand: IngestStep = async (ctx, incoming) => {
+  const { command, message, sessionId } = incoming;
+  if (command === null) return null;
+  return answerOnce(ctx, incoming, 'command', async () => {
+    const answer = async () => {
+      const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
+      if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+    };
+    if (command.name !== 'compact') return answer();
+    void answer().catch(async (err: unknown) => {
+      ctx.log.error({ err, sessionId }, 'compact command failed');
+      await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
+    });
+  });
+};
+
+/** Media the bot cannot read: the adapter's short answer, once per message, through the outbound queue. */
+export const answerUnsupported: IngestStep = async (ctx, incoming) => {
+  const { message, sessionId } = incoming;
+  const reply = message.unsupportedReply;
+  if (reply === undefined) return null;
+  return answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+};
+
+/** Downloads and stores the message's files (src/gateway/attachments.ts); refuses unreadable or too large ones. */
+export const takeFiles: IngestStep = async (ctx, incoming) => {
+  const { deps } = ctx;
+  if (!deps.attachments || incoming.attachments.length === 0) return null;
+  const files = await deps.attachments.take(incoming.message, incoming.sessionId);
+  if (files.ok) {
+    incoming.attachments = files.attachments;
+    return null;
+  }
+  await refuse(ctx, incoming.message, incoming.sessionId, files.reason, files.outcome);
+  return { outcome: files.outcome, reason: files.reason };
+};
+
+/**
+ * Accepts the message into its session's inbox (src/redis/ingest.ts; a plain message's dedupe,
+ * rate count and size verdict in the same script). Durable then: the platform gets its
+ * acknowledgement at once; hygiene and then the turn's `add` run in the background, one at a time
+ * per session, and other chats never wait for them. A crash in between is caught by the pending sweeper.
+ */
+export const acceptIntoInbox: IngestStep = async (ctx, incoming) => {
+  const { deps, options } = ctx;
+  const { message, sessionId, oneScript } = incoming;
+  const { clientAddress: _address, refusalsAnswered: _answered, ...rest } = message;
+  const result = await acceptInbound(deps.redis, {
+    sessionId, message: { ...rest, attachments: incoming.attachments }, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: incoming.nowMs,
+    rate: oneScript ? incoming.rate?.limit : null, tooLong: oneScript && incoming.chars > options.maxMessageChars,
+  });
+  switch (result.kind) {
+    case 'duplicate': return duplicate(ctx, sessionId, result.inboxLength);
+    case 'rate_limited': return refuseRate(ctx, incoming);
+    case 'too_long': return refuseSize(ctx, incoming);
+    case 'accepted':
+      ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message, result.figures));
+      return { outcome: 'accepted' };
+  }
+};
+
+async function duplicate(ctx: IngestContext, sessionId: string, inboxLength: number): Promise<InboundVerdict> {
+  if (inboxLength > 0) await ctx.deps.producer.enqueueTurn(sessionId);
+  return { outcome: 'duplicate' };
+}
+
+async function refuseRate(ctx: IngestContext, { message, sessionId, rate }: Incoming): Promise<InboundVerdict> {
+  const retryAfterMs = rate!.retryAfterMs;
+  const reason = `You are sending messages faster than ${ctx.options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
+  await refuse(ctx, message, sessionId, reason, 'rate');
+  return { outcome: 'rate_limited', reason, retryAfterMs };
+}
+
+async function refuseSize(ctx: IngestContext, { message, sessionId, chars }: Incoming): Promise<InboundVerdict> {
+  const reason = `Your message has ${countOf(chars, 'character')}; the limit is ${ctx.options.maxMessageChars.toLocaleString('en-US')}. Please shorten it or split it into several messages.`;
+  await refuse(ctx, message, sessionId, reason, 'size');
+  return { outcome: 'too_long', reason };
+}
+
+/** Answers a refused message, quoting it (one notice per message, a re-delivery included), unless the adapter shows it. */
+async function refuse(ctx: IngestContext, message: InboundMessage, sessionId: string, reason: string, tag: string): Promise<void> {
+  if (message.refusalsAnswered) return;
+  await notify(ctx, message, sessionId, reason, tag, true);
+}
+
+/** Marks the message seen, then answers it; a failed answer unmarks it, so the platform re-delivers it. */
+async function answerOnce(ctx: IngestContext, { message, sessionId }: Incoming, outcome: 'command' | 'unsupported', answer: () => Promise<void>): Promise<InboundVerdict> {
+  const seen = seenKey(sessionId, message.id, ctx.options.keyPrefix);
+  if ((await ctx.deps.redis.set(seen, String(message.receivedAt), 'EX', ctx.ttl, 'NX')) === null) return { outcome: 'duplicate' };
+  try {
+    await answer();
+  } catch (err) {
+    await ctx.deps.redis.del(seen).catch(() => undefined); // not answered: let the platform re-deliver it
+    throw err;
+  }
+  return { outcome };
+}
+
+/** The command handlers for one command message: `/stop` and `/retry` act on this message's session. */
+function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
+  const { deps, options } = ctx;
+  const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
+  return {
+    ...deps.commands, ops: deps.ops,
+    stop: (sessionId) => stopTurn(deps.redis, sessionId, options.keyPrefix),
+    retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
+  };
+}
+
+function isAllowed(list: AllowList | undefined, userId: string): boolean {
+  if (list === undefined || list === '*') return true;
+  return list.includes('*') || list.includes(userId);
+}
