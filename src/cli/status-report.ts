@@ -14,13 +14,14 @@ import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lea
 import { leasesCheck } from './status-leases.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
+import { judgeMcpServers } from './mcp-check.js';
 
 /** How one part stands: `down` makes `chatgate status` exit 1; `warn` needs a look; `skip` could not be judged. */
 export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
 
 /** One line of `chatgate status`. */
 export interface StatusCheck {
-  name: 'config' | 'redis' | 'gateway' | 'workers' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions';
+  name: 'config' | 'redis' | 'gateway' | 'workers' | 'mcp' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions';
   status: StatusLevel;
   detail: string;
   /** What to do about it. */
@@ -76,6 +77,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     { name: 'redis', status: 'ok', detail: 'answers' },
     gatewayCheck(gateways),
     workersCheck(workers),
+    ...mcpCheck(config, workers),
     channelsCheck(gateways),
     leasesCheck(channelLeases, gateways),
     await llmCheck(config, workers, onProgress),
@@ -98,6 +100,12 @@ async function readQueues(redis: RedisClient, config: Config): Promise<{ queues:
   } finally {
     await turns.close();
   }
+}
+
+/** The MCP servers per live worker; no line when none is configured. */
+function mcpCheck(config: Config, workers: readonly HeartbeatStatus[]): StatusCheck[] {
+  const verdict = judgeMcpServers(config, workers);
+  return verdict ? [{ name: 'mcp', ...verdict }] : [];
 }
 
 function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {

@@ -176,6 +176,19 @@ export function gatewayChannelRows(beats: readonly HeartbeatStatus[]): GatewayCh
   });
 }
 
+/** One MCP server of one live worker, as the worker's last beat says. */
+export interface McpServerRow extends McpServerBeat {
+  worker: Pick<HeartbeatRecord, 'id' | 'host' | 'pid'>;
+}
+
+/** The MCP servers of the live workers among `beats`: the one read `chatgate status`, `doctor` and the dashboard show. */
+export function mcpServerRows(beats: readonly HeartbeatStatus[]): McpServerRow[] {
+  return beats.filter((beat) => beat.role === 'worker' && beat.alive && beat.worker?.mcp).flatMap((beat) => {
+    const worker = { id: beat.id, host: beat.host, pid: beat.pid };
+    return beat.worker!.mcp!.map((server) => ({ ...server, worker }));
+  });
+}
+
 /**
  * Beats now and then every third of `ttlMs` with the record `current()` returns. A beat that
  * fails (Redis down) is logged at debug and tried again on the next tick: the readers say what is

@@ -65,16 +65,16 @@ function testContext(callId: string): Omit<ToolContext, 'signal'> {
   };
 }
 
-/** The everything server over Streamable HTTP on a free port; `close()` stops it. */
-export async function startEverythingServer(): Promise<{ url: string; close(): Promise<void> }> {
+/** The everything server over Streamable HTTP (or the older SSE transport) on a free port; `close()` stops it. */
+export async function startEverythingServer(transport: 'streamableHttp' | 'sse' = 'streamableHttp'): Promise<{ url: string; close(): Promise<void> }> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [mcpServerEntry('server-everything'), 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [mcpServerEntry('server-everything'), transport], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   await new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes('listening on port')) resolve();
+      if (/listening on port|running on port/i.test(output)) resolve();
     });
     child.once('exit', (code) => reject(new Error(`the everything server exited (${code}): ${output}`)));
   });
