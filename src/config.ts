@@ -109,6 +109,8 @@ export interface Config {
     monitorToken?: string;
     /** Whether `host` is a loopback address. */
     loopback: boolean;
+    /** CHATGATE_HTTP_HEADERS_TIMEOUT_MS, CHATGATE_HTTP_REQUEST_TIMEOUT_MS, CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS. */
+    timeouts: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   };
   stateDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -297,7 +299,10 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig): Config {
       maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
     },
     attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
-    http: { host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host) },
+    http: {
+      host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
+      timeouts: { headersTimeoutMs: n('CHATGATE_HTTP_HEADERS_TIMEOUT_MS'), requestTimeoutMs: n('CHATGATE_HTTP_REQUEST_TIMEOUT_MS'), keepAliveTimeoutMs: n('CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS') },
+    },
     stateDir: s('CHATGATE_STATE_DIR'),
     logLevel: s('CHATGATE_LOG_LEVEL') as Config['logLevel'],
     logFormat: s('CHATGATE_LOG_FORMAT') as Config['logFormat'],
@@ -329,6 +334,9 @@ function crossChecks(c: Config, raw: RawEnv): string[] {
   }
   if (c.compaction.hygieneThreshold <= c.compaction.threshold) {
     issues.push(mustBe('CHATGATE_HYGIENE_THRESHOLD', `greater than CHATGATE_THRESHOLD (${c.compaction.threshold})`, raw.CHATGATE_HYGIENE_THRESHOLD ?? String(c.compaction.hygieneThreshold)));
+  }
+  if (c.http.timeouts.headersTimeoutMs > c.http.timeouts.requestTimeoutMs) {
+    issues.push(mustBe('CHATGATE_HTTP_HEADERS_TIMEOUT_MS', `at most CHATGATE_HTTP_REQUEST_TIMEOUT_MS (${c.http.timeouts.requestTimeoutMs})`, String(c.http.timeouts.headersTimeoutMs)));
   }
   if (!c.http.loopback && !c.http.monitorToken) {
     issues.push(`\`CHATGATE_MONITOR_TOKEN\` must be set when \`CHATGATE_HTTP_HOST\` is not loopback (got host ${c.http.host})`);

@@ -20,7 +20,7 @@ export type MetricEvent =
   | { type: 'compaction'; layer: string; outcome: string; tokensBefore: number; tokensAfter: number }
   /** One turn, inbox drained → reply committed (or failed), ms. */
   | { type: 'turn'; channel: string; outcome: 'ok' | 'error' | 'lease-lost'; durationMs: number }
-  /** One inbound message at the gateway (`accepted`, `duplicate`, `denied`, `rate_limited`, `too_long`, `command`). */
+  /** One inbound message at the gateway (`accepted`, `duplicate`, `denied`, `rate_limited`, `too_long`, `command`; `malformed`: a payload the channel's library could not read). */
   | { type: 'inbound'; channel: string; outcome: string }
   /** The gateway hygiene check compacted a session before dispatch. */
   | { type: 'hygiene_fired'; channel: string }

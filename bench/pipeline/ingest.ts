@@ -91,14 +91,14 @@ function buildIngest(base: RedisClient, prefix: string, baseURL: string): Subjec
   const logger = createSilentLogger();
   const keyPrefix = `${prefix}:`;
   const queuePrefix = `{${prefix}q}`;
-  const fast = duplicateRedis(base, { maxRetriesPerRequest: 2 });
+  const failFastRedis = duplicateRedis(base, { maxRetriesPerRequest: 2 });
   const ingestRedis = duplicateRedis(base, { maxRetriesPerRequest: 2, commandTimeout: 750 });
-  const store = createSessionStore({ redis: fast, logger }, { keyPrefix });
-  const producer = createTurnProducer({ redis: fast }, { queuePrefix, keyPrefix });
-  const outbound = openOutboundQueue(fast, { queuePrefix, queueShards: 1, outboundQueue: 'outbound' });
+  const store = createSessionStore({ redis: failFastRedis, logger }, { keyPrefix });
+  const producer = createTurnProducer({ redis: failFastRedis }, { queuePrefix, keyPrefix });
+  const outbound = openOutboundQueue(failFastRedis, { queuePrefix, queueShards: 1, outboundQueue: 'outbound' });
   const opsOptions = { baseURL, apiKey: 'bench', threshold: 0.5, hygieneThreshold: 0.85, keyPrefix, leaseTtlMs: 15_000, limits: LIMITS, llmTimeoutMs: 20_000, llmMaxRetries: 0 };
-  const ops = createLlmSessionOps({ redis: fast, logger, store }, opsOptions);
-  const view = createRedisSessionView({ redis: fast }, { keyPrefix, contextWindow: 128_000, reservedOutputTokens: 4096, model: LIMITS.model, summaryModel: LIMITS.summaryModel, threshold: 0.5, hygieneThreshold: 0.85 });
+  const ops = createLlmSessionOps({ redis: failFastRedis, logger, store }, opsOptions);
+  const view = createRedisSessionView({ redis: failFastRedis }, { keyPrefix, contextWindow: 128_000, reservedOutputTokens: 4096, model: LIMITS.model, summaryModel: LIMITS.summaryModel, threshold: 0.5, hygieneThreshold: 0.85 });
   const ingest: Ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene: ops, outbound, logger, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
     keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 10_000, maxMessageChars: 8000, groupMode: 'per-chat',
   });
@@ -110,7 +110,7 @@ function buildIngest(base: RedisClient, prefix: string, baseURL: string): Subjec
     settle: () => ingest.idle(),
     async close() {
       await producer.close();
-      fast.disconnect();
+      failFastRedis.disconnect();
       ingestRedis.disconnect();
     },
   };

@@ -10,6 +10,8 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
+import { guardGatewayPayloads } from './payload-guard.js';
+import { createTokenWatch } from './token-watch.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './stream.js';
 import type { DiscordCursorStore } from './catch-up-cursors.js';
@@ -57,7 +59,10 @@ export interface DiscordChannel extends Channel {
   readonly name: 'discord';
   /** The bot's user id, known after `start`. */
   readonly botUserId: string | undefined;
-  /** Down from the moment the gateway connection closes until discord.js resumed (or re-identified) it. */
+  /**
+   * Down from the moment the gateway connection closes until discord.js resumed (or re-identified)
+   * it; down for good, with `tokenRejected`, once a REST call was refused with 401 (a revoked token).
+   */
   health(): ChannelHealth;
 }
 
@@ -71,17 +76,28 @@ const DEFAULTS = {
   stopDrainTimeoutMs: 10_000,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
+/** What {@link createDiscordChannel} needs besides its options. */
+export interface DiscordChannelDeps {
+  log?: Logger;
+  /** Catch-up after each connect (needs the cursors in Redis); none without. */
+  catchUp?: CatchUpOptions;
+  /** Called for each gateway payload discord.js could not read and that was dropped, with its event type (a metric). */
+  onDroppedPayload?: (event: string) => void;
+}
+
 /** Creates the Discord channel. `@throws` ChannelError (`CHANNEL_PERMANENT`) on invalid options. */
-export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOptions } = {}, options: DiscordChannelOptions): DiscordChannel {
+export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: DiscordChannelOptions): DiscordChannel {
   const resolved: ResolvedDiscordChannelOptions = { ...DEFAULTS, ...options };
   validate(resolved);
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'discord' });
   const client = createClient(resolved);
+  guardGatewayPayloads(client, log, deps.onDroppedPayload);
   const state: { onMessage?: InboundHandler; marks?: ConnectedMarks } = {};
   const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
   const gateway = watchGatewayHealth(client);
+  const token = createTokenWatch(log);
   const downloadHosts = discordDownloadHosts(resolved.apiRoot);
 
   return {
@@ -117,16 +133,16 @@ export function createDiscordChannel(deps: { log?: Logger; catchUp?: CatchUpOpti
       await state.marks?.stop();
       await client.destroy();
     },
-    health: () => gateway.health(),
+    health: () => token.health() ?? gateway.health(),
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
-      return sendDiscordText(client.rest, target, message);
+      return token.guard(() => sendDiscordText(client.rest, target, message));
     },
     async sendTyping(target: ChatTarget): Promise<void> {
-      await sendDiscordTyping(client.rest, target);
+      await token.guard(() => sendDiscordTyping(client.rest, target));
     },
     downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download, downloadHosts),
-    editMessage: (target, messageId, message) => editDiscordText(client.rest, target, messageId, message),
-    deleteMessage: (target, messageId) => deleteDiscordMessage(client.rest, target, messageId),
+    editMessage: (target, messageId, message) => token.guard(() => editDiscordText(client.rest, target, messageId, message)),
+    deleteMessage: (target, messageId) => token.guard(() => deleteDiscordMessage(client.rest, target, messageId)),
   };
 }
 

@@ -8,6 +8,7 @@ import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'd
 import type { RemoteFailure } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+import { isTokenRefusal } from './token-watch.js';
 
 /** The channel a target's messages go to: the thread when there is one. */
 export function discordChannelOf(target: ChatTarget): string {
@@ -61,6 +62,10 @@ export function toDiscordChannelError(err: unknown, operation: string, channelId
   } else if (err instanceof RateLimitError) {
     failure = { status: 429, retryAfterMs: err.retryAfter };
     detail = '429: rate limited';
+  } else if (isTokenRefusal(err)) {
+    // discord.js dropped the token after a 401: nothing is sent, and trying again cannot change that.
+    failure = { status: 401 };
+    detail = 'the bot token was refused (401 Unauthorized): a new token is needed';
   } else if (err instanceof HTTPError) {
     failure = { status: err.status };
     detail = `${err.status}: ${err.message}`;

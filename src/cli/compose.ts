@@ -33,6 +33,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     maxMessageChars: config.access.maxMessageChars,
     host: config.http.host,
     port: config.http.port,
+    httpTimeouts: config.http.timeouts,
     monitorToken: config.http.monitorToken,
     sessionLeaseTtlMs: config.workers.leaseTtlMs,
     channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },

@@ -220,7 +220,7 @@ async function startWorkerHttp(io: CliIo, config: Config, deps: { redis: RedisCl
     { host: config.http.host, monitorToken: config.http.monitorToken },
   );
   try {
-    const http = await serveHttp(app, config.http.host, config.http.port);
+    const http = await serveHttp(app, config.http.host, config.http.port, config.http.timeouts);
     cleanups.push(() => http.close());
     return http.url;
   } catch (err) {

@@ -5,7 +5,7 @@ import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue } from '../outbound/outbound-queue.js';
 import type { FailedReply, OutboundCounts } from '../outbound/outbound-shard.js';
-import { recordedShards } from '../queue/layout.js';
+import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';

@@ -28,8 +28,10 @@ export function channelHealthOf(channels: readonly Channel[], status: ChannelsSt
   const next = channels.find((channel) => !connected.has(channel.name));
   return Object.fromEntries(channels.map((channel): [string, ChannelHealthBeat] => {
     if (!connected.has(channel.name)) return [channel.name, { state: channel === next ? 'connecting' : 'waiting' }];
-    if ('leaseRole' in channel && channel.leaseRole === 'standby') return [channel.name, { state: 'standby' }];
     const health = channel.health?.() ?? { ok: true };
+    // A standby gateway receives nothing but sends: a refused token is its trouble too.
+    const standby = 'leaseRole' in channel && channel.leaseRole === 'standby';
+    if (standby && (health.ok || !health.tokenRejected)) return [channel.name, { state: 'standby' }];
     if (health.ok) return [channel.name, { state: 'connected' }];
     const since = Math.min(health.sinceMs, now);
     return [channel.name, { state: 'disconnected', reason: health.reason, sinceMs: since, ...(health.tokenRejected ? { tokenRejected: true } : {}) }];

@@ -85,7 +85,7 @@ export function createLeasedChannel(deps: LeasedChannelDeps, options: ChannelLea
     },
     start: (onMessage: InboundHandler) => runner.start(onMessage),
     stop: () => runner.stop(),
-    // The receiving side is this term's receiver: a standby gateway receives nothing, so nothing fails.
+    // The receiving side is this term's receiver (a standby gateway receives nothing); sending is the sender's.
     health: (): ChannelHealth => runner.health(),
   };
   // Every other member (send, sendTyping, streaming, downloads…) is the sender's.
@@ -140,8 +140,11 @@ class ChannelLeaseRunner {
   }
 
   /** The health of this term's receiver; up while standing by (the holder's heartbeat says how it stands). */
+  /** The receiver's health while it is down; else the sender's (a refused token shows there, in standby too). */
   health(): ChannelHealth {
-    return this.term?.receiver.health?.() ?? { ok: true };
+    const receiving = this.term?.receiver.health?.() ?? { ok: true };
+    if (!receiving.ok) return receiving;
+    return this.deps.sender.health?.() ?? receiving;
   }
 
   async stop(): Promise<void> {

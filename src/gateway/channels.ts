@@ -81,7 +81,9 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const { token, apiRoot } = options.discord;
     const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
     // With Redis, each connect catches up what was sent while no gateway was connected (a restart, a fail-over).
-    const discordDeps = { log: logger, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
+    // A gateway payload discord.js could not read is dropped (channels/discord/payload-guard.ts): counted here.
+    const onDroppedPayload = () => (deps.metrics ?? NOOP_METRICS).record({ type: 'inbound', channel: 'discord', outcome: 'malformed' });
+    const discordDeps = { log: logger, onDroppedPayload, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
     list.push(leased(createDiscordChannel(discordDeps, discordOptions), token, () => createDiscordChannel(discordDeps, discordOptions)));
   }
   if (list.length === 0 || isLoopbackHost(options.host)) {

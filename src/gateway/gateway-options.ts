@@ -2,6 +2,7 @@ import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.j
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import { numberIssues, type NumberRule } from '../core/option-checks.js';
+import { DEFAULT_HTTP_TIMEOUTS, httpTimeoutIssues, type HttpTimeouts } from '../monitor/index.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../redis/lease.js';
@@ -40,6 +41,11 @@ export interface GatewayOptions {
   host?: string;
   /** Port of the HTTP server (0: any free port). Default 8787. */
   port?: number;
+  /**
+   * Time-outs of the HTTP server, ms: receiving a request's headers, a whole request (body included),
+   * and an idle kept-alive connection. Default {@link DEFAULT_HTTP_TIMEOUTS} (10 s, 60 s, 5 s).
+   */
+  httpTimeouts?: HttpTimeouts;
   /** Bearer token of the monitor; required off loopback. */
   monitorToken?: string;
   /** Session lease while the gateway compacts (renewed while it works), ms. Default 15000. */
@@ -82,7 +88,7 @@ export interface GatewayOptions {
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
   'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels' |
-  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs' | 'channelLeaseMs'>>;
+  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs' | 'channelLeaseMs' | 'httpTimeouts'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -100,6 +106,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   maxMessageChars: 8000,
   host: '127.0.0.1',
   port: 8787,
+  httpTimeouts: DEFAULT_HTTP_TIMEOUTS,
   sessionLeaseTtlMs: DEFAULT_LEASE_TTL_MS,
   channelStartTimeoutMs: 30_000,
   channelLeaseMs: DEFAULT_CHANNEL_LEASE_MS,
@@ -131,7 +138,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */
 export function gatewayOptionIssues(options: ResolvedGatewayOptions): string[] {
-  const issues = numberIssues(options, GATEWAY_RULES);
+  const issues = [...numberIssues(options, GATEWAY_RULES), ...httpTimeoutIssues(options.httpTimeouts)];
   if (options.hygieneThreshold <= options.threshold) issues.push(`\`hygieneThreshold\` must be greater than \`threshold\` (${options.threshold}) (got ${options.hygieneThreshold})`);
   return issues;
 }

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { GatewayError } from '../errors.js';
+import { httpServerOptions, type HttpTimeouts } from '../monitor/index.js';
 
 /** The advice of every "port in use" message. */
 const PORT_ADVICE = 'set CHATGATE_HTTP_PORT to a free port (0: any free port)';
@@ -19,10 +20,13 @@ export async function ensurePortFree(host: string, port: number): Promise<void> 
   });
 }
 
-/** Serves `app` on `host:port`. @throws GatewayError as {@link ensurePortFree}. */
-export async function listen(app: Hono, host: string, port: number): Promise<{ server: ServerType; httpUrl: string }> {
+/**
+ * Serves `app` on `host:port`, cutting clients that trickle a request or idle past `timeouts`
+ * (default `DEFAULT_HTTP_TIMEOUTS`). @throws GatewayError as {@link ensurePortFree}.
+ */
+export async function listen(app: Hono, host: string, port: number, timeouts?: HttpTimeouts): Promise<{ server: ServerType; httpUrl: string }> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+    const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions: httpServerOptions(timeouts) }, (info) => {
       const shownHost = info.address.includes(':') ? `[${info.address}]` : info.address;
       resolve({ server, httpUrl: `http://${shownHost}:${info.port}` });
     });

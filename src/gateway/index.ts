@@ -9,7 +9,7 @@ import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../session/view.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
-import { guardTurnProducer, holdQueueLayout } from '../queue/layout-guard.js';
+import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue, type OutboundQueue } from '../outbound/outbound-queue.js';
 import { createTurnProducer } from '../queue/producer.js';
@@ -18,7 +18,7 @@ import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps } from '../session/session-ops.js';
-import { createRetry } from '../session/retry.js';
+import { createRetry } from '../session/retry-command.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
 import { createDelivery } from '../outbound/delivery.js';
@@ -120,28 +120,28 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const names = resolveQueueNames({ queuePrefix: o.queuePrefix, queueShards: o.queueShards });
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
-  const fast = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
+  const failFastRedis = duplicateRedis(redis, { maxRetriesPerRequest: 2 });
   // Its failures surface where its commands fail; without a listener ioredis prints each one.
-  fast.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
-  closers.push(() => fast.quit());
+  failFastRedis.on('error', (err: Error) => logger.debug({ err }, 'gateway redis connection error'));
+  closers.push(() => failFastRedis.quit());
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
-  const layout = await holdQueueLayout({ redis: fast, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
+  const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: fast, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
-  const producer = guardTurnProducer(createTurnProducer({ redis: fast }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
-  const outbound = openOutboundQueue(fast, names);
-  const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, fast);
+  const store = createSessionStore({ redis: failFastRedis, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
+  const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
+  const outbound = openOutboundQueue(failFastRedis, names);
+  const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
   turns.onError((err) => logger.debug({ err, queue: turns.name }, 'gateway queue connection error'));
   closers.push(() => Promise.all([turns.close(), producer.close()]));
-  const sweeper = startPendingSweeper({ redis: fast, producer, logger }, { keyPrefix });
+  const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: fast, logger, store, metrics }, {
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.streaming,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
   // The chat commands read the sessions this gateway serves, through the same view as every surface.
-  const view = createRedisSessionView({ redis: fast }, {
+  const view = createRedisSessionView({ redis: failFastRedis }, {
     keyPrefix, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
     model: o.llm.model, summaryModel: o.llm.summaryModel, threshold: o.threshold, hygieneThreshold: o.hygieneThreshold,
   });
@@ -149,15 +149,15 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const ingestRedis = duplicateRedis(redis, { maxRetriesPerRequest: 2, commandTimeout: REDIS_ANSWER_MS });
   ingestRedis.on('error', (err: Error) => logger.debug({ err }, 'ingest redis connection error'));
   closers.push(() => ingestRedis.quit());
-  // Files are stored through the fast connection: a 10 MB SET may take longer than ingest's bounded commands.
-  const attachments = createAttachmentIngest({ redis: fast, log: logger, channel: (name) => channelMap.get(name) }, {
+  // Files are stored through the fail-fast connection: a 10 MB SET may take longer than ingest's bounded commands.
+  const attachments = createAttachmentIngest({ redis: failFastRedis, log: logger, channel: (name) => channelMap.get(name) }, {
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
-  const retry = createRetry({ redis: fast, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
+  const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
-  const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: fast, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
+  const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
   const app = new Hono();
   gatewayChannels.mount?.(app);
@@ -165,14 +165,14 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   app.route('/', createMonitorApp({
     // bull-board shows the turn queue; the outbound streams are counted beside it in `chatgate_queue_jobs`.
     sessions: deps.sessions, queues: turns.shards, queueDepth: () => queueDepths(turns, outbound), logger, metrics,
-    checks: { ...readinessChecks(fast, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix), queueLayout: async () => layout.check() },
+    checks: { ...readinessChecks(failFastRedis, turns, { list: gatewayChannels.list, status: channelsStatus }, keyPrefix), queueLayout: async () => layout.check() },
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
-    channels: () => readChannelsPanel(fast, keyPrefix),
+    channels: () => readChannelsPanel(failFastRedis, keyPrefix),
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
-  const { server, httpUrl } = await listen(app, o.host, o.port);
+  const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
-  const heartbeat = await startGatewayHeartbeat({ redis: fast, logger }, gatewayChannels.list, channelsStatus, {
+  const heartbeat = await startGatewayHeartbeat({ redis: failFastRedis, logger }, gatewayChannels.list, channelsStatus, {
     keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
   });
   closers.push(() => heartbeat.stop());

@@ -10,7 +10,7 @@ import type { OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import type { IngestRateLimit } from '../redis/ingest.js';
-import type { RetryPort } from '../session/retry.js';
+import type { RetryPort } from '../session/retry-command.js';
 import type { SessionOps } from '../session/session-ops.js';
 import type { AttachmentIngest } from './attachments.js';
 import type { CommandDeps } from './commands.js';

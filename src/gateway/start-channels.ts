@@ -13,7 +13,7 @@ export const ADVICE: Readonly<Record<ChannelName, string>> = {
 /** What to do when a platform rejects the bot token, by channel. */
 export const TOKEN_ADVICE: Readonly<Record<string, string>> = {
   telegram: 'TELEGRAM_BOT_TOKEN was rejected (401 Unauthorized): copy the token again from @BotFather (/mybots → API Token); with a local Bot API server, check TELEGRAM_API_ROOT',
-  discord: 'DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token) and set it again',
+  discord: 'DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token), set it again and restart the gateway',
 };
 
 /** Where the channels stand, for `/readyz`: `ok` once every channel runs. */

@@ -10,7 +10,7 @@ import { headEnd } from '../core/text.js';
 import type { RedisClient } from '../redis/client.js';
 import { sessionKeys } from '../redis/keys.js';
 import { requestStop } from '../redis/turn-stop.js';
-import type { RetriedImage, RetryPort } from '../session/retry.js';
+import type { RetriedImage, RetryPort } from '../session/retry-command.js';
 
 /** `/stop` with nothing running. */
 export const NOTHING_TO_STOP = 'Nothing is running right now, so there is nothing to stop.';

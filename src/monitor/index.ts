@@ -4,6 +4,8 @@ export { createAccessGuard, createMonitorAuth, isLoopbackRequestHost, MONITOR_CO
 export type { AccessGuardOptions, MonitorAuthOptions } from './auth.js';
 export { addMetricsRoute, addProbeRoutes } from './health.js';
 export { createWorkerMonitorApp, serveHttp } from './worker-app.js';
+export { DEFAULT_HTTP_TIMEOUTS, httpServerOptions, httpTimeoutIssues } from './http-timeouts.js';
+export type { HttpTimeouts } from './http-timeouts.js';
 export type { RunningHttpServer, WorkerMonitorDeps, WorkerMonitorOptions } from './worker-app.js';
 export { createQueuesBoard, readQueueDepths, QUEUES_BASE_PATH } from './bull-board.js';
 export { renderDashboardPage } from './dashboard-page.js';

@@ -2,6 +2,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { createSilentLogger, type Logger } from '../log.js';
 import { createAccessGuard } from './auth.js';
+import { httpServerOptions, type HttpTimeouts } from './http-timeouts.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics } from './metrics.js';
 
@@ -52,12 +53,12 @@ export function createWorkerMonitorApp(deps: WorkerMonitorDeps = {}, options: Wo
 }
 
 /**
- * Serves `app` on `host`:`port` (0: any free port).
+ * Serves `app` on `host`:`port` (0: any free port), with `timeouts` (default `DEFAULT_HTTP_TIMEOUTS`).
  * @throws Error naming the address when it cannot listen (e.g. `EADDRINUSE`); its `code` is kept.
  */
-export function serveHttp(app: Hono, host: string, port: number): Promise<RunningHttpServer> {
+export function serveHttp(app: Hono, host: string, port: number, timeouts?: HttpTimeouts): Promise<RunningHttpServer> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+    const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions: httpServerOptions(timeouts) }, (info) => {
       server.off('error', onError);
       const shownHost = info.address.includes(':') ? `[${info.address}]` : info.address;
       resolve({ url: `http://${shownHost}:${info.port}`, server, close: () => closeServer(server) });

@@ -202,7 +202,7 @@ export function discordConnectedKey(botId: string, prefix: string = DEFAULT_KEY_
 
 /**
  * String: the number of queue shards the deployment's queues are laid out in, written at first
- * start (src/queue/layout.ts). Under the unsharded queue prefix, so it is found whatever N a
+ * start (src/queue/shard-layout.ts). Under the unsharded queue prefix, so it is found whatever N a
  * process is started with.
  */
 export function queueLayoutKey(queuePrefix: string): string {
@@ -211,7 +211,7 @@ export function queueLayoutKey(queuePrefix: string): string {
 
 /**
  * Sorted set of the processes using the recorded queue layout: member `<N>:<process id>`, scored by
- * when it expires unless renewed (src/queue/layout.ts). Beside {@link queueLayoutKey}, in its slot.
+ * when it expires unless renewed (src/queue/shard-layout.ts). Beside {@link queueLayoutKey}, in its slot.
  */
 export function queueLayoutUsersKey(queuePrefix: string): string {
   return `${queuePrefix}:chatgate-shards-users`;

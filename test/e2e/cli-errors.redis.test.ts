@@ -99,7 +99,7 @@ describe('chatgate: small failures', () => {
       proc = spawnChatgate(['gateway', '--demo'], env({ DISCORD_BOT_TOKEN: 'wrong-token-wrong-token-wrong', DISCORD_API_ROOT: discord.apiRoot, CHATGATE_HTTP_PORT: '0' }));
       expect(await proc.exited).toBe(1);
       const failures = proc.stderr.text.split('\n').filter((line) => line.includes('failed to start'));
-      expect(failures).toEqual(['chatgate: gateway failed to start: the discord channel could not connect: DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token) and set it again']);
+      expect(failures).toEqual(['chatgate: gateway failed to start: the discord channel could not connect: DISCORD_BOT_TOKEN was rejected (invalid token): reset it in the Discord developer portal (Bot → Reset Token), set it again and restart the gateway']);
       expectNoNoise(proc);
     });
   });

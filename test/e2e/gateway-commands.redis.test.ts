@@ -1,43 +1,24 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeHandler, FakeReply } from '../fakes/openai-server.js';
-import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { Stack } from '../helpers/stack.js';
-import { startTelegramStack } from '../helpers/telegram-stack.js';
-import { waitUntil } from '../helpers/waits.js';
+import { useTelegramFixture } from '../helpers/telegram-stack.js';
 
-let telegram: FakeTelegramServer;
-let stack: Stack | undefined;
+const tg = useTelegramFixture();
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
-  stack = await startTelegramStack(telegram, { handler, env });
-  return stack;
+  return tg.start({ handler, env });
 }
 
-const texts = () => telegram.callsOf('sendMessage').map((call) => String(call.params.text));
-const say = (text: string) => telegram.pushMessage({ text });
+const texts = tg.sent;
+const say = (text: string) => tg.telegram.pushMessage({ text });
 /** Says `text` and resolves with the next message the bot sends. */
-async function ask(text: string): Promise<string> {
-  const before = texts().length;
-  say(text);
-  await waitUntil(telegram, 'call', () => texts().length > before);
-  return texts()[before]!;
-}
+const ask = (text: string): Promise<string> => tg.next(() => say(text));
 const lastUserText = (s: Stack) => messageText(s.agentRequests().at(-1)!.messages.at(-1)!);
 const projection = async (s: Stack) => (await createSessionStore({ redis: s.t.redis }, { keyPrefix: s.t.keyPrefix }).load('telegram:42')).entries.map((e) => e.message);
-
-beforeEach(async () => {
-  telegram = await startFakeTelegram();
-});
-
-afterEach(async () => {
-  await stack?.close();
-  stack = undefined;
-  await telegram.close();
-});
 
 describe('chat commands people expect (Telegram)', () => {
   it('/start greets with the commands, and the command menu was registered with setMyCommands', async () => {
@@ -45,13 +26,13 @@ describe('chat commands people expect (Telegram)', () => {
     const answer = await ask('/start');
     expect(answer).toMatch(/^Hello!/);
     for (const command of ['/new', '/stop', '/retry', '/compact', '/usage', '/help']) expect(answer).toContain(command);
-    const registered = (telegram.callsOf('setMyCommands')[0]!.params.commands as Array<{ command: string }>).map((c) => c.command);
+    const registered = (tg.telegram.callsOf('setMyCommands')[0]!.params.commands as Array<{ command: string }>).map((c) => c.command);
     expect(registered).toEqual(expect.arrayContaining(['new', 'stop', 'retry', 'compact', 'usage', 'status', 'pins', 'help']));
     expect(s.agentRequests()).toHaveLength(0);
   });
 
   it('starts and answers when setMyCommands is refused (a warning, not a failed start)', async () => {
-    telegram.failNext('setMyCommands', { errorCode: 400, description: 'Bad Request: BOT_COMMAND_INVALID' });
+    tg.telegram.failNext('setMyCommands', { errorCode: 400, description: 'Bad Request: BOT_COMMAND_INVALID' });
     await start(() => ({ content: 'still here' }));
     expect(await ask('hello')).toBe('still here');
     expect(await ask('/help')).toContain('/retry');
@@ -123,7 +104,7 @@ describe('chat commands people expect (Telegram)', () => {
     expect(await ask('first question')).toBe('Answer 0');
     expect(await ask('second question')).toBe('Answer 1');
     expect(await ask('/retry')).toBe('Asking again: “second question”');
-    await waitUntil(telegram, 'call', () => texts().includes('Answer 2'));
+    await tg.until(() => texts().includes('Answer 2'));
     const request = s.agentRequests()[2]!;
     expect(messageText(request.messages.at(-1)!)).toBe('second question');
     const seen = request.messages.map((m) => messageText(m));
@@ -145,7 +126,7 @@ describe('chat commands people expect (Telegram)', () => {
     expect(await ask('/stop')).toBe('Stopped.');
     hang = false;
     expect(await ask('/retry')).toBe('Asking again: “a question that hangs”');
-    await waitUntil(telegram, 'call', () => texts().includes('Answer 1'));
+    await tg.until(() => texts().includes('Answer 1'));
     expect(lastUserText(s)).toBe('a question that hangs');
     expect((await projection(s)).map((m) => messageText(m))).toEqual(['a question that hangs', 'Answer 1']);
   });

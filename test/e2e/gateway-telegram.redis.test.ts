@@ -1,24 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readUsage } from '../../src/redis/usage.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
-import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { isSummaryRequest, type Stack } from '../helpers/stack.js';
-import { startTelegramStack } from '../helpers/telegram-stack.js';
-import { waitUntil as waitForState } from '../helpers/waits.js';
+import { useTelegramFixture } from '../helpers/telegram-stack.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 
-let telegram: FakeTelegramServer;
-let stack: Stack | undefined;
+const tg = useTelegramFixture();
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
-  stack = await startTelegramStack(telegram, { handler, env });
-  return stack;
+  return tg.start({ handler, env });
 }
 
-/** Resolves once `condition` holds, checking on every Telegram call. */
-const waitUntil = (condition: () => boolean): Promise<void> => waitForState(telegram, 'call', condition);
+const waitUntil = tg.until;
 
 /** `chatgate_model_calls_total{channel="telegram"}` as the gateway's /metrics exposes it. */
 async function modelCalls(s: Stack): Promise<number> {
@@ -27,39 +22,29 @@ async function modelCalls(s: Stack): Promise<number> {
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
-const texts = () => telegram.callsOf('sendMessage').map((call) => String(call.params.text));
-const say = (text: string, from = 42) => telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'Ada' }, chat: { id: from, type: 'private', first_name: 'Ada' } });
-
-beforeEach(async () => {
-  telegram = await startFakeTelegram();
-});
-
-afterEach(async () => {
-  await stack?.close();
-  stack = undefined;
-  await telegram.close();
-});
+const texts = () => tg.telegram.callsOf('sendMessage').map((call) => String(call.params.text));
+const say = (text: string, from = 42) => tg.telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'Ada' }, chat: { id: from, type: 'private', first_name: 'Ada' } });
 
 describe('gateway with Telegram', () => {
   it('answers a message end to end, registers the chat commands and counts the turn in /metrics', async () => {
     const s = await start(() => ({ content: 'Hello **Ada**!' }));
     const before = await modelCalls(s);
     say('hi there');
-    const sent = await telegram.waitForCall('sendMessage');
+    const sent = await tg.telegram.waitForCall('sendMessage');
     expect(sent.params).toMatchObject({ chat_id: '42', text: 'Hello <b>Ada</b>!', parse_mode: 'HTML' });
     expect(s.agentRequests().at(-1)?.messages.at(-1)).toMatchObject({ role: 'user' });
-    expect(telegram.callsOf('setMyCommands')[0].params.commands).toEqual(expect.arrayContaining([expect.objectContaining({ command: 'usage' })]));
-    expect(telegram.callsOf('sendChatAction').length).toBeGreaterThan(0);
+    expect(tg.telegram.callsOf('setMyCommands')[0].params.commands).toEqual(expect.arrayContaining([expect.objectContaining({ command: 'usage' })]));
+    expect(tg.telegram.callsOf('sendChatAction').length).toBeGreaterThan(0);
     expect(await modelCalls(s)).toBe(before + 1);
   });
 
   it('splits a long reply at the 4096 limit and honours a 429', async () => {
     const long = Array.from({ length: 300 }, (_, i) => `Line ${i}: ${'word '.repeat(8)}`).join('\n');
     await start(() => ({ content: long }));
-    telegram.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 });
+    tg.telegram.failNext('sendMessage', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 });
     say('tell me everything');
     await waitUntil(() => texts().some((t) => t.includes('Line 299:')));
-    const calls = telegram.callsOf('sendMessage');
+    const calls = tg.telegram.callsOf('sendMessage');
     const delivered = texts().slice(1);
     expect(new Set(delivered).size).toBe(delivered.length);
     expect(delivered.every((t) => t.length <= 4096)).toBe(true);
@@ -71,16 +56,16 @@ describe('gateway with Telegram', () => {
     const s = await start((request) => ({ content: `Answer ${request.index}. ${'detail of the answer '.repeat(60)}` }));
     for (let i = 0; i < 10; i++) {
       say(`question ${i}`);
-      await telegram.waitForCall('sendMessage', i + 1);
+      await tg.telegram.waitForCall('sendMessage', i + 1);
     }
     const sessionId = 'telegram:42';
     const usage = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
     say('/usage');
-    await telegram.waitForCall('sendMessage', 11);
+    await tg.telegram.waitForCall('sendMessage', 11);
     expect(texts()[10]).toContain(`${usage.promptTokens.toLocaleString('en-US')} in`);
     expect(texts()[10]).toContain('10 model calls');
     say('/compact the questions');
-    await telegram.waitForCall('sendMessage', 12);
+    await tg.telegram.waitForCall('sendMessage', 12);
     const match = /Compacted \(focus: the questions\): ([\d,]+) → ([\d,]+) tokens/.exec(texts()[11]);
     expect(match, texts()[11]).not.toBeNull();
     const [tokensBefore, tokensAfter] = [match![1], match![2]].map((n) => Number(n.replace(/,/g, '')));
@@ -90,7 +75,7 @@ describe('gateway with Telegram', () => {
     const after = await readUsage(s.t.redis, sessionKeys(sessionId, s.t.keyPrefix));
     expect(after).toMatchObject({ summaryCalls: 1, summaryPromptTokens: summaryCall!.promptTokens });
     say('/status');
-    await telegram.waitForCall('sendMessage', 13);
+    await tg.telegram.waitForCall('sendMessage', 13);
     expect(texts()[12]).toMatch(/Session: telegram:42, .* old, \d+ messages in context/);
     expect(texts()[12]).toContain('idle; 0 of your messages waiting; no turn queued');
   });
@@ -98,16 +83,16 @@ describe('gateway with Telegram', () => {
   it('processes a re-delivered update once, refuses unlisted users and over-size messages without the LLM', async () => {
     const s = await start(() => ({ content: 'ok' }), { CHATGATE_ALLOW_TELEGRAM: '42', CHATGATE_MAX_MESSAGE_CHARS: '100' });
     const { messageId } = say('once please');
-    telegram.pushUpdate({ message: { message_id: messageId, date: Math.floor(Date.now() / 1000), text: 'once please', from: { id: 42, is_bot: false, first_name: 'Ada' }, chat: { id: 42, type: 'private' } } });
+    tg.telegram.pushUpdate({ message: { message_id: messageId, date: Math.floor(Date.now() / 1000), text: 'once please', from: { id: 42, is_bot: false, first_name: 'Ada' }, chat: { id: 42, type: 'private' } } });
     say('let me in', 99);
     say('x'.repeat(500));
     // The second message waits for the first answer, or both could be answered in one turn.
-    await waitUntil(() => telegram.callsOf('sendMessage').some((c) => c.params.chat_id === '42' && c.params.text === 'ok'));
+    await waitUntil(() => tg.telegram.callsOf('sendMessage').some((c) => c.params.chat_id === '42' && c.params.text === 'ok'));
     say('and now a second one');
     // Turns of one chat run in arrival order: once the second message is answered, a duplicate turn would have been too.
-    await waitUntil(() => telegram.callsOf('sendMessage').filter((c) => c.params.chat_id === '42' && c.params.text === 'ok').length >= 2);
+    await waitUntil(() => tg.telegram.callsOf('sendMessage').filter((c) => c.params.chat_id === '42' && c.params.text === 'ok').length >= 2);
     await waitUntil(() => texts().some((t) => t.includes('the limit is 100')) && texts().some((t) => /not authorised/.test(t)));
-    const all = telegram.callsOf('sendMessage');
+    const all = tg.telegram.callsOf('sendMessage');
     expect(all.filter((c) => c.params.chat_id === '42' && c.params.text === 'ok')).toHaveLength(2);
     expect(all.find((c) => c.params.chat_id === '99')?.params.text).toMatch(/not authorised/);
     expect(texts().some((t) => t.includes('the limit is 100'))).toBe(true);
@@ -141,13 +126,13 @@ describe('gateway with Telegram', () => {
     const s = await start(() => ({ content: 'ok' }));
     for (let i = 0; i < 3; i++) {
       say(`message ${i}`);
-      await telegram.waitForCall('sendMessage', i + 1);
+      await tg.telegram.waitForCall('sendMessage', i + 1);
     }
     say('/reset');
-    await telegram.waitForCall('sendMessage', 4);
+    await tg.telegram.waitForCall('sendMessage', 4);
     expect(texts()[3]).toMatch(/Started a fresh conversation \(6 messages left the context; the transcript keeps them\)/);
     say('/status');
-    await telegram.waitForCall('sendMessage', 5);
+    await tg.telegram.waitForCall('sendMessage', 5);
     expect(texts()[4]).toContain('0 messages in context');
     const transcript = await readTranscript(s.t.redis, sessionKeys('telegram:42', s.t.keyPrefix));
     expect(transcript.filter((e) => e.type === 'message' && e.message.role === 'user')).toHaveLength(3);

@@ -1,58 +1,44 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { telegramDraftId } from '../../channels/telegram/stream.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
-import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { Stack } from '../helpers/stack.js';
-import { startTelegramStack } from '../helpers/telegram-stack.js';
-import { waitUntil } from '../helpers/waits.js';
+import { useTelegramFixture } from '../helpers/telegram-stack.js';
 
-let telegram: FakeTelegramServer;
-let stack: Stack | undefined;
+const tg = useTelegramFixture();
 
 const GROUP = -100555;
 const ANSWER = Array.from({ length: 40 }, (_, i) => `part${i}`).join(' ') + ' and **done**.';
 const FINAL_HTML = ANSWER.replace('**done**', '<b>done</b>');
 
 async function start(handler: FakeHandler): Promise<Stack> {
-  stack = await startTelegramStack(telegram, { handler, channel: { groupTrigger: 'always' }, env: { CHATGATE_STREAM_EDIT_INTERVAL_MS: '250' }, worker: { streamPublishIntervalMs: 20 } });
-  return stack;
+  return tg.start({ handler, channel: { groupTrigger: 'always' }, env: { CHATGATE_STREAM_EDIT_INTERVAL_MS: '250' }, worker: { streamPublishIntervalMs: 20 } });
 }
 
-const sayPrivately = (text: string) => telegram.pushMessage({ text, chat: { id: 42, type: 'private', first_name: 'Ada' } });
-const sayInGroup = (text: string) => telegram.pushMessage({ text, chat: { id: GROUP, type: 'group', title: 'Team' } });
-const until = (condition: () => boolean) => waitUntil(telegram, 'call', condition);
-const groupCalls = (method: string) => telegram.callsOf(method).filter((call) => String(call.params.chat_id) === String(GROUP));
+const sayPrivately = (text: string) => tg.telegram.pushMessage({ text, chat: { id: 42, type: 'private', first_name: 'Ada' } });
+const sayInGroup = (text: string) => tg.telegram.pushMessage({ text, chat: { id: GROUP, type: 'group', title: 'Team' } });
+const until = tg.until;
+const groupCalls = (method: string) => tg.telegram.callsOf(method).filter((call) => String(call.params.chat_id) === String(GROUP));
 /** The group message holding the final reply, once it is there. */
-const finalInGroup = () => [...telegram.messages].find(([key, text]) => key.startsWith(`${GROUP}:`) && text === FINAL_HTML);
-
-beforeEach(async () => {
-  telegram = await startFakeTelegram();
-});
-
-afterEach(async () => {
-  await stack?.close();
-  stack = undefined;
-  await telegram.close();
-});
+const finalInGroup = () => [...tg.telegram.messages].find(([key, text]) => key.startsWith(`${GROUP}:`) && text === FINAL_HTML);
 
 describe('streaming replies on Telegram', () => {
   it('private chat: drafts grow in order under one draft id, then one final formatted message; usage as without streaming', async () => {
     const s = await start(() => ({ content: ANSWER, pieceDelayMs: 8 }));
     sayPrivately('tell me');
-    await until(() => telegram.callsOf('sendMessage').length >= 1);
-    const drafts = telegram.callsOf('sendMessageDraft');
+    await until(() => tg.telegram.callsOf('sendMessage').length >= 1);
+    const drafts = tg.telegram.callsOf('sendMessageDraft');
     expect(drafts.length).toBeGreaterThan(0);
     const draftTexts = drafts.map((call) => String(call.params.text));
     for (let i = 1; i < draftTexts.length; i++) expect(draftTexts[i]!.startsWith(draftTexts[i - 1]!)).toBe(true);
     for (const text of draftTexts) expect(ANSWER.startsWith(text)).toBe(true);
     expect(new Set(drafts.map((call) => call.params.draft_id)).size).toBe(1);
     expect(drafts.every((call) => call.params.parse_mode === undefined)).toBe(true);
-    const sent = telegram.callsOf('sendMessage');
+    const sent = tg.telegram.callsOf('sendMessage');
     expect(sent).toHaveLength(1);
     expect(sent[0]!.params).toMatchObject({ chat_id: '42', text: FINAL_HTML, parse_mode: 'HTML' });
-    expect(telegram.callsOf('editMessageText')).toHaveLength(0);
+    expect(tg.telegram.callsOf('editMessageText')).toHaveLength(0);
     expect(drafts.every((call) => call.atMs <= sent[0]!.atMs)).toBe(true);
     const usage = await readUsage(s.t.redis, sessionKeys('telegram:42', s.t.keyPrefix));
     expect(usage).toMatchObject({ calls: 1, promptTokens: s.llm.requests[0]!.promptTokens });
@@ -74,25 +60,25 @@ describe('streaming replies on Telegram', () => {
     const partials = edits.slice(0, -1).map((call) => String(call.params.text).replace(/ ▍$/, ''));
     for (let i = 1; i < partials.length; i++) expect(partials[i]!.startsWith(partials[i - 1]!)).toBe(true);
     expect(edits.at(-1)!.params).toMatchObject({ text: FINAL_HTML, parse_mode: 'HTML' });
-    expect(telegram.callsOf('sendMessageDraft')).toHaveLength(0);
+    expect(tg.telegram.callsOf('sendMessageDraft')).toHaveLength(0);
   });
 
   it('group: a 429 on the edits slows them down and the final text still arrives, once', async () => {
     await start(() => ({ content: ANSWER, pieceDelayMs: 15 }));
-    telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { times: 2, window: true });
+    tg.telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { times: 2, window: true });
     sayInGroup('tell the team');
     await until(() => finalInGroup() !== undefined);
     const edits = groupCalls('editMessageText');
     expect(edits.length).toBeGreaterThanOrEqual(3);
     // Like the real Bot API, the fake refuses calls made before a retry_after has passed: no partial edit was.
-    expect(telegram.earlyCalls.filter((call) => call.params.parse_mode === undefined)).toEqual([]);
+    expect(tg.telegram.earlyCalls.filter((call) => call.params.parse_mode === undefined)).toEqual([]);
     expect(groupCalls('sendMessage')).toHaveLength(1);
     expect(edits.at(-1)!.params).toMatchObject({ text: FINAL_HTML, parse_mode: 'HTML' });
   });
 
   it('group: the final edit rate limited is retried by the outbound job, and lands', async () => {
     await start(() => ({ content: ANSWER, pieceDelayMs: 5 }));
-    telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { when: (params) => params.parse_mode === 'HTML' });
+    tg.telegram.failNext('editMessageText', { errorCode: 429, description: 'Too Many Requests: retry after 1', retryAfterSeconds: 1 }, { when: (params) => params.parse_mode === 'HTML' });
     sayInGroup('tell the team');
     await until(() => finalInGroup() !== undefined);
     const htmlEdits = groupCalls('editMessageText').filter((call) => call.params.parse_mode === 'HTML');
@@ -126,7 +112,7 @@ describe('streaming replies on Telegram', () => {
     expect(shown.some((text) => /^Let\b/.test(text))).toBe(true);
     // The preview replies to the asker, like the final reply does in groups.
     expect(groupCalls('sendMessage').every((call) => call.params.reply_parameters !== undefined)).toBe(true);
-    const remaining = [...telegram.messages].filter(([key]) => key.startsWith(`${GROUP}:`)).map(([, text]) => text);
+    const remaining = [...tg.telegram.messages].filter(([key]) => key.startsWith(`${GROUP}:`)).map(([, text]) => text);
     expect(remaining).toEqual([FINAL_HTML]);
   });
 
@@ -134,9 +120,9 @@ describe('streaming replies on Telegram', () => {
     const s = await start(() => ({ content: ANSWER }));
     s.llm.setStreaming('refuse');
     sayPrivately('tell me');
-    await until(() => telegram.callsOf('sendMessage').length >= 1);
-    expect(telegram.callsOf('sendMessage')[0]!.params.text).toBe(FINAL_HTML);
-    expect(telegram.callsOf('sendMessageDraft')).toHaveLength(0);
+    await until(() => tg.telegram.callsOf('sendMessage').length >= 1);
+    expect(tg.telegram.callsOf('sendMessage')[0]!.params.text).toBe(FINAL_HTML);
+    expect(tg.telegram.callsOf('sendMessageDraft')).toHaveLength(0);
     expect(s.llm.requests.map((r) => r.stream)).toEqual([true, false]);
   });
 

@@ -2,65 +2,50 @@
  * One bad update never stops a Telegram bot for everyone: a user who blocked the bot (403), a
  * deleted forum topic (400) and a malformed update each leave every other chat answered.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
 import { readChannelDeadLetters, setAsideChannelUpdate } from '../../src/redis/channel-dead-letters.js';
-import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { Stack } from '../helpers/stack.js';
-import { startTelegramStack } from '../helpers/telegram-stack.js';
-import { waitUntil as waitForState } from '../helpers/waits.js';
+import { useTelegramFixture } from '../helpers/telegram-stack.js';
 
-let telegram: FakeTelegramServer;
-let stack: Stack | undefined;
+const tg = useTelegramFixture();
 
 async function start(): Promise<Stack> {
-  stack = await startTelegramStack(telegram, {
+  return tg.start({
     handler: () => ({ content: 'ok' }), channel: { redeliveryDelayMs: 20 },
-    deps: { setAside: (entry) => setAsideChannelUpdate(stack!.t.redis, entry, stack!.t.keyPrefix) },
+    deps: { setAside: (entry) => setAsideChannelUpdate(tg.stack!.t.redis, entry, tg.stack!.t.keyPrefix) },
   });
-  return stack;
 }
 
-/** Resolves once `condition` holds, checking on every Telegram call. */
-const waitUntil = (condition: () => boolean): Promise<void> => waitForState(telegram, 'call', condition);
+const waitUntil = tg.until;
 
-const sendsTo = (chatId: string) => telegram.callsOf('sendMessage').filter((call) => call.params.chat_id === chatId);
+const sendsTo = (chatId: string) => tg.telegram.callsOf('sendMessage').filter((call) => call.params.chat_id === chatId);
 const user = (id: number) => ({ from: { id, is_bot: false, first_name: `U${id}` }, chat: { id, type: 'private', first_name: `U${id}` } });
 const STICKER = { sticker: { file_id: 'st', file_unique_id: 'st', type: 'regular', width: 1, height: 1, is_animated: false, is_video: false } };
-
-beforeEach(async () => {
-  telegram = await startFakeTelegram();
-});
-
-afterEach(async () => {
-  await stack?.close();
-  stack = undefined;
-  await telegram.close();
-});
 
 describe('a Telegram bot with one bad update', () => {
   it('keeps answering another chat while replies to a user who blocked the bot get 403', async () => {
     await start();
-    telegram.blockUser(42);
-    telegram.pushMessage({ ...user(42), ...STICKER });
-    telegram.pushMessage({ ...user(42), text: 'hello from a blocked user' });
-    telegram.pushMessage({ ...user(43), text: 'hello from a happy user' });
+    tg.telegram.blockUser(42);
+    tg.telegram.pushMessage({ ...user(42), ...STICKER });
+    tg.telegram.pushMessage({ ...user(42), text: 'hello from a blocked user' });
+    tg.telegram.pushMessage({ ...user(43), text: 'hello from a happy user' });
     await waitUntil(() => sendsTo('43').length > 0);
     expect(sendsTo('43')[0]!.params.text).toBe('ok');
     // The blocked chat was tried (through the outbound queue, not from the update handler) and refused.
     await waitUntil(() => sendsTo('42').some((call) => call.params.text === UNSUPPORTED_MEDIA_REPLY));
-    telegram.pushMessage({ ...user(43), text: 'and again' });
+    tg.telegram.pushMessage({ ...user(43), text: 'and again' });
     await waitUntil(() => sendsTo('43').length > 1);
   });
 
   it('keeps answering while a send into a deleted forum topic gets 400', async () => {
     await start();
     const forum = { id: -100, type: 'supergroup', title: 'F', is_forum: true };
-    telegram.deleteTopic(-100, 77);
-    const fromBot = { message_id: 5, date: 0, chat: forum, from: { id: telegram.botId, is_bot: true, first_name: 'B' }, text: 'earlier' };
-    telegram.pushMessage({ chat: forum, is_topic_message: true, message_thread_id: 77, reply_to_message: fromBot, ...STICKER });
-    telegram.pushMessage({ ...user(43), text: 'anyone there?' });
+    tg.telegram.deleteTopic(-100, 77);
+    const fromBot = { message_id: 5, date: 0, chat: forum, from: { id: tg.telegram.botId, is_bot: true, first_name: 'B' }, text: 'earlier' };
+    tg.telegram.pushMessage({ chat: forum, is_topic_message: true, message_thread_id: 77, reply_to_message: fromBot, ...STICKER });
+    tg.telegram.pushMessage({ ...user(43), text: 'anyone there?' });
     await waitUntil(() => sendsTo('43').length > 0);
     await waitUntil(() => sendsTo('-100').length > 0);
     expect(sendsTo('-100')[0]!.params).toMatchObject({ message_thread_id: 77, text: UNSUPPORTED_MEDIA_REPLY });
@@ -68,8 +53,8 @@ describe('a Telegram bot with one bad update', () => {
 
   it('sets a malformed update aside in Redis and polls on', async () => {
     const s = await start();
-    const bad = telegram.pushUpdate({ message: { message_id: 1, date: 0, from: { id: 42, is_bot: false, first_name: 'A' }, text: 'where is my chat?' } });
-    telegram.pushMessage({ ...user(43), text: 'next please' });
+    const bad = tg.telegram.pushUpdate({ message: { message_id: 1, date: 0, from: { id: 42, is_bot: false, first_name: 'A' }, text: 'where is my chat?' } });
+    tg.telegram.pushMessage({ ...user(43), text: 'next please' });
     await waitUntil(() => sendsTo('43').length > 0);
     const setAside = await readChannelDeadLetters(s.t.redis, 'telegram', s.t.keyPrefix);
     expect(setAside).toEqual([expect.objectContaining({ channel: 'telegram', updateId: bad, attempts: 3 })]);
@@ -79,8 +64,8 @@ describe('a Telegram bot with one bad update', () => {
   it('tells the sender of a message that could not be handled, once it is set aside', async () => {
     await start();
     // Entities that are not a list make the translation throw, every time.
-    telegram.pushUpdate({ message: { message_id: 7, date: 0, ...user(44), text: '/odd', entities: 5 } });
-    telegram.pushMessage({ ...user(43), text: 'me next' });
+    tg.telegram.pushUpdate({ message: { message_id: 7, date: 0, ...user(44), text: '/odd', entities: 5 } });
+    tg.telegram.pushMessage({ ...user(43), text: 'me next' });
     await waitUntil(() => sendsTo('43').length > 0 && sendsTo('44').length > 0);
     expect(sendsTo('44')[0]!.params).toMatchObject({ text: SET_ASIDE_REPLY, reply_parameters: { message_id: 7 } });
   });

@@ -2,7 +2,7 @@
  * A fake Discord: REST v10 over HTTP and gateway v10 over WebSocket (`ws`), on 127.0.0.1 port 0.
  * discord.js is pointed at it with `rest: { api: fake.apiRoot }`; the gateway URL comes from
  * GET /gateway/bot, as on the real service. Gateway: HELLO, IDENTIFY → READY, GUILD_CREATE,
- * heartbeat ACK, MESSAGE_CREATE on demand, RESUME of the session READY named → RESUMED (another
+ * heartbeat ACK, MESSAGE_CREATE on demand (malformed ones too: `override`, `dispatchRaw`), RESUME of the session READY named → RESUMED (another
  * session id, or one `expireSessions` ended: op 9 Invalid Session); like the real gateway it can close the connections
  * (`closeGateway`, e.g. 4000, which a client resumes) and refuse new ones for a while
  * (`refuseGateway`: the upgrade is answered 503). REST: /gateway/bot, /users/@me, GET /channels/:id,
@@ -87,6 +87,7 @@ export class FakeDiscordServer extends EventEmitter {
   private server!: Server;
   private wss!: WebSocketServer;
   private refusing = false;
+  private revoked = false;
 
   constructor(options: FakeDiscordOptions = {}) {
     super();
@@ -134,6 +135,11 @@ export class FakeDiscordServer extends EventEmitter {
     this.refusing = refuse;
   }
 
+  /** Revokes the bot token (reset in the developer portal): every REST call answers 401 from now on; open gateway connections stay. */
+  revokeToken(): void {
+    this.revoked = true;
+  }
+
   /** Whether a client has identified (READY was sent). */
   get identified(): boolean {
     return this.gatewayReceived.some((payload) => payload.op === 2);
@@ -147,6 +153,8 @@ export class FakeDiscordServer extends EventEmitter {
     mentions?: string[];
     replyTo?: { messageId: string; authorId: string };
     attachments?: Array<{ filename: string; content_type: string; bytes?: Buffer; size?: number }>;
+    /** Fields sent as given, over the well-formed ones (a malformed payload: `{ mentions: 'x' }`). */
+    override?: Record<string, unknown>;
   }): string {
     const id = this.snowflake();
     const author = { id: FAKE_DISCORD_IDS.user, username: 'ada', ...options.author };
@@ -178,9 +186,15 @@ export class FakeDiscordServer extends EventEmitter {
       data.referenced_message = null;
       if (!(options.mentions ?? []).includes(options.replyTo.authorId)) (data.mentions as unknown[]).push(user(options.replyTo.authorId, 'replied', options.replyTo.authorId === FAKE_DISCORD_IDS.bot));
     }
+    Object.assign(data, options.override);
     this.remember(channelId, data);
     this.dispatch('MESSAGE_CREATE', data);
     return id;
+  }
+
+  /** Dispatches event `event` with `data` exactly as given (`null` included) to every identified client. */
+  dispatchRaw(event: string, data: unknown): void {
+    this.dispatch(event, data);
   }
 
   /** An attachment object; its bytes (default 10 bytes of text) are served by the CDN route. */
@@ -330,7 +344,10 @@ export class FakeDiscordServer extends EventEmitter {
     if (cdnPath.startsWith('/attachments/')) return this.serveCdn(cdnPath, res);
     const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
     const query = new URL(req.url ?? '/', 'http://fake').searchParams;
-    if (req.headers.authorization !== `Bot ${this.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    if (this.revoked || req.headers.authorization !== `Bot ${this.token}`) {
+      this.emit('unauthorized');
+      return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    }
     const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
     this.calls.push({ method, path, body, atMs: Date.now() });
     this.emit('call');

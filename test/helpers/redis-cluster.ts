@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pollUntil } from './waits.js';
 
 const run = promisify(execFile);
 
@@ -42,7 +43,7 @@ export async function startTestCluster(masters = 3): Promise<TestCluster> {
       ports.push(port);
     }
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
-    for (const port of ports) await waitFor(async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'));
+    for (const port of ports) await pollUntil(async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'), { intervalMs: 50, timeoutMs: 20_000, what: 'test cluster at cluster_state:ok' });
   } catch (err) {
     await stop();
     throw err;
@@ -82,15 +83,6 @@ function isFree(port: number): Promise<boolean> {
     server.once('error', () => resolve(false));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
-}
-
-/** Polls `check` until it holds (the cluster gossips its state; there is no event to wait on). */
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('test cluster did not reach cluster_state:ok');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 function killChild(child: ChildProcess): Promise<void> {

@@ -15,7 +15,7 @@ import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
 import { recordingDelivery } from '../helpers/outbound-delivery.js';
-import { waitUntil } from '../helpers/waits.js';
+import { pollUntil, waitUntil } from '../helpers/waits.js';
 
 const QUEUE = 'outbound';
 
@@ -173,11 +173,8 @@ describe('outbound streams', () => {
   });
 
   /** Resolves once a client of this Redis is blocked in XREADGROUP on the test's stream. */
-  async function untilConsumerBlocked(): Promise<void> {
-    for (;;) {
-      const clients = String(await t.redis.call('CLIENT', 'LIST'));
-      if (clients.split('\n').some((line) => /cmd=xreadgroup/.test(line) && /flags=b/.test(line))) return;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
+  const untilConsumerBlocked = () => pollUntil(async () => {
+    const clients = String(await t.redis.call('CLIENT', 'LIST'));
+    return clients.split('\n').some((line) => /cmd=xreadgroup/.test(line) && /flags=b/.test(line));
+  }, { intervalMs: 0, what: 'a consumer blocked in XREADGROUP' });
 });

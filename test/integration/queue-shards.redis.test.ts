@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { GatewayError } from '../../src/errors.js';
-import { ensureQueueLayout } from '../../src/queue/layout.js';
+import { ensureQueueLayout } from '../../src/queue/shard-layout.js';
 import { resolveQueueNames, sessionShardPrefix, shardPrefixes, turnDedupId } from '../../src/queue/names.js';
 import { enqueueOutbound, openOutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { createTurnProducer } from '../../src/queue/producer.js';

@@ -37,6 +37,7 @@ import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { collectOutbound } from '../helpers/redis.js';
+import { pollUntil } from '../helpers/waits.js';
 
 const logger = createSilentLogger();
 let cluster: TestCluster;
@@ -47,15 +48,6 @@ let seq = 0;
 function inbound(text: string, chatId: string): InboundMessage {
   seq++;
   return { id: `web:${chatId}:${seq}`, channel: 'web', chatId, userId: 'u1', userName: 'Ann', text, attachments: [], receivedAt: Date.now() };
-}
-
-/** Resolves once `check` holds (checked every 20 ms; a turn's lease has no event to wait on). */
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** CLI I/O whose environment points at the test cluster and the fake LLM, with `env` on top; `out` collects. */
@@ -120,11 +112,11 @@ describe('on a Redis Cluster', () => {
   it('connects through REDIS_CLUSTER_NODES to a cluster whose slots are spread over the masters', async () => {
     expect(conn.redis).toBeInstanceOf(Cluster);
     expect(conn.resolved).toMatchObject({ source: 'cluster', url: `redis-cluster://${cluster.seeds}` });
-    const fast = duplicateRedis(conn.redis, { maxRetriesPerRequest: 2 });
-    expect(fast).toBeInstanceOf(Cluster);
-    expect((fast as Cluster).options.redisOptions?.maxRetriesPerRequest).toBe(2);
-    expect(await fast.ping()).toBe('PONG');
-    fast.disconnect();
+    const failFastRedis = duplicateRedis(conn.redis, { maxRetriesPerRequest: 2 });
+    expect(failFastRedis).toBeInstanceOf(Cluster);
+    expect((failFastRedis as Cluster).options.redisOptions?.maxRetriesPerRequest).toBe(2);
+    expect(await failFastRedis.ping()).toBe('PONG');
+    failFastRedis.disconnect();
     const slotOf = async (key: string) => Number(await cluster.cli(cluster.ports[0], 'cluster', 'keyslot', key));
     const slots = new Set([await slotOf(store.keys('web:a').meta), await slotOf(store.keys('web:b').meta), await slotOf(`${config.redis.queuePrefix}:turns:wait`), await slotOf(pendingIndexKey(config.redis.keyPrefix))]);
     expect(slots.size).toBe(4);
@@ -158,7 +150,7 @@ describe('on a Redis Cluster', () => {
     expect(await turnEnded).toMatchObject({ type: 'turn-ended', sessionId: 'web:flow' });
     await unsubscribe();
     // The reply is enqueued before the worker releases the session's lease; compact once it is free.
-    await until(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0);
+    await pollUntil(async () => (await conn.redis.exists(store.keys('web:flow').lease)) === 0, { intervalMs: 20, timeoutMs: 15_000, what: 'lease released' });
 
     const ops = createLlmSessionOps({ redis: conn.redis, logger, store }, sessionOpsOptions(config, 10_000));
     const result = await ops.compact('web:flow');

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
+import { pollUntil } from '../helpers/waits.js';
 
 const POLLS = 1_000;
 const PREFIX = 'cgtest-polls:';
@@ -45,11 +46,6 @@ async function clientCount(): Promise<number> {
   return list.trim().split('\n').filter((line) => !line.includes('name=test-admin')).length;
 }
 
-/** Resolves once `condition` holds, checking whenever the event loop is idle. */
-async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 beforeAll(async () => {
   port = await freePort();
   server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxclients', '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -80,7 +76,7 @@ describe('web chat long polls on Redis', () => {
     let finishedEarly = false;
     void Promise.race(polls).then(() => (finishedEarly = true));
     // Every poll is waiting (or one failed early, as each used to when it opened its own connection).
-    await until(() => finishedEarly || web.waitingReads() === POLLS);
+    await pollUntil(() => finishedEarly || web.waitingReads() === POLLS);
     expect(finishedEarly).toBe(false);
     const waitingClients = await clientCount();
     expect(waitingClients).toBeLessThanOrEqual(5);

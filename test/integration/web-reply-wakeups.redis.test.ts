@@ -10,11 +10,7 @@ import { createRedisReplyStore } from '../../channels/web/redis-replies.js';
 import type { ReplyStore } from '../../channels/web/reply-store.js';
 import { webRepliesChannel } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
-
-/** Resolves once `condition` holds, checking whenever the event loop is idle. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-}
+import { pollUntil } from '../helpers/waits.js';
 
 describe('web reply wake-ups', () => {
   let t: TestRedis;
@@ -46,7 +42,7 @@ describe('web reply wake-ups', () => {
     const { waiting, appender, counted, close } = setUp();
     const first = await appender.append('conv-1', 'before', 'text');
     const page = waiting.read('conv-1', first.cursor, { timeoutMs: 10_000 });
-    await until(() => waiting.waiting() === 1);
+    await pollUntil(() => waiting.waiting() === 1);
     const reply = await appender.append('conv-1', 'the **answer**', 'markdown', 'r-1#0', 'stream-1');
 
     const answered = await page;
@@ -55,7 +51,7 @@ describe('web reply wake-ups', () => {
     expect(counted.reads).toBe(1);
     // Polling again at the entry the subscriber heard of last: nothing can be after it, so no read.
     const again = waiting.read('conv-1', answered.next, { timeoutMs: 10_000 });
-    await until(() => waiting.waiting() === 1);
+    await pollUntil(() => waiting.waiting() === 1);
     const next = await appender.append('conv-1', 'and more', 'text');
     expect((await again).replies).toEqual([next]);
     expect(counted.reads).toBe(1);
@@ -71,13 +67,13 @@ describe('web reply wake-ups', () => {
     const reply = await appender.append('conv-2', 'one', 'text');
     // A plain wake-up (what a repeated append publishes): the read reads again and finds nothing new.
     const stale = waiting.read('conv-2', reply.cursor, { timeoutMs: 300 });
-    await until(() => waiting.waiting() === 1);
+    await pollUntil(() => waiting.waiting() === 1);
     await t.redis.publish(webRepliesChannel(t.keyPrefix), 'conv-2');
     expect((await stale).replies).toEqual([]);
     expect(counted.reads).toBe(2);
     // A cursor past every entry: a woken entry before it is not answered.
     const ahead = waiting.read('conv-2', '99999999999999-0', { timeoutMs: 300 });
-    await until(() => waiting.waiting() === 1);
+    await pollUntil(() => waiting.waiting() === 1);
     await appender.append('conv-2', 'two', 'text');
     expect((await ahead).replies).toEqual([]);
     close();

@@ -9,6 +9,7 @@ import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeOpenAI, FakeReply, FakeRequest } from '../fakes/openai-server.js';
 import { spawnCliWorker, startModelsFront, waitForLine } from '../helpers/cli-worker.js';
 import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { pollUntil } from '../helpers/waits.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
 
@@ -98,10 +99,10 @@ describe('worker processes', () => {
 
     await out.waitFor((replies) => covered(replies) === 3);
     const turns = openShardedQueue('turns', t.names, t.redis);
-    await waitUntil(async () => {
+    await pollUntil(async () => {
       const counts = await turns.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
       return Object.values(counts).every((n) => n === 0);
-    });
+    }, { intervalMs: 50, what: 'the turns queue drained' });
     await turns.close();
     expect(out.replies.flatMap(replySeqs).sort()).toEqual([0, 1, 2]);
     expect(new Set(out.replies.map((r) => r.id)).size).toBe(out.replies.length);
@@ -163,8 +164,5 @@ async function userIdsInTranscript(t: TestRedis, session: number): Promise<strin
   return entries.flatMap((e) => (e.type === 'message' && e.message.role === 'user' && e.inboundId ? [e.inboundId] : []));
 }
 
-async function waitUntil(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
-}
 
 export type { FakeRequest };

@@ -35,6 +35,7 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_THRESHOLD', 'half', '`CHATGATE_THRESHOLD` must be a number in (0, 1) (got half)'],
   ['CHATGATE_HYGIENE_THRESHOLD', '1', '`CHATGATE_HYGIENE_THRESHOLD` must be a number in (0, 1) (got 1)'],
   ['CHATGATE_HYGIENE_THRESHOLD', '0.4', '`CHATGATE_HYGIENE_THRESHOLD` must be greater than CHATGATE_THRESHOLD (0.5) (got 0.4)'],
+  ['CHATGATE_HTTP_HEADERS_TIMEOUT_MS', '70000', '`CHATGATE_HTTP_HEADERS_TIMEOUT_MS` must be at most CHATGATE_HTTP_REQUEST_TIMEOUT_MS (60000) (got 70000)'],
   ['CHATGATE_MAX_MODEL_CALLS', '0', '`CHATGATE_MAX_MODEL_CALLS` must be an integer in [1, 100] (got 0)'],
   ['CHATGATE_MAX_MODEL_CALLS', '2.5', '`CHATGATE_MAX_MODEL_CALLS` must be an integer in [1, 100] (got 2.5)'],
   ['CHATGATE_WORKER_CONCURRENCY', '1000', '`CHATGATE_WORKER_CONCURRENCY` must be an integer in [1, 256] (got 1000)'],
@@ -112,7 +113,7 @@ describe('loadConfig', () => {
       discord: undefined,
       access: { allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
       attachments: { maxBytes: 10 * 1024 * 1024, ttlSeconds: 86_400, vision: undefined, transcribeModel: undefined },
-      http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true },
+      http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true, timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 } },
       stateDir: '.state',
       logLevel: 'info',
       logFormat: 'auto',
@@ -146,6 +147,7 @@ describe('loadConfig', () => {
       CHATGATE_MAX_MESSAGE_CHARS: '4000', CHATGATE_HTTP_HOST: '0.0.0.0', CHATGATE_HTTP_PORT: '0', CHATGATE_MONITOR_TOKEN: 'a-long-monitor-token-123',
       CHATGATE_STATE_DIR: '/var/lib/chatgate', CHATGATE_LOG_LEVEL: 'debug', CHATGATE_TRANSCRIPT_MAXLEN: '5000', CHATGATE_DEMO: 'no',
       DISCORD_API_ROOT: 'http://127.0.0.1:9000/api', CHATGATE_LOG_FORMAT: 'json', CHATGATE_HEARTBEAT_TTL_MS: '3000',
+      CHATGATE_HTTP_HEADERS_TIMEOUT_MS: '5000', CHATGATE_HTTP_REQUEST_TIMEOUT_MS: '120000', CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '2000',
     });
     expect(config.redis).toMatchObject({ url: 'rediss://:pw@redis.internal:6380/2', keyPrefix: '{cg}:', queuePrefix: '{cgq}' });
     expect(config.llm).toMatchObject({ model: 'ollama/llama3.1:8b', summaryModel: 'qwen2.5:3b', contextWindow: 131_072, pricing: undefined, maxModelCalls: 5, timeoutMs: 15_000 });
@@ -154,7 +156,7 @@ describe('loadConfig', () => {
     expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz', apiRoot: 'http://127.0.0.1:9000/api' });
     expect(config.groupMode).toBe('per-user');
     expect(config.access).toEqual({ allow: { telegram: ['12', '34'], discord: [], web: '*' }, rateLimitPerMinute: 60, maxMessageChars: 4000 });
-    expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false });
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false, timeouts: { headersTimeoutMs: 5000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 2000 } });
     expect(config).toMatchObject({ stateDir: '/var/lib/chatgate', logLevel: 'debug', logFormat: 'json', heartbeatTtlMs: 3000, transcriptMaxLen: 5000, demo: false });
   });
 

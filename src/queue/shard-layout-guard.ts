@@ -1,5 +1,5 @@
 /**
- * A running process's hold on the queue layout: claimed at start (src/queue/layout.ts), renewed on
+ * A running process's hold on the queue layout: claimed at start (src/queue/shard-layout.ts), renewed on
  * a heartbeat-like tick, and noticed when another process recorded another shard count since (an
  * operator switched N while this process kept running, or it was cut off from Redis past its
  * period): then the process stops taking work, with one error line naming both counts.
@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
-import { claimQueueLayout, layoutMovedMessage, releaseQueueLayout, renewQueueLayout } from './layout.js';
+import { claimQueueLayout, layoutMovedMessage, releaseQueueLayout, renewQueueLayout } from './shard-layout.js';
 import type { QueueNames } from './names.js';
 import type { TurnProducer } from './producer.js';
 
