@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
 import { WORKER_DEFAULTS } from '../workers/worker-options.js';
 import { DEFAULT_MODEL_TIMEOUT_MS } from './llm/client.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from './redis/heartbeats.js';
+import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
+import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
+import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -103,12 +107,12 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_LEASE_TTL_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(WORKER_DEFAULTS.leaseTtlMs), unit: 'ms', doc: 'Session lease of a running turn, renewed every third of it; a dead worker\'s session frees after this.' },
   { env: 'CHATGATE_TURN_LOCK_MS', group: 'Workers', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(WORKER_DEFAULTS.lockDurationMs), unit: 'ms', doc: 'BullMQ lock of a turn job; a dead worker\'s turn is retried by another after about this long.' },
   { env: 'TELEGRAM_BOT_TOKEN', group: 'Telegram', schema: z.string().regex(/^\d+:[\w-]+$/), rule: 'a bot token like `123456:ABC-DEF…` from @BotFather', secret: true, doc: 'Enables the Telegram channel.' },
-  { env: 'TELEGRAM_API_ROOT', group: 'Telegram', schema: httpUrl, rule: 'an http(s) URL', default: 'https://api.telegram.org', doc: 'Bot API root (a local Bot API server or a proxy).' },
+  { env: 'TELEGRAM_API_ROOT', group: 'Telegram', schema: httpUrl, rule: 'an http(s) URL', default: DEFAULT_TELEGRAM_API_ROOT, doc: 'Bot API root (a local Bot API server or a proxy).' },
   { env: 'TELEGRAM_WEBHOOK_URL', group: 'Telegram', schema: z.url({ protocol: /^https$/ }), rule: 'an https URL', doc: 'Public webhook URL; unset: long polling.' },
   { env: 'TELEGRAM_WEBHOOK_SECRET', group: 'Telegram', schema: z.string().regex(/^[\w-]{1,256}$/), rule: '1-256 characters of `A-Za-z0-9_-`', secret: true, doc: 'Secret token Telegram sends with each webhook call; required with TELEGRAM_WEBHOOK_URL.' },
   { env: 'TELEGRAM_GROUP_MODE', group: 'Telegram', schema: z.enum(['per-chat', 'per-user']), rule: '`per-chat` or `per-user`', default: GATEWAY_DEFAULTS.groupMode, doc: 'Sessions in group chats: one per chat or one per user.' },
   { env: 'CHATGATE_GROUP_TRIGGER', group: 'Access', schema: z.enum(['mention', 'always']), rule: '`mention` or `always`', default: 'mention', doc: 'When the bot answers in groups and guild channels: when mentioned, replied to or commanded, or to every message it can read.' },
-  { env: 'DISCORD_API_ROOT', group: 'Discord', schema: httpUrl, rule: 'an http(s) URL', default: 'https://discord.com/api', doc: 'Discord REST API root without the version (discord.js `rest.api`; a proxy, or a test server).' },
+  { env: 'DISCORD_API_ROOT', group: 'Discord', schema: httpUrl, rule: 'an http(s) URL', default: DEFAULT_DISCORD_API_ROOT, doc: 'Discord REST API root without the version (discord.js `rest.api`; a proxy, or a test server).' },
   { env: 'DISCORD_BOT_TOKEN', group: 'Discord', schema: z.string().regex(/^[\w.-]{20,}$/), rule: 'a Discord bot token', secret: true, doc: 'Enables the Discord channel.' },
   { env: 'CHATGATE_ALLOW_TELEGRAM', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Telegram user ids allowed to talk to the bot.' },
   { env: 'CHATGATE_ALLOW_DISCORD', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Discord user ids allowed to talk to the bot.' },
@@ -129,11 +133,11 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_STATE_DIR', group: 'Runtime', schema: text, rule: 'a directory path', default: '.state', doc: 'Local state folder (the embedded Redis keeps its data here).' },
   { env: 'CHATGATE_LOG_LEVEL', group: 'Runtime', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), rule: 'one of fatal, error, warn, info, debug, trace, silent', default: 'info', doc: 'Minimum log level.' },
   { env: 'CHATGATE_LOG_FORMAT', group: 'Runtime', schema: z.enum(['auto', 'pretty', 'json']), rule: 'one of auto, pretty, json', default: 'auto', doc: 'Log lines as coloured text for a person (`pretty`) or JSON lines for machines (`json`); `auto`: pretty when stdout is a terminal, else JSON.' },
-  { env: 'CHATGATE_HEARTBEAT_TTL_MS', group: 'Runtime', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: '15000', unit: 'ms', doc: 'Gateways and workers write a heartbeat into Redis every third of this; one silent for this long counts as dead (`chatgate status`, `/readyz`).' },
+  { env: 'CHATGATE_HEARTBEAT_TTL_MS', group: 'Runtime', schema: integer((n) => n.min(1000).max(600_000)), rule: 'an integer in [1000, 600000]', default: String(DEFAULT_HEARTBEAT_TTL_MS), unit: 'ms', doc: 'Gateways and workers write a heartbeat into Redis every third of this; one silent for this long counts as dead (`chatgate status`, `/readyz`).' },
   { env: 'CHATGATE_CHANNEL_START_TIMEOUT_MS', group: 'Runtime', schema: integer((n) => n.min(100).max(600_000)), rule: 'an integer in [100, 600000]', default: String(GATEWAY_DEFAULTS.channelStartTimeoutMs), unit: 'ms', doc: 'How long each channel may take to connect at start; then the start fails naming it.' },
   { env: 'CHATGATE_CHANNEL_LEASE_MS', group: 'Runtime', schema: integer((n) => n.min(3000).max(600_000)), rule: 'an integer in [3000, 600000]', default: String(GATEWAY_DEFAULTS.channelLeaseMs), unit: 'ms', doc: 'Several gateways: Telegram polling and the Discord connection run in the one holding this lease (renewed every fifth of it); a dead holder\'s channel is taken over within it (docs/scaling.md).' },
-  { env: 'CHATGATE_TRANSCRIPT_MAXLEN', group: 'Runtime', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: '0', unit: 'entries (0: unlimited)', doc: 'Approximate cap of each session transcript stream.' },
-  { env: 'CHATGATE_SEEN_TTL_SECONDS', group: 'Runtime', schema: integer((n) => n.min(300).max(30 * 86_400)), rule: 'an integer in [300, 2592000]', default: '86400', unit: 's', doc: 'How long each inbound message id is remembered (one small key a message, ~140 B) so a platform re-delivery is dropped; a re-delivery after it is answered again. Lower it to bound Redis memory at high message rates (docs/scaling.md).' },
+  { env: 'CHATGATE_TRANSCRIPT_MAXLEN', group: 'Runtime', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: String(DEFAULT_TRANSCRIPT_RETENTION), unit: 'entries (0: unlimited)', doc: 'Approximate cap of each session transcript stream.' },
+  { env: 'CHATGATE_SEEN_TTL_SECONDS', group: 'Runtime', schema: integer((n) => n.min(300).max(30 * 86_400)), rule: 'an integer in [300, 2592000]', default: String(DEFAULT_SEEN_TTL_SECONDS), unit: 's', doc: 'How long each inbound message id is remembered (one small key a message, ~140 B) so a platform re-delivery is dropped; a re-delivery after it is answered again. Lower it to bound Redis memory at high message rates (docs/scaling.md).' },
   { env: 'CHATGATE_DEMO', group: 'Runtime', schema: boolean, rule: 'true or false', default: 'false', doc: 'Use the built-in offline demo model instead of an LLM endpoint (`chatgate start --demo`).' },
   { env: 'CHATGATE_DEMO_WORD_DELAY_MS', group: 'Runtime', schema: integer((n) => n.min(0).max(1000)), rule: 'an integer in [0, 1000]', default: '25', unit: 'ms', doc: 'Demo mode: pause between two words of a streamed demo answer, so the reply is seen being written (0: at once).' },
   { env: 'CHATGATE_CONFIG', group: 'Runtime', schema: text, rule: 'a file path', doc: 'Optional JSON file of options (keys as above); the environment wins over it.' },

@@ -3,7 +3,7 @@ import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
-import type { CompletionResult, LlmClient } from '../src/llm/client.js';
+import type { LlmClient } from '../src/llm/client.js';
 import { toLlmError } from '../src/llm/errors.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
@@ -26,6 +26,7 @@ import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader }
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
+import type { CompletionResult } from '../src/llm/answer.js';
 
 /** What the tool loop needs. */
 export interface AgentDeps {

@@ -1,13 +1,13 @@
 /**
  * The worker's side of `/stop`: each running turn is watched for a stop request meant for it
- * (`src/redis/turn-stop.ts`). A pub/sub wake-up checks at once; a slow poll covers a missed one
+ * (`src/turn-stop/stop-requests.ts`). A pub/sub wake-up checks at once; a slow poll covers a missed one
  * (a reconnecting subscriber). A turn whose request is taken gets its signal aborted: the model
  * call ends at once, tools see the signal, and the tool loop commits "Stopped." instead of the round.
  */
 import type { Logger } from '../src/log.js';
 import type { RedisClient } from '../src/redis/client.js';
 import type { SessionKeys } from '../src/redis/keys.js';
-import { subscribeStops, takeStop } from '../src/redis/turn-stop.js';
+import { subscribeStops, takeStop } from '../src/turn-stop/stop-requests.js';
 
 /** How often a running turn looks for a stop request without a wake-up, ms. */
 export const STOP_POLL_MS = 2_000;

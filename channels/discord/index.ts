@@ -7,6 +7,7 @@ import { Client, Events, GatewayIntentBits, Partials, type Message } from 'disco
 import { COMMAND_NAMES } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
+import { DEFAULT_DISCORD_API_ROOT } from '../../src/core/inbound.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
@@ -28,7 +29,7 @@ export const NOT_ACCEPTED_REPLY = 'Sorry, I could not take your message just now
 export interface DiscordChannelOptions {
   /** Bot token from the Developer Portal. Required. */
   token: string;
-  /** REST API root (discord.js `rest.api`). Default `https://discord.com/api` (tests point it at a fake). */
+  /** REST API root (discord.js `rest.api`). Default {@link DEFAULT_DISCORD_API_ROOT} (tests point it at a fake). */
   apiRoot?: string;
   /** When the bot answers in guild channels. Default `mention`. */
   guildTrigger?: GuildTrigger;
@@ -67,7 +68,7 @@ export interface DiscordChannel extends Channel {
 }
 
 const DEFAULTS = {
-  apiRoot: 'https://discord.com/api',
+  apiRoot: DEFAULT_DISCORD_API_ROOT,
   guildTrigger: 'mention',
   commandNames: DEFAULT_DISCORD_COMMANDS,
   typingIntervalMs: 8_000,

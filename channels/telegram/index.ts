@@ -15,6 +15,7 @@ import { COMMAND_MENU } from '../../src/core/commands.js';
 import { backoffDelayMs } from '../../src/core/retry.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
+import { DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
@@ -32,7 +33,7 @@ export const DEFAULT_TELEGRAM_COMMANDS: readonly BotCommand[] = COMMAND_MENU.map
 export interface TelegramChannelOptions {
   /** Bot token from @BotFather. Required. */
   token: string;
-  /** Bot API root. Default `https://api.telegram.org` (tests point it at a fake). */
+  /** Bot API root. Default {@link DEFAULT_TELEGRAM_API_ROOT} (tests point it at a fake). */
   apiRoot?: string;
   /** Public HTTPS URL of the webhook; when set the channel runs in webhook mode. Default: polling. */
   webhookUrl?: string;
@@ -100,7 +101,7 @@ const POLL_WINDOW_SLACK_MS = 500;
 const POLL_WINDOW_WAIT_MS = 200;
 
 const DEFAULTS = {
-  apiRoot: 'https://api.telegram.org',
+  apiRoot: DEFAULT_TELEGRAM_API_ROOT,
   groupTrigger: 'mention',
   pollTimeoutSeconds: 30,
   redeliveryDelayMs: 1_000,

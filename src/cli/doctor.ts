@@ -1,3 +1,4 @@
+import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../core/inbound.js';
 import type { Config } from '../config.js';
 import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
@@ -31,7 +32,7 @@ interface Verdict {
   fix?: string;
 }
 
-const DEFAULTS = { telegramApiRoot: 'https://api.telegram.org', discordApiRoot: 'https://discord.com/api', timeoutMs: 5000 };
+const DEFAULTS = { telegramApiRoot: DEFAULT_TELEGRAM_API_ROOT, discordApiRoot: DEFAULT_DISCORD_API_ROOT, timeoutMs: 5000 };
 const DISCORD_API_VERSION = 'v10';
 const MIN_REDIS = [6, 2] as const;
 

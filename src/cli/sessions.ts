@@ -5,7 +5,7 @@ import { hasToolCalls, messageText } from '../core/messages.js';
 import { formatSessionUsage, formatSessionsTable } from '../monitor/session-table.js';
 import { sessionKeys } from '../redis/keys.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
-import type { SessionView } from '../session/view.js';
+import type { SessionView } from '../core/session-view.js';
 import { readTranscript, type StoredTranscriptEntry } from '../redis/transcript.js';
 import { commandLogger, connectRedis, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 

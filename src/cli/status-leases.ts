@@ -1,6 +1,6 @@
 import type { ChannelLeaseHolder } from '../redis/channel-lease.js';
 import type { HeartbeatStatus } from '../redis/heartbeats.js';
-import type { StatusCheck } from './status-report.js';
+import type { StatusCheck } from './status-check.js';
 
 /**
  * The `leases` line of `chatgate status`: which gateway holds which channel connection (Telegram

@@ -15,18 +15,7 @@ import { leasesCheck } from './status-leases.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
 import { judgeMcpServers } from './mcp-check.js';
-
-/** How one part stands: `down` makes `chatgate status` exit 1; `warn` needs a look; `skip` could not be judged. */
-export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
-
-/** One line of `chatgate status`. */
-export interface StatusCheck {
-  name: 'config' | 'redis' | 'gateway' | 'workers' | 'mcp' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions';
-  status: StatusLevel;
-  detail: string;
-  /** What to do about it. */
-  fix?: string;
-}
+import type { StatusCheck } from './status-check.js';
 
 /** Counts of one queue: the turn queue's BullMQ counts (with `prioritized` and `completed`), the outbound streams' four. */
 export type QueueCounts = OutboundCounts & { prioritized?: number; completed?: number };

@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { errorText, CliExit, commandLogger, connectRedis, EXIT, loadCliConfig, progress, type CliIo, type CliRedis } from './context.js';
-import { buildStatusReport, type StatusCheck, type StatusReport } from './status-report.js';
+import { buildStatusReport, type StatusReport } from './status-report.js';
+import type { StatusCheck } from './status-check.js';
 
 /** Flags of `chatgate status`. */
 export interface StatusFlags {

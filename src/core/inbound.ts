@@ -3,6 +3,15 @@ import { isWellFormedText, toWellFormedText } from './text.js';
 /** The channels chatgate speaks. */
 export type ChannelName = 'telegram' | 'discord' | 'web';
 
+/**
+ * The Telegram Bot API root (grammY's `apiRoot`) when none is given: the Telegram channel's
+ * default, and `TELEGRAM_API_ROOT`'s. Here, so the configuration reads it without loading a channel.
+ */
+export const DEFAULT_TELEGRAM_API_ROOT = 'https://api.telegram.org';
+
+/** The Discord REST API root without the version (discord.js `rest.api`) when none is given: as {@link DEFAULT_TELEGRAM_API_ROOT}. */
+export const DEFAULT_DISCORD_API_ROOT = 'https://discord.com/api';
+
 /** Who may talk to the bot on one channel: everyone (`*`) or the listed user ids (empty: nobody). */
 export type AllowList = '*' | readonly string[];
 

@@ -116,3 +116,10 @@ function matchesGlob(pattern: string, name: string): boolean {
   const re = new RegExp(`^${pattern.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
   return re.test(name);
 }
+
+/** Token usage of one model call, as the provider reported it. */
+export interface CallUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+}

@@ -2,8 +2,9 @@
  * The one retry policy of remote calls (LLM endpoint, chat platforms): a pure classifier, one
  * backoff function and one decision. Network errors, 408, 409, 429 and 5xx are retried, a
  * retry-after is honoured; a rejected formatting is resent as plain text; everything else is
- * permanent. Callers map the decision onto their layer (a sleep in the LLM client, a delayed
- * BullMQ job in the outbound consumer); none retries below it.
+ * permanent. Callers map it onto their layer: the LLM client sleeps and calls again
+ * ({@link decideRetry}); the outbound consumer puts a failed reply in its shard's delayed set for
+ * the backoff (src/outbound/handle-entry.ts). Nothing below them retries (the SDKs' own retries are off).
  */
 
 /** What the caller should do about a failed remote call. */

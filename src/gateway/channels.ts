@@ -28,7 +28,7 @@ export interface GatewayChannels {
 export interface ChannelsOptions {
   /** Runs the Telegram channel (long polling, or the webhook when `webhookUrl` is set). */
   telegram?: { token: string; apiRoot?: string; webhookUrl?: string; webhookSecret?: string };
-  /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `https://discord.com/api`). */
+  /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `DEFAULT_DISCORD_API_ROOT` of src/core/inbound.ts). */
   discord?: { token: string; apiRoot?: string };
   /** When the bot answers in groups and guild channels. Default `mention`. */
   groupTrigger?: 'mention' | 'always';

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { createMonitorApp } from '../monitor/app.js';
 import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
-import type { SessionView } from '../session/view.js';
+import type { SessionView } from '../core/session-view.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
 import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';

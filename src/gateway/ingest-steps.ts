@@ -9,7 +9,8 @@ import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
-import { retryTurn, stopTurn } from './turn-commands.js';
+import { stopTurn } from '../turn-stop/stop-command.js';
+import { retryTurn } from './retry-turn.js';
 
 /** An unlisted user: told once a day in private chats, never in groups. */
 export const refuseUnlisted: IngestStep = async (ctx, { message, sessionId }) => {

@@ -2,8 +2,7 @@
 import type { OpenAI } from 'openai';
 import type { AssistantMessage, ToolCall } from '../core/messages.js';
 import { toWellFormedText } from '../core/text.js';
-import type { CallUsage } from '../redis/usage.js';
-import type { CompletionResult } from './client.js';
+import type { CallUsage } from '../core/models.js';
 
 /** One answered call as {@link CompletionResult}: the message made well-formed, the usage converted (null when not reported). */
 export function toCompletionResult(message: OpenAI.Chat.Completions.ChatCompletionMessage, usage: OpenAI.Completions.CompletionUsage | undefined | null, finishReason: string | null, model: string): CompletionResult {
@@ -28,4 +27,12 @@ function toUsage(usage: OpenAI.Completions.CompletionUsage | undefined): CallUsa
     completionTokens: usage.completion_tokens ?? 0,
     cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
   };
+}
+
+/** The answer of one call. `usage` is null when the provider did not report it. */
+export interface CompletionResult {
+  message: AssistantMessage;
+  usage: CallUsage | null;
+  finishReason: string | null;
+  model: string;
 }

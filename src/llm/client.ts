@@ -1,13 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { AssistantMessage, ChatMessage } from '../core/messages.js';
+import type { ChatMessage } from '../core/messages.js';
 import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger, lazyChild } from '../log.js';
-import type { CallUsage } from '../redis/usage.js';
 import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
-import { toCompletionResult } from './answer.js';
+import { toCompletionResult, type CompletionResult } from './answer.js';
 import { toFailureClass, toLlmError } from './errors.js';
 import { createHttpFetch } from './http-fetch.js';
 import { streamCompletion } from './stream.js';
@@ -43,14 +42,6 @@ export interface CompletionRequest {
    * again: the text so far is void, the next deltas start the answer afresh.
    */
   onRestart?: () => void;
-}
-
-/** The answer of one call. `usage` is null when the provider did not report it. */
-export interface CompletionResult {
-  message: AssistantMessage;
-  usage: CallUsage | null;
-  finishReason: string | null;
-  model: string;
 }
 
 /** Options of {@link createLlmClient}. */

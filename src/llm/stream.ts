@@ -10,8 +10,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsStr
 import { Stream } from 'openai/streaming';
 import { toWellFormedText } from '../core/text.js';
 import { LlmError } from '../errors.js';
-import { toCompletionResult } from './answer.js';
-import type { CompletionResult } from './client.js';
+import { toCompletionResult, type CompletionResult } from './answer.js';
 
 /** What {@link streamCompletion} needs besides the request body. */
 export interface StreamCallOptions {

@@ -7,7 +7,7 @@ import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-boa
 import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
-import type { SessionView } from '../session/view.js';
+import type { SessionView } from '../core/session-view.js';
 import { stripUndefined } from '../core/option-checks.js';
 
 export type { ReadinessCheck } from './health.js';

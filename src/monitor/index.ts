@@ -13,7 +13,7 @@ export type { DashboardPageOptions } from './dashboard-page.js';
 export { MemorySessionView } from './memory-session-reader.js';
 export { createPrometheusMetrics } from './metrics.js';
 export type { ExposedMetrics, PrometheusMetrics, PrometheusMetricsOptions, QueueDepth, QueueDepthSource } from './metrics.js';
-export { DEFAULT_PAGE_SIZE, pageSessions } from '../session/view.js';
+export { DEFAULT_PAGE_SIZE, pageSessions } from '../core/session-view.js';
 export type {
   CompactionEvent,
   FillPoint,
@@ -27,6 +27,6 @@ export type {
   SessionRow,
   SessionSort,
   SessionView,
-} from '../session/view.js';
+} from '../core/session-view.js';
 export type { CompactionLayer } from '../core/session-figures.js';
 export { formatSessionsTable, formatSessionUsage } from './session-table.js';

@@ -1,4 +1,4 @@
-import { pageSessions, type ListSessionsOptions, type SessionDetail, type SessionPage, type SessionView } from '../session/view.js';
+import { pageSessions, type ListSessionsOptions, type SessionDetail, type SessionPage, type SessionView } from '../core/session-view.js';
 
 /**
  * A {@link SessionView} over sessions held in memory: the test double of the Redis view, and a

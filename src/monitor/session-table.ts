@@ -1,6 +1,6 @@
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
-import type { SessionDetail, SessionRow } from '../session/view.js';
+import type { SessionDetail, SessionRow } from '../core/session-view.js';
 
 /**
  * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
-import { openOutboundShard, type OutboundEntry } from './outbound-shard.js';
+import { openOutboundShard, type OutboundEntry, type OutboundShard } from './outbound-shard.js';
 import type { Delivery } from './delivery.js';
 import { handleEntry, type EntryContext, type OutboundOutcome } from './handle-entry.js';
 import { createOutboundOrder } from './outbound-order.js';
@@ -102,7 +102,9 @@ export function createKeyedQueue(): { run<T>(key: string, task: () => Promise<T>
  * Discord (at most once per crash); the web chat's append is idempotent (docs/operating.md).
  */
 export function createOutboundConsumer(deps: OutboundConsumerDeps, options: OutboundConsumerOptions): OutboundConsumer {
-  const shard = openOutboundShard(deps.redis, options.queuePrefix, options.outboundQueue);
+  // Entries held and not being settled yet: the ones whose claim the renewal keeps.
+  const claims = new Set<string>();
+  const shard = settlingLeavesClaims(openOutboundShard(deps.redis, options.queuePrefix, options.outboundQueue), claims);
   const log = deps.logger.child({ component: 'outbound' });
   const ctx: EntryContext = {
     shard, delivery: deps.delivery, log, metrics: deps.metrics ?? NOOP_METRICS, onDelivered: deps.onDelivered, onOutcome: deps.onOutcome,
@@ -124,10 +126,12 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   const take = (entry: OutboundEntry): void => {
     // Claimed back from ourselves after a missed renewal, or taken while closing (left for a live gateway's claim).
     if (held.has(entry.entryId) || closing) return;
+    claims.add(entry.entryId);
     const run = handleEntry(ctx, entry)
       .catch((err: unknown) => log.error({ err, entryId: entry.entryId }, 'outbound entry not settled; a live gateway claims it after the lock duration'))
       .finally(() => {
         held.delete(entry.entryId);
+        claims.delete(entry.entryId);
         slotFreed?.();
       });
     held.set(entry.entryId, run);
@@ -136,7 +140,8 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   const timers = startTimers({
     lockDurationMs: options.lockDurationMs ?? 5000, stalledIntervalMs: options.stalledIntervalMs ?? 2000,
     renew: async () => {
-      const lost = await shard.renew(consumer, [...held.keys()]);
+      if (claims.size === 0) return;
+      const lost = await shard.renew(consumer, [...claims]);
       // This gateway stalled past the lock (a blocked event loop, a paused Redis): a live one took over.
       if (lost > 0) log.warn({ replies: lost }, 'replies being delivered here were taken over by another gateway after a stall; their delivery ledger keeps chunks from being sent twice');
     },
@@ -179,6 +184,16 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       timers.stop();
       await shard.leave(consumer).catch((err: unknown) => log.debug({ err }, 'outbound consumer not removed from its group'));
     },
+  };
+}
+
+/** `shard` whose settling operations (ack, delay, fail) first take the entry out of `claims`: a settled entry's claim is not renewed. */
+function settlingLeavesClaims(shard: OutboundShard, claims: Set<string>): OutboundShard {
+  return {
+    ...shard,
+    ack: (entryId, message) => (claims.delete(entryId), shard.ack(entryId, message)),
+    delay: (entryId, replyId, dueMs, entry) => (claims.delete(entryId), shard.delay(entryId, replyId, dueMs, entry)),
+    fail: (entryId, record, nowMs) => (claims.delete(entryId), shard.fail(entryId, record, nowMs)),
   };
 }
 

@@ -65,7 +65,8 @@ export interface OutboundShard {
   claimStalled(consumer: string, minIdleMs: number, cursor: string, count: number): Promise<{ cursor: string; entries: OutboundEntry[] }>;
   /**
    * Resets the idle time of the entries `consumer` still holds (the lock renewal of replies being
-   * delivered); one another consumer claimed meanwhile stays with it. @returns how many it no longer holds.
+   * delivered); one another consumer claimed meanwhile stays with it, one settled meanwhile is skipped.
+   * @returns how many another consumer took over.
    */
   renew(consumer: string, entryIds: readonly string[]): Promise<number>;
   /** Delivered: acknowledged, deleted and out of its session's order (the chat's later replies may go) in one step. */

@@ -64,7 +64,7 @@ export function shardPrefixes(names: Pick<QueueNames, 'queuePrefix' | 'queueShar
   return Array.from({ length: names.queueShards }, (_, i) => shardPrefix(names.queuePrefix, i, names.queueShards));
 }
 
-/** The BullMQ prefix of the shard that holds session `sessionId`'s turn and reply jobs. */
+/** The prefix of the shard that holds session `sessionId`'s turn jobs (BullMQ) and its replies (the outbound stream). */
 export function sessionShardPrefix(names: Pick<QueueNames, 'queuePrefix' | 'queueShards'>, sessionId: string): string {
   return shardPrefix(names.queuePrefix, shardOf(sessionId, names.queueShards), names.queueShards);
 }

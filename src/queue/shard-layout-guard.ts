@@ -7,14 +7,14 @@
 import type { Logger } from '../log.js';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
-import { newProcessId } from '../redis/heartbeats.js';
+import { DEFAULT_HEARTBEAT_TTL_MS, newProcessId } from '../redis/heartbeats.js';
 import { claimQueueLayout, layoutMovedMessage, releaseQueueLayout, renewQueueLayout } from './shard-layout.js';
 import type { QueueNames } from './names.js';
 import type { TurnProducer } from './producer.js';
 
 /** Options of {@link holdQueueLayout}. */
 export interface HoldQueueLayoutOptions {
-  /** How long the process counts as a user of the layout unless renewed, ms (renewed every third). Default 15 000. */
+  /** How long the process counts as a user of the layout unless renewed, ms (renewed every third). Default: the heartbeat's, `DEFAULT_HEARTBEAT_TTL_MS`. */
   ttlMs?: number;
   /** The process id among the users. Default a fresh `host:pid:random`. */
   member?: string;
@@ -34,7 +34,6 @@ export interface HeldQueueLayout {
   release(): Promise<void>;
 }
 
-const DEFAULT_TTL_MS = 15_000;
 const RELEASE_BOUND_MS = 1000;
 
 /**
@@ -42,7 +41,7 @@ const RELEASE_BOUND_MS = 1000;
  * @throws GatewayError `QUEUE_LAYOUT_MISMATCH` when another count is in use (see {@link claimQueueLayout}).
  */
 export async function holdQueueLayout(deps: { redis: RedisClient; logger: Logger }, names: QueueNames, options: HoldQueueLayoutOptions = {}): Promise<HeldQueueLayout> {
-  const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+  const ttlMs = options.ttlMs ?? DEFAULT_HEARTBEAT_TTL_MS;
   const member = options.member ?? newProcessId();
   await claimQueueLayout(deps.redis, names, { member, ttlMs });
   let moved: number | null = null;

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { GatewayError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { queueLayoutKey, queueLayoutUsersKey } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 import { shardPrefixes, type QueueNames } from './names.js';
@@ -18,7 +19,7 @@ type LayoutReply = ['ok' | 'check' | 'moved' | 'released', number] | ['busy', nu
 export interface ClaimQueueLayoutOptions {
   /** The process's id among the layout's users; undefined: a one-off check that registers nobody. */
   member?: string;
-  /** How long the process counts as a user of the layout unless it renews, ms. Default 15 000. */
+  /** How long the process counts as a user of the layout unless it renews, ms. Default: the heartbeat's, `DEFAULT_HEARTBEAT_TTL_MS`. */
   ttlMs?: number;
 }
 
@@ -103,7 +104,7 @@ export function layoutMovedMessage(prefix: string, own: number, recorded: number
 
 async function layoutScript(redis: RedisClient, names: QueueNames, op: 'claim' | 'renew' | 'release', options: ClaimQueueLayoutOptions, from?: number): Promise<LayoutReply> {
   const keys = [queueLayoutKey(names.queuePrefix), queueLayoutUsersKey(names.queuePrefix)];
-  const args = { shards: names.queueShards, member: options.member ?? '', ttlMs: options.ttlMs ?? 15_000, op, ...(from === undefined ? {} : { from }) };
+  const args = { shards: names.queueShards, member: options.member ?? '', ttlMs: options.ttlMs ?? DEFAULT_HEARTBEAT_TTL_MS, op, ...(from === undefined ? {} : { from }) };
   return (await runScriptWithOptions(redis, 'queueLayout', keys, args)) as LayoutReply;
 }
 

@@ -2,11 +2,12 @@ import { Queue, type ConnectionOptions, type JobsOptions, type JobType } from 'b
 import { sessionShardPrefix, shardPrefixes, type QueueNames } from './names.js';
 
 /**
- * One logical queue (turns or outbound) split into `queueShards` BullMQ queues, each under its own
- * hash-tagged prefix. A session's jobs always go to the same shard (src/core/shard.ts).
+ * The turn queue split into `queueShards` BullMQ queues, each under its own hash-tagged prefix. A
+ * session's jobs always go to the same shard (src/core/shard.ts). Replies do not use it: the
+ * outbound queue is a Redis stream per shard (src/outbound/outbound-queue.ts).
  */
 export interface ShardedQueue<T> {
-  /** The logical queue name (`turns`, `outbound`). */
+  /** The logical queue name (`turns`). */
   readonly name: string;
   /** Every shard's queue, shard 0 first (one queue when unsharded). */
   readonly shards: readonly Queue<T>[];

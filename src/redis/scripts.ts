@@ -29,12 +29,16 @@ const REDIS_SCRIPT_FILES = {
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
   recordStep: 'record-step-2.lua',
-  requestStop: 'request-stop-4.lua',
-  takeStop: 'take-stop-1.lua',
   beginPartialCall: 'begin-partial-call-1.lua',
   endPartialCall: 'end-partial-call-1.lua',
   markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
+} as const;
+
+/** The `/stop` requests' scripts, in `src/turn-stop/scripts/`. */
+const TURN_STOP_SCRIPT_FILES = {
+  requestStop: 'request-stop-4.lua',
+  takeStop: 'take-stop-1.lua',
 } as const;
 
 /** The reply transport's scripts, in `src/outbound/scripts/`. */
@@ -49,7 +53,7 @@ const OUTBOUND_SCRIPT_FILES = {
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -66,6 +70,7 @@ export const SCRIPTS_DIR = new URL('./scripts/', import.meta.url);
 export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<Record<ScriptName, string>>> }> = [
   { dir: SCRIPTS_DIR, files: REDIS_SCRIPT_FILES },
   { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
+  { dir: new URL('../turn-stop/scripts/', import.meta.url), files: TURN_STOP_SCRIPT_FILES },
 ];
 
 /** Where `--- @include "<name>"` finds `<name>.lua`: `src/redis/scripts/includes`. */

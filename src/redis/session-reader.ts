@@ -7,7 +7,7 @@ import { toCompactionState } from '../core/compaction/compaction-state.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import {
   DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
-} from '../session/view.js';
+} from '../core/session-view.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
 import { createSessionNotes } from './notes.js';

@@ -1,6 +1,6 @@
 import { isEffectiveCompaction, fillOf, type SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS } from '../core/tokens.js';
-import type { CompactionEvent, FillPoint, ResetEvent } from '../session/view.js';
+import type { CompactionEvent, FillPoint, ResetEvent } from '../core/session-view.js';
 import type { StoredTranscriptEntry, TranscriptCompaction } from './transcript.js';
 
 /** A session's timeline replayed from its transcript. */

@@ -85,12 +85,15 @@ export interface CommitChange {
 export interface SessionStoreOptions {
   /** Key prefix. Default `cg:`. */
   keyPrefix?: string;
-  /** Approximate maximum transcript entries per session (XADD MAXLEN ~); 0 = unbounded. Default 100000. */
+  /** Approximate maximum transcript entries per session (XADD MAXLEN ~); 0 = unbounded. Default {@link DEFAULT_TRANSCRIPT_RETENTION}. */
   transcriptRetention?: number;
   now?: () => number;
 }
 
-const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: 100_000, now: Date.now } satisfies Required<SessionStoreOptions>;
+/** Transcript entries kept per session by default: 0, unbounded (`CHATGATE_TRANSCRIPT_MAXLEN` reads this). */
+export const DEFAULT_TRANSCRIPT_RETENTION = 0;
+
+const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: DEFAULT_TRANSCRIPT_RETENTION, now: Date.now } satisfies Required<SessionStoreOptions>;
 
 /** Session persistence: load, atomic fenced commit, outbox. */
 export interface SessionStore {

@@ -10,7 +10,7 @@ import { StaleCommitError } from '../errors.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
-import type { CallUsage } from './usage.js';
+import type { CallUsage } from '../core/models.js';
 
 /** How long a step log outlives its last write, in ms (a day: a crashed turn is retried well before). */
 const STEP_LOG_TTL_MS = 86_400_000;

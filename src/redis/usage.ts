@@ -1,18 +1,11 @@
 import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { CompactionLayer } from '../core/session-figures.js';
-import { estimateCostUsd, lookupModel, type ModelPricing } from '../core/models.js';
+import { estimateCostUsd, lookupModel, type CallUsage, type ModelPricing } from '../core/models.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 
 /** Price overrides by exact model name (USD per 1M tokens); other models use the core table. */
 export type PriceTable = Readonly<Record<string, ModelPricing>>;
-
-/** Token usage of one model call, as the provider reported it. */
-export interface CallUsage {
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-}
 
 /** Counter increments and absolute values applied to the usage hash by a commit. */
 export interface UsageDelta {

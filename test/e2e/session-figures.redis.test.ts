@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatShare } from '../../src/core/session-figures.js';
-import type { SessionDetail, SessionPage } from '../../src/session/view.js';
+import type { SessionDetail, SessionPage } from '../../src/core/session-view.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import { launchChromium } from '../helpers/browser.js';
 import { runChatgate, type CliResult } from '../helpers/cli-process.js';

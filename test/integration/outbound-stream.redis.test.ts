@@ -4,7 +4,7 @@
  * pending replies claimed by a live one, malformed entries and a prompt close.
  */
 import { EventEmitter } from 'node:events';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import type { OutboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
@@ -13,6 +13,7 @@ import { createSilentLogger } from '../../src/log.js';
 import { enqueueOutbound, openOutboundQueue, type OutboundQueue } from '../../src/outbound/outbound-queue.js';
 import { buildStatusReport } from '../../src/cli/status-report.js';
 import { loadConfig } from '../../src/config.js';
+import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
 import { recordingDelivery } from '../helpers/outbound-delivery.js';
 import { pollUntil, waitUntil } from '../helpers/waits.js';
@@ -119,6 +120,43 @@ describe('outbound streams', () => {
     expect(await shard().renew('gateway-a', [first!.entryId, second!.entryId])).toBe(1);
     const owners = (await t.redis.xpending(shard().keys.stream, 'gateways', '-', '+', 10)) as Array<[string, string, number, number]>;
     expect(owners.map(([id, owner]) => [id, owner])).toEqual([[first!.entryId, 'gateway-a'], [second!.entryId, 'gateway-b']]);
+  });
+
+  it('renewing a reply already settled (acknowledged) counts nothing as taken over', async () => {
+    await enqueueOutbound(queue, reply(1));
+    await shard().ensureGroup();
+    const [entry] = await shard().read(t.redis, 'gateway-a', 10, 100);
+    expect(await shard().ack(entry!.entryId, reply(1))).toBe(true);
+    expect(await shard().renew('gateway-a', [entry!.entryId])).toBe(0);
+  });
+
+  it('a renewal right after a delivery was acknowledged raises no take-over warning (one gateway)', async () => {
+    const sink = createLogSink('debug');
+    const { delivery } = recordingDelivery();
+    const LOCK_MS = 60_000;
+    let renewals = 0;
+    // The renewal timer (setInterval) is driven by the test: it fires once the reply is acknowledged, before its slot is freed.
+    vi.useFakeTimers({ toFake: ['setInterval'] });
+    try {
+      const delivered = new Promise<void>((resolve) => {
+        const onDelivered = () => {
+          vi.advanceTimersByTime(LOCK_MS / 2);
+          renewals++;
+          resolve();
+        };
+        const consumer = createOutboundConsumer({ redis: t.redis, delivery, logger: sink.logger, onDelivered }, { queuePrefix: t.queuePrefix, outboundQueue: QUEUE, lockDurationMs: LOCK_MS });
+        closers.push(() => consumer.close());
+      });
+      await enqueueOutbound(queue, reply(1));
+      await delivered;
+      // The renewal's script ran after the ack on the same connection: once a later command is answered, so is it.
+      await t.redis.ping();
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(renewals).toBe(1);
+    expect(sink.lines.filter((line) => /taken over/.test(line.msg))).toEqual([]);
   });
 
   it('a reply interrupted more than maxStalledCount times fails for good', async () => {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pageSessions, type SessionRow } from '../../src/session/view.js';
+import { pageSessions, type SessionRow } from '../../src/core/session-view.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createRedisSessionView, type RedisSessionViewOptions } from '../../src/redis/session-reader.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { acquireLease } from '../../src/redis/lease.js';
-import { requestStop, takeStop } from '../../src/redis/turn-stop.js';
+import { requestStop, takeStop } from '../../src/turn-stop/stop-requests.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 describe('stop requests (request-stop-4.lua, take-stop-1.lua)', () => {

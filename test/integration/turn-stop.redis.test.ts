@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
-import { stopTurn } from '../../src/gateway/turn-commands.js';
+import { stopTurn } from '../../src/turn-stop/stop-command.js';
 import { createSilentLogger } from '../../src/log.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { duplicateRedis } from '../../src/redis/client.js';

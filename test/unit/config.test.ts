@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, isLoopbackHost, loadConfig, renderConfigTable, renderEnvExample } from '../../src/config.js';
 import { estimateCostUsd, KNOWN_MODELS, lookupModel } from '../../src/core/models.js';
+import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { ConfigError } from '../../src/errors.js';
+import { DEFAULT_HEARTBEAT_TTL_MS } from '../../src/redis/heartbeats.js';
+import { DEFAULT_SEEN_TTL_SECONDS } from '../../src/redis/ingest.js';
+import { DEFAULT_TRANSCRIPT_RETENTION } from '../../src/redis/session-store.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -127,6 +131,16 @@ describe('loadConfig', () => {
       configFile: undefined,
       mcp: { servers: [] },
     });
+  });
+
+  it('takes each default from the component that owns it (written once)', () => {
+    const config = loadConfig({ TELEGRAM_BOT_TOKEN: '123456:ABC-DEF', DISCORD_BOT_TOKEN: 'x'.repeat(30) });
+    expect(config.telegram?.apiRoot).toBe(DEFAULT_TELEGRAM_API_ROOT);
+    expect(config.discord?.apiRoot).toBe(DEFAULT_DISCORD_API_ROOT);
+    expect(config.heartbeatTtlMs).toBe(DEFAULT_HEARTBEAT_TTL_MS);
+    expect(config.seenTtlSeconds).toBe(DEFAULT_SEEN_TTL_SECONDS);
+    // The session store's own default (a store built without the option) is the configuration's.
+    expect(config.transcriptMaxLen).toBe(DEFAULT_TRANSCRIPT_RETENTION);
   });
 
   it('returns a deeply frozen object', () => {

@@ -1,6 +1,6 @@
-import type { CompactionState } from './compaction-types.js';
+import { type CompactionState, FactOrigin, type FactLedger, type NoteTools } from './compaction-types.js';
 import { isSummaryAck } from './assemble.js';
-import { mineMessages, minedFactsOf, orderBySalience, salienceOf, FactOrigin, LOW_SALIENCE, type FactLedger, type NoteTools } from './fact-ledger.js';
+import { mineMessages, minedFactsOf, orderBySalience, salienceOf, LOW_SALIENCE } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
 import { countTextTokens } from '../tokens.js';

@@ -1,5 +1,4 @@
-import type { CompactionOutcome, CompactionState } from './compaction-types.js';
-import type { FactLedger, FactRecord } from './fact-ledger.js';
+import type { CompactionOutcome, CompactionState, FactLedger, FactRecord } from './compaction-types.js';
 
 /** A fresh per-session compaction state. */
 export function createCompactionState(): CompactionState {

@@ -1,5 +1,4 @@
 import type { ChatMessage } from '../messages.js';
-import type { FactLedger } from './fact-ledger.js';
 
 /** What the summariser is asked to do for one compaction. */
 export interface SummaryRequest {
@@ -126,3 +125,58 @@ export interface CompactionResult {
   /** Tokens the summariser reported using, when it was called and reported them. */
   summarizerUsage?: SummaryUsage;
 }
+
+/** How much a fact's shape says it is an identifier: 0 weak (timestamps, versions, code names, hashes), 1 medium, 2 strong. */
+export type ShapeStrength = 0 | 1 | 2;
+
+/** Where in its text a fact stood: running prose, a labelled value (`order: X`), or a bare token in code, logs or output. */
+export type FactContext = 'prose' | 'labelled' | 'bare';
+
+/** One identifier found in a text, with its shape strength and where it stood. */
+export interface FoundFact {
+  fact: string;
+  shape: ShapeStrength;
+  context: FactContext;
+}
+
+/** The facts of one message: those of its text and those of each tool call's arguments. */
+export interface MessageScan {
+  text: readonly FoundFact[];
+  calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
+}
+
+/**
+ * Where a fact came from, weakest first: a bare token in tool output, code or logs; a labelled value
+ * in a tool result; the assistant's text; a tool-call argument; the user's own words; a `remember` note.
+ */
+export const FactOrigin = { bare: 0, labelled: 1, assistant: 2, call: 3, user: 4, note: 5 } as const;
+/** One of {@link FactOrigin}'s values. */
+export type FactOrigin = (typeof FactOrigin)[keyof typeof FactOrigin];
+
+/**
+ * What the ledger knows of one fact, as a compact JSON tuple: the logical time it was last seen, the
+ * turn it was last used in, its strongest origin, how many later turns used it again, its shape.
+ */
+export type FactRecord = [seen: number, turn: number, origin: FactOrigin, uses: number, shape: ShapeStrength];
+
+/** The fact ledger of a session: fact → record. Plain JSON. */
+export type FactLedger = Record<string, FactRecord>;
+
+/** Names of the tools whose arguments are notes (always pinned) and that remove them. */
+export interface NoteTools {
+  remember: string;
+  forget: string;
+}
+
+/** The ledger's clocks and note index, carried in the compaction state beside the ledger. */
+export interface LedgerClock {
+  /** Logical clock, one tick per message mined. */
+  factClock: number;
+  /** Turns mined so far (one per user message). */
+  turnClock: number;
+  /** Facts of each `remember` key, so that `forget` can release them. */
+  noteFacts: Record<string, string[]>;
+}
+
+/** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
+export type MinedFacts = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;

@@ -1,7 +1,6 @@
-import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage } from './compaction-types.js';
+import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage, NoteTools } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
 import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
-import type { NoteTools } from './fact-ledger.js';
 import { factsOfMessage, presentFacts } from './facts.js';
 import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
 import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layout.js';

@@ -1,42 +1,11 @@
-import { scanFacts, scanMessage, type FoundFact, type ShapeStrength } from './facts.js';
+import { scanFacts, scanMessage } from './facts.js';
 import { memoOf } from './message-memo.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
+import { FactOrigin, type FactLedger, type FactRecord, type FoundFact, type LedgerClock, type MinedFacts, type NoteTools, type ShapeStrength } from './compaction-types.js';
 
 /** Most facts a ledger keeps; beyond this the least salient (then least recently seen) are forgotten. */
 export const MAX_LEDGER_FACTS = 2000;
 
-/**
- * Where a fact came from, weakest first: a bare token in tool output, code or logs; a labelled value
- * in a tool result; the assistant's text; a tool-call argument; the user's own words; a `remember` note.
- */
-export const FactOrigin = { bare: 0, labelled: 1, assistant: 2, call: 3, user: 4, note: 5 } as const;
-/** One of {@link FactOrigin}'s values. */
-export type FactOrigin = (typeof FactOrigin)[keyof typeof FactOrigin];
-
-/**
- * What the ledger knows of one fact, as a compact JSON tuple: the logical time it was last seen, the
- * turn it was last used in, its strongest origin, how many later turns used it again, its shape.
- */
-export type FactRecord = [seen: number, turn: number, origin: FactOrigin, uses: number, shape: ShapeStrength];
-
-/** The fact ledger of a session: fact → record. Plain JSON. */
-export type FactLedger = Record<string, FactRecord>;
-
-/** Names of the tools whose arguments are notes (always pinned) and that remove them. */
-export interface NoteTools {
-  remember: string;
-  forget: string;
-}
-
-/** The ledger's clocks and note index, carried in the compaction state beside the ledger. */
-export interface LedgerClock {
-  /** Logical clock, one tick per message mined. */
-  factClock: number;
-  /** Turns mined so far (one per user message). */
-  turnClock: number;
-  /** Facts of each `remember` key, so that `forget` can release them. */
-  noteFacts: Record<string, string[]>;
-}
 
 const ORIGIN_SCORE: Record<FactOrigin, number> = { 0: 0, 1: 12, 2: 20, 3: 30, 4: 40, 5: 1000 };
 const SHAPE_SCORE: Record<ShapeStrength, number> = { 0: 0, 1: 15, 2: 25 };
@@ -51,8 +20,6 @@ const MAX_COUNTED_USES = 3;
  */
 export const LOW_SALIENCE = 36;
 
-/** A message's facts with their origin and shape; `tool` names the tool whose arguments held it. */
-export type MinedFacts = ReadonlyArray<readonly [fact: string, origin: FactOrigin, shape: ShapeStrength, tool?: string]>;
 const NO_MINED: MinedFacts = Object.freeze([]);
 
 /**

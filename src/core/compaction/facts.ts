@@ -1,5 +1,6 @@
 import { memoOf } from './message-memo.js';
 import { messageText, type ChatMessage } from '../messages.js';
+import type { FactContext, FoundFact, MessageScan, ShapeStrength } from './compaction-types.js';
 
 // Order matters: the wider shapes (URLs, emails, paths) are taken out of the text before the
 // narrower ones (ids, numbers) so that a URL's digits are not mined again as a number.
@@ -28,18 +29,6 @@ const AMOUNT_LABEL_RE = /[A-Za-z]{3,}\s*$/;
 
 /** Shapes a fact can have, the wider ones first. */
 type ShapeKind = 'url' | 'email' | 'date' | 'path' | 'amount' | 'hash' | 'token';
-
-/** How much a fact's shape says it is an identifier: 0 weak (timestamps, versions, code names, hashes), 1 medium, 2 strong. */
-export type ShapeStrength = 0 | 1 | 2;
-/** Where in its text a fact stood: running prose, a labelled value (`order: X`), or a bare token in code, logs or output. */
-export type FactContext = 'prose' | 'labelled' | 'bare';
-
-/** One identifier found in a text, with its shape strength and where it stood. */
-export interface FoundFact {
-  fact: string;
-  shape: ShapeStrength;
-  context: FactContext;
-}
 
 // Cheap guards, so a text is scanned by a shape's regex only when it may hold one.
 const WIDE_SHAPES: ReadonlyArray<readonly [ShapeKind, RegExp, (text: string) => boolean]> = [
@@ -82,12 +71,6 @@ export function scanFacts(text: string, source: 'words' | 'tool'): readonly Foun
   const collector = new FactCollector(text, source);
   scan(text, collector);
   return collector.facts();
-}
-
-/** The facts of one message: those of its text and those of each tool call's arguments. */
-export interface MessageScan {
-  text: readonly FoundFact[];
-  calls: ReadonlyArray<readonly [tool: string, facts: readonly FoundFact[]]>;
 }
 
 /** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */

@@ -1,7 +1,5 @@
-import type { MinedFacts } from './fact-ledger.js';
-import type { MessageScan } from './facts.js';
 import type { ChatMessage } from '../messages.js';
-import type { EncodingName } from '../tokens.js';
+import type { MinedFacts, MessageScan } from './compaction-types.js';
 
 /**
  * What the engine has derived from one message object: its token count, its fact scan and what
@@ -11,8 +9,8 @@ import type { EncodingName } from '../tokens.js';
 export interface MessageMemo {
   /** Tokens the message costs in a request, framing included, in `tokensEncoding`. */
   tokens: number;
-  /** The encoding `tokens` was counted in; undefined until counted. */
-  tokensEncoding: EncodingName | undefined;
+  /** The encoding `tokens` was counted in (an `EncodingName` of ../tokens.ts); undefined until counted. */
+  tokensEncoding: string | undefined;
   /** The facts of its text and tool-call arguments (facts.ts). */
   scan: MessageScan | undefined;
   /** Its distinct facts, the strongest shapes first (facts.ts). */

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { toCompactionState, type ChatMessage } from '../../../src/index.js';
-import { bySalience, FactOrigin, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
+import { bySalience, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
 import { scanFacts } from '../../../src/core/compaction/facts.js';
 import { chained } from '../../helpers/compaction.js';
 import { chatHistory, prose } from '../../helpers/histories.js';
 import { vagueSummarizer } from '../../helpers/summarizers.js';
+import { FactOrigin } from '../../../src/core/compaction/compaction-types.js';
 
 const NOTES = { remember: 'remember', forget: 'forget' };
 const CLOCK = { factClock: 0, turnClock: 0, noteFacts: {} };

@@ -7,9 +7,9 @@
  */
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
-import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, turnStopChannel, type SessionKeys } from './keys.js';
-import { runScriptWithOptions } from './scripts.js';
+import type { RedisClient } from '../redis/client.js';
+import { DEFAULT_KEY_PREFIX, turnStopChannel, type SessionKeys } from '../redis/keys.js';
+import { runScriptWithOptions } from '../redis/scripts.js';
 
 /** How long a stop request waits for its turn, in ms (a turn it does not reach by then runs on). */
 export const STOP_REQUEST_TTL_MS = 60_000;

@@ -1,6 +1,6 @@
-import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
-import type { ChannelName } from '../core/inbound.js';
-import type { CompactionLayer, ContextFigures, SessionLimits } from '../core/session-figures.js';
+import type { CompactionOutcome } from './compaction/compaction-types.js';
+import type { ChannelName } from './inbound.js';
+import type { CompactionLayer, ContextFigures, SessionLimits } from './session-figures.js';
 
 /**
  * The one read model of a session: what `/usage`, `/status`, `/pins`, `chatgate sessions`,

@@ -1,19 +1,12 @@
 /**
- * The chat commands that act on a session's turn: `/stop` (through Redis to the worker holding the
- * session, on any machine) and `/retry` (the last exchange asked again through the inbox, with its
- * images while their bytes are stored). The ingest pipeline answers them at once, never behind the
- * turn they are about.
+ * `/retry`: the last exchange asked again through the inbox, with its images while their bytes are
+ * stored. The ingest pipeline answers it at once, never behind the turn it is about (`/stop` is
+ * src/turn-stop/stop-command.ts).
  */
 import { attachmentUrl } from '../core/attachments.js';
 import type { Attachment, InboundMessage } from '../core/inbound.js';
 import { headEnd } from '../core/text.js';
-import type { RedisClient } from '../redis/client.js';
-import { sessionKeys } from '../redis/keys.js';
-import { requestStop } from '../redis/turn-stop.js';
 import type { RetriedImage, RetryPort } from '../session/retry-command.js';
-
-/** `/stop` with nothing running. */
-export const NOTHING_TO_STOP = 'Nothing is running right now, so there is nothing to stop.';
 
 const RETRY_TEXT = {
   busy: 'A reply is being written right now. Wait for it (or send /stop), then /retry.',
@@ -24,15 +17,6 @@ const RETRY_TEXT = {
 
 /** Characters of the retried message quoted in the answer. */
 const QUOTE_CHARS = 80;
-
-/**
- * `/stop`: records a stop request for the running (or next) turn and wakes the workers.
- * @returns null when a turn will answer "Stopped.", else the answer that nothing runs.
- */
-export async function stopTurn(redis: RedisClient, sessionId: string, keyPrefix: string): Promise<string | null> {
-  const found = await requestStop(redis, sessionId, sessionKeys(sessionId, keyPrefix), { keyPrefix });
-  return found.state === 'idle' ? NOTHING_TO_STOP : null;
-}
 
 /**
  * `/retry`: takes out the last exchange and asks its user messages again through `accept` (the

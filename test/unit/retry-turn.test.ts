@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { toWellFormedText } from '../../src/core/text.js';
-import { retryTurn } from '../../src/gateway/turn-commands.js';
+import { retryTurn } from '../../src/gateway/retry-turn.js';
 import type { RetryOutcome, RetryPort } from '../../src/session/retry-command.js';
 
 /** A retry port that hands `texts` to resubmit (the in-memory stand-in for the Redis one). */
