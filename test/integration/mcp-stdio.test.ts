@@ -92,9 +92,17 @@ describe('MCP servers over stdio: bad servers', () => {
     expect(result).toMatch(/^Error: tool mcp__t__crash failed: MCP server "t" closed the connection during the call \(it exited or crashed.*\); the outcome is unknown/);
     const meanwhile = await call('mcp__t__echo', {});
     expect(meanwhile === '{"args":{},"meta":null}' || meanwhile.includes('MCP server "t" is not connected')).toBe(true);
-    await vi.waitFor(() => expect(servers.status()[0]).toMatchObject({ state: 'connected' }), { timeout: 10_000 });
+    await vi.waitFor(() => expect(servers.status()[0]).toMatchObject({ state: 'connected' }), { timeout: 30_000 });
     expect(JSON.parse(await call('mcp__t__echo', { text: 'back' }))).toMatchObject({ args: { text: 'back' } });
     expect(metrics.events).toContainEqual({ type: 'mcp_tool_call', server: 't', tool: 'crash', outcome: 'unavailable' });
+  });
+
+  it('reconnects to a server that stopped answering after a call timed out', async () => {
+    const { call, servers } = await rig({ t: testServer('ok', { timeoutMs: 300, connectTimeoutMs: 10_000 }) });
+    expect(await call('mcp__t__freeze', {})).toBe('Error: tool mcp__t__freeze failed: timed out after 300 ms');
+    await vi.waitFor(() => expect(servers.status()[0]!.lastError).toBe('the server stopped answering (a call timed out, then a ping did too)'), { timeout: 5000 });
+    await vi.waitFor(() => expect(servers.status()[0]).toMatchObject({ state: 'connected' }), { timeout: 30_000 });
+    expect(JSON.parse(await call('mcp__t__echo', { text: 'fresh' }))).toMatchObject({ args: { text: 'fresh' } });
   });
 
   it('takes a 10 MB result and the tool-result cap bounds it', async () => {

@@ -15,6 +15,8 @@ export const MAX_STDIO_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** Reconnect backoff: 1 s doubling to 60 s, retried for as long as the worker runs. */
 export const MCP_RECONNECT_POLICY: Readonly<Partial<RetryPolicy>> = Object.freeze({ baseDelayMs: 1000, maxDelayMs: 60_000 });
 const ERROR_CHARS = 300;
+/** How long a ping after a timed-out call may take, ms (at most the server's `connectTimeoutMs`). */
+const PING_TIMEOUT_MS = 5000;
 
 /** What a connection needs. */
 export interface McpConnectionDeps {
@@ -50,6 +52,8 @@ export class McpConnection {
   private tools: readonly Tool[] = [];
   private lastError?: { text: string; atMs: number };
   private stderrTail = '';
+  /** A protocol error seen during the current connection attempt. */
+  private attemptError: string | undefined;
   private failures = 0;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -86,6 +90,8 @@ export class McpConnection {
       const params = { name, arguments: args, ...(options.meta ? { _meta: options.meta } : {}) };
       return (await client.callTool(params, undefined, { signal: options.signal, timeout: this.server.timeoutMs })) as CallToolResult;
     } catch (err) {
+      const timedOut = isTimeout(err) || (options.signal?.reason as { name?: string } | undefined)?.name === 'TimeoutError';
+      if (timedOut) void this.checkAnswering(client);
       if (options.signal?.aborted) throw err;
       throw this.callFailure(client, err);
     }
@@ -104,6 +110,7 @@ export class McpConnection {
   private async connect(): Promise<void> {
     if (this.closed) return;
     this.state = this.failures === 0 ? 'connecting' : 'reconnecting';
+    this.attemptError = undefined;
     const client = new Client({ name: 'chatgate', version: this.options.version }, {
       capabilities: {},
       listChanged: { tools: { debounceMs: 0, onChanged: (err, tools) => this.onListChanged(client, err, tools) } },
@@ -121,6 +128,15 @@ export class McpConnection {
     } catch (err) {
       await client.close().catch(() => undefined);
       this.failed(this.describeConnectError(err));
+    }
+  }
+
+  /** After a timed-out call: a server that does not answer a ping either is taken as gone, and reconnected. */
+  private async checkAnswering(client: Client): Promise<void> {
+    try {
+      await client.ping({ timeout: Math.min(PING_TIMEOUT_MS, this.server.connectTimeoutMs) });
+    } catch {
+      this.lost(client, 'the server stopped answering (a call timed out, then a ping did too)');
     }
   }
 
@@ -212,7 +228,7 @@ export class McpConnection {
 
   private describeConnectError(err: unknown): string {
     if (isTimeout(err)) {
-      const last = this.lastError && Date.now() - this.lastError.atMs < this.server.connectTimeoutMs + 1000 ? `; last error: ${this.lastError.text}` : '';
+      const last = this.attemptError ? `; last error: ${this.attemptError}` : '';
       return `did not answer initialize within ${this.server.connectTimeoutMs} ms${last}${this.stderrHint()}`;
     }
     return `could not start: ${this.redact(errorText(err))}${this.stderrHint()}`;
@@ -222,6 +238,7 @@ export class McpConnection {
   private noteError(err: Error): void {
     const text = this.redact(errorText(err));
     this.lastError = { text: `protocol error: ${text}`, atMs: Date.now() };
+    this.attemptError = this.lastError.text;
     this.log.warn({ reason: text }, 'MCP server sent something chatgate could not read');
   }
 
