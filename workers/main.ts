@@ -6,7 +6,7 @@ import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
-import { connectionErrorLogger, createRedis, duplicateRedis, type RedisClient } from '../src/redis/client.js';
+import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
 import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
 import { holdQueueLayout } from '../src/queue/shard-layout-guard.js';
 import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
@@ -80,7 +80,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   consumers.push(...workers);
   if (layout.moved !== null) pauseConsumers();
   const failures = workers.map((worker) => handleFailures(worker, turn));
-  for (const worker of workers) worker.on('error', connectionErrorLogger(logger, 'worker error'));
+  for (const worker of workers) watchConnection(worker, logger, 'worker error');
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await mcp.ready();
   await heartbeat.start();

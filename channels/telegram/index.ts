@@ -236,7 +236,7 @@ interface PollDeps {
 async function handleMessage(ctx: GrammyContext, state: ChannelState, options: ResolvedTelegramChannelOptions, log: Logger): Promise<void> {
   const message = ctx.message;
   if (!message || !state.identity) return;
-  const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now(), maxPhotoBytes: options.maxAttachmentBytes });
+  const translated = toInboundMessage(message, state.identity, { groupTrigger: options.groupTrigger, receivedAt: Date.now(), maxPhotoBytes: options.maxAttachmentBytes, updateId: ctx.update.update_id });
   if (translated.kind === 'ignore') {
     log.debug({ chatId: message.chat.id, reason: translated.reason }, 'update ignored');
     return;

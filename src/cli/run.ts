@@ -30,7 +30,15 @@ export interface RunFlags {
 export const SHUTDOWN_BOUND_MS = 10_000;
 
 /**
- * Resolves with the signal's name on the first SIGINT or SIGTERM. A second signal exits the
+ * How long after the first stop signal a second one still counts as the same press, ms. One Ctrl+C
+ * reaches chatgate twice under `npm start`: the terminal signals the whole process group and npm
+ * forwards its own copy to its child.
+ */
+export const FORCE_STOP_AFTER_MS = 1_000;
+
+/**
+ * Resolves with the signal's name on the first SIGINT or SIGTERM. A signal within
+ * {@link FORCE_STOP_AFTER_MS} of it is the same press (noted, ignored); a later one exits the
  * process at once (code 130); the embedded redis-server goes with it (src/redis/launcher.ts).
  */
 export function waitForStopSignal(): Promise<string> {
@@ -38,12 +46,14 @@ export function waitForStopSignal(): Promise<string> {
     const onSignal = (signal: string) => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      const firstAt = Date.now();
       const again = (second: string) => {
+        if (Date.now() - firstAt < FORCE_STOP_AFTER_MS) return;
         process.stderr.write(`chatgate: ${second} again: exiting now\n`);
         process.exit(130);
       };
-      process.once('SIGINT', again);
-      process.once('SIGTERM', again);
+      process.on('SIGINT', again);
+      process.on('SIGTERM', again);
       resolve(signal);
     };
     process.on('SIGINT', onSignal);
@@ -105,7 +115,7 @@ async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
     const config = await untilStopped(prepareModel(io, initial, logger, cleanups));
     const handles = await untilStopped(startRoles(io, config, conn.redis, logger, roles, cleanups, signal));
     printReady(io, config, roles, handles);
-    progress(io, `${await ctx.stopping}: shutting down…`);
+    progress(io, `${await ctx.stopping}: shutting down… (Ctrl+C again, a second or more later, exits at once)`);
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CliExit) return err.exitCode;

@@ -10,7 +10,6 @@ import { createAccessGuard } from '../monitor/index.js';
 import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
-import { createDiscordCursors } from '../../channels/discord/redis-cursors.js';
 import type { RedisClient } from '../redis/client.js';
 import { sessionKeys } from '../redis/keys.js';
 import { readTranscriptBefore } from '../redis/transcript.js';
@@ -78,6 +77,7 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
   }
   if (options.discord) {
     const { createDiscordChannel } = await import('../../channels/discord/index.js');
+    const { createDiscordCursors } = await import('../../channels/discord/redis-cursors.js');
     const { token, apiRoot } = options.discord;
     const discordOptions = { token, guildTrigger: groupTrigger, ...(apiRoot ? { apiRoot } : {}) };
     // With Redis, each connect catches up what was sent while no gateway was connected (a restart, a fail-over).

@@ -78,6 +78,8 @@ const HYGIENE_SUMMARY_TIMEOUT_MS = 20_000;
 const REDIS_ANSWER_MS = 750;
 /** `/compact` runs in the background: its summary may take this long, ms. */
 const COMMAND_SUMMARY_TIMEOUT_MS = 120_000;
+/** How long a stopping gateway waits for the replies being delivered, ms: within the CLI's 10 s shutdown bound, leaving the channels time to stop. */
+const OUTBOUND_CLOSE_TIMEOUT_MS = 5_000;
 
 /**
  * Starts the gateway: the HTTP server first, then the channels, so nothing arrives before it can be
@@ -197,7 +199,7 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, streams });
   // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
   for (const queuePrefix of shardPrefixes(names)) {
-    const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue });
+    const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue, closeTimeoutMs: OUTBOUND_CLOSE_TIMEOUT_MS });
     closers.push(() => consumer.close());
   }
   const subscriber = duplicateRedis(redis);

@@ -86,7 +86,7 @@ describe('the compiled CLI (scripts/build.mjs)', () => {
     const run = spawnSync(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('threshold');
-    expect(run.stderr).toMatch(/src\/core\/[\w-]+\.ts:\d+:\d+/);
+    expect(run.stderr).toMatch(/src\/core\/compaction\/[\w-]+\.ts:\d+:\d+/);
   });
 });
 

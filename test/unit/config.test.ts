@@ -122,7 +122,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       logFormat: 'auto',
       heartbeatTtlMs: 15_000,
-      transcriptMaxLen: 0,
+      transcriptMaxLen: 10_000,
       seenTtlSeconds: 86_400,
       channelStartTimeoutMs: 30_000,
       channelLeaseMs: 10_000,
