@@ -109,6 +109,8 @@ export interface Config {
     monitorToken?: string;
     /** Whether `host` is a loopback address. */
     loopback: boolean;
+    /** CHATGATE_WORKER_HTTP_PORT: port of a worker-only process's health and metrics; undefined: none. */
+    workerPort?: number;
     /** CHATGATE_HTTP_HEADERS_TIMEOUT_MS, CHATGATE_HTTP_REQUEST_TIMEOUT_MS, CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS. */
     timeouts: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   };
@@ -300,7 +302,7 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig): Config {
     },
     attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
     http: {
-      host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
+      host, port: n('CHATGATE_HTTP_PORT'), workerPort: v.CHATGATE_WORKER_HTTP_PORT as number | undefined, monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
       timeouts: { headersTimeoutMs: n('CHATGATE_HTTP_HEADERS_TIMEOUT_MS'), requestTimeoutMs: n('CHATGATE_HTTP_REQUEST_TIMEOUT_MS'), keepAliveTimeoutMs: n('CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS') },
     },
     stateDir: s('CHATGATE_STATE_DIR'),
