@@ -61,7 +61,7 @@ describe('a worker with an MCP server', () => {
     };
     producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
     out = await collectOutbound(t);
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (worker && worker.exitCode === null && worker.signalCode === null) {
