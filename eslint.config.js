@@ -74,7 +74,7 @@ export default tseslint.config(
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
   boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'approvals', 'monitor'], { channels: true }),
   boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'approvals', 'llm'], { workers: true }),
-  boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
+  boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.
     files: ['src/core/**/*.ts'],

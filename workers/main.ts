@@ -16,6 +16,7 @@ import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
 import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
+import { startMcpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
@@ -55,8 +56,10 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
   const outbound = openOutboundQueue(redis, names);
+  const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+    ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
@@ -81,6 +84,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const failures = workers.map((worker) => handleFailures(worker, turn));
   for (const worker of workers) watchConnection(worker, logger, 'worker error');
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  await mcp.ready();
   await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
@@ -90,6 +94,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await Promise.all(workers.map((worker) => worker.close()));
       await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
+      await mcp.close();
       await layout.release();
       await stops.close();
       if (ownsRedis) await redis.quit();

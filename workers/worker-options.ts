@@ -11,6 +11,7 @@ import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
 import { DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
 import type { ApprovalRule } from '../src/core/approval.js';
+import type { McpServerConfig } from './tools/mcp/config.js';
 
 /** The collaborators of `runWorker`. */
 export interface WorkerDeps {
@@ -85,6 +86,11 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   toolApproval?: readonly ApprovalRule[];
   /** How long a call the user is asked about waits for a decision, ms (then it expires and does not run). Default 600 000. */
   approvalTimeoutMs?: number;
+  /**
+   * MCP servers whose tools the agent gets (workers/tools/mcp): the worker connects to each at
+   * start (waiting for each first attempt, at most its `connectTimeoutMs`) and stops its stdio servers on `close()`. Default none.
+   */
+  mcpServers?: readonly McpServerConfig[];
 }
 
 /** The options `runWorker` fills in when they are not given. */

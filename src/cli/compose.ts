@@ -73,6 +73,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     liveReplies: config.liveReplies.enabled,
     toolApproval: config.approvals.rules,
     approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
+    mcpServers: config.mcp.servers,
   };
 }
 

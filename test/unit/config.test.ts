@@ -130,6 +130,7 @@ describe('loadConfig', () => {
       demo: false,
       demoWordDelayMs: 25,
       configFile: undefined,
+      mcp: { servers: [] },
     });
   });
 

@@ -38,6 +38,11 @@ export class ToolRegistry {
     return this.tools.delete(name);
   }
 
+  /** The names of the tools registered now. */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
   /** Whether tool `name` declared side effects (unknown tools have none). */
   hasSideEffects(name: string): boolean {
     return this.tools.get(name)?.sideEffects === true;
@@ -84,7 +89,7 @@ export class ToolRegistry {
     let onStop: (() => void) | undefined;
     const ended = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        controller.abort();
+        controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
         reject(new Error(`timed out after ${timeoutMs} ms`));
       }, timeoutMs);
       onStop = () => {

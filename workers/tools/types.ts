@@ -37,6 +37,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   schema: S;
+  /**
+   * JSON Schema of the arguments, sent to the model unchanged instead of `schema`'s (an MCP
+   * server's `inputSchema`); `schema` then only checks what it can, the tool validates the rest.
+   */
+  parameters?: Record<string, unknown>;
   /** Timeout of one call in ms. Default: the registry's (30000). */
   timeoutMs?: number;
   /**
@@ -60,8 +65,9 @@ export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): 
   return definition;
 }
 
-/** The chat-completions schema of a tool (zod 4 → JSON schema). */
+/** The chat-completions schema of a tool: its `parameters` as given, else zod 4 → JSON schema. */
 export function toToolSchema(tool: ToolDefinition): ToolSchema {
+  if (tool.parameters) return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }
