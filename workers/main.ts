@@ -11,14 +11,16 @@ import { pricingOf, type PriceTable } from '../src/core/models.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
-import { createTurnStreams, type TurnStreams } from './live-reply-publisher.js';
+import { createTurnLiveReplies, type TurnLiveReplies } from './live-reply-publisher.js';
 import { holdQueueLayout } from '../src/queue/shard-layout-guard.js';
 import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
 import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
+import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
+import { startMcpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
@@ -58,20 +60,23 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
   const outbound = openOutboundQueue(redis, names);
+  const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+    ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
-    compactionNotice: o.compactionNotice,
+    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs,
   };
   const stopSubscriber = duplicateRedis(redis);
   stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), streams: turnStreams(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o),
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
   };
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
@@ -83,6 +88,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const failures = workers.map((worker) => handleFailures(worker, turn));
   for (const worker of workers) watchConnection(worker, logger, 'worker error');
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  await mcp.ready();
   await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
@@ -92,6 +98,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await Promise.all(workers.map((worker) => worker.close()));
       await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
+      await mcp.close();
       await layout.release();
       await stops.close();
       if (ownsRedis) await redis.quit();
@@ -102,7 +109,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 
 /** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger, redis: RedisClient) {
-  const client = createLlmClient({ stream: o.streaming, ...o.llm }, { logger });
+  const client = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
   const budgets = o.budgets && hasBudgets(o.budgets) ? o.budgets : undefined;
   if (budgets) warnUnpriced(logger, budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
   const llm = budgets
@@ -112,7 +119,7 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
   });
-  const tools = new ToolRegistry(BUILTIN_TOOLS);
+  const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);
   return { llm, compressor, tools };
 }
@@ -124,9 +131,9 @@ function warnUnpriced(logger: Logger, budgets: BudgetSettings, models: string[],
   if (usd && unpriced.length > 0) logger.warn({ models: unpriced }, 'USD budget set but the model has no price: its calls count in tokens only (add it to CHATGATE_PRICES)');
 }
 
-/** The partial replies of this worker's turns, unless streaming is off. */
-function turnStreams(redis: RedisClient, logger: Logger, o: ResolvedRunWorkerOptions): TurnStreams | undefined {
-  return o.streaming ? createTurnStreams({ redis, logger }, { keyPrefix: o.keyPrefix, intervalMs: o.streamPublishIntervalMs }) : undefined;
+/** The live replies of this worker's turns, unless they are off. */
+function turnLiveReplies(redis: RedisClient, logger: Logger, o: ResolvedRunWorkerOptions): TurnLiveReplies | undefined {
+  return o.liveReplies ? createTurnLiveReplies({ redis, logger }, { keyPrefix: o.keyPrefix, intervalMs: o.liveReplyPublishIntervalMs }) : undefined;
 }
 
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */

@@ -1,6 +1,7 @@
 import type { ToolCall } from '../src/core/messages.js';
 import type { Logger } from '../src/log.js';
 import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
+import type { Gate } from './approval-gate.js';
 import { capToolResult } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
@@ -21,6 +22,8 @@ export interface ToolRound {
   beforeRun(call: ToolCall): Promise<void>;
   /** The turn's `/stop` signal: tools see it, and a stopped call's result is never recorded. */
   signal?: AbortSignal;
+  /** The round at the approval gate: calls refused (denied, expired) and calls approved. Absent: no call asks. */
+  gate?: Pick<Gate, 'refusals' | 'approved'>;
 }
 
 /** The result a side-effecting call gets when a crash left its outcome unknown. */
@@ -31,14 +34,20 @@ function unknownOutcomeResult(name: string, idempotencyKey: string): string {
 
 /**
  * The result text of one tool call of the round: the recorded one when the call completed before a
- * crash; for a side-effecting call that was started but not recorded, a result saying its outcome
+ * crash; a refused call's (denied or expired at the approval gate) without running it; for a side-effecting call that was started but not recorded, a result saying its outcome
  * is unknown (never a second run); else the call runs now. Every result is recorded as it completes.
  */
 export async function runToolCall(round: ToolRound, call: ToolCall): Promise<string> {
   const done = round.recorded?.results.get(call.id);
   if (done !== undefined) return done;
   const name = call.function.name;
-  const sideEffects = round.tools.hasSideEffects(name);
+  const refused = round.gate?.refusals.get(call.id);
+  if (refused !== undefined) {
+    await round.steps.recordResult(call.id, refused);
+    return refused;
+  }
+  // An approved call runs once, like a side-effecting one: its start is recorded before it runs.
+  const sideEffects = round.tools.hasSideEffects(name) || round.gate?.approved.has(call.id) === true;
   const context = round.context(call.id);
   if (sideEffects && round.recorded?.started.has(call.id)) {
     round.log.warn({ tool: name, callId: call.id, idempotencyKey: context.idempotencyKey }, 'side-effecting tool call of a crashed turn not run again: its outcome is unknown');

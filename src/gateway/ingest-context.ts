@@ -15,6 +15,7 @@ import type { RetryPort } from '../session/retry-command.js';
 import type { SessionOps } from '../session/session-ops.js';
 import type { AttachmentIngest } from './attachments.js';
 import type { CommandDeps } from './commands.js';
+import type { ApprovalCommandDeps } from './approval-commands.js';
 
 /** What the ingest pipeline needs. */
 export interface IngestDeps {
@@ -38,6 +39,8 @@ export interface IngestDeps {
   attachments?: AttachmentIngest;
   /** Spend limits: a message whose user, chat or deployment has used its budget is answered at once. Absent: no budgets. */
   budget?: { ledger: Pick<BudgetLedger, 'check'>; timeZone: string };
+  /** `/approve`, `/deny`, `/revoke` and the denials of `/stop` (src/approvals). Absent: those commands are not available. */
+  approvals?: ApprovalCommandDeps;
 }
 
 /** Options of the ingest pipeline. */

@@ -60,7 +60,7 @@ export interface SessionOps {
   hygiene(sessionId: string, figures?: HygieneFigures): Promise<CompactionResult | null>;
   /** A forced compaction (`/compact`, the CLI). */
   compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
-  /** Empties the projection and the compaction state; the transcript keeps everything. */
+  /** Empties the projection and the compaction state and drops the tool grants; the transcript keeps everything. */
   reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
 }
 
@@ -79,7 +79,7 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
-  /** Whether the summariser's calls stream (`CHATGATE_STREAMING`). Default true. */
+  /** Whether the summariser's calls stream (`CHATGATE_LIVE_REPLIES`). Default true. */
   llmStream?: boolean;
 }
 
@@ -158,6 +158,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     reset(sessionId) {
       return underLease(sessionId, async (turn) => {
         const removedMessages = turn.entries.length;
+        // A fresh conversation starts with no "always" approvals (gone first: a crash leaves fewer grants, never more).
+        await deps.redis.del(deps.store.keys(sessionId).grants);
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
         // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {

@@ -11,6 +11,8 @@ import type { Layout } from './layout.js';
 export const MUST_KEEP_MAX = 30;
 /** Noise-like facts (bare or labelled values seen once in output) the pinned section lists before the room left is filled. */
 export const LOW_PIN_LINES = 8;
+/** Share of the pinned section's cap the noise-like facts past {@link LOW_PIN_LINES} may take, all of them or none. */
+export const NOISE_FILL_SHARE = 0.2;
 /** User messages the automatic focus is taken from, and the characters kept of each. */
 const AUTO_FOCUS_MESSAGES = 3;
 const AUTO_FOCUS_CHARS = 240;
@@ -95,8 +97,9 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
 /**
  * Chooses the pinned section: the ledger facts missing from the request, most salient first, within
  * `capTokens`. Notes are always listed. Noise-like facts get {@link LOW_PIN_LINES} lines once every
- * stronger fact has one, then whatever room the cap still leaves, most salient first; weak shapes
- * (timestamps, code names, hashes) never. Returns the facts and how many missing ones were left out.
+ * stronger fact has one; the rest too when they all fit in the room the cap leaves (at most
+ * {@link NOISE_FILL_SHARE} of it): a small session keeps every fact, a noisy one a small section.
+ * Weak shapes (timestamps, code names, hashes) never. Returns the facts and how many missing ones were left out.
  */
 export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
   const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
@@ -124,12 +127,11 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
     if (weak) low++;
     pinned.push(fact);
   }
-  for (const fact of later) {
-    const cost = pinnedLineTokens(fact, model);
-    if (used + cost > capTokens) continue;
-    used += cost;
-    pinned.push(fact);
-  }
+  // A small session's remaining noise-like facts all fit in the room left: then they are pinned (most
+  // salient first). A noisy session's do not: its section stays at the allowance.
+  const room = Math.min(capTokens - used, Math.floor(NOISE_FILL_SHARE * capTokens));
+  const costs = later.map((fact) => pinnedLineTokens(fact, model));
+  if (costs.reduce((sum, cost) => sum + cost, 0) <= room) pinned.push(...later);
   return { pinned, omitted: missing.length - pinned.length };
 }
 
