@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { sessionKeys } from '../../src/redis/keys.js';
+import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { Stack } from '../helpers/stack.js';
 import { startTelegramStack } from '../helpers/telegram-stack.js';
@@ -33,6 +35,12 @@ async function start(gatewayLimit: boolean): Promise<Stack> {
   return stack;
 }
 
+/** The user texts that entered the session (a message answered by the gateway never does). */
+async function userTexts(): Promise<string[]> {
+  const transcript = await readTranscript(stack.t.redis, sessionKeys('telegram:42', stack.t.keyPrefix));
+  return transcript.flatMap((e) => (e.type === 'message' && e.message.role === 'user' ? [JSON.stringify(e.message.content)] : []));
+}
+
 const texts = () => telegram.callsOf('sendMessage').map((c) => String(c.params.text));
 
 async function say(from: number, text: string): Promise<string> {
@@ -49,6 +57,7 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
     expect(await say(42, 'and again')).toMatch(BUDGET);
     await stack.gateway.ingest.idle();
     expect(stack.llm.requests).toHaveLength(1);
+    expect((await userTexts()).join()).not.toContain('and again'); // no turn: the gateway answered
     expect(await say(43, 'hi, I am someone else')).toBe('Answer 1');
     expect(stack.llm.requests).toHaveLength(2);
   });
@@ -58,5 +67,6 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
     expect(await say(42, 'hello')).toBe('Answer 0');
     expect(await say(42, 'and again')).toMatch(BUDGET);
     expect(stack.llm.requests).toHaveLength(1);
+    expect((await userTexts()).join()).toContain('and again'); // the turn ran and ended with the message
   });
 });
