@@ -82,7 +82,7 @@ export async function startDemoModel(options: DemoModelOptions = {}): Promise<De
       sendJson(res, 404, { error: { message: `the demo model serves GET /v1/models and POST /v1/chat/completions (got ${req.method} ${path})`, type: 'invalid_request_error' } });
       return;
     }
-    const body = JSON.parse(await readBody(req)) as CompletionBody;
+    const body = JSON.parse(await readRequestBody(req)) as CompletionBody;
     const messages = body.messages ?? [];
     const reply = scriptedReply(messages, body.tools ?? [], now);
     calls += 1;
@@ -211,7 +211,8 @@ function between(text: string, open: string, close: string): string {
   return text.slice(start + open.length, end === -1 ? undefined : end).trim();
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** The whole body of `req` as UTF-8 text (the demo model's and the test fakes' servers read requests this way). */
+export function readRequestBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
