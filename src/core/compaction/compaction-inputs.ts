@@ -3,7 +3,7 @@ import { isSummaryAck } from './assemble.js';
 import { mineMessages, minedFactsOf, orderBySalience, salienceOf, LOW_SALIENCE } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
-import { countTextTokens } from '../tokens.js';
+import type { MessageMemos } from './message-memo.js';
 import { cutChars, hashText, type LocatedSummary } from './summary-block.js';
 import type { Layout } from './layout.js';
 
@@ -20,13 +20,13 @@ const AUTO_FOCUS_CHARS = 240;
  * its end, so only the messages after the recorded watermark are mined (as fresh: their sightings count
  * as uses). A history that does not match the watermark is mined whole, refreshing what is known.
  */
-export function mineHistory(messages: readonly ChatMessage[], state: CompactionState, summary: LocatedSummary | null, noteTools: NoteTools): CompactionState {
+export function mineHistory(messages: readonly ChatMessage[], state: CompactionState, summary: LocatedSummary | null, noteTools: NoteTools, memos: MessageMemos): CompactionState {
   const aligned = watermarkHolds(messages, state.mined);
   const from = aligned ? (state.mined?.count ?? 0) : 0;
   const fresh = aligned || state.mined === null;
   const slice = from === 0 ? messages : messages.slice(from);
   const summaryIndex = summary && summary.index >= from ? summary.index - from : -1;
-  const mined = mineMessages(slice, state.facts, state, { fresh, noteTools, summaryIndex, summaryRest: summary?.rest });
+  const mined = mineMessages(slice, state.facts, state, { fresh, noteTools, memos, summaryIndex, summaryRest: summary?.rest });
   return { ...state, facts: mined.facts, ...mined.clock, mined: watermarkOf(messages) };
 }
 
@@ -55,16 +55,16 @@ export function middleTurns(messages: readonly ChatMessage[], layout: Layout, su
 /**
  * The most salient ledger facts that occur in the turns being compacted (`messages[from, to)`) or in the
  * previous summary and that the rest of the request does not already hold: the summariser is asked to
- * keep them verbatim.
+ * keep them verbatim. `memos` remembers each message's facts.
  */
-export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
+export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>, memos: MessageMemos): string[] {
   // Only facts that qualify are collected: the middle of a long history names thousands that do not.
   const keep = new Set<string>();
   const consider = (fact: string) => {
     const record = ledger[fact];
     if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.add(fact);
   };
-  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) consider(fact);
+  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!, memos)) consider(fact);
   if (previousBody) for (const fact of extractFacts(previousBody)) consider(fact);
   return orderBySalience([...keep], (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
 }
@@ -95,9 +95,9 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
 /**
  * Chooses the pinned section: the ledger facts missing from the request, most salient first, within
  * `capTokens`. Notes are always listed; noise-like facts get at most {@link LOW_PIN_LINES} lines, and
- * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. Returns the facts and how many missing ones were left out.
+ * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. `lineTokens` gives a pinned line's tokens. Returns the facts and how many missing ones were left out.
  */
-export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
+export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, lineTokens: (fact: string) => number): { pinned: string[]; omitted: number } {
   const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
   const pinned: string[] = [];
   let used = 0;
@@ -106,13 +106,13 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
     const record = ledger[fact]!;
     if (record[2] === FactOrigin.note) {
       pinned.push(fact);
-      used += pinnedLineTokens(fact, model);
+      used += lineTokens(fact);
       continue;
     }
     const weak = salienceOf(record) < LOW_SALIENCE;
     // A weak shape below the floor (a clock's timestamp, a request id, a code name) is never worth a line.
     if (weak && (low >= LOW_PIN_LINES || record[4] === 0)) continue;
-    const cost = pinnedLineTokens(fact, model);
+    const cost = lineTokens(fact);
     if (used + cost > capTokens) continue; // a shorter one may still fit
     used += cost;
     if (weak) low++;
@@ -120,24 +120,6 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
   }
   return { pinned, omitted: missing.length - pinned.length };
 }
-
-/** A pinned line's tokens, counted once per fact text and model (the same facts are pinned again and again). */
-function pinnedLineTokens(fact: string, model?: string): number {
-  let lines = pinnedLineCache.get(model);
-  if (lines === undefined) {
-    lines = new Map();
-    pinnedLineCache.set(model, lines);
-  }
-  let tokens = lines.get(fact);
-  if (tokens === undefined) {
-    tokens = countTextTokens(`- ${fact}\n`, model);
-    if (lines.size >= 50_000) lines.clear();
-    lines.set(fact, tokens);
-  }
-  return tokens;
-}
-
-const pinnedLineCache = new Map<string | undefined, Map<string, number>>();
 
 function middleTurnAt(messages: readonly ChatMessage[], i: number, summary: LocatedSummary | null): ChatMessage | null {
   const message = messages[i]!;

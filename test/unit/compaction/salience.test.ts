@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MessageMemos } from '../../../src/core/compaction/message-memo.js';
 import { toCompactionState, type ChatMessage } from '../../../src/index.js';
 import { bySalience, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
 import { scanFacts } from '../../../src/core/compaction/facts.js';
@@ -11,7 +12,7 @@ const NOTES = { remember: 'remember', forget: 'forget' };
 const CLOCK = { factClock: 0, turnClock: 0, noteFacts: {} };
 
 function mine(messages: ChatMessage[]) {
-  return mineMessages(messages, {}, CLOCK, { fresh: true, noteTools: NOTES }).facts;
+  return mineMessages(messages, {}, CLOCK, { fresh: true, noteTools: NOTES, memos: new MessageMemos() }).facts;
 }
 
 function logLines(n: number): string {
