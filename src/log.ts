@@ -150,4 +150,78 @@ export function lazyChild(log: Logger, bindings: Record<string, unknown>): LazyL
   return () => (child ??= log.child(bindings));
 }
 
+/** How often a component says Redis is unavailable while an outage lasts, ms. */
+export const REDIS_OUTAGE_WARNING_INTERVAL_MS = 30_000;
+
+/** Socket-level failures of a connection: the client reconnects by itself. */
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** What ioredis says when Redis cannot answer now: closed, not writable, hung (a command time-out), or retried out. */
+const UNAVAILABLE_MESSAGES = /^(Connection is closed\.|Command timed out|Stream isn't writeable|Reached the max retries per request limit)/;
+
+/**
+ * Whether `err`, or an error it was caused by, says Redis cannot be reached right now (lost,
+ * refused, hung or reconnecting) rather than a fault of the request.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if ((code !== undefined && CONNECTION_ERROR_CODES.has(code)) || e.name === 'MaxRetriesPerRequestError' || UNAVAILABLE_MESSAGES.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * A component's log for failures that a Redis outage repeats (a message, a tick, a request): one
+ * reporter per component, so an outage is one warning each, not one a failure.
+ */
+export interface OutageLog {
+  /**
+   * Logs a failure at warn, unless `fields.err` says Redis is unavailable: then the first one and
+   * one per {@link REDIS_OUTAGE_WARNING_INTERVAL_MS} are the warning `Redis unavailable` (what
+   * failed, its reason, the failures since the last warning), the others go to debug as they are.
+   */
+  warn(fields: { err: unknown } & Record<string, unknown>, message: string): void;
+  /** {@link OutageLog.warn} at error for a failure that is not an outage. */
+  error(fields: { err: unknown } & Record<string, unknown>, message: string): void;
+  /** A Redis call of this component succeeded: after an outage it reported, one info line `Redis available again`. */
+  available(): void;
+}
+
+/** Creates the {@link OutageLog} of the component `log` is bound to. `now` in ms since epoch. */
+export function createOutageLog(log: Logger, options: { intervalMs?: number; now?: () => number } = {}): OutageLog {
+  const intervalMs = options.intervalMs ?? REDIS_OUTAGE_WARNING_INTERVAL_MS;
+  const now = options.now ?? Date.now;
+  let since: number | undefined;
+  let lastWarnMs: number | undefined;
+  let failures = 0;
+  const report = (level: 'warn' | 'error', fields: { err: unknown } & Record<string, unknown>, message: string): void => {
+    if (!isRedisUnavailable(fields.err)) {
+      log[level](fields, message);
+      return;
+    }
+    const at = now();
+    since ??= at;
+    failures += 1;
+    if (lastWarnMs !== undefined && at - lastWarnMs < intervalMs) {
+      log.debug(fields, message);
+      return;
+    }
+    log.warn({ during: message, reason: (fields.err as Error).message, failures, outageMs: at - since }, 'Redis unavailable');
+    lastWarnMs = at;
+    failures = 0;
+  };
+  return {
+    warn: (fields, message) => report('warn', fields, message),
+    error: (fields, message) => report('error', fields, message),
+    available() {
+      if (since === undefined) return;
+      log.info({ outageMs: now() - since, failuresSinceLastWarning: failures }, 'Redis available again');
+      since = undefined;
+      lastWarnMs = undefined;
+      failures = 0;
+    },
+  };
+}
+
 export type { Logger };

@@ -6,7 +6,7 @@
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
 import { COMMAND_NAMES } from '../../src/core/commands.js';
 import { ChannelError } from '../../src/errors.js';
-import { createSilentLogger, type Logger } from '../../src/log.js';
+import { createOutageLog, createSilentLogger, type Logger, type OutageLog } from '../../src/log.js';
 import { DEFAULT_DISCORD_API_ROOT } from '../../src/core/inbound.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
@@ -14,7 +14,7 @@ import { watchGatewayHealth } from './gateway-health.js';
 import { guardGatewayPayloads } from './payload-guard.js';
 import { createTokenWatch } from './token-watch.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
-import { deleteDiscordMessage, editDiscordText } from './stream.js';
+import { deleteDiscordMessage, editDiscordText } from './live-reply.js';
 import type { DiscordCursorStore } from './catch-up-cursors.js';
 import { discoveredPlaces, fetchMissed, placesToCatchUp, type CatchUpOptions, type KnownChannel } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';
@@ -94,7 +94,9 @@ export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: Dis
   const client = createClient(resolved);
   guardGatewayPayloads(client, log, deps.onDroppedPayload);
   const state: { onMessage?: InboundHandler; marks?: ConnectedMarks } = {};
-  const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors }, log);
+  // While Redis is away every message fails: one warning per 30 s.
+  const outage = createOutageLog(log);
+  const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors, outage }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
   const gateway = watchGatewayHealth(client);
@@ -305,7 +307,7 @@ export function toMessageLike(message: Message): DiscordMessageLike {
   return like;
 }
 
-async function handleMessage(message: DiscordMessageLike, client: Client, onMessage: InboundHandler | undefined, options: ResolvedDiscordChannelOptions & { cursors?: DiscordCursorStore }, log: Logger): Promise<void> {
+async function handleMessage(message: DiscordMessageLike, client: Client, onMessage: InboundHandler | undefined, options: ResolvedDiscordChannelOptions & { cursors?: DiscordCursorStore; outage: OutageLog }, log: Logger): Promise<void> {
   const botId = client.user?.id;
   if (!botId || !onMessage) return;
   const translated = toInboundMessage(message, botId, { guildTrigger: options.guildTrigger, commandNames: options.commandNames, receivedAt: Date.now() });
@@ -317,11 +319,12 @@ async function handleMessage(message: DiscordMessageLike, client: Client, onMess
   try {
     // Attachments go to the gateway, which reads them or answers (queued like every reply) why it cannot.
     await onMessage(translated.message);
+    options.outage.available();
     // Handed on: a later connect catches up only what comes after it (best effort; the seen markers drop repeats).
     const place = { channelId: message.channelId, guildId: message.guildId, ...(message.threadParentId ? { threadParentId: message.threadParentId } : {}) };
     await options.cursors?.record(place, message.id).catch((err: unknown) => log.warn({ err }, 'discord catch-up cursor not recorded'));
   } catch (err) {
-    log.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');
+    options.outage.error({ err, channelId: message.channelId, messageId: message.id }, 'message not accepted');
     await sendDiscordText(client.rest, target, { text: NOT_ACCEPTED_REPLY, mode: 'plain' }).catch((sendErr: unknown) => {
       log.warn({ err: sendErr }, 'could not tell the user their message was not accepted');
     });

@@ -4,8 +4,9 @@
  * the update says who, is told (through the gateway, never from here).
  */
 import type { Message, Update } from 'grammy/types';
-import { toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
-import type { Logger } from '../../src/log.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
+import { truncateText } from '../../src/core/text.js';
+import { createOutageLog, type Logger } from '../../src/log.js';
 import { redactBotToken } from './send.js';
 
 /** An update that kept failing, as handed to {@link TelegramChannelDeps.setAside}. */
@@ -44,6 +45,8 @@ export interface FailureTrackerDeps {
 /** Creates the tracker; see {@link FailureTrackerDeps}. */
 export function createFailureTracker(deps: FailureTrackerDeps, maxAttempts: number): FailureTracker {
   const { setAside, log } = deps;
+  // While Redis is away every update fails: one warning per 30 s.
+  const outage = createOutageLog(log);
   const attempts = new Map<number, number>();
   return {
     async failed(update, err) {
@@ -51,7 +54,7 @@ export function createFailureTracker(deps: FailureTrackerDeps, maxAttempts: numb
       const count = (attempts.get(update.update_id) ?? 0) + 1;
       attempts.set(update.update_id, count);
       if (count < maxAttempts) {
-        log.warn({ err: cause, updateId: update.update_id, attempt: count }, 'update not handled; Telegram will re-deliver it');
+        outage.warn({ err: cause, updateId: update.update_id, attempt: count }, 'update not handled; Telegram will re-deliver it');
         return false;
       }
       const error = redactBotToken(cause instanceof Error ? cause.message : String(cause));
@@ -59,7 +62,7 @@ export function createFailureTracker(deps: FailureTrackerDeps, maxAttempts: numb
       try {
         if (setAside) await setAside(entry);
       } catch (setAsideErr) {
-        log.error({ err: setAsideErr, updateId: update.update_id, attempts: count }, 'update keeps failing and could not be set aside; trying it again');
+        outage.error({ err: setAsideErr, updateId: update.update_id, attempts: count }, 'update keeps failing and could not be set aside; trying it again');
         return false;
       }
       attempts.delete(update.update_id);
@@ -90,7 +93,7 @@ function noticeOf(update: Update): InboundMessage | undefined {
   const threadId = message.is_topic_message && typeof message.message_thread_id === 'number' ? String(message.message_thread_id) : undefined;
   return toWellFormedInbound({
     id: `telegram:${chatId}:${message.message_id}:set-aside`, channel: 'telegram', chatId: String(chatId), userId: String(userId),
-    userName: typeof message.from?.first_name === 'string' ? message.from.first_name : String(userId), text: '', attachments: [],
+    userName: typeof message.from?.first_name === 'string' ? truncateText(message.from.first_name, MAX_USER_NAME_CHARS) : String(userId), text: '', attachments: [],
     platformMessageId: String(message.message_id), chatType: message.chat?.type === 'private' ? 'private' : 'group',
     receivedAt: Date.now(), unsupportedReply: SET_ASIDE_REPLY, ...(threadId === undefined ? {} : { threadId }),
   });

@@ -50,6 +50,23 @@ export class DraftHub {
     return draft ? { streamId: draft.streamId, text: draft.text } : undefined;
   }
 
+  /**
+   * Follows a conversation's live replies for one SSE stream: the open draft first, as seq 0 with
+   * the text so far, then each delta numbered for this stream (the next seq appends, seq 0
+   * restarts), so a page that joins mid-reply continues it. Returns the function that stops it.
+   */
+  follow(conversationId: string, listener: (delta: DraftDelta) => void): () => void {
+    const open = this.drafts.get(conversationId);
+    // Where this stream's numbering of the open draft starts: the hub's seq at the snapshot.
+    let offset = open ? { streamId: open.streamId, seq: open.seq } : undefined;
+    const unlisten = this.listen(conversationId, (delta) => {
+      if (delta.seq === 0 || offset?.streamId !== delta.streamId) offset = undefined;
+      listener(offset ? { ...delta, seq: delta.seq - offset.seq } : delta);
+    });
+    if (open) listener({ streamId: open.streamId, seq: 0, text: open.text });
+    return unlisten;
+  }
+
   /** Registers a delta listener; returns the function that removes it. */
   listen(conversationId: string, listener: (delta: DraftDelta) => void): () => void {
     let set = this.listeners.get(conversationId);

@@ -13,7 +13,7 @@
 import type { Context } from 'hono';
 import { CHATGATE_MARK } from '../../src/core/messages.js';
 import { sessionKeyOf } from '../../src/core/inbound.js';
-import type { Logger } from '../../src/log.js';
+import type { OutageLog } from '../../src/log.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyStore } from './reply-store.js';
 import { STREAM_ID_RE } from './reply-wakeups.js';
@@ -71,7 +71,7 @@ export interface HistoryPage {
 }
 
 /** GET /api/chat/:id/history?before=&limit= — see the module comment and channels/web/README.md. */
-export async function historyRoute(c: Context, deps: { store: ReplyStore; readTranscript?: TranscriptSource; log: Logger }): Promise<Response> {
+export async function historyRoute(c: Context, deps: { store: ReplyStore; readTranscript?: TranscriptSource; log: OutageLog }): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const before = c.req.query('before');
   const limitParam = c.req.query('limit');

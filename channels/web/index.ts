@@ -10,7 +10,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { isCrossSiteWrite } from '../../src/monitor/request-origin.js';
 import { ChannelError } from '../../src/errors.js';
-import { createSilentLogger, type Logger } from '../../src/log.js';
+import { createOutageLog, createSilentLogger, type Logger, type OutageLog } from '../../src/log.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import type { ConversationStoreOptions, WebReply } from './conversations.js';
@@ -164,8 +164,10 @@ interface Live {
 }
 
 /** The routes: the page and the JSON API. */
-function createApp(live: Live, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, log: Logger, parts: { guard?: MiddlewareHandler; readTranscript?: TranscriptSource; uploads: Map<string, Buffer> }): Hono {
+function createApp(live: Live, handler: () => InboundHandler | undefined, options: ResolvedWebChannelOptions, logger: Logger, parts: { guard?: MiddlewareHandler; readTranscript?: TranscriptSource; uploads: Map<string, Buffer> }): Hono {
   const { guard, readTranscript, uploads } = parts;
+  // Requests a Redis outage fails one after another: one warning per 30 s.
+  const log = createOutageLog(logger);
   const { store } = live;
   const app = new Hono();
   if (guard) {
@@ -197,7 +199,7 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
  * if none; a change of the reply being written ends the wait too. `partial`: that reply's text so
  * far, while it is written and its final message is not there.
  */
-async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: Logger): Promise<Response> {
+async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: OutageLog): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const timeoutMs = Math.min(toNonNegative(c.req.query('timeoutMs'), options.longPollTimeoutMs), options.maxLongPollTimeoutMs);
   // One signal for "stop waiting": the draft changed, or the client went away (cheaper than AbortSignal.any per poll).
@@ -222,7 +224,7 @@ async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWe
 }
 
 /** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams. */
-function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: Logger): Response {
+function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: OutageLog): Response {
   const conversationId = c.req.param('conversationId')!;
   const lastEventId = c.req.header('last-event-id');
   const after = lastEventId !== undefined && isCursor(lastEventId) ? lastEventId : c.req.query('after');
@@ -235,9 +237,7 @@ function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannel
       wake?.();
     };
     const unlisten = store.listen(conversationId, push);
-    const unlistenDrafts = drafts.listen(conversationId, (delta) => push({ type: 'delta', delta }));
-    const open = drafts.open(conversationId);
-    if (open) push({ type: 'delta', delta: { streamId: open.streamId, seq: 0, text: open.text } });
+    const unlistenDrafts = drafts.follow(conversationId, (delta) => push({ type: 'delta', delta }));
     const keepAlive = setInterval(() => push({ type: 'keep-alive' }), options.keepAliveMs);
     stream.onAbort(() => push({ type: 'closed' }));
     const reading = new AbortController();
@@ -270,7 +270,7 @@ function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannel
 }
 
 /** Reads replies from the store into the SSE queue until aborted; a read failure closes the stream (the page reconnects). */
-async function pumpReplies(deps: { store: ReplyStore; log: Logger; push: (item: StreamItem) => void }, conversationId: string, after: string | undefined, options: { waitMs: number; signal: AbortSignal }): Promise<void> {
+async function pumpReplies(deps: { store: ReplyStore; log: OutageLog; push: (item: StreamItem) => void }, conversationId: string, after: string | undefined, options: { waitMs: number; signal: AbortSignal }): Promise<void> {
   let cursor = after;
   while (!options.signal.aborted) {
     try {

@@ -5,9 +5,9 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { randomUUID } from 'node:crypto';
-import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
-import { toWellFormedText, truncateText } from '../../src/core/text.js';
-import type { Logger } from '../../src/log.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
+import { isBlankText, toWellFormedText, truncateText } from '../../src/core/text.js';
+import type { OutageLog } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { isMultipart, readUpload, type PostedFields } from './upload.js';
 
@@ -24,14 +24,14 @@ export interface PendingUploads {
  * POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it
  * could not be taken. JSON, or a multipart form with one `file` (channels/web/upload.ts).
  */
-export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: Logger, uploads?: { pending: PendingUploads; maxBytes: number }): Promise<Response> {
+export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: OutageLog, uploads?: { pending: PendingUploads; maxBytes: number }): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
   const fields = uploads && isMultipart(c) ? await readUpload(c, uploads.maxBytes) : await readJson(c);
   if (fields instanceof Response) return fields;
   const { text, file } = fields;
   const clientMessageId = typeof fields.clientMessageId === 'string' && ID_RE.test(fields.clientMessageId) ? fields.clientMessageId : randomUUID();
   const userId = typeof fields.userId === 'string' && ID_RE.test(fields.userId) ? fields.userId : conversationId;
-  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), 64) : 'web user';
+  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), MAX_USER_NAME_CHARS) : 'web user';
   const message: InboundMessage = toWellFormedInbound({
     id: `web:${conversationId}:${clientMessageId}`,
     channel: 'web',
@@ -62,16 +62,18 @@ async function readJson(c: Context): Promise<PostedFields | Response> {
   }
   const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
   const text = typeof body?.text === 'string' ? body.text.trim() : '';
-  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
+  // Control characters alone (NUL, BEL, ESC…) say nothing: refused as empty text is.
+  if (!body || isBlankText(text)) return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
   return { text, clientMessageId: body.clientMessageId, userId: body.userId, userName: body.userName };
 }
 
-async function deliver(c: Context, message: InboundMessage, onMessage: InboundHandler | undefined, log: Logger): Promise<Response> {
+async function deliver(c: Context, message: InboundMessage, onMessage: InboundHandler | undefined, log: OutageLog): Promise<Response> {
   const conversationId = message.chatId;
   if (!onMessage) return c.json({ error: 'web chat is not running' }, 503);
   let verdict: InboundVerdict | void;
   try {
     verdict = await onMessage(message);
+    log.available();
   } catch (err) {
     log.warn({ err, conversationId }, 'web message not accepted');
     return c.json({ error: 'message not accepted; retry with the same clientMessageId' }, 503);

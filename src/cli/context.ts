@@ -4,7 +4,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log.js';
-import { coalesceWrites, connectionErrorLogger, createRedisCluster, type RedisClient } from '../redis/client.js';
+import { coalesceWrites, createRedisCluster, watchConnection, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
 
 /** Exit codes of every command. */
@@ -108,7 +108,7 @@ export async function connectRedis(io: CliIo, config: Config, logger: Logger, op
   }
   if (resolved.source === 'spawned') progress(io, `started redis-server (pid ${resolved.pid}) at ${resolved.url} with its data in ${config.stateDir}/redis`);
   const redis = coalesceWrites(new Redis(resolved.url, { maxRetriesPerRequest: null }));
-  redis.on('error', connectionErrorLogger(logger, 'redis connection error'));
+  watchConnection(redis, logger.child({ component: 'redis' }), 'redis connection error');
   return {
     redis,
     resolved,
@@ -143,8 +143,8 @@ async function connectCluster(io: CliIo, seeds: NonNullable<Config['redis']['clu
     io.err('Check REDIS_CLUSTER_NODES, and that every node answers and reports cluster_state:ok (`redis-cli -h <host> -p <port> cluster info`).');
     throw new CliExit(EXIT.failure);
   }
-  redis.on('error', (err: Error) => logger.warn({ err }, 'redis connection error'));
-  redis.on('node error', (err: Error, node: string) => logger.warn({ err, node }, 'redis cluster node error'));
+  const outage = watchConnection(redis, logger.child({ component: 'redis' }), 'redis connection error');
+  redis.on('node error', (err: Error, node: string) => outage.warn({ err, node }, 'redis cluster node error'));
   return {
     redis,
     resolved: { url, source: 'cluster', stop: async () => undefined },

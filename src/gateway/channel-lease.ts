@@ -12,7 +12,7 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Channel, ChannelHealth, InboundHandler } from '../../channels/channel.js';
-import type { Logger } from '../log.js';
+import { createOutageLog, type Logger, type OutageLog } from '../log.js';
 import { acquireChannelLease, announceChannelLeaseRelease, releaseChannelLease, renewChannelLease, subscribeChannelLeaseReleases } from '../redis/channel-lease.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { channelLeaseKeys, type ChannelLeaseKeys } from '../redis/keys.js';
@@ -112,6 +112,8 @@ class ChannelLeaseRunner {
   private readonly member: string;
   private readonly holder: string;
   private readonly log: Logger;
+  /** Checks and renewals a Redis outage fails one after another: one warning per 30 s. */
+  private readonly outage: OutageLog;
 
   constructor(private readonly deps: LeasedChannelDeps, private readonly options: ChannelLeaseOptions) {
     this.ttlMs = options.ttlMs ?? DEFAULT_CHANNEL_LEASE_MS;
@@ -121,6 +123,7 @@ class ChannelLeaseRunner {
     this.keys = channelLeaseKeys(name, options.botId, options.keyPrefix);
     this.member = `${name}:${options.botId}`;
     this.log = deps.log.child({ component: 'channel-lease', channel: name, holder: this.holder });
+    this.outage = createOutageLog(this.log);
   }
 
   async start(onMessage: InboundHandler): Promise<void> {
@@ -128,7 +131,7 @@ class ChannelLeaseRunner {
     await this.listenForReleases();
     this.busy = true;
     const t = await this.take().catch((err: unknown) => {
-      this.log.warn({ err }, 'channel lease could not be checked; standing by and retrying');
+      this.outage.warn({ err }, 'channel lease could not be checked; standing by and retrying');
       return undefined;
     });
     this.busy = false;
@@ -182,7 +185,7 @@ class ChannelLeaseRunner {
   private async step(): Promise<void> {
     const t = this.term;
     if (!t) {
-      await this.take().catch((err: unknown) => this.log.warn({ err }, 'channel lease could not be checked; retrying'));
+      await this.take().catch((err: unknown) => this.outage.warn({ err }, 'channel lease could not be checked; retrying'));
     } else if (performance.now() - t.lastRenewAt >= Math.floor(this.ttlMs / 5)) {
       await this.renew(t);
     }
@@ -227,7 +230,7 @@ class ChannelLeaseRunner {
       if (!renewed) await this.lose(t, 'another gateway holds the lease, or it expired');
       else if (this.term === t) t.validUntil = Math.max(t.validUntil, this.deadlineAfter(sentAt));
     } catch (err) {
-      this.log.warn({ err, fence: t.fence }, 'channel lease renewal failed; retrying');
+      this.outage.warn({ err, fence: t.fence }, 'channel lease renewal failed; retrying');
     }
   }
 

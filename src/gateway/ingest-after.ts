@@ -14,7 +14,7 @@ export async function hygieneThenTurn(ctx: IngestContext, sessionId: string, mes
   const channel = message.channel;
   await runHygiene(ctx, sessionId, message, figures);
   await ctx.deps.producer.enqueueTurn(sessionId).catch((err: unknown) => {
-    ctx.log.warn({ err, sessionId, channel }, 'turn not enqueued after hygiene; the pending sweeper will');
+    ctx.outage.warn({ err, sessionId, channel }, 'turn not enqueued after hygiene; the pending sweeper will');
   });
 }
 
@@ -40,8 +40,8 @@ async function runHygiene(ctx: IngestContext, sessionId: string, message: Inboun
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');
     const notice = ctx.options.compactionNotice === false ? null : automaticCompactionNotice(result);
     // Once per compaction: the id is the message's whose hygiene ran it, so a re-run cannot repeat it.
-    if (notice) await notify(ctx, message, sessionId, notice, 'hygiene-compaction').catch((err: unknown) => ctx.log.warn({ err, sessionId, channel }, 'compaction notice not enqueued'));
+    if (notice) await notify(ctx, message, sessionId, notice, 'hygiene-compaction').catch((err: unknown) => ctx.outage.warn({ err, sessionId, channel }, 'compaction notice not enqueued'));
   } catch (err) {
-    ctx.log.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');
+    ctx.outage.warn({ err, sessionId, channel }, 'hygiene compaction failed; dispatching anyway');
   }
 }

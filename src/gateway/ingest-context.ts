@@ -4,7 +4,7 @@
  */
 import type { ChatCommand } from '../core/commands.js';
 import type { AllowList, Attachment, ChannelName, GroupSessionMode, InboundMessage, InboundVerdict } from '../core/inbound.js';
-import type { Logger } from '../log.js';
+import type { Logger, OutageLog } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
@@ -62,6 +62,8 @@ export interface IngestContext {
   ttl: number;
   metrics: Metrics;
   background: BackgroundTasks;
+  /** Failures a Redis outage repeats: one warning per 30 s. */
+  outage: OutageLog;
 }
 
 /** One message on its way through the pipeline, and what was worked out of it once, at the start. */

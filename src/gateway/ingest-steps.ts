@@ -62,7 +62,7 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
     };
     if (command.name !== 'compact') return answer();
     void answer().catch(async (err: unknown) => {
-      ctx.log.error({ err, sessionId }, 'compact command failed');
+      ctx.outage.error({ err, sessionId }, 'compact command failed');
       await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
     });
   });

@@ -5,6 +5,7 @@
 import { parseCommand } from '../core/commands.js';
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundOutcome, type InboundVerdict } from '../core/inbound.js';
 import { measureText } from '../core/split.js';
+import { createOutageLog } from '../log.js';
 import { NOOP_METRICS } from '../metrics.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from '../redis/ingest.js';
 import { rateLimitKey } from '../redis/keys.js';
@@ -52,7 +53,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const log = deps.logger.child({ component: 'ingest' });
   const ctx: IngestContext = {
     deps, options, log, now: deps.now ?? Date.now, ttl: options.dedupeTtlSeconds ?? DEFAULT_SEEN_TTL_SECONDS,
-    metrics: deps.metrics ?? NOOP_METRICS, background: createBackgroundTasks(),
+    metrics: deps.metrics ?? NOOP_METRICS, background: createBackgroundTasks(), outage: createOutageLog(log),
   };
   const receive = async (message: InboundMessage): Promise<InboundVerdict> => {
     const incoming = incomingOf(ctx, message);
@@ -60,9 +61,11 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
       const verdict = await runSteps(ctx, incoming);
       ctx.metrics.record({ type: 'inbound', channel: message.channel, outcome: verdict.outcome });
       log.debug({ sessionId: incoming.sessionId, channel: message.channel, outcome: verdict.outcome }, 'inbound handled');
+      ctx.outage.available();
       return verdict;
     } catch (err) {
-      log.error({ err, sessionId: incoming.sessionId, channel: message.channel }, 'inbound message not handled');
+      // A Redis outage fails every message: one warning per 30 s, not a line each.
+      ctx.outage.error({ err, sessionId: incoming.sessionId, channel: message.channel }, 'inbound message not handled');
       throw err;
     }
   };

@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import { createOutageLog, type Logger } from '../log.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
@@ -46,6 +46,7 @@ interface Entry {
  */
 export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnProducer; logger: Logger }, options: PendingSweeperOptions): PendingSweeper {
   const log = deps.logger.child({ component: 'sweeper' });
+  const outage = createOutageLog(log);
   const now = options.now ?? Date.now;
   const index = pendingIndexKey(options.keyPrefix);
   const batch = options.batch ?? 1000;
@@ -62,7 +63,7 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
     const outcomes = await Promise.allSettled(waiting.map((e) => deps.producer.enqueueTurn(e.sessionId)));
     // A session whose turn could not be enqueued stays in the index: the next sweep tries again.
     const failed = new Set(waiting.filter((_, k) => outcomes[k]!.status === 'rejected').map((e) => e.sessionId));
-    if (failed.size > 0) log.warn({ sessions: failed.size, err: outcomes.find((o) => o.status === 'rejected')?.reason }, 'turns not enqueued for waiting messages; next sweep retries');
+    if (failed.size > 0) outage.warn({ sessions: failed.size, err: outcomes.find((o) => o.status === 'rejected')?.reason }, 'turns not enqueued for waiting messages; next sweep retries');
     const done = entries.filter((e) => !failed.has(e.sessionId)).map((e) => [e.sessionId, e.score]);
     if (done.length > 0) await runScriptWithOptions(deps.redis, 'forgetPending', [index], { entries: done });
     return { seen: failed.size === entries.length ? 0 : entries.length, enqueued: waiting.length - failed.size };
@@ -86,7 +87,7 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
     return running;
   };
   // A sweep cut short by the shutdown (its connection closing) is no failure worth a warning.
-  const tick = () => void sweep().catch((err: unknown) => { if (!stopped) log.warn({ err }, 'pending sweep failed'); });
+  const tick = () => void sweep().then(() => outage.available(), (err: unknown) => { if (!stopped) outage.warn({ err }, 'pending sweep failed'); });
   const timer = setInterval(tick, options.intervalMs ?? 30_000);
   timer.unref();
   if (options.sweepAtStart !== false) tick();

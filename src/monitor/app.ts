@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { createSilentLogger, type Logger } from '../log.js';
+import { createOutageLog, createSilentLogger, type Logger } from '../log.js';
 import { createAccessGuard } from './auth.js';
 import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-board.js';
 import { renderDashboardPage } from './dashboard-page.js';
@@ -78,8 +78,9 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   metrics.setQueueDepthSource(deps.queueDepth ?? (queues.length > 0 ? () => readQueueDepths(queues) : undefined));
 
   const app = new Hono();
+  const outage = createOutageLog(log); // a dashboard polls on through a Redis outage
   app.onError((err, c) => {
-    log.error({ err, path: c.req.path }, 'monitor request failed');
+    outage.error({ err, path: c.req.path }, 'monitor request failed');
     return c.json({ error: 'internal error' }, 500);
   });
   addProbeRoutes(app, deps.checks ?? {}, resolved.checkTimeoutMs, deps.readyDetails);

@@ -1,8 +1,8 @@
 import type { OutboundMessage } from '../core/inbound.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../core/retry.js';
-import type { Logger } from '../log.js';
+import { createOutageLog, type Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
-import { connectionErrorLogger, duplicateRedis, type RedisClient } from '../redis/client.js';
+import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { newProcessId } from '../redis/heartbeats.js';
 import { openOutboundShard, type OutboundEntry, type OutboundShard } from './outbound-shard.js';
 import type { Delivery } from './delivery.js';
@@ -45,11 +45,23 @@ export interface OutboundConsumerOptions {
   retry?: Partial<Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'jitterRatio'>>;
   /** The longest a blocked read waits before looking again, ms (also bounds how late `close` ends it). Default 1000. */
   blockMs?: number;
+  /**
+   * How long `close` waits for the deliveries running, ms. A delivery still running then is left
+   * behind: its reply stays claimed by this consumer, unrenewed, and a live gateway claims it after
+   * `lockDurationMs`. Default {@link DEFAULT_CLOSE_TIMEOUT_MS}.
+   */
+  closeTimeoutMs?: number;
 }
+
+/** Default of {@link OutboundConsumerOptions.closeTimeoutMs}, ms. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 
 /** A running consumer of one outbound shard. */
 export interface OutboundConsumer {
-  /** Stops reading (a blocked read ends at once), waits for the deliveries running, leaves the group. */
+  /**
+   * Stops reading (a blocked read ends at once), waits for the deliveries running — at most
+   * `closeTimeoutMs` — and leaves the group (unless a delivery was left behind). Never rejects.
+   */
   close(): Promise<void>;
 }
 
@@ -121,14 +133,14 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
   let closing = false;
   let slotFreed: (() => void) | undefined;
   // While Redis is away a read fails every second: one warning per 30 s, the rest at debug.
-  const readFailed = connectionErrorLogger(log, 'outbound read failed; retrying in a second');
+  const outage = createOutageLog(log);
 
   const take = (entry: OutboundEntry): void => {
     // Claimed back from ourselves after a missed renewal, or taken while closing (left for a live gateway's claim).
     if (held.has(entry.entryId) || closing) return;
     claims.add(entry.entryId);
     const run = handleEntry(ctx, entry)
-      .catch((err: unknown) => log.error({ err, entryId: entry.entryId }, 'outbound entry not settled; a live gateway claims it after the lock duration'))
+      .catch((err: unknown) => outage.error({ err, entryId: entry.entryId }, 'outbound entry not settled; a live gateway claims it after the lock duration'))
       .finally(() => {
         held.delete(entry.entryId);
         claims.delete(entry.entryId);
@@ -151,7 +163,7 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       return claimed.cursor;
     },
     promote: async () => (await shard.promote(Date.now(), 100)).nextDueMs,
-    onError: (err) => log.warn({ err }, 'outbound maintenance failed; it runs again at the next interval'),
+    onError: (err) => outage.warn({ err }, 'outbound maintenance failed; it runs again at the next interval'),
   });
   const loop = (async () => {
     let grouped = false;
@@ -164,10 +176,11 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
           continue;
         }
         (await shard.read(blocking, consumer, free(), options.blockMs ?? 1000)).forEach(take);
+        outage.available();
       } catch (err) {
         if (closing) break;
         if (String((err as Error).message).startsWith('NOGROUP')) grouped = false;
-        readFailed(err as Error);
+        outage.error({ err }, 'outbound read failed; retrying in a second');
         await new Promise((resolve) => setTimeout(resolve, 1000).unref());
       }
     }
@@ -180,11 +193,27 @@ export function createOutboundConsumer(deps: OutboundConsumerDeps, options: Outb
       // Ends a blocked read now rather than after its block.
       blocking.disconnect();
       await loop;
-      await Promise.all(held.values());
+      const timeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+      const finished = await settlesWithin(Promise.all(held.values()), timeoutMs);
       timers.stop();
+      if (!finished) {
+        log.warn({ replies: held.size, timeoutMs }, 'outbound consumer closed with deliveries still running; a live gateway claims their replies after the lock duration');
+        return;
+      }
       await shard.leave(consumer).catch((err: unknown) => log.debug({ err }, 'outbound consumer not removed from its group'));
     },
   };
+}
+
+/** Whether `work` (which never rejects) settles within `timeoutMs`. */
+async function settlesWithin(work: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+  try {
+    return await Promise.race([work.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `shard` whose settling operations (ack, delay, fail) first take the entry out of `claims`: a settled entry's claim is not renewed. */

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { Logger } from '../log.js';
+import type { EventEmitter } from 'node:events';
+import { createOutageLog, type Logger, type OutageLog } from '../log.js';
 
 /** A Redis connection: a single node or a cluster. */
 export type RedisClient = Redis | Cluster;
@@ -81,36 +82,15 @@ export function redactRedisUrl(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
 }
 
-/** Socket-level failures of a Redis connection: the client reconnects by itself. */
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-
-/** Whether `err` is a lost or refused Redis connection (ioredis reconnects) rather than a fault. */
-export function isRedisConnectionError(err: Error): boolean {
-  const code = (err as NodeJS.ErrnoException).code;
-  return (code !== undefined && CONNECTION_ERROR_CODES.has(code)) || err.message === 'Connection is closed.';
-}
-
 /**
- * An `error` listener for a Redis connection or a BullMQ worker/queue: a lost connection is one
- * warning line (its reason, no stack) per `intervalMs` (default 30 s) while it lasts, the repeats
- * at debug; any other error is logged at error with its stack.
+ * Watches a connection (a Redis, a Cluster, or a BullMQ worker or queue) for its component: a lost
+ * connection is the component's one `Redis unavailable` warning per 30 s while it lasts (the
+ * repeats at debug), any other error is logged at error with `message`; once the connection is
+ * ready again, one `Redis available again` line. @returns the component's {@link OutageLog}.
  */
-export function connectionErrorLogger(log: Pick<Logger, 'warn' | 'debug' | 'error'>, message: string, intervalMs = 30_000): (err: Error) => void {
-  let lastWarnMs = 0;
-  let repeats = 0;
-  return (err) => {
-    if (!isRedisConnectionError(err)) {
-      log.error({ err }, message);
-      return;
-    }
-    const now = Date.now();
-    if (now - lastWarnMs < intervalMs) {
-      repeats += 1;
-      log.debug({ err }, message);
-      return;
-    }
-    log.warn({ reason: err.message, repeatsSinceLastWarning: repeats }, `${message}: Redis is not reachable; retrying`);
-    lastWarnMs = now;
-    repeats = 0;
-  };
+export function watchConnection(emitter: Pick<EventEmitter, 'on'>, log: Logger, message: string): OutageLog {
+  const outage = createOutageLog(log);
+  emitter.on('error', (err: unknown) => outage.error({ err }, message));
+  emitter.on('ready', () => outage.available());
+  return outage;
 }

@@ -90,8 +90,11 @@ export interface SessionStoreOptions {
   now?: () => number;
 }
 
-/** Transcript entries kept per session by default: 0, unbounded (`CHATGATE_TRANSCRIPT_MAXLEN` reads this). */
-export const DEFAULT_TRANSCRIPT_RETENTION = 0;
+/**
+ * Transcript entries kept per session by default (`CHATGATE_TRANSCRIPT_MAXLEN` reads this): the
+ * newest 10,000 (about 4 MB at 385 B an entry; 5,000 exchanges), the oldest trimmed as new ones come.
+ */
+export const DEFAULT_TRANSCRIPT_RETENTION = 10_000;
 
 const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: DEFAULT_TRANSCRIPT_RETENTION, now: Date.now } satisfies Required<SessionStoreOptions>;
 

@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
 import { recordingDelivery } from '../helpers/outbound-delivery.js';
+import type { Delivery } from '../../src/outbound/delivery.js';
 import { pollUntil, waitUntil } from '../helpers/waits.js';
 
 const QUEUE = 'outbound';
@@ -201,6 +202,24 @@ describe('outbound streams', () => {
       'malformed outbound entry: it has no reply (field `data`)', 'malformed outbound entry: its reply is not JSON', 'malformed outbound entry: its reply lacks `text` (strings)',
     ]);
     expect((await queue.counts()).failed).toBe(3);
+  });
+
+  it('close() gives up on a delivery that never ends after closeTimeoutMs: the reply stays claimed, and a live gateway delivers it', async () => {
+    const sink = createLogSink();
+    let started!: () => void;
+    const hung = new Promise<void>((resolve) => { started = resolve; });
+    const stuck: Delivery = { deliver: () => (started(), new Promise<never>(() => undefined)) };
+    const consumer = createOutboundConsumer({ redis: t.redis, delivery: stuck, logger: sink.logger }, {
+      queuePrefix: t.queuePrefix, outboundQueue: QUEUE, lockDurationMs: 200, stalledIntervalMs: 50, closeTimeoutMs: 100,
+    });
+    await enqueueOutbound(queue, reply(1));
+    await hung;
+    await expect(consumer.close()).resolves.toBeUndefined();
+    expect(sink.lines.filter((line) => line.msg.startsWith('outbound consumer closed with deliveries still running'))).toMatchObject([{ replies: 1, timeoutMs: 100 }]);
+    expect((await queue.counts()).active).toBe(1);
+    const { delivered } = startConsumer(undefined, { lockDurationMs: 200, stalledIntervalMs: 50 });
+    await settled(1, 'delivered');
+    expect(delivered).toEqual([reply(1).id]);
   });
 
   it('close() during a blocked read resolves (the read is ended, not waited out)', async () => {

@@ -37,9 +37,9 @@ describe('storage bounds', () => {
     return Promise.all(markers.map((key) => stack!.t.redis.ttl(key)));
   }
 
-  /** One commit's change: ten messages appended to the projection and the transcript. */
-  function exchange(version: number): Pick<CommitChange, 'projection' | 'transcript'> {
-    const entries = Array.from({ length: 10 }, (_, k) => toEntry({ role: 'user', content: `message ${version * 10 + k}` }, TOKENS));
+  /** One commit's change: `size` messages appended to the projection and the transcript. */
+  function exchange(version: number, size = 10): Pick<CommitChange, 'projection' | 'transcript'> {
+    const entries = Array.from({ length: size }, (_, k) => toEntry({ role: 'user', content: `message ${version * size + k}` }, TOKENS));
     return { projection: { append: entries }, transcript: entries.map((entry) => ({ type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now() })) };
   }
 
@@ -53,6 +53,23 @@ describe('storage bounds', () => {
     const [ttl] = await seenTtls({});
     expect(ttl).toBeGreaterThan(600);
     expect(ttl).toBeLessThanOrEqual(86_400);
+  });
+
+  it('a transcript is bounded by default: the oldest entries past 10,000 are trimmed', async () => {
+    expect(loadConfig({ CHATGATE_DEMO: 'true' }).transcriptMaxLen).toBe(10_000);
+    t = createTestRedis();
+    const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    const fence = (await acquireLease(t.redis, store.keys('web:long')))!;
+    for (let version = 0; version < 105; version++) await store.commit('web:long', { expectedVersion: version, fence, ...exchange(version, 100) });
+    const key = store.keys('web:long').transcript;
+    const kept = await t.redis.xlen(key);
+    expect(kept).toBeGreaterThanOrEqual(10_000);
+    expect(kept).toBeLessThanOrEqual(10_100);
+    // The oldest went, the newest stayed.
+    const [[, oldest]] = (await t.redis.xrange(key, '-', '+', 'COUNT', 1)) as Array<[string, string[]]>;
+    const [[, newest]] = (await t.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+    expect(oldest.join(' ')).not.toContain('"message 0"');
+    expect(newest.join(' ')).toContain('message 10499');
   });
 
   it('CHATGATE_TRANSCRIPT_MAXLEN caps every transcript near its value; every role is given it', async () => {
