@@ -4,6 +4,7 @@ import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
+import { createTokenCounter } from '../src/llm/encodings.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
@@ -107,8 +108,9 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
   const llm = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
+  const tokenCounter = deps.tokenCounter ?? createTokenCounter([o.llm.model, o.llm.summaryModel]);
   const compressor = new ContextCompressor({
-    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
+    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model, tokenCounter,
   });
   const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);

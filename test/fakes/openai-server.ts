@@ -14,7 +14,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChatMessage } from '../../src/core/messages.js';
-import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
+import { countMessageTokens, countTextTokens } from '../../src/llm/encodings.js';
 import { readRequestBody } from '../../src/llm/demo-model.js';
 
 /** A request the fake received. */
