@@ -8,6 +8,17 @@ const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'co
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
 
+const NO_EVAL = [{ selector: "CallExpression[callee.name='eval']", message: 'no eval' }];
+// A module-level `let`, or a module-level collection, in src/core (declared or exported). Constants are
+// frozen objects or arrays; a cache or registry is a field of an instance that its owner creates and passes.
+const MODULE_STATE = ['Program', 'Program > ExportNamedDeclaration'].flatMap((scope) => [
+  { selector: `${scope} > VariableDeclaration[kind='let']`, message: 'src/core holds no module-level state: no module-level `let` (make it a field of an instance the caller creates)' },
+  {
+    selector: `${scope} > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet)$/]`,
+    message: 'src/core holds no module-level state: no module-level Map/Set/WeakMap/WeakSet (a cache or registry belongs to an instance the caller creates; a constant lookup is a frozen array or object)',
+  },
+]);
+
 
 /**
  * One boundary: `files` may import only the src modules in `allowed` (plus their own folder and
@@ -32,7 +43,7 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-syntax': ['error', { selector: "CallExpression[callee.name='eval']", message: 'no eval' }],
+      'no-restricted-syntax': ['error', ...NO_EVAL],
     },
   },
   {
@@ -88,6 +99,8 @@ export default tseslint.config(
         ],
       }],
       'no-restricted-globals': ['error', 'process', 'setTimeout', 'setInterval', 'fetch'],
+      // No module-level mutable state: caches and registries belong to an instance its owner creates.
+      'no-restricted-syntax': ['error', ...NO_EVAL, ...MODULE_STATE],
     },
   },
   {

@@ -220,7 +220,7 @@ async function appendInbound(loop: Loop): Promise<void> {
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
   const users = await userMessagesOf(loop, fresh);
   const replayed = unansweredReplay(loop.turn.messages(), users);
-  const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.llm.model));
+  const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.compressor.tokenCounter, loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
   const transcript = entries.map((entry, k) => ({ ...messageEvent(entry, fresh[replayed + k]!.id), ...transcriptFiles(fresh[replayed + k]!) }));
   // With no provider report yet, the next request is counted from its parts: record the system prompt and tools too (every surface reads it).
@@ -232,7 +232,7 @@ async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tool
   const notes = notesMessage(await shownNotes(loop));
   const prefix = notes ? [loop.system, notes] : [loop.system];
   const tools = loop.deps.tools.schemas();
-  const overhead = overheadTokens(prefix, tools, loop.deps.llm.model);
+  const overhead = overheadTokens(prefix, tools, loop.deps.compressor.tokenCounter, loop.deps.llm.model);
   const history = loop.deps.attachments ? await loop.deps.attachments.inline(loop.turn.sessionId, loop.turn.messages(), loop.images) : loop.turn.messages();
   return { messages: [...prefix, ...history], tools, overhead };
 }
@@ -316,7 +316,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
     });
   }
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
-  const assistant = toEntry(result.message, deps.llm.model);
+  const assistant = toEntry(result.message, deps.compressor.tokenCounter, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
   if (calls.length === 0) {
     const text = (result.message.content ?? '').trim();
@@ -325,13 +325,13 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const gate = await gateOf(loop, calls, recorded);
   if (gate.waiting.length > 0) return park(loop, gate.waiting);
   const round: ToolRound = {
-    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate,
+    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate, tokenCounter: deps.compressor.tokenCounter,
     maxTokens: toolResultCap(options.contextWindow, calls.length),
     context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`), signal: loop.signal,
   };
   const results: StoredEntry[] = [];
   for (const call of calls) {
-    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.llm.model));
+    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.compressor.tokenCounter, deps.llm.model));
   }
   const entries = [assistant, ...results];
   const promptTokens = result.usage?.promptTokens;

@@ -8,6 +8,7 @@ import { guardLlm } from '../src/budget/guard.js';
 import { createBudgetLedger } from '../src/budget/ledger.js';
 import { hasBudgets, type BudgetSettings } from '../src/core/budget.js';
 import { pricingOf, type PriceTable } from '../src/core/models.js';
+import { createTokenCounter } from '../src/llm/encodings.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
@@ -110,14 +111,15 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 /** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger, redis: RedisClient) {
   const client = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
+  const tokenCounter = deps.tokenCounter ?? createTokenCounter([o.llm.model, o.llm.summaryModel]);
   const budgets = o.budgets && hasBudgets(o.budgets) ? o.budgets : undefined;
   if (budgets) warnUnpriced(logger, budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
   const llm = budgets
-    ? guardLlm(client, { ledger: createBudgetLedger(redis, { keyPrefix: o.keyPrefix, settings: budgets }), logger }, { settings: budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096 })
+    ? guardLlm(client, { ledger: createBudgetLedger(redis, { keyPrefix: o.keyPrefix, settings: budgets }), logger }, { settings: budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter })
     : client;
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
-    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
+    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model, tokenCounter,
   });
   const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);

@@ -1,4 +1,5 @@
 import type { ToolCall } from '../src/core/messages.js';
+import type { TokenCounter } from '../src/core/tokens.js';
 import type { Logger } from '../src/log.js';
 import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
 import type { Gate } from './approval-gate.js';
@@ -16,6 +17,8 @@ export interface ToolRound {
   /** Token cap of each result. */
   maxTokens: number;
   model?: string;
+  /** Counts a result's tokens against `maxTokens`. */
+  tokenCounter: TokenCounter;
   /** The context of one call (its idempotency key included). */
   context(callId: string): Omit<ToolContext, 'signal'>;
   /** Called before each call that runs (a lost lease aborts the round). */
@@ -57,7 +60,7 @@ export async function runToolCall(round: ToolRound, call: ToolCall): Promise<str
   }
   await round.beforeRun(call);
   if (sideEffects) await round.steps.recordStarted(call.id);
-  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.model);
+  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.tokenCounter, round.model);
   round.signal?.throwIfAborted();
   await round.steps.recordResult(call.id, text);
   return text;

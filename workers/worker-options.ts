@@ -1,6 +1,7 @@
 import type { LlmClientOptions } from '../src/llm/client.js';
 import type { Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
+import type { TokenCounter } from '../src/core/tokens.js';
 import type { QueueNames } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/compaction/hygiene.js';
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   metrics?: Metrics;
   /** Extra tools, added to the built-ins (same name replaces). */
   tools?: readonly ToolDefinition[];
+  /** Counts tokens for the worker (share the process's). Default: one of its own, with the configured models' encodings loaded. */
+  tokenCounter?: TokenCounter;
 }
 
 /** Options of `runWorker`. Durations in ms; token figures in tokens. */

@@ -7,7 +7,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { budgetMessage, budgetNoticeMessage, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
 import { estimateCostUsd, pricingOf, type PriceTable } from '../core/models.js';
-import { countMessageTokens } from '../core/tokens.js';
+import type { TokenCounter } from '../core/tokens.js';
+import { countMessageTokens } from '../llm/encodings.js';
 import { BudgetError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LlmClient } from '../llm/client.js';
@@ -29,6 +30,8 @@ export interface BudgetGuardOptions {
   prices?: PriceTable;
   /** Output tokens assumed for a call that sets no `maxTokens`. */
   defaultMaxTokens: number;
+  /** Counts the prompt of a call (the worker's shared counter). Default: a new one. */
+  tokenCounter?: TokenCounter;
   now?: () => number;
 }
 
@@ -58,7 +61,7 @@ export function guardLlm(llm: LlmClient, deps: { ledger: BudgetLedger; logger: L
       if (!turn) return llm.complete(request);
       const model = request.model ?? llm.model;
       const pricing = pricingOf(model, options.prices);
-      const promptTokens = countMessageTokens(request.messages, model);
+      const promptTokens = countMessageTokens(request.messages, model, options.tokenCounter);
       const maxTokens = request.maxTokens || options.defaultMaxTokens;
       const micro = worstCaseMicroUsd(pricing, promptTokens, maxTokens);
       checkTurnCaps(turn, options.settings, pricing !== undefined, (breach) => refuse(breach, `model call with ${model}`));

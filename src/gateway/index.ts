@@ -10,6 +10,7 @@ import { createMonitorApp } from '../monitor/app.js';
 import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../core/session-view.js';
+import type { TokenCounter } from '../core/tokens.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
 import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
@@ -72,6 +73,8 @@ export interface GatewayDeps {
   metrics?: PrometheusMetrics;
   /** Ends the start early (a stop signal while a channel still connects): what was opened is closed. */
   signal?: AbortSignal;
+  /** Counts tokens for hygiene and the chat commands (share the process's). Default: one of the gateway's own. */
+  tokenCounter?: TokenCounter;
   /** Told of each start step a person may wait on (e.g. `connecting the telegram channel…`). */
   onProgress?: (text: string) => void;
 }
@@ -122,7 +125,7 @@ export async function startGateway(deps: GatewayDeps, options: GatewayOptions): 
 type Started = GatewayDeps & { metrics: PrometheusMetrics };
 
 async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>) {
-  const { redis, logger, metrics } = deps;
+  const { redis, logger, metrics, tokenCounter } = deps;
   const names = resolveQueueNames({ queuePrefix: o.queuePrefix, queueShards: o.queueShards });
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
@@ -144,7 +147,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
   const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
   closers.push(async () => expiry.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);

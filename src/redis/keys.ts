@@ -38,25 +38,15 @@ export interface SessionKeys {
   grants: string;
 }
 
+/** The parts of a session's key names: each key is `<prefix>{<sessionId>}:<part>`. */
+const SESSION_KEY_PARTS: ReadonlyArray<keyof SessionKeys> = [
+  'history', 'transcript', 'meta', 'usage', 'inbox', 'processing', 'lease', 'notes', 'outbox', 'failed', 'steps', 'stop', 'approvals', 'grants',
+];
+
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
 export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREFIX): SessionKeys {
   const base = `${prefix}{${sessionId}}:`;
-  return {
-    history: `${base}history`,
-    transcript: `${base}transcript`,
-    meta: `${base}meta`,
-    usage: `${base}usage`,
-    inbox: `${base}inbox`,
-    processing: `${base}processing`,
-    lease: `${base}lease`,
-    notes: `${base}notes`,
-    outbox: `${base}outbox`,
-    failed: `${base}failed`,
-    steps: `${base}steps`,
-    stop: `${base}stop`,
-    approvals: `${base}approvals`,
-    grants: `${base}grants`,
-  };
+  return Object.fromEntries(SESSION_KEY_PARTS.map((part) => [part, `${base}${part}`])) as unknown as SessionKeys;
 }
 
 /**
