@@ -12,6 +12,7 @@ import { claimInbox } from '../src/redis/inbox.js';
 import type { SessionKeys } from '../src/redis/keys.js';
 import { holdLease, type HeldLease } from '../src/redis/lease.js';
 import type { SessionStore } from '../src/redis/session-store.js';
+import { forgetWorkerTurn, recordWorkerTurn } from '../src/redis/worker-turns.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { deadLetterTurn } from './dead-letter.js';
 import type { TurnStops } from './turn-stop.js';
@@ -33,6 +34,8 @@ export interface TurnRunner {
   closing: boolean;
   /** Where running turns are watched for `/stop`; absent: turns cannot be stopped. */
   stops?: TurnStops;
+  /** This worker's heartbeat id: its running turns are recorded under it, for recovery if it dies. Absent: not recorded. */
+  workerId?: string;
 }
 
 interface RunningTurn {
@@ -54,7 +57,9 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   const lease = recentlyConfirmed(held, runner.leaseTtlMs, asked);
   let signal: ((type: TurnSignal['type']) => void) | null = null;
   let watch: ReturnType<TurnStops['watch']> | undefined;
+  const recorded = runner.workerId !== undefined && job.id !== undefined && token !== undefined;
   try {
+    if (recorded) await recordWorkerTurn(runner.redis, runner.workerId!, { sessionId, jobId: job.id!, lockToken: token!, fence: lease.fence }, runner.keyPrefix);
     await flushOutbox(runner, sessionId);
     const log = turnLogger(runner.logger, job);
     const items = await claimInbox(runner.redis, keys, log);
@@ -72,6 +77,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     // Sent on failure too, so the gateway never keeps "typing" for a turn that died.
     watch?.dispose();
     signal?.('turn-ended');
+    if (recorded) await forgetWorkerTurn(runner.redis, runner.workerId!, sessionId, runner.keyPrefix).catch(() => undefined);
     await lease.release();
   }
 }

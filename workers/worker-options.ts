@@ -70,6 +70,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
+  /** How often the worker looks for dead workers (heartbeat lapsed) whose turns it recovers, ms. Default 2000. */
+  deadWorkerCheckMs?: number;
   /**
    * Stream answers: the model call streams and the reply's text so far is published through Redis
    * for the gateway to show (workers/stream-publisher.ts). Default true; false: plain calls, no partials.
@@ -118,6 +120,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   maxStalledCount: { integer: true, min: 0 },
   transcriptRetention: { integer: true, min: 0 },
   heartbeatTtlMs: { integer: true, min: 300 },
+  deadWorkerCheckMs: { integer: true, min: 50 },
   streamPublishIntervalMs: { integer: true, min: 0 },
 };
 
