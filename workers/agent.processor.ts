@@ -25,7 +25,7 @@ import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
-import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
+import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './live-reply-publisher.js';
 import type { CompletionResult } from '../src/llm/answer.js';
 
 /** What the tool loop needs. */

@@ -7,7 +7,7 @@ import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
-import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
+import { createTurnStreams, type TurnStreams } from './live-reply-publisher.js';
 import { holdQueueLayout } from '../src/queue/shard-layout-guard.js';
 import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
 import { consumedShards } from './shard-workers.js';

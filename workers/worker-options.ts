@@ -9,7 +9,7 @@ import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
-import { DEFAULT_STREAM_PUBLISH_INTERVAL_MS } from './stream-publisher.js';
+import { DEFAULT_STREAM_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
 
 /** The collaborators of `runWorker`. */
 export interface WorkerDeps {
@@ -74,7 +74,7 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   deadWorkerCheckMs?: number;
   /**
    * Stream answers: the model call streams and the reply's text so far is published through Redis
-   * for the gateway to show (workers/stream-publisher.ts). Default true; false: plain calls, no partials.
+   * for the gateway to show (workers/live-reply-publisher.ts). Default true; false: plain calls, no partials.
    */
   streaming?: boolean;
   /** Least time between two partial updates of one reply, ms. Default 250. */

@@ -2,7 +2,8 @@
  * Discord message → InboundMessage. Pure: works on a plain {@link DiscordMessageLike} that the
  * adapter extracts from a discord.js Message, so it is table-testable without discord.js.
  */
-import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
+import { truncateText } from '../../src/core/text.js';
 
 /** When the bot answers in guild channels: only when mentioned or replied to (`mention`), or always. */
 export type GuildTrigger = 'mention' | 'always';
@@ -57,7 +58,7 @@ export function toInboundMessage(message: DiscordMessageLike, botId: string, opt
     channel: 'discord',
     chatId: inThread ? message.threadParentId! : message.channelId,
     userId: message.author.id,
-    userName: message.author.displayName || message.author.username,
+    userName: truncateText(message.author.displayName || message.author.username, MAX_USER_NAME_CHARS),
     text,
     attachments: message.attachments.map(toAttachment),
     platformMessageId: message.id,

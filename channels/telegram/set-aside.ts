@@ -4,7 +4,8 @@
  * the update says who, is told (through the gateway, never from here).
  */
 import type { Message, Update } from 'grammy/types';
-import { toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage } from '../../src/core/inbound.js';
+import { truncateText } from '../../src/core/text.js';
 import { createOutageLog, type Logger } from '../../src/log.js';
 import { redactBotToken } from './send.js';
 
@@ -92,7 +93,7 @@ function noticeOf(update: Update): InboundMessage | undefined {
   const threadId = message.is_topic_message && typeof message.message_thread_id === 'number' ? String(message.message_thread_id) : undefined;
   return toWellFormedInbound({
     id: `telegram:${chatId}:${message.message_id}:set-aside`, channel: 'telegram', chatId: String(chatId), userId: String(userId),
-    userName: typeof message.from?.first_name === 'string' ? message.from.first_name : String(userId), text: '', attachments: [],
+    userName: typeof message.from?.first_name === 'string' ? truncateText(message.from.first_name, MAX_USER_NAME_CHARS) : String(userId), text: '', attachments: [],
     platformMessageId: String(message.message_id), chatType: message.chat?.type === 'private' ? 'private' : 'group',
     receivedAt: Date.now(), unsupportedReply: SET_ASIDE_REPLY, ...(threadId === undefined ? {} : { threadId }),
   });

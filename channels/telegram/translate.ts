@@ -2,7 +2,8 @@
  * Telegram message → InboundMessage. Pure: no network, no grammY runtime (types only).
  */
 import type { Message, MessageEntity } from 'grammy/types';
-import { toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type Attachment, type InboundMessage } from '../../src/core/inbound.js';
+import { truncateText } from '../../src/core/text.js';
 
 /** When the bot answers in groups: only when mentioned, replied to or commanded (`mention`), or always. */
 export type GroupTrigger = 'mention' | 'always';
@@ -36,7 +37,7 @@ const DEFAULT_MAX_PHOTO_BYTES = 10 * 1024 * 1024;
  * other media (video, stickers, locations...) get `unsupported`, a message without text carrying
  * {@link UNSUPPORTED_MEDIA_REPLY}. Bot mentions and `@botname` command suffixes are removed from the text.
  */
-export function toInboundMessage(message: Message, bot: TelegramBotIdentity, options: { groupTrigger: GroupTrigger; receivedAt: number; maxPhotoBytes?: number }): TelegramTranslation {
+export function toInboundMessage(message: Message, bot: TelegramBotIdentity, options: { groupTrigger: GroupTrigger; receivedAt: number; maxPhotoBytes?: number; updateId?: number }): TelegramTranslation {
   if (!message.from || message.from.is_bot) return { kind: 'ignore', reason: 'not from a user' };
   const isPrivate = message.chat.type === 'private';
   if (!isPrivate && message.chat.type !== 'group' && message.chat.type !== 'supergroup') return { kind: 'ignore', reason: 'not a chat' };
@@ -55,23 +56,33 @@ export function toInboundMessage(message: Message, bot: TelegramBotIdentity, opt
   const attachments = unsupported ? [] : attachmentsOf(message, options.maxPhotoBytes ?? DEFAULT_MAX_PHOTO_BYTES);
   if (!unsupported && text === '' && attachments.length === 0) return { kind: 'ignore', reason: 'no text' };
   const inbound: InboundMessage = {
-    id: `telegram:${chatId}:${message.message_id}`,
+    id: `telegram:${chatId}:${messageKeyOf(message, options.updateId)}`,
     channel: 'telegram',
     chatId,
     userId: String(message.from.id),
-    userName: [message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || message.from.username || String(message.from.id),
+    userName: truncateText([message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || message.from.username || String(message.from.id), MAX_USER_NAME_CHARS),
     text,
     attachments,
-    platformMessageId: String(message.message_id),
     chatType: isPrivate ? 'private' : 'group',
     receivedAt: options.receivedAt,
   };
+  if (typeof message.message_id === 'number') inbound.platformMessageId = String(message.message_id);
   if (threadId !== undefined) inbound.threadId = threadId;
   const replyTo = message.reply_to_message?.message_id;
   // In forum topics every message "replies" to the topic's creation message: not a real reply.
   if (replyTo !== undefined && String(replyTo) !== threadId) inbound.replyTo = String(replyTo);
   if (unsupported) return { kind: 'unsupported', message: toWellFormedInbound({ ...inbound, attachments: [], unsupportedReply: UNSUPPORTED_MEDIA_REPLY }) };
   return { kind: 'message', message: toWellFormedInbound(inbound) };
+}
+
+/**
+ * What makes the message's id unique in its chat: its `message_id`; without one (a malformed
+ * update), its update's `update_id` (`u<id>`); without either, its date and sender (`d<date>:<user>`).
+ */
+function messageKeyOf(message: Message, updateId: number | undefined): string {
+  if (typeof message.message_id === 'number') return String(message.message_id);
+  if (typeof updateId === 'number') return `u${updateId}`;
+  return `d${message.date}:${message.from?.id}`;
 }
 
 /** The bot command starting the text (`/usage@bot args`), with its `@target`, if any. */

@@ -5,8 +5,8 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { randomUUID } from 'node:crypto';
-import { toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
-import { toWellFormedText, truncateText } from '../../src/core/text.js';
+import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
+import { isBlankText, toWellFormedText, truncateText } from '../../src/core/text.js';
 import type { OutageLog } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { isMultipart, readUpload, type PostedFields } from './upload.js';
@@ -31,7 +31,7 @@ export async function postMessage(c: Context, onMessage: InboundHandler | undefi
   const { text, file } = fields;
   const clientMessageId = typeof fields.clientMessageId === 'string' && ID_RE.test(fields.clientMessageId) ? fields.clientMessageId : randomUUID();
   const userId = typeof fields.userId === 'string' && ID_RE.test(fields.userId) ? fields.userId : conversationId;
-  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), 64) : 'web user';
+  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), MAX_USER_NAME_CHARS) : 'web user';
   const message: InboundMessage = toWellFormedInbound({
     id: `web:${conversationId}:${clientMessageId}`,
     channel: 'web',
@@ -62,7 +62,8 @@ async function readJson(c: Context): Promise<PostedFields | Response> {
   }
   const body = (await c.req.json().catch(() => undefined)) as Record<string, unknown> | undefined;
   const text = typeof body?.text === 'string' ? body.text.trim() : '';
-  if (!body || text === '') return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
+  // Control characters alone (NUL, BEL, ESC…) say nothing: refused as empty text is.
+  if (!body || isBlankText(text)) return c.json({ error: 'body must be JSON with a non-empty `text`' }, 400);
   return { text, clientMessageId: body.clientMessageId, userId: body.userId, userName: body.userName };
 }
 

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Attachment } from '../../src/core/inbound.js';
 import { formatBytes } from '../../src/core/attachments.js';
 import { countOf } from '../../src/core/plural.js';
+import { isBlankText } from '../../src/core/text.js';
 
 /** The fields of a post, from JSON or a multipart form. */
 export interface PostedFields {
@@ -38,7 +39,8 @@ export async function readUpload(c: Context, maxBytes: number): Promise<PostedFi
   }
   const files = form.getAll('file').filter((value): value is File => typeof value !== 'string');
   if (files.length > 1) return c.json({ error: 'send one `file` per message' }, 400);
-  const text = stringField(form, 'text').trim();
+  const typed = stringField(form, 'text').trim();
+  const text = isBlankText(typed) ? '' : typed; // control characters alone are no text
   const upload = files[0];
   if (!upload && text === '') return c.json({ error: 'the form needs a non-empty `text` or a `file`' }, 400);
   const fields: PostedFields = { text, clientMessageId: form.get('clientMessageId') ?? undefined, userId: form.get('userId') ?? undefined, userName: form.get('userName') ?? undefined };

@@ -82,6 +82,12 @@ export interface InboundMessage {
   clientAddress?: string;
 }
 
+/**
+ * Longest sender name an adapter hands on, code points (cut on a boundary): in groups the name
+ * prefixes the stored text, so a 10,000-character name must not slip past the size limit.
+ */
+export const MAX_USER_NAME_CHARS = 64;
+
 /** How the gateway handled one inbound message. */
 export type InboundOutcome = 'accepted' | 'duplicate' | 'denied' | 'rate_limited' | 'too_long' | 'command' | 'unsupported' | 'too_large';
 

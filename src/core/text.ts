@@ -48,6 +48,11 @@ export function cutBefore(text: string, index: number): number {
   return start === windowStart && windowStart > 0 ? codePointStart : Math.min(start, codePointStart);
 }
 
+/** Whether `text` holds nothing a person could read: only white space and control characters (NUL, BEL, ESC…). */
+export function isBlankText(text: string): boolean {
+  return /^[\s\p{Cc}]*$/u.test(text);
+}
+
 /** `text` cut to at most `maxCodePoints` code points, on a boundary ({@link cutBefore}). */
 export function truncateText(text: string, maxCodePoints: number): string {
   if (maxCodePoints <= 0) return '';

@@ -14,6 +14,11 @@ export interface CommandDeps {
   /** Where the session's turn is, for `/status`: running, queued (with how many turns ahead) or none. */
   turnPosition: (sessionId: string) => Promise<TurnPosition>;
   /**
+   * For `/status`: why no worker takes turns (`noWorkerReason`), or null when one is alive.
+   * Absent: `/status` says nothing of the workers.
+   */
+  noWorker?: () => Promise<string | null>;
+  /**
    * `/stop`: asks the worker running the session's turn to stop it. @returns the answer, or null
    * when the turn's own "Stopped." notice answers. Absent: `/stop` says it is not available.
    */
@@ -84,13 +89,20 @@ function usageText(d: SessionDetail): string {
 }
 
 async function statusText(deps: CommandDeps, sessionId: string): Promise<string> {
-  const [d, position] = await Promise.all([deps.view.getSession(sessionId), deps.turnPosition(sessionId)]);
-  if (!d) return NOTHING_YET;
+  const [d, position, noWorker] = await Promise.all([deps.view.getSession(sessionId), deps.turnPosition(sessionId), deps.noWorker?.() ?? null]);
+  // A turn queued while no worker runs: the message waits, it is not lost.
+  const workers = position.state === 'queued' && noWorker ? `Your message is waiting for a worker: ${noWorker}. It is answered when one starts (\`chatgate worker\` or \`chatgate start\`).` : '';
+  if (!d) {
+    if (position.state === 'none') return NOTHING_YET;
+    const waiting = position.state === 'queued' ? 'Your message is waiting for a worker to take it.' : '';
+    return [`**Status** — ${positionText(position)}`, workers || waiting].filter(Boolean).join('\n');
+  }
   const a = d.activity;
   return [
     `**Status** — model ${d.limits.model}, window ${countOf(d.limits.contextWindow, 'token')}`,
     `Session: ${sessionId}, ${duration(Date.now() - a.createdAt)} old, ${countOf(a.contextMessages, 'message')} in context`,
     `State: ${a.busy ? 'busy (a reply is being written)' : 'idle'}; ${fmt(a.waiting)} of your messages waiting; ${positionText(position)}`,
+    workers,
     d.session.paused ? 'Automatic compaction is paused here: use /compact <focus> or /new.' : '',
   ].filter(Boolean).join('\n');
 }
@@ -105,8 +117,12 @@ function pinsText(d: SessionDetail): string {
   const noteLines = d.notes.map((note) => `- ${note.key}: ${note.text}`);
   return [
     '**Notes** (kept for you, survive every compaction)',
+    '',
     ...(noteLines.length > 0 ? noteLines : ['- none yet (ask me to remember something)']),
+    // A blank line ends the list: without it Markdown takes the heading into the last bullet.
+    '',
     '**Pinned facts** (identifiers kept verbatim from compacted turns)',
+    '',
     ...(d.pinnedFacts.length > 0 ? d.pinnedFacts.map((f) => `- ${f}`) : ['- none']),
   ].join('\n');
 }

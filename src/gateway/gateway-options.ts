@@ -78,7 +78,7 @@ export interface GatewayOptions {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
-  /** Show the workers' partial replies while the model writes (src/gateway/streaming.ts). Default true. */
+  /** Show the workers' partial replies while the model writes (src/live-reply/gateway-live-replies.ts). Default true. */
   streaming?: boolean;
   /** Least time between two partial updates in one Telegram or Discord chat (drafts, edits), ms. Default 1000. */
   streamEditIntervalMs?: number;

@@ -36,9 +36,14 @@ export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger
  * @throws Error saying that none is, and what to do.
  */
 export async function checkLiveWorkers(redis: RedisClient, keyPrefix: string): Promise<void> {
+  const reason = await noLiveWorker(redis, keyPrefix);
+  if (reason !== null) throw new Error(`${reason}; ${START_A_WORKER}`);
+}
+
+/** Why no worker takes turns ({@link noWorkerReason}), or null when one is alive: `/status` says so. */
+export async function noLiveWorker(redis: RedisClient, keyPrefix: string): Promise<string | null> {
   const workers = (await readHeartbeats(redis, { keyPrefix })).filter((beat) => beat.role === 'worker');
-  if (workers.some((beat) => beat.alive)) return;
-  throw new Error(`${noWorkerReason(workers)}; ${START_A_WORKER}`);
+  return workers.some((beat) => beat.alive) ? null : noWorkerReason(workers);
 }
 
 /** What to do when no worker is alive. */

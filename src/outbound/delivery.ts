@@ -17,7 +17,7 @@ export interface DeliveryDeps {
   ledger: DeliveryLedger;
   log?: Logger;
   /**
-   * Streaming (src/gateway/streaming.ts): asked before a reply's first chunk; names the message its
+   * Streaming (src/live-reply/gateway-live-replies.ts): asked before a reply's first chunk; names the message its
    * partial is shown in, which the first chunk is edited into instead of being sent. Default none.
    */
   streams?: { takeOver(message: OutboundMessage): Promise<string | undefined> };

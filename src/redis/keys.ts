@@ -194,7 +194,7 @@ export function partialsChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
 /**
  * Hash of the chat message a gateway shows one stream in (`messageId`), whether its final reply
  * took it over (`final`), and which gateway shows it (`owner`, `ownerUntil`, `callUntil`: one
- * at a time, src/redis/partials.ts), in the session's hash slot: a retried or restarted delivery finds it.
+ * at a time, src/live-reply/record.ts), in the session's hash slot: a retried or restarted delivery finds it.
  */
 export function partialViewKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}{${sessionId}}:partial-view:${streamId}`;

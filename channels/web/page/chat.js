@@ -2,11 +2,15 @@
 // history from the server, then live replies, and wires the composer (send, attach, stop, new).
 import { createSender } from './composer.js';
 import { connect } from './connection.js';
+import { createPastChats } from './past-chats.js';
 import { createTimeline } from './timeline.js';
 
 const HISTORY_PAGE = 50;
 const TYPING_HOLD_MS = 6000;
 const WAIT_FOR_TURN_MS = 15000;
+/** How long a taken message may wait for its turn before the page says no worker has taken it yet. */
+const QUEUED_HINT_MS = 5000;
+const PHONE = window.matchMedia('(max-width: 600px)');
 
 const $ = (id) => document.getElementById(id);
 const CONFIG = JSON.parse($('chat-config').textContent);
@@ -32,13 +36,20 @@ const userId = storage.get('chatgate.user') || randomId('u');
 storage.set('chatgate.user', userId);
 const base = CONFIG.api + encodeURIComponent(conversation);
 
-const timeline = createTimeline($('messages'), $('log'));
+const timeline = createTimeline($('messages'), $('log'), $('jump'));
+const pastChats = createPastChats(storage, $('past-chats'), $('conversations'), conversation);
+// Phones have no Shift+Enter to explain, and the long hint would be clipped there.
+const placeholder = () => { $('input').placeholder = PHONE.matches ? 'Message' : 'Type a message — Enter to send, Shift+Enter for a new line'; };
+placeholder();
+PHONE.addEventListener('change', placeholder);
 if (asked !== null && asked !== conversation) timeline.notice('“' + asked.slice(0, 80) + '” is not a conversation id (1–64 of A–Z, a–z, 0–9, _ and -): this is conversation ' + conversation + '.');
 let before = null;
 let loadingOlder = false;
 let typingTimer;
 let waitingForReply = false;
 let waitTimer;
+const pending = new Set();
+let pendingTimer;
 
 function setStatus(state, text) {
   $('status').textContent = text;
@@ -50,7 +61,28 @@ function setRunning() {
   $('stop').hidden = !running;
 }
 
+/** A taken message waits for its turn: say so under it until a worker shows signs of the turn. */
+function markPending(el) {
+  const note = document.createElement('div');
+  note.className = 'pending';
+  note.textContent = 'sent · waiting for the reply';
+  el.appendChild(note);
+  pending.add(note);
+  clearTimeout(pendingTimer);
+  pendingTimer = setTimeout(() => {
+    for (const n of pending) n.textContent = 'queued · no worker has taken it yet; it is kept and answered when one runs (/status tells more)';
+  }, QUEUED_HINT_MS);
+}
+
+/** A turn started (typing, live text, a streamed reply): the waiting messages are taken. */
+function clearPending() {
+  clearTimeout(pendingTimer);
+  for (const n of pending) n.remove();
+  pending.clear();
+}
+
 function onTyping() {
+  clearPending();
   $('typing').textContent = 'typing…';
   clearTimeout(typingTimer);
   typingTimer = setTimeout(() => {
@@ -61,6 +93,7 @@ function onTyping() {
 }
 
 function onReply(reply) {
+  if (reply.streamId) clearPending();
   timeline.onReply(reply);
   waitingForReply = false;
   $('typing').textContent = '';
@@ -102,6 +135,8 @@ async function start() {
   try {
     const page = await fetchHistory();
     timeline.showHistory(page.messages || [], false);
+    const first = (page.messages || []).find((m) => m.role === 'user');
+    if (first) pastChats.note(conversation, first.text);
     before = page.before ?? null;
     if (typeof page.after === 'string') after = page.after;
   } catch (err) {
@@ -112,7 +147,7 @@ async function start() {
     timeline.notice('The conversation so far could not be loaded (' + err.message + '). ', retry);
   }
   showEarlierButton();
-  connect(base, after, { reply: onReply, delta: (d) => { timeline.onDelta(d); setRunning(); }, partial: (p) => { timeline.onPartial(p); setRunning(); }, typing: onTyping, status: setStatus });
+  connect(base, after, { reply: onReply, delta: (d) => { clearPending(); timeline.onDelta(d); setRunning(); }, partial: (p) => { clearPending(); timeline.onPartial(p); setRunning(); }, typing: onTyping, status: setStatus });
 }
 
 let file = null;
@@ -131,6 +166,12 @@ const sender = createSender({
     clearTimeout(waitTimer);
     waitTimer = setTimeout(() => { waitingForReply = false; setRunning(); }, WAIT_FOR_TURN_MS);
     setRunning();
+  },
+  onAccepted: (item) => {
+    // A command is answered by the gateway itself: it waits for no worker.
+    if (item.text.startsWith('/')) return;
+    pastChats.note(conversation, item.text || (item.file && item.file.name));
+    markPending(item.el);
   },
   onFailed: () => {
     waitingForReply = false;

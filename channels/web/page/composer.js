@@ -28,7 +28,7 @@ export const NETWORK_REASON = { note: 'Not sent: the gateway cannot be reached (
 
 /**
  * Creates the sender. `ctx`: base URL, userId, randomId(prefix), timeline, onSending() (a post
- * starts), onFailed() (it was not taken), and edit(text, file) (puts a refused message back into the composer).
+ * starts), onAccepted(item) (the gateway took it), onFailed() (it was not taken), and edit(text, file) (puts a refused message back into the composer).
  */
 export function createSender(ctx) {
   async function post(item) {
@@ -42,6 +42,7 @@ export function createSender(ctx) {
     const body = await res.json().catch(() => ({}));
     if (res.status === 202 || res.ok) {
       clearNote(item.el);
+      ctx.onAccepted(item);
       return;
     }
     showFailure(item, reasonOf(res.status, body, res.headers.get('retry-after'), Boolean(item.file)));

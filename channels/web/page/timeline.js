@@ -3,14 +3,21 @@
 // `replyId` (or `streamId`) is an answer the history already showed is not shown again.
 import { renderInto } from './render.js';
 
-/** Creates the timeline over `list` (the bubbles) inside the scrolling `scroller`. */
-export function createTimeline(list, scroller) {
+/**
+ * Creates the timeline over `list` (the bubbles) inside the scrolling `scroller`; `jump` (a button)
+ * shows when a message arrives below while the user reads above, and scrolls down when clicked.
+ */
+export function createTimeline(list, scroller, jump) {
   const historyIds = new Set();
   const shownReplies = new Set();
   const finishedStreams = new Set();
   const live = new Map();
   const nearBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
   const toBottom = () => { scroller.scrollTop = scroller.scrollHeight; };
+  if (jump) {
+    jump.addEventListener('click', () => { toBottom(); jump.hidden = true; });
+    scroller.addEventListener('scroll', () => { if (nearBottom()) jump.hidden = true; });
+  }
 
   function bubble(role, text, format, at, attachments) {
     const el = document.createElement('div');
@@ -24,10 +31,12 @@ export function createTimeline(list, scroller) {
     return el;
   }
 
-  function append(el) {
-    const stick = nearBottom();
+  /** Adds a bubble at the end; follows it when the user was at the end (or sent it), else shows `jump`. */
+  function append(el, follow) {
+    const stick = follow || nearBottom();
     list.appendChild(el);
     if (stick) toBottom();
+    else if (jump) jump.hidden = false;
     return el;
   }
 
@@ -63,6 +72,14 @@ export function createTimeline(list, scroller) {
     if (state?.frame) cancelAnimationFrame(state.frame);
     if (historyIds.has(reply.replyId) || historyIds.has(streamId)) {
       state?.el.remove();
+      return;
+    }
+    if (state && isNotice(reply) && state.text.trim() !== '') {
+      // A notice (e.g. "Stopped.") ends the stream: keep the text written so far, the notice comes after.
+      renderInto(state.body, state.text, 'markdown');
+      state.el.classList.remove('live', 'gap');
+      state.el.classList.add('cut');
+      append(bubble('assistant', reply.text, reply.format, reply.at));
       return;
     }
     if (state) {
@@ -133,7 +150,7 @@ export function createTimeline(list, scroller) {
     onDelta,
     onPartial,
     /** The user's own message, shown at once; the returned bubble takes the send outcome. */
-    addUser: (text, attachments) => append(bubble('user', text, 'text', Date.now(), attachments)),
+    addUser: (text, attachments) => append(bubble('user', text, 'text', Date.now(), attachments), true),
     /** Whether a reply is streaming right now. */
     streaming: () => live.size > 0,
     /** A line in the conversation that is not a message (e.g. history could not be read). */
@@ -146,6 +163,11 @@ export function createTimeline(list, scroller) {
       return el;
     },
   };
+}
+
+/** A notice that ends a stream in place of its reply: its own reply id differs from the stream's (a reply's is the same). */
+function isNotice(reply) {
+  return typeof reply.replyId === 'string' && reply.replyId !== reply.streamId;
 }
 
 /** Shows the time (from CSS, so the message's text stays its own) and the full date on hover. */

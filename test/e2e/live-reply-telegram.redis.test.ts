@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { telegramDraftId } from '../../channels/telegram/stream.js';
+import { telegramDraftId } from '../../channels/telegram/live-reply.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import type { FakeHandler } from '../fakes/openai-server.js';

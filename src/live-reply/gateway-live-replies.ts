@@ -1,6 +1,6 @@
 /**
- * The gateway's side of streaming: listens to the workers' partial replies (src/redis/partials.ts)
- * and shows each in the chat of a channel this gateway runs (src/gateway/stream-view.ts), then
+ * The gateway's side of streaming: listens to the workers' partial replies (src/live-reply/record.ts)
+ * and shows each in the chat of a channel this gateway runs (src/live-reply/live-reply-view.ts), then
  * hands the chat over to the final reply. Best effort throughout: a partial is never retried into
  * a backlog, and nothing here can fail or hold up a turn or a delivery.
  *
@@ -17,8 +17,8 @@ import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { createPartialViews, subscribePartials, type PartialUpdate, type PartialViews } from '../redis/partials.js';
-import { StreamView, type ChatPace } from './stream-view.js';
+import { createPartialViews, subscribePartials, type PartialUpdate, type PartialViews } from './record.js';
+import { StreamView, type ChatPace } from './live-reply-view.js';
 
 /** Options of {@link startGatewayStreaming}. */
 export interface GatewayStreamingOptions {

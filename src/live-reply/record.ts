@@ -9,10 +9,10 @@
  */
 import type { ChannelName } from '../core/inbound.js';
 import { createSilentLogger, type Logger } from '../log.js';
-import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, partialsChannel, partialViewKey } from './keys.js';
-import { subscribeJson } from './pubsub.js';
-import { runScript } from './scripts.js';
+import type { RedisClient } from '../redis/client.js';
+import { DEFAULT_KEY_PREFIX, partialsChannel, partialViewKey } from '../redis/keys.js';
+import { subscribeJson } from '../redis/pubsub.js';
+import { runScript } from '../redis/scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
 const VIEW_TTL_MS = 24 * 3_600_000;
@@ -117,15 +117,15 @@ export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAU
     },
     async begin(sessionId, streamId, owner) {
       const options = JSON.stringify({ owner, ownerMs, callMs, ttlMs: VIEW_TTL_MS });
-      const [verdict, messageId] = (await runScript(redis, 'beginPartialCall', [key(sessionId, streamId)], [options])) as [string, string | null];
+      const [verdict, messageId] = (await runScript(redis, 'beginLiveReplyCall', [key(sessionId, streamId)], [options])) as [string, string | null];
       if (verdict === 'ok') return { go: true, ...(messageId ? { messageId } : {}) };
       return { go: false, reason: verdict === 'final' ? 'final' : 'other' };
     },
     async end(sessionId, streamId, owner, change) {
-      await runScript(redis, 'endPartialCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
+      await runScript(redis, 'endLiveReplyCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
     },
     async takeOver(sessionId, streamId) {
-      const [messageId, waitMs] = (await runScript(redis, 'markPartialFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
+      const [messageId, waitMs] = (await runScript(redis, 'markLiveReplyFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
       if (waitMs <= 0) return messageId ?? undefined;
       // Another gateway's call is running: its message (a first preview just sent) is known once it ends.
       const deadline = Date.now() + waitMs;

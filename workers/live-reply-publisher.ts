@@ -1,6 +1,6 @@
 /**
  * The worker's side of streaming: collects the answer's text as the model writes it and publishes
- * it through Redis (src/redis/partials.ts), at most once per `intervalMs` with the latest text (an
+ * it through Redis (src/live-reply/record.ts), at most once per `intervalMs` with the latest text (an
  * update never queues behind another: latest wins). Best effort: a failed publish is logged at
  * debug and never fails or slows the turn.
  */
@@ -10,7 +10,7 @@ import type { AssistantMessage } from '../src/core/messages.js';
 import type { Logger } from '../src/log.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { publishPartial, type PartialTarget, type PartialUpdate } from '../src/redis/partials.js';
+import { publishPartial, type PartialTarget, type PartialUpdate } from '../src/live-reply/record.js';
 
 /** Default period of partial updates, ms. */
 export const DEFAULT_STREAM_PUBLISH_INTERVAL_MS = 250;

@@ -10,8 +10,8 @@ import type { Channel, StreamTarget } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { PartialCallEnd, PartialTarget, PartialViews } from '../redis/partials.js';
-import { previewText } from './stream-preview.js';
+import type { PartialCallEnd, PartialTarget, PartialViews } from './record.js';
+import { previewText } from './preview-text.js';
 
 /** A call that left the stream's message as it was. */
 const KEEP: PartialCallEnd = { message: 'keep' };
@@ -164,7 +164,7 @@ export class StreamView {
 
   /**
    * Runs one platform call of a chat every gateway can reach between `begin` and `end` on the
-   * stream's view record (src/redis/partials.ts): skipped once the final reply took the stream over
+   * stream's view record (src/live-reply/record.ts): skipped once the final reply took the stream over
    * (this view stops) or while another gateway shows it (this view starts over if it gets the
    * stream later). A channel whose partials live in this process (the web chat) needs no fence.
    */

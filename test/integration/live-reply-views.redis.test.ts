@@ -1,10 +1,10 @@
 /**
- * The streams' view records (src/redis/partials.ts) on real Redis: one gateway shows a stream at a
+ * The streams' view records (src/live-reply/record.ts) on real Redis: one gateway shows a stream at a
  * time, nothing is shown once the final reply took the stream over, and the final reply waits for a
  * call still running so a preview never lands on top of it.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createPartialViews, type PartialViews } from '../../src/redis/partials.js';
+import { createPartialViews, type PartialViews } from '../../src/live-reply/record.js';
 import { partialViewKey } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
