@@ -67,7 +67,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const typing = signal;
-    watch = runner.stops?.watch(sessionId, keys, lease.fence);
+    watch = runner.stops?.watch(sessionId, keys, lease.fence, items[0]!.id);
     const outcome = await runTurn(runner, { job, log, lease, items, typing: () => typing('typing'), signal: watch?.signal });
     // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
     if (outcome === 'lease-lost') return await retryLater(runner, job, token);

@@ -156,7 +156,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
     ...deps.commands, ops: deps.ops,
-    stop: (sessionId) => stopTurn(deps.redis, sessionId, options.keyPrefix),
+    stop: (sessionId) => stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
 }

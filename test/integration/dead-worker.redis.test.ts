@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
+import { stopTurn } from '../../src/turn-stop/stop-command.js';
 import type { FakeReply } from '../fakes/openai-server.js';
 import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
@@ -68,6 +69,30 @@ describe('a worker killed mid-turn', () => {
     const assistant = (await readTranscript(rig.t.redis, keys)).filter((e) => e.type === 'message' && e.message.role === 'assistant');
     expect(assistant).toHaveLength(1);
     (release as ((reply: FakeReply) => void) | null)?.({ content: 'too late' });
+  }, 180_000);
+
+  it('a /stop sent while the dead worker still holds the session reaches the turn that resumes it: "Stopped.", no answer', async () => {
+    let onHeld = (): void => undefined;
+    const held = new Promise<void>((resolve) => { onHeld = resolve; });
+    let calls = 0;
+    rig.fake.setHandler(() => {
+      calls += 1;
+      if (calls === 1) {
+        onHeld();
+        return { hold: new Promise<FakeReply>(() => undefined) };
+      }
+      return { content: 'the full answer' };
+    });
+    const victim = await startWorker();
+    await rig.producer.submitInbound(inbound('hello'));
+    await held;
+    victim.child.kill('SIGKILL');
+    await once(victim.child, 'exit');
+    // As the gateway's /stop does, while the dead worker's lease has not run out.
+    expect(await stopTurn(rig.t.redis, 'web:dw', rig.t.keyPrefix)).toBeNull();
+    await startWorker();
+    await rig.out.waitFor((replies) => replies.length > 0);
+    expect(rig.out.replies.map((r) => r.text)).toEqual([expect.stringMatching(/^Stopped\./)]);
   }, 180_000);
 });
 
