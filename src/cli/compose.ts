@@ -43,8 +43,9 @@ export function gatewayOptions(config: Config): GatewayOptions {
     transcribeModel: config.attachments.transcribeModel,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
-    streaming: config.streaming.enabled,
-    streamEditIntervalMs: config.streaming.editIntervalMs,
+    liveReplies: config.liveReplies.enabled,
+    liveReplyEditIntervalMs: config.liveReplies.editIntervalMs,
+    approvalAdmins: config.approvals.admins,
   };
 }
 
@@ -69,7 +70,10 @@ export function workerOptions(config: Config): RunWorkerOptions {
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
-    streaming: config.streaming.enabled,
+    liveReplies: config.liveReplies.enabled,
+    toolApproval: config.approvals.rules,
+    approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
+    mcpServers: config.mcp.servers,
   };
 }
 
@@ -84,7 +88,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
     leaseTtlMs,
-    llmStream: config.streaming.enabled,
+    llmStream: config.liveReplies.enabled,
   };
 }
 

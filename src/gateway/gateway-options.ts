@@ -64,6 +64,10 @@ export interface GatewayOptions {
   transcribeModel?: string;
   /** Tell the user in one line when hygiene compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /** Users who may decide tool approvals in any group, as `<channel>:<user id>` (`CHATGATE_APPROVAL_ADMINS`). Default none. */
+  approvalAdmins?: readonly string[];
+  /** How often the gateway expires tool approvals nobody answered in time, ms. Default 5000. */
+  approvalSweepIntervalMs?: number;
   /**
    * Lease period of the channel connections that run in one gateway at a time per bot (Telegram
    * polling, Discord), ms: a dead holder's channel is taken over within it. Default 10 000.
@@ -79,16 +83,16 @@ export interface GatewayOptions {
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
   /** Show the workers' partial replies while the model writes (src/live-reply/gateway-live-replies.ts). Default true. */
-  streaming?: boolean;
+  liveReplies?: boolean;
   /** Least time between two partial updates in one Telegram or Discord chat (drafts, edits), ms. Default 1000. */
-  streamEditIntervalMs?: number;
+  liveReplyEditIntervalMs?: number;
 }
 
 /** The options `startGateway` fills in when they are not given. */
 export type GatewayDefaults = Required<Pick<GatewayOptions,
   'reservedOutputTokens' | 'threshold' | 'hygieneThreshold' | 'keyPrefix' | 'queuePrefix' | 'groupMode' | 'allow' |
   'rateLimitPerMinute' | 'maxMessageChars' | 'host' | 'port' | 'sessionLeaseTtlMs' | 'channelStartTimeoutMs' | 'channels' |
-  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'streaming' | 'streamEditIntervalMs' | 'channelLeaseMs' | 'httpTimeouts'>>;
+  'maxAttachmentBytes' | 'attachmentTtlSeconds' | 'liveReplies' | 'liveReplyEditIntervalMs' | 'channelLeaseMs' | 'httpTimeouts'>>;
 
 /** {@link GatewayOptions} after defaults. */
 export type ResolvedGatewayOptions = GatewayOptions & GatewayDefaults;
@@ -113,8 +117,8 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   channels: {},
   maxAttachmentBytes: DEFAULT_MAX_ATTACHMENT_BYTES,
   attachmentTtlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS,
-  streaming: true,
-  streamEditIntervalMs: 1000,
+  liveReplies: true,
+  liveReplyEditIntervalMs: 1000,
 } satisfies GatewayDefaults);
 
 const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
@@ -132,8 +136,9 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   attachmentTtlSeconds: { integer: true, min: 1 },
   seenTtlSeconds: { integer: true, min: 1 },
   heartbeatTtlMs: { integer: true, min: 300 },
-  streamEditIntervalMs: { integer: true, min: 0 },
+  liveReplyEditIntervalMs: { integer: true, min: 0 },
   channelLeaseMs: { integer: true, min: 100 },
+  approvalSweepIntervalMs: { integer: true, min: 10 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -8,6 +8,7 @@ import { createMonitorApp } from '../monitor/app.js';
 import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../core/session-view.js';
+import type { TokenCounter } from '../core/tokens.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
 import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
@@ -32,9 +33,11 @@ import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-health.js';
 import { startPendingSweeper } from './sweeper.js';
+import { createApprovalStore } from '../approvals/store.js';
+import { startApprovalExpiry } from '../approvals/expiry.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
-import { startGatewayStreaming, type GatewayStreaming } from '../live-reply/gateway-live-replies.js';
+import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -68,6 +71,8 @@ export interface GatewayDeps {
   metrics?: PrometheusMetrics;
   /** Ends the start early (a stop signal while a channel still connects): what was opened is closed. */
   signal?: AbortSignal;
+  /** Counts tokens for hygiene and the chat commands (share the process's). Default: one of the gateway's own. */
+  tokenCounter?: TokenCounter;
   /** Told of each start step a person may wait on (e.g. `connecting the telegram channel…`). */
   onProgress?: (text: string) => void;
 }
@@ -118,7 +123,7 @@ export async function startGateway(deps: GatewayDeps, options: GatewayOptions): 
 type Started = GatewayDeps & { metrics: PrometheusMetrics };
 
 async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>) {
-  const { redis, logger, metrics } = deps;
+  const { redis, logger, metrics, tokenCounter } = deps;
   const names = resolveQueueNames({ queuePrefix: o.queuePrefix, queueShards: o.queueShards });
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
@@ -137,8 +142,11 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
-    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.streaming,
+  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
+  const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
+  closers.push(async () => expiry.stop());
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter }, {
+    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
@@ -156,7 +164,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
@@ -195,8 +203,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
 async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: QueueNames, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
   const { redis, logger, metrics } = deps;
   const typing = createTypingIndicators({ log: logger });
-  const streams = o.streaming ? await startStreaming(deps, keyPrefix, channels, o, closers) : undefined;
-  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, streams });
+  const liveReplies = o.liveReplies ? await startLiveReplies(deps, keyPrefix, channels, o, closers) : undefined;
+  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, liveReplies });
   // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
   for (const queuePrefix of shardPrefixes(names)) {
     const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue, closeTimeoutMs: OUTBOUND_CLOSE_TIMEOUT_MS });
@@ -212,13 +220,13 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
 }
 
 /** The partial replies of the workers, shown in the chats (closed after the delivery stopped). */
-async function startStreaming(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>): Promise<GatewayStreaming> {
+async function startLiveReplies(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>): Promise<GatewayLiveReplies> {
   const subscriber = duplicateRedis(deps.redis);
   subscriber.on('error', (err: Error) => deps.logger.debug({ err }, 'partial replies connection error'));
-  const interval = o.streamEditIntervalMs;
-  const streaming = await startGatewayStreaming({ redis: deps.redis, subscriber, channels, logger: deps.logger }, { keyPrefix, intervalMs: { telegram: interval, discord: interval } });
-  closers.push(() => streaming.close());
-  return streaming;
+  const interval = o.liveReplyEditIntervalMs;
+  const gatewayLiveReplies = await startGatewayLiveReplies({ redis: deps.redis, subscriber, channels, logger: deps.logger }, { keyPrefix, intervalMs: { telegram: interval, discord: interval } });
+  closers.push(() => gatewayLiveReplies.close());
+  return gatewayLiveReplies;
 }
 
 /**

@@ -108,7 +108,7 @@ describe('loadConfig', () => {
         baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini',
         contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12, timeoutMs: 120_000,
       },
-      streaming: { enabled: true, editIntervalMs: 1000 },
+      liveReplies: { enabled: true, editIntervalMs: 1000 },
       compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true },
       workers: { concurrency: 32, leaseTtlMs: 15000, turnLockMs: 30000 },
       telegram: undefined,
@@ -116,6 +116,7 @@ describe('loadConfig', () => {
       groupTrigger: 'mention',
       discord: undefined,
       access: { allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
+      approvals: { rules: [], timeoutSeconds: 600, admins: [] },
       attachments: { maxBytes: 10 * 1024 * 1024, ttlSeconds: 86_400, vision: undefined, transcribeModel: undefined },
       http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true, timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 } },
       stateDir: '.state',
@@ -129,6 +130,7 @@ describe('loadConfig', () => {
       demo: false,
       demoWordDelayMs: 25,
       configFile: undefined,
+      mcp: { servers: [] },
     });
   });
 
