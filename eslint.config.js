@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -20,7 +20,7 @@ function boundary(files, allowed, { channels = false, workers = false, extra = [
     ...forbidden.map((name) => ({ regex: src(name), message: `${files[0]} may not import src/${name} (see the folder's README)` })),
     ...extra,
   ];
-  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway, src/outbound and the composition root import channels/ (channels/README.md)` });
+  if (!channels) patterns.push({ regex: '^(\\.\\./)+channels/', message: `only src/gateway, src/outbound, src/live-reply and the composition root import channels/ (channels/README.md)` });
   if (!workers) patterns.push({ regex: '^(\\.\\./)+workers/', message: `only the composition root (src/cli) imports workers/ (workers/README.md)` });
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
@@ -66,11 +66,13 @@ export default tseslint.config(
   boundary(['src/turn-stop/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   // The reply transport (src/outbound/README.md): its streams, order, delivery and ledger.
   boundary(['src/outbound/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue'], { channels: true }),
+  // Live replies (src/live-reply/README.md): the shared view record, its pub/sub and the gateway's view.
+  boundary(['src/live-reply/**/*.ts'], ['core', 'errors', 'log', 'redis'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'session', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

@@ -142,7 +142,7 @@ export interface Channel {
   /**
    * True when drafts are shown only to this process's own clients (the web chat: every gateway shows
    * its own). Otherwise the chat is the platform's, the same for every gateway: one gateway at a time
-   * shows a stream there (src/redis/partials.ts).
+   * shows a stream there (src/live-reply/record.ts).
    */
   readonly localDrafts?: boolean;
   /**

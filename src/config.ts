@@ -45,8 +45,8 @@ export interface Config {
     /** Timeout of one model call attempt, ms. */
     timeoutMs: number;
   };
-  /** Streaming replies (partial text while the model writes). */
-  streaming: {
+  /** Live replies (the text so far shown while the model writes). */
+  liveReplies: {
     enabled: boolean;
     /** Least time between two partial updates in one Telegram or Discord chat, ms. */
     editIntervalMs: number;
@@ -108,6 +108,8 @@ export interface Config {
     monitorToken?: string;
     /** Whether `host` is a loopback address. */
     loopback: boolean;
+    /** CHATGATE_WORKER_HTTP_PORT: port of a worker-only process's health and metrics; undefined: none. */
+    workerPort?: number;
     /** CHATGATE_HTTP_HEADERS_TIMEOUT_MS, CHATGATE_HTTP_REQUEST_TIMEOUT_MS, CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS. */
     timeouts: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   };
@@ -281,7 +283,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       maxModelCalls: n('CHATGATE_MAX_MODEL_CALLS'),
       timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
-    streaming: { enabled: v.CHATGATE_STREAMING as boolean, editIntervalMs: n('CHATGATE_STREAM_EDIT_INTERVAL_MS') },
+    liveReplies: { enabled: v.CHATGATE_LIVE_REPLIES as boolean, editIntervalMs: n('CHATGATE_LIVE_REPLY_EDIT_INTERVAL_MS') },
     compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean },
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), shards: v.CHATGATE_WORKER_SHARDS as number[] | undefined, leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
@@ -295,7 +297,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     },
     attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
     http: {
-      host, port: n('CHATGATE_HTTP_PORT'), monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
+      host, port: n('CHATGATE_HTTP_PORT'), workerPort: v.CHATGATE_WORKER_HTTP_PORT as number | undefined, monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
       timeouts: { headersTimeoutMs: n('CHATGATE_HTTP_HEADERS_TIMEOUT_MS'), requestTimeoutMs: n('CHATGATE_HTTP_REQUEST_TIMEOUT_MS'), keepAliveTimeoutMs: n('CHATGATE_HTTP_KEEP_ALIVE_TIMEOUT_MS') },
     },
     stateDir: s('CHATGATE_STATE_DIR'),

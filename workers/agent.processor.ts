@@ -25,7 +25,7 @@ import { TurnState } from '../src/session/turn-state.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader } from './attachments.js';
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
-import { partialTargetOf, settleStream, streamHooks, type TurnStreams } from './stream-publisher.js';
+import { liveReplyTargetOf, settleLiveReply, liveReplyHooks, type TurnLiveReplies } from './live-reply-publisher.js';
 import type { CompletionResult } from '../src/llm/answer.js';
 
 /** What the tool loop needs. */
@@ -42,8 +42,8 @@ export interface AgentDeps {
   metrics?: Metrics;
   /** Reads attachments into the user message and inlines stored images (workers/attachments.ts). Default: files listed by name. */
   attachments?: AttachmentReader;
-  /** Partial replies while the model writes (streaming); default none. */
-  streams?: TurnStreams;
+  /** Live replies while the model writes; default none. */
+  liveReplies?: TurnLiveReplies;
 }
 
 /** Options of the tool loop. */
@@ -136,7 +136,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
   await appendInbound(loop);
-  const stream = deps.streams ? deps.streams(partialTargetOf(loop.turn.sessionId, loop.items)) : null;
+  const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items)) : null;
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
     const request = await buildRequest(loop);
@@ -147,7 +147,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options), ...streamHooks(stream) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(options), ...liveReplyHooks(stream) });
     } catch (err) {
       await stream?.drop();
       const error = toLlmError(err, 'chat completion');
@@ -157,7 +157,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
       if (ended === null) continue;
       return ended;
     }
-    await settleStream(stream, result.message);
+    await settleLiveReply(stream, result.message);
     // A round with tool calls is recorded before its tools run; a final answer is recorded by the
     // turn's last commit itself (a crash before that commit asks the model again, as one during the call does).
     if ((result.message.tool_calls ?? []).length > 0) {

@@ -7,7 +7,7 @@ import { createSummarizer } from '../src/llm/summarizer.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
-import { createTurnStreams, type TurnStreams } from './stream-publisher.js';
+import { createTurnLiveReplies, type TurnLiveReplies } from './live-reply-publisher.js';
 import { holdQueueLayout } from '../src/queue/shard-layout-guard.js';
 import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
 import { consumedShards } from './shard-workers.js';
@@ -67,7 +67,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), streams: turnStreams(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
   };
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
@@ -98,7 +98,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 
 /** The LLM client, the compressor (summarising through the same client) and the tool registry of a worker. */
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
-  const llm = createLlmClient({ stream: o.streaming, ...o.llm }, { logger });
+  const llm = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
@@ -108,9 +108,9 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   return { llm, compressor, tools };
 }
 
-/** The partial replies of this worker's turns, unless streaming is off. */
-function turnStreams(redis: RedisClient, logger: Logger, o: ResolvedRunWorkerOptions): TurnStreams | undefined {
-  return o.streaming ? createTurnStreams({ redis, logger }, { keyPrefix: o.keyPrefix, intervalMs: o.streamPublishIntervalMs }) : undefined;
+/** The live replies of this worker's turns, unless they are off. */
+function turnLiveReplies(redis: RedisClient, logger: Logger, o: ResolvedRunWorkerOptions): TurnLiveReplies | undefined {
+  return o.liveReplies ? createTurnLiveReplies({ redis, logger }, { keyPrefix: o.keyPrefix, intervalMs: o.liveReplyPublishIntervalMs }) : undefined;
 }
 
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */

@@ -9,7 +9,7 @@ import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
-import { DEFAULT_STREAM_PUBLISH_INTERVAL_MS } from './stream-publisher.js';
+import { DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
 
 /** The collaborators of `runWorker`. */
 export interface WorkerDeps {
@@ -72,17 +72,17 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   version?: string;
   /**
    * Stream answers: the model call streams and the reply's text so far is published through Redis
-   * for the gateway to show (workers/stream-publisher.ts). Default true; false: plain calls, no partials.
+   * for the gateway to show (workers/live-reply-publisher.ts). Default true; false: plain calls, no partials.
    */
-  streaming?: boolean;
+  liveReplies?: boolean;
   /** Least time between two partial updates of one reply, ms. Default 250. */
-  streamPublishIntervalMs?: number;
+  liveReplyPublishIntervalMs?: number;
 }
 
 /** The options `runWorker` fills in when they are not given. */
 type WorkerDefaults = Required<Pick<RunWorkerOptions,
   'keyPrefix' | 'reservedOutputTokens' | 'threshold' | 'concurrency' | 'maxModelCalls' | 'maxContextRetries' |
-  'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount' | 'streaming' | 'streamPublishIntervalMs'>>;
+  'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount' | 'liveReplies' | 'liveReplyPublishIntervalMs'>>;
 
 /** {@link RunWorkerOptions} after defaults. */
 export type ResolvedRunWorkerOptions = RunWorkerOptions & WorkerDefaults;
@@ -100,8 +100,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   leaseRetryMs: 1000,
   lockDurationMs: 30_000,
   maxStalledCount: 5,
-  streaming: true,
-  streamPublishIntervalMs: DEFAULT_STREAM_PUBLISH_INTERVAL_MS,
+  liveReplies: true,
+  liveReplyPublishIntervalMs: DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS,
 } satisfies WorkerDefaults);
 
 const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
@@ -118,7 +118,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   maxStalledCount: { integer: true, min: 0 },
   transcriptRetention: { integer: true, min: 0 },
   heartbeatTtlMs: { integer: true, min: 300 },
-  streamPublishIntervalMs: { integer: true, min: 0 },
+  liveReplyPublishIntervalMs: { integer: true, min: 0 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -14,7 +14,7 @@ import { watchGatewayHealth } from './gateway-health.js';
 import { guardGatewayPayloads } from './payload-guard.js';
 import { createTokenWatch } from './token-watch.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
-import { deleteDiscordMessage, editDiscordText } from './stream.js';
+import { deleteDiscordMessage, editDiscordText } from './live-reply.js';
 import type { DiscordCursorStore } from './catch-up-cursors.js';
 import { discoveredPlaces, fetchMissed, placesToCatchUp, type CatchUpOptions, type KnownChannel } from './catch-up.js';
 import { toInboundMessage, type DiscordMessageLike, type GuildTrigger } from './translate.js';

@@ -19,7 +19,7 @@ import { DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadTelegramFile } from './files.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
-import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './stream.js';
+import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './live-reply.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
 import { createPollHealth, type PollHealth } from './poll-health.js';
 import { toInboundMessage, type GroupTrigger, type TelegramBotIdentity } from './translate.js';

@@ -43,8 +43,8 @@ export function gatewayOptions(config: Config): GatewayOptions {
     transcribeModel: config.attachments.transcribeModel,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
-    streaming: config.streaming.enabled,
-    streamEditIntervalMs: config.streaming.editIntervalMs,
+    liveReplies: config.liveReplies.enabled,
+    liveReplyEditIntervalMs: config.liveReplies.editIntervalMs,
   };
 }
 
@@ -69,7 +69,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
-    streaming: config.streaming.enabled,
+    liveReplies: config.liveReplies.enabled,
   };
 }
 
@@ -84,7 +84,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
     leaseTtlMs,
-    llmStream: config.streaming.enabled,
+    llmStream: config.liveReplies.enabled,
   };
 }
 

@@ -116,7 +116,8 @@ async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
     const config = await untilStopped(prepareModel(io, initial, logger, cleanups));
     const handles = await untilStopped(startRoles(io, config, conn.redis, logger, roles, cleanups, signal));
     printReady(io, config, roles, handles);
-    progress(io, `${await ctx.stopping}: shutting down… (Ctrl+C again, a second or more later, exits at once)`);
+    const signalName = await ctx.stopping;
+    progress(io, `${signalName}: shutting down…${signalName === 'SIGINT' ? ' (Ctrl+C again, a second or more later, exits at once)' : ''}`);
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CliExit) return err.exitCode;
@@ -214,30 +215,32 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
     progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
     const worker: RunningWorker = await runWorker({ redis, logger, metrics }, workerOptions(config));
     cleanups.push(() => worker.close());
-    // A worker alone has no gateway HTTP server: give its metrics a server of their own.
-    if (!roles.gateway) workerHttpUrl = await startWorkerHttp(io, config, { redis, logger, metrics }, cleanups);
+    // A worker alone has no gateway HTTP server: its metrics get a server of their own, on a port of
+    // their own (never the gateway's: roles run apart on one machine must not clash).
+    if (!roles.gateway && config.http.workerPort !== undefined) workerHttpUrl = await startWorkerHttp(io, config, config.http.workerPort, { redis, logger, metrics }, cleanups);
   }
   return { gateway, workerHttpUrl };
 }
 
 /**
- * `/healthz`, `/readyz` and `/metrics` of a worker-only process on CHATGATE_HTTP_HOST:PORT.
- * A port already taken (a gateway or another worker on the same machine) is a warning, not a failure.
+ * `/healthz`, `/readyz` and `/metrics` of a worker-only process on CHATGATE_HTTP_HOST:`port`
+ * (CHATGATE_WORKER_HTTP_PORT). A port already taken (another worker on the same machine) is a
+ * warning, not a failure.
  */
-async function startWorkerHttp(io: CliIo, config: Config, deps: { redis: RedisClient; logger: Logger; metrics: PrometheusMetrics }, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+async function startWorkerHttp(io: CliIo, config: Config, port: number, deps: { redis: RedisClient; logger: Logger; metrics: PrometheusMetrics }, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
   const { redis, logger, metrics } = deps;
   const app = createWorkerMonitorApp(
     { logger, metrics, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
     { host: config.http.host, monitorToken: config.http.monitorToken },
   );
   try {
-    const http = await serveHttp(app, config.http.host, config.http.port, config.http.timeouts);
+    const http = await serveHttp(app, config.http.host, port, config.http.timeouts);
     cleanups.push(() => http.close());
     return http.url;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    io.err(`chatgate: warning: worker metrics not served: ${config.http.host}:${config.http.port} is in use (set CHATGATE_HTTP_PORT to a free port, or 0 for any)`);
-    logger.warn({ host: config.http.host, port: config.http.port }, 'worker metrics server not started: port in use');
+    io.err(`chatgate: warning: worker metrics not served: ${config.http.host}:${port} is in use (give each worker its own CHATGATE_WORKER_HTTP_PORT, or 0 for any free port)`);
+    logger.warn({ host: config.http.host, port }, 'worker metrics server not started: port in use');
     return undefined;
   }
 }
@@ -253,6 +256,7 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   if (gateway) lines.push(`Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
+  else if (roles.worker && !roles.gateway && config.http.workerPort === undefined) lines.push('No health or metrics server (set CHATGATE_WORKER_HTTP_PORT to serve /healthz, /readyz and /metrics).');
   lines.push('Press Ctrl+C to stop.');
   for (const line of lines) io.err(line);
 }

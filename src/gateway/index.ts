@@ -34,7 +34,7 @@ import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-
 import { startPendingSweeper } from './sweeper.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
-import { startGatewayStreaming, type GatewayStreaming } from './streaming.js';
+import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
@@ -140,7 +140,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
-    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.streaming,
+    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);
@@ -198,8 +198,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
 async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: QueueNames, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
   const { redis, logger, metrics } = deps;
   const typing = createTypingIndicators({ log: logger });
-  const streams = o.streaming ? await startStreaming(deps, keyPrefix, channels, o, closers) : undefined;
-  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, streams });
+  const liveReplies = o.liveReplies ? await startLiveReplies(deps, keyPrefix, channels, o, closers) : undefined;
+  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, liveReplies });
   // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
   for (const queuePrefix of shardPrefixes(names)) {
     const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue, closeTimeoutMs: OUTBOUND_CLOSE_TIMEOUT_MS });
@@ -215,13 +215,13 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
 }
 
 /** The partial replies of the workers, shown in the chats (closed after the delivery stopped). */
-async function startStreaming(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>): Promise<GatewayStreaming> {
+async function startLiveReplies(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>): Promise<GatewayLiveReplies> {
   const subscriber = duplicateRedis(deps.redis);
   subscriber.on('error', (err: Error) => deps.logger.debug({ err }, 'partial replies connection error'));
-  const interval = o.streamEditIntervalMs;
-  const streaming = await startGatewayStreaming({ redis: deps.redis, subscriber, channels, logger: deps.logger }, { keyPrefix, intervalMs: { telegram: interval, discord: interval } });
-  closers.push(() => streaming.close());
-  return streaming;
+  const interval = o.liveReplyEditIntervalMs;
+  const gatewayLiveReplies = await startGatewayLiveReplies({ redis: deps.redis, subscriber, channels, logger: deps.logger }, { keyPrefix, intervalMs: { telegram: interval, discord: interval } });
+  closers.push(() => gatewayLiveReplies.close());
+  return gatewayLiveReplies;
 }
 
 /**

@@ -17,10 +17,10 @@ export interface DeliveryDeps {
   ledger: DeliveryLedger;
   log?: Logger;
   /**
-   * Streaming (src/gateway/streaming.ts): asked before a reply's first chunk; names the message its
-   * partial is shown in, which the first chunk is edited into instead of being sent. Default none.
+   * Live replies (src/live-reply/gateway-live-replies.ts): asked before a reply's first chunk; names the message its
+   * live reply is shown in, which the first chunk is edited into instead of being sent. Default none.
    */
-  streams?: { takeOver(message: OutboundMessage): Promise<string | undefined> };
+  liveReplies?: { takeOver(message: OutboundMessage): Promise<string | undefined> };
 }
 
 /** What happened to one reply. */
@@ -68,7 +68,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       // Bound fields of this reply's warn and error lines: a child logger only when a line is written.
       const fields = { sessionId: message.sessionId, channel: message.channel, replyId: message.id };
       const streamId = message.kind === 'reply' ? message.id : message.streamId;
-      const streamed = deps.streams && streamId ? await deps.streams.takeOver(message) : undefined;
+      const streamed = deps.liveReplies && streamId ? await deps.liveReplies.takeOver(message) : undefined;
       for (const [index, chunk] of chunks.entries()) {
         const previous = already.get(index);
         if (previous !== undefined) {
@@ -77,7 +77,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.streams && streamId ? { streamId } : {}) };
+        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.liveReplies && streamId ? { streamId } : {}) };
         const chunkLog = lazyChild(log, { ...fields, chunk: index });
         const outcome = index === 0 && streamed !== undefined
           ? await editOrSend(channel, target, streamed, chunk, ids, chunkLog)

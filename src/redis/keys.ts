@@ -177,17 +177,17 @@ export function heartbeatKeys(prefix: string = DEFAULT_KEY_PREFIX): { seen: stri
 }
 
 /** Pub/sub channel of partial replies (streaming): workers publish, every gateway listens. */
-export function partialsChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${prefix}partials`;
+export function liveRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}live-replies`;
 }
 
 /**
  * Hash of the chat message a gateway shows one stream in (`messageId`), whether its final reply
  * took it over (`final`), and which gateway shows it (`owner`, `ownerUntil`, `callUntil`: one
- * at a time, src/redis/partials.ts), in the session's hash slot: a retried or restarted delivery finds it.
+ * at a time, src/live-reply/record.ts), in the session's hash slot: a retried or restarted delivery finds it.
  */
-export function partialViewKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${prefix}{${sessionId}}:partial-view:${streamId}`;
+export function liveReplyRecordKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:live-reply:${streamId}`;
 }
 
 /** Hash of a Discord bot's channels → the newest message handled in each (channels/discord/catch-up.ts). */

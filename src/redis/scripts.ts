@@ -29,9 +29,6 @@ const REDIS_SCRIPT_FILES = {
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
   recordStep: 'record-step-2.lua',
-  beginPartialCall: 'begin-partial-call-1.lua',
-  endPartialCall: 'end-partial-call-1.lua',
-  markPartialFinal: 'mark-partial-final-1.lua',
   queueLayout: 'queue-layout-2.lua',
 } as const;
 
@@ -39,6 +36,13 @@ const REDIS_SCRIPT_FILES = {
 const TURN_STOP_SCRIPT_FILES = {
   requestStop: 'request-stop-4.lua',
   takeStop: 'take-stop-1.lua',
+} as const;
+
+/** The live replies' view-record scripts, in `src/live-reply/scripts/`. */
+const LIVE_REPLY_SCRIPT_FILES = {
+  beginLiveReplyCall: 'begin-live-reply-call-1.lua',
+  endLiveReplyCall: 'end-live-reply-call-1.lua',
+  markLiveReplyFinal: 'mark-live-reply-final-1.lua',
 } as const;
 
 /** The reply transport's scripts, in `src/outbound/scripts/`. */
@@ -53,7 +57,8 @@ const OUTBOUND_SCRIPT_FILES = {
 } as const;
 
 /** The name of one of chatgate's Lua scripts. */
-export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES;
+export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES
+  | keyof typeof LIVE_REPLY_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -71,6 +76,7 @@ export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<R
   { dir: SCRIPTS_DIR, files: REDIS_SCRIPT_FILES },
   { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
   { dir: new URL('../turn-stop/scripts/', import.meta.url), files: TURN_STOP_SCRIPT_FILES },
+  { dir: new URL('../live-reply/scripts/', import.meta.url), files: LIVE_REPLY_SCRIPT_FILES },
 ];
 
 /** Where `--- @include "<name>"` finds `<name>.lua`: `src/redis/scripts/includes`. */

@@ -79,7 +79,7 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
-  /** Whether the summariser's calls stream (`CHATGATE_STREAMING`). Default true. */
+  /** Whether the summariser's calls stream (`CHATGATE_LIVE_REPLIES`). Default true. */
   llmStream?: boolean;
 }
 

@@ -15,8 +15,8 @@ const MESSAGES = /^\/channels\/\d+\/messages$/;
 
 async function start(handler: FakeHandler): Promise<Stack> {
   const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
-  // The bot's posts are read as they are created; partial replies (edited in place) are tested in streaming-takeover.
-  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_STREAMING: 'false' } });
+  // The bot's posts are read as they are created; partial replies (edited in place) are tested in live-reply-takeover.
+  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_LIVE_REPLIES: 'false' } });
   return stack;
 }
 

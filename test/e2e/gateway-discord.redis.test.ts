@@ -22,7 +22,7 @@ const BOT = FAKE_DISCORD_IDS.bot;
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
   const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
   // These tests count the messages posted; partial replies (edited in place) are tested in streaming-discord.
-  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_STREAMING: 'false', ...env } });
+  stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_LIVE_REPLIES: 'false', ...env } });
   return stack;
 }
 

@@ -30,8 +30,7 @@ export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildPr
     PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
     REDIS_URL: options.redisUrl, CHATGATE_KEY_PREFIX: options.keyPrefix, CHATGATE_QUEUE_PREFIX: options.queuePrefix, CHATGATE_QUEUE_SHARDS: String(testShards()),
     OPENAI_BASE_URL: options.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
-    // Any free port for the worker's /healthz and /metrics: several workers (and other tests) run at once.
-    CHATGATE_LOG_LEVEL: 'info', CHATGATE_HTTP_PORT: '0', ...options.env,
+    CHATGATE_LOG_LEVEL: 'info', ...options.env,
   };
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

@@ -77,11 +77,11 @@ describe('chatgate worker (worker role alone)', () => {
   const t = createTestRedis();
   const env = {
     REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix,
-    CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent',
+    CHATGATE_WORKER_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent',
   };
   afterAll(() => t.cleanup());
 
-  it('serves /healthz and /metrics on CHATGATE_HTTP_HOST:PORT, printed at start, with the figures of its turns', async () => {
+  it('serves /healthz and /metrics on CHATGATE_HTTP_HOST:CHATGATE_WORKER_HTTP_PORT, printed at start, with the figures of its turns', async () => {
     const out: string[] = [];
     const err: string[] = [];
     let printed: (url: string) => void = () => undefined;
@@ -123,18 +123,18 @@ describe('chatgate worker (worker role alone)', () => {
     await expect(fetch(url)).rejects.toThrow();
   });
 
-  it('warns and keeps working when the port is taken (a gateway or another worker on this machine)', async () => {
+  it('warns and keeps working when the port is taken (another worker on this machine)', async () => {
     const blocker = await listenOnFreePort();
     const port = (blocker.address() as { port: number }).port;
     const err: string[] = [];
     const out: string[] = [];
     let ready: () => void = () => undefined;
     const running = new Promise<void>((resolve) => (ready = resolve));
-    const io = { env: { ...env, CHATGATE_HTTP_PORT: String(port) }, out: (text: string) => out.push(text), err: (text: string) => { err.push(text); if (text.startsWith('Press Ctrl+C')) ready(); } };
+    const io = { env: { ...env, CHATGATE_WORKER_HTTP_PORT: String(port) }, out: (text: string) => out.push(text), err: (text: string) => { err.push(text); if (text.startsWith('Press Ctrl+C')) ready(); } };
     let stop: (signal: string) => void = () => undefined;
     const exit = runRoles(io, { gateway: false, worker: true }, { demo: true, concurrency: 1 }, () => new Promise((resolve) => (stop = resolve)));
     await running;
-    expect(err.join('\n')).toContain(`worker metrics not served: 127.0.0.1:${port} is in use (set CHATGATE_HTTP_PORT`);
+    expect(err.join('\n')).toContain(`worker metrics not served: 127.0.0.1:${port} is in use (give each worker its own CHATGATE_WORKER_HTTP_PORT`);
     expect(err.some((line) => line.startsWith('Metrics:'))).toBe(false);
     stop('SIGTERM');
     expect(await exit).toBe(0);

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTelegramChannel, DEFAULT_TELEGRAM_COMMANDS, type SetAsideUpdate, type TelegramChannel, type TelegramChannelOptions } from '../../channels/telegram/index.js';
 import { SET_ASIDE_REPLY } from '../../channels/telegram/set-aside.js';
 import { UNSUPPORTED_MEDIA_REPLY } from '../../channels/telegram/translate.js';
-import type { InboundMessage } from '../../src/core/inbound.js';
+import { MAX_USER_NAME_CHARS, type InboundMessage } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createDelivery } from '../../src/outbound/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
@@ -62,6 +62,28 @@ describe('telegram channel: inbound', () => {
     expect(await next()).toMatchObject({
       id: `telegram:7:${messageId}`, channel: 'telegram', chatId: '7', userId: '7', userName: 'Ada L', text: 'hello bot', attachments: [], chatType: 'private',
     });
+  });
+
+  it('cuts a 10,000-character sender name to MAX_USER_NAME_CHARS code points, so the name cannot pass the text limit', async () => {
+    const { onMessage, next } = inbox();
+    await startChannel(onMessage, { groupTrigger: 'always' });
+    const group = { id: -100, type: 'supergroup', title: 'G' };
+    fake.pushMessage({ chat: group, text: 'hi', from: { id: 9, is_bot: false, first_name: '😀'.repeat(10_000) } });
+    const message = await next();
+    expect([...message.userName]).toEqual(Array(MAX_USER_NAME_CHARS).fill('😀'));
+    expect(message.text).toBe('hi');
+  });
+
+  it('gives two updates without a message_id two ids (from their update_id), so neither is dropped as a duplicate', async () => {
+    const { onMessage, next } = inbox();
+    await startChannel(onMessage);
+    const bare = { date: Math.floor(Date.now() / 1000), from: { id: 7, is_bot: false, first_name: 'Ada' }, chat: { id: 7, type: 'private' } };
+    const first = fake.pushUpdate({ message: { ...bare, text: 'one' } });
+    const second = fake.pushUpdate({ message: { ...bare, text: 'two' } });
+    const [a, b] = [await next(), await next()];
+    expect([a.text, b.text]).toEqual(['one', 'two']);
+    expect([a.id, b.id]).toEqual([`telegram:7:u${first}`, `telegram:7:u${second}`]);
+    expect(a.platformMessageId).toBeUndefined();
   });
 
   it('answers in groups only when mentioned, replied to or commanded', async () => {

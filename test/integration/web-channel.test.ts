@@ -121,6 +121,15 @@ describe('web channel API', () => {
     expect([...received[0].userName]).toEqual(Array(64).fill('😀'));
   });
 
+  it('refuses text made only of control characters as empty, and accepts text around them', async () => {
+    const refused = await post('c1', { text: '\u0000\u0001\u0007\u001b', clientMessageId: 'm1' });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: 'body must be JSON with a non-empty `text`' });
+    expect(received).toEqual([]);
+    expect((await post('c1', { text: 'hi \u0007', clientMessageId: 'm2' })).status).toBe(202);
+    expect(received.map((m) => m.id)).toEqual(['web:c1:m2']);
+  });
+
   it('refuses a post that is not JSON (a cross-site form cannot post into a conversation)', async () => {
     const response = await fetch(`${base}/api/chat/conv-1/messages`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ text: 'hi' }) });
     expect(response.status).toBe(415);

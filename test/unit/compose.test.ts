@@ -94,7 +94,8 @@ describe('docker-compose.yml', () => {
       expect(service.healthcheck?.retries, name).toBeGreaterThan(0);
     }
     expect(gateway.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${gateway.environment?.CHATGATE_HTTP_PORT}/healthz`);
-    expect(worker.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${worker.environment?.CHATGATE_HTTP_PORT}/readyz`);
+    expect(worker.environment?.CHATGATE_WORKER_HTTP_PORT).not.toBe(gateway.environment?.CHATGATE_HTTP_PORT);
+    expect(worker.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${worker.environment?.CHATGATE_WORKER_HTTP_PORT}/readyz`);
   });
 });
 

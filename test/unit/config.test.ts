@@ -108,7 +108,7 @@ describe('loadConfig', () => {
         baseUrl: 'https://api.openai.com/v1', apiKey: undefined, model: 'gpt-4o-mini', summaryModel: 'gpt-4o-mini',
         contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, maxModelCalls: 12, timeoutMs: 120_000,
       },
-      streaming: { enabled: true, editIntervalMs: 1000 },
+      liveReplies: { enabled: true, editIntervalMs: 1000 },
       compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true },
       workers: { concurrency: 32, leaseTtlMs: 15000, turnLockMs: 30000 },
       telegram: undefined,

@@ -9,7 +9,7 @@ import type { Layout } from './layout.js';
 
 /** Most facts a summary request asks the summariser to keep verbatim. */
 export const MUST_KEEP_MAX = 30;
-/** Weak facts (timestamps, code names, hashes seen once in output) the pinned section may list at most. */
+/** Noise-like facts (bare or labelled values seen once in output) the pinned section lists before the room left is filled. */
 export const LOW_PIN_LINES = 8;
 /** User messages the automatic focus is taken from, and the characters kept of each. */
 const AUTO_FOCUS_MESSAGES = 3;
@@ -94,12 +94,14 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
 
 /**
  * Chooses the pinned section: the ledger facts missing from the request, most salient first, within
- * `capTokens`. Notes are always listed; noise-like facts get at most {@link LOW_PIN_LINES} lines, and
- * only once every stronger fact has one — except weak shapes (timestamps, code names, hashes), which never do. Returns the facts and how many missing ones were left out.
+ * `capTokens`. Notes are always listed. Noise-like facts get {@link LOW_PIN_LINES} lines once every
+ * stronger fact has one, then whatever room the cap still leaves, most salient first; weak shapes
+ * (timestamps, code names, hashes) never. Returns the facts and how many missing ones were left out.
  */
 export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
   const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
   const pinned: string[] = [];
+  const later: string[] = [];
   let used = 0;
   let low = 0;
   for (const fact of missing) {
@@ -111,11 +113,21 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
     }
     const weak = salienceOf(record) < LOW_SALIENCE;
     // A weak shape below the floor (a clock's timestamp, a request id, a code name) is never worth a line.
-    if (weak && (low >= LOW_PIN_LINES || record[4] === 0)) continue;
+    if (weak && record[4] === 0) continue;
+    if (weak && low >= LOW_PIN_LINES) {
+      later.push(fact); // room permitting, once every stronger fact has its line
+      continue;
+    }
     const cost = pinnedLineTokens(fact, model);
     if (used + cost > capTokens) continue; // a shorter one may still fit
     used += cost;
     if (weak) low++;
+    pinned.push(fact);
+  }
+  for (const fact of later) {
+    const cost = pinnedLineTokens(fact, model);
+    if (used + cost > capTokens) continue;
+    used += cost;
     pinned.push(fact);
   }
   return { pinned, omitted: missing.length - pinned.length };

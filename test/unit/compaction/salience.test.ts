@@ -6,6 +6,8 @@ import { chained } from '../../helpers/compaction.js';
 import { chatHistory, prose } from '../../helpers/histories.js';
 import { vagueSummarizer } from '../../helpers/summarizers.js';
 import { FactOrigin } from '../../../src/core/compaction/compaction-types.js';
+import { selectPinned } from '../../../src/core/compaction/compaction-inputs.js';
+import { countTextTokens } from '../../../src/core/tokens.js';
 
 const NOTES = { remember: 'remember', forget: 'forget' };
 const CLOCK = { factClock: 0, turnClock: 0, noteFacts: {} };
@@ -116,5 +118,33 @@ describe('salience', () => {
     const state = toCompactionState({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] } });
     expect(state).toMatchObject({ version: 2, compactions: 2, facts: { 'ORD-48213-XK': [7, 0, FactOrigin.labelled, 0, 2] }, summary: null, paused: false });
     expect(toCompactionState(null)).toEqual(toCompactionState(undefined));
+  });
+});
+
+describe('the pinned section fills its room by salience', () => {
+  /** A record: last seen at `seen`, origin, uses, shape. */
+  const record = (seen: number, origin: FactOrigin, shape: 0 | 1 | 2): [number, number, FactOrigin, number, 0 | 1 | 2] => [seen, 0, origin, 0, shape];
+
+  it('pins every noise-like fact that fits when there is room (an invoice id seen once among a dozen labelled numbers), never a weak shape', () => {
+    const ledger: Record<string, ReturnType<typeof record>> = { 'INV-2024-00417': record(1, FactOrigin.bare, 2) };
+    for (let i = 0; i < 12; i++) ledger[String(48_000 + i)] = record(10 + i, FactOrigin.labelled, 1);
+    ledger['2026-12-01T08:04:41.492Z'] = record(50, FactOrigin.bare, 0);
+    ledger['parse_42'] = record(51, FactOrigin.call, 0);
+    const { pinned, omitted } = selectPinned(ledger, () => false, 2_000);
+    expect(pinned).toContain('INV-2024-00417');
+    expect(pinned).toHaveLength(13);
+    expect(pinned).not.toContain('2026-12-01T08:04:41.492Z');
+    expect(pinned).not.toContain('parse_42');
+    expect(omitted).toBe(2);
+  });
+
+  it('keeps a noisy session\'s section small: noise-like facts past the allowance only fill the room left, most salient first', () => {
+    const ledger: Record<string, ReturnType<typeof record>> = {};
+    for (let i = 0; i < 400; i++) ledger[String(70_000 + i)] = record(i, FactOrigin.labelled, 1);
+    const { pinned } = selectPinned(ledger, () => false, 200);
+    const tokens = pinned.reduce((sum, fact) => sum + countTextTokens(`- ${fact}\n`), 0);
+    expect(tokens).toBeLessThanOrEqual(200);
+    // The most recently seen go first.
+    expect(pinned[0]).toBe('70399');
   });
 });

@@ -21,7 +21,7 @@ afterEach(async () => {
 async function start(handler: FakeHandler): Promise<Stack> {
   const channel = createWebChannel({});
   web = channel;
-  stack = await startStack({ channels: { list: [channel], mount: (app) => app.route('/', channel.app) }, handler, worker: { streamPublishIntervalMs: 20 } });
+  stack = await startStack({ channels: { list: [channel], mount: (app) => app.route('/', channel.app) }, handler, worker: { liveReplyPublishIntervalMs: 20 } });
   return stack;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The worker's side of streaming: collects the answer's text as the model writes it and publishes
- * it through Redis (src/redis/partials.ts), at most once per `intervalMs` with the latest text (an
+ * it through Redis (src/live-reply/record.ts), at most once per `intervalMs` with the latest text (an
  * update never queues behind another: latest wins). Best effort: a failed publish is logged at
  * debug and never fails or slows the turn.
  */
@@ -10,13 +10,13 @@ import type { AssistantMessage } from '../src/core/messages.js';
 import type { Logger } from '../src/log.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { publishPartial, type PartialTarget, type PartialUpdate } from '../src/redis/partials.js';
+import { publishLiveReply, type LiveReplyTarget, type LiveReplyUpdate } from '../src/live-reply/record.js';
 
 /** Default period of partial updates, ms. */
-export const DEFAULT_STREAM_PUBLISH_INTERVAL_MS = 250;
+export const DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS = 250;
 
 /** One turn's stream of partial replies. */
-export interface TurnStream {
+export interface TurnLiveReply {
   /** Appended answer text (the client's `onDelta`). */
   append(text: string): void;
   /** The text so far is void (the call is tried again): the next text starts the stream afresh. */
@@ -27,31 +27,31 @@ export interface TurnStream {
   end(): Promise<void>;
 }
 
-/** Makes the {@link TurnStream} of one turn. */
-export type TurnStreams = (target: PartialTarget) => TurnStream;
+/** Makes the {@link TurnLiveReply} of one turn. */
+export type TurnLiveReplies = (target: LiveReplyTarget) => TurnLiveReply;
 
-/** Options of {@link createTurnStreams}. */
-export interface TurnStreamsOptions {
+/** Options of {@link createTurnLiveReplies}. */
+export interface TurnLiveRepliesOptions {
   keyPrefix: string;
-  /** Least time between two updates of one stream, ms. Default {@link DEFAULT_STREAM_PUBLISH_INTERVAL_MS}. */
+  /** Least time between two updates of one stream, ms. Default {@link DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS}. */
   intervalMs?: number;
 }
 
 /** Creates the factory of turn streams publishing on `redis`. */
-export function createTurnStreams(deps: { redis: RedisClient; logger: Logger }, options: TurnStreamsOptions): TurnStreams {
-  const intervalMs = options.intervalMs ?? DEFAULT_STREAM_PUBLISH_INTERVAL_MS;
-  return (target) => createTurnStream(deps, target, options.keyPrefix, intervalMs);
+export function createTurnLiveReplies(deps: { redis: RedisClient; logger: Logger }, options: TurnLiveRepliesOptions): TurnLiveReplies {
+  const intervalMs = options.intervalMs ?? DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS;
+  return (target) => createTurnLiveReply(deps, target, options.keyPrefix, intervalMs);
 }
 
-function createTurnStream(deps: { redis: RedisClient; logger: Logger }, target: PartialTarget, keyPrefix: string, intervalMs: number): TurnStream {
+function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, target: LiveReplyTarget, keyPrefix: string, intervalMs: number): TurnLiveReply {
   const instance = randomUUID().slice(0, 8);
   const state = { runs: 0, seq: 0, text: '', published: '', ended: false, lastAtMs: 0 };
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> | undefined;
   const run = (): string => `${instance}.${state.runs}`;
 
-  const send = (update: PartialUpdate): Promise<void> => {
-    const sending = publishPartial(deps.redis, update, keyPrefix).catch((err: unknown) => {
+  const send = (update: LiveReplyUpdate): Promise<void> => {
+    const sending = publishLiveReply(deps.redis, update, keyPrefix).catch((err: unknown) => {
       deps.logger.debug({ err, streamId: target.streamId }, 'partial reply not published');
     });
     inFlight = sending.finally(() => {
@@ -112,9 +112,9 @@ function createTurnStream(deps: { redis: RedisClient; logger: Logger }, target: 
  * its last message, under the id its reply will be committed with. Threaded like the reply (a
  * group's answer replies to the asker's message).
  */
-export function partialTargetOf(sessionId: string, items: readonly InboundMessage[]): PartialTarget {
+export function liveReplyTargetOf(sessionId: string, items: readonly InboundMessage[]): LiveReplyTarget {
   const last = items[items.length - 1]!;
-  const target: PartialTarget = { streamId: replyJobId(items.map((item) => item.id), 'reply'), sessionId, channel: last.channel, chatId: last.chatId };
+  const target: LiveReplyTarget = { streamId: replyJobId(items.map((item) => item.id), 'reply'), sessionId, channel: last.channel, chatId: last.chatId };
   if (last.threadId) target.threadId = last.threadId;
   if (last.chatType) target.chatType = last.chatType;
   if (last.chatType === 'group' && last.platformMessageId) target.replyTo = last.platformMessageId;
@@ -122,7 +122,7 @@ export function partialTargetOf(sessionId: string, items: readonly InboundMessag
 }
 
 /** The client hooks of one model call: text goes to the stream, a retried attempt restarts it. */
-export function streamHooks(stream: TurnStream | null): { onDelta?: (text: string) => void; onRestart?: () => void } {
+export function liveReplyHooks(stream: TurnLiveReply | null): { onDelta?: (text: string) => void; onRestart?: () => void } {
   return stream ? { onDelta: (text) => stream.append(text), onRestart: () => stream.restart() } : {};
 }
 
@@ -130,7 +130,7 @@ export function streamHooks(stream: TurnStream | null): { onDelta?: (text: strin
  * After an answered call: a final answer ends the stream (its reply follows and takes the partial
  * over); tool calls, or an answer without text (a notice replaces it), drop what it showed.
  */
-export async function settleStream(stream: TurnStream | null, answer: Pick<AssistantMessage, 'content' | 'tool_calls'>): Promise<void> {
+export async function settleLiveReply(stream: TurnLiveReply | null, answer: Pick<AssistantMessage, 'content' | 'tool_calls'>): Promise<void> {
   if (!stream) return;
   if ((answer.tool_calls ?? []).length > 0 || (answer.content ?? '').trim() === '') await stream.drop();
   else await stream.end();

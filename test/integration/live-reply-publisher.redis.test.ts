@@ -2,11 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { duplicateRedis } from '../../src/redis/client.js';
 import { sessionKeys } from '../../src/redis/keys.js';
-import { subscribePartials, type PartialUpdate } from '../../src/redis/partials.js';
+import { subscribeLiveReplies, type LiveReplyUpdate } from '../../src/live-reply/record.js';
 import { replyJobId } from '../../src/queue/names.js';
 import type { TurnProducer } from '../../src/queue/producer.js';
 import { readUsage } from '../../src/redis/usage.js';
-import { createTurnStreams } from '../../workers/stream-publisher.js';
+import { createTurnLiveReplies } from '../../workers/live-reply-publisher.js';
 import { createSilentLogger } from '../../src/log.js';
 import type { FakeOpenAI } from '../fakes/openai-server.js';
 import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
@@ -21,7 +21,7 @@ function inbound(text: string): InboundMessage {
 }
 
 /** Every update of one stream is a longer text of the same run, or starts a new run at seq 0. */
-function expectOrdered(updates: PartialUpdate[]): void {
+function expectOrdered(updates: LiveReplyUpdate[]): void {
   for (let i = 1; i < updates.length; i++) {
     const [before, now] = [updates[i - 1]!, updates[i]!];
     if (now.run === before.run) {
@@ -39,16 +39,16 @@ describe('partial replies from the worker', () => {
   let fake: FakeOpenAI;
   let producer: TurnProducer;
   let out: OutboundCollector;
-  let updates: PartialUpdate[];
+  let updates: LiveReplyUpdate[];
   let unsubscribe: () => Promise<void>;
 
-  const start = (options: WorkerStartOptions = {}) => rig.start({ streamPublishIntervalMs: 20, ...options });
+  const start = (options: WorkerStartOptions = {}) => rig.start({ liveReplyPublishIntervalMs: 20, ...options });
 
   beforeEach(async () => {
     rig = await openWorkerRig();
     ({ t, fake, producer, out } = rig);
     updates = [];
-    unsubscribe = await subscribePartials(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
+    unsubscribe = await subscribeLiveReplies(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
   });
   afterEach(async () => {
     await unsubscribe();
@@ -112,7 +112,7 @@ describe('partial replies from the worker', () => {
 
   it('publishes nothing with streaming off, and the model is then asked without streaming', async () => {
     fake.setHandler(() => ({ content: 'plain reply' }));
-    await start({ streaming: false });
+    await start({ liveReplies: false });
     await producer.submitInbound(inbound('hi'));
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]!.text).toBe('plain reply');
@@ -121,7 +121,7 @@ describe('partial replies from the worker', () => {
   });
 
   it('a turn stream publishes the latest text only (no backlog), and nothing after it ended', async () => {
-    const stream = createTurnStreams({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 30 })(
+    const stream = createTurnLiveReplies({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 30 })(
       { streamId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' },
     );
     for (let i = 0; i < 200; i++) stream.append(`${i} `);

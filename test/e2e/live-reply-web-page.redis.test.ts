@@ -23,7 +23,7 @@ describe('streaming in the web chat page (Chromium)', () => {
         ? { content: 'Let me look that up first.', toolCalls: [{ name: 'current_time', arguments: {} }], pieceDelayMs: 25 }
         : { content: ANSWER, pieceDelayMs: 25 },
       // One model call a turn: a turn whose call asks for a tool ends with the "stopped after 1 model call" notice.
-      worker: { streamPublishIntervalMs: 20, maxModelCalls: 1 },
+      worker: { liveReplyPublishIntervalMs: 20, maxModelCalls: 1 },
     });
     browser = await launchChromium();
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { telegramDraftId } from '../../channels/telegram/stream.js';
+import { telegramDraftId } from '../../channels/telegram/live-reply.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
@@ -13,7 +13,7 @@ const ANSWER = Array.from({ length: 40 }, (_, i) => `part${i}`).join(' ') + ' an
 const FINAL_HTML = ANSWER.replace('**done**', '<b>done</b>');
 
 async function start(handler: FakeHandler): Promise<Stack> {
-  return tg.start({ handler, channel: { groupTrigger: 'always' }, env: { CHATGATE_STREAM_EDIT_INTERVAL_MS: '250' }, worker: { streamPublishIntervalMs: 20 } });
+  return tg.start({ handler, channel: { groupTrigger: 'always' }, env: { CHATGATE_LIVE_REPLY_EDIT_INTERVAL_MS: '250' }, worker: { liveReplyPublishIntervalMs: 20 } });
 }
 
 const sayPrivately = (text: string) => tg.telegram.pushMessage({ text, chat: { id: 42, type: 'private', first_name: 'Ada' } });

@@ -1,11 +1,11 @@
 /**
- * The gateway's side of streaming: listens to the workers' partial replies (src/redis/partials.ts)
- * and shows each in the chat of a channel this gateway runs (src/gateway/stream-view.ts), then
+ * The gateway's side of streaming: listens to the workers' partial replies (src/live-reply/record.ts)
+ * and shows each in the chat of a channel this gateway runs (src/live-reply/live-reply-view.ts), then
  * hands the chat over to the final reply. Best effort throughout: a partial is never retried into
  * a backlog, and nothing here can fail or hold up a turn or a delivery.
  *
  * The final reply is delivered once, by the outbound queue as always: before its first chunk the
- * delivery asks {@link GatewayStreaming.takeOver}, which stops the stream (locally and, through
+ * delivery asks {@link GatewayLiveReplies.takeOver}, which stops the stream (locally and, through
  * the stream's view record in Redis, for good) and names the message the partial is shown in; the
  * delivery edits the first chunk into that message (an edit repeated after a crash changes
  * nothing, so it stays idempotent) and sends the rest. A draft (Telegram private chat, web chat)
@@ -17,11 +17,11 @@ import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { createPartialViews, subscribePartials, type PartialUpdate, type PartialViews } from '../redis/partials.js';
-import { StreamView, type ChatPace } from './stream-view.js';
+import { createLiveReplyRecords, subscribeLiveReplies, type LiveReplyUpdate, type LiveReplyRecords } from './record.js';
+import { LiveReplyView, type ChatPace } from './live-reply-view.js';
 
-/** Options of {@link startGatewayStreaming}. */
-export interface GatewayStreamingOptions {
+/** Options of {@link startGatewayLiveReplies}. */
+export interface GatewayLiveRepliesOptions {
   keyPrefix: string;
   /** Least time between two partial updates shown in one chat, ms, by channel. Default telegram and discord 1000, web 0. */
   intervalMs?: Partial<Record<ChannelName, number>>;
@@ -32,14 +32,14 @@ export interface GatewayStreamingOptions {
 }
 
 /** The running streaming side of the gateway. */
-export interface GatewayStreaming {
+export interface GatewayLiveReplies {
   /**
    * Stops the stream `message` ends (a reply's own, or a notice's `streamId`) for good.
    * @returns the message id its partial is shown in, to edit the first chunk into.
    */
   takeOver(message: OutboundMessage): Promise<string | undefined>;
   /** Handles one update (what the subscription calls; tests and embedders may call it too). */
-  onUpdate(update: PartialUpdate): void;
+  onUpdate(update: LiveReplyUpdate): void;
   /** Stops listening. */
   close(): Promise<void>;
 }
@@ -49,7 +49,7 @@ const DEFAULT_INTERVAL_MS: Record<ChannelName, number> = { telegram: 1000, disco
 const ENDED_TTL_MS = 10 * 60_000;
 
 interface Live {
-  view: StreamView;
+  view: LiveReplyView;
   run: string;
   seq: number;
   lastAtMs: number;
@@ -61,14 +61,14 @@ interface Live {
  * Starts listening on `subscriber` (a dedicated connection: `duplicateRedis(redis)`); `redis`
  * holds the streams' view records. Channels the gateway does not run are ignored.
  */
-export async function startGatewayStreaming(
+export async function startGatewayLiveReplies(
   deps: { redis: RedisClient; subscriber: RedisClient; channels: ReadonlyMap<ChannelName, Channel>; logger: Logger },
-  options: GatewayStreamingOptions,
-): Promise<GatewayStreaming> {
-  const log = deps.logger.child({ component: 'streaming' });
-  const views = createPartialViews(deps.redis, options.keyPrefix);
+  options: GatewayLiveRepliesOptions,
+): Promise<GatewayLiveReplies> {
+  const log = deps.logger.child({ component: 'live-replies' });
+  const views = createLiveReplyRecords(deps.redis, options.keyPrefix);
   const registry = createRegistry({ channels: deps.channels, views, log }, options);
-  const unsubscribe = await subscribePartials(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
+  const unsubscribe = await subscribeLiveReplies(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
   const idleMs = options.idleMs ?? 150_000;
   const sweeper = setInterval(() => registry.sweep(idleMs), Math.max(10, Math.floor(idleMs / 4)));
   sweeper.unref();
@@ -82,34 +82,34 @@ export async function startGatewayStreaming(
   };
 }
 
-function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; views: PartialViews; log: Logger }, options: GatewayStreamingOptions) {
+function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; views: LiveReplyRecords; log: Logger }, options: GatewayLiveRepliesOptions) {
   const streams = new Map<string, Live>();
   const owner = randomUUID();
   const ended = new Map<string, number>();
   const paces = new Map<string, ChatPace>();
   const intervalOf = (channel: ChannelName): number => options.intervalMs?.[channel] ?? DEFAULT_INTERVAL_MS[channel];
   const maxIntervalMs = options.maxIntervalMs ?? 10_000;
-  const paceOf = (update: PartialUpdate): ChatPace => {
+  const paceOf = (update: LiveReplyUpdate): ChatPace => {
     const key = `${update.channel}:${update.chatId}`;
     let pace = paces.get(key);
     if (!pace) paces.set(key, (pace = { intervalMs: intervalOf(update.channel), nextAtMs: 0 }));
     return pace;
   };
 
-  const liveFor = (update: PartialUpdate): Live | undefined => {
+  const liveFor = (update: LiveReplyUpdate): Live | undefined => {
     const existing = streams.get(update.streamId);
     if (existing) return existing;
     const channel = deps.channels.get(update.channel);
     if (!channel || (!channel.sendDraft && !channel.editMessage)) return undefined;
     const baseIntervalMs = intervalOf(update.channel);
-    const view = new StreamView({ channel, views: deps.views, owner, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
+    const view = new LiveReplyView({ channel, views: deps.views, owner, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
     const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now(), swept: false };
     streams.set(update.streamId, live);
     return live;
   };
 
   return {
-    onUpdate(update: PartialUpdate): void {
+    onUpdate(update: LiveReplyUpdate): void {
       if (ended.has(update.streamId)) return;
       const live = liveFor(update);
       if (!live) return;

@@ -4,21 +4,21 @@
  * the chat that owns it. Each update carries the whole text so far, so a gateway that joins late
  * (or missed one) is up to date with the next update; nothing is stored per update. Partials are hints, never state: the final reply
  * travels the outbound queue as always. The gateway records the chat message it shows a stream in
- * (`…:partial-view:<streamId>`), so the final reply can take that message over once, whichever
+ * (`…:live-reply:<streamId>`), so the final reply can take that message over once, whichever
  * gateway delivers it.
  */
 import type { ChannelName } from '../core/inbound.js';
 import { createSilentLogger, type Logger } from '../log.js';
-import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, partialsChannel, partialViewKey } from './keys.js';
-import { subscribeJson } from './pubsub.js';
-import { runScript } from './scripts.js';
+import type { RedisClient } from '../redis/client.js';
+import { DEFAULT_KEY_PREFIX, liveRepliesChannel, liveReplyRecordKey } from '../redis/keys.js';
+import { subscribeJson } from '../redis/pubsub.js';
+import { runScript } from '../redis/scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
 const VIEW_TTL_MS = 24 * 3_600_000;
 
 /** Where a partial reply is shown: the chat of the turn's reply, and whether that chat is private. */
-export interface PartialTarget {
+export interface LiveReplyTarget {
   /** The id of the reply the turn will commit (`replyJobId(ids, 'reply')`). */
   streamId: string;
   sessionId: string;
@@ -36,7 +36,7 @@ export interface PartialTarget {
  * next round after tool calls) starts the stream again at `seq` 0. `dropped`: the text so far was
  * no reply (the round turned into tool calls, or the call failed): nothing of it may stay shown.
  */
-export interface PartialUpdate extends PartialTarget {
+export interface LiveReplyUpdate extends LiveReplyTarget {
   run: string;
   seq: number;
   text: string;
@@ -45,31 +45,31 @@ export interface PartialUpdate extends PartialTarget {
 }
 
 /** Publishes `update`. Best effort: the caller ignores failures. */
-export async function publishPartial(redis: RedisClient, update: PartialUpdate, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
-  await redis.publish(partialsChannel(keyPrefix), JSON.stringify(update));
+export async function publishLiveReply(redis: RedisClient, update: LiveReplyUpdate, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
+  await redis.publish(liveRepliesChannel(keyPrefix), JSON.stringify(update));
 }
 
 /**
  * Subscribes to partial updates on a dedicated connection (pass `duplicateRedis(redis)`). A
  * malformed payload or a throwing handler is logged and skipped. @returns unsubscribe-and-close.
  */
-export async function subscribePartials(subscriber: RedisClient, onUpdate: (update: PartialUpdate) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  const log = (logger ?? createSilentLogger()).child({ component: 'partials' });
-  const subscription = { channel: partialsChannel(keyPrefix), parse: parsePartial, what: 'partial reply', describe: (update: PartialUpdate) => ({ sessionId: update.sessionId, streamId: update.streamId }) };
+export async function subscribeLiveReplies(subscriber: RedisClient, onUpdate: (update: LiveReplyUpdate) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
+  const log = (logger ?? createSilentLogger()).child({ component: 'live-reply-updates' });
+  const subscription = { channel: liveRepliesChannel(keyPrefix), parse: parseLiveReplyUpdate, what: 'partial reply', describe: (update: LiveReplyUpdate) => ({ sessionId: update.sessionId, streamId: update.streamId }) };
   return subscribeJson(subscriber, subscription, onUpdate, log);
 }
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */
-export interface PartialView {
+export interface LiveReplyRecord {
   messageId?: string;
   final: boolean;
 }
 
-/** What {@link PartialViews.begin} answers: go ahead (with the message the stream is shown in), or why not. */
-export type PartialCall = { go: true; messageId?: string } | { go: false; reason: 'final' | 'other' };
+/** What {@link LiveReplyRecords.begin} answers: go ahead (with the message the stream is shown in), or why not. */
+export type LiveReplyCall = { go: true; messageId?: string } | { go: false; reason: 'final' | 'other' };
 
-/** How a platform call changed the stream's message (see {@link PartialViews.end}). */
-export type PartialCallEnd = { message: 'keep' } | { message: 'set'; messageId: string } | { message: 'clear' };
+/** How a platform call changed the stream's message (see {@link LiveReplyRecords.end}). */
+export type LiveReplyCallEnd = { message: 'keep' } | { message: 'set'; messageId: string } | { message: 'clear' };
 
 /**
  * The view record of one stream (Redis), shared by every gateway. Each platform call that shows
@@ -77,12 +77,12 @@ export type PartialCallEnd = { message: 'keep' } | { message: 'set'; messageId: 
  * call begins once the final reply took the stream over, and the final reply waits for a call
  * still running ({@link takeOver}), so a preview never lands on top of the final reply.
  */
-export interface PartialViews {
-  read(sessionId: string, streamId: string): Promise<PartialView>;
+export interface LiveReplyRecords {
+  read(sessionId: string, streamId: string): Promise<LiveReplyRecord>;
   /** Asks to make one platform call for the stream as `owner` (a gateway's id). */
-  begin(sessionId: string, streamId: string, owner: string): Promise<PartialCall>;
+  begin(sessionId: string, streamId: string, owner: string): Promise<LiveReplyCall>;
   /** Ends the call `begin` allowed, recording what it did to the stream's message. */
-  end(sessionId: string, streamId: string, owner: string, change: PartialCallEnd): Promise<void>;
+  end(sessionId: string, streamId: string, owner: string, change: LiveReplyCallEnd): Promise<void>;
   /**
    * Marks the stream final (no partial may be shown for it any more), then waits for a call
    * another gateway is still making (at most its call time). @returns the message the stream is shown in, if any.
@@ -90,8 +90,8 @@ export interface PartialViews {
   takeOver(sessionId: string, streamId: string): Promise<string | undefined>;
 }
 
-/** Timings of {@link createPartialViews}. */
-export interface PartialViewTimings {
+/** Timings of {@link createLiveReplyRecords}. */
+export interface LiveReplyRecordTimings {
   /** How long a gateway keeps showing a stream after its last call before another may, ms. Default 15 000. */
   ownerMs?: number;
   /** Longest a platform call may hold the final reply back, ms. Default 15 000 (discord.js's REST timeout). */
@@ -100,9 +100,9 @@ export interface PartialViewTimings {
   pollMs?: number;
 }
 
-/** {@link PartialViews} in Redis, under `keyPrefix`. */
-export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, timings: PartialViewTimings = {}): PartialViews {
-  const key = (sessionId: string, streamId: string) => partialViewKey(sessionId, streamId, keyPrefix);
+/** {@link LiveReplyRecords} in Redis, under `keyPrefix`. */
+export function createLiveReplyRecords(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, timings: LiveReplyRecordTimings = {}): LiveReplyRecords {
+  const key = (sessionId: string, streamId: string) => liveReplyRecordKey(sessionId, streamId, keyPrefix);
   const ownerMs = timings.ownerMs ?? 15_000;
   const callMs = timings.callMs ?? 15_000;
   const pollMs = timings.pollMs ?? 25;
@@ -117,15 +117,15 @@ export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAU
     },
     async begin(sessionId, streamId, owner) {
       const options = JSON.stringify({ owner, ownerMs, callMs, ttlMs: VIEW_TTL_MS });
-      const [verdict, messageId] = (await runScript(redis, 'beginPartialCall', [key(sessionId, streamId)], [options])) as [string, string | null];
+      const [verdict, messageId] = (await runScript(redis, 'beginLiveReplyCall', [key(sessionId, streamId)], [options])) as [string, string | null];
       if (verdict === 'ok') return { go: true, ...(messageId ? { messageId } : {}) };
       return { go: false, reason: verdict === 'final' ? 'final' : 'other' };
     },
     async end(sessionId, streamId, owner, change) {
-      await runScript(redis, 'endPartialCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
+      await runScript(redis, 'endLiveReplyCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
     },
     async takeOver(sessionId, streamId) {
-      const [messageId, waitMs] = (await runScript(redis, 'markPartialFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
+      const [messageId, waitMs] = (await runScript(redis, 'markLiveReplyFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
       if (waitMs <= 0) return messageId ?? undefined;
       // Another gateway's call is running: its message (a first preview just sent) is known once it ends.
       const deadline = Date.now() + waitMs;
@@ -139,7 +139,7 @@ export function createPartialViews(redis: RedisClient, keyPrefix: string = DEFAU
   };
 }
 
-function parsePartial(payload: string): PartialUpdate | null {
+function parseLiveReplyUpdate(payload: string): LiveReplyUpdate | null {
   let value: unknown;
   try {
     value = JSON.parse(payload);
@@ -147,8 +147,8 @@ function parsePartial(payload: string): PartialUpdate | null {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const u = value as Partial<PartialUpdate>;
+  const u = value as Partial<LiveReplyUpdate>;
   const ok = typeof u.streamId === 'string' && typeof u.sessionId === 'string' && typeof u.channel === 'string' && typeof u.chatId === 'string'
     && typeof u.run === 'string' && Number.isInteger(u.seq) && typeof u.text === 'string' && (u.state === 'open' || u.state === 'dropped');
-  return ok ? (u as PartialUpdate) : null;
+  return ok ? (u as LiveReplyUpdate) : null;
 }

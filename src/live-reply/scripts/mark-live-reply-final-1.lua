@@ -1,7 +1,7 @@
 --[[
   Marks a stream final: from now on no gateway begins a call that shows a partial of it
-  (begin-partial-call-1.lua answers "final"). A call already running may still land: the reply
-  says how long the final reply must wait for it at most (it ends with end-partial-call-1.lua).
+  (begin-live-reply-call-1.lua answers "final"). A call already running may still land: the reply
+  says how long the final reply must wait for it at most (it ends with end-live-reply-call-1.lua).
 
   Input:
     KEYS[1] the stream's view record (hash: messageId, final, owner, ownerUntil, callUntil; expires)
@@ -13,9 +13,9 @@
     error - invalid arguments: nothing written
 ]]
 --- @include "decode-options"
-local opts, bad = decodeOptions('markPartialFinal')
+local opts, bad = decodeOptions('markLiveReplyFinal')
 if not opts then return bad end
-if type(opts['ttlMs']) ~= 'number' or opts['ttlMs'] < 1 then return redis.error_reply('ERR markPartialFinal: ttlMs must be a positive number') end
+if type(opts['ttlMs']) ~= 'number' or opts['ttlMs'] < 1 then return redis.error_reply('ERR markLiveReplyFinal: ttlMs must be a positive number') end
 
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

@@ -2,7 +2,7 @@
   Lets one gateway make one platform call that shows a partial reply (send, edit, draft, delete),
   or says why not. The caller becomes the stream's shower for `ownerMs` (renewed by each call);
   while its claim lives no other gateway shows the stream, and while its call runs (`callMs` at
-  most) the final reply waits for it (see mark-partial-final-1.lua): a preview can never land
+  most) the final reply waits for it (see mark-live-reply-final-1.lua): a preview can never land
   after the final.
 
   Input:
@@ -17,11 +17,11 @@
     error - invalid arguments: nothing written
 ]]
 --- @include "decode-options"
-local opts, bad = decodeOptions('beginPartialCall')
+local opts, bad = decodeOptions('beginLiveReplyCall')
 if not opts then return bad end
-if type(opts['owner']) ~= 'string' or opts['owner'] == '' then return redis.error_reply('ERR beginPartialCall: owner must be a non-empty string') end
+if type(opts['owner']) ~= 'string' or opts['owner'] == '' then return redis.error_reply('ERR beginLiveReplyCall: owner must be a non-empty string') end
 for _, name in ipairs({ 'ownerMs', 'callMs', 'ttlMs' }) do
-  if type(opts[name]) ~= 'number' or opts[name] < 1 then return redis.error_reply('ERR beginPartialCall: ' .. name .. ' must be a positive number') end
+  if type(opts[name]) ~= 'number' or opts[name] < 1 then return redis.error_reply('ERR beginLiveReplyCall: ' .. name .. ' must be a positive number') end
 end
 
 local time = redis.call('TIME')

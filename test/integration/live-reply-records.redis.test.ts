@@ -1,11 +1,11 @@
 /**
- * The streams' view records (src/redis/partials.ts) on real Redis: one gateway shows a stream at a
+ * The streams' view records (src/live-reply/record.ts) on real Redis: one gateway shows a stream at a
  * time, nothing is shown once the final reply took the stream over, and the final reply waits for a
  * call still running so a preview never lands on top of it.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createPartialViews, type PartialViews } from '../../src/redis/partials.js';
-import { partialViewKey } from '../../src/redis/keys.js';
+import { createLiveReplyRecords, type LiveReplyRecords } from '../../src/live-reply/record.js';
+import { liveReplyRecordKey } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const SESSION = 'discord:42';
@@ -13,11 +13,11 @@ const STREAM = 'reply-0123456789abcdef01234567-0';
 
 describe('partial view records', () => {
   let t: TestRedis;
-  let views: PartialViews;
+  let views: LiveReplyRecords;
 
   beforeEach(() => {
     t = createTestRedis();
-    views = createPartialViews(t.redis, t.keyPrefix, { pollMs: 5 });
+    views = createLiveReplyRecords(t.redis, t.keyPrefix, { pollMs: 5 });
   });
   afterEach(async () => {
     await t.cleanup();
@@ -41,7 +41,7 @@ describe('partial view records', () => {
     expect(await views.begin(SESSION, STREAM, 'gw-a')).toEqual({ go: false, reason: 'final' });
     expect(await views.begin(SESSION, STREAM, 'gw-b')).toEqual({ go: false, reason: 'final' });
     expect(await views.read(SESSION, STREAM)).toEqual({ messageId: 'm1', final: true });
-    expect(await t.redis.pttl(partialViewKey(SESSION, STREAM, t.keyPrefix))).toBeGreaterThan(0);
+    expect(await t.redis.pttl(liveReplyRecordKey(SESSION, STREAM, t.keyPrefix))).toBeGreaterThan(0);
   });
 
   it('the final reply waits for a call another gateway is making, and learns the message that call sent', async () => {
@@ -59,7 +59,7 @@ describe('partial view records', () => {
   });
 
   it('a claim of a gateway that died expires: another gateway shows the stream on in the same message', async () => {
-    const quick = createPartialViews(t.redis, t.keyPrefix, { ownerMs: 30, callMs: 30, pollMs: 5 });
+    const quick = createLiveReplyRecords(t.redis, t.keyPrefix, { ownerMs: 30, callMs: 30, pollMs: 5 });
     await quick.begin(SESSION, STREAM, 'gw-dead');
     await quick.end(SESSION, STREAM, 'gw-dead', { message: 'set', messageId: 'm1' });
     let call = await quick.begin(SESSION, STREAM, 'gw-b');
@@ -68,7 +68,7 @@ describe('partial view records', () => {
   });
 
   it('a call that never ends holds the final reply back for its call time only', async () => {
-    const quick = createPartialViews(t.redis, t.keyPrefix, { ownerMs: 40, callMs: 40, pollMs: 5 });
+    const quick = createLiveReplyRecords(t.redis, t.keyPrefix, { ownerMs: 40, callMs: 40, pollMs: 5 });
     await quick.begin(SESSION, STREAM, 'gw-hung');
     expect(await quick.takeOver(SESSION, STREAM)).toBeUndefined();
     expect(await quick.begin(SESSION, STREAM, 'gw-hung')).toEqual({ go: false, reason: 'final' });

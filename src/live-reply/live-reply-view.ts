@@ -10,11 +10,11 @@ import type { Channel, StreamTarget } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { PartialCallEnd, PartialTarget, PartialViews } from '../redis/partials.js';
-import { previewText } from './stream-preview.js';
+import type { LiveReplyCallEnd, LiveReplyTarget, LiveReplyRecords } from './record.js';
+import { previewText } from './preview-text.js';
 
 /** A call that left the stream's message as it was. */
-const KEEP: PartialCallEnd = { message: 'keep' };
+const KEEP: LiveReplyCallEnd = { message: 'keep' };
 
 /** The pace of one chat's partial updates, shared by its streams. */
 export interface ChatPace {
@@ -22,10 +22,10 @@ export interface ChatPace {
   nextAtMs: number;
 }
 
-/** What a {@link StreamView} needs. */
+/** What a {@link LiveReplyView} needs. */
 export interface StreamViewDeps {
   channel: Channel;
-  views: PartialViews;
+  views: LiveReplyRecords;
   /** This gateway's id in the streams' view records (one gateway shows a stream at a time). */
   owner: string;
   log: Logger;
@@ -36,7 +36,7 @@ export interface StreamViewDeps {
 }
 
 /** One stream's presence in its chat. */
-export class StreamView {
+export class LiveReplyView {
   /** `draft`/`edit` once chosen; `off` when the channel cannot show partials here (or gave up). */
   mode: 'unknown' | 'draft' | 'edit' | 'off' = 'unknown';
   messageId: string | undefined;
@@ -50,7 +50,7 @@ export class StreamView {
   private busy: Promise<void> | undefined;
   private readonly target: StreamTarget;
 
-  constructor(private readonly deps: StreamViewDeps, readonly partial: PartialTarget) {
+  constructor(private readonly deps: StreamViewDeps, readonly partial: LiveReplyTarget) {
     this.target = { chatId: partial.chatId, ...(partial.threadId ? { threadId: partial.threadId } : {}), ...(partial.chatType ? { chatType: partial.chatType } : {}) };
   }
 
@@ -132,7 +132,7 @@ export class StreamView {
     }
   }
 
-  private async renderEdit(text: string): Promise<PartialCallEnd> {
+  private async renderEdit(text: string): Promise<LiveReplyCallEnd> {
     const { channel } = this.deps;
     const preview = { text: previewText(text, channel), mode: 'plain' as const };
     if (this.messageId !== undefined) {
@@ -148,7 +148,7 @@ export class StreamView {
     if (this.cleared) return undefined;
     return this.call(() => this.fenced(async () => {
       const { channel } = this.deps;
-      let change: PartialCallEnd = KEEP;
+      let change: LiveReplyCallEnd = KEEP;
       if (this.mode === 'draft') await channel.clearDraft?.(this.target, this.partial.streamId);
       if (this.mode === 'edit' && this.messageId !== undefined) {
         await channel.deleteMessage?.(this.target, this.messageId);
@@ -164,11 +164,11 @@ export class StreamView {
 
   /**
    * Runs one platform call of a chat every gateway can reach between `begin` and `end` on the
-   * stream's view record (src/redis/partials.ts): skipped once the final reply took the stream over
+   * stream's view record (src/live-reply/record.ts): skipped once the final reply took the stream over
    * (this view stops) or while another gateway shows it (this view starts over if it gets the
    * stream later). A channel whose partials live in this process (the web chat) needs no fence.
    */
-  private async fenced(work: () => Promise<PartialCallEnd>): Promise<void> {
+  private async fenced(work: () => Promise<LiveReplyCallEnd>): Promise<void> {
     const { channel, views, owner } = this.deps;
     if (channel.localDrafts) {
       await work();
@@ -184,7 +184,7 @@ export class StreamView {
     }
     // The record knows the message another gateway (or an earlier process) showed the stream in.
     if (call.messageId !== undefined) this.messageId = call.messageId;
-    let change: PartialCallEnd = KEEP;
+    let change: LiveReplyCallEnd = KEEP;
     try {
       change = await work();
     } finally {

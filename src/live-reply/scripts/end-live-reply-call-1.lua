@@ -1,5 +1,5 @@
 --[[
-  Ends the platform call begun with begin-partial-call-1.lua: records the message the stream is
+  Ends the platform call begun with begin-live-reply-call-1.lua: records the message the stream is
   now shown in (or that it is in none) and lets a waiting final reply go on. A caller that is no
   longer the stream's shower (its claim expired and another took over) writes nothing.
 
@@ -14,12 +14,12 @@
     error - invalid arguments: nothing written
 ]]
 --- @include "decode-options"
-local opts, bad = decodeOptions('endPartialCall')
+local opts, bad = decodeOptions('endLiveReplyCall')
 if not opts then return bad end
-if type(opts['owner']) ~= 'string' then return redis.error_reply('ERR endPartialCall: owner must be a string') end
+if type(opts['owner']) ~= 'string' then return redis.error_reply('ERR endLiveReplyCall: owner must be a string') end
 local message = opts['message']
-if message ~= 'keep' and message ~= 'set' and message ~= 'clear' then return redis.error_reply('ERR endPartialCall: message must be keep, set or clear') end
-if message == 'set' and type(opts['messageId']) ~= 'string' then return redis.error_reply('ERR endPartialCall: set needs a messageId string') end
+if message ~= 'keep' and message ~= 'set' and message ~= 'clear' then return redis.error_reply('ERR endLiveReplyCall: message must be keep, set or clear') end
+if message == 'set' and type(opts['messageId']) ~= 'string' then return redis.error_reply('ERR endLiveReplyCall: set needs a messageId string') end
 
 if redis.call('HGET', KEYS[1], 'owner') ~= opts['owner'] then return 0 end
 if message == 'set' then redis.call('HSET', KEYS[1], 'messageId', opts['messageId']) end
