@@ -90,10 +90,10 @@ function renderDetail(d) {
   const s = d.session, l = d.ledger, c = d.context;
   const byLayer = Object.entries(l.compactionsByLayer).map(([layer, o]) => layer + ': ' + Object.entries(o).map(([k, v]) => k + ' ' + v).join(', ')).join('; ');
   const events = [...d.compactions.map((e) => ({ ...e, kind: 'compaction' })), ...d.resets.map((e) => ({ ...e, kind: 'reset' }))].sort((a, b) => a.at - b.at);
-  const timeline = el('div', { class: 'scroll' }, el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'before', 'after', 'ms'].map((h) => el('th', {}, h)))),
+  const timeline = el('div', { class: 'scroll' }, el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'request before', 'request after', 'ms'].map((h) => el('th', {}, h)))),
     el('tbody', {}, ...events.map((e) => e.kind === 'reset'
       ? el('tr', { class: 'reset' }, cell(e.turn, 1), cell(when(e.at)), cell('reset'), cell(e.removedMessages + (e.removedMessages === 1 ? ' message left' : ' messages left')), cell('', 1), cell('', 1), cell('', 1))
-      : el('tr', { class: 'outcome-' + e.outcome }, cell(e.turn, 1), cell(when(e.at)), cell(e.layer), cell(e.outcome), cell(int(e.tokensBefore), 1), cell(int(e.tokensAfter), 1), cell(int(e.durationMs), 1))))));
+      : el('tr', { class: 'outcome-' + e.outcome }, cell(e.turn, 1), cell(when(e.at)), cell(e.layer), cell(e.outcome), cell(int(e.requestTokensBefore), 1), cell(int(e.requestTokensAfter), 1), cell(int(e.durationMs), 1))))));
   $('detail').replaceChildren(
     el('h2', {}, s.id, s.paused ? el('span', { class: 'paused' }, '  (automatic compaction paused)') : ''),
     el('p', { id: 'context', class: 'muted' }, 'next request ' + int(c.tokens) + ' of ' + int(c.usableWindow) + ' tokens (' + pct(c.fill) + '); window ' + int(c.contextWindow)
