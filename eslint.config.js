@@ -3,10 +3,21 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
+
+const NO_EVAL = [{ selector: "CallExpression[callee.name='eval']", message: 'no eval' }];
+// A module-level `let`, or a module-level collection, in src/core (declared or exported). Constants are
+// frozen objects or arrays; a cache or registry is a field of an instance that its owner creates and passes.
+const MODULE_STATE = ['Program', 'Program > ExportNamedDeclaration'].flatMap((scope) => [
+  { selector: `${scope} > VariableDeclaration[kind='let']`, message: 'src/core holds no module-level state: no module-level `let` (make it a field of an instance the caller creates)' },
+  {
+    selector: `${scope} > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet)$/]`,
+    message: 'src/core holds no module-level state: no module-level Map/Set/WeakMap/WeakSet (a cache or registry belongs to an instance the caller creates; a constant lookup is a frozen array or object)',
+  },
+]);
 
 
 /**
@@ -32,7 +43,7 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-syntax': ['error', { selector: "CallExpression[callee.name='eval']", message: 'no eval' }],
+      'no-restricted-syntax': ['error', ...NO_EVAL],
     },
   },
   {
@@ -69,11 +80,12 @@ export default tseslint.config(
   // Live replies (src/live-reply/README.md): the shared view record, its pub/sub and the gateway's view.
   boundary(['src/live-reply/**/*.ts'], ['core', 'errors', 'log', 'redis'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
+  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'redis', 'queue']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'llm'], { workers: true }),
-  boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'redis', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'approvals', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'session', 'approvals', 'llm'], { workers: true }),
+  boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.
     files: ['src/core/**/*.ts'],
@@ -85,6 +97,8 @@ export default tseslint.config(
         ],
       }],
       'no-restricted-globals': ['error', 'process', 'setTimeout', 'setInterval', 'fetch'],
+      // No module-level mutable state: caches and registries belong to an instance its owner creates.
+      'no-restricted-syntax': ['error', ...NO_EVAL, ...MODULE_STATE],
     },
   },
   {

@@ -1,4 +1,4 @@
-import type { Attachment, ChannelName, InboundMessage, InboundVerdict } from '../src/core/inbound.js';
+import type { Attachment, ChannelName, InboundMessage, InboundVerdict, MessageChoice } from '../src/core/inbound.js';
 import { classifyFailure, isRetryableKind, type FailureKind, type RemoteFailure } from '../src/core/retry.js';
 import { ChannelError } from '../src/errors.js';
 
@@ -51,6 +51,11 @@ export interface OutgoingText {
    * retry: a channel that can make its append idempotent (the web chat) stores the chunk once per id.
    */
   deliveryId?: string;
+  /**
+   * Buttons under this chunk (the last of its message), each sending its command when pressed. A
+   * channel without buttons leaves them out: the message's text says how to type the commands.
+   */
+  choices?: readonly MessageChoice[];
   /**
    * Set on the first chunk of a reply that ends a stream of partial replies (the stream's id): a
    * channel that shows drafts (the web chat's live bubble) replaces the draft with this message.

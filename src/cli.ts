@@ -6,7 +6,6 @@ import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/context.js';
-import { installEncodings } from './llm/encodings.js';
 import type { SessionsFlags } from './cli/sessions.js';
 
 // Command modules load on use: `chatgate sessions` never loads the gateway, channels or workers.
@@ -29,8 +28,6 @@ export interface ProgramOptions {
 /** Builds the commander program; each action reports its exit code through `onExit`. */
 export function createProgram(options: ProgramOptions): Command {
   const io = options.io ?? processIo();
-  // Any command may count a session stored under a GPT-3.5/4 model: cl100k_base loads when one does.
-  installEncodings();
   const program = new Command('chatgate')
     .description('Multi-channel chat-bot gateway with session hygiene. Configuration comes from the environment (docs/operating.md).')
     .showHelpAfterError('(run `chatgate --help` for the commands)')

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
 import { WORKER_DEFAULTS } from '../workers/worker-options.js';
 import { DEFAULT_MODEL_TIMEOUT_MS } from './llm/client.js';
+import { parseApprovalRules, type ApprovalRule } from './core/approval.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from './redis/heartbeats.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
@@ -15,7 +16,7 @@ export interface OptionSpec {
   /** Environment variable (also the key in the `CHATGATE_CONFIG` JSON file). */
   env: string;
   /** Section of the README table and of `.env.example`. */
-  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'HTTP and monitor' | 'Runtime';
+  group: 'Redis' | 'LLM' | 'Compaction' | 'Workers' | 'Telegram' | 'Discord' | 'Access' | 'Attachments' | 'Tools' | 'HTTP and monitor' | 'Runtime';
   /** Parses the trimmed string value. */
   schema: z.ZodType<unknown, string>;
   /** What a valid value is, completing "`ENV` must be …". */
@@ -75,6 +76,22 @@ const shardList = z.string().transform((value, ctx): number[] => {
   if (items.length === 0 || items.some((item) => !/^\d{1,3}$/.test(item))) ctx.addIssue({ code: 'custom', message: 'not a list of shard numbers' });
   return items.map(Number);
 });
+/** `pattern=auto|ask|deny` items, comma-separated (src/core/approval.ts). */
+const approvalRules = z.string().transform((value, ctx): ApprovalRule[] => {
+  try {
+    return parseApprovalRules(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return [];
+  }
+});
+
+/** `<channel>:<user id>` items, comma-separated. */
+const channelUsers = z.string().transform((value, ctx): string[] => {
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
+  if (items.some((item) => !/^(telegram|discord|web):[\w.@-]+$/.test(item))) ctx.addIssue({ code: 'custom', message: 'not a list of <channel>:<user id>' });
+  return items;
+});
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
 const ALLOW_RULE = '`*`, `none` or a comma-separated list of user ids';
@@ -122,7 +139,11 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_MAX_ATTACHMENT_BYTES', group: 'Attachments', schema: integer((n) => n.min(1024).max(100 * 1024 * 1024)), rule: 'an integer in [1024, 104857600]', default: String(GATEWAY_DEFAULTS.maxAttachmentBytes), unit: 'bytes', doc: 'Largest file (image, document, voice) accepted; larger ones are refused with a message, before downloading when the platform tells the size. Telegram\'s cloud Bot API serves bots files up to 20 MB.' },
   { env: 'CHATGATE_ATTACHMENT_TTL_SECONDS', group: 'Attachments', schema: integer((n) => n.min(60).max(30 * 86_400)), rule: 'an integer in [60, 2592000]', default: String(GATEWAY_DEFAULTS.attachmentTtlSeconds), unit: 's', doc: 'How long the bytes of a file stay in Redis (the model sees an image again while they do; later it is a placeholder).' },
   { env: 'CHATGATE_VISION', group: 'Attachments', schema: boolean, rule: 'true or false', doc: 'Whether the model accepts images. Default: from the table of known vision models (gpt-4o*, gpt-4.1*, gpt-5*, claude-*, gemini-*, llava, qwen*-vl …).' },
+  { env: 'CHATGATE_TOOL_APPROVAL', group: 'Tools', schema: approvalRules, rule: 'comma-separated `tool=auto|ask|deny` items; `*` and `?` match any characters or one (e.g. `mcp__*__write_*=ask,send_email=deny`)', doc: 'Approval of tool calls by tool name, ahead of what each tool declares: `auto` runs, `ask` asks the user in the chat first (Approve / Always in this chat / Deny), `deny` is never offered to the model. The first matching item decides. Default: each tool\'s own (built-ins `auto`).' },
+  { env: 'CHATGATE_APPROVAL_TIMEOUT_SECONDS', group: 'Tools', schema: integer((n) => n.min(10).max(86_400)), rule: 'an integer in [10, 86400]', default: '600', unit: 's', doc: 'How long a tool call the user is asked about waits for a decision; then it expires, does not run, and the model is told so.' },
+  { env: 'CHATGATE_APPROVAL_ADMINS', group: 'Tools', schema: channelUsers, rule: 'a comma-separated list of `<channel>:<user id>` (e.g. `telegram:123,discord:456`)', doc: 'Users who may decide tool approvals in any group chat. In groups, otherwise only the user whose message started the turn may decide.' },
   { env: 'CHATGATE_TRANSCRIBE_MODEL', group: 'Attachments', schema: z.string().regex(/^[\w.:/@-]+$/), rule: 'a model name', doc: 'Model of the endpoint\'s /audio/transcriptions (e.g. whisper-1, gpt-4o-mini-transcribe) for voice messages and audio files. Unset: transcription is off and the user is told so.' },
+  { env: 'CHATGATE_MCP_CONFIG', group: 'Tools', schema: text, rule: 'a file path', doc: 'JSON file of MCP servers whose tools the agent gets (`{"mcpServers": {...}}`, the Claude Desktop / Cursor shape; see docs/operating.md). Unset: `chatgate.mcp.json` in the working directory if it exists, else none.' },
   { env: 'CHATGATE_HTTP_HOST', group: 'HTTP and monitor', schema: text, rule: 'a host name or IP address', default: GATEWAY_DEFAULTS.host, doc: 'Address of the HTTP server (web chat, monitor, dashboard).' },
   { env: 'CHATGATE_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', default: String(GATEWAY_DEFAULTS.port), doc: 'Port of the HTTP server (0: any free port).' },
   { env: 'CHATGATE_WORKER_HTTP_PORT', group: 'HTTP and monitor', schema: integer((n) => n.min(0).max(65535)), rule: 'an integer in [0, 65535]', doc: 'Port of a worker-only process\'s /healthz, /readyz and /metrics, on CHATGATE_HTTP_HOST (0: any free port). Unset: a `chatgate worker` serves no HTTP, so it never takes the gateway\'s CHATGATE_HTTP_PORT.' },

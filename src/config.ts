@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { isLoopbackHost } from './monitor/hosts.js';
 import type { AllowList } from './core/inbound.js';
+import type { ApprovalRule } from './core/approval.js';
 import { DEMO_MODEL, lookupModel, type ModelPricing } from './core/models.js';
 import { ConfigError } from './errors.js';
 import { OPTION_SPECS, type OptionSpec } from './config-options.js';
+import { loadMcpConfig, type McpConfig } from '../workers/tools/mcp/config.js';
 
 export { DEMO_MODEL, isLoopbackHost };
 export type { AllowList };
@@ -91,6 +93,15 @@ export interface Config {
     rateLimitPerMinute: number;
     maxMessageChars: number;
   };
+  /** Approvals of tool calls. */
+  approvals: {
+    /** CHATGATE_TOOL_APPROVAL: the operator's rules, first match decides. */
+    rules: readonly ApprovalRule[];
+    /** CHATGATE_APPROVAL_TIMEOUT_SECONDS. */
+    timeoutSeconds: number;
+    /** CHATGATE_APPROVAL_ADMINS, as `<channel>:<user id>`. */
+    admins: readonly string[];
+  };
   attachments: {
     /** Largest file accepted, bytes. */
     maxBytes: number;
@@ -133,6 +144,8 @@ export interface Config {
   demoWordDelayMs: number;
   /** The JSON config file read, if any. */
   configFile?: string;
+  /** MCP servers whose tools the agent gets (CHATGATE_MCP_CONFIG, else `chatgate.mcp.json` in the working directory). */
+  mcp: McpConfig;
 }
 
 /** One row of the option listing (README table, `.env.example`). */
@@ -159,9 +172,11 @@ export function loadConfig(env: Readonly<RawEnv> = process.env): Config {
   const raw = mergeSources(env);
   const schema = z.object(Object.fromEntries(OPTION_SPECS.map((spec) => [spec.env, spec.schema.optional()])));
   const result = schema.safeParse(withDefaults(raw));
-  if (!result.success) throw new ConfigError(describeIssues(result.error.issues, raw));
-  const config = buildConfig(result.data as Record<string, unknown>);
-  const issues = crossChecks(config, raw);
+  // The MCP file's problems are listed with the options' in the one error.
+  const mcp = loadMcpConfig(raw.CHATGATE_MCP_CONFIG, env, process.cwd());
+  if (!result.success) throw new ConfigError([...describeIssues(result.error.issues, raw), ...mcp.issues]);
+  const config = buildConfig(result.data as Record<string, unknown>, mcp.config);
+  const issues = [...crossChecks(config, raw), ...mcp.issues];
   if (issues.length > 0) throw new ConfigError(issues);
   return deepFreeze(config);
 }
@@ -264,7 +279,7 @@ function mustBe(env: string, rule: string, got: string | undefined): string {
   return `\`${env}\` must be ${rule}${got === undefined ? '' : ` (got ${got})`}`;
 }
 
-function buildConfig(v: Record<string, unknown>): Config {
+function buildConfig(v: Record<string, unknown>, mcp: McpConfig): Config {
   const s = (key: string) => v[key] as string;
   const n = (key: string) => v[key] as number;
   const model = s('CHATGATE_MODEL');
@@ -295,6 +310,7 @@ function buildConfig(v: Record<string, unknown>): Config {
       rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
       maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
     },
+    approvals: { rules: (v.CHATGATE_TOOL_APPROVAL as ApprovalRule[] | undefined) ?? [], timeoutSeconds: n('CHATGATE_APPROVAL_TIMEOUT_SECONDS'), admins: (v.CHATGATE_APPROVAL_ADMINS as string[] | undefined) ?? [] },
     attachments: { maxBytes: n('CHATGATE_MAX_ATTACHMENT_BYTES'), ttlSeconds: n('CHATGATE_ATTACHMENT_TTL_SECONDS'), vision: v.CHATGATE_VISION as boolean | undefined, transcribeModel: v.CHATGATE_TRANSCRIBE_MODEL as string | undefined },
     http: {
       host, port: n('CHATGATE_HTTP_PORT'), workerPort: v.CHATGATE_WORKER_HTTP_PORT as number | undefined, monitorToken: v.CHATGATE_MONITOR_TOKEN as string | undefined, loopback: isLoopbackHost(host),
@@ -311,6 +327,7 @@ function buildConfig(v: Record<string, unknown>): Config {
     demo: v.CHATGATE_DEMO as boolean,
     demoWordDelayMs: n('CHATGATE_DEMO_WORD_DELAY_MS'),
     configFile: v.CHATGATE_CONFIG as string | undefined,
+    mcp,
   };
 }
 

@@ -1,9 +1,4 @@
 /** The public library API of chatgate: named exports only. */
-import { installEncodings } from './llm/encodings.js';
-
-// The token counters of the API count for every model: GPT-3.5/4's table loads when a count first needs it.
-installEncodings();
-
 export type {
   ChatMessage,
   ToolCall,
@@ -27,12 +22,13 @@ export {
   createCompactionState,
   toCompactionState,
   sanitizeToolPairs,
-  countMessageTokens,
-  countTextTokens,
   decideHygiene,
   extractFacts,
   sessionKeyOf,
 } from './core/index.js';
+// Token counting for every model: GPT-3.5/4's table loads when a count first needs it.
+export { createTokenCounter, countMessageTokens, countTextTokens } from './llm/encodings.js';
+export { TokenCounter, type TokenCounterOptions, type EncodingName } from './core/index.js';
 export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError, StoredFormatError } from './errors.js';
 export { createLogger } from './log.js';
 export { createMemoryMetrics, NOOP_METRICS } from './metrics.js';

@@ -2,7 +2,8 @@
  * The metrics port: components take a {@link Metrics} in their deps and record events into it
  * ({@link NOOP_METRICS} when none is given). The Prometheus adapter (`createPrometheusMetrics` in
  * `src/monitor/metrics.ts`) is built by the composition root, one per process, and exposed at
- * `/metrics`. Labels are bounded — channel, kind, layer, outcome, reason — never a session id.
+ * `/metrics`. Labels are bounded — channel, kind, layer, outcome, reason, an MCP server and tool from the
+ * operator's configuration — never a session id.
  */
 
 /** How a model call ended: `ok`, or the `LlmError` kind of its failure (`transient`, `connection`, `auth`, …). */
@@ -24,7 +25,15 @@ export type MetricEvent =
   /** The gateway hygiene check compacted a session before dispatch. */
   | { type: 'hygiene_fired'; channel: string }
   /** A reply could not be delivered (this attempt). */
-  | { type: 'delivery_failure'; channel: string; reason: DeliveryFailureReason };
+  | { type: 'delivery_failure'; channel: string; reason: DeliveryFailureReason }
+  /** One call of an MCP server's tool (its name on the server, not the model's), and how it ended. */
+  | { type: 'mcp_tool_call'; server: string; tool: string; outcome: McpCallOutcome };
+
+/**
+ * How an MCP tool call ended: `ok`; `error` (the tool reported `isError`); `timeout`; `cancelled`
+ * (`/stop`); `unavailable` (the server was away or closed during the call); `refused` (a protocol error).
+ */
+export type McpCallOutcome = 'ok' | 'error' | 'timeout' | 'cancelled' | 'unavailable' | 'refused';
 
 /** Where components record what happened. Must not throw. */
 export interface Metrics {

@@ -1,6 +1,6 @@
 import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
-import type { ChatMessage } from '../src/core/messages.js';
+import type { ChatMessage, ToolCall } from '../src/core/messages.js';
 import { StaleCommitError, type LlmError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { LlmClient } from '../src/llm/client.js';
@@ -26,6 +26,9 @@ import { bringsImage, NO_VISION_NOTICE, transcriptFiles, type AttachmentReader }
 import { isTurnStopped } from './turn-stop.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { liveReplyTargetOf, settleLiveReply, liveReplyHooks, type TurnLiveReplies } from './live-reply-publisher.js';
+import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
+import { DEFAULT_APPROVAL_TIMEOUT_MS, type ApprovalStore } from '../src/approvals/store.js';
+import { gateRound, type Gate } from './approval-gate.js';
 import type { CompletionResult } from '../src/llm/answer.js';
 
 /** What the tool loop needs. */
@@ -44,6 +47,8 @@ export interface AgentDeps {
   attachments?: AttachmentReader;
   /** Live replies while the model writes; default none. */
   liveReplies?: TurnLiveReplies;
+  /** Where calls of `ask` tools are asked about and decided (src/approvals). Absent: such calls are refused. */
+  approvals?: ApprovalStore;
 }
 
 /** Options of the tool loop. */
@@ -61,6 +66,8 @@ export interface AgentOptions {
   reservedOutputTokens?: number;
   /** Tell the user in one line when the in-loop compressor (or a reactive compaction) compacted. Default true. */
   compactionNotice?: boolean;
+  /** How long an asked tool call waits for the user's decision, ms. Default {@link DEFAULT_APPROVAL_TIMEOUT_MS} (10 min). */
+  approvalTimeoutMs?: number;
 }
 
 /** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */
@@ -135,6 +142,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
   const { deps, options } = loop;
   const resumed = await resumeRound(loop);
   if (resumed) return resumed;
+  // Only decisions in the inbox and no turn waiting for them (a late second press): nothing to answer.
+  if (loop.items.every((item) => item.event !== undefined)) return finish(loop, null, null);
   await appendInbound(loop);
   const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items)) : null;
   for (;;) {
@@ -194,9 +203,10 @@ async function resumeRound(loop: Loop): Promise<OutboundMessage[] | null> {
   return applyResult(loop, round.answer, overhead, round);
 }
 
+/** The turn's messages not yet in the projection (events, which the model never sees, left out). */
 function freshItems(loop: Loop): InboundMessage[] {
   const applied = new Set(loop.turn.meta.turnInboundIds);
-  return loop.items.filter((item) => !applied.has(item.id));
+  return loop.items.filter((item) => !applied.has(item.id) && item.event === undefined);
 }
 
 async function appendInbound(loop: Loop): Promise<void> {
@@ -205,7 +215,7 @@ async function appendInbound(loop: Loop): Promise<void> {
   const route = { channel: last.channel, chatId: last.chatId, ...(last.threadId ? { threadId: last.threadId } : {}) };
   const users = await userMessagesOf(loop, fresh);
   const replayed = unansweredReplay(loop.turn.messages(), users);
-  const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.llm.model));
+  const entries = users.slice(replayed).map((user) => toEntry(user, loop.deps.compressor.tokenCounter, loop.deps.llm.model));
   if (entries.length === 0 && replayed === 0) return;
   const transcript = entries.map((entry, k) => ({ ...messageEvent(entry, fresh[replayed + k]!.id), ...transcriptFiles(fresh[replayed + k]!) }));
   // With no provider report yet, the next request is counted from its parts: record the system prompt and tools too (every surface reads it).
@@ -217,7 +227,7 @@ async function buildRequest(loop: Loop): Promise<{ messages: ChatMessage[]; tool
   const notes = notesMessage(await shownNotes(loop));
   const prefix = notes ? [loop.system, notes] : [loop.system];
   const tools = loop.deps.tools.schemas();
-  const overhead = overheadTokens(prefix, tools, loop.deps.llm.model);
+  const overhead = overheadTokens(prefix, tools, loop.deps.compressor.tokenCounter, loop.deps.llm.model);
   const history = loop.deps.attachments ? await loop.deps.attachments.inline(loop.turn.sessionId, loop.turn.messages(), loop.images) : loop.turn.messages();
   return { messages: [...prefix, ...history], tools, overhead };
 }
@@ -301,26 +311,49 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
     });
   }
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
-  const assistant = toEntry(result.message, deps.llm.model);
+  const assistant = toEntry(result.message, deps.compressor.tokenCounter, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
   if (calls.length === 0) {
     const text = (result.message.content ?? '').trim();
     return finish(loop, { entry: assistant, usage, meta, promptTokens: result.usage?.promptTokens }, text === '' ? TURN_NOTICES.empty : null, text);
   }
+  const gate = await gateOf(loop, calls, recorded);
+  if (gate.waiting.length > 0) return park(loop, gate.waiting);
   const round: ToolRound = {
-    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model,
+    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate, tokenCounter: deps.compressor.tokenCounter,
     maxTokens: toolResultCap(options.contextWindow, calls.length),
     context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`), signal: loop.signal,
   };
   const results: StoredEntry[] = [];
   for (const call of calls) {
-    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.llm.model));
+    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.compressor.tokenCounter, deps.llm.model));
   }
   const entries = [assistant, ...results];
   const promptTokens = result.usage?.promptTokens;
   await turn.append(entries, { transcript: entries.map((entry, k) => messageEvent(entry, undefined, k === 0 ? promptTokens : undefined)), usage, meta });
   await loop.steps.recordCommitted();
   return null;
+}
+
+/** The round's calls at the approval gate (src/approvals); without an approval store every `ask` call is refused. */
+async function gateOf(loop: Loop, calls: readonly ToolCall[], recorded: RecordedRound | null): Promise<Gate> {
+  const { deps, options, turn } = loop;
+  return gateRound({ approvals: deps.approvals, tools: deps.tools, steps: loop.steps, log: loop.log }, {
+    sessionId: turn.sessionId, turnId: loop.turnId, items: loop.items, calls, recorded,
+    timeoutMs: options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS, nowMs: Date.now(),
+  });
+}
+
+/**
+ * The round waits for the user: each open question goes out with its buttons, the turn's messages
+ * stay in the processing list and the step log keeps the round, and the job ends (no worker slot,
+ * no lease). The decision's inbox event (or the expiry) brings the turn back, on any worker.
+ */
+async function park(loop: Loop, waiting: readonly ApprovalRecord[]): Promise<OutboundMessage[]> {
+  const outbox = waiting.map((record) => ({ ...outbound(loop, replyJobId([loop.turnId, `approval-${record.id}`], 'notice'), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id) }));
+  await loop.turn.commitOnly({ outbox });
+  loop.log.info({ approvals: waiting.map((record) => record.id) }, 'turn waits for approval');
+  return outbox;
 }
 
 interface FinalCall {

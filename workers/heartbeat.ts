@@ -1,7 +1,7 @@
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS, type MetricEvent, type Metrics } from '../src/metrics.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type WorkerBeat } from '../src/redis/heartbeats.js';
+import { newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type McpServerBeat, type WorkerBeat } from '../src/redis/heartbeats.js';
 
 /** Options of {@link createWorkerHeartbeat}. */
 export interface WorkerHeartbeatOptions {
@@ -13,6 +13,8 @@ export interface WorkerHeartbeatOptions {
   model: string;
   /** chatgate version. Default `unknown`. */
   version?: string;
+  /** The state of its MCP servers, read at each beat. Default: none shown. */
+  mcp?: () => McpServerBeat[];
 }
 
 /** A worker's heartbeat: what it counts, and the beat itself. */
@@ -40,7 +42,7 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
   };
   const current = (): HeartbeatRecord => ({
     role: 'worker', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version ?? 'unknown',
-    beatAt: Date.now(), ttlMs: options.ttlMs, worker: { ...figures },
+    beatAt: Date.now(), ttlMs: options.ttlMs, worker: { ...figures, ...(options.mcp ? { mcp: options.mcp() } : {}) },
   });
   let running: Heartbeat | undefined;
   let lastPromptBeat = 0;

@@ -4,6 +4,7 @@ import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
+import { createTokenCounter } from '../src/llm/encodings.js';
 import { stripUndefined } from '../src/core/option-checks.js';
 import { resolveQueueNames, type TurnJobData } from '../src/queue/names.js';
 import { createRedis, duplicateRedis, watchConnection, type RedisClient } from '../src/redis/client.js';
@@ -14,7 +15,9 @@ import { consumedShards } from './shard-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
+import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
+import { startMcpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
@@ -54,20 +57,23 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
   const outbound = openOutboundQueue(redis, names);
+  const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+    ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
-    compactionNotice: o.compactionNotice,
+    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs,
   };
   const stopSubscriber = duplicateRedis(redis);
   stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o) }, deadLettered: new Set(), closing: false, stops,
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o),
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
   };
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
@@ -79,6 +85,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const failures = workers.map((worker) => handleFailures(worker, turn));
   for (const worker of workers) watchConnection(worker, logger, 'worker error');
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  await mcp.ready();
   await heartbeat.start();
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
@@ -88,6 +95,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await Promise.all(workers.map((worker) => worker.close()));
       await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
+      await mcp.close();
       await layout.release();
       await stops.close();
       if (ownsRedis) await redis.quit();
@@ -100,10 +108,11 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger) {
   const llm = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
+  const tokenCounter = deps.tokenCounter ?? createTokenCounter([o.llm.model, o.llm.summaryModel]);
   const compressor = new ContextCompressor({
-    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model,
+    contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model, tokenCounter,
   });
-  const tools = new ToolRegistry(BUILTIN_TOOLS);
+  const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);
   return { llm, compressor, tools };
 }

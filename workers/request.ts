@@ -1,7 +1,7 @@
 import { headEnd, tailStart, toWellFormedText } from '../src/core/text.js';
 import type { InboundMessage } from '../src/core/inbound.js';
 import { CHATGATE_MARK, type ChatMessage } from '../src/core/messages.js';
-import { countTextTokens, messageTokens, REPLY_PRIMING_TOKENS } from '../src/core/tokens.js';
+import { REPLY_PRIMING_TOKENS, type TokenCounter } from '../src/core/tokens.js';
 import type { ToolSchema } from '../src/llm/client.js';
 import type { ReadFiles } from './attachments.js';
 
@@ -74,21 +74,21 @@ export function notesMessage(notes: Record<string, string>): ChatMessage | null 
  * are the same on every model call, and tokenizing the schemas again each time cost a worker
  * more than the rest of the request building.
  */
-export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly ToolSchema[], model?: string): number {
+export function overheadTokens(prefix: readonly ChatMessage[], tools: readonly ToolSchema[], counter: TokenCounter, model?: string): number {
   let total = REPLY_PRIMING_TOKENS;
-  for (const message of prefix) total += cachedCount(`m${JSON.stringify(message)}`, model, () => messageTokens(message, model));
-  if (tools.length > 0) total += schemaTokens(tools, model);
+  for (const message of prefix) total += cachedCount(`m${JSON.stringify(message)}`, model, () => counter.messageTokens(message, model));
+  if (tools.length > 0) total += schemaTokens(tools, counter, model);
   return total;
 }
 
 /** The tool set's token count per model, kept per list (the registry hands out the same list until a tool is added). */
 const schemaCounts = new WeakMap<readonly ToolSchema[], Map<string | undefined, number>>();
 
-function schemaTokens(tools: readonly ToolSchema[], model: string | undefined): number {
+function schemaTokens(tools: readonly ToolSchema[], counter: TokenCounter, model: string | undefined): number {
   let byModel = schemaCounts.get(tools);
   if (!byModel) schemaCounts.set(tools, (byModel = new Map()));
   let tokens = byModel.get(model);
-  if (tokens === undefined) byModel.set(model, (tokens = countTextTokens(JSON.stringify(tools), model)));
+  if (tokens === undefined) byModel.set(model, (tokens = counter.countText(JSON.stringify(tools), model)));
   return tokens;
 }
 
@@ -118,17 +118,17 @@ const CAP_CHARS_PER_TOKEN = 8;
  * cut, so one giant tool output cannot push a request over the window. A result far over the cap
  * is cut by characters first (on code-point boundaries), so the tokenizer only sees bounded text.
  */
-export function capToolResult(raw: string, maxTokens: number, model?: string): string {
+export function capToolResult(raw: string, maxTokens: number, counter: TokenCounter, model?: string): string {
   const text = toWellFormedText(raw); // a tool's half emoji would make Redis refuse the commit
   let keepChars = maxTokens * 4;
   if (text.length <= maxTokens * CAP_CHARS_PER_TOKEN) {
-    const tokens = countTextTokens(text, model);
+    const tokens = counter.countText(text, model);
     if (tokens <= maxTokens) return text;
     keepChars = Math.floor((text.length * maxTokens) / tokens * 0.9);
   }
   for (;;) {
     const excerpt = excerptOf(text, Math.floor(keepChars / 2));
-    if (countTextTokens(excerpt, model) <= maxTokens || keepChars < 64) return excerpt;
+    if (counter.countText(excerpt, model) <= maxTokens || keepChars < 64) return excerpt;
     keepChars = Math.floor(keepChars * 0.8);
   }
 }

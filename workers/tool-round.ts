@@ -1,6 +1,8 @@
 import type { ToolCall } from '../src/core/messages.js';
+import type { TokenCounter } from '../src/core/tokens.js';
 import type { Logger } from '../src/log.js';
 import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
+import type { Gate } from './approval-gate.js';
 import { capToolResult } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext } from './tools/types.js';
@@ -15,12 +17,16 @@ export interface ToolRound {
   /** Token cap of each result. */
   maxTokens: number;
   model?: string;
+  /** Counts a result's tokens against `maxTokens`. */
+  tokenCounter: TokenCounter;
   /** The context of one call (its idempotency key included). */
   context(callId: string): Omit<ToolContext, 'signal'>;
   /** Called before each call that runs (a lost lease aborts the round). */
   beforeRun(call: ToolCall): Promise<void>;
   /** The turn's `/stop` signal: tools see it, and a stopped call's result is never recorded. */
   signal?: AbortSignal;
+  /** The round at the approval gate: calls refused (denied, expired) and calls approved. Absent: no call asks. */
+  gate?: Pick<Gate, 'refusals' | 'approved'>;
 }
 
 /** The result a side-effecting call gets when a crash left its outcome unknown. */
@@ -31,14 +37,20 @@ function unknownOutcomeResult(name: string, idempotencyKey: string): string {
 
 /**
  * The result text of one tool call of the round: the recorded one when the call completed before a
- * crash; for a side-effecting call that was started but not recorded, a result saying its outcome
+ * crash; a refused call's (denied or expired at the approval gate) without running it; for a side-effecting call that was started but not recorded, a result saying its outcome
  * is unknown (never a second run); else the call runs now. Every result is recorded as it completes.
  */
 export async function runToolCall(round: ToolRound, call: ToolCall): Promise<string> {
   const done = round.recorded?.results.get(call.id);
   if (done !== undefined) return done;
   const name = call.function.name;
-  const sideEffects = round.tools.hasSideEffects(name);
+  const refused = round.gate?.refusals.get(call.id);
+  if (refused !== undefined) {
+    await round.steps.recordResult(call.id, refused);
+    return refused;
+  }
+  // An approved call runs once, like a side-effecting one: its start is recorded before it runs.
+  const sideEffects = round.tools.hasSideEffects(name) || round.gate?.approved.has(call.id) === true;
   const context = round.context(call.id);
   if (sideEffects && round.recorded?.started.has(call.id)) {
     round.log.warn({ tool: name, callId: call.id, idempotencyKey: context.idempotencyKey }, 'side-effecting tool call of a crashed turn not run again: its outcome is unknown');
@@ -48,7 +60,7 @@ export async function runToolCall(round: ToolRound, call: ToolCall): Promise<str
   }
   await round.beforeRun(call);
   if (sideEffects) await round.steps.recordStarted(call.id);
-  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.model);
+  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.tokenCounter, round.model);
   round.signal?.throwIfAborted();
   await round.steps.recordResult(call.id, text);
   return text;

@@ -15,6 +15,7 @@ import type { SessionStore } from '../src/redis/session-store.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { deadLetterTurn } from './dead-letter.js';
 import type { TurnStops } from './turn-stop.js';
+import { askedApprovalIds } from '../src/redis/step-log.js';
 
 /** What a turn job needs, shared by every job of one worker. */
 export interface TurnRunner {
@@ -57,6 +58,8 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   try {
     await flushOutbox(runner, sessionId);
     const log = turnLogger(runner.logger, job);
+    // A turn waiting for the user's decision: messages wait in the inbox as behind a running turn.
+    if (await waitsForDecision(runner, sessionId, keys)) return 'waiting for approval';
     const items = await claimInbox(runner.redis, keys, log);
     if (items.length === 0) return 'empty';
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
@@ -74,6 +77,16 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     signal?.('turn-ended');
     await lease.release();
   }
+}
+
+/** Whether the session's turn asked the user about a call that is still undecided and not yet expired. */
+async function waitsForDecision(runner: TurnRunner, sessionId: string, keys: SessionKeys): Promise<boolean> {
+  const approvals = runner.deps.approvals;
+  if (!approvals) return false;
+  const ids = await askedApprovalIds(runner.redis, keys);
+  if (ids.length === 0) return false;
+  const now = Date.now();
+  return (await approvals.read(sessionId, ids)).some((record) => record?.state === 'pending' && now < record.expiresAtMs);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { LlmClientOptions } from '../src/llm/client.js';
 import type { Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
+import type { TokenCounter } from '../src/core/tokens.js';
 import type { QueueNames } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/compaction/hygiene.js';
@@ -10,6 +11,8 @@ import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import type { ToolDefinition } from './tools/types.js';
 import { DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS } from './live-reply-publisher.js';
+import type { ApprovalRule } from '../src/core/approval.js';
+import type { McpServerConfig } from './tools/mcp/config.js';
 
 /** The collaborators of `runWorker`. */
 export interface WorkerDeps {
@@ -21,6 +24,8 @@ export interface WorkerDeps {
   metrics?: Metrics;
   /** Extra tools, added to the built-ins (same name replaces). */
   tools?: readonly ToolDefinition[];
+  /** Counts tokens for the worker (share the process's). Default: one of its own, with the configured models' encodings loaded. */
+  tokenCounter?: TokenCounter;
 }
 
 /** Options of `runWorker`. Durations in ms; token figures in tokens. */
@@ -77,6 +82,18 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   liveReplies?: boolean;
   /** Least time between two partial updates of one reply, ms. Default 250. */
   liveReplyPublishIntervalMs?: number;
+  /**
+   * The operator's approval rules (`CHATGATE_TOOL_APPROVAL`), ahead of each tool's own `approval`:
+   * the first whose pattern matches a tool's name decides `auto`, `ask` or `deny`. Default none.
+   */
+  toolApproval?: readonly ApprovalRule[];
+  /** How long a call the user is asked about waits for a decision, ms (then it expires and does not run). Default 600 000. */
+  approvalTimeoutMs?: number;
+  /**
+   * MCP servers whose tools the agent gets (workers/tools/mcp): the worker connects to each at
+   * start (waiting for each first attempt, at most its `connectTimeoutMs`) and stops its stdio servers on `close()`. Default none.
+   */
+  mcpServers?: readonly McpServerConfig[];
 }
 
 /** The options `runWorker` fills in when they are not given. */
@@ -119,6 +136,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   transcriptRetention: { integer: true, min: 0 },
   heartbeatTtlMs: { integer: true, min: 300 },
   liveReplyPublishIntervalMs: { integer: true, min: 0 },
+  approvalTimeoutMs: { integer: true, min: 1000 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -18,6 +18,7 @@ import { createSilentLogger, type Logger } from '../../src/log.js';
 import { DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { downloadTelegramFile } from './files.js';
+import { handleButtonPress } from './buttons.js';
 import { sendTelegramText, sendTelegramTyping, toTelegramChannelError } from './send.js';
 import { clearTelegramDraft, deleteTelegramMessage, editTelegramText, sendTelegramDraft } from './live-reply.js';
 import { createFailureTracker, type FailureTracker, type SetAsideUpdate } from './set-aside.js';
@@ -124,6 +125,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
   const state: ChannelState = {};
   const failures = createFailureTracker({ setAside: deps.setAside, tell: (message) => state.onMessage?.(message) ?? Promise.resolve(), log }, resolved.maxUpdateAttempts);
   bot.on('message', (ctx) => handleMessage(ctx, state, resolved, log));
+  bot.on('callback_query', (ctx) => handleButtonPress(ctx, state.onMessage, log));
   const mode = resolved.webhookUrl ? 'webhook' : 'polling';
   // Webhook mode receives through the gateway's HTTP server: nothing of its own can fail.
   const pollHealth = createPollHealth({ downAfterFailures: resolved.downAfterFailures });
@@ -176,7 +178,7 @@ async function startBot(bot: Bot, mode: TelegramChannel['mode'], options: Resolv
     state.identity = { id: bot.botInfo.id, username: bot.botInfo.username };
     await registerCommands(bot, options.commands, log);
     if (mode === 'webhook') {
-      await bot.api.setWebhook(options.webhookUrl!, { secret_token: options.webhookSecret, allowed_updates: ['message'] });
+      await bot.api.setWebhook(options.webhookUrl!, { secret_token: options.webhookSecret, allowed_updates: ['message', 'callback_query'] });
     } else {
       await bot.api.deleteWebhook();
       state.poller = startPolling(bot, options, deps);
@@ -270,7 +272,7 @@ function startPolling(bot: Bot, options: ResolvedTelegramChannelOptions, deps: P
       }
       try {
         deps.health.started(timeout);
-        updates = await bot.api.getUpdates({ offset, timeout, allowed_updates: ['message'] }, abort.signal as GrammySignal);
+        updates = await bot.api.getUpdates({ offset, timeout, allowed_updates: ['message', 'callback_query'] }, abort.signal as GrammySignal);
         deps.health.succeeded();
         failuresInRow = 0;
       } catch (err) {

@@ -16,6 +16,7 @@ export async function sendTelegramText(api: Api, target: ChatTarget, message: Ou
       ...(target.threadId !== undefined ? { message_thread_id: Number(target.threadId) } : {}),
       ...(target.replyTo !== undefined ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } } : {}),
       link_preview_options: { is_disabled: true },
+      ...(message.choices && message.choices.length > 0 ? { reply_markup: { inline_keyboard: [message.choices.map((choice) => ({ text: choice.label, callback_data: choice.command }))] } } : {}),
     });
     return { messageId: String(sent.message_id) };
   } catch (err) {

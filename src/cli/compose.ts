@@ -45,6 +45,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     version: packageVersion(),
     liveReplies: config.liveReplies.enabled,
     liveReplyEditIntervalMs: config.liveReplies.editIntervalMs,
+    approvalAdmins: config.approvals.admins,
   };
 }
 
@@ -70,6 +71,9 @@ export function workerOptions(config: Config): RunWorkerOptions {
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
     liveReplies: config.liveReplies.enabled,
+    toolApproval: config.approvals.rules,
+    approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
+    mcpServers: config.mcp.servers,
   };
 }
 

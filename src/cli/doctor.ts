@@ -10,6 +10,7 @@ import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../red
 import { judgeChannels } from '../gateway/channel-health.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
+import { judgeMcpServers } from './mcp-check.js';
 
 /** Options of `chatgate doctor` (API roots are options so a proxy, a local Bot API server or a test fake can stand in). */
 export interface DoctorOptions {
@@ -82,6 +83,8 @@ async function redisChecks(io: CliIo, config: Config, report: (name: string, ver
     report('queues', await checkQueues(conn.redis, config));
     const beats = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
     report('workers', checkWorkers(beats));
+    const mcp = judgeMcpServers(config, beats);
+    if (mcp) report('mcp', { ...mcp, status: mcp.status === 'warn' ? 'FAIL' : mcp.status });
     report('channels', checkChannels(beats));
   } catch (err) {
     report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });

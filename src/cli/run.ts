@@ -13,7 +13,7 @@ import { readerFor } from './sessions.js';
 import { buildStatusReport } from './status-report.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
-import { installEncodings } from '../llm/encodings.js';
+import { createTokenCounter } from '../llm/encodings.js';
 
 /** Which roles a process runs. */
 export interface RunRoles {
@@ -198,8 +198,9 @@ interface StartedRoles {
 async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger: Logger, roles: RunRoles, cleanups: Array<() => Promise<void>>, signal: AbortSignal): Promise<StartedRoles> {
   let gateway: GatewayHandle | undefined;
   let workerHttpUrl: string | undefined;
-  // The configured models' encodings load now; the others (cl100k_base when no model is GPT-3.5/4) only if a count needs them.
-  installEncodings([config.llm.model, config.llm.summaryModel]);
+  // One counter per process, shared by its gateway and worker: the configured models' encodings load now,
+  // the others (cl100k_base when no model is GPT-3.5/4) only if a count needs them.
+  const tokenCounter = createTokenCounter([config.llm.model, config.llm.summaryModel]);
   // One metrics instance per process: a `start` process's /metrics shows its gateway's and its worker's figures.
   const metrics = createPrometheusMetrics({ build: { version: packageVersion() } });
   // The gateway starts first so it stops last: turns the workers drain on shutdown still get delivered.
@@ -207,13 +208,13 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
     progress(io, 'starting the gateway…');
     // Loaded on use: a worker-only process never loads the channel libraries (discord.js, grammY).
     const { startGateway } = await import('../gateway/index.js');
-    const handle = await startGateway({ redis, logger, metrics, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
+    const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());
   }
   if (roles.worker) {
     progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
-    const worker: RunningWorker = await runWorker({ redis, logger, metrics }, workerOptions(config));
+    const worker: RunningWorker = await runWorker({ redis, logger, metrics, tokenCounter }, workerOptions(config));
     cleanups.push(() => worker.close());
     // A worker alone has no gateway HTTP server: its metrics get a server of their own, on a port of
     // their own (never the gateway's: roles run apart on one machine must not clash).

@@ -92,6 +92,7 @@ export function formatEntry(entry: StoredTranscriptEntry): string {
     const reason = entry.reason ? ` — ${entry.reason}` : '';
     return `${when}  ── compaction (${entry.layer}): ${entry.outcome}, ${formatTokens(entry.tokensBefore)} → ${countOf(entry.tokensAfter, 'token')} in ${entry.durationMs} ms${reason}`;
   }
+  if (entry.type === 'approval') return `${when}  ── approval ${entry.approvalId}: ${entry.tool} ${entry.decision}${entry.by ? ` by ${entry.by.userName} (${entry.by.userId})` : ` (${entry.via})`}${entry.always ? ', always in this chat' : ''} — ${entry.args}`;
   if (entry.type === 'reset') return `${when}  ── reset: ${countOf(entry.removedMessages, 'message')} left the projection (the transcript keeps ${entry.removedMessages === 1 ? 'it' : 'them'})`;
   const message = entry.message;
   let text = messageText(message);

@@ -14,6 +14,7 @@ import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lea
 import { leasesCheck } from './status-leases.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
+import { judgeMcpServers } from './mcp-check.js';
 import type { StatusCheck } from './status-check.js';
 
 /** Counts of one queue: the turn queue's BullMQ counts (with `prioritized` and `completed`), the outbound streams' four. */
@@ -65,6 +66,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     { name: 'redis', status: 'ok', detail: 'answers' },
     gatewayCheck(gateways),
     workersCheck(workers),
+    ...mcpCheck(config, workers),
     channelsCheck(gateways),
     leasesCheck(channelLeases, gateways),
     await llmCheck(config, workers, onProgress),
@@ -87,6 +89,12 @@ async function readQueues(redis: RedisClient, config: Config): Promise<{ queues:
   } finally {
     await turns.close();
   }
+}
+
+/** The MCP servers per live worker; no line when none is configured. */
+function mcpCheck(config: Config, workers: readonly HeartbeatStatus[]): StatusCheck[] {
+  const verdict = judgeMcpServers(config, workers);
+  return verdict ? [{ name: 'mcp', ...verdict }] : [];
 }
 
 function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {

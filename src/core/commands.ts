@@ -1,5 +1,5 @@
 /** The chat commands every channel answers (canonical names; see {@link COMMAND_ALIASES}). */
-export const CHAT_COMMANDS = ['start', 'help', 'usage', 'status', 'compact', 'reset', 'stop', 'retry', 'pins'] as const;
+export const CHAT_COMMANDS = ['start', 'help', 'usage', 'status', 'compact', 'reset', 'stop', 'retry', 'pins', 'approve', 'deny', 'revoke'] as const;
 
 /** One of {@link CHAT_COMMANDS}. */
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number];
@@ -33,7 +33,10 @@ export const COMMAND_MENU: readonly CommandEntry[] = [
   { command: 'compact', description: 'Summarise the conversation now, optionally around a focus', usage: '[focus]' },
   { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions' },
   { command: 'status', description: 'Model, context window, session age, whether I am busy' },
-  { command: 'pins', description: 'The notes I keep for you and the facts pinned from earlier turns' },
+  { command: 'pins', description: 'The notes I keep for you, the facts pinned from earlier turns, the tools you always approve' },
+  { command: 'approve', description: 'Let a tool call I asked about run (add "always" to allow that tool in this chat)', usage: '<id> [always] | all' },
+  { command: 'deny', description: 'Refuse a tool call I asked about', usage: '<id> | all' },
+  { command: 'revoke', description: 'Make a tool you always approved ask again', usage: '<tool>' },
   { command: 'help', description: 'What I can do and these commands' },
 ];
 

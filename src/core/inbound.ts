@@ -80,6 +80,25 @@ export interface InboundMessage {
   refusalsAnswered?: boolean;
   /** The sender's network address (web chat): the rate limit holds per address too. Never stored. */
   clientAddress?: string;
+  /**
+   * Not something a person wrote: an event for the session's turn (a decision on a tool call the
+   * turn asked about). It enters the inbox like a message, so it wakes the turn in order with the
+   * session's other work; the model never sees it (its `text` is empty).
+   */
+  event?: InboundEvent;
+  /**
+   * The adapter shows a command's answer itself (a button press: Telegram's callback answer, a
+   * Discord interaction reply) from the handler's verdict: the gateway sends no notice for it.
+   */
+  answerInPlace?: boolean;
+}
+
+/** An event that enters a session's inbox (see {@link InboundMessage.event}). */
+export interface InboundEvent {
+  type: 'approval';
+  approvalId: string;
+  /** The decision that was made (`approved`, `denied`, `expired`). */
+  state: string;
 }
 
 /**
@@ -98,6 +117,8 @@ export interface InboundVerdict {
   reason?: string;
   /** For `rate_limited`: when the sender may send again, in ms. */
   retryAfterMs?: number;
+  /** For a command sent with `answerInPlace`: its answer (Markdown), and whether it settled what the buttons asked. */
+  answer?: { text: string; settled: boolean };
 }
 
 /** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */
@@ -115,10 +136,21 @@ export interface OutboundMessage {
   /** `reply` is the agent's answer; `notice` a system message (errors, pauses). */
   kind: 'reply' | 'notice';
   /**
+   * Buttons under the message, each sending its command when pressed (Telegram inline keyboard,
+   * Discord buttons, web chat buttons). The same commands can always be typed.
+   */
+  choices?: MessageChoice[];
+  /**
    * Streaming: the stream of partial replies this message ends when it answers the turn in place of
    * its reply (a notice). A reply's own `id` is its stream id.
    */
   streamId?: string;
+}
+
+/** One button under a message: its label and the chat command a press sends (e.g. `/approve k3x9ab`). */
+export interface MessageChoice {
+  label: string;
+  command: string;
 }
 
 /** How group chats map to sessions. Default `per-chat`. */

@@ -4,7 +4,8 @@ export type { SummaryRequest, Summarizer, SummaryOutput, SummaryUsage, Compactio
 export { ContextCompressor, type CompressorOptions } from './compaction/compressor.js';
 export { createCompactionState, toCompactionState } from './compaction/compaction-state.js';
 export { sanitizeToolPairs, alternates, turnRoles } from './compaction/assemble.js';
-export { countMessageTokens, countTextTokens, messageTokens, encodingForModel, type EncodingName } from './tokens.js';
+export { TokenCounter, encodingForModel, REPLY_PRIMING_TOKENS, type EncodingName, type EncodingCounter, type EncodingLoader, type TokenCounterOptions } from './tokens.js';
+export { MessageMemos, type MessageMemo } from './compaction/message-memo.js';
 export { decideHygiene, DEFAULT_HYGIENE_THRESHOLD, HYGIENE_MIN_MESSAGES, type HygieneInput } from './compaction/hygiene.js';
 export { extractFacts } from './compaction/facts.js';
 export { summaryTargetTokens, parseSummary, SUMMARY_PREFIX, SUMMARY_END, PINNED_HEADING } from './compaction/summary-block.js';

@@ -54,7 +54,7 @@ export interface ContextFigures {
 }
 
 /** Outcomes that changed the projection: only these count as compactions. */
-const EFFECTIVE_OUTCOMES: ReadonlySet<CompactionOutcome> = new Set<CompactionOutcome>(['compacted', 'pruned', 'fallback']);
+const EFFECTIVE_OUTCOMES: readonly CompactionOutcome[] = Object.freeze(['compacted', 'pruned', 'fallback']);
 
 /** The usable window: context window minus output reserve, at least 1 token. */
 export function usableWindowOf(limits: Pick<SessionLimits, 'contextWindow' | 'reservedOutputTokens'>): number {
@@ -78,7 +78,7 @@ export function contextFigures(tokens: number, limits: Pick<SessionLimits, 'cont
 
 /** True for an outcome that changed the projection (`compacted`, `pruned`, `fallback`); `noop` and `aborted` did not. */
 export function isEffectiveCompaction(outcome: CompactionOutcome): boolean {
-  return EFFECTIVE_OUTCOMES.has(outcome);
+  return EFFECTIVE_OUTCOMES.includes(outcome);
 }
 
 /**

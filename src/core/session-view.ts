@@ -121,6 +121,28 @@ export interface SessionNote {
   text: string;
 }
 
+/** A tool the user approved "always in this chat" (the session's grants). */
+export interface SessionGrant {
+  tool: string;
+  by: { userId: string; userName: string };
+  /** ms since epoch. */
+  atMs: number;
+}
+
+/** A decision on a tool call the session asked about (from the transcript). */
+export interface SessionDecision {
+  approvalId: string;
+  tool: string;
+  /** The call's arguments as the model sent them. */
+  args: string;
+  decision: 'approved' | 'denied' | 'expired';
+  via: 'user' | 'timeout' | 'stop';
+  by?: { userId: string; userName: string };
+  always: boolean;
+  /** ms since epoch. */
+  at: number;
+}
+
 /** What the session is doing now (for `/status`). */
 export interface SessionActivity {
   /** When the session was created, ms since epoch. */
@@ -152,6 +174,10 @@ export interface SessionDetail {
   /** Facts pinned in the current summary block. */
   pinnedFacts: string[];
   notes: SessionNote[];
+  /** Tools approved "always in this chat", oldest first. Absent means none. */
+  grants?: SessionGrant[];
+  /** Decisions on asked tool calls, oldest first (those in the replayed transcript). Absent means none. */
+  decisions?: SessionDecision[];
   activity: SessionActivity;
   /**
    * Messages in the session's dead-letter list: turns that failed for good (`chatgate failed`

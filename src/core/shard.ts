@@ -51,19 +51,6 @@ export function tagSlot(tag: string): number {
  * shard count is a multiple of the master count; a plain `{cgq-3}` lands wherever CRC16 puts it.
  */
 export function shardTag(base: string, shard: number, shards: number): string {
-  const key = `${base}\n${shard}\n${shards}`;
-  let tag = tagCache.get(key);
-  if (tag === undefined) {
-    tag = searchShardTag(base, shard, shards);
-    tagCache.set(key, tag);
-  }
-  return tag;
-}
-
-// Pure memo: a few hundred entries per deployment at most (shards × prefixes in use).
-const tagCache = new Map<string, string>();
-
-function searchShardTag(base: string, shard: number, shards: number): string {
   const low = Math.ceil((shard * CLUSTER_SLOTS) / shards);
   const high = Math.ceil(((shard + 1) * CLUSTER_SLOTS) / shards);
   for (let salt = 0; ; salt++) {

@@ -1,6 +1,6 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './messages.js';
-import { memoOf, peekMemo } from './compaction/message-memo.js';
+import { MessageMemos } from './compaction/message-memo.js';
 import { headEnd } from './text.js';
 
 /** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */
@@ -19,39 +19,32 @@ export const IMAGE_PART_TOKENS = 765;
 /** The BPE encodings chatgate counts with. */
 export type EncodingName = 'o200k_base' | 'cl100k_base';
 /** Counts the BPE tokens of one text in one encoding. */
-export type TokenCounter = (text: string) => number;
+export type EncodingCounter = (text: string) => number;
 /**
  * Gives the counter of an encoding that is not loaded yet; called synchronously, once per
- * encoding, the first time a count needs it. Installed by the composition root
- * ({@link useEncodingLoader}): this module loads nothing but o200k_base, its default.
+ * encoding and {@link TokenCounter}, the first time a count needs it. Given by the caller
+ * (src/llm/encodings.ts): this module loads nothing but o200k_base, its default.
  */
-export type EncodingLoader = (name: EncodingName) => TokenCounter;
+export type EncodingLoader = (name: EncodingName) => EncodingCounter;
+
+/** Options of {@link TokenCounter}. */
+export interface TokenCounterOptions {
+  /**
+   * Loads the encodings other than o200k_base (cl100k_base: GPT-3.5 and GPT-4), so that their
+   * tables (~35 MiB each) are in memory only in processes that count with them. Default: none,
+   * and counting with such an encoding throws.
+   */
+  loadEncoding?: EncodingLoader;
+  /** Where the per-message counts are remembered. Default: a store of this counter's own. */
+  memos?: MessageMemos;
+}
 
 const CL100K_MODEL = /^(gpt-4(?!o|\.1|\.5)(-.*)?|gpt-3\.5.*|text-embedding-(ada-002|3-.*))$/;
-const counters = new Map<EncodingName, TokenCounter>([['o200k_base', countO200k]]);
-let encodingLoader: EncodingLoader | undefined;
 
 /** The encoding of a model: cl100k_base for the GPT-3.5/GPT-4 family, o200k_base otherwise. */
 export function encodingForModel(model?: string): EncodingName {
   if (model && CL100K_MODEL.test(model.replace(/^openai\//, ''))) return 'cl100k_base';
   return 'o200k_base';
-}
-
-/**
- * Installs the loader of the encodings other than o200k_base (cl100k_base: GPT-3.5 and GPT-4),
- * so that their tables (~35 MiB each) are in memory only in processes that count with them.
- * Counting with an encoding neither loaded nor loadable throws.
- */
-export function useEncodingLoader(loader: EncodingLoader): void {
-  encodingLoader = loader;
-}
-
-/**
- * The token counter of a model's encoding, loaded on first use through the installed loader.
- * @throws Error when the encoding is not loaded and no loader is installed.
- */
-export function tokenCounterFor(model?: string): TokenCounter {
-  return counterOf(encodingForModel(model), model);
 }
 
 /**
@@ -64,52 +57,92 @@ export const TOKENIZE_CHUNK_CHARS = 2_000;
 export const MAX_COUNTED_CHARS = 256_000;
 
 /**
- * Counts the BPE tokens of a text with the model's encoding (o200k_base by default). A text over
- * {@link TOKENIZE_CHUNK_CHARS} is counted in chunks (exact but for a token or so per cut); past
- * {@link MAX_COUNTED_CHARS} the rest is estimated at the ratio of the counted part, never below
- * one token per 4 characters. Cost is linear in the length, whatever the text.
+ * Counts tokens as a model's request costs them, with the encodings it has loaded and the
+ * per-message counts it remembers. Its owner creates it (src/llm/encodings.ts `createTokenCounter`
+ * gives one that loads every encoding) and passes it to what counts, so a history is tokenized once.
  */
-export function countTextTokens(text: string, model?: string): number {
-  return text.length === 0 ? 0 : countWith(text, tokenCounterFor(model));
-}
+export class TokenCounter {
+  /** The per-message memos (token counts, fact scans) this counter fills. */
+  readonly memos: MessageMemos;
+  private readonly counters = new Map<EncodingName, EncodingCounter>([['o200k_base', countO200k]]);
+  private readonly loadEncoding: EncodingLoader | undefined;
 
-/**
- * Tokens one message costs in a request, framing included. Counted once per message object and
- * encoding, and remembered (messages are treated as immutable), so a history is never re-tokenized.
- */
-export function messageTokens(message: ChatMessage, model?: string): number {
-  return framedTokens(message, encodingForModel(model), model);
-}
-
-/** Tokens a list of messages costs in a request: every message with its framing, plus reply priming. */
-export function countMessageTokens(messages: readonly ChatMessage[], model?: string): number {
-  if (messages.length === 0) return 0;
-  const encoding = encodingForModel(model);
-  let total = REPLY_PRIMING_TOKENS;
-  for (const message of messages) total += framedTokens(message, encoding, model);
-  return total;
-}
-
-/**
- * Like {@link countMessageTokens} when the answer is below `ceiling`; otherwise some figure at or
- * above it. Messages already counted are summed first, so deciding that a list mostly counted
- * before is past the ceiling tokenizes nothing.
- */
-export function countMessageTokensUpTo(messages: readonly ChatMessage[], ceiling: number, model?: string): number {
-  if (messages.length === 0) return 0;
-  const encoding = encodingForModel(model);
-  let total = REPLY_PRIMING_TOKENS;
-  const uncounted: ChatMessage[] = [];
-  for (const message of messages) {
-    const memo = peekMemo(message);
-    if (memo !== undefined && memo.tokensEncoding === encoding) total += memo.tokens;
-    else uncounted.push(message);
+  constructor(options: TokenCounterOptions = {}) {
+    this.loadEncoding = options.loadEncoding;
+    this.memos = options.memos ?? new MessageMemos();
   }
-  for (const message of uncounted) {
-    if (total >= ceiling) break;
-    total += framedTokens(message, encoding, model);
+
+  /**
+   * The counter of a model's encoding, loaded on first use through the encoding loader.
+   * @throws Error when the encoding is not loaded and there is no loader.
+   */
+  counterFor(model?: string): EncodingCounter {
+    const name = encodingForModel(model);
+    const known = this.counters.get(name);
+    if (known) return known;
+    if (!this.loadEncoding) throw new Error(`counting tokens for model ${model ?? '(default)'} needs the ${name} encoding, which is not loaded (create the token counter with an encoding loader: createTokenCounter of src/llm/encodings.ts)`);
+    const loaded = this.loadEncoding(name);
+    this.counters.set(name, loaded);
+    return loaded;
   }
-  return total;
+
+  /**
+   * Counts the BPE tokens of a text with the model's encoding (o200k_base by default). A text over
+   * {@link TOKENIZE_CHUNK_CHARS} is counted in chunks (exact but for a token or so per cut); past
+   * {@link MAX_COUNTED_CHARS} the rest is estimated at the ratio of the counted part, never below
+   * one token per 4 characters. Cost is linear in the length, whatever the text.
+   */
+  countText(text: string, model?: string): number {
+    return text.length === 0 ? 0 : countWith(text, this.counterFor(model));
+  }
+
+  /**
+   * Tokens one message costs in a request, framing included. Counted once per message object and
+   * encoding, and remembered (messages are treated as immutable), so a history is never re-tokenized.
+   */
+  messageTokens(message: ChatMessage, model?: string): number {
+    return this.framedTokens(message, encodingForModel(model), model);
+  }
+
+  /** Tokens a list of messages costs in a request: every message with its framing, plus reply priming. */
+  countMessages(messages: readonly ChatMessage[], model?: string): number {
+    if (messages.length === 0) return 0;
+    const encoding = encodingForModel(model);
+    let total = REPLY_PRIMING_TOKENS;
+    for (const message of messages) total += this.framedTokens(message, encoding, model);
+    return total;
+  }
+
+  /**
+   * Like {@link countMessages} when the answer is below `ceiling`; otherwise some figure at or
+   * above it. Messages already counted are summed first, so deciding that a list mostly counted
+   * before is past the ceiling tokenizes nothing.
+   */
+  countMessagesUpTo(messages: readonly ChatMessage[], ceiling: number, model?: string): number {
+    if (messages.length === 0) return 0;
+    const encoding = encodingForModel(model);
+    let total = REPLY_PRIMING_TOKENS;
+    const uncounted: ChatMessage[] = [];
+    for (const message of messages) {
+      const memo = this.memos.peek(message);
+      if (memo !== undefined && memo.tokensEncoding === encoding) total += memo.tokens;
+      else uncounted.push(message);
+    }
+    for (const message of uncounted) {
+      if (total >= ceiling) break;
+      total += this.framedTokens(message, encoding, model);
+    }
+    return total;
+  }
+
+  private framedTokens(message: ChatMessage, encoding: EncodingName, model?: string): number {
+    const memo = this.memos.of(message);
+    if (memo.tokensEncoding === encoding) return memo.tokens;
+    const tokens = countUncached(message, this.counterFor(model));
+    memo.tokens = tokens;
+    memo.tokensEncoding = encoding;
+    return tokens;
+  }
 }
 
 /** Where the chunk from `start` ends: at whitespace near `limit` if any, else at `limit`, never inside a surrogate pair. */
@@ -123,25 +156,7 @@ function chunkEnd(text: string, start: number, limit: number): number {
   return end > start ? end : limit;
 }
 
-function counterOf(name: EncodingName, model?: string): TokenCounter {
-  const known = counters.get(name);
-  if (known) return known;
-  if (!encodingLoader) throw new Error(`counting tokens for model ${model ?? '(default)'} needs the ${name} encoding, which is not loaded (no encoding loader installed: useEncodingLoader)`);
-  const loaded = encodingLoader(name);
-  counters.set(name, loaded);
-  return loaded;
-}
-
-function framedTokens(message: ChatMessage, encoding: EncodingName, model?: string): number {
-  const memo = memoOf(message);
-  if (memo.tokensEncoding === encoding) return memo.tokens;
-  const tokens = countUncached(message, counterOf(encoding, model));
-  memo.tokens = tokens;
-  memo.tokensEncoding = encoding;
-  return tokens;
-}
-
-function countUncached(message: ChatMessage, count: TokenCounter): number {
+function countUncached(message: ChatMessage, count: EncodingCounter): number {
   let total = MESSAGE_FRAMING_TOKENS;
   const content = message.content;
   if (typeof content === 'string') total += countWith(content, count);
@@ -160,8 +175,8 @@ function countUncached(message: ChatMessage, count: TokenCounter): number {
   return total;
 }
 
-/** {@link countTextTokens} with the counter already chosen. */
-function countWith(text: string, count: TokenCounter): number {
+/** {@link TokenCounter.countText} with the counter already chosen. */
+function countWith(text: string, count: EncodingCounter): number {
   if (text.length === 0) return 0;
   if (text.length <= TOKENIZE_CHUNK_CHARS) return count(text);
   let tokens = 0;

@@ -52,6 +52,10 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
       return statusText(deps, sessionId);
     case 'pins':
       return withDetail(deps, sessionId, pinsText);
+    case 'approve':
+    case 'deny':
+    case 'revoke':
+      return UNAVAILABLE; // answered by approval-commands.ts where approvals are wired
     case 'compact': {
       const result = await deps.ops.compact(sessionId, command.args || undefined);
       if (result.busy) return BUSY;
@@ -124,6 +128,8 @@ function pinsText(d: SessionDetail): string {
     '**Pinned facts** (identifiers kept verbatim from compacted turns)',
     '',
     ...(d.pinnedFacts.length > 0 ? d.pinnedFacts.map((f) => `- ${f}`) : ['- none']),
+    '**Always approved in this chat** (/revoke <tool> to be asked again)',
+    ...((d.grants ?? []).length > 0 ? d.grants!.map((g) => `- ${g.tool} (by ${g.by.userName}, ${new Date(g.atMs).toISOString().slice(0, 16).replace('T', ' ')} UTC)`) : ['- none']),
   ].join('\n');
 }
 

@@ -64,6 +64,10 @@ export interface GatewayOptions {
   transcribeModel?: string;
   /** Tell the user in one line when hygiene compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /** Users who may decide tool approvals in any group, as `<channel>:<user id>` (`CHATGATE_APPROVAL_ADMINS`). Default none. */
+  approvalAdmins?: readonly string[];
+  /** How often the gateway expires tool approvals nobody answered in time, ms. Default 5000. */
+  approvalSweepIntervalMs?: number;
   /**
    * Lease period of the channel connections that run in one gateway at a time per bot (Telegram
    * polling, Discord), ms: a dead holder's channel is taken over within it. Default 10 000.
@@ -134,6 +138,7 @@ const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
   heartbeatTtlMs: { integer: true, min: 300 },
   liveReplyEditIntervalMs: { integer: true, min: 0 },
   channelLeaseMs: { integer: true, min: 100 },
+  approvalSweepIntervalMs: { integer: true, min: 10 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

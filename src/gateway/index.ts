@@ -8,6 +8,7 @@ import { createMonitorApp, type MonitorDeps } from '../monitor/app.js';
 import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../core/session-view.js';
+import type { TokenCounter } from '../core/tokens.js';
 import { resolveQueueNames, shardPrefixes, turnDedupId, type QueueNames, type TurnJobData } from '../queue/names.js';
 import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.js';
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
@@ -32,6 +33,8 @@ import { closeServer, ensurePortFree, listen } from './http-server.js';
 import { startChannels, type ChannelsStatus } from './start-channels.js';
 import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-health.js';
 import { startPendingSweeper } from './sweeper.js';
+import { createApprovalStore } from '../approvals/store.js';
+import { startApprovalExpiry } from '../approvals/expiry.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
@@ -70,6 +73,8 @@ export interface GatewayDeps {
   metrics?: PrometheusMetrics;
   /** Ends the start early (a stop signal while a channel still connects): what was opened is closed. */
   signal?: AbortSignal;
+  /** Counts tokens for hygiene and the chat commands (share the process's). Default: one of the gateway's own. */
+  tokenCounter?: TokenCounter;
   /** Told of each start step a person may wait on (e.g. `connecting the telegram channel…`). */
   onProgress?: (text: string) => void;
 }
@@ -120,7 +125,7 @@ export async function startGateway(deps: GatewayDeps, options: GatewayOptions): 
 type Started = GatewayDeps & { metrics: PrometheusMetrics };
 
 async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Array<() => Promise<unknown>>) {
-  const { redis, logger, metrics } = deps;
+  const { redis, logger, metrics, tokenCounter } = deps;
   const names = resolveQueueNames({ queuePrefix: o.queuePrefix, queueShards: o.queueShards });
   const keyPrefix = o.keyPrefix;
   // Ingest fails fast when Redis is down, so platforms re-deliver and the web chat answers 503.
@@ -139,7 +144,10 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics }, {
+  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
+  const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
+  closers.push(async () => expiry.stop());
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
@@ -158,7 +166,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });

@@ -14,6 +14,7 @@ import type { RetryPort } from '../session/retry-command.js';
 import type { SessionOps } from '../session/session-ops.js';
 import type { AttachmentIngest } from './attachments.js';
 import type { CommandDeps } from './commands.js';
+import type { ApprovalCommandDeps } from './approval-commands.js';
 
 /** What the ingest pipeline needs. */
 export interface IngestDeps {
@@ -35,6 +36,8 @@ export interface IngestDeps {
   now?: () => number;
   /** Downloads and stores the files of a message before it enters the inbox (src/gateway/attachments.ts). Default: files are passed on as reported. */
   attachments?: AttachmentIngest;
+  /** `/approve`, `/deny`, `/revoke` and the denials of `/stop` (src/approvals). Absent: those commands are not available. */
+  approvals?: ApprovalCommandDeps;
 }
 
 /** Options of the ingest pipeline. */

@@ -9,8 +9,9 @@ import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
-import { stopTurn } from '../turn-stop/stop-command.js';
+import { NOTHING_TO_STOP, stopTurn } from '../turn-stop/stop-command.js';
 import { retryTurn } from './retry-turn.js';
+import { answerApprovalCommand, denyPending, isApprovalCommand } from './approval-commands.js';
 
 /** An unlisted user: told once a day in private chats, never in groups. */
 export const refuseUnlisted: IngestStep = async (ctx, { message, sessionId }) => {
@@ -55,6 +56,16 @@ export const refuseTooLong: IngestStep = async (ctx, incoming) => {
 export const answerCommand: IngestStep = async (ctx, incoming) => {
   const { command, message, sessionId } = incoming;
   if (command === null) return null;
+  const approvals = ctx.deps.approvals;
+  if (approvals && isApprovalCommand(command)) {
+    let answer: InboundVerdict['answer'];
+    const verdict = await answerOnce(ctx, incoming, 'command', async () => {
+      answer = await answerApprovalCommand(approvals, sessionId, message, command);
+      // A button press is answered where it was pressed (the adapter shows the verdict's answer).
+      if (!message.answerInPlace) await notify(ctx, message, sessionId, answer.text, `cmd-${command.name}`);
+    });
+    return answer && message.answerInPlace ? { ...verdict, answer } : verdict;
+  }
   return answerOnce(ctx, incoming, 'command', async () => {
     const answer = async () => {
       const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
@@ -156,7 +167,12 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
     ...deps.commands, ops: deps.ops,
-    stop: (sessionId) => stopTurn(deps.redis, sessionId, options.keyPrefix),
+    stop: async (sessionId) => {
+      const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix);
+      // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
+      const denied = deps.approvals ? await denyPending(deps.approvals, sessionId) : 0;
+      return denied > 0 && answer === NOTHING_TO_STOP ? `Denied ${countOf(denied, 'tool call')} waiting for approval.` : answer;
+    },
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
 }

@@ -8,10 +8,10 @@
  * gateway delivers it.
  */
 import type { ChannelName } from '../core/inbound.js';
-import { createSilentLogger, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, liveRepliesChannel, liveReplyRecordKey } from '../redis/keys.js';
-import { subscribeJson } from '../redis/pubsub.js';
+import { publishJson, subscribeTopic, type JsonTopic } from '../redis/pubsub.js';
 import { runScript } from '../redis/scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
@@ -44,19 +44,22 @@ export interface LiveReplyUpdate extends LiveReplyTarget {
   atMs: number;
 }
 
+const LIVE_REPLY_UPDATES: JsonTopic<LiveReplyUpdate> = {
+  channel: liveRepliesChannel, parse: parseLiveReplyUpdate, what: 'live reply update', component: 'live-reply-updates',
+  describe: (update) => ({ sessionId: update.sessionId, streamId: update.streamId }),
+};
+
 /** Publishes `update`. Best effort: the caller ignores failures. */
 export async function publishLiveReply(redis: RedisClient, update: LiveReplyUpdate, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
-  await redis.publish(liveRepliesChannel(keyPrefix), JSON.stringify(update));
+  await publishJson(redis, LIVE_REPLY_UPDATES, update, keyPrefix);
 }
 
 /**
- * Subscribes to partial updates on a dedicated connection (pass `duplicateRedis(redis)`). A
+ * Subscribes to live reply updates on a dedicated connection (pass `duplicateRedis(redis)`). A
  * malformed payload or a throwing handler is logged and skipped. @returns unsubscribe-and-close.
  */
 export async function subscribeLiveReplies(subscriber: RedisClient, onUpdate: (update: LiveReplyUpdate) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  const log = (logger ?? createSilentLogger()).child({ component: 'live-reply-updates' });
-  const subscription = { channel: liveRepliesChannel(keyPrefix), parse: parseLiveReplyUpdate, what: 'partial reply', describe: (update: LiveReplyUpdate) => ({ sessionId: update.sessionId, streamId: update.streamId }) };
-  return subscribeJson(subscriber, subscription, onUpdate, log);
+  return subscribeTopic(subscriber, LIVE_REPLY_UPDATES, onUpdate, keyPrefix, logger);
 }
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { DEMO_MODEL } from '../core/models.js';
 import { messageText, type ChatMessage, type ToolCall } from '../core/messages.js';
-import { countMessageTokens, countTextTokens } from '../core/tokens.js';
+import type { TokenCounter } from '../core/tokens.js';
+import { createTokenCounter } from './encodings.js';
 import { createSilentLogger, type Logger } from '../log.js';
 import { SUMMARIZER_MARK, SUMMARY_SECTIONS } from './summarizer.js';
 import { truncateText } from '../core/text.js';
@@ -68,6 +69,7 @@ export async function startDemoModel(options: DemoModelOptions = {}): Promise<De
   const o = { ...DEFAULTS, ...options };
   const log = (options.logger ?? createSilentLogger()).child({ component: 'demo-model' });
   const now = options.now ?? (() => new Date());
+  const tokens = createTokenCounter([o.model]);
   let calls = 0;
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => sendJson(res, 500, { error: { message: err instanceof Error ? err.message : String(err), type: 'server_error' } }));
@@ -82,12 +84,12 @@ export async function startDemoModel(options: DemoModelOptions = {}): Promise<De
       sendJson(res, 404, { error: { message: `the demo model serves GET /v1/models and POST /v1/chat/completions (got ${req.method} ${path})`, type: 'invalid_request_error' } });
       return;
     }
-    const body = JSON.parse(await readBody(req)) as CompletionBody;
+    const body = JSON.parse(await readRequestBody(req)) as CompletionBody;
     const messages = body.messages ?? [];
     const reply = scriptedReply(messages, body.tools ?? [], now);
     calls += 1;
     log.debug({ calls, toolCalls: reply.toolCalls.length }, 'demo completion');
-    const answer = completion(body.model ?? o.model, messages, body.tools ?? [], reply, calls);
+    const answer = completion(tokens, body.model ?? o.model, messages, body.tools ?? [], reply, calls);
     const summary = messages.some((m) => m.role === 'system' && messageText(m).includes(SUMMARIZER_MARK));
     if (body.stream === true) await sendCompletionStream(res, answer, body.stream_options?.include_usage === true, summary ? 0 : options.wordDelayMs ?? 0);
     else sendJson(res, 200, answer);
@@ -188,9 +190,9 @@ function parseSections(summary: string): Record<string, string[]> {
   return out;
 }
 
-function completion(model: string, messages: readonly ChatMessage[], tools: readonly unknown[], reply: ScriptedReply, n: number): Parameters<typeof sendCompletionStream>[1] {
-  const promptTokens = countMessageTokens(messages, model) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools), model) : 0);
-  const completionTokens = countTextTokens(reply.content ?? '', model) + reply.toolCalls.reduce((sum, c) => sum + countTextTokens(c.function.name + c.function.arguments, model), 0);
+function completion(tokens: TokenCounter, model: string, messages: readonly ChatMessage[], tools: readonly unknown[], reply: ScriptedReply, n: number): Parameters<typeof sendCompletionStream>[1] {
+  const promptTokens = tokens.countMessages(messages, model) + (tools.length > 0 ? tokens.countText(JSON.stringify(tools), model) : 0);
+  const completionTokens = tokens.countText(reply.content ?? '', model) + reply.toolCalls.reduce((sum, c) => sum + tokens.countText(c.function.name + c.function.arguments, model), 0);
   const message = reply.toolCalls.length > 0 ? { role: 'assistant', content: reply.content, tool_calls: reply.toolCalls } : { role: 'assistant', content: reply.content };
   return {
     id: `chatcmpl-demo-${n}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
@@ -211,7 +213,8 @@ function between(text: string, open: string, close: string): string {
   return text.slice(start + open.length, end === -1 ? undefined : end).trim();
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** The whole body of `req` as UTF-8 text (the demo model's and the test fakes' servers read requests this way). */
+export function readRequestBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

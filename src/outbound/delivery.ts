@@ -77,7 +77,11 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           continue;
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
-        const ids = { deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.liveReplies && streamId ? { streamId } : {}) };
+        const ids = {
+          deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.liveReplies && streamId ? { streamId } : {}),
+          // The buttons go under the last chunk, after everything they are about.
+          ...(index === chunks.length - 1 && message.choices ? { choices: message.choices } : {}),
+        };
         const chunkLog = lazyChild(log, { ...fields, chunk: index });
         const outcome = index === 0 && streamed !== undefined
           ? await editOrSend(channel, target, streamed, chunk, ids, chunkLog)
@@ -103,7 +107,7 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId' | 'choices'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
 }
 
@@ -112,7 +116,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
  * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
  * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
  */
-async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId' | 'choices'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
   const edit = channel.editMessage.bind(channel);
   try {

@@ -55,7 +55,7 @@ export function shardPrefix(queuePrefix: string, shard: number, shards: number):
   if (shards === 1) return queuePrefix;
   const open = queuePrefix.indexOf('{');
   const close = open < 0 ? -1 : queuePrefix.indexOf('}', open + 1);
-  if (close > open + 1) return `${queuePrefix.slice(0, open + 1)}${shardTag(queuePrefix.slice(open + 1, close), shard, shards)}${queuePrefix.slice(close)}`;
+  if (close > open + 1) return `${queuePrefix.slice(0, open + 1)}${cachedShardTag(queuePrefix.slice(open + 1, close), shard, shards)}${queuePrefix.slice(close)}`;
   return `${queuePrefix}-${shard}`;
 }
 
@@ -85,4 +85,18 @@ export function replyJobId(inboundIds: readonly string[], kind: 'reply' | 'notic
 
 function digest(text: string): string {
   return createHash('sha1').update(text).digest('hex').slice(0, 24);
+}
+
+// Searching a shard's tag costs up to a few hundred CRC16s; remembered here, outside the pure core:
+// a few hundred entries per deployment at most (shards × prefixes in use).
+const shardTags = new Map<string, string>();
+
+function cachedShardTag(base: string, shard: number, shards: number): string {
+  const key = `${base}\n${shard}\n${shards}`;
+  let tag = shardTags.get(key);
+  if (tag === undefined) {
+    tag = shardTag(base, shard, shards);
+    shardTags.set(key, tag);
+  }
+  return tag;
 }

@@ -1,9 +1,8 @@
 import type { ChannelName } from '../core/inbound.js';
 import type { Logger } from '../log.js';
-import { createSilentLogger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, turnSignalChannel } from '../redis/keys.js';
-import { subscribeJson } from '../redis/pubsub.js';
+import { publishJson, subscribeTopic, type JsonTopic } from '../redis/pubsub.js';
 
 /** A turn signal published by workers on the pub/sub channel `<keyPrefix>signals`. */
 export interface TurnSignal {
@@ -16,9 +15,14 @@ export interface TurnSignal {
   atMs: number;
 }
 
+const TURN_SIGNALS: JsonTopic<TurnSignal> = {
+  channel: turnSignalChannel, parse: parseSignal, what: 'turn signal', component: 'turn-signals',
+  describe: (signal) => ({ sessionId: signal.sessionId, type: signal.type }),
+};
+
 /** Publishes a turn signal (best effort: signals are hints, never state). */
 export async function publishTurnSignal(redis: RedisClient, signal: TurnSignal, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
-  await redis.publish(turnSignalChannel(keyPrefix), JSON.stringify(signal));
+  await publishJson(redis, TURN_SIGNALS, signal, keyPrefix);
 }
 
 /**
@@ -28,9 +32,7 @@ export async function publishTurnSignal(redis: RedisClient, signal: TurnSignal, 
  * worth a crash. @returns a function that unsubscribes and closes the connection.
  */
 export async function subscribeTurnSignals(subscriber: RedisClient, onSignal: (signal: TurnSignal) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  const log = (logger ?? createSilentLogger()).child({ component: 'turn-signals' });
-  const subscription = { channel: turnSignalChannel(keyPrefix), parse: parseSignal, what: 'turn signal', describe: (signal: TurnSignal) => ({ sessionId: signal.sessionId, type: signal.type }) };
-  return subscribeJson(subscriber, subscription, onSignal, log);
+  return subscribeTopic(subscriber, TURN_SIGNALS, onSignal, keyPrefix, logger);
 }
 
 const SIGNAL_TYPES = new Set<string>(['turn-started', 'typing', 'turn-ended']);

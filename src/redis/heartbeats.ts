@@ -21,6 +21,22 @@ export interface WorkerBeat {
   turnsFailed: number;
   /** Its last model call: when (ms since epoch) and how it ended (`ok` or the `LlmError` kind). */
   lastModelCall?: { at: number; outcome: string };
+  /** The MCP servers it connects to (workers/tools/mcp), in configuration order; absent without any. */
+  mcp?: McpServerBeat[];
+}
+
+/** One MCP server as one worker sees it. */
+export interface McpServerBeat {
+  /** Its name in the MCP configuration. */
+  name: string;
+  transport: 'stdio' | 'http' | 'sse';
+  /** `connecting` (first attempt), `connected`, `reconnecting` (it failed; the next attempt is scheduled), `disabled`. */
+  state: 'connecting' | 'connected' | 'reconnecting' | 'disabled';
+  /** Tools it offers the agent (after the allow and deny lists). */
+  tools: number;
+  /** What last went wrong with it, in one line (never a secret), and when (ms since epoch). */
+  lastError?: string;
+  lastErrorAtMs?: number;
 }
 
 /**
@@ -157,6 +173,19 @@ export function gatewayChannelRows(beats: readonly HeartbeatStatus[]): GatewayCh
   return beats.filter((beat) => beat.role === 'gateway' && beat.alive && beat.gateway).flatMap((beat) => {
     const gateway = { id: beat.id, host: beat.host, pid: beat.pid };
     return Object.entries(beat.gateway!.channels).map(([channel, health]) => ({ ...health, channel, gateway }));
+  });
+}
+
+/** One MCP server of one live worker, as the worker's last beat says. */
+export interface McpServerRow extends McpServerBeat {
+  worker: Pick<HeartbeatRecord, 'id' | 'host' | 'pid'>;
+}
+
+/** The MCP servers of the live workers among `beats`: the one read `chatgate status`, `doctor` and the dashboard show. */
+export function mcpServerRows(beats: readonly HeartbeatStatus[]): McpServerRow[] {
+  return beats.filter((beat) => beat.role === 'worker' && beat.alive && beat.worker?.mcp).flatMap((beat) => {
+    const worker = { id: beat.id, host: beat.host, pid: beat.pid };
+    return beat.worker!.mcp!.map((server) => ({ ...server, worker }));
   });
 }
 

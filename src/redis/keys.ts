@@ -32,25 +32,21 @@ export interface SessionKeys {
   steps: string;
   /** String: a `/stop` request for the running turn (its lease's fencing token, or `queued`); short TTL. */
   stop: string;
+  /** Hash: approval id → the asked tool call and its decision (JSON, versioned; src/approvals). */
+  approvals: string;
+  /** Hash: tool name → the "Always in this chat" grant (JSON); emptied by `/new`. */
+  grants: string;
 }
+
+/** The parts of a session's key names: each key is `<prefix>{<sessionId>}:<part>`. */
+const SESSION_KEY_PARTS: ReadonlyArray<keyof SessionKeys> = [
+  'history', 'transcript', 'meta', 'usage', 'inbox', 'processing', 'lease', 'notes', 'outbox', 'failed', 'steps', 'stop', 'approvals', 'grants',
+];
 
 /** The keys of session `sessionId` under `prefix` (default `cg:`). */
 export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREFIX): SessionKeys {
   const base = `${prefix}{${sessionId}}:`;
-  return {
-    history: `${base}history`,
-    transcript: `${base}transcript`,
-    meta: `${base}meta`,
-    usage: `${base}usage`,
-    inbox: `${base}inbox`,
-    processing: `${base}processing`,
-    lease: `${base}lease`,
-    notes: `${base}notes`,
-    outbox: `${base}outbox`,
-    failed: `${base}failed`,
-    steps: `${base}steps`,
-    stop: `${base}stop`,
-  };
+  return Object.fromEntries(SESSION_KEY_PARTS.map((part) => [part, `${base}${part}`])) as unknown as SessionKeys;
 }
 
 /**
@@ -59,6 +55,14 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
  */
 export function sessionIndexKey(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}sessions`;
+}
+
+/**
+ * Sorted set of pending approvals (`<approval id>@<session id>`) scored by when they expire (ms);
+ * the gateway expires the due ones. Its own slot, like the session index.
+ */
+export function approvalsDueKey(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}approvals-due`;
 }
 
 /** Pub/sub channel of turn signals (typing, turn started/ended) for the gateway. */

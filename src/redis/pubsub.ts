@@ -4,7 +4,7 @@
  * are hints, never state: a payload `parse` refuses, or a handler that throws, is logged (warn) and
  * skipped, never worth a crash.
  */
-import type { Logger } from '../log.js';
+import { createSilentLogger, type Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 
 /** What one subscription listens to, and how its log lines name it. */
@@ -39,4 +39,22 @@ export async function subscribeJson<T>(subscriber: RedisClient, subscription: Js
     await subscriber.unsubscribe(channel).catch(() => undefined);
     subscriber.disconnect();
   };
+}
+
+/** A JSON pub/sub topic: its channel (by key prefix), how a payload is read, and how it is logged. */
+export interface JsonTopic<T> extends Omit<JsonSubscription<T>, 'channel'> {
+  channel(keyPrefix: string): string;
+  /** The `component` of its subscribers' log lines. */
+  component: string;
+}
+
+/** Publishes `message` on `topic`. Best effort: pub/sub messages are hints, a lost one costs nothing. */
+export async function publishJson<T>(redis: RedisClient, topic: JsonTopic<T>, message: T, keyPrefix: string): Promise<void> {
+  await redis.publish(topic.channel(keyPrefix), JSON.stringify(message));
+}
+
+/** Subscribes to `topic` on a dedicated connection; @returns a function that unsubscribes and closes it. */
+export async function subscribeTopic<T>(subscriber: RedisClient, topic: JsonTopic<T>, onMessage: (message: T) => void, keyPrefix: string, logger?: Logger): Promise<() => Promise<void>> {
+  const log = (logger ?? createSilentLogger()).child({ component: topic.component });
+  return subscribeJson(subscriber, { ...topic, channel: topic.channel(keyPrefix) }, onMessage, log);
 }

@@ -56,9 +56,14 @@ const OUTBOUND_SCRIPT_FILES = {
   outboundPromote: 'outbound-promote-3.lua',
 } as const;
 
+/** The approvals' scripts, in `src/approvals/scripts/`. */
+const APPROVAL_SCRIPT_FILES = {
+  decideApproval: 'decide-approval-3.lua',
+} as const;
+
 /** The name of one of chatgate's Lua scripts. */
 export type ScriptName = keyof typeof REDIS_SCRIPT_FILES | keyof typeof TURN_STOP_SCRIPT_FILES | keyof typeof OUTBOUND_SCRIPT_FILES
-  | keyof typeof LIVE_REPLY_SCRIPT_FILES;
+  | keyof typeof LIVE_REPLY_SCRIPT_FILES | keyof typeof APPROVAL_SCRIPT_FILES;
 
 /** A loaded script: its source and how many of its arguments are keys. */
 interface LoadedScript {
@@ -77,6 +82,7 @@ export const SCRIPT_FOLDERS: ReadonlyArray<{ dir: URL; files: Readonly<Partial<R
   { dir: new URL('../outbound/scripts/', import.meta.url), files: OUTBOUND_SCRIPT_FILES },
   { dir: new URL('../turn-stop/scripts/', import.meta.url), files: TURN_STOP_SCRIPT_FILES },
   { dir: new URL('../live-reply/scripts/', import.meta.url), files: LIVE_REPLY_SCRIPT_FILES },
+  { dir: new URL('../approvals/scripts/', import.meta.url), files: APPROVAL_SCRIPT_FILES },
 ];
 
 /** Where `--- @include "<name>"` finds `<name>.lua`: `src/redis/scripts/includes`. */

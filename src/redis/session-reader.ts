@@ -6,7 +6,7 @@ import { findSummary as findEngineSummary } from '../core/compaction/summary-blo
 import { toCompactionState } from '../core/compaction/compaction-state.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import {
-  DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDetail, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
+  DEFAULT_PAGE_SIZE, type ListSessionsOptions, type SessionDecision, type SessionDetail, type SessionGrant, type SessionLedger, type SessionPage, type SessionRow, type SessionView,
 } from '../core/session-view.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
@@ -84,9 +84,9 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
     },
     async getSession(id: string): Promise<SessionDetail | null> {
       const keys = sessionKeys(id, o.keyPrefix);
-      const [snapshot, usage, notes, transcript, length, failed, busy, waiting] = await Promise.all([
+      const [snapshot, usage, notes, transcript, length, failed, busy, waiting, grants] = await Promise.all([
         store.load(id), readUsage(redis, keys), createSessionNotes(redis, keys).list(), readRecentTranscript(redis, keys), redis.xlen(keys.transcript),
-        redis.llen(keys.failed), redis.exists(keys.lease), redis.llen(keys.inbox),
+        redis.llen(keys.failed), redis.exists(keys.lease), redis.llen(keys.inbox), redis.hvals(keys.grants),
       ]);
       if (snapshot.meta.version === 0 && snapshot.entries.length === 0 && length === 0) return null;
       const limits = limitsOf(o, snapshot.meta);
@@ -99,6 +99,7 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
         summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
         notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key]! })),
+        grants: grants.map((json) => toGrant(json)).sort((a, b) => a.atMs - b.atMs), decisions: decisionsOf(transcript),
         activity: { createdAt: snapshot.meta.createdAtMs || snapshot.meta.lastActivityMs, contextMessages: snapshot.entries.length, busy: busy === 1, waiting },
         failed,
       };
@@ -129,6 +130,18 @@ function limitsOf(o: ResolvedOptions, meta: SessionMeta): SessionLimits {
  * The newest {@link MAX_REPLAY_ENTRIES} transcript entries, oldest first: the dashboard polls
  * details, so a very long transcript is never read whole (its fill history then starts mid-way).
  */
+/** A stored grant (src/approvals, JSON `{ v: 1, tool, by, atMs }`) as the surfaces show it. */
+function toGrant(json: string): SessionGrant {
+  const { tool, by, atMs } = JSON.parse(json) as SessionGrant;
+  return { tool, by, atMs };
+}
+
+function decisionsOf(entries: readonly StoredTranscriptEntry[]): SessionDecision[] {
+  return entries.flatMap((e) => (e.type === 'approval'
+    ? [{ approvalId: e.approvalId, tool: e.tool, args: e.args, decision: e.decision, via: e.via, ...(e.by ? { by: e.by } : {}), always: e.always, at: e.atMs }]
+    : []));
+}
+
 async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Promise<StoredTranscriptEntry[]> {
   if ((await redis.xlen(keys.transcript)) <= MAX_REPLAY_ENTRIES) return readTranscript(redis, keys);
   const newest = await redis.xrevrange(keys.transcript, '+', '-', 'COUNT', MAX_REPLAY_ENTRIES);

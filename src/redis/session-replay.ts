@@ -32,6 +32,7 @@ export function replayTranscript(entries: readonly StoredTranscriptEntry[], over
   const replay: Replay = { fillHistory: [], compactions: [], resets: [] };
   const at: Cursor = { tokens: base, calls: 0, turn: 0, previousRole: '', absorbUsers: false };
   for (const entry of entries) {
+    if (entry.type === 'approval') continue;
     if (entry.type === 'compaction') onCompaction(replay, at, entry, base);
     else if (entry.type === 'reset') {
       replay.resets.push({ call: at.calls, turn: Math.max(at.turn, 1), at: entry.atMs, removedMessages: entry.removedMessages });

@@ -2,7 +2,7 @@ import type { CompactionState } from '../core/compaction/compaction-types.js';
 import type { OutboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { SessionLimits } from '../core/session-figures.js';
-import { REPLY_PRIMING_TOKENS, messageTokens } from '../core/tokens.js';
+import { REPLY_PRIMING_TOKENS, type TokenCounter } from '../core/tokens.js';
 import { StaleCommitError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger } from '../log.js';
@@ -114,9 +114,9 @@ export interface SessionStore {
   clearOutbox(sessionId: string, count: number): Promise<void>;
 }
 
-/** Wraps a message with its token count. */
-export function toEntry(message: ChatMessage, model?: string): StoredEntry {
-  return { message, tokens: messageTokens(message, model) };
+/** Wraps a message with its token count, as `counter` counts it for `model`. */
+export function toEntry(message: ChatMessage, counter: TokenCounter, model?: string): StoredEntry {
+  return { message, tokens: counter.messageTokens(message, model) };
 }
 
 /**

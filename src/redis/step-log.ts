@@ -28,8 +28,10 @@ export interface RecordedRound {
   answer: RecordedAnswer;
   /** Tool call id → its result text. */
   results: Map<string, string>;
-  /** Tool call ids whose run was started (side-effecting tools only). */
+  /** Tool call ids whose run was started (side-effecting and approved tools only). */
   started: Set<string>;
+  /** Tool call id → the id of the approval the user was asked for it (src/approvals). */
+  approvals: Map<string, string>;
   /** The round was committed to the projection (written right after that commit). */
   committed: boolean;
 }
@@ -44,6 +46,8 @@ export interface StepLog {
   recordStarted(callId: string): Promise<void>;
   /** Records a tool call's result text. */
   recordResult(callId: string, text: string): Promise<void>;
+  /** Records the approval the user is asked for a tool call (before it is created: a retry asks with the same id). */
+  recordApproval(callId: string, approvalId: string): Promise<void>;
   /** Marks the round as committed to the projection. */
   recordCommitted(): Promise<void>;
   /** Deletes the log (the turn is over). */
@@ -79,6 +83,7 @@ export function createStepLog(redis: RedisClient, options: StepLogOptions): Step
     recordAnswer: (answer) => write('answer', JSON.stringify(answer), true),
     recordStarted: (callId) => write(`started:${callId}`, '1'),
     recordResult: (callId, text) => write(`result:${callId}`, text),
+    recordApproval: (callId, approvalId) => write(`approval:${callId}`, approvalId),
     recordCommitted: () => write('committed', '1'),
     async clear() {
       await redis.del(keys.steps);
@@ -89,11 +94,24 @@ export function createStepLog(redis: RedisClient, options: StepLogOptions): Step
 function toRound(raw: Record<string, string>): RecordedRound {
   const results = new Map<string, string>();
   const started = new Set<string>();
+  const approvals = new Map<string, string>();
   for (const [field, value] of Object.entries(raw)) {
     if (field.startsWith('result:')) results.set(field.slice('result:'.length), value);
     else if (field.startsWith('started:')) started.add(field.slice('started:'.length));
+    else if (field.startsWith('approval:')) approvals.set(field.slice('approval:'.length), value);
   }
-  return { answer: JSON.parse(raw.answer ?? 'null') as RecordedAnswer, results, started, committed: raw.committed === '1' };
+  return { answer: JSON.parse(raw.answer ?? 'null') as RecordedAnswer, results, started, approvals, committed: raw.committed === '1' };
+}
+
+/**
+ * The approvals the session's recorded round asked for whose calls have no result yet (read
+ * without knowing the turn: what a turn job checks before it takes the inbox). Empty when the
+ * round was committed or asked nothing.
+ */
+export async function askedApprovalIds(redis: RedisClient, keys: SessionKeys): Promise<string[]> {
+  const raw = await redis.hgetall(keys.steps);
+  if (!raw.answer || raw.committed === '1') return [];
+  return Object.entries(raw).filter(([field]) => field.startsWith('approval:') && raw[`result:${field.slice('approval:'.length)}`] === undefined).map(([, id]) => id);
 }
 
 function sessionOf(keys: SessionKeys): string {

@@ -48,8 +48,26 @@ export interface TranscriptReset {
   atMs: number;
 }
 
+/** A decision on an asked tool call as recorded in the transcript (src/approvals/scripts/decide-approval-3.lua writes it). */
+export interface TranscriptApproval {
+  type: 'approval';
+  approvalId: string;
+  tool: string;
+  callId: string;
+  /** The call's arguments as the model sent them (JSON text, bounded). */
+  args: string;
+  decision: 'approved' | 'denied' | 'expired';
+  /** `user` (a button or command), `timeout` or `stop`. */
+  via: 'user' | 'timeout' | 'stop';
+  /** Who decided (absent for `timeout` and `stop`). */
+  by?: { userId: string; userName: string };
+  /** Approved "always in this chat". */
+  always: boolean;
+  atMs: number;
+}
+
 /** One transcript entry. */
-export type TranscriptEntry = TranscriptMessage | TranscriptCompaction | TranscriptReset;
+export type TranscriptEntry = TranscriptMessage | TranscriptCompaction | TranscriptReset | TranscriptApproval;
 
 /** A transcript entry with its stream id. */
 export type StoredTranscriptEntry = TranscriptEntry & { id: string };

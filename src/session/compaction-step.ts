@@ -68,7 +68,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
   } else {
     const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
     const meta = input.notes ? { notesSnapshot: await input.notes() } : undefined;
-    await turn.replace(kept.map((message) => toEntry(message, input.model)), result.state, { transcript: [event], usage, meta });
+    await turn.replace(kept.map((message) => toEntry(message, input.compressor.tokenCounter, input.model)), result.state, { transcript: [event], usage, meta });
   }
   (input.metrics ?? NOOP_METRICS).record({ type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
   input.logger.info({

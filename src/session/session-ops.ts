@@ -6,7 +6,8 @@ import { createCompactionState } from '../core/compaction/compaction-state.js';
 import { decideHygiene } from '../core/compaction/hygiene.js';
 import type { InboundMessage } from '../core/inbound.js';
 import type { ChatMessage } from '../core/messages.js';
-import { messageTokens } from '../core/tokens.js';
+import type { TokenCounter } from '../core/tokens.js';
+import { createTokenCounter } from '../llm/encodings.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
@@ -60,7 +61,7 @@ export interface SessionOps {
   hygiene(sessionId: string, figures?: HygieneFigures): Promise<CompactionResult | null>;
   /** A forced compaction (`/compact`, the CLI). */
   compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
-  /** Empties the projection and the compaction state; the transcript keeps everything. */
+  /** Empties the projection and the compaction state and drops the tool grants; the transcript keeps everything. */
   reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
 }
 
@@ -88,10 +89,12 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
  * session's recorded limits (`options.limits` for sessions without), summarising with its summary model.
  */
 export function createLlmSessionOps(
-  deps: { redis: RedisClient; logger: Logger; store?: SessionStore; metrics?: Metrics },
+  deps: { redis: RedisClient; logger: Logger; store?: SessionStore; metrics?: Metrics; tokenCounter?: TokenCounter },
   options: LlmSessionOpsOptions,
 ): SessionOps {
   const { logger } = deps;
+  // One counter for every compressor of these operations: a GPT-3.5/4 session loads cl100k_base once.
+  const tokenCounter = deps.tokenCounter ?? createTokenCounter([options.limits.model]);
   const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
   const llm = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
@@ -101,7 +104,7 @@ export function createLlmSessionOps(
     redis: deps.redis, store, logger, metrics: deps.metrics,
     createCompressor: (limits) => new ContextCompressor({
       contextWindow: limits.contextWindow, threshold: options.threshold, reservedOutputTokens: limits.reservedOutputTokens, model: limits.model,
-      summarizer: createSummarizer({ llm, logger }, { summaryModel: limits.summaryModel }),
+      summarizer: createSummarizer({ llm, logger }, { summaryModel: limits.summaryModel }), tokenCounter,
     }),
   }, {
     systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, limits: options.limits,
@@ -130,7 +133,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
   const limitsOf = (meta: Pick<SessionMeta, 'limits'>): SessionLimits => meta.limits ?? options.limits;
   const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor(limitsOf(turn.meta))) =>
     runCompactionStep({
-      compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, limitsOf(turn.meta).model),
+      compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, compressor.tokenCounter, limitsOf(turn.meta).model),
       layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }), metrics: deps.metrics,
       notes: () => createSessionNotes(deps.redis, deps.store.keys(turn.sessionId)).list(),
       // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
@@ -144,8 +147,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
         // Read under the lease: a turn that ran meanwhile has taken (and answered) what was waiting.
         const pending = await pendingMessages(deps, sessionId);
         const limits = limitsOf(turn.meta);
-        const tokens = requestTokens({ meta: turn.meta }) + countPending(pending, limits.model);
         const compressor = deps.createCompressor(limits);
+        const tokens = requestTokens({ meta: turn.meta }) + countPending(pending, compressor.tokenCounter, limits.model);
         if (!decide(turn.entries.length, tokens, limits, options).compact || !compressor.shouldCompress(tokens, turn.compaction)) return null;
         const compacted = await compactTurn(turn, 'hygiene', false, undefined, pending, compressor);
         return compacted.outcome === 'noop' ? null : compacted;
@@ -158,6 +161,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     reset(sessionId) {
       return underLease(sessionId, async (turn) => {
         const removedMessages = turn.entries.length;
+        // A fresh conversation starts with no "always" approvals (gone first: a crash leaves fewer grants, never more).
+        await deps.redis.del(deps.store.keys(sessionId).grants);
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
         // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {
@@ -189,8 +194,8 @@ async function pendingMessages(deps: SessionOpsDeps, sessionId: string): Promise
   return [{ role: 'user', content: raw.map((item) => (JSON.parse(item) as InboundMessage).text).join('\n\n') }];
 }
 
-function countPending(pending: readonly ChatMessage[], model: string): number {
-  return pending.reduce((sum, message) => sum + messageTokens(message, model), 0);
+function countPending(pending: readonly ChatMessage[], counter: TokenCounter, model: string): number {
+  return pending.reduce((sum, message) => sum + counter.messageTokens(message, model), 0);
 }
 
 /**

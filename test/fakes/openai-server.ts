@@ -14,7 +14,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChatMessage } from '../../src/core/messages.js';
-import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
+import { countMessageTokens, countTextTokens } from '../../src/llm/encodings.js';
+import { readRequestBody } from '../../src/llm/demo-model.js';
 
 /** A request the fake received. */
 export interface FakeRequest {
@@ -101,7 +102,7 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
   let transcriber = (request: FakeTranscription): FakeTranscriptionReply => ({ text: `transcript of ${request.fileName}` });
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if ((req.url ?? '').startsWith('/v1/audio/transcriptions')) return transcribe(req, res, transcriptions, transcriber);
-    const body = JSON.parse(await readBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[]; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    const body = JSON.parse(await readRequestBody(req)) as { model: string; messages: ChatMessage[]; tools?: unknown[]; stream?: boolean; stream_options?: { include_usage?: boolean } };
     const tools = body.tools ?? [];
     const promptTokens = countMessageTokens(body.messages) + (tools.length > 0 ? countTextTokens(JSON.stringify(tools)) : 0);
     const request: FakeRequest = { index: requests.length, model: body.model, messages: body.messages, tools, promptTokens, stream: body.stream === true };
@@ -262,11 +263,3 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}

@@ -11,6 +11,10 @@
  * the next calls of a method.
  * Like the real Bot API, a getUpdates that arrives while another is still open for the token (two
  * pollers) ends the open one with 409 Conflict; `getUpdatesConflicts` counts them.
+ * Inline keyboards: sendMessage keeps a message's `reply_markup` (`markupOf`; callback_data over 64
+ * bytes is refused with 400 BUTTON_DATA_INVALID), editMessageText replaces it (none given: removed);
+ * `pushCallbackQuery` presses a button, and answerCallbackQuery refuses an unknown query id or a
+ * second answer with 400, as the real Bot API does.
  * Like the real Bot API, it answers 403 to any send into the chat of a user who blocked the bot,
  * and 400 to a send into a forum topic that was deleted.
  */
@@ -68,6 +72,11 @@ export class FakeTelegramServer extends EventEmitter {
   private readonly blockedUntil = new Map<string, number>();
   /** Current text of every message the bot sent, by `<chat_id>:<message_id>` (deleted ones removed). */
   readonly messages = new Map<string, string>();
+  /** Current `reply_markup` of messages the bot sent with one, by `<chat_id>:<message_id>`. */
+  private readonly markups = new Map<string, unknown>();
+  /** Callback queries pushed and not answered yet. */
+  private readonly openQueries = new Set<string>();
+  private nextQueryId = 1;
   /**
    * getUpdates calls that arrived while another was still open for this token (two pollers): the
    * one already open is answered 409 Conflict, as the real Bot API does.
@@ -123,6 +132,29 @@ export class FakeTelegramServer extends EventEmitter {
       ...message,
     };
     return { updateId: this.pushUpdate({ message: full }), messageId };
+  }
+
+  /**
+   * Presses a button of message `messageId` (sent by the bot into `chatId`): queues a `callback_query`
+   * update with `data` from user `from` (default Ada, 42). @returns the query id.
+   */
+  pushCallbackQuery(options: { messageId: number; data: string; chatId?: number; chatType?: string; from?: Record<string, unknown> }): string {
+    const id = `cbq-${this.nextQueryId++}`;
+    const chatId = options.chatId ?? 42;
+    this.openQueries.add(id);
+    this.pushUpdate({
+      callback_query: {
+        id, chat_instance: `ci-${chatId}`, data: options.data,
+        from: options.from ?? { id: 42, is_bot: false, first_name: 'Ada', username: 'ada' },
+        message: { message_id: options.messageId, date: now(), chat: { id: chatId, type: options.chatType ?? 'private' }, text: this.messages.get(`${chatId}:${options.messageId}`) ?? '' },
+      },
+    });
+    return id;
+  }
+
+  /** The `reply_markup` message `messageId` of `chatId` has now, if any. */
+  markupOf(chatId: number | string, messageId: number | string): unknown {
+    return this.markups.get(`${chatId}:${messageId}`);
   }
 
   /**
@@ -229,6 +261,10 @@ export class FakeTelegramServer extends EventEmitter {
         return this.getFile(params);
       case 'setMyCommands':
         return commandsProblem(params.commands) ?? { value: true };
+      case 'answerCallbackQuery':
+        return this.openQueries.delete(String(params.callback_query_id))
+          ? { value: true }
+          : { errorCode: 400, description: 'Bad Request: query is too old and response timeout expired or query ID is invalid' };
       case 'sendChatAction':
       case 'deleteWebhook':
       case 'setWebhook':
@@ -274,8 +310,10 @@ export class FakeTelegramServer extends EventEmitter {
       const problem = htmlProblem(text);
       if (problem) return { errorCode: 400, description: `Bad Request: can't parse entities: ${problem}` };
     }
+    if (keyboardProblem(params.reply_markup)) return { errorCode: 400, description: 'Bad Request: BUTTON_DATA_INVALID' };
     const message = { message_id: this.nextMessageId++, date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text };
     this.messages.set(`${String(params.chat_id)}:${message.message_id}`, text);
+    if (params.reply_markup !== undefined) this.markups.set(`${String(params.chat_id)}:${message.message_id}`, params.reply_markup);
     return { value: message };
   }
 
@@ -291,8 +329,11 @@ export class FakeTelegramServer extends EventEmitter {
       const problem = htmlProblem(text);
       if (problem) return { errorCode: 400, description: `Bad Request: can't parse entities: ${problem}` };
     }
-    if (text === current) return { errorCode: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };
+    if (text === current && JSON.stringify(params.reply_markup) === JSON.stringify(this.markups.get(key))) return { errorCode: 400, description: 'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message' };
+    if (keyboardProblem(params.reply_markup)) return { errorCode: 400, description: 'Bad Request: BUTTON_DATA_INVALID' };
     this.messages.set(key, text);
+    if (params.reply_markup === undefined) this.markups.delete(key);
+    else this.markups.set(key, params.reply_markup);
     return { value: { message_id: Number(params.message_id), date: now(), edit_date: now(), chat: { id: Number(params.chat_id), type: 'private' }, text } };
   }
 
@@ -401,4 +442,14 @@ function commandsProblem(raw: unknown): TelegramFailure | undefined {
     if (typeof entry.description !== 'string' || entry.description.length < 1 || entry.description.length > 256) return { errorCode: 400, description: 'Bad Request: BOT_COMMAND_DESCRIPTION_INVALID' };
   }
   return undefined;
+}
+
+/** Whether an inline keyboard has a button whose callback_data is empty or over 64 bytes. */
+function keyboardProblem(markup: unknown): boolean {
+  const rows = (markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+  if (!Array.isArray(rows)) return false;
+  return rows.some((row) => !Array.isArray(row) || row.some((button: { callback_data?: unknown }) => {
+    const data = button.callback_data;
+    return data !== undefined && (typeof data !== 'string' || data.length === 0 || Buffer.byteLength(data) > 64);
+  }));
 }

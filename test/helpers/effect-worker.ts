@@ -1,7 +1,7 @@
 /**
  * A worker process with two test tools, for crash tests: `lookup` (no side effects) and `book`
  * (side-effecting). Each run of a tool is counted in Redis (`<prefix>runs:<tool>`, `book` pushes its
- * idempotency key). With EFFECT_BLOCK=1, `book` signals `<prefix>signal:book-started` after its
+ * idempotency key). With BOOK_APPROVAL=ask, `book` asks the user first. With EFFECT_BLOCK=1, `book` signals `<prefix>signal:book-started` after its
  * effect and then never returns, so a test can SIGKILL the process right there.
  * Run: `node --import tsx test/helpers/effect-worker.ts` with REDIS_URL, KEY_PREFIX, QUEUE_PREFIX, OPENAI_BASE_URL.
  */
@@ -29,6 +29,7 @@ const lookup = defineTool({
 
 const book = defineTool({
   name: 'book', description: 'Books a slot.', schema: z.object({ slot: z.string() }), sideEffects: true, timeoutMs: 600_000,
+  approval: process.env.BOOK_APPROVAL === 'ask' ? 'ask' : 'auto',
   async run({ slot }, context) {
     await redis.rpush(`${prefix}runs:book`, context.idempotencyKey);
     if (process.env.EFFECT_BLOCK === '1') {

@@ -7,6 +7,7 @@ import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monit
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import type { GatewayChannels } from '../../src/gateway/channels.js';
 import { runWorker, type RunningWorker, type RunWorkerOptions } from '../../workers/main.js';
+import type { ToolDefinition } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeHandler, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 
@@ -31,6 +32,8 @@ export interface StackOptions {
   summary?: FakeHandler;
   env?: Record<string, string>;
   worker?: Partial<RunWorkerOptions>;
+  /** Tools the worker offers besides the built-ins. */
+  tools?: readonly ToolDefinition[];
 }
 
 /** True for a request the summariser made. */
@@ -51,7 +54,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const logger = createSilentLogger();
   const metrics = createPrometheusMetrics();
   const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels: options.channels }, gatewayOptions(config));
-  const worker = await runWorker({ redis: t.redis, logger, metrics }, {
+  const worker = await runWorker({ redis: t.redis, logger, metrics, tools: options.tools }, {
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, queueShards: config.redis.queueShards,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,

@@ -16,6 +16,9 @@ import { readTranscript } from '../../src/redis/transcript.js';
 import { callUsageDelta, readUsage } from '../../src/redis/usage.js';
 import { closedPort, runChatgate, type CliResult } from '../helpers/cli-process.js';
 import { deleteMatching } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
@@ -68,8 +71,8 @@ describe('chatgate CLI against real Redis', () => {
     const s = createSessionStore({ redis }, { keyPrefix, now: () => atMs });
     const fence = (await acquireLease(redis, s.keys(sessionId)))!;
     const entries = Array.from({ length: turns }, (_, k) => [
-      toEntry({ role: 'user', content: `Question ${k + 1}: where is my order ORD-48213-XK? It was supposed to arrive on 2026-01-${String(10 + (k % 9)).padStart(2, '0')} and the tracking page at https://example.com/track/48213 shows nothing new.` }),
-      toEntry({ role: 'assistant', content: `Answer ${k + 1}: the order ORD-48213-XK left the warehouse; I will keep checking the carrier and tell you as soon as the status changes. Reference #4471 is attached to your ticket.` }),
+      toEntry({ role: 'user', content: `Question ${k + 1}: where is my order ORD-48213-XK? It was supposed to arrive on 2026-01-${String(10 + (k % 9)).padStart(2, '0')} and the tracking page at https://example.com/track/48213 shows nothing new.` }, TOKENS),
+      toEntry({ role: 'assistant', content: `Answer ${k + 1}: the order ORD-48213-XK left the warehouse; I will keep checking the carrier and tell you as soon as the status changes. Reference #4471 is attached to your ticket.` }, TOKENS),
     ]).flat();
     await s.commit(sessionId, {
       expectedVersion: 0, fence, projection: { append: entries },

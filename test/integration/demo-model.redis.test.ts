@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/core/messages.js';
-import { countMessageTokens, countTextTokens } from '../../src/core/tokens.js';
+import { countMessageTokens, countTextTokens } from '../../src/llm/encodings.js';
 import { createLlmClient, type LlmClient, type ToolSchema } from '../../src/llm/client.js';
 import { DEMO_LABEL, startDemoModel, type DemoModel } from '../../src/llm/demo-model.js';
 import { SUMMARY_SECTIONS, buildSummaryPrompt } from '../../src/llm/summarizer.js';

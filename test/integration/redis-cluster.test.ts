@@ -38,6 +38,9 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/ope
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { collectOutbound } from '../helpers/redis.js';
 import { pollUntil } from '../helpers/waits.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const logger = createSilentLogger();
 let cluster: TestCluster;
@@ -125,7 +128,7 @@ describe('on a Redis Cluster', () => {
   it('commits a session atomically and indexes it', async () => {
     const keys = store.keys('web:commit');
     const fence = (await acquireLease(conn.redis, keys))!;
-    const user = toEntry({ role: 'user', content: 'order ORD-1' });
+    const user = toEntry({ role: 'user', content: 'order ORD-1' }, TOKENS);
     const version = await store.commit('web:commit', { expectedVersion: 0, fence, projection: { append: [user] }, transcript: [{ type: 'message', message: user.message, tokens: user.tokens, atMs: 1 }] });
     expect(version).toBe(1);
     expect((await store.load('web:commit')).entries).toEqual([user]);

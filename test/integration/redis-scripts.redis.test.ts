@@ -7,6 +7,9 @@ import { acquireLease } from '../../src/redis/lease.js';
 import { runScript, runScriptWithOptions } from '../../src/redis/scripts.js';
 import { createSessionStore, toEntry, type SessionStore } from '../../src/redis/session-store.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const SESSION = 'web:scripts';
 
@@ -44,9 +47,9 @@ describe('Lua scripts validate before they write', () => {
 
   it('a commit with a malformed transcript item changes nothing (the history is not dropped first)', async () => {
     const fence = (await acquireLease(t.redis, keys))!;
-    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' })] } });
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' }, TOKENS)] } });
     const before = await snapshot();
-    const items = [JSON.stringify(toEntry({ role: 'user', content: 'new' })), '{"no type": true}'];
+    const items = [JSON.stringify(toEntry({ role: 'user', content: 'new' }, TOKENS)), '{"no type": true}'];
     const options = {
       expectedVersion: 1, fence: String(fence), mode: 'replace', projectionTokens: 3, transcriptRetention: 0, meta: {}, usageIncr: {}, usageSet: {},
       finishTurn: false, nowMs: Date.now(), entries: 1, transcript: 1, outbox: 0,

@@ -30,8 +30,8 @@ describe('lazy imports by role', () => {
   it('the encodings of an o200k_base model leave the cl100k_base table unloaded; those of GPT-4 load it', async () => {
     const script = (model: string) => [
       "const { createRequire } = await import('node:module');",
-      `const { installEncodings } = await import(${JSON.stringify(new URL('src/llm/encodings.ts', `file://${ROOT}/`).href)});`,
-      `installEncodings([${JSON.stringify(model)}]);`,
+      `const { createTokenCounter } = await import(${JSON.stringify(new URL('src/llm/encodings.ts', `file://${ROOT}/`).href)});`,
+      `createTokenCounter([${JSON.stringify(model)}]);`,
       "console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('cl100k'))));",
     ].join('\n');
     const loaded = async (model: string) => {

@@ -6,6 +6,9 @@ import { createRedisSessionView, type RedisSessionViewOptions } from '../../src/
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { callUsageDelta } from '../../src/redis/usage.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const WINDOW = 16_000;
 const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
@@ -59,7 +62,7 @@ describe('Redis session reader: listing many sessions', () => {
       const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => T0 + i * 1000 });
       const keys = store.keys(id);
       const fence = (await acquireLease(t.redis, keys))!;
-      const entries = [toEntry({ role: 'user', content: `question ${i}` }), toEntry({ role: 'assistant', content: `answer ${i}` })];
+      const entries = [toEntry({ role: 'user', content: `question ${i}` }, TOKENS), toEntry({ role: 'assistant', content: `answer ${i}` }, TOKENS)];
       await store.commit(id, {
         expectedVersion: 0, fence, projection: { append: entries },
         transcript: entries.map((e) => ({ type: 'message' as const, message: e.message, tokens: e.tokens, atMs: T0 + i * 1000 })),

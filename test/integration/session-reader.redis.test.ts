@@ -9,6 +9,9 @@ import { createSessionStore, toEntry, type StoredEntry } from '../../src/redis/s
 import type { TranscriptEntry } from '../../src/redis/transcript.js';
 import { callUsageDelta, compactionUsageDelta, mergeUsage } from '../../src/redis/usage.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const WINDOW = 16_000;
 const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
@@ -39,7 +42,7 @@ describe('Redis session reader', () => {
 
   /** A turn: user asks, assistant answers; the provider reports `promptTokens` (recorded on the answer, as the worker does). */
   async function turn(id: string, atMs: number, ask: string, answer: string, promptTokens: number) {
-    const entries = [toEntry({ role: 'user', content: ask }), toEntry({ role: 'assistant', content: answer })];
+    const entries = [toEntry({ role: 'user', content: ask }, TOKENS), toEntry({ role: 'assistant', content: answer }, TOKENS)];
     await commitStep(id, atMs, {
       append: entries, transcript: entries.map((e, k) => message(e, atMs, k === 1 ? promptTokens : undefined)),
       usage: callUsageDelta('gpt-4o-mini', { promptTokens, completionTokens: 40, cachedTokens: 10 }, WINDOW),
@@ -74,13 +77,13 @@ describe('Redis session reader', () => {
     const id = 'telegram:7';
     await turn(id, T0 + 1000, 'my order is ORD-48213-XK', 'noted', 3000);
     const remember: ChatMessage = { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'remember', arguments: '{"key":"order","note":"ORD-48213-XK"}' } }] };
-    const calls = [toEntry(remember), toEntry({ role: 'tool', tool_call_id: 'c1', content: 'remembered "order"' })];
+    const calls = [toEntry(remember, TOKENS), toEntry({ role: 'tool', tool_call_id: 'c1', content: 'remembered "order"' }, TOKENS)];
     await commitStep(id, T0 + 2000, { append: calls, transcript: calls.map((e, k) => message(e, T0 + 2000, k === 0 ? 3500 : undefined)), usage: callUsageDelta('gpt-4o-mini', { promptTokens: 3500, completionTokens: 20, cachedTokens: 0 }, WINDOW) });
     await createSessionNotes(t.redis, createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).keys(id)).set('order', 'ORD-48213-XK');
     await turn(id, T0 + 3000, 'and ticket #4471?', 'on it', 7000);
     const block = renderSummaryBlock('## Goal\nTrack the order.', renderPinned(['ORD-48213-XK', '#4471'], 0));
-    const summary = toEntry({ role: 'user', content: block });
-    const tail = toEntry({ role: 'assistant', content: 'on it' });
+    const summary = toEntry({ role: 'user', content: block }, TOKENS);
+    const tail = toEntry({ role: 'assistant', content: 'on it' }, TOKENS);
     await commitStep(id, T0 + 4000, {
       replace: [summary, tail],
       transcript: [{ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokens: 7000, model: 'gpt-4o-mini', durationMs: 850, reason: 'summarised 6 messages', atMs: T0 + 4000 }],
@@ -157,12 +160,12 @@ describe('Redis session reader', () => {
     await turn(id, T0, 'a question', 'an answer', 3000);
     // Hygiene compacts with the waiting message included: its size after already holds it.
     await commitStep(id, T0 + 1000, {
-      replace: [toEntry({ role: 'assistant', content: 'an answer' })],
+      replace: [toEntry({ role: 'assistant', content: 'an answer' }, TOKENS)],
       transcript: [{ type: 'compaction', layer: 'hygiene', outcome: 'compacted', tokensBefore: 2900, tokensAfter: 900, requestTokens: 3100, durationMs: 5, atMs: T0 + 1000 }],
       usage: compactionUsageDelta('hygiene', 'compacted', 2000),
       meta: { lastPromptTokens: 0, appendedTokensSince: 0 },
     });
-    const entries = [toEntry({ role: 'user', content: 'the waiting message' }), toEntry({ role: 'assistant', content: 'ok' })];
+    const entries = [toEntry({ role: 'user', content: 'the waiting message' }, TOKENS), toEntry({ role: 'assistant', content: 'ok' }, TOKENS)];
     await commitStep(id, T0 + 2000, { append: entries, transcript: entries.map((e) => message(e, T0 + 2000)) });
     const detail = (await reader().getSession(id))!;
     expect(detail.compactions[0]).toMatchObject({ call: 1, turn: 1, layer: 'hygiene', requestTokensAfter: 1100 });

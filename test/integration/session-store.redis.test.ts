@@ -8,6 +8,9 @@ import { callUsageDelta, readUsage } from '../../src/redis/usage.js';
 import { sessionIndexKey } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { Writable } from 'node:stream';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const SESSION = 'telegram:42';
 
@@ -31,7 +34,7 @@ describe('session store', () => {
 
   it('commits projection, transcript, meta and usage together and counts each message once', async () => {
     const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
-    const user = toEntry({ role: 'user', content: 'my order is ORD-48213-XK' });
+    const user = toEntry({ role: 'user', content: 'my order is ORD-48213-XK' }, TOKENS);
     const version = await store.commit(SESSION, {
       expectedVersion: 0, fence, projection: { append: [user] },
       transcript: [{ type: 'message', message: user.message, tokens: user.tokens, atMs: 1 }],
@@ -53,7 +56,7 @@ describe('session store', () => {
 
   it('requestTokens falls back to a full count when there is no provider report', async () => {
     const fence = (await acquireLease(t.redis, store.keys(SESSION)))!;
-    const entries = [toEntry({ role: 'user', content: 'hello there' }), toEntry({ role: 'assistant', content: 'hi!' })];
+    const entries = [toEntry({ role: 'user', content: 'hello there' }, TOKENS), toEntry({ role: 'assistant', content: 'hi!' }, TOKENS)];
     await store.commit(SESSION, { expectedVersion: 0, fence, projection: { replace: entries }, meta: { overheadTokens: 50 } });
     const snapshot = await store.load(SESSION);
     expect(requestTokens(snapshot)).toBe(3 + entries[0].tokens + entries[1].tokens + 50);
@@ -62,7 +65,7 @@ describe('session store', () => {
   it('refuses a commit with an old fencing token and leaves the session unchanged (test 5)', async () => {
     const keys = store.keys(SESSION);
     const oldFence = (await acquireLease(t.redis, keys, 60_000))!;
-    await store.commit(SESSION, { expectedVersion: 0, fence: oldFence, projection: { append: [toEntry({ role: 'user', content: 'first' })] } });
+    await store.commit(SESSION, { expectedVersion: 0, fence: oldFence, projection: { append: [toEntry({ role: 'user', content: 'first' }, TOKENS)] } });
     await releaseLease(t.redis, keys, oldFence);
     const newFence = (await acquireLease(t.redis, keys, 60_000))!;
     expect(newFence).toBeGreaterThan(oldFence);
@@ -70,7 +73,7 @@ describe('session store', () => {
     const before = await dump(t, keys);
 
     const stale = store.commit(SESSION, {
-      expectedVersion: 1, fence: oldFence, projection: { replace: [toEntry({ role: 'user', content: 'overwrite' })] },
+      expectedVersion: 1, fence: oldFence, projection: { replace: [toEntry({ role: 'user', content: 'overwrite' }, TOKENS)] },
       transcript: [{ type: 'compaction', layer: 'in-loop', outcome: 'compacted', tokensBefore: 1, tokensAfter: 0, durationMs: 0, atMs: 0 }],
       usage: { incr: { calls: 1 }, set: {} }, finishTurn: true, meta: { lastPromptTokens: 7 },
     });
@@ -87,10 +90,10 @@ describe('session store', () => {
     store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => now });
     const keys = store.keys(SESSION);
     const fence = (await acquireLease(t.redis, keys))!;
-    const first = toEntry({ role: 'user', content: 'one' });
+    const first = toEntry({ role: 'user', content: 'one' }, TOKENS);
     await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [first] }, usage: { incr: { calls: 1, promptTokens: 7 }, set: { lastContextFill: '0.1000' } } });
     now = 2_000;
-    const many = Array.from({ length: 2_500 }, (_, k) => toEntry({ role: 'user', content: `m${k}` }));
+    const many = Array.from({ length: 2_500 }, (_, k) => toEntry({ role: 'user', content: `m${k}` }, TOKENS));
     const outbox = Array.from({ length: 1_001 }, (_, k) => ({ id: `reply-${k}`, sessionId: SESSION, channel: 'web' as const, chatId: 'c', text: 't', kind: 'reply' as const }));
     expect(await store.commit(SESSION, {
       expectedVersion: 1, fence, projection: { append: many }, outbox,
@@ -125,10 +128,10 @@ describe('session store', () => {
   it('refuses a commit whose stored counter is not an integer, writing nothing', async () => {
     const keys = store.keys(SESSION);
     const fence = (await acquireLease(t.redis, keys))!;
-    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' })] } });
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry({ role: 'user', content: 'kept' }, TOKENS)] } });
     await t.redis.hset(keys.usage, 'calls', 'many');
     const before = await dump(t, keys);
-    const change = { expectedVersion: 1, fence, projection: { append: [toEntry({ role: 'user', content: 'new' })] }, usage: { incr: { calls: 1 }, set: {} }, finishTurn: true };
+    const change = { expectedVersion: 1, fence, projection: { append: [toEntry({ role: 'user', content: 'new' }, TOKENS)] }, usage: { incr: { calls: 1 }, set: {} }, finishTurn: true };
     await expect(store.commit(SESSION, change)).rejects.toThrow(/usage field calls holds a non-integer/);
     expect(await dump(t, keys)).toEqual(before);
     await t.redis.hset(keys.usage, 'calls', '1');

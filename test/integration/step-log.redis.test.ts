@@ -11,6 +11,9 @@ import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { toUserMessage } from '../../workers/request.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 const SESSION = 'web:s1';
 const answer = (content: string): RecordedAnswer => ({
@@ -73,7 +76,7 @@ describe('a turn retried after a crash', () => {
     const fence = (await acquireLease(t.redis, keys, 5_000))!;
     await claimInbox(t.redis, keys);
     const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
-    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry(toUserMessage(message))] }, meta: { turnInboundIds: [message.id] } });
+    await store.commit(SESSION, { expectedVersion: 0, fence, projection: { append: [toEntry(toUserMessage(message), TOKENS)] }, meta: { turnInboundIds: [message.id] } });
     await createStepLog(t.redis, { keys, turnId: message.id, fence }).recordAnswer(answer('recorded answer'));
     await releaseLease(t.redis, keys, fence);
 

@@ -11,6 +11,9 @@ import { acquireLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry, type CommitChange } from '../../src/redis/session-store.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { TokenCounter } from '../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
 
 describe('storage bounds', () => {
   let stack: Stack | undefined;
@@ -36,7 +39,7 @@ describe('storage bounds', () => {
 
   /** One commit's change: `size` messages appended to the projection and the transcript. */
   function exchange(version: number, size = 10): Pick<CommitChange, 'projection' | 'transcript'> {
-    const entries = Array.from({ length: size }, (_, k) => toEntry({ role: 'user', content: `message ${version * size + k}` }));
+    const entries = Array.from({ length: size }, (_, k) => toEntry({ role: 'user', content: `message ${version * size + k}` }, TOKENS));
     return { projection: { append: entries }, transcript: entries.map((entry) => ({ type: 'message', message: entry.message, tokens: entry.tokens, atMs: Date.now() })) };
   }
 

@@ -4,7 +4,9 @@ import { ContextCompressor } from '../../src/core/compaction/compressor.js';
 import { factsOfMessage } from '../../src/core/compaction/facts.js';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { supportsVision } from '../../src/core/models.js';
-import { countMessageTokens, IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS } from '../../src/core/tokens.js';
+import { IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS } from '../../src/core/tokens.js';
+import { countMessageTokens } from '../../src/llm/encodings.js';
+import { MessageMemos } from '../../src/core/compaction/message-memo.js';
 import { boundDocumentText, documentBlock, extractPdfText } from '../../workers/documents.js';
 import { toUserMessage } from '../../workers/request.js';
 import { documentBudget } from '../../workers/attachment-parts.js';
@@ -144,6 +146,6 @@ describe('documents', () => {
       { texts: [documentBlock('orders.csv', 'text', 40, { text: 'id,total\nORD-48213-XK,$1,299.00', totalChars: 30, cut: false })], images: [] },
     );
     expect(typeof message.content).toBe('string');
-    expect(factsOfMessage(message)).toEqual(expect.arrayContaining(['ORD-48213-XK']));
+    expect(factsOfMessage(message, new MessageMemos())).toEqual(expect.arrayContaining(['ORD-48213-XK']));
   });
 });

@@ -116,6 +116,7 @@ describe('loadConfig', () => {
       groupTrigger: 'mention',
       discord: undefined,
       access: { allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
+      approvals: { rules: [], timeoutSeconds: 600, admins: [] },
       attachments: { maxBytes: 10 * 1024 * 1024, ttlSeconds: 86_400, vision: undefined, transcribeModel: undefined },
       http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true, timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 } },
       stateDir: '.state',
@@ -129,6 +130,7 @@ describe('loadConfig', () => {
       demo: false,
       demoWordDelayMs: 25,
       configFile: undefined,
+      mcp: { servers: [] },
     });
   });
 

@@ -1,18 +1,18 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { summaryTargetCeiling, summaryTargetTokens } from '../../src/core/compaction/summary-block.js';
 
-// The loader is process state and files share their worker: fresh copies of the token modules.
-vi.resetModules();
-const { countMessageTokens, countMessageTokensUpTo, useEncodingLoader } = await import('../../src/core/tokens.js');
+import { TokenCounter } from '../../src/core/tokens.js';
 
 /** Texts the cl100k_base counter was asked to count, in order. */
 const counted: string[] = [];
-useEncodingLoader(() => (text) => {
-  counted.push(text);
-  return cl100k(text);
+const tokens = new TokenCounter({
+  loadEncoding: () => (text) => {
+    counted.push(text);
+    return cl100k(text);
+  },
 });
 
 function history(n: number, salt: string): ChatMessage[] {
@@ -23,28 +23,28 @@ describe('message token counts', () => {
   it('counts each message once per encoding, cl100k_base included', () => {
     const messages = history(6, 'once');
     counted.length = 0;
-    const first = countMessageTokens(messages, 'gpt-4');
+    const first = tokens.countMessages(messages, 'gpt-4');
     expect(counted).toHaveLength(6);
-    expect(countMessageTokens(messages, 'gpt-4')).toBe(first);
+    expect(tokens.countMessages(messages, 'gpt-4')).toBe(first);
     expect(counted).toHaveLength(6);
   });
 
   it.each([0, 1, 10, 40, 10_000])('countMessageTokensUpTo is exact below a ceiling of %i, and at least the ceiling from it on', (ceiling) => {
     const messages = history(8, `ceiling${ceiling}`);
-    const exact = countMessageTokens(history(8, `ceiling${ceiling}`), 'gpt-4');
-    const bounded = countMessageTokensUpTo(messages, ceiling, 'gpt-4');
+    const exact = tokens.countMessages(history(8, `ceiling${ceiling}`), 'gpt-4');
+    const bounded = tokens.countMessagesUpTo(messages, ceiling, 'gpt-4');
     if (exact < ceiling) expect(bounded).toBe(exact);
     else expect(bounded).toBeGreaterThanOrEqual(ceiling);
   });
 
   it('countMessageTokensUpTo tokenizes nothing when the messages counted before already reach the ceiling', () => {
     const known = history(10, 'known');
-    const total = countMessageTokens(known, 'gpt-4');
+    const total = tokens.countMessages(known, 'gpt-4');
     counted.length = 0;
     const fresh: ChatMessage = { role: 'user', content: 'a message never counted' };
-    expect(countMessageTokensUpTo([fresh, ...known], total, 'gpt-4')).toBeGreaterThanOrEqual(total);
+    expect(tokens.countMessagesUpTo([fresh, ...known], total, 'gpt-4')).toBeGreaterThanOrEqual(total);
     expect(counted).toEqual([]);
-    expect(countMessageTokensUpTo([fresh, ...known], total + 100, 'gpt-4')).toBe(countMessageTokens([fresh, ...known], 'gpt-4'));
+    expect(tokens.countMessagesUpTo([fresh, ...known], total + 100, 'gpt-4')).toBe(tokens.countMessages([fresh, ...known], 'gpt-4'));
   });
 });
 

@@ -1,3 +1,4 @@
+import { approvalFor, type ApprovalRule, type ToolApproval } from '../../src/core/approval.js';
 import type { ToolCall } from '../../src/core/messages.js';
 import type { ToolSchema } from '../../src/llm/client.js';
 import { BUILTIN_TOOLS } from './builtins.js';
@@ -15,8 +16,11 @@ export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private schemaCache: ToolSchema[] | null = null;
 
-  /** @param tools initial tools; default the built-ins. */
-  constructor(tools: readonly ToolDefinition[] = BUILTIN_TOOLS, private readonly defaultTimeoutMs = DEFAULT_TOOL_TIMEOUT_MS) {
+  /**
+   * @param tools initial tools; default the built-ins.
+   * @param approvalRules the operator's rules (`CHATGATE_TOOL_APPROVAL`), ahead of each tool's own `approval`.
+   */
+  constructor(tools: readonly ToolDefinition[] = BUILTIN_TOOLS, private readonly defaultTimeoutMs = DEFAULT_TOOL_TIMEOUT_MS, private readonly approvalRules: readonly ApprovalRule[] = []) {
     for (const tool of tools) this.register(tool);
   }
 
@@ -34,14 +38,24 @@ export class ToolRegistry {
     return this.tools.delete(name);
   }
 
+  /** The names of the tools registered now. */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
   /** Whether tool `name` declared side effects (unknown tools have none). */
   hasSideEffects(name: string): boolean {
     return this.tools.get(name)?.sideEffects === true;
   }
 
-  /** The tool schemas for the request. */
+  /** The policy of tool `name`: the operator's first matching rule, else the tool's `approval`, else `auto`. */
+  approvalOf(name: string): ToolApproval {
+    return approvalFor(name, this.approvalRules, this.tools.get(name)?.approval);
+  }
+
+  /** The tool schemas for the request: every tool but those whose policy is `deny`. */
   schemas(): ToolSchema[] {
-    this.schemaCache ??= [...this.tools.values()].map(toToolSchema);
+    this.schemaCache ??= [...this.tools.values()].filter((tool) => this.approvalOf(tool.name) !== 'deny').map(toToolSchema);
     return this.schemaCache;
   }
 
@@ -51,8 +65,8 @@ export class ToolRegistry {
    */
   async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<string> {
     const name = call.function.name;
-    const tool = this.tools.get(name);
-    if (!tool) return `Error: unknown tool "${name}". Available tools: ${[...this.tools.keys()].join(', ')}.`;
+    const tool = this.approvalOf(name) === 'deny' ? undefined : this.tools.get(name);
+    if (!tool) return `Error: unknown tool "${name}". Available tools: ${this.schemas().map((schema) => schema.function.name).join(', ')}.`;
     let raw: unknown;
     try {
       raw = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
@@ -75,7 +89,7 @@ export class ToolRegistry {
     let onStop: (() => void) | undefined;
     const ended = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        controller.abort();
+        controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
         reject(new Error(`timed out after ${timeoutMs} ms`));
       }, timeoutMs);
       onStop = () => {

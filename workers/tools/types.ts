@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ToolApproval } from '../../src/core/approval.js';
 import type { ToolSchema } from '../../src/llm/client.js';
 import type { StoredTranscriptEntry } from '../../src/redis/transcript.js';
 
@@ -36,6 +37,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   schema: S;
+  /**
+   * JSON Schema of the arguments, sent to the model unchanged instead of `schema`'s (an MCP
+   * server's `inputSchema`); `schema` then only checks what it can, the tool validates the rest.
+   */
+  parameters?: Record<string, unknown>;
   /** Timeout of one call in ms. Default: the registry's (30000). */
   timeoutMs?: number;
   /**
@@ -44,6 +50,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * again and the model is told so. Default false: a call without a recorded result runs again.
    */
   sideEffects?: boolean;
+  /**
+   * Whether a call needs the user's approval: `auto` runs it, `ask` asks the user in the chat first
+   * (Approve / Always in this chat / Deny), `deny` never offers the tool to the model. Default `auto`;
+   * the operator's `CHATGATE_TOOL_APPROVAL` rules override it.
+   */
+  approval?: ToolApproval;
   /** Runs the tool; a string is sent as is, anything else as JSON. Throwing becomes an error result. */
   run(args: z.infer<S>, context: ToolContext): Promise<unknown> | unknown;
 }
@@ -53,8 +65,9 @@ export function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): 
   return definition;
 }
 
-/** The chat-completions schema of a tool (zod 4 → JSON schema). */
+/** The chat-completions schema of a tool: its `parameters` as given, else zod 4 → JSON schema. */
 export function toToolSchema(tool: ToolDefinition): ToolSchema {
+  if (tool.parameters) return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }

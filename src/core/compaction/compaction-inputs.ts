@@ -3,7 +3,7 @@ import { isSummaryAck } from './assemble.js';
 import { mineMessages, minedFactsOf, orderBySalience, salienceOf, LOW_SALIENCE } from './fact-ledger.js';
 import { extractFacts } from './facts.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
-import { countTextTokens } from '../tokens.js';
+import type { MessageMemos } from './message-memo.js';
 import { cutChars, hashText, type LocatedSummary } from './summary-block.js';
 import type { Layout } from './layout.js';
 
@@ -11,6 +11,8 @@ import type { Layout } from './layout.js';
 export const MUST_KEEP_MAX = 30;
 /** Noise-like facts (bare or labelled values seen once in output) the pinned section lists before the room left is filled. */
 export const LOW_PIN_LINES = 8;
+/** Share of the pinned section's cap the noise-like facts past {@link LOW_PIN_LINES} may take, all of them or none. */
+export const NOISE_FILL_SHARE = 0.2;
 /** User messages the automatic focus is taken from, and the characters kept of each. */
 const AUTO_FOCUS_MESSAGES = 3;
 const AUTO_FOCUS_CHARS = 240;
@@ -20,13 +22,13 @@ const AUTO_FOCUS_CHARS = 240;
  * its end, so only the messages after the recorded watermark are mined (as fresh: their sightings count
  * as uses). A history that does not match the watermark is mined whole, refreshing what is known.
  */
-export function mineHistory(messages: readonly ChatMessage[], state: CompactionState, summary: LocatedSummary | null, noteTools: NoteTools): CompactionState {
+export function mineHistory(messages: readonly ChatMessage[], state: CompactionState, summary: LocatedSummary | null, noteTools: NoteTools, memos: MessageMemos): CompactionState {
   const aligned = watermarkHolds(messages, state.mined);
   const from = aligned ? (state.mined?.count ?? 0) : 0;
   const fresh = aligned || state.mined === null;
   const slice = from === 0 ? messages : messages.slice(from);
   const summaryIndex = summary && summary.index >= from ? summary.index - from : -1;
-  const mined = mineMessages(slice, state.facts, state, { fresh, noteTools, summaryIndex, summaryRest: summary?.rest });
+  const mined = mineMessages(slice, state.facts, state, { fresh, noteTools, memos, summaryIndex, summaryRest: summary?.rest });
   return { ...state, facts: mined.facts, ...mined.clock, mined: watermarkOf(messages) };
 }
 
@@ -55,16 +57,16 @@ export function middleTurns(messages: readonly ChatMessage[], layout: Layout, su
 /**
  * The most salient ledger facts that occur in the turns being compacted (`messages[from, to)`) or in the
  * previous summary and that the rest of the request does not already hold: the summariser is asked to
- * keep them verbatim.
+ * keep them verbatim. `memos` remembers each message's facts.
  */
-export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>): string[] {
+export function mustKeepFacts(messages: readonly ChatMessage[], from: number, to: number, previousBody: string | null, ledger: Readonly<FactLedger>, present: ReadonlySet<string>, memos: MessageMemos): string[] {
   // Only facts that qualify are collected: the middle of a long history names thousands that do not.
   const keep = new Set<string>();
   const consider = (fact: string) => {
     const record = ledger[fact];
     if (record !== undefined && !present.has(fact) && salienceOf(record) >= LOW_SALIENCE) keep.add(fact);
   };
-  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!)) consider(fact);
+  for (let i = from; i < to; i++) for (const [fact] of minedFactsOf(messages[i]!, memos)) consider(fact);
   if (previousBody) for (const fact of extractFacts(previousBody)) consider(fact);
   return orderBySalience([...keep], (fact) => ledger[fact]!).slice(0, MUST_KEEP_MAX);
 }
@@ -95,10 +97,12 @@ export function latestRequestOf(turns: readonly ChatMessage[]): string | null {
 /**
  * Chooses the pinned section: the ledger facts missing from the request, most salient first, within
  * `capTokens`. Notes are always listed. Noise-like facts get {@link LOW_PIN_LINES} lines once every
- * stronger fact has one, then whatever room the cap still leaves, most salient first; weak shapes
- * (timestamps, code names, hashes) never. Returns the facts and how many missing ones were left out.
+ * stronger fact has one; the rest too when they all fit in the room the cap leaves (at most
+ * {@link NOISE_FILL_SHARE} of it): a small session keeps every fact, a noisy one a small section.
+ * Weak shapes (timestamps, code names, hashes) never. `lineTokens` gives a pinned line's tokens.
+ * Returns the facts and how many missing ones were left out.
  */
-export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, model?: string): { pinned: string[]; omitted: number } {
+export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: string) => boolean, capTokens: number, lineTokens: (fact: string) => number): { pinned: string[]; omitted: number } {
   const missing = orderBySalience(Object.keys(ledger).filter((fact) => !isPresent(fact)), (fact) => ledger[fact]!);
   const pinned: string[] = [];
   const later: string[] = [];
@@ -108,7 +112,7 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
     const record = ledger[fact]!;
     if (record[2] === FactOrigin.note) {
       pinned.push(fact);
-      used += pinnedLineTokens(fact, model);
+      used += lineTokens(fact);
       continue;
     }
     const weak = salienceOf(record) < LOW_SALIENCE;
@@ -118,38 +122,19 @@ export function selectPinned(ledger: Readonly<FactLedger>, isPresent: (fact: str
       later.push(fact); // room permitting, once every stronger fact has its line
       continue;
     }
-    const cost = pinnedLineTokens(fact, model);
+    const cost = lineTokens(fact);
     if (used + cost > capTokens) continue; // a shorter one may still fit
     used += cost;
     if (weak) low++;
     pinned.push(fact);
   }
-  for (const fact of later) {
-    const cost = pinnedLineTokens(fact, model);
-    if (used + cost > capTokens) continue;
-    used += cost;
-    pinned.push(fact);
-  }
+  // A small session's remaining noise-like facts all fit in the room left: then they are pinned (most
+  // salient first). A noisy session's do not: its section stays at the allowance.
+  const room = Math.min(capTokens - used, Math.floor(NOISE_FILL_SHARE * capTokens));
+  const costs = later.map((fact) => lineTokens(fact));
+  if (costs.reduce((sum, cost) => sum + cost, 0) <= room) pinned.push(...later);
   return { pinned, omitted: missing.length - pinned.length };
 }
-
-/** A pinned line's tokens, counted once per fact text and model (the same facts are pinned again and again). */
-function pinnedLineTokens(fact: string, model?: string): number {
-  let lines = pinnedLineCache.get(model);
-  if (lines === undefined) {
-    lines = new Map();
-    pinnedLineCache.set(model, lines);
-  }
-  let tokens = lines.get(fact);
-  if (tokens === undefined) {
-    tokens = countTextTokens(`- ${fact}\n`, model);
-    if (lines.size >= 50_000) lines.clear();
-    lines.set(fact, tokens);
-  }
-  return tokens;
-}
-
-const pinnedLineCache = new Map<string | undefined, Map<string, number>>();
 
 function middleTurnAt(messages: readonly ChatMessage[], i: number, summary: LocatedSummary | null): ChatMessage | null {
   const message = messages[i]!;

@@ -2,14 +2,15 @@ import type { CompactionOutcome, CompactionResult, CompactionState, CompressOpti
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
 import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
 import { factsOfMessage, presentFacts } from './facts.js';
-import { fitDraft, hasBlock, renderDraft, summaryText, type Draft } from './fit.js';
+import { DraftFitter, hasBlock, summaryText, type Draft } from './fit.js';
 import { computeLayout, rangeTokens, systemPrefixEnd, type Layout } from './layout.js';
 import { type ChatMessage } from '../messages.js';
+import type { MessageMemos } from './message-memo.js';
 import { pruneRange, trimToolResult } from './prune.js';
 import { TAIL_TRIM_CHARS } from './layout.js';
 import { cutChars, cutToTokens, fallbackSummary, findSummary, LATEST_REQUEST_CHARS, summaryRecordOf, summaryTargetCeiling, summaryTargetTokens, type LocatedSummary } from './summary-block.js';
 import { isAbortingSummarizerError } from './summarizer-errors.js';
-import { countMessageTokens, countMessageTokensUpTo } from '../tokens.js';
+import { TokenCounter } from '../tokens.js';
 import { stripUndefined } from '../option-checks.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from './hygiene.js';
 import { placeholderOlderImages } from '../attachments.js';
@@ -40,9 +41,15 @@ export interface CompressorOptions {
   now?: () => number;
   /** The tools whose arguments are notes that are always pinned, and that remove them. Default remember/forget. */
   noteTools?: NoteTools;
+  /**
+   * Counts tokens and remembers what each message object yielded (its count, its facts). Pass the
+   * process's counter to share what it remembers; default: a counter of this compressor's own,
+   * which counts o200k_base models only (src/llm/encodings.ts `createTokenCounter` counts them all).
+   */
+  tokenCounter?: TokenCounter;
 }
 
-type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model'>> & { model?: string };
+type ResolvedCompressorOptions = Required<Omit<CompressorOptions, 'model' | 'tokenCounter'>> & { model?: string };
 
 const DEFAULTS = {
   threshold: DEFAULT_COMPRESS_THRESHOLD,
@@ -73,13 +80,27 @@ export class ContextCompressor {
   /** Largest request allowed: contextWindow − reservedOutputTokens. */
   readonly limitTokens: number;
   private readonly options: ResolvedCompressorOptions;
+  private readonly tokens: TokenCounter;
+  private readonly fitter: DraftFitter;
+  /** Kept messages per pruned history: each compress() call prunes into a fresh array, so entries never outlive it. */
+  private readonly keptCache = new WeakMap<ChatMessage[], ChatMessage[]>();
+  /** A pinned line's tokens per fact text (the same facts are pinned again and again). */
+  private readonly pinnedLines = new Map<string, number>();
 
   /** @throws RangeError when an option is out of range, naming the option and the rule. */
   constructor(options: CompressorOptions) {
-    this.options = { ...DEFAULTS, ...stripUndefined(options) } as ResolvedCompressorOptions;
+    const { tokenCounter, ...rest } = options;
+    this.options = { ...DEFAULTS, ...stripUndefined(rest) } as ResolvedCompressorOptions;
     validate(this.options);
+    this.tokens = tokenCounter ?? new TokenCounter();
+    this.fitter = new DraftFitter(this.tokens, this.options.model);
     this.limitTokens = this.options.contextWindow - this.options.reservedOutputTokens;
     this.thresholdTokens = Math.floor(this.limitTokens * this.options.threshold);
+  }
+
+  /** The token counter this compressor counts with: count messages with it to share what it remembers. */
+  get tokenCounter(): TokenCounter {
+    return this.tokens;
   }
 
   /**
@@ -102,7 +123,7 @@ export class ContextCompressor {
 
   private async run(messages: ChatMessage[], state: CompactionState, options: CompressOptions): Promise<CompactionResult> {
     const { model } = this.options;
-    const tokensBefore = countMessageTokens(messages, model);
+    const tokensBefore = this.tokens.countMessages(messages, model);
     const requestTokens = Math.max(options.requestTokens ?? tokensBefore, tokensBefore);
     const overhead = requestTokens - tokensBefore;
     const force = options.force === true;
@@ -112,16 +133,16 @@ export class ContextCompressor {
       return this.unchanged(base, 'noop', state.paused ? 'automatic compaction is paused' : 'below the trigger');
     }
     const layout = computeLayout(messages, this.layoutOptions(), summary?.index ?? -1);
-    const mined = { ...base, state: mineHistory(messages, state, summary, this.options.noteTools) };
+    const mined = { ...base, state: mineHistory(messages, state, summary, this.options.noteTools, this.tokens.memos) };
     const overLimit = requestTokens > this.limitTokens;
     const hasMiddle = hasMiddleTurns(messages, layout, summary);
     if (!hasMiddle && !overLimit) return this.unchanged(mined, 'noop', 'nothing between head and tail');
 
-    const pruned = pruneRange(messages, layout.headEnd, layout.tailStart);
+    const pruned = pruneRange(messages, layout.headEnd, layout.tailStart, this.tokens.memos);
     if (!force && hasMiddle) {
       // Only whether it is under the trigger matters: most of it was counted above.
-      const prunedTokens = countMessageTokensUpTo(pruned, this.thresholdTokens - overhead, model);
-      if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, layout.tailStart)) {
+      const prunedTokens = this.tokens.countMessagesUpTo(pruned, this.thresholdTokens - overhead, model);
+      if (prunedTokens + overhead < this.thresholdTokens && !losesFacts(messages, pruned, layout.headEnd, layout.tailStart, this.tokens.memos)) {
         return this.finish(mined, pruned, 'pruned', [], 'pruning alone was enough', NO_CALL);
       }
     }
@@ -170,12 +191,12 @@ export class ContextCompressor {
   private summaryRequest(base: Base, pruned: ChatMessage[], layout: Layout, turns: ChatMessage[], focus: string | undefined, latestRequest: string | null): SummaryRequest {
     const { model, contextWindow, now } = this.options;
     const previousSummary = base.summary?.body ?? null;
-    const kept = presentFacts(this.keptMessages(pruned, layout));
+    const kept = presentFacts(this.keptMessages(pruned, layout), this.tokens.memos);
     const request: SummaryRequest = {
       turns, previousSummary, focus,
-      targetTokens: summaryTargetTokens(countMessageTokensUpTo(turns, summaryTargetCeiling(contextWindow), model), contextWindow),
+      targetTokens: summaryTargetTokens(this.tokens.countMessagesUpTo(turns, summaryTargetCeiling(contextWindow), model), contextWindow),
       // Candidates come from the original turns: a pruned tool result no longer shows what it held.
-      mustKeep: mustKeepFacts(base.messages, layout.headEnd, layout.tailStart, previousSummary, base.state.facts, kept),
+      mustKeep: mustKeepFacts(base.messages, layout.headEnd, layout.tailStart, previousSummary, base.state.facts, kept, this.tokens.memos),
       today: new Date(now()).toISOString().slice(0, 10),
     };
     if (!focus) {
@@ -188,14 +209,14 @@ export class ContextCompressor {
 
   /** Head and tail as the draft keeps them (tail tool results trimmed where the layout says); once per pruned history. */
   private keptMessages(pruned: ChatMessage[], layout: Layout): ChatMessage[] {
-    const cached = keptCache.get(pruned);
+    const cached = this.keptCache.get(pruned);
     if (cached) return cached;
     const trimmed = new Set(layout.trimmed);
     const tail = pruned.slice(layout.tailStart).map((m, k) =>
-      m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) } : m,
+      m.role === 'tool' && trimmed.has(layout.tailStart + k) ? { ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m, this.tokens.memos)) } : m,
     );
     const kept = [...pruned.slice(0, layout.headEnd), ...tail];
-    keptCache.set(pruned, kept);
+    this.keptCache.set(pruned, kept);
     return kept;
   }
 
@@ -204,13 +225,13 @@ export class ContextCompressor {
     const kept = this.keptMessages(pruned, layout);
     const head = kept.slice(0, layout.headEnd);
     const tail = kept.slice(layout.headEnd);
-    const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), model);
+    const body = rawBody === null ? null : cutToTokens(rawBody.trim(), this.summaryCap(), this.tokens, model);
     // Cut as the block will show it, so that a fact beyond the cut is pinned, not assumed kept.
     const latestRequest = rawRequest === null ? null : cutChars(rawRequest.trim(), LATEST_REQUEST_CHARS);
-    const present = presentFacts(kept);
+    const present = presentFacts(kept, this.tokens.memos);
     const written = `${body ?? ''}\n${latestRequest ?? ''}`;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
-    const { pinned, omitted } = selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, model);
+    const { pinned, omitted } = selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, this.pinnedLineTokens);
     return {
       head, systemCount: layout.systemEnd, body, latestRequest, pinned, omitted, tail,
       exchangeOffset: Math.max(0, layout.exchangeStart - layout.tailStart),
@@ -218,28 +239,29 @@ export class ContextCompressor {
   }
 
   private repin(base: Base, draft: Draft): Draft {
-    const present = presentFacts([...draft.head, ...draft.tail]);
+    const present = presentFacts([...draft.head, ...draft.tail], this.tokens.memos);
     const written = `${draft.body ?? ''}\n${draft.latestRequest ?? ''}`;
     const cap = Math.floor(this.options.pinnedShare * this.thresholdTokens);
-    return { ...draft, ...selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, this.options.model) };
+    return { ...draft, ...selectPinned(base.state.facts, (fact) => present.has(fact) || written.includes(fact), cap, this.pinnedLineTokens) };
   }
 
   private finishDraft(base: Base, draft: Draft, layout: Layout, outcome: CompactionOutcome, reason: string, call: SummarizerCall): CompactionResult {
     const { model } = this.options;
+    const { fitter, tokens } = this;
     const messages = base.messages;
     const hard = this.limitTokens - base.overhead;
     const goal = Math.floor(AFTER_SHARE * this.thresholdTokens) +
-      rangeTokens(messages, 0, layout.systemEnd, model) + rangeTokens(messages, layout.exchangeStart, messages.length, model);
+      rangeTokens(messages, 0, layout.systemEnd, tokens, model) + rangeTokens(messages, layout.exchangeStart, messages.length, tokens, model);
     // The soft goal never costs a pinned fact; only the window's hard limit may shrink the section.
-    let fitted = fitDraft(draft, Math.min(hard, goal), model, goal < hard);
+    let fitted = fitter.fit(draft, Math.min(hard, goal), goal < hard);
     // Fitting trims and drops tail messages: pin again what they alone held, then fit once more.
-    if (fitted !== draft) fitted = fitDraft(this.repin(base, fitted), Math.min(hard, goal), model, goal < hard);
-    if (countMessageTokens(renderDraft(fitted), model) > hard) fitted = fitDraft(fitted, hard, model);
-    let out = renderDraft(fitted);
-    if (countMessageTokens(out, model) > base.tokensBefore) {
-      fitted = fitDraft(fitted, base.tokensBefore, model);
-      out = renderDraft(fitted);
-      if (countMessageTokens(out, model) > base.tokensBefore) {
+    if (fitted !== draft) fitted = fitter.fit(this.repin(base, fitted), Math.min(hard, goal), goal < hard);
+    if (fitter.draftTokens(fitted) > hard) fitted = fitter.fit(fitted, hard);
+    let out = fitter.render(fitted);
+    if (tokens.countMessages(out, model) > base.tokensBefore) {
+      fitted = fitter.fit(fitted, base.tokensBefore);
+      out = fitter.render(fitted);
+      if (tokens.countMessages(out, model) > base.tokensBefore) {
         return this.unchanged(base, 'noop', 'compaction would not make the history smaller');
       }
     }
@@ -251,7 +273,7 @@ export class ContextCompressor {
   private finish(base: Base, compacted: ChatMessage[], outcome: CompactionOutcome, pinnedFacts: string[], reason: string, call: SummarizerCall, block?: string | null): CompactionResult {
     // Images before the current exchange become one line each (the transcript keeps their reference).
     const out = placeholderOlderImages(compacted);
-    const tokensAfter = countMessageTokens(out, this.options.model);
+    const tokensAfter = this.tokens.countMessages(out, this.options.model);
     const effective = tokensAfter + base.overhead < this.thresholdTokens;
     const recorded = recordCompaction({ ...base.state, mined: watermarkOf(out) }, outcome, effective);
     return {
@@ -277,6 +299,17 @@ export class ContextCompressor {
     return { ...state, summarizerFailures: failures, cooldownUntilMs: this.options.now() + backoff, cooldownAborts: aborting };
   }
 
+  /** A pinned line's tokens, counted once per fact text (an arrow: handed to selectPinned). */
+  private readonly pinnedLineTokens = (fact: string): number => {
+    let tokens = this.pinnedLines.get(fact);
+    if (tokens === undefined) {
+      tokens = this.tokens.countText(`- ${fact}\n`, this.options.model);
+      if (this.pinnedLines.size >= 50_000) this.pinnedLines.clear();
+      this.pinnedLines.set(fact, tokens);
+    }
+    return tokens;
+  };
+
   private summaryCap(): number {
     const { contextWindow } = this.options;
     const ceiling = Math.max(2000, Math.min(0.05 * contextWindow, 12000));
@@ -288,7 +321,7 @@ export class ContextCompressor {
     const t = this.thresholdTokens;
     const room = Math.max(0, AFTER_SHARE * t - this.summaryCap() - BLOCK_FRAMING_TOKENS - pinnedShare * t);
     const tailCeiling = Math.floor(Math.min(1.5 * targetRatio * t, room));
-    return { protectFirstN, protectLastN, tailBudget: Math.floor(Math.min(targetRatio * t, tailCeiling / 1.5)), tailCeiling, maxHeadTokens: Math.floor(0.1 * t), model };
+    return { protectFirstN, protectLastN, tailBudget: Math.floor(Math.min(targetRatio * t, tailCeiling / 1.5)), tailCeiling, maxHeadTokens: Math.floor(0.1 * t), tokens: this.tokens, model };
   }
 }
 
@@ -299,8 +332,6 @@ interface SummarizerCall {
 }
 
 const NO_CALL: SummarizerCall = { ms: 0 };
-/** Kept messages per pruned history: each compress() call prunes into a fresh array, so entries never outlive it. */
-const keptCache = new WeakMap<ChatMessage[], ChatMessage[]>();
 
 interface Base {
   messages: ChatMessage[];
@@ -311,11 +342,11 @@ interface Base {
   summary: LocatedSummary | null;
 }
 
-function losesFacts(before: readonly ChatMessage[], after: readonly ChatMessage[], from: number, to: number): boolean {
-  const present = presentFacts(after);
+function losesFacts(before: readonly ChatMessage[], after: readonly ChatMessage[], from: number, to: number, memos: MessageMemos): boolean {
+  const present = presentFacts(after, memos);
   for (let i = from; i < to; i++) {
     if (before[i] === after[i]) continue;
-    for (const fact of factsOfMessage(before[i]!)) if (!present.has(fact)) return true;
+    for (const fact of factsOfMessage(before[i]!, memos)) if (!present.has(fact)) return true;
   }
   return false;
 }

@@ -1,5 +1,5 @@
 import { scanFacts, scanMessage } from './facts.js';
-import { memoOf } from './message-memo.js';
+import type { MessageMemos } from './message-memo.js';
 import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
 import { FactOrigin, type FactLedger, type FactRecord, type FoundFact, type LedgerClock, type MinedFacts, type NoteTools, type ShapeStrength } from './compaction-types.js';
 
@@ -67,7 +67,7 @@ export function mineMessages(
   messages: readonly ChatMessage[],
   ledger: Readonly<FactLedger>,
   clock: LedgerClock,
-  options: { fresh: boolean; noteTools: NoteTools; summaryIndex?: number; summaryRest?: string },
+  options: { fresh: boolean; noteTools: NoteTools; memos: MessageMemos; summaryIndex?: number; summaryRest?: string },
 ): { facts: FactLedger; clock: LedgerClock } {
   // A Map while mining: a fact is a slice of a message, and an object keyed by such strings costs a
   // string-table lookup per access. Records are copied, so the input ledger is never changed.
@@ -79,7 +79,7 @@ export function mineMessages(
     const message = messages[i]!;
     if (message.role === 'system') continue;
     if (message.role === 'user' && options.fresh) turnClock++;
-    const mined = i === options.summaryIndex ? mineText(options.summaryRest ?? '', message.role) : minedFactsOf(message);
+    const mined = i === options.summaryIndex ? mineText(options.summaryRest ?? '', message.role) : minedFactsOf(message, options.memos);
     if (mined.length > 0) {
       factClock++;
       for (const [fact, found, shape, tool] of mined) {
@@ -94,12 +94,12 @@ export function mineMessages(
 
 /**
  * The facts of one message with their origin and shape (chatgate's own notes have none), read from
- * the message's scan and remembered per message object.
+ * the message's scan and remembered per message object in `memos`.
  */
-export function minedFactsOf(message: ChatMessage): MinedFacts {
-  const memo = memoOf(message);
+export function minedFactsOf(message: ChatMessage, memos: MessageMemos): MinedFacts {
+  const memo = memos.of(message);
   if (memo.mined) return memo.mined;
-  const scan = scanMessage(message);
+  const scan = scanMessage(message, memos);
   let mined: MinedFacts = scan.text.length === 0 || isChatgateText(messageText(message)) ? NO_MINED : withOrigins(scan.text, message.role);
   if (scan.calls.length > 0) {
     const all = [...mined];

@@ -1,4 +1,4 @@
-import { memoOf } from './message-memo.js';
+import type { MessageMemos } from './message-memo.js';
 import { messageText, type ChatMessage } from '../messages.js';
 import type { FactContext, FoundFact, MessageScan, ShapeStrength } from './compaction-types.js';
 
@@ -73,9 +73,9 @@ export function scanFacts(text: string, source: 'words' | 'tool'): readonly Foun
   return collector.facts();
 }
 
-/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object. */
-export function scanMessage(message: ChatMessage): MessageScan {
-  const memo = memoOf(message);
+/** Scans a message's text (as words, or as tool output) and its tool-call arguments; once per message object in `memos`. */
+export function scanMessage(message: ChatMessage, memos: MessageMemos): MessageScan {
+  const memo = memos.of(message);
   if (memo.scan) return memo.scan;
   const text = scanFacts(messageText(message), message.role === 'tool' ? 'tool' : 'words');
   const calls = message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0
@@ -88,12 +88,12 @@ export function scanMessage(message: ChatMessage): MessageScan {
 
 /**
  * The identifiers a message holds verbatim (its text and tool-call arguments), chatgate's own notes
- * included, the strongest shapes first. Extracted once per message object and remembered.
+ * included, the strongest shapes first. Extracted once per message object and remembered in `memos`.
  */
-export function factsOfMessage(message: ChatMessage): readonly string[] {
-  const memo = memoOf(message);
+export function factsOfMessage(message: ChatMessage, memos: MessageMemos): readonly string[] {
+  const memo = memos.of(message);
   if (memo.facts) return memo.facts;
-  const { text, calls } = scanMessage(message);
+  const { text, calls } = scanMessage(message, memos);
   const found = calls.length === 0 ? text : [...text, ...calls.flatMap(([, facts]) => facts)];
   let facts: readonly string[];
   if (found.length === 0) facts = NO_FACTS;
@@ -111,9 +111,9 @@ function byStrength(a: FoundFact, b: FoundFact): number {
 const CONTEXT_RANK: Record<FactContext, number> = { labelled: 2, prose: 1, bare: 0 };
 
 /** Every identifier present verbatim somewhere in the messages. */
-export function presentFacts(messages: readonly ChatMessage[]): Set<string> {
+export function presentFacts(messages: readonly ChatMessage[], memos: MessageMemos): Set<string> {
   const present = new Set<string>();
-  for (const message of messages) for (const fact of factsOfMessage(message)) present.add(fact);
+  for (const message of messages) for (const fact of factsOfMessage(message, memos)) present.add(fact);
   return present;
 }
 

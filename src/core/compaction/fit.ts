@@ -2,9 +2,7 @@ import { sanitizeToolPairs, placeSummary } from './assemble.js';
 import { groupEnd, type ChatMessage } from '../messages.js';
 import { trimToolResult } from './prune.js';
 import { renderPinned, renderSummaryBlock, cutToTokens } from './summary-block.js';
-import { countMessageTokens, countTextTokens } from '../tokens.js';
-
-const rendered = new WeakMap<Draft, ChatMessage[]>();
+import type { TokenCounter } from '../tokens.js';
 
 /** Characters every older tool result is trimmed to when a request must be made to fit. */
 export const ESCALATION_TRIM_CHARS = 400;
@@ -29,18 +27,6 @@ export interface Draft {
   exchangeOffset: number;
 }
 
-/** Renders a draft into a projection: head, one summary block, tail; tool pairs sanitized. */
-export function renderDraft(draft: Draft): ChatMessage[] {
-  // Remembered per draft, so counting it again reuses the summary message's token count.
-  const cached = rendered.get(draft);
-  if (cached) return cached;
-  const messages = !hasBlock(draft)
-    ? sanitizeToolPairs([...draft.head, ...draft.tail])
-    : sanitizeToolPairs(placeSummary(draft.head, summaryText(draft), draft.tail));
-  rendered.set(draft, messages);
-  return messages;
-}
-
 /** The summary block text of a draft. */
 export function summaryText(draft: Draft): string {
   return renderSummaryBlock(draft.body ?? '', renderPinned(draft.pinned, draft.omitted), draft.latestRequest);
@@ -52,28 +38,72 @@ export function hasBlock(draft: Draft): boolean {
 }
 
 /**
- * Escalates until the rendered draft costs at most `targetTokens`: trim every tool result but the
- * current round's, shrink the pinned section, drop the oldest tail exchanges whole (never the latest
- * user message and what follows it), and as a last resort cut the summary. With `keepPinned` (a soft
- * goal, not the window) the pinned section is left whole and only the summary's body is cut.
- * Returns the last draft.
+ * Renders drafts and makes them fit, counting with one token counter for one model. Each rendering
+ * is remembered per draft object, so counting a draft again reuses its summary message's count:
+ * the owner (a compressor) keeps one fitter, whose memory goes with the drafts.
  */
-export function fitDraft(start: Draft, targetTokens: number, model?: string, keepPinned = false): Draft {
-  let draft = start;
-  const over = (d: Draft) => countMessageTokens(renderDraft(d), model) - targetTokens;
-  if (over(draft) <= 0) return draft;
-  draft = trimOlderToolResults(draft);
-  if (over(draft) <= 0) return draft;
-  if (!keepPinned) draft = shrinkPinned(draft, over(draft), model);
-  if (over(draft) <= 0) return draft;
-  while (over(draft) > 0) {
-    const next = dropOldestGroup(draft);
-    if (!next) break;
-    draft = next;
+export class DraftFitter {
+  private readonly rendered = new WeakMap<Draft, ChatMessage[]>();
+
+  constructor(
+    private readonly tokens: TokenCounter,
+    private readonly model?: string,
+  ) {}
+
+  /** Renders a draft into a projection: head, one summary block, tail; tool pairs sanitized. */
+  render(draft: Draft): ChatMessage[] {
+    const cached = this.rendered.get(draft);
+    if (cached) return cached;
+    const messages = !hasBlock(draft)
+      ? sanitizeToolPairs([...draft.head, ...draft.tail])
+      : sanitizeToolPairs(placeSummary(draft.head, summaryText(draft), draft.tail));
+    this.rendered.set(draft, messages);
+    return messages;
   }
-  if (over(draft) <= 0 || (keepPinned && draft.body === null)) return draft;
-  const cut = cutSummary(draft, over(draft), model);
-  return keepPinned && cut.body === null ? { ...cut, body: '', pinned: draft.pinned, latestRequest: draft.latestRequest, omitted: draft.omitted } : cut;
+
+  /** Tokens of the rendered draft. */
+  draftTokens(draft: Draft): number {
+    return this.tokens.countMessages(this.render(draft), this.model);
+  }
+
+  /** Tokens of one text in this fitter's model. */
+  textTokens(text: string): number {
+    return this.tokens.countText(text, this.model);
+  }
+
+  /**
+   * Escalates until the rendered draft costs at most `targetTokens`: trim every tool result but the
+   * current round's, shrink the pinned section, drop the oldest tail exchanges whole (never the latest
+   * user message and what follows it), and as a last resort cut the summary. With `keepPinned` (a soft
+   * goal, not the window) the pinned section is left whole and only the summary's body is cut.
+   * Returns the last draft.
+   */
+  fit(start: Draft, targetTokens: number, keepPinned = false): Draft {
+    let draft = start;
+    const over = (d: Draft) => this.draftTokens(d) - targetTokens;
+    if (over(draft) <= 0) return draft;
+    draft = trimOlderToolResults(draft);
+    if (over(draft) <= 0) return draft;
+    if (!keepPinned) draft = shrinkPinned(draft, over(draft), this);
+    if (over(draft) <= 0) return draft;
+    while (over(draft) > 0) {
+      const next = dropOldestGroup(draft);
+      if (!next) break;
+      draft = next;
+    }
+    if (over(draft) <= 0 || (keepPinned && draft.body === null)) return draft;
+    const cut = this.cutSummary(draft, over(draft));
+    return keepPinned && cut.body === null ? { ...cut, body: '', pinned: draft.pinned, latestRequest: draft.latestRequest, omitted: draft.omitted } : cut;
+  }
+
+  private cutSummary(draft: Draft, excess: number): Draft {
+    if (draft.body === null) return { ...draft, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
+    const bodyTokens = this.textTokens(draft.body);
+    const body = cutToTokens(draft.body, bodyTokens - excess - 8, this.tokens, this.model);
+    const cut: Draft = { ...draft, body };
+    if (this.draftTokens(cut) <= this.draftTokens(draft) - excess) return cut;
+    return { ...draft, body: null, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
+  }
 }
 
 function trimOlderToolResults(draft: Draft): Draft {
@@ -85,13 +115,13 @@ function trimOlderToolResults(draft: Draft): Draft {
   return { ...draft, tail };
 }
 
-function shrinkPinned(draft: Draft, excess: number, model?: string): Draft {
+function shrinkPinned(draft: Draft, excess: number, fitter: DraftFitter): Draft {
   const pinned = draft.pinned.slice();
   let removed = 0;
   let freed = 0;
   while (pinned.length > 0 && freed < excess) {
     const fact = pinned.pop() as string;
-    freed += countTextTokens(`- ${fact}\n`, model);
+    freed += fitter.textTokens(`- ${fact}\n`);
     removed++;
   }
   return { ...draft, pinned, omitted: draft.omitted + removed };
@@ -108,13 +138,4 @@ function dropOldestGroup(draft: Draft): Draft | null {
   // Keep whole exchanges: a user message goes with the assistant turn that answers it.
   while (end < draft.exchangeOffset && draft.tail[end]!.role !== 'user') end = groupEnd(draft.tail, end);
   return { ...draft, tail: draft.tail.slice(end), exchangeOffset: draft.exchangeOffset - end };
-}
-
-function cutSummary(draft: Draft, excess: number, model?: string): Draft {
-  if (draft.body === null) return { ...draft, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
-  const bodyTokens = countTextTokens(draft.body, model);
-  const body = cutToTokens(draft.body, bodyTokens - excess - 8, model);
-  const cut: Draft = { ...draft, body };
-  if (countMessageTokens(renderDraft(cut), model) <= countMessageTokens(renderDraft(draft), model) - excess) return cut;
-  return { ...draft, body: null, pinned: [], latestRequest: null, omitted: draft.omitted + draft.pinned.length };
 }

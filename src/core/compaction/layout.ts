@@ -1,5 +1,5 @@
 import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, type ChatMessage } from '../messages.js';
-import { messageTokens } from '../tokens.js';
+import type { TokenCounter } from '../tokens.js';
 import { trimToolResult } from './prune.js';
 import { factsOfMessage } from './facts.js';
 
@@ -34,6 +34,8 @@ export interface LayoutOptions {
   tailCeiling: number;
   /** Largest head (beyond the system prompt) worth protecting, in tokens. */
   maxHeadTokens: number;
+  /** Counts the messages' tokens and remembers their facts. */
+  tokens: TokenCounter;
   model?: string;
 }
 
@@ -53,10 +55,10 @@ export function computeLayout(messages: readonly ChatMessage[], options: LayoutO
   return { systemEnd, headEnd, summaryIndex, tailStart, exchangeStart, mandatoryStart, trimmed };
 }
 
-/** Sums the framed tokens of `messages[from, to)`. */
-export function rangeTokens(messages: readonly ChatMessage[], from: number, to: number, model?: string): number {
+/** Sums the framed tokens of `messages[from, to)`, as `tokens` counts them. */
+export function rangeTokens(messages: readonly ChatMessage[], from: number, to: number, tokens: TokenCounter, model?: string): number {
   let total = 0;
-  for (let i = from; i < to; i++) total += messageTokens(messages[i]!, model);
+  for (let i = from; i < to; i++) total += tokens.messageTokens(messages[i]!, model);
   return total;
 }
 
@@ -95,22 +97,22 @@ function headBoundary(messages: readonly ChatMessage[], systemEnd: number, summa
     taken++;
   }
   // A head too large to protect is summarised like the rest (the summary carries it).
-  return rangeTokens(messages, systemEnd, end, options.model) > options.maxHeadTokens ? systemEnd : end;
+  return rangeTokens(messages, systemEnd, end, options.tokens, options.model) > options.maxHeadTokens ? systemEnd : end;
 }
 
 function walkTail(messages: readonly ChatMessage[], start: number, floorIndex: number, options: LayoutOptions): { tailStart: number; trimmed: number[] } {
   const n = messages.length;
   let tailStart = start;
-  let acc = rangeTokens(messages, start, n, options.model);
+  let acc = rangeTokens(messages, start, n, options.tokens, options.model);
   const trimmed: number[] = [];
   while (tailStart > floorIndex) {
     const groupStart = Math.max(alignToGroupStart(messages, tailStart - 1), floorIndex);
-    const tokens = rangeTokens(messages, groupStart, tailStart, options.model);
+    const tokens = rangeTokens(messages, groupStart, tailStart, options.tokens, options.model);
     const underFloor = n - tailStart < options.protectLastN;
     if (acc + tokens <= options.tailBudget || (underFloor && acc + tokens <= options.tailCeiling)) {
       acc += tokens;
     } else if (underFloor) {
-      const trimmedTokens = trimmedGroupTokens(messages, groupStart, tailStart, options.model);
+      const trimmedTokens = trimmedGroupTokens(messages, groupStart, tailStart, options.tokens, options.model);
       if (trimmedTokens === null || acc + trimmedTokens > options.tailCeiling) break;
       acc += trimmedTokens;
       for (let i = groupStart; i < tailStart; i++) if (messages[i]!.role === 'tool') trimmed.push(i);
@@ -120,12 +122,12 @@ function walkTail(messages: readonly ChatMessage[], start: number, floorIndex: n
   return { tailStart, trimmed };
 }
 
-function trimmedGroupTokens(messages: readonly ChatMessage[], from: number, to: number, model?: string): number | null {
+function trimmedGroupTokens(messages: readonly ChatMessage[], from: number, to: number, tokens: TokenCounter, model?: string): number | null {
   if (!messages.slice(from, to).some((m) => m.role === 'tool' || hasToolCalls(m))) return null;
   let total = 0;
   for (let i = from; i < to; i++) {
     const m = messages[i]!;
-    total += m.role === 'tool' ? messageTokens({ ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m)) }, model) : messageTokens(m, model);
+    total += m.role === 'tool' ? tokens.messageTokens({ ...m, content: trimToolResult(m.content, TAIL_TRIM_CHARS, factsOfMessage(m, tokens.memos)) }, model) : tokens.messageTokens(m, model);
   }
   return total;
 }

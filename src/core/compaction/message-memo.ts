@@ -19,22 +19,28 @@ export interface MessageMemo {
   mined: MinedFacts | undefined;
 }
 
-// One entry per message, not one per module: inserting a fresh object into a WeakMap costs about as
-// much as scanning a short message for facts, and a never-seen history has thousands of them.
-const memos = new WeakMap<ChatMessage, MessageMemo>();
+/**
+ * The memos of message objects: one store per owner (a {@link TokenCounter} of ../tokens.ts holds
+ * one), so what is remembered lives as long as its owner and no longer than its messages.
+ */
+export class MessageMemos {
+  // One entry per message, not one per module: inserting a fresh object into a WeakMap costs about as
+  // much as scanning a short message for facts, and a never-seen history has thousands of them.
+  private readonly memos = new WeakMap<ChatMessage, MessageMemo>();
 
-/** The memo of a message object, created empty on first use. */
-export function memoOf(message: ChatMessage): MessageMemo {
-  let memo = memos.get(message);
-  if (memo === undefined) {
-    // Every field set at once: one object shape for every memo.
-    memo = { tokens: 0, tokensEncoding: undefined, scan: undefined, facts: undefined, mined: undefined };
-    memos.set(message, memo);
+  /** The memo of a message object, created empty on first use. */
+  of(message: ChatMessage): MessageMemo {
+    let memo = this.memos.get(message);
+    if (memo === undefined) {
+      // Every field set at once: one object shape for every memo.
+      memo = { tokens: 0, tokensEncoding: undefined, scan: undefined, facts: undefined, mined: undefined };
+      this.memos.set(message, memo);
+    }
+    return memo;
   }
-  return memo;
-}
 
-/** The memo of a message object if it has one: a look that creates nothing. */
-export function peekMemo(message: ChatMessage): MessageMemo | undefined {
-  return memos.get(message);
+  /** The memo of a message object if it has one: a look that creates nothing. */
+  peek(message: ChatMessage): MessageMemo | undefined {
+    return this.memos.get(message);
+  }
 }

@@ -1,4 +1,5 @@
 import { extractFacts, factsOfMessage } from './facts.js';
+import type { MessageMemos } from './message-memo.js';
 import { hasToolCalls, isChatgateText, type ChatMessage, type ToolCall } from '../messages.js';
 
 /** Tool results longer than this (characters) are pruned to a one-line description. */
@@ -18,7 +19,7 @@ const KEY_END_CHARS = 48;
  * tool-call arguments are shortened without breaking their JSON. Returns a new array; changed
  * messages are new objects, the others are the same objects.
  */
-export function pruneRange(messages: readonly ChatMessage[], from: number, to: number): ChatMessage[] {
+export function pruneRange(messages: readonly ChatMessage[], from: number, to: number, memos: MessageMemos): ChatMessage[] {
   const callNames = toolCallIndex(messages);
   const later = new LaterContents();
   const out = messages.slice();
@@ -31,7 +32,7 @@ export function pruneRange(messages: readonly ChatMessage[], from: number, to: n
       if (message.content.length > 40 && seenLater) {
         out[i] = { ...message, content: `[chatgate:duplicate] same result as a later ${name?.name ?? 'tool'} call` };
       } else if (message.content.length > PRUNE_MIN_CHARS) {
-        out[i] = { ...message, content: describeToolResult(message.content, name, factsOfMessage(message)) };
+        out[i] = { ...message, content: describeToolResult(message.content, name, factsOfMessage(message, memos)) };
       }
     } else if (hasToolCalls(message) && i < to) {
       const calls = message.tool_calls.map(shortenCall);

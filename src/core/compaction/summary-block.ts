@@ -1,4 +1,4 @@
-import { countTextTokens } from '../tokens.js';
+import type { TokenCounter } from '../tokens.js';
 import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from '../messages.js';
 import { headEnd, toWellFormedText } from '../text.js';
 
@@ -163,14 +163,14 @@ export function cutChars(text: string, maxChars: number): string {
   return text.length <= maxChars ? text : `${text.slice(0, headEnd(text, maxChars))}…`;
 }
 
-/** Cuts a text to at most `maxTokens` tokens, at a line boundary where possible, marking the cut. */
-export function cutToTokens(text: string, maxTokens: number, model?: string): string {
+/** Cuts a text to at most `maxTokens` tokens (counted by `tokens`), at a line boundary where possible, marking the cut. */
+export function cutToTokens(text: string, maxTokens: number, tokens: TokenCounter, model?: string): string {
   if (maxTokens <= 0) return '';
-  if (countTextTokens(text, model) <= maxTokens) return text;
+  if (tokens.countText(text, model) <= maxTokens) return text;
   // Characters per token is ~4 for prose; shrink until it fits (a few passes at most).
   let chars = Math.max(0, Math.floor(maxTokens * 3.5));
   let cut = text.slice(0, headEnd(text, chars));
-  while (chars > 0 && countTextTokens(`${cut}\n[…cut]`, model) > maxTokens) {
+  while (chars > 0 && tokens.countText(`${cut}\n[…cut]`, model) > maxTokens) {
     chars = Math.floor(chars * 0.8);
     cut = text.slice(0, headEnd(text, chars));
   }

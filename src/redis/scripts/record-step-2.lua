@@ -5,7 +5,7 @@
 
   Input:
     KEYS[1] the session's lease (string: the holder's fencing token)
-    KEYS[2] the session's step log (hash: turn, answer, started:<call id>, result:<call id>, committed)
+    KEYS[2] the session's step log (hash: turn, answer, started:<call id>, result:<call id>, approval:<call id>, committed)
 
     ARGV[1] options, JSON: { "fence": string, "turnId": string, "field": string, "newRound": boolean, "ttlMs": integer > 0 }
     ARGV[2] the value of the field

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MessageMemos } from '../../../src/core/compaction/message-memo.js';
 import { extractFacts } from '../../../src/index.js';
 import { mineMessages } from '../../../src/core/compaction/fact-ledger.js';
 import { describeToolResult } from '../../../src/core/compaction/prune.js';
@@ -34,7 +35,7 @@ describe('mineFacts', () => {
       { role: 'user', content: 'about ORD-22222-BB' },
       { role: 'tool', tool_call_id: 'a', content: note },
       { role: 'assistant', content: 'and ORD-33333-CC' },
-    ], {}, { factClock: 0, turnClock: 0, noteFacts: {} }, { fresh: true, noteTools: { remember: 'remember', forget: 'forget' } });
+    ], {}, { factClock: 0, turnClock: 0, noteFacts: {} }, { fresh: true, noteTools: { remember: 'remember', forget: 'forget' }, memos: new MessageMemos() });
     expect(Object.keys(facts)).toEqual(['ORD-22222-BB', 'ORD-33333-CC']);
     expect(facts['ORD-33333-CC'][0]).toBeGreaterThan(facts['ORD-22222-BB'][0]);
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MessageMemos } from '../../../src/core/compaction/message-memo.js';
 import { toCompactionState, type ChatMessage } from '../../../src/index.js';
 import { bySalience, mineMessages, salienceOf } from '../../../src/core/compaction/fact-ledger.js';
 import { scanFacts } from '../../../src/core/compaction/facts.js';
@@ -7,13 +8,16 @@ import { chatHistory, prose } from '../../helpers/histories.js';
 import { vagueSummarizer } from '../../helpers/summarizers.js';
 import { FactOrigin } from '../../../src/core/compaction/compaction-types.js';
 import { selectPinned } from '../../../src/core/compaction/compaction-inputs.js';
-import { countTextTokens } from '../../../src/core/tokens.js';
+import { TokenCounter } from '../../../src/core/tokens.js';
+
+const TOKENS = new TokenCounter();
+const lineTokens = (fact: string) => TOKENS.countText(`- ${fact}\n`);
 
 const NOTES = { remember: 'remember', forget: 'forget' };
 const CLOCK = { factClock: 0, turnClock: 0, noteFacts: {} };
 
 function mine(messages: ChatMessage[]) {
-  return mineMessages(messages, {}, CLOCK, { fresh: true, noteTools: NOTES }).facts;
+  return mineMessages(messages, {}, CLOCK, { fresh: true, noteTools: NOTES, memos: new MessageMemos() }).facts;
 }
 
 function logLines(n: number): string {
@@ -130,7 +134,7 @@ describe('the pinned section fills its room by salience', () => {
     for (let i = 0; i < 12; i++) ledger[String(48_000 + i)] = record(10 + i, FactOrigin.labelled, 1);
     ledger['2026-12-01T08:04:41.492Z'] = record(50, FactOrigin.bare, 0);
     ledger['parse_42'] = record(51, FactOrigin.call, 0);
-    const { pinned, omitted } = selectPinned(ledger, () => false, 2_000);
+    const { pinned, omitted } = selectPinned(ledger, () => false, 2_000, lineTokens);
     expect(pinned).toContain('INV-2024-00417');
     expect(pinned).toHaveLength(13);
     expect(pinned).not.toContain('2026-12-01T08:04:41.492Z');
@@ -138,13 +142,12 @@ describe('the pinned section fills its room by salience', () => {
     expect(omitted).toBe(2);
   });
 
-  it('keeps a noisy session\'s section small: noise-like facts past the allowance only fill the room left, most salient first', () => {
+  it('keeps a noisy session\'s section small: when the noise-like facts past the allowance do not all fit, only the allowance is pinned', () => {
     const ledger: Record<string, ReturnType<typeof record>> = {};
     for (let i = 0; i < 400; i++) ledger[String(70_000 + i)] = record(i, FactOrigin.labelled, 1);
-    const { pinned } = selectPinned(ledger, () => false, 200);
-    const tokens = pinned.reduce((sum, fact) => sum + countTextTokens(`- ${fact}\n`), 0);
-    expect(tokens).toBeLessThanOrEqual(200);
-    // The most recently seen go first.
-    expect(pinned[0]).toBe('70399');
+    const { pinned } = selectPinned(ledger, () => false, 2_000, lineTokens);
+    // The most recently seen first.
+    expect(pinned).toEqual(['70399', '70398', '70397', '70396', '70395', '70394', '70393', '70392']);
+    expect(pinned.reduce((sum, fact) => sum + TOKENS.countText(`- ${fact}\n`), 0)).toBeLessThanOrEqual(2_000);
   });
 });

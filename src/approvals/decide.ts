@@ -1,0 +1,38 @@
+import type { ApprovalRecord } from '../core/approval.js';
+import type { InboundMessage } from '../core/inbound.js';
+import type { Logger } from '../log.js';
+import type { TurnProducer } from '../queue/producer.js';
+import type { ApprovalStore, DecisionOutcome, DecisionRequest } from './store.js';
+
+/** What deciding an approval needs: the store, and the producer whose accept is the one way into an inbox. */
+export interface ApprovalDeps {
+  store: ApprovalStore;
+  producer: Pick<TurnProducer, 'submitInbound'>;
+  logger: Logger;
+}
+
+/**
+ * Decides approval `id` of a session (once: src/approvals/scripts/decide-approval-3.lua) and wakes its
+ * turn: the decision enters the session's inbox as an event (`approval:<id>`, so a second press or
+ * gateway adds nothing) and a turn job is made pending, so the turn resumes on any worker, in order
+ * with the session's other work. An approval decided before is woken again too: that heals a
+ * gateway that died between a decision and its wake-up.
+ */
+export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: string, request: DecisionRequest): Promise<DecisionOutcome> {
+  const result = await deps.store.decide(sessionId, id, request);
+  if (result.outcome === 'applied' || result.outcome === 'decided') {
+    await deps.producer.submitInbound(decisionEvent(result.record));
+    if (result.outcome === 'applied') deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
+  }
+  return result;
+}
+
+/** The inbox event of a decision: in the chat the question was asked in, as its asker (the same session key). */
+export function decisionEvent(record: ApprovalRecord): InboundMessage {
+  const { route } = record;
+  return {
+    id: `approval:${record.id}`, channel: route.channel, chatId: route.chatId, ...(route.threadId ? { threadId: route.threadId } : {}),
+    userId: record.askedBy.userId, userName: record.askedBy.userName, chatType: record.chatType, text: '', attachments: [],
+    receivedAt: record.decidedAtMs ?? Date.now(), event: { type: 'approval', approvalId: record.id, state: record.state },
+  };
+}

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { nameServerTools, TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
+import { MAX_RESOURCE_CHARS, McpToolError, toResultText } from '../../workers/tools/mcp/results.js';
+
+describe('MCP tool names', () => {
+  it('gives the same names whatever the order, within the chat-completions rule', () => {
+    const tools = [
+      { server: 'fs', tool: 'read' }, { server: 'fs', tool: 'a.b' }, { server: 'fs', tool: 'a b' }, { server: 'my server', tool: 'x'.repeat(80) }, { server: 'fs', tool: 'calc' },
+    ];
+    const first = nameServerTools(tools, new Set(['mcp__fs__calc']));
+    const second = nameServerTools([...tools].reverse(), new Set(['mcp__fs__calc']));
+    expect([...first.names.entries()].sort()).toEqual([...second.names.entries()].sort());
+    for (const name of first.names.values()) expect(name).toMatch(TOOL_NAME_RULE);
+    expect(first.names.get('fs\u0000read')).toBe('mcp__fs__read');
+    expect(first.renamed.map((r) => [r.tool, r.reason]).sort()).toEqual([['a b', 'collision'], ['a.b', 'collision'], ['calc', 'collision'], ['x'.repeat(80), 'too long']]);
+    expect(new Set(first.names.values()).size).toBe(tools.length);
+  });
+});
+
+describe('MCP results', () => {
+  it('keeps text, bounds embedded resources, and marks binary content', () => {
+    const long = 'r'.repeat(MAX_RESOURCE_CHARS + 10);
+    const text = toResultText({
+      content: [
+        { type: 'text', text: 'hello' },
+        { type: 'resource', resource: { uri: 'file:///a.txt', text: long } },
+        { type: 'resource', resource: { uri: 'file:///a.bin', mimeType: 'application/zip', blob: 'AAAA' } },
+        { type: 'resource_link', uri: 'file:///b.txt', name: 'b.txt' },
+        { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
+      ],
+    });
+    expect(text).toContain('hello\n[resource file:///a.txt]\n');
+    expect(text).toContain('[… 10 more characters of this resource not shown]');
+    expect(text).toContain('[resource file:///a.bin application/zip, 3 B of binary data: not shown to the model]');
+    expect(text).toContain('[resource link: b.txt file:///b.txt]');
+    expect(text).toContain('[audio audio/wav, 3 B: not played to the model]');
+  });
+
+  it('gives structured content as JSON unless the text carries it, and isError as an error', () => {
+    expect(toResultText({ content: [], structuredContent: { temperature: 21 } })).toBe('{"temperature":21}');
+    expect(toResultText({ content: [{ type: 'text', text: 'It is 21 degrees' }], structuredContent: { temperature: 21 } })).toBe('It is 21 degrees');
+    expect(toResultText({ content: [{ type: 'text', text: 'warm' }], structuredContent: { temperature: 21 } })).toBe('warm\n{"temperature":21}');
+    expect(() => toResultText({ content: [{ type: 'text', text: 'no such file' }], isError: true })).toThrow(new McpToolError('no such file'));
+    expect(toResultText({ content: [] })).toBe('(the tool returned no content)');
+  });
+});

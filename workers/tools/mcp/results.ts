@@ -1,0 +1,71 @@
+import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
+import { truncateText } from '../../../src/core/text.js';
+
+/** Characters of one embedded resource kept in the result (the whole result is capped later by the tool-result cap). */
+export const MAX_RESOURCE_CHARS = 20_000;
+
+/** An MCP tool reported `isError`: its text is the error the model reads. */
+export class McpToolError extends Error {}
+
+/**
+ * The result text of an MCP call for the model: text blocks as they are, embedded resources as
+ * bounded text, images, audio and binary resources as a one-line placeholder, resource links as
+ * a line, `structuredContent` as JSON (unless the text blocks already carry it: its JSON, or
+ * every string and number in it).
+ * @throws McpToolError with that text when the result has `isError`.
+ */
+export function toResultText(result: CallToolResult): string {
+  const blocks = (result.content ?? []).map(blockText);
+  const structured = result.structuredContent;
+  // Servers often send the same data as text too: then the JSON would only double the tokens.
+  if (structured !== undefined && !blocks.some((text) => sameJson(text, structured)) && !textsCarry(blocks.join('\n'), structured)) blocks.push(JSON.stringify(structured));
+  const text = blocks.join('\n');
+  if (result.isError) throw new McpToolError(text === '' ? 'the tool reported an error without a message' : text);
+  return text === '' ? '(the tool returned no content)' : text;
+}
+
+function blockText(block: ContentBlock): string {
+  switch (block.type) {
+    case 'text': return block.text;
+    case 'image': return `[image ${block.mimeType}, ${sizeOf(block.data)}: not shown to the model]`;
+    case 'audio': return `[audio ${block.mimeType}, ${sizeOf(block.data)}: not played to the model]`;
+    case 'resource_link': return `[resource link: ${block.name} ${block.uri}${block.mimeType ? ` (${block.mimeType})` : ''}]`;
+    case 'resource': {
+      const resource = block.resource;
+      if ('text' in resource && typeof resource.text === 'string') {
+        const kept = truncateText(resource.text, MAX_RESOURCE_CHARS);
+        const cut = kept.length < resource.text.length ? `\n[… ${resource.text.length - kept.length} more characters of this resource not shown]` : '';
+        return `[resource ${resource.uri}]\n${kept}${cut}`;
+      }
+      const blob = 'blob' in resource && typeof resource.blob === 'string' ? resource.blob : '';
+      return `[resource ${resource.uri}${resource.mimeType ? ` ${resource.mimeType}` : ''}, ${sizeOf(blob)} of binary data: not shown to the model]`;
+    }
+    default: return `[${(block as { type: string }).type} content: not shown to the model]`;
+  }
+}
+
+/** Decoded size of base64 `data`, readable. */
+function sizeOf(data: string): string {
+  const bytes = Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
+}
+
+function textsCarry(text: string, value: unknown): boolean {
+  if (text === '') return false;
+  const leaves: string[] = [];
+  const walk = (node: unknown): void => {
+    if (typeof node === 'string' || typeof node === 'number') leaves.push(String(node));
+    else if (node && typeof node === 'object') for (const child of Object.values(node)) walk(child);
+  };
+  walk(value);
+  return leaves.length > 0 && leaves.every((leaf) => text.includes(leaf));
+}
+
+function sameJson(text: string, value: unknown): boolean {
+  if (!/^\s*[{[]/.test(text)) return false;
+  try {
+    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
+  } catch {
+    return false;
+  }
+}
