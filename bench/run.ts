@@ -1,6 +1,7 @@
 /** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
 import { runCompressorBench } from './compressor.js';
 import { runConcurrencyBench } from './concurrency.js';
+import { runDeadWorkerBench } from './dead-worker.js';
 import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
@@ -14,5 +15,6 @@ if (all || wanted.has('pipeline')) await runPipelineBench();
 if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.
 if (wanted.has('failover')) await runFailoverBench();
+if (wanted.has('dead-worker')) await runDeadWorkerBench();
 // Slow model, minutes of waiting: only when named.
 if (wanted.has('concurrency')) await runConcurrencyBench();

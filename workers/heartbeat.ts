@@ -19,6 +19,8 @@ export interface WorkerHeartbeatOptions {
 
 /** A worker's heartbeat: what it counts, and the beat itself. */
 export interface WorkerHeartbeat {
+  /** This process's heartbeat id (`host:pid:random`). */
+  readonly id: string;
   /** `metrics` with the turns and model calls also counted into the heartbeat. */
   observe(metrics: Metrics | undefined): Metrics;
   /** Writes the first beat and keeps beating. */
@@ -53,6 +55,7 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
     void running.beat();
   };
   return {
+    id,
     observe(metrics) {
       const inner = metrics ?? NOOP_METRICS;
       return {

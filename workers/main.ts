@@ -16,6 +16,8 @@ import { createTurnLiveReplies, type TurnLiveReplies } from './live-reply-publis
 import { holdQueueLayout } from '../src/queue/shard-layout-guard.js';
 import { openOutboundQueue } from '../src/outbound/outbound-queue.js';
 import { consumedShards } from './shard-workers.js';
+import { openShardedQueue } from '../src/queue/sharded.js';
+import { startDeadWorkerRecovery } from './dead-workers.js';
 import { createSessionStore } from '../src/redis/session-store.js';
 import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
@@ -78,6 +80,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
     deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o),
       approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
+    workerId: heartbeat.id,
   };
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
@@ -91,12 +94,18 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await mcp.ready();
   await heartbeat.start();
+  const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
+  // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
+  turnQueue.onError(() => undefined);
+  const recovery = startDeadWorkerRecovery({ redis, logger, queue: turnQueue }, { keyPrefix: o.keyPrefix, selfId: heartbeat.id, intervalMs: o.deadWorkerCheckMs });
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
     async close() {
       logger.info({}, 'worker draining');
       turn.closing = true;
+      recovery.stop();
       await Promise.all(workers.map((worker) => worker.close()));
+      await turnQueue.close();
       await Promise.all(failures.map((f) => f.settled()));
       await heartbeat.stop();
       await mcp.close();

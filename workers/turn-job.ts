@@ -12,6 +12,7 @@ import { claimInbox } from '../src/redis/inbox.js';
 import type { SessionKeys } from '../src/redis/keys.js';
 import { holdLease, type HeldLease } from '../src/redis/lease.js';
 import type { SessionStore } from '../src/redis/session-store.js';
+import { forgetWorkerTurn, recordWorkerTurn } from '../src/redis/worker-turns.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { deadLetterTurn } from './dead-letter.js';
 import type { TurnStops } from './turn-stop.js';
@@ -34,6 +35,8 @@ export interface TurnRunner {
   closing: boolean;
   /** Where running turns are watched for `/stop`; absent: turns cannot be stopped. */
   stops?: TurnStops;
+  /** This worker's heartbeat id: its running turns are recorded under it, for recovery if it dies. Absent: not recorded. */
+  workerId?: string;
 }
 
 interface RunningTurn {
@@ -55,7 +58,9 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   const lease = recentlyConfirmed(held, runner.leaseTtlMs, asked);
   let signal: ((type: TurnSignal['type']) => void) | null = null;
   let watch: ReturnType<TurnStops['watch']> | undefined;
+  const recorded = runner.workerId !== undefined && job.id !== undefined && token !== undefined;
   try {
+    if (recorded) await recordWorkerTurn(runner.redis, runner.workerId!, { sessionId, jobId: job.id!, lockToken: token!, fence: lease.fence }, runner.keyPrefix);
     await flushOutbox(runner, sessionId);
     const log = turnLogger(runner.logger, job);
     // A turn waiting for the user's decision: messages wait in the inbox as behind a running turn.
@@ -65,7 +70,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const typing = signal;
-    watch = runner.stops?.watch(sessionId, keys, lease.fence);
+    watch = runner.stops?.watch(sessionId, keys, lease.fence, items[0]!.id);
     const outcome = await runTurn(runner, { job, log, lease, items, typing: () => typing('typing'), signal: watch?.signal });
     // Not a failure: the new lease holder takes the messages; this job looks again later, attempts untouched.
     if (outcome === 'lease-lost') return await retryLater(runner, job, token);
@@ -75,6 +80,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     // Sent on failure too, so the gateway never keeps "typing" for a turn that died.
     watch?.dispose();
     signal?.('turn-ended');
+    if (recorded) await forgetWorkerTurn(runner.redis, runner.workerId!, sessionId, runner.keyPrefix).catch(() => undefined);
     await lease.release();
   }
 }

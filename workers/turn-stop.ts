@@ -29,8 +29,11 @@ export interface TurnWatch {
 
 /** The stop watches of one worker. */
 export interface TurnStops {
-  /** Watches the turn of `sessionId` holding the lease `fence` (checks once at once). */
-  watch(sessionId: string, keys: SessionKeys, fence: number): TurnWatch;
+  /**
+   * Watches the turn of `sessionId` holding the lease `fence`, whose first message is
+   * `firstMessageId` (a stop meant for a dead turn it resumes reaches it too); checks once at once.
+   */
+  watch(sessionId: string, keys: SessionKeys, fence: number, firstMessageId?: string): TurnWatch;
   /** Ends every watch and closes the subscription. */
   close(): Promise<void>;
 }
@@ -38,6 +41,7 @@ export interface TurnStops {
 interface Watched {
   keys: SessionKeys;
   fence: number;
+  firstMessageId?: string;
   controller: AbortController;
   checking: boolean;
   /** A check was asked for while one ran: run another after it (the request may have come in between). */
@@ -59,7 +63,7 @@ export async function startTurnStops(deps: { redis: RedisClient; subscriber: Red
     }
     entry.checking = true;
     entry.again = false;
-    takeStop(deps.redis, entry.keys, entry.fence).then((stop) => {
+    takeStop(deps.redis, entry.keys, entry.fence, entry.firstMessageId).then((stop) => {
       if (!stop) return;
       log.info({ sessionId, fence: entry.fence }, 'turn stop requested');
       entry.controller.abort(new TurnStoppedError(sessionId));
@@ -76,8 +80,8 @@ export async function startTurnStops(deps: { redis: RedisClient; subscriber: Red
   }, options.pollMs ?? STOP_POLL_MS);
   poll.unref();
   return {
-    watch(sessionId, keys, fence) {
-      const entry: Watched = { keys, fence, controller: new AbortController(), checking: false, again: false };
+    watch(sessionId, keys, fence, firstMessageId) {
+      const entry: Watched = { keys, fence, firstMessageId, controller: new AbortController(), checking: false, again: false };
       const entries = watched.get(sessionId) ?? new Set<Watched>();
       entries.add(entry);
       watched.set(sessionId, entries);

@@ -78,6 +78,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
+  /** How often the worker looks for dead workers (heartbeat lapsed) whose turns it recovers, ms. Default 2000. */
+  deadWorkerCheckMs?: number;
   /**
    * Stream answers: the model call streams and the reply's text so far is published through Redis
    * for the gateway to show (workers/live-reply-publisher.ts). Default true; false: plain calls, no partials.
@@ -138,6 +140,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   maxStalledCount: { integer: true, min: 0 },
   transcriptRetention: { integer: true, min: 0 },
   heartbeatTtlMs: { integer: true, min: 300 },
+  deadWorkerCheckMs: { integer: true, min: 50 },
   liveReplyPublishIntervalMs: { integer: true, min: 0 },
   approvalTimeoutMs: { integer: true, min: 1000 },
 };

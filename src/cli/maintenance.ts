@@ -28,7 +28,7 @@ export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: st
       const outcome = await ops.compact(sessionId, flags.focus, 'manual');
       if (outcome.busy) return busy(io, sessionId);
       const result = outcome.value;
-      io.out(`${sessionId}: ${result.outcome}, ${formatTokens(result.tokensBefore)} → ${countOf(result.tokensAfter, 'token')} (${result.reason})`);
+      io.out(`${sessionId}: ${result.outcome}, ${formatTokens(result.requestTokensBefore)} → ${countOf(result.requestTokensAfter, 'token')} (${result.reason})`);
       if (result.pinnedFacts.length > 0) io.out(`pinned facts: ${result.pinnedFacts.join(', ')}`);
       if (result.outcome !== 'aborted') return EXIT.ok;
       io.err('chatgate: the compaction was aborted and the projection left unchanged; check the LLM endpoint with `chatgate doctor`');

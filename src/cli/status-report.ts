@@ -8,6 +8,7 @@ import type { FailedReply, OutboundCounts } from '../outbound/outbound-shard.js'
 import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
+import { countWorkerTurns } from '../redis/worker-turns.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
@@ -34,6 +35,8 @@ export interface StatusReport {
   /** The most recent replies that failed for good (within 7 days), newest first, with their reason. */
   failedReplies: FailedReply[];
   failed: DeadLetterTotals;
+  /** Turns still recorded as running on a dead worker (being recovered by a live one), by worker. */
+  deadWorkerTurns: Array<{ worker: string; host: string; pid: number; turns: number }>;
   /** Sessions whose next request is at or over the hygiene trigger (of the fullest `scanned`). */
   sessions: { total: number; overHygiene: number; hygieneAt: number; paused: number; scanned: number };
 }
@@ -62,10 +65,11 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
   const sessions = { total: page.total, overHygiene: over.length, hygieneAt, paused: page.items.filter((row) => row.paused).length, scanned: page.items.length };
   const gateways = processes.filter((p) => p.role === 'gateway');
   const workers = processes.filter((p) => p.role === 'worker');
+  const deadWorkerTurns = await readDeadWorkerTurns(redis, workers, keyPrefix);
   const checks: StatusCheck[] = [
     { name: 'redis', status: 'ok', detail: 'answers' },
     gatewayCheck(gateways),
-    workersCheck(workers),
+    workersCheck(workers, deadWorkerTurns),
     ...mcpCheck(config, workers),
     channelsCheck(gateways),
     leasesCheck(channelLeases, gateways),
@@ -74,7 +78,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     failedCheck(failed, queues, failedReplies),
     sessionsCheck(sessions),
   ];
-  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failedReplies, failed, sessions };
+  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failedReplies, failed, deadWorkerTurns, sessions };
 }
 
 /** Every shard's counts, summed: the turn queue's from BullMQ, the outbound streams' (and their latest failures). */
@@ -108,12 +112,21 @@ function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
   };
 }
 
-function workersCheck(workers: readonly HeartbeatStatus[]): StatusCheck {
+/** The turns each dead worker still has recorded as running (a live worker recovers them within seconds). */
+async function readDeadWorkerTurns(redis: RedisClient, workers: readonly HeartbeatStatus[], keyPrefix: string): Promise<StatusReport['deadWorkerTurns']> {
+  const dead = workers.filter((w) => !w.alive);
+  const counts = await countWorkerTurns(redis, dead.map((w) => w.id), keyPrefix);
+  return dead.flatMap((w, k) => (counts[k]! > 0 ? [{ worker: w.id, host: w.host, pid: w.pid, turns: counts[k]! }] : []));
+}
+
+function workersCheck(workers: readonly HeartbeatStatus[], deadTurns: StatusReport['deadWorkerTurns']): StatusCheck {
   const live = workers.filter((w) => w.alive);
   const dead = workers.filter((w) => !w.alive);
-  const deadText = dead.length > 0 ? `; dead: ${dead.map((w) => `${w.host} pid ${w.pid} (last heard of ${ago(w.beatAt)})`).join(', ')}` : '';
+  const held = (w: HeartbeatStatus) => deadTurns.find((d) => d.worker === w.id)?.turns ?? 0;
+  const deadText = dead.length > 0 ? `; dead: ${dead.map((w) => `${w.host} pid ${w.pid} (last heard of ${ago(w.beatAt)}${held(w) > 0 ? `; ${plural(held(w), 'active turn')} of it being recovered` : ''})`).join(', ')}` : '';
   if (live.length === 0) return { name: 'workers', status: 'down', detail: `${noWorkerReason([])}${deadText}`, fix: START_A_WORKER };
   const text = live.map((w) => `${describeProcess(w)}, ${plural(w.worker?.turnsDone ?? 0, 'turn')} done, ${w.worker?.turnsFailed ?? 0} failed`).join('; ');
+  if (deadTurns.length > 0) return { name: 'workers', status: 'warn', detail: `${live.length} alive: ${text}${deadText}`, fix: 'a live worker resumes a dead worker\'s turns within seconds of its last beat; if they stay, check the workers\' logs for "worker stopped beating"' };
   return { name: 'workers', status: 'ok', detail: `${live.length} alive: ${text}${deadText}` };
 }
 

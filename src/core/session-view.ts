@@ -94,7 +94,9 @@ export interface CompactionEvent {
   /** Message tokens before and after (system prompt and projection; tool schemas and notes not included). */
   tokensBefore: number;
   tokensAfter: number;
-  /** Size of the whole next request after it, tokens (what the chart marks). */
+  /** Size of the whole request before it, tokens: what the trigger compared with its line (the chart and the table show it). */
+  requestTokensBefore: number;
+  /** Size of the whole next request after it, tokens (the chart's "size after" dot and the table's "after"). */
   requestTokensAfter: number;
   durationMs: number;
   /** Summary model, when one was configured. */

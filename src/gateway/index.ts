@@ -6,7 +6,7 @@ import type { Channel } from '../../channels/channel.js';
 import { stripUndefined } from '../core/option-checks.js';
 import type { ChannelName, InboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
-import { createMonitorApp } from '../monitor/app.js';
+import { createMonitorApp, type MonitorDeps } from '../monitor/app.js';
 import { readQueueDepths } from '../monitor/bull-board.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import type { SessionView } from '../core/session-view.js';
@@ -64,6 +64,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** What the monitor's sessions API and dashboard read. */
   sessions: SessionView;
+  /** The dashboard's status panel: the report `chatgate status` prints (the composition root builds it). Default none. */
+  status?: MonitorDeps['status'];
   /** Channels to run instead of the ones built from `options.channels` (tests, embedders). */
   channels?: GatewayChannels;
   /**
@@ -182,6 +184,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     // Telegram polling and Discord run in one gateway at a time: `holding` here, or `standby` (ready too).
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(failFastRedis, keyPrefix),
+    status: deps.status,
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));

@@ -181,7 +181,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   return {
     ...deps.commands, ops: deps.ops,
     stop: async (sessionId) => {
-      const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix);
+      const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
       const denied = deps.approvals ? await denyPending(deps.approvals, sessionId) : 0;
       return denied > 0 && answer === NOTHING_TO_STOP ? `Denied ${countOf(denied, 'tool call')} waiting for approval.` : answer;

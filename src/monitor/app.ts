@@ -20,6 +20,22 @@ export interface ChannelsPanel {
   rows: Array<{ gateway: string; channel: string; state: string; reason?: string; sinceMs?: number }>;
 }
 
+/**
+ * The status panel (`GET /api/status`): the report `chatgate status` prints, from the same builder
+ * (the composition root wires it). The monitor reads only these fields.
+ */
+export interface StatusPanel {
+  ok: boolean;
+  checks: Array<{ name: string; status: 'ok' | 'warn' | 'down' | 'skip'; detail: string; fix?: string }>;
+  /** Gateways and workers heard of, alive and dead. */
+  processes?: Array<{ role: string; host: string; pid: number; alive: boolean; beatAt: number; startedAt: number; version: string }>;
+  /** The hygiene line, a share of the usable window: the dashboard marks the sessions at or over it. */
+  sessions?: { hygieneAt: number };
+}
+
+/** How long one status report serves the dashboards polling it, ms (building it scans sessions and queues). */
+const STATUS_REUSE_MS = 5_000;
+
 /** What the monitor reads from. */
 export interface MonitorDeps {
   /** Sessions for `/api/sessions` and the dashboard. */
@@ -30,6 +46,8 @@ export interface MonitorDeps {
   readyDetails?: () => Record<string, unknown>;
   /** The channels panel of `/api/channels` and the dashboard (the gateway: from the heartbeats). Default none (404, no panel). */
   channels?: () => Promise<ChannelsPanel>;
+  /** The status panel of `/api/status` and the dashboard's first screen. Default none (404, no panel). */
+  status?: () => Promise<StatusPanel>;
   /** BullMQ queues shown by bull-board at `/admin/queues` and counted by `chatgate_queue_jobs`. */
   queues?: readonly Queue[];
   /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
@@ -87,7 +105,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
 
   const auth = createAccessGuard({ host: resolved.host, monitorToken: resolved.monitorToken });
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
-  for (const path of ['/metrics', '/api/channels', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
+  for (const path of ['/metrics', '/api/channels', '/api/status', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
   addMetricsRoute(app, metrics.registry);
   app.get('/api/sessions', async (c) => {
@@ -96,6 +114,8 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     return c.json(await deps.sessions.listSessions(query.data));
   });
   app.get('/api/channels', async (c) => (deps.channels ? c.json(await deps.channels()) : c.json({ error: 'no channels here' }, 404)));
+  const status = deps.status ? reuseFor(deps.status, STATUS_REUSE_MS) : undefined;
+  app.get('/api/status', async (c) => (status ? c.json(await status()) : c.json({ error: 'no status here' }, 404)));
   app.get('/api/sessions/:id', async (c) => {
     const detail = await deps.sessions.getSession(c.req.param('id'));
     return detail ? c.json(detail) : c.json({ error: 'no such session' }, 404);
@@ -111,3 +131,16 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
   return app;
 }
 
+
+/** `read`, with one result served to every caller for `reuseMs` (and one read in flight at a time). */
+function reuseFor<T>(read: () => Promise<T>, reuseMs: number): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > reuseMs) {
+      const value = read();
+      last = { at: Date.now(), value };
+      value.catch(() => { last = undefined; });
+    }
+    return last.value;
+  };
+}

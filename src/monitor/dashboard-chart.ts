@@ -40,7 +40,7 @@ function chart(d) {
     const done = ['compacted', 'pruned', 'fallback'].includes(c.outcome);
     const g = el('g', { svg: 1, class: done ? 'compaction-marker' : 'compaction-noop', 'data-layer': c.layer, 'data-outcome': c.outcome });
     g.append(el('circle', { svg: 1, cx: x(c.call + 0.5), cy: y(c.requestTokensAfter / usable), r: done ? 5 : 3 }));
-    g.append(el('title', { svg: 1 }, c.layer + ' ' + c.outcome + ': ' + int(c.tokensBefore) + ' → ' + int(c.tokensAfter) + ' tokens (turn ' + c.turn + ')'));
+    g.append(el('title', { svg: 1 }, c.layer + ' ' + c.outcome + ': request ' + int(c.requestTokensBefore) + ' → ' + int(c.requestTokensAfter) + ' tokens (turn ' + c.turn + ')'));
     svg.append(g);
   }
   svg.append(el('text', { svg: 1, x: L, y: H - 8 }, 'call 1'));

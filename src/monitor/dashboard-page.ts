@@ -1,6 +1,8 @@
 /**
- * The dashboard page: dependency-free HTML and JS served inline. It polls `api/channels` (the panel
- * is hidden where there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
+ * The dashboard page: dependency-free HTML and JS served inline. Its first screen is the status
+ * `chatgate status` prints (`api/status`: checks, gateways and workers alive and dead), then the
+ * channels and the sessions. It polls `api/status` and `api/channels` (each panel is hidden where
+ * there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
 import { CHART_SCRIPT } from './dashboard-chart.js';
@@ -41,13 +43,16 @@ ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-we
 .k-compress{border-top:2px dashed var(--compress)}.k-hygiene{border-top:2px dashed var(--hygiene)}
 #ledger td{white-space:normal;overflow-wrap:anywhere}#channels td{white-space:normal;overflow-wrap:anywhere}
 .state-disconnected,.state-connecting,.state-waiting,.verdict-down{color:var(--hygiene);font-weight:600}
-@media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}}`;
+.check-warn td:first-child,.check-warn .verdict{color:var(--compress);font-weight:600}.check-down td:first-child,.check-down .verdict{color:var(--hygiene);font-weight:600}
+#status-checks td{white-space:normal;overflow-wrap:anywhere}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
+.over-hygiene td.fill{color:var(--hygiene);font-weight:600}.dead{color:var(--hygiene)}
+@media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}#sessions .wide{display:none}}`;
 
 const SCRIPT = `
 const POLL_MS = __POLL_MS__;
 const token = new URLSearchParams(location.search).get('token');
 const headers = token ? { Authorization: 'Bearer ' + token } : {};
-const state = { sort: 'lastActivity', selected: decodeURIComponent((location.hash.match(/session=([^&]+)/) || [])[1] || '') || null };
+const state = { hygieneAt: null, sort: 'lastActivity', selected: decodeURIComponent((location.hash.match(/session=([^&]+)/) || [])[1] || '') || null };
 const $ = (id) => document.getElementById(id);
 function el(tag, attrs, ...children) {
   const node = attrs && attrs.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
@@ -68,10 +73,12 @@ function cell(v, num) { return el('td', num ? { class: 'num' } : {}, v); }
 function renderSessions(page) {
   const body = $('sessions-body');
   body.replaceChildren(...page.items.map((s) => {
-    const tr = el('tr', { class: 'row' + (s.id === state.selected ? ' selected' : ''), 'data-session': s.id },
-      cell(s.id), cell(s.channel), cell(int(s.messages), 1), cell(pct(s.fill), 1), cell(int(s.contextWindow), 1),
-      cell(int(s.promptTokens), 1), cell(int(s.completionTokens), 1), cell(usd(s.costUsd), 1),
-      cell(int(s.compactions), 1), cell(when(s.lastActivityAt)));
+    const over = state.hygieneAt !== null && s.fill >= state.hygieneAt;
+    const wide = (v) => el('td', { class: 'num wide' }, v);
+    const tr = el('tr', { class: 'row' + (s.id === state.selected ? ' selected' : '') + (over ? ' over-hygiene' : ''), 'data-session': s.id },
+      cell(s.id), el('td', { class: 'wide' }, s.channel), wide(int(s.messages)), el('td', { class: 'num fill', title: over ? 'at or over the hygiene line' : '' }, pct(s.fill)), wide(int(s.contextWindow)),
+      wide(int(s.promptTokens)), wide(int(s.completionTokens)), wide(usd(s.costUsd)),
+      wide(int(s.compactions)), el('td', { class: 'wide' }, when(s.lastActivityAt)));
     tr.addEventListener('click', () => openSession(s.id));
     return tr;
   }));
@@ -83,10 +90,10 @@ function renderDetail(d) {
   const s = d.session, l = d.ledger, c = d.context;
   const byLayer = Object.entries(l.compactionsByLayer).map(([layer, o]) => layer + ': ' + Object.entries(o).map(([k, v]) => k + ' ' + v).join(', ')).join('; ');
   const events = [...d.compactions.map((e) => ({ ...e, kind: 'compaction' })), ...d.resets.map((e) => ({ ...e, kind: 'reset' }))].sort((a, b) => a.at - b.at);
-  const timeline = el('div', { class: 'scroll' }, el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'before', 'after', 'ms'].map((h) => el('th', {}, h)))),
+  const timeline = el('div', { class: 'scroll' }, el('table', { id: 'compaction-timeline' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'layer', 'outcome', 'request before', 'request after', 'ms'].map((h) => el('th', {}, h)))),
     el('tbody', {}, ...events.map((e) => e.kind === 'reset'
       ? el('tr', { class: 'reset' }, cell(e.turn, 1), cell(when(e.at)), cell('reset'), cell(e.removedMessages + (e.removedMessages === 1 ? ' message left' : ' messages left')), cell('', 1), cell('', 1), cell('', 1))
-      : el('tr', { class: 'outcome-' + e.outcome }, cell(e.turn, 1), cell(when(e.at)), cell(e.layer), cell(e.outcome), cell(int(e.tokensBefore), 1), cell(int(e.tokensAfter), 1), cell(int(e.durationMs), 1))))));
+      : el('tr', { class: 'outcome-' + e.outcome }, cell(e.turn, 1), cell(when(e.at)), cell(e.layer), cell(e.outcome), cell(int(e.requestTokensBefore), 1), cell(int(e.requestTokensAfter), 1), cell(int(e.durationMs), 1))))));
   $('detail').replaceChildren(
     el('h2', {}, s.id, s.paused ? el('span', { class: 'paused' }, '  (automatic compaction paused)') : ''),
     el('p', { id: 'context', class: 'muted' }, 'next request ' + int(c.tokens) + ' of ' + int(c.usableWindow) + ' tokens (' + pct(c.fill) + '); window ' + int(c.contextWindow)
@@ -117,6 +124,20 @@ async function refreshChannels() {
     cell(r.gateway), cell(r.channel), el('td', { class: 'state-' + r.state }, r.state),
     cell(r.sinceMs ? when(r.sinceMs) : ''), cell(r.reason || ''))));
 }
+async function refreshStatus() {
+  const res = await fetch('api/status', { headers });
+  if (res.status === 404) { $('status-panel').hidden = true; return; }
+  if (!res.ok) throw new Error('api/status: ' + res.status);
+  const r = await res.json();
+  $('status-panel').hidden = false;
+  state.hygieneAt = r.sessions ? r.sessions.hygieneAt : null;
+  $('status-verdict').className = r.ok ? 'verdict-ok' : 'verdict-down';
+  $('status-verdict').textContent = r.ok ? 'Everything is up.' : 'DOWN: ' + r.checks.filter((c) => c.status === 'down').map((c) => c.name).join(', ');
+  $('status-body').replaceChildren(...r.checks.map((c) => el('tr', { class: 'check-' + c.status, 'data-check': c.name },
+    cell(c.status === 'down' ? 'DOWN' : c.status), cell(c.name), el('td', {}, c.detail, c.fix && c.status !== 'ok' ? el('div', { class: 'fix' }, 'fix: ' + c.fix) : ''))));
+  $('processes-body').replaceChildren(...(r.processes || []).map((p) => el('tr', { 'data-role': p.role, class: p.alive ? 'alive' : 'dead' },
+    cell(p.role), cell(p.host + ' pid ' + p.pid), cell(p.alive ? 'alive' : 'dead'), cell(when(p.beatAt)), cell('v' + p.version))));
+}
 async function refreshList() {
   renderSessions(await getJson('api/sessions?limit=200&sort=' + state.sort));
 }
@@ -133,7 +154,7 @@ function openSession(id) {
 }
 function showError(err) { $('status').textContent = String(err.message || err); }
 async function tick() {
-  try { await refreshChannels(); await refreshList(); await refreshDetail(); $('status').textContent = 'updated ' + new Date().toLocaleTimeString(); }
+  try { await Promise.all([refreshStatus(), refreshChannels()]); await refreshList(); await refreshDetail(); $('status').textContent = 'updated ' + new Date().toLocaleTimeString(); }
   catch (err) { showError(err); }
 }
 $('sort').addEventListener('change', (e) => { state.sort = e.target.value; tick(); });
@@ -151,11 +172,14 @@ export function renderDashboardPage(options: DashboardPageOptions = {}): string 
 <body><header><h1>${title}</h1><label>sort by <select id="sort"><option value="lastActivity">last activity</option>
 <option value="fill">context fill</option></select></label><span id="sessions-total" class="muted"></span>
 <span id="status" class="muted"></span><a href="admin/queues">queues</a></header>
-<main><section id="channels-panel" hidden><h2>Channels</h2><p id="channels-verdict"></p><div class="scroll"><table id="channels"><thead><tr>
+<main><section id="status-panel" hidden><h2>Status</h2><p id="status-verdict"></p><div class="scroll"><table id="status-checks"><tbody id="status-body"></tbody></table></div>
+<h2>Gateways and workers</h2><div class="scroll"><table id="processes"><thead><tr><th>role</th><th>process</th><th>state</th><th>last beat (UTC)</th><th>version</th></tr></thead>
+<tbody id="processes-body"></tbody></table></div></section>
+<section id="channels-panel" hidden><h2>Channels</h2><p id="channels-verdict"></p><div class="scroll"><table id="channels"><thead><tr>
 <th>gateway</th><th>channel</th><th>state</th><th>since (UTC)</th><th>reason</th></tr></thead><tbody id="channels-body"></tbody></table></div></section>
-<section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th>channel</th><th class="num">messages</th>
-<th class="num">context fill</th><th class="num">window</th><th class="num">tokens in</th><th class="num">tokens out</th><th class="num">cost</th>
-<th class="num">compactions</th><th>last activity (UTC)</th></tr></thead><tbody id="sessions-body"></tbody></table></div></section>
+<section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th class="wide">channel</th><th class="num wide">messages</th>
+<th class="num" title="the next request (system prompt, tools and messages) as a share of the usable window: the context window less the tokens reserved for the answer">context fill (of usable window)</th><th class="num wide">window</th><th class="num wide">tokens in</th><th class="num wide">tokens out</th><th class="num wide">cost</th>
+<th class="num wide">compactions</th><th class="wide">last activity (UTC)</th></tr></thead><tbody id="sessions-body"></tbody></table></div></section>
 <section id="detail"><p class="muted">Select a session to see its context fill, compactions and usage.</p></section></main>
 <script>${SCRIPT.replace('__POLL_MS__', String(pollMs)).replace('__CHART__', () => CHART_SCRIPT)}</script></body></html>`;
 }

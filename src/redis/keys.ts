@@ -180,6 +180,16 @@ export function heartbeatKeys(prefix: string = DEFAULT_KEY_PREFIX): { seen: stri
   return { seen: `${prefix}{heartbeats}:seen`, live: (member) => `${prefix}{heartbeats}:live:${member}` };
 }
 
+/**
+ * The running turns of one worker process (`host:pid:random`, its heartbeat id): a hash of session id
+ * → the turn's job, lock token and lease fence, so another process can recover them when the
+ * worker stops beating. `claim` is who recovers a dead worker's turns (one process at a time).
+ */
+export function workerTurnKeys(workerId: string, prefix: string = DEFAULT_KEY_PREFIX): { turns: string; claim: string } {
+  const base = `${prefix}{worker-turns:${workerId}}:`;
+  return { turns: `${base}turns`, claim: `${base}claim` };
+}
+
 /** Pub/sub channel of partial replies (streaming): workers publish, every gateway listens. */
 export function liveRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}live-replies`;

@@ -58,7 +58,7 @@ function onCompaction(replay: Replay, at: Cursor, entry: TranscriptCompaction, b
   const after = effective ? entry.tokensAfter + overhead : at.tokens;
   replay.compactions.push({
     call: at.calls, turn: Math.max(at.turn, 1), at: entry.atMs, layer: entry.layer, outcome: entry.outcome,
-    tokensBefore: entry.tokensBefore, tokensAfter: entry.tokensAfter, requestTokensAfter: after, durationMs: entry.durationMs,
+    tokensBefore: entry.tokensBefore, tokensAfter: entry.tokensAfter, requestTokensBefore: entry.tokensBefore + overhead, requestTokensAfter: after, durationMs: entry.durationMs,
     ...(entry.model ? { model: entry.model } : {}), ...(entry.reason ? { reason: entry.reason } : {}),
   });
   if (!effective) return;

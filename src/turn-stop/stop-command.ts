@@ -1,4 +1,5 @@
 /** The gateway's side of `/stop`: the chat command that records a stop request and wakes the workers. */
+import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { sessionKeys } from '../redis/keys.js';
 import { requestStop } from './stop-requests.js';
@@ -10,7 +11,8 @@ export const NOTHING_TO_STOP = 'Nothing is running right now, so there is nothin
  * `/stop`: records a stop request for the running (or next) turn and wakes the workers.
  * @returns null when a turn will answer "Stopped.", else the answer that nothing runs.
  */
-export async function stopTurn(redis: RedisClient, sessionId: string, keyPrefix: string): Promise<string | null> {
+export async function stopTurn(redis: RedisClient, sessionId: string, keyPrefix: string, log?: Logger): Promise<string | null> {
   const found = await requestStop(redis, sessionId, sessionKeys(sessionId, keyPrefix), { keyPrefix });
+  log?.info({ sessionId, found: found.state, ...(found.state === 'running' ? { fence: found.fence } : {}) }, 'stop requested');
   return found.state === 'idle' ? NOTHING_TO_STOP : null;
 }

@@ -1,8 +1,8 @@
 /**
  * `/stop` through Redis: the gateway records a stop request for the session's turn (its lease's
- * fencing token, so only that turn stops; or `queued` when messages still wait for a turn) with a
- * short TTL, and wakes every worker on a pub/sub channel; the worker holding the session's lease
- * takes the request and aborts its turn. The request is state (a worker that missed the wake-up
+ * fencing token and its first message, so only that turn stops — on whichever worker resumes it
+ * if its own died; or `queued` when messages still wait for a turn), and wakes every worker on a
+ * pub/sub channel; the worker holding the session's lease takes the request and aborts its turn. The request is state (a worker that missed the wake-up
  * finds it when it next checks), the wake-up only a hint.
  */
 import type { Logger } from '../log.js';
@@ -11,8 +11,11 @@ import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, turnStopChannel, type SessionKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 
-/** How long a stop request waits for its turn, in ms (a turn it does not reach by then runs on). */
-export const STOP_REQUEST_TTL_MS = 60_000;
+/**
+ * How long a stop request waits for its turn, in ms: long enough for a dead worker's turn to be
+ * resumed elsewhere (a request for a turn that already ended matches no later turn).
+ */
+export const STOP_REQUEST_TTL_MS = 600_000;
 
 /** What a stop request found: a running turn, messages waiting for one, or nothing to stop. */
 export type StopRequest = { state: 'running'; fence: number } | { state: 'queued' } | { state: 'idle' };
@@ -37,11 +40,13 @@ export async function requestStop(redis: RedisClient, sessionId: string, keys: S
 }
 
 /**
- * Takes the session's stop request if it is for the turn holding `fence` (or for the next turn).
+ * Takes the session's stop request if it is for the turn holding `fence`, for a dead turn this one
+ * resumes (the same first message, `firstMessageId`), or for the next turn.
  * @returns true when the turn must stop (the request is deleted).
  */
-export async function takeStop(redis: RedisClient, keys: SessionKeys, fence: number): Promise<boolean> {
-  return Number(await runScriptWithOptions(redis, 'takeStop', [keys.stop], { fence: String(fence) })) === 1;
+export async function takeStop(redis: RedisClient, keys: SessionKeys, fence: number, firstMessageId?: string): Promise<boolean> {
+  const options = firstMessageId === undefined ? { fence: String(fence) } : { fence: String(fence), first: firstMessageId };
+  return Number(await runScriptWithOptions(redis, 'takeStop', [keys.stop], options)) === 1;
 }
 
 /**

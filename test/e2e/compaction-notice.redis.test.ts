@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionDetail } from '../../src/core/session-view.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
@@ -40,7 +41,7 @@ async function converse(count: number): Promise<string[]> {
   return texts();
 }
 
-async function compactions(layer: string): Promise<Array<{ tokensBefore: number; tokensAfter: number }>> {
+async function compactions(layer: string): Promise<Array<{ tokensBefore: number; tokensAfter: number; requestTokens?: number }>> {
   const transcript = await readTranscript(stack.t.redis, sessionKeys('telegram:42', stack.t.keyPrefix));
   return transcript.flatMap((e) => (e.type === 'compaction' && e.layer === layer && e.outcome !== 'noop' && e.outcome !== 'aborted' ? [e] : []));
 }
@@ -53,7 +54,14 @@ describe('automatic compaction notice', () => {
     expect(done.length).toBeGreaterThan(0);
     const notices = texts.filter((t) => NOTICE.test(t));
     expect(notices).toHaveLength(done.length);
-    expect(notices.map((t) => NOTICE.exec(t)!.slice(1).map((n) => Number(n.replace(/,/g, ''))))).toEqual(done.map((e) => [e.tokensBefore, e.tokensAfter]));
+    // One measure everywhere: the whole request the trigger compared with its line, in the notice and on the dashboard.
+    const figures = notices.map((t) => NOTICE.exec(t)!.slice(1).map((n) => Number(n.replace(/,/g, ''))));
+    expect(figures.map(([before]) => before)).toEqual(done.map((e) => e.requestTokens));
+    const detail = (await (await fetch(`${stack.gateway.httpUrl}/api/sessions/telegram:42`)).json()) as SessionDetail;
+    const shown = detail.compactions.filter((c) => c.layer === 'in-loop' && c.outcome !== 'noop' && c.outcome !== 'aborted');
+    expect(shown.map((c) => [c.requestTokensBefore, c.requestTokensAfter])).toEqual(figures);
+    // The trigger fired at or over its line: the marker's "before" is not below it.
+    for (const c of shown) expect(c.requestTokensBefore / detail.context.usableWindow).toBeGreaterThanOrEqual(detail.context.compressAt);
     expect(texts.some((t) => /noop|head and tail/.test(t))).toBe(false);
   });
 

@@ -60,8 +60,8 @@ describe('dashboard in headless Chromium', () => {
     await markers.first().waitFor();
     expect(await markers.count()).toBe(2);
     expect(await markers.evaluateAll((gs) => gs.map((g) => g.querySelector('title')?.textContent))).toEqual([
-      'in-loop compacted: 66,000 → 19,800 tokens (turn 16)',
-      'in-loop compacted: 75,800 → 22,740 tokens (turn 30)',
+      'in-loop compacted: request 66,000 → 19,800 tokens (turn 16)',
+      'in-loop compacted: request 75,800 → 22,740 tokens (turn 30)',
     ]);
     expect(await page.locator('#fill-chart .threshold-compress').count()).toBe(1);
     expect(await page.locator('#fill-chart .threshold-hygiene').count()).toBe(1);

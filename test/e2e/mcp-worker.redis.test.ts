@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import type { StatusReport } from '../../src/cli/status-report.js';
-import { countTextTokens } from '../../src/core/tokens.js';
+import { countTextTokens } from '../../src/llm/encodings.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';

@@ -13,7 +13,7 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
     tokens += options.perTurn;
     if (options.compactAt.includes(turn)) {
       const after = Math.round(tokens * 0.3);
-      compactions.push({ call: turn - 1, turn, at: T0 + turn * 60_000, layer: turn % 2 === 0 ? 'in-loop' : 'hygiene', outcome: 'compacted', tokensBefore: tokens, tokensAfter: after, requestTokensAfter: after, durationMs: 1200 + turn, model: 'gpt-4o-mini' });
+      compactions.push({ call: turn - 1, turn, at: T0 + turn * 60_000, layer: turn % 2 === 0 ? 'in-loop' : 'hygiene', outcome: 'compacted', tokensBefore: tokens, tokensAfter: after, requestTokensBefore: tokens, requestTokensAfter: after, durationMs: 1200 + turn, model: 'gpt-4o-mini' });
       tokens = after;
     }
     fillHistory.push({ call: turn, turn, at: T0 + turn * 60_000, tokens, fill: tokens / WINDOW });

@@ -11,6 +11,7 @@ import { createStepLog, type StepLog } from '../../src/redis/step-log.js';
 import { runToolCall, type ToolRound } from '../../workers/tool-round.js';
 import { mcpServers, openMcpRig, TEST_SERVER, type McpRig } from '../helpers/mcp.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTokenCounter } from '../../src/llm/encodings.js';
 
 const call: ToolCall = { id: 'call_act', type: 'function', function: { name: 'mcp__t__act', arguments: '{}' } };
 
@@ -32,7 +33,7 @@ describe('a side-effecting MCP tool and the effect log', () => {
   });
 
   const round = async (recorded: boolean): Promise<ToolRound> => ({
-    tools: rig.tools, steps, log: createSilentLogger(), recorded: recorded ? await steps.read() : null, maxTokens: 4000,
+    tools: rig.tools, steps, log: createSilentLogger(), recorded: recorded ? await steps.read() : null, maxTokens: 4000, tokenCounter: createTokenCounter(),
     context: (callId) => ({
       sessionId: 'web:fx', callId, idempotencyKey: `web:fx:m1:${callId}`, notes: { list: async () => ({}), set: async () => undefined, remove: async () => false },
       searchTranscript: async () => [], requestCompaction: () => undefined, now: () => new Date(),

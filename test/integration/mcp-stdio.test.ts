@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capToolResult } from '../../workers/request.js';
 import { TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
 import { mcpServerEntry, mcpServers, openMcpRig, TEST_SERVER, type McpRig } from '../helpers/mcp.js';
+import { createTokenCounter } from '../../src/llm/encodings.js';
 
 const rigs: McpRig[] = [];
 afterEach(async () => {
@@ -110,7 +111,7 @@ describe('MCP servers over stdio: bad servers', () => {
     const { call } = await rig({ t: testServer('ok', { timeoutMs: 150_000 }) });
     const result = await call('mcp__t__big', {});
     expect(result.length).toBe(10 * 1024 * 1024);
-    const capped = capToolResult(result, 2000);
+    const capped = capToolResult(result, 2000, createTokenCounter());
     expect(capped.length).toBeLessThan(20_000);
     expect(capped).toMatch(/characters cut from this tool result/);
   });

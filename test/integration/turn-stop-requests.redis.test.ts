@@ -32,6 +32,16 @@ describe('stop requests (request-stop-4.lua, take-stop-1.lua)', () => {
     expect(await takeStop(t.redis, keys, fence)).toBe(false);
   });
 
+  it('reaches the turn that resumes a dead turn\'s messages on another worker (a later fence), not a new turn', async () => {
+    const fence = (await acquireLease(t.redis, keys, 50))!;
+    await t.redis.rpush(keys.processing, JSON.stringify({ id: 'web:s1:m1' }));
+    expect(await requestStop(t.redis, 'web:s1', keys, { keyPrefix: t.keyPrefix })).toEqual({ state: 'running', fence });
+    // A new turn (other messages) under a later fence does not take it; the turn resuming m1 does.
+    expect(await takeStop(t.redis, keys, fence + 1, 'web:s1:m2')).toBe(false);
+    expect(await takeStop(t.redis, keys, fence + 1, 'web:s1:m1')).toBe(true);
+    expect(await t.redis.exists(keys.stop)).toBe(0);
+  });
+
   it('stops the next turn when messages still wait for one', async () => {
     await t.redis.rpush(keys.inbox, '{}');
     expect(await requestStop(t.redis, 'web:s1', keys, { keyPrefix: t.keyPrefix })).toEqual({ state: 'queued' });

@@ -51,7 +51,7 @@ describe('countOf', () => {
 });
 
 describe('describeCompaction', () => {
-  const figures = { tokensBefore: 4277, tokensAfter: 3094 };
+  const figures = { requestTokensBefore: 4277, requestTokensAfter: 3094 };
   it.each([
     ['compacted', /^Compacted: 4,277 → 3,094 tokens\. The earlier conversation is now a summary/],
     ['pruned', /^Compacted: 4,277 → 3,094 tokens\. Old tool output was shortened/],
@@ -71,8 +71,8 @@ describe('describeCompaction', () => {
   });
 
   it('an automatic compaction has one line, and none when nothing changed', () => {
-    expect(automaticCompactionNotice({ outcome: 'compacted', tokensBefore: 12_400, tokensAfter: 3100 })).toBe('Compacted the earlier conversation to keep it within the model\'s window (12,400 → 3,100 tokens).');
-    expect(automaticCompactionNotice({ outcome: 'pruned', tokensBefore: 2, tokensAfter: 1 })).toContain('(2 → 1 token)');
+    expect(automaticCompactionNotice({ outcome: 'compacted', requestTokensBefore: 12_400, requestTokensAfter: 3100 })).toBe('Compacted the earlier conversation to keep it within the model\'s window (12,400 → 3,100 tokens).');
+    expect(automaticCompactionNotice({ outcome: 'pruned', requestTokensBefore: 2, requestTokensAfter: 1 })).toContain('(2 → 1 token)');
     expect(automaticCompactionNotice({ outcome: 'noop', ...figures })).toBeNull();
     expect(automaticCompactionNotice({ outcome: 'aborted', ...figures })).toBeNull();
   });

@@ -2,11 +2,11 @@ import type { CompactionOutcome } from './compaction-types.js';
 import { countOf } from '../plural.js';
 import { formatTokens } from '../session-figures.js';
 
-/** What a compaction answer is built from (a `CompactionResult`'s figures). */
+/** What a compaction answer is built from (a `CompactionResult`'s figures: the whole request, as the trigger measures it). */
 export interface CompactionSummaryInput {
   outcome: CompactionOutcome;
-  tokensBefore: number;
-  tokensAfter: number;
+  requestTokensBefore: number;
+  requestTokensAfter: number;
   /** True when this compaction paused automatic compaction. */
   pausedNow?: boolean;
   /** The focus the user asked for, if any. */
@@ -20,7 +20,7 @@ export interface CompactionSummaryInput {
  * happened, the logs say why.
  */
 export function describeCompaction(input: CompactionSummaryInput): string {
-  const figures = `${formatTokens(input.tokensBefore)} → ${countOf(input.tokensAfter, 'token')}`;
+  const figures = `${formatTokens(input.requestTokensBefore)} → ${countOf(input.requestTokensAfter, 'token')}`;
   const focus = input.focus ? ` (focus: ${input.focus})` : '';
   const paused = input.pausedNow ? ' ' + PAUSED_SENTENCE : '';
   switch (input.outcome) {
@@ -45,7 +45,7 @@ export const PAUSED_SENTENCE = 'Automatic compaction is paused for this conversa
  * compressor), e.g. `Compacted the earlier conversation to keep it within the model's window
  * (12,400 → 3,100 tokens).` Null for outcomes that changed nothing (`noop`, `aborted`).
  */
-export function automaticCompactionNotice(input: Pick<CompactionSummaryInput, 'outcome' | 'tokensBefore' | 'tokensAfter'>): string | null {
+export function automaticCompactionNotice(input: Pick<CompactionSummaryInput, 'outcome' | 'requestTokensBefore' | 'requestTokensAfter'>): string | null {
   if (input.outcome === 'noop' || input.outcome === 'aborted') return null;
-  return `Compacted the earlier conversation to keep it within the model's window (${formatTokens(input.tokensBefore)} → ${countOf(input.tokensAfter, 'token')}).`;
+  return `Compacted the earlier conversation to keep it within the model's window (${formatTokens(input.requestTokensBefore)} → ${countOf(input.requestTokensAfter, 'token')}).`;
 }

@@ -112,6 +112,12 @@ export interface CompactionResult {
   tokensBefore: number;
   /** Tokens of the output messages (framing included). */
   tokensAfter: number;
+  /**
+   * The whole request before and after (messages plus what surrounds them: tool schemas, notes),
+   * the measure the trigger compares with its line: what the notices, the ledger and the dashboard show.
+   */
+  requestTokensBefore: number;
+  requestTokensAfter: number;
   /** Identifiers the verifier pinned because the summary and the tail had lost them. */
   pinnedFacts: string[];
   /** The updated state to store with the session. */

@@ -278,6 +278,7 @@ export class ContextCompressor {
     const recorded = recordCompaction({ ...base.state, mined: watermarkOf(out) }, outcome, effective);
     return {
       messages: out, outcome, summary: block === undefined ? (base.summary?.block ?? null) : block, tokensBefore: base.tokensBefore, tokensAfter,
+      requestTokensBefore: base.tokensBefore + base.overhead, requestTokensAfter: tokensAfter + base.overhead,
       pinnedFacts, state: recorded.state, pausedNow: recorded.pausedNow, reason, summarizerMs: call.ms,
       ...(call.usage ? { summarizerUsage: call.usage } : {}),
     };
@@ -287,6 +288,7 @@ export class ContextCompressor {
     return {
       messages: base.messages.slice(), outcome, summary: base.summary?.block ?? null,
       tokensBefore: base.tokensBefore, tokensAfter: base.tokensBefore, pinnedFacts: [],
+      requestTokensBefore: base.tokensBefore + base.overhead, requestTokensAfter: base.tokensBefore + base.overhead,
       state: { ...base.state, lastOutcome: outcome }, pausedNow: false, reason, summarizerMs: 0,
     };
   }

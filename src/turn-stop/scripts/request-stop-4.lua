@@ -5,12 +5,14 @@
     KEYS[1] the session's lease (string: the holder's fencing token, expires)
     KEYS[2] the session's processing list (items of the running turn)
     KEYS[3] the session's inbox (items waiting for a turn)
-    KEYS[4] the session's stop request (string, written here with a TTL)
+    KEYS[4] the session's stop request (written here with a TTL): "queued", or JSON
+            { "fence": the running turn's fencing token, "first": the id of its first message }
 
     ARGV[1] options, JSON: { "ttlMs": number }
 
   Output:
-    "running:<fence>" - a turn holds the lease and has taken messages: the stop targets its fence
+    "running:<fence>" - a turn holds the lease and has taken messages: the stop targets that turn
+                        (its fence, or whichever later turn resumes its messages)
     "queued"          - messages wait for a turn (or a crashed turn's wait for its retry): the next turn stops
     "idle"            - nothing to stop: nothing written
     error - invalid arguments: nothing written
@@ -24,7 +26,9 @@ if not ttl or ttl < 1 then return redis.error_reply('ERR requestStop: ttlMs must
 local fence = redis.call('GET', KEYS[1])
 local taken = redis.call('LLEN', KEYS[2])
 if fence and taken > 0 then
-  redis.call('SET', KEYS[4], fence, 'PX', math.floor(ttl))
+  local ok, first = pcall(cjson.decode, redis.call('LINDEX', KEYS[2], 0))
+  local firstId = (ok and type(first) == 'table' and type(first['id']) == 'string') and first['id'] or ''
+  redis.call('SET', KEYS[4], cjson.encode({ fence = fence, first = firstId }), 'PX', math.floor(ttl))
   return 'running:' .. fence
 end
 if taken > 0 or redis.call('LLEN', KEYS[3]) > 0 then

@@ -1,0 +1,82 @@
+/**
+ * The dashboard's first screen in headless Chromium against a real `chatgate start --demo`: the
+ * status `chatgate status` prints (checks, the worker alive, the channels), then the sessions; on a
+ * phone the context fill column stays in view. bull-board (`/admin/queues`) loads nothing from
+ * another origin.
+ */
+import { type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser.js';
+import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+
+describe('the dashboard\'s first screen (Chromium, demo process)', () => {
+  let t: TestRedis;
+  let proc: ChatgateProcess | undefined;
+  let browser: Browser | undefined;
+  let origin: string;
+
+  beforeAll(async () => {
+    t = createTestRedis();
+    proc = spawnChatgate(['start', '--demo'], {
+      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
+      CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0',
+    });
+    origin = new URL((await proc.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
+    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    // One session, so the sessions table has a row.
+    const posted = await fetch(`${origin}/api/chat/dash/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello', clientMessageId: 'm1' }) });
+    expect(posted.status).toBe(202);
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stopChatgate(proc);
+    await t?.cleanup();
+  });
+
+  it('shows the status checks, the workers and the channels above the sessions', async () => {
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${origin}/dashboard`);
+    await page.locator('#status-panel:not([hidden]) tr[data-check="workers"]').waitFor();
+    const names = await page.locator('#status-body tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.check));
+    expect(names).toEqual(expect.arrayContaining(['gateway', 'workers', 'channels', 'llm', 'queues', 'failed', 'sessions']));
+    expect(await page.locator('tr[data-check="workers"]').textContent()).toContain('1 alive');
+    expect(await page.locator('tr[data-check="channels"]').textContent()).toContain('web');
+    expect(await page.locator('#processes-body tr[data-role="worker"]').first().textContent()).toContain('alive');
+    expect(await page.locator('#processes-body tr[data-role="gateway"]').count()).toBeGreaterThan(0);
+    // The status comes first, the sessions below it.
+    const top = (selector: string) => page.locator(selector).evaluate((el) => el.getBoundingClientRect().top);
+    expect(await top('#status-panel')).toBeLessThan(await top('#sessions'));
+    expect(await page.locator('#sessions th', { hasText: 'context fill' }).textContent()).toContain('of usable window');
+    await page.close();
+  });
+
+  it('keeps the context fill column in view on a phone (390 px)', async () => {
+    const page = await browser!.newPage({ viewport: { width: 390, height: 800 } });
+    await page.goto(`${origin}/dashboard`);
+    const fill = page.locator('tr[data-session="web:dash"] td.fill');
+    await fill.waitFor();
+    const box = await fill.boundingBox();
+    expect(box).not.toBeNull();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+    expect(await fill.textContent()).toMatch(/%$/);
+    await page.close();
+  });
+
+  it('bull-board loads nothing from another origin', async () => {
+    const html = await (await fetch(`${origin}/admin/queues`)).text();
+    const external = [...html.matchAll(/\b(?:href|src)="((?:https?:)?\/\/[^"]*)"/g)].map((m) => m[1]);
+    expect(external).toEqual([]);
+    const page = await browser!.newPage();
+    const requested: string[] = [];
+    page.on('request', (request) => requested.push(request.url()));
+    await page.goto(`${origin}/admin/queues`);
+    await page.locator('#root').waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(requested.length).toBeGreaterThan(1);
+    expect(requested.filter((url) => !url.startsWith(origin) && !url.startsWith('data:'))).toEqual([]);
+    await page.close();
+  });
+});
