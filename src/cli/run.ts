@@ -10,7 +10,6 @@ import { gatewayOptions, workerOptions } from './compose.js';
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
-import { buildStatusReport } from './status-report.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
 import { createTokenCounter } from '../llm/encodings.js';
@@ -208,6 +207,8 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
     progress(io, 'starting the gateway…');
     // Loaded on use: a worker-only process never loads the channel libraries (discord.js, grammY).
     const { startGateway } = await import('../gateway/index.js');
+    // The status report reads channel health, which loads the channel contract: the gateway's alone.
+    const { buildStatusReport } = await import('./status-report.js');
     const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());

@@ -63,7 +63,7 @@ describe('web chat in headless Chromium', () => {
     const message = await nextInbound(1);
     expect(message).toMatchObject({ channel: 'web', chatId: 'browser-test', text: 'Hello bot, what is 2 + 2?', chatType: 'private' });
     expect(message.userId).toMatch(/^u[0-9a-z]+$/);
-    await expect(page.locator('.msg.user').textContent()).resolves.toBe('Hello bot, what is 2 + 2?');
+    await expect(page.locator('.msg.user .body').textContent()).resolves.toBe('Hello bot, what is 2 + 2?');
 
     await channel.sendTyping({ chatId: message.chatId });
     const delivery = createDelivery({ channels: new Map([['web', channel]]), ledger: createMemoryDeliveryLedger() });

@@ -101,7 +101,7 @@ describe('MCP servers over stdio: bad servers', () => {
   it('reconnects to a server that stopped answering after a call timed out', async () => {
     const { call, servers } = await rig({ t: testServer('ok', { timeoutMs: 300, connectTimeoutMs: 10_000 }) });
     expect(await call('mcp__t__freeze', {})).toBe('Error: tool mcp__t__freeze failed: timed out after 300 ms');
-    await vi.waitFor(() => expect(servers.status()[0]!.lastError).toBe('the server stopped answering (a call timed out, then a ping did too)'), { timeout: 5000 });
+    await vi.waitFor(() => expect(servers.status()[0]!.lastError).toBe('the server stopped answering (a call timed out, then a ping did too)'), { timeout: 30_000 });
     await vi.waitFor(() => expect(servers.status()[0]).toMatchObject({ state: 'connected' }), { timeout: 30_000 });
     expect(JSON.parse(await call('mcp__t__echo', { text: 'fresh' }))).toMatchObject({ args: { text: 'fresh' } });
   });

@@ -101,7 +101,7 @@ describe('Redis session reader', () => {
     expect(detail.context).toMatchObject({ compressAt: 0.5, hygieneAt: 0.85, tokens: 2500, contextWindow: WINDOW, reservedOutputTokens: 4000, usableWindow: 12_000, compressTokens: 6000, hygieneTokens: 10_200 });
     expect(detail.context.fill).toBeCloseTo(2500 / 12_000);
     // Marked at the size of the request after it: its messages plus the overhead outside them (7,000 − 6,800).
-    expect(detail.compactions).toEqual([{ call: 3, turn: 2, at: T0 + 4000, layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokensAfter: 1200, durationMs: 850, model: 'gpt-4o-mini', reason: 'summarised 6 messages' }]);
+    expect(detail.compactions).toEqual([{ call: 3, turn: 2, at: T0 + 4000, layer: 'in-loop', outcome: 'compacted', tokensBefore: 6800, tokensAfter: 1000, requestTokensBefore: 7000, requestTokensAfter: 1200, durationMs: 850, model: 'gpt-4o-mini', reason: 'summarised 6 messages' }]);
     // One point per model call, at the prompt tokens the provider billed for it.
     expect(detail.fillHistory.map((p) => [p.call, p.turn, p.tokens])).toEqual([[1, 1, 3000], [2, 1, 3500], [3, 2, 7000], [4, 3, 2500]]);
     expect(detail.fillHistory[3].fill).toBeCloseTo(2500 / 12_000);

@@ -36,7 +36,7 @@ describe('step log', () => {
     await log.recordAnswer(answer('first'));
     await log.recordStarted('call_1');
     await log.recordResult('call_1', 'done');
-    expect(await log.read()).toEqual({ answer: answer('first'), results: new Map([['call_1', 'done']]), started: new Set(['call_1']), committed: false });
+    expect(await log.read()).toEqual({ answer: answer('first'), results: new Map([['call_1', 'done']]), started: new Set(['call_1']), committed: false, approvals: new Map() });
     await log.recordAnswer(answer('second'));
     expect(await log.read()).toMatchObject({ answer: answer('second'), results: new Map(), started: new Set() });
     expect(await createStepLog(t.redis, { keys, turnId: 'other', fence }).read()).toBeNull();
