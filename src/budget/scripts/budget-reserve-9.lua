@@ -5,13 +5,18 @@
     KEYS[1] open reservations (sorted set: id → lease end, ms)
     KEYS[2] reservation data (hash: id → JSON { m, t } reserved micro-USD and tokens)
     KEYS[3] limits set by operators (hash, see budget-counters)
-    KEYS[4..9] counters: user day, user month, chat day, chat month, deployment day, deployment month
+    KEYS[4] counter: user, this day
+    KEYS[5] counter: user, this month
+    KEYS[6] counter: chat, this day
+    KEYS[7] counter: chat, this month
+    KEYS[8] counter: deployment, this day
+    KEYS[9] counter: deployment, this month
 
     ARGV[1] options, JSON: { "now": ms, "leaseMs": ms, "id": string, "needMicro": n (-1: unpriced),
       "needTokens": n, "dryRun": bool, "counters": [6 × see budget-counters] }
 
-  Output (JSON):
-    { "ok": true } - reserved (nothing written when dryRun)
+  Output:
+    JSON { "ok": true } - reserved (nothing written when dryRun)
     { "ok": false, "i": n, "unit": "usd"|"tokens", "limit": n } - counter i (1..6) is used up: nothing written
     with dryRun, also "state": six arrays of { um, ut, rm, rt, limitMicro, limitTokens }
     error - invalid arguments: nothing written

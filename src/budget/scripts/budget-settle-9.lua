@@ -2,11 +2,22 @@
   Settles a reservation with the usage the provider reported, and says which limits the call
   brought to the notice share or used up (each said once per counter and period).
 
-  Input: KEYS as budget-reserve-9.lua.
+  Input (the keys of budget-reserve-9.lua):
+    KEYS[1] open reservations (sorted set: id → lease end, ms)
+    KEYS[2] reservation data (hash: id → JSON { m, t } reserved micro-USD and tokens)
+    KEYS[3] limits set by operators (hash, see budget-counters)
+    KEYS[4] counter: user, this day
+    KEYS[5] counter: user, this month
+    KEYS[6] counter: chat, this day
+    KEYS[7] counter: chat, this month
+    KEYS[8] counter: deployment, this day
+    KEYS[9] counter: deployment, this month
+
     ARGV[1] options, JSON: { "id": string, "micro": n, "tokens": n, "noticePercent": n,
       "counters": [6 × see budget-counters] }
 
-  Output (JSON): { "events": [ { "i": n, "kind": "near"|"exhausted", "unit": "usd"|"tokens", "limit": n } ] }
+  Output:
+    JSON { "events": [ { "i": n, "kind": "near"|"exhausted", "unit": "usd"|"tokens", "limit": n } ] }
     error - invalid arguments: nothing written
 
   A reservation already released (its lease ran out) is not released twice; the usage still counts.
