@@ -77,7 +77,8 @@ describe('approvals of tool calls (Telegram)', () => {
     expect(lines('a.txt')).toEqual([]);
     // The turn waits holding nothing: no lease, its message still in processing.
     const keys = sessionKeys('telegram:42', s.t.keyPrefix);
-    expect(await s.t.redis.exists(keys.lease)).toBe(0);
+    // The question leaves before the job ends and gives the lease back: wait for that end.
+    await pollUntil(async () => (await s.t.redis.exists(keys.lease)) === 0, { timeoutMs: 10_000, what: 'the lease released while the turn waits' });
     expect(await s.t.redis.llen(keys.processing)).toBe(1);
 
     const answers = tg.sent().length;

@@ -14,6 +14,7 @@ import { createSilentLogger } from '../../src/log.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
 import { waitForLine } from '../helpers/cli-worker.js';
+import { pollUntil } from '../helpers/waits.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,7 +49,8 @@ describe('a turn waiting for approval', () => {
     expect(question.choices?.map((choice) => choice.label)).toEqual(['Approve', 'Always in this chat', 'Deny']);
     const id = /\(([a-z0-9]{6})\)/.exec(question.text)![1]!;
     const keys = sessionKeys(SESSION, t.keyPrefix);
-    expect(await t.redis.exists(keys.lease)).toBe(0);
+    // The question is in the outbox before the job ends and gives the lease back: wait for that end.
+    await pollUntil(async () => (await t.redis.exists(keys.lease)) === 0, { timeoutMs: 10_000, what: 'the lease released while the turn waits' });
 
     victim.kill('SIGKILL');
     await once(victim, 'exit');
