@@ -72,6 +72,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     budgets: config.budgets,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
+    demo: config.demo,
     liveReplies: config.liveReplies.enabled,
     toolApproval: config.approvals.rules,
     approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
