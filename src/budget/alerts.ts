@@ -52,7 +52,8 @@ export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, 
   return {
     emit(alert) {
       const { subject, level, period, unit, limit, kind, model, channel } = alert;
-      log.warn({ level, subject, period, unit, limit, model }, kind === 'near' ? 'budget near its limit' : 'budget used up');
+      // `budgetLevel`: pino's own `level` field must stay the log level.
+      log.warn({ budgetLevel: level, subject, period, unit, limit, model }, kind === 'near' ? 'budget near its limit' : 'budget used up');
       metrics.record({ type: 'budget_event', kind, channel, model });
       if (!options.webhookUrl) return;
       const sent = post(options.webhookUrl, alert, options, log).finally(() => pending.delete(sent));
@@ -90,7 +91,7 @@ async function post(url: string, alert: BudgetAlert, options: BudgetAlertsOption
     if (attempt < attempts) await sleep((options.retryBaseMs ?? 1000) * 2 ** (attempt - 1));
   }
   // Said once per alert, not per attempt; the URL may carry a secret, so only its origin is named.
-  log.warn({ kind: alert.kind, level: alert.level, webhook: new URL(url).origin, reason: last }, 'budget alert not delivered to the webhook');
+  log.warn({ kind: alert.kind, budgetLevel: alert.level, webhook: new URL(url).origin, reason: last }, 'budget alert not delivered to the webhook');
 }
 
 function retried(status: number): boolean {

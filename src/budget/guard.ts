@@ -139,7 +139,7 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
     const reserved = await deps.ledger.reserve(ledgerScope, need);
     if ('breach' in reserved) {
       if (reserved.event) tell([reserved.event], scope, model);
-      log.info({ level: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, `${what} refused: budget used up`);
+      log.info({ budgetLevel: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, `${what} refused: budget used up`);
       return refuse(reserved.breach, what);
     }
     let used: CallNeed = { micro: 0, tokens: 0 };
