@@ -27,7 +27,8 @@ export interface Stack {
 
 /** What {@link startStack} takes: the gateway's channels, the fake LLM's answers, config env and worker options on top of the defaults. */
 export interface StackOptions {
-  channels: GatewayChannels;
+  /** The gateway's channels; default: the ones the configuration asks for (as `chatgate gateway` builds them). */
+  channels?: GatewayChannels;
   handler: FakeHandler;
   summary?: FakeHandler;
   env?: Record<string, string>;
