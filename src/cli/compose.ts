@@ -39,7 +39,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     httpTimeouts: config.http.timeouts,
     monitorToken: config.http.monitorToken,
     sessionLeaseTtlMs: config.workers.leaseTtlMs,
-    channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
+    channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger, ...(config.access.apiKeys ? { api: { keys: config.access.apiKeys } } : {}) },
     maxAttachmentBytes: config.attachments.maxBytes,
     attachmentTtlSeconds: config.attachments.ttlSeconds,
     seenTtlSeconds: config.seenTtlSeconds,
