@@ -1,7 +1,7 @@
 import { isWellFormedText, toWellFormedText } from './text.js';
 
-/** The channels chatgate speaks. */
-export type ChannelName = 'telegram' | 'discord' | 'web';
+/** The channels chatgate speaks (`api`: the OpenAI-compatible HTTP API, channels/openai-api). */
+export type ChannelName = 'telegram' | 'discord' | 'web' | 'api';
 
 /**
  * The Telegram Bot API root (grammY's `apiRoot`) when none is given: the Telegram channel's
