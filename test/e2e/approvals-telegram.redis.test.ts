@@ -69,6 +69,14 @@ async function asked(text: string): Promise<string> {
   return id!;
 }
 
+/** The question `id` shows `decision` under its text and has no buttons left. */
+async function expectDecided(id: string, decision: string): Promise<void> {
+  const messageId = await pollUntilMessageId(id);
+  await pollUntil(() => (tg.telegram.messageText(42, messageId) ?? '').endsWith(decision), { what: `question ${id} edited to show "${decision}"` });
+  expect(tg.telegram.messageText(42, messageId)).toContain(`(${id})`);
+  expect(tg.telegram.markupOf(42, messageId)).toBeUndefined();
+}
+
 describe('approvals of tool calls (Telegram)', () => {
   it('asks first; /approve writes the file once and the turn goes on; a second /approve changes nothing', async () => {
     const s = await start('a.txt');
@@ -121,6 +129,8 @@ describe('approvals of tool calls (Telegram)', () => {
     await tg.until(() => tg.sent().slice(answers).some((text) => text.startsWith('Done: Error: the user denied')));
     expect(lines('b.txt')).toEqual([]);
     expect(toolResults(s.agentRequests().at(-1)!)[0]).toMatch(/^Error: the user denied this call of write_file; it was not run/);
+    // Decided by a typed command, the question shows it and loses its buttons, as after a press.
+    await expectDecided(id, `Denied by Ada: write_file (${id}).`);
   });
 
   it('a question nobody answers expires: not written, the model is told, a late /approve changes nothing', async () => {
@@ -129,6 +139,7 @@ describe('approvals of tool calls (Telegram)', () => {
     const answers = tg.sent().length;
     await tg.until(() => tg.sent().slice(answers).some((text) => text.startsWith('Done: Error: this call of write_file was not run')));
     expect(toolResults(s.agentRequests().at(-1)!)[0]).toContain('did not approve it within 1 min');
+    await expectDecided(id, `Expired: write_file (${id}) was not approved in time and did not run.`);
     expect(await ask(`/approve ${id}`)).toMatch(/^Already decided — Expired/);
     expect(lines('c.txt')).toEqual([]);
   });
@@ -144,8 +155,9 @@ describe('approvals of tool calls (Telegram)', () => {
     expect(lines('d.txt')).toEqual(['first', 'second']);
     expect(await ask('/pins')).toMatch(/Always approved in this chat[\s\S]*• write_file \(by Ada/);
     expect(await ask('/revoke write_file')).toBe('Revoked: write_file asks for approval again in this chat.');
-    await asked('third');
+    const third = await asked('third');
     expect(await ask('/stop')).toBe('Stopped.');
+    await expectDecided(third, `Denied by /stop: write_file (${third}).`);
     expect(lines('d.txt')).toEqual(['first', 'second']);
     const grant = await asked('fourth');
     const before = tg.sent().length;
