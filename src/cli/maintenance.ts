@@ -5,7 +5,8 @@ import { createLlmSessionOps, type SessionOps } from '../session/session-ops.js'
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import { createSessionStore, parseMeta, type SessionMeta } from '../redis/session-store.js';
-import { sessionLimits, sessionOpsOptions } from './compose.js';
+import { configuredPrices, sessionLimits, sessionOpsOptions } from './compose.js';
+import { createBudgetGuard } from '../budget/guard.js';
 import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
 import { describeDeployment, type DeploymentLlm } from './deployment.js';
 import { isLlmUnconfigured } from './llm-check.js';
@@ -72,7 +73,9 @@ function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: 
 
 function sessionOps(config: Config, conn: CliRedis, logger: Logger, demo: DemoModel | null): SessionOps {
   const options = sessionOpsOptions(config, CLI_LEASE_TTL_MS);
-  return createLlmSessionOps({ redis: conn.redis, logger }, {
+  // The summary counts for the chat and the deployment (no user asked for it); a used-up budget gives the deterministic fallback.
+  const budget = createBudgetGuard({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix, settings: config.budgets, prices: configuredPrices(config), defaultMaxTokens: config.compaction.reservedOutputTokens || 4096 });
+  return createLlmSessionOps({ redis: conn.redis, logger, guardLlm: budget?.llm }, {
     ...options, baseURL: demo?.baseUrl ?? options.baseURL, apiKey: options.apiKey ?? (demo ? 'demo' : undefined),
   });
 }
