@@ -64,7 +64,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const outbound = openOutboundQueue(redis, names);
   const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
-    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, version: o.version,
+    llm: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, baseUrl: o.llm.baseURL, demo: o.demo ?? false },
     ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });
   const agentOptions: AgentOptions = {

@@ -114,7 +114,7 @@ function usageText(d: SessionDetail): string {
 async function statusText(deps: CommandDeps, sessionId: string): Promise<string> {
   const [d, position, noWorker] = await Promise.all([deps.view.getSession(sessionId), deps.turnPosition(sessionId), deps.noWorker?.() ?? null]);
   // A turn queued while no worker runs: the message waits, it is not lost.
-  const workers = position.state === 'queued' && noWorker ? `Your message is waiting for a worker: ${noWorker}. It is answered when one starts (\`chatgate worker\` or \`chatgate start\`).` : '';
+  const workers = position.state === 'queued' && noWorker ? `Your message is waiting for a worker: ${noWorker}. It is answered when one starts (\`npx chatgate worker\` or \`npm start\`).` : '';
   if (!d) {
     if (position.state === 'none') return NOTHING_YET;
     const waiting = position.state === 'queued' ? 'Your message is waiting for a worker to take it.' : '';

@@ -111,7 +111,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   keyPrefix: DEFAULT_KEY_PREFIX,
   queuePrefix: DEFAULT_QUEUE_PREFIX,
   groupMode: 'per-chat',
-  allow: { telegram: '*', discord: '*', web: '*' },
+  allow: { telegram: '*', discord: '*', web: '*', api: '*' },
   rateLimitPerMinute: 20,
   maxMessageChars: 8000,
   host: '127.0.0.1',
