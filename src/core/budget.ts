@@ -184,10 +184,11 @@ export function limitsLeft(counter: CounterState): LimitLeft[] {
   return rows;
 }
 
-/** An amount as a person reads it: `$1.58` (4 decimals below a cent), `38,000 tokens`. */
+/** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
 export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
   if (unit === 'tokens') return `${Math.round(value).toLocaleString('en-US')} tokens`;
-  return `$${value !== 0 && Math.abs(value) < 0.01 ? value.toFixed(4) : value.toFixed(2)}`;
+  if (Math.abs(value) >= 1) return `$${value.toFixed(2)}`;
+  return `$${value.toFixed(4).replace(/(\.\d\d\d?)0+$/, '$1').replace(/(\.\d\d)0$/, '$1')}`;
 }
 
 /**
