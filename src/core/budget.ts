@@ -85,7 +85,7 @@ export interface BudgetBreach {
 
 /** The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min." */
 export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   if (breach.level === 'turn') return `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has' }[breach.level];
   const when = breach.period === 'month' ? "this month's" : "today's";
@@ -95,7 +95,7 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
 
 /** The one notice at the notice percent, e.g. "This chat has used 80% of today's budget of $2.00." */
 export function budgetNoticeMessage(breach: BudgetBreach, percent: number): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' }[breach.level];
   return `${who} used ${percent}% of ${breach.period === 'month' ? "this month's" : "today's"} budget of ${amount}.`;
 }

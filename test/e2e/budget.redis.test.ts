@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createBudgetLedger } from '../../src/budget/ledger.js';
 import { loadConfig } from '../../src/config.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
@@ -81,5 +82,19 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
       expect.stringMatching(/^• This bot, today: \$0\.011 of \$10\.00 used, \$9\.99 left; resets at 00:00 UTC, in /),
     ]);
     expect(stack.llm.requests).toHaveLength(1);
+  });
+
+  it('the gateway\'s /compact reserves and settles its summary for the sender and the chat', async () => {
+    await start(true, { CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000', CHATGATE_BUDGET_CHAT_DAILY_TOKENS: '1000000' });
+    for (let i = 0; i < 8; i++) await say(42, `question ${i}: ${'and some detail about it '.repeat(30)}`);
+    expect(await say(42, '/compact')).toMatch(/^Compacted: [\d,]+ → [\d,]+ tokens\./);
+    const summaries = stack.llm.requests.length - stack.agentRequests().length;
+    expect(summaries).toBe(1);
+    const settings = loadConfig({ CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000', CHATGATE_BUDGET_CHAT_DAILY_TOKENS: '1000000' }).budgets;
+    const state = await createBudgetLedger(stack.t.redis, { keyPrefix: stack.t.keyPrefix, settings }).state({ user: 'telegram:42', chat: 'telegram:42' });
+    // The 8 answers reported 1,100 tokens each; the summary counts on top, for the same three levels.
+    const [user, chat, deployment] = state.filter((c) => c.period === 'day').map((c) => c.usedTokens);
+    expect(user).toBeGreaterThan(8 * 1100);
+    expect([chat, deployment]).toEqual([user, user]);
   });
 });
