@@ -85,7 +85,10 @@ describe('chatgate budgets', () => {
       expect.objectContaining({ period: 'day', unit: 'usd', limit: 5, left: 4.5, source: 'override' }),
       expect.objectContaining({ period: 'month', unit: 'tokens', used: 4000, limit: 200_000, source: 'override' }),
     ]);
-    expect((await runHere(['set', 'user', 'telegram:42', '--monthly-tokens', 'none', '--json'], limits)).stdout).toContain('"dailyUsd": 5');
+    expect(set.stderr).not.toContain('note:');
+    const withoutLimits = await runHere(['set', 'user', 'telegram:42', '--monthly-tokens', 'none', '--json']);
+    expect(withoutLimits.stdout).toContain('"dailyUsd": 5');
+    expect(withoutLimits.stderr).toContain('this configuration sets no limit, and gateways and workers started with none do not check budgets');
 
     const reset = await run(['reset', 'user', 'telegram:42', '--usage', '--json'], limits);
     expect(JSON.parse(reset.stdout)).toEqual({ level: 'user', subject: 'telegram:42', removedOverride: true, usageReset: true, limits: { dailyUsd: 2 }, source: 'environment' });
