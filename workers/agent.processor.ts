@@ -11,7 +11,7 @@ import type { RedisClient } from '../src/redis/client.js';
 import { createSessionNotes } from '../src/redis/notes.js';
 import { toEntry, type SessionSnapshot, type SessionStore, type StoredEntry } from '../src/redis/session-store.js';
 import { searchTranscript, type TranscriptEntry } from '../src/redis/transcript.js';
-import { callUsageDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
+import { callUsageDelta, unreportedCallDelta, type PriceTable, type UsageDelta } from '../src/redis/usage.js';
 import { NOOP_METRICS, type Metrics } from '../src/metrics.js';
 import type { CompactionLayer, SessionLimits } from '../src/core/session-figures.js';
 import { runCompactionStep } from '../src/session/compaction-step.js';
@@ -121,14 +121,16 @@ interface Loop {
  * (checked before every model call and tool, so a turn that lost it stops at once, committing nothing more).
  */
 export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<OutboundMessage[]> {
-  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence);
+  const last = input.items[input.items.length - 1]!;
+  // The turn's usage is for its last sender, in the rollups as in the budgets.
+  const user = `${last.channel}:${last.userId}`;
+  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence, user);
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
     images: new Map(), turnId: input.items[0]!.id, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId: input.items[0]!.id, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
-  const last = input.items[input.items.length - 1]!;
-  const scope = { user: `${last.channel}:${last.userId}`, chat: turn.sessionId };
+  const scope = { user, chat: turn.sessionId };
   try {
     return await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop));
   } catch (err) {
@@ -307,7 +309,7 @@ async function applyResult(loop: Loop, result: CompletionResult, overhead: numbe
   const { deps, options, turn } = loop;
   const usage: UsageDelta = result.usage
     ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
-    : { incr: { calls: 1 }, set: {} };
+    : unreportedCallDelta(result.model, options.prices);
   // A resumed round's call was counted by the run that made it.
   if (!recorded) {
     metricsOf(loop).record({

@@ -24,6 +24,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     queuePrefix: config.redis.queuePrefix,
     queueShards: config.redis.queueShards,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
     budgets: config.budgets,
@@ -65,6 +66,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     maxModelCalls: config.llm.maxModelCalls,
     compactionNotice: config.compaction.notice,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
     prices: { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) },
@@ -89,6 +91,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     hygieneThreshold: config.compaction.hygieneThreshold,
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs,
     llmStream: config.liveReplies.enabled,
   };

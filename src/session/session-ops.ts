@@ -1,3 +1,4 @@
+import type { UsageRetention } from '../redis/session-store.js';
 import { ContextCompressor } from '../core/compaction/compressor.js';
 import { createLlmClient } from '../llm/client.js';
 import { createSummarizer } from '../llm/summarizer.js';
@@ -77,6 +78,8 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Session key prefix (for the store built when `deps.store` is absent). */
   keyPrefix: string;
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
@@ -95,7 +98,7 @@ export function createLlmSessionOps(
   const { logger } = deps;
   // One counter for every compressor of these operations: a GPT-3.5/4 session loads cl100k_base once.
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([options.limits.model]);
-  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention, usageRetention: options.usageRetention });
   const llm = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries }, stream: options.llmStream,
