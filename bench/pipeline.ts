@@ -17,7 +17,7 @@ import { createWebClient, type LoadResult } from './pipeline/load.js';
 import { runSweeperCapacity } from './pipeline/sweeper.js';
 import { printClusterShare, runClusterShare } from './pipeline/cluster-share.js';
 import { startMonitor } from './pipeline/monitor.js';
-import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
+import { cpuMs, machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
 import { percentile, printTable } from './util.js';
 
@@ -44,11 +44,7 @@ export async function runPipelineBench(): Promise<void> {
   const llm = await startBenchLlm();
   const tag = `bench-pipe-${process.pid}`;
   const port = await freePort();
-  const env = {
-    REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`,
-    OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'bench', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'info',
-    CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
-  };
+  const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port });
   const workerEnv = { ...env, CHATGATE_HTTP_PORT: '0' };
   const roles: RoleProcess[] = [];
   try {

@@ -99,7 +99,21 @@ export function createWebClient(baseUrl: string, tag: string) {
   };
 }
 
-function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+/**
+ * One request. A kept-alive socket the server closed as it went idle (its keep-alive timeout)
+ * fails with ECONNRESET when reused at that moment: such a request is sent again once, on a new
+ * socket, as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped).
+ */
+async function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+  try {
+    return await send(base, localAddress, method, path, body);
+  } catch (err) {
+    if (!(err as { reusedSocket?: boolean }).reusedSocket || (err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    return send(base, localAddress, method, path, body);
+  }
+}
+
+function send(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
     const req = request({ host: base.hostname, port: base.port, method, path, headers, agent, localAddress }, (res) => {
@@ -108,7 +122,7 @@ function call(base: URL, localAddress: string, method: string, path: string, bod
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     req.end(body);
   });
 }
