@@ -66,6 +66,8 @@ export interface GatewayDeps {
   sessions: SessionView;
   /** The dashboard's status panel: the report `chatgate status` prints (the composition root builds it). Default none. */
   status?: MonitorDeps['status'];
+  /** Usage over time for `/api/usage` and the overview page (the composition root builds it). Default none. */
+  usage?: MonitorDeps['usage'];
   /** Channels to run instead of the ones built from `options.channels` (tests, embedders). */
   channels?: GatewayChannels;
   /**
@@ -185,6 +187,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(failFastRedis, keyPrefix),
     status: deps.status,
+    usage: deps.usage,
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
