@@ -29,6 +29,12 @@ const OPEN_RATE = Number(process.env.PIPELINE_RATE ?? 0);
 /** PIPELINE_MONITOR_RATE: the MONITOR phase as an open loop at this many messages a second (default: closed loop). */
 const MONITOR_RATE = Number(process.env.PIPELINE_MONITOR_RATE ?? 0);
 const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
+/** PIPELINE_BUDGETS=1: limits at every level (never reached), so each model call reserves and settles. */
+const BUDGETS = process.env.PIPELINE_BUDGETS === '1';
+const BUDGET_ENV = {
+  CHATGATE_BUDGET_USER_DAILY_USD: '1000', CHATGATE_BUDGET_CHAT_DAILY_USD: '1000', CHATGATE_BUDGET_DEPLOYMENT_MONTHLY_USD: '100000',
+  CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000000',
+};
 
 /** One measured phase: the load's result, CPU per role and Redis's command counts. */
 interface Phase {
@@ -44,7 +50,7 @@ export async function runPipelineBench(): Promise<void> {
   const llm = await startBenchLlm();
   const tag = `bench-pipe-${process.pid}`;
   const port = await freePort();
-  const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port });
+  const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port }, BUDGETS ? BUDGET_ENV : {});
   const workerEnv = { ...env, CHATGATE_HTTP_PORT: '0' };
   const roles: RoleProcess[] = [];
   try {
@@ -135,7 +141,7 @@ interface Report {
 
 function report(r: Report): void {
   const f = (n: number | undefined, digits = 2) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
-  console.log(`\npipeline: ${machine()}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
+  console.log(`\npipeline: ${machine()}; budgets ${BUDGETS ? 'on (a limit at every level)' : 'off'}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
   console.log('Throughput is noisy on a shared machine; CPU ms per message per process is the robust figure.\n');
   printTable(['phase', 'msg/s', 'refused', 'p50 ms', 'p99 ms', 'gateway CPU ms/msg', 'worker CPU ms/msg', 'redis CPU ms/msg', 'bench CPU ms/msg', 'redis cmds/msg'], r.phases.map((p) => [
     p.name, f(p.load.messages / p.load.seconds, 0), p.load.refused, f(percentile(p.load.latencies, 50), 1), f(percentile(p.load.latencies, 99), 1),

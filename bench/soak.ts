@@ -8,7 +8,7 @@
  */
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { openHeapProbe, type HeapProbe } from './pipeline/heap.js';
-import { createWebClient } from './pipeline/load.js';
+import { createWebClient, resets } from './pipeline/load.js';
 import { machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { freePort, startBenchRedis } from './pipeline/redis.js';
 import { removeKeys } from './pipeline/ingest.js';
@@ -108,6 +108,7 @@ function verdict(names: string[], samples: Sample[]): void {
   console.log(`\nsoak verdict over the last ${window.length} readings (${window[0]!.minute.toFixed(0)}–${window.at(-1)!.minute.toFixed(0)} min), bound ${100 * LEVEL_BOUND}%:`);
   printTable(['process', 'figure MiB', 'first reading', 'window min', 'window max', 'spread', 'verdict'], rows);
   const messages = samples.reduce((sum, s) => sum + s.messages, 0);
+  console.log(`connections reset by the gateway and sent again: ${resets.reused} kept-alive, ${resets.fresh} fresh`);
   console.log(`${messages} messages in all; Redis used ${samples[0]!.redisMiB.toFixed(0)} → ${samples.at(-1)!.redisMiB.toFixed(0)} MiB (sessions keep their transcripts)`);
 }
 

@@ -99,16 +99,22 @@ export function createWebClient(baseUrl: string, tag: string) {
   };
 }
 
+/** Requests sent again after a connection reset, by whether the socket was a kept-alive one. */
+export const resets = { reused: 0, fresh: 0 };
+
 /**
  * One request. A kept-alive socket the server closed as it went idle (its keep-alive timeout)
  * fails with ECONNRESET when reused at that moment: such a request is sent again once, on a new
- * socket, as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped).
+ * socket, as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped,
+ * and a long poll is a read). A reset of a fresh socket is sent again too, and counted apart.
  */
 async function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
   try {
     return await send(base, localAddress, method, path, body);
   } catch (err) {
-    if (!(err as { reusedSocket?: boolean }).reusedSocket || (err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    if ((err as { reusedSocket?: boolean }).reusedSocket) resets.reused++;
+    else resets.fresh++;
     return send(base, localAddress, method, path, body);
   }
 }

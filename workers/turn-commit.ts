@@ -1,0 +1,37 @@
+import type { OutboundMessage } from '../src/core/inbound.js';
+import { replyJobId } from '../src/queue/names.js';
+import type { StoredEntry } from '../src/redis/session-store.js';
+import type { UsageDelta } from '../src/redis/usage.js';
+import { clearSteps, messageEvent, outbound, type Loop } from './turn-loop.js';
+
+/** The turn's last model call, when it answered: committed by {@link finish} with the replies. */
+export interface FinalCall {
+  entry: StoredEntry;
+  usage: UsageDelta;
+  meta: { lastPromptTokens: number; appendedTokensSince: number; overheadTokens: number };
+  /** Prompt tokens the provider billed for the call (recorded on the answer's transcript entry). */
+  promptTokens?: number;
+}
+
+/**
+ * The last commit of a turn: the answer (if any), replies and notices into the outbox, the
+ * processing list deleted — one atomic, lease-fenced commit. @returns the replies committed.
+ */
+export async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
+  const ids = loop.items.map((item) => item.id);
+  const replyId = replyJobId(ids, 'reply');
+  const outbox: OutboundMessage[] = [];
+  if (replyText) outbox.push(outbound(loop, replyId, replyText, 'reply', true));
+  // Without an answer, the first notice stands in for it and is the one threaded to the asker.
+  [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
+  // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
+  if (!replyText && outbox[0]) outbox[0].streamId = replyId;
+  const change = { outbox, finishTurn: true };
+  // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
+  const answered = replyText ? { replyId } : {};
+  if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
+  else await loop.turn.commitOnly(change);
+  await clearSteps(loop);
+  loop.log.debug({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
+  return outbox;
+}

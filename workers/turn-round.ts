@@ -1,0 +1,68 @@
+import type { OutboundMessage } from '../src/core/inbound.js';
+import type { CompletionResult } from '../src/llm/answer.js';
+import { toEntry, type StoredEntry } from '../src/redis/session-store.js';
+import type { RecordedRound } from '../src/redis/step-log.js';
+import { searchTranscript } from '../src/redis/transcript.js';
+import { callUsageDelta, unreportedCallDelta, type UsageDelta } from '../src/redis/usage.js';
+import { TURN_NOTICES } from './notices.js';
+import { toolResultCap } from './request.js';
+import { runToolCall, type ToolRound } from './tool-round.js';
+import type { ToolContext } from './tools/types.js';
+import { finish } from './turn-commit.js';
+import { channelOf, ensureLease, messageEvent, metricsOf, notesOf, type Loop } from './turn-loop.js';
+import { gateOf, park } from './turn-park.js';
+
+/**
+ * Commits one answered call: a final answer ends the turn ({@link finish}); a round of tool calls
+ * passes the approval gate (or parks the turn), runs its calls and is committed with their results.
+ * @returns the replies when the turn is over, else null.
+ */
+export async function applyResult(loop: Loop, result: CompletionResult, overhead: number, recorded: RecordedRound | null): Promise<OutboundMessage[] | null> {
+  const { deps, options, turn } = loop;
+  const usage: UsageDelta = result.usage
+    ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
+    : unreportedCallDelta(result.model, options.prices);
+  // A resumed round's call was counted by the run that made it.
+  if (!recorded) {
+    metricsOf(loop).record({
+      type: 'model_call', channel: channelOf(loop), outcome: 'ok', promptTokens: result.usage?.promptTokens, completionTokens: result.usage?.completionTokens,
+      cachedTokens: result.usage?.cachedTokens, costUsd: (usage.incr.costMicroUsd ?? 0) / 1e6,
+    });
+  }
+  const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
+  const assistant = toEntry(result.message, deps.compressor.tokenCounter, deps.llm.model);
+  const calls = result.message.tool_calls ?? [];
+  if (calls.length === 0) {
+    const text = (result.message.content ?? '').trim();
+    return finish(loop, { entry: assistant, usage, meta, promptTokens: result.usage?.promptTokens }, text === '' ? TURN_NOTICES.empty : null, text);
+  }
+  const gate = await gateOf(loop, calls, recorded);
+  if (gate.waiting.length > 0) return park(loop, gate.waiting);
+  const round: ToolRound = {
+    tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate, tokenCounter: deps.compressor.tokenCounter,
+    maxTokens: toolResultCap(options.contextWindow, calls.length),
+    context: (callId) => toolContext(loop, callId), beforeRun: (call) => ensureLease(loop, `tool ${call.function.name}`), signal: loop.signal,
+  };
+  const results: StoredEntry[] = [];
+  for (const call of calls) {
+    results.push(toEntry({ role: 'tool', tool_call_id: call.id, content: await runToolCall(round, call) }, deps.compressor.tokenCounter, deps.llm.model));
+  }
+  const entries = [assistant, ...results];
+  const promptTokens = result.usage?.promptTokens;
+  await turn.append(entries, { transcript: entries.map((entry, k) => messageEvent(entry, undefined, k === 0 ? promptTokens : undefined)), usage, meta });
+  await loop.steps.recordCommitted();
+  return null;
+}
+
+function toolContext(loop: Loop, callId: string): Omit<ToolContext, 'signal'> {
+  const keys = loop.deps.store.keys(loop.turn.sessionId);
+  return {
+    sessionId: loop.turn.sessionId,
+    callId,
+    idempotencyKey: `${loop.turn.sessionId}:${loop.turnId}:${callId}`,
+    notes: notesOf(loop),
+    searchTranscript: (query, limit) => searchTranscript(loop.deps.redis, keys, query, { limit }),
+    requestCompaction: (focus) => { loop.manual = { focus }; },
+    now: () => new Date(),
+  };
+}
