@@ -259,7 +259,7 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   const { gateway, workerHttpUrl } = started;
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
   if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
-  if (gateway) lines.push(`Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
+  if (gateway) lines.push(`Usage:     ${gateway.httpUrl}/overview`, `Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
   else if (roles.worker && !roles.gateway && config.http.workerPort === undefined) lines.push('No health or metrics server (set CHATGATE_WORKER_HTTP_PORT to serve /healthz, /readyz and /metrics).');

@@ -32,7 +32,7 @@ th{font-weight:600;color:var(--muted)}td.num,th.num{text-align:right;font-varian
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:var(--muted)}.key{display:inline-block;width:12px;height:10px;margin-right:4px}
 .k-cost{background:var(--cost)}.k-tokens{height:0;border-top:2px solid var(--tokens)}
 meter{width:100%}.full{color:var(--warn);font-weight:600}#error{color:var(--warn)}
-@media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 4px}}`;
+@media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 4px}.cards{grid-template-columns:1fr}}`;
 
 const SCRIPT = `
 const POLL_MS = __POLL_MS__;
@@ -79,7 +79,7 @@ function chart(series) {
   }
   return svg;
 }
-function top(id, title, groups, noun) {
+function topTable(id, title, groups, noun) {
   const rows = groups.map((g) => el('tr', {}, el('td', {}, g.key || '(no user)'), el('td', { class: 'num' }, money(g.figures)), el('td', { class: 'num' }, int(tokens(g.figures)))));
   return el('section', { id: id }, el('h2', {}, title), el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, noun), el('th', { class: 'num' }, 'cost'), el('th', { class: 'num' }, 'tokens'))),
     el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 3, class: 'muted' }, 'no usage in the last 7 days'))]))));
@@ -97,7 +97,7 @@ function render(o) {
   $('cards').replaceChildren(card('today', 'Today', o.today), card('week', 'Last 7 days', o.week), card('month', 'Last 30 days', o.month));
   $('chart').replaceChildren(el('h2', {}, 'Cost and tokens a day (30 days, UTC)'), chart(o.series),
     el('div', { class: 'legend' }, el('span', {}, el('i', { class: 'key k-cost' }), 'cost'), el('span', {}, el('i', { class: 'key k-tokens' }), 'tokens')));
-  $('tops').replaceChildren(top('top-users', 'Top users (7 days)', o.top.user, 'user'), top('top-chats', 'Top chats (7 days)', o.top.chat, 'chat'), top('top-models', 'Top models (7 days)', o.top.model, 'model'));
+  $('tops').replaceChildren(topTable('top-users', 'Top users (7 days)', o.top.user, 'user'), topTable('top-chats', 'Top chats (7 days)', o.top.chat, 'chat'), topTable('top-models', 'Top models (7 days)', o.top.model, 'model'));
   $('compaction-sentence').textContent = o.compaction.sentence.charAt(0).toUpperCase() + o.compaction.sentence.slice(1) + '.';
   $('compaction-chats').replaceChildren(...o.compaction.chats.map((g) => el('li', {}, g.key + ': spent ' + (g.figures.compactionSpent.calls ? formatMoney(g.figures.compactionSpent.costUsd, g.figures.compactionSpent.unpricedCalls) : '$0.00')
     + ', saved ' + formatMoney(g.figures.compactionSaved.costUsd, g.figures.compactionSaved.unpricedTokens) + ' (' + int(g.figures.compactionSaved.tokens) + ' prompt tokens)')));
