@@ -279,3 +279,13 @@ export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { reservations:
     counter: (level, subject, periodId) => `${base}${level}:${subject}:${periodId}`,
   };
 }
+
+/** Pub/sub channel on which a gateway passes an OpenAI-compatible API answer to the gateway whose request waits for it. */
+export function apiRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api-replies`;
+}
+
+/** Marker of an API request waiting for the answer of chat `chatId` (`<user>:<session>`), while it waits. */
+export function apiWaitingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api:{${chatId}}:waiting`;
+}
