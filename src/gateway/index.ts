@@ -141,7 +141,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);

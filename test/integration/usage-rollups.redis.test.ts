@@ -6,6 +6,7 @@ import { createSessionStore, type SessionStore } from '../../src/redis/session-s
 import { callUsageDelta, compactionUsageDelta, mergeUsage, readUsage, summaryUsageDelta, unreportedCallDelta } from '../../src/redis/usage.js';
 import { compactionSentence, formatMoney } from '../../src/usage/figures.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
+import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 // 2026-12-02 10:30 UTC, a Wednesday.
@@ -18,11 +19,13 @@ describe('usage rollups', () => {
   let t: TestRedis;
   let clock: number;
   let store: SessionStore;
+  let metrics: PrometheusMetrics;
 
   beforeEach(() => {
     t = createTestRedis();
     clock = NOW;
-    store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix, now: () => clock });
+    metrics = createPrometheusMetrics();
+    store = createSessionStore({ redis: t.redis, metrics }, { keyPrefix: t.keyPrefix, now: () => clock });
   });
 
   afterEach(() => t.cleanup());
@@ -53,6 +56,13 @@ describe('usage rollups', () => {
     expect(ledger.costMicroUsd).toBe(1200);
     expect((await reader().report({ since: '1d', by: 'chat' })).groups.find((g) => g.key === 'telegram:1')?.figures.costUsd).toBe(ledger.costMicroUsd / 1e6);
     expect((await reader().report({ since: '1d', by: 'channel' })).groups.map((g) => g.key)).toEqual(['telegram', 'web']);
+    // Prometheus: the same committed usage, by channel and model only.
+    const exposed = await metrics.registry.metrics();
+    expect(exposed).toContain('chatgate_usage_cost_usd_total{channel="telegram",model="priced-model"} 0.0012');
+    expect(exposed).toContain('chatgate_usage_tokens_total{channel="telegram",model="priced-model",kind="cached"} 200');
+    expect(exposed).toContain('chatgate_usage_model_calls_total{channel="telegram",model="priced-model"} 2');
+    expect(exposed).toContain('chatgate_usage_unpriced_calls_total{channel="web",model="mystery-model"} 1');
+    expect(exposed).not.toMatch(/chatgate_usage_[a-z_]+\{[^}]*user=/);
     const hourly = await reader().report({ since: '2h', by: 'model' });
     expect(hourly.series.map((p) => [p.label, p.figures.calls])).toEqual([['2026-12-02T09', 0], ['2026-12-02T10', 3]]);
   });
