@@ -6,13 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { parseCommand } from '../../src/core/commands.js';
 import { sessionKeyOf, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import type { ReplyRelay } from './relay.js';
 import { sessionNameOf, toCompletionRequest, type CompletionRequest } from './request.js';
 import { apiError, chunkBody, completionBody, refusalError, toApiUsage, type ApiError, type ApiUsage } from './shapes.js';
-import { Waiter } from './waiter.js';
+import { Waiter, type Waiters } from './waiter.js';
 
 /** A client's own request id (`Idempotency-Key`): a retry with the same one is recognised as the same message. */
 const IDEMPOTENCY_RE = /^[\w.-]{1,64}$/;
@@ -21,7 +22,7 @@ const IDEMPOTENCY_RE = /^[\w.-]{1,64}$/;
 export interface CompletionDeps {
   log: Logger;
   onMessage?: InboundHandler;
-  waiters: Map<string, Waiter>;
+  waiters: Waiters;
   relay?: ReplyRelay;
   /** The session's usage ledger (prompt and completion tokens, as `/usage` shows them). */
   readUsage?: (sessionId: string) => Promise<{ promptTokens: number; completionTokens: number }>;
@@ -50,7 +51,9 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
   if (session === null) return answerError(c, apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session'));
   const chatId = `${user}:${session}`;
-  if (deps.waiters.has(chatId)) return answerError(c, apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'));
+  // One turn at a time: two requests' messages may be answered by one reply. A command may come any time (`/stop`).
+  const command = parseCommand(request.text) !== null;
+  if (!command && deps.waiters.busy(chatId)) return answerError(c, apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'));
   const key = c.req.header('idempotency-key');
   const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
   const message: InboundMessage = toWellFormedInbound({
@@ -60,17 +63,18 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   const p: Pending = {
     id: `chatcmpl-${requestId.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model, sessionId: sessionKeyOf(message),
     queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
-    waiter: new Waiter(chatId, request.stream ? (delta) => {
+    waiter: new Waiter(message.id, request.stream ? (delta) => {
       p.queue.push(delta);
       p.wake?.();
     } : undefined),
   };
   // Registered before the message goes in: its answer may come before the verdict does.
-  deps.waiters.set(chatId, p.waiter);
+  deps.waiters.add(chatId, p.waiter);
   const release = (): void => {
     p.waiter.cancel(new Error('released'));
-    if (deps.waiters.get(chatId) === p.waiter) deps.waiters.delete(chatId);
-    void deps.relay?.release(chatId);
+    deps.waiters.remove(chatId, p.waiter);
+    // The mark stays while any request of the chat waits here (an orphan too: its answer is dropped here, with its log line).
+    if (!deps.waiters.has(chatId)) void deps.relay?.release(chatId);
   };
   let verdict: InboundVerdict;
   try {
@@ -87,7 +91,7 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
     release();
     return answerError(c, refused);
   }
-  p.waiter.decide(verdict.outcome === 'command' ? 'command' : 'turn');
+  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' ? 'command' : 'turn');
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {
     clearTimeout(timer);
@@ -98,7 +102,7 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
 
 /** The answer as one completion; a long wait starts the 200 response and keeps it alive with spaces (JSON allows them). */
 async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promise<Response> {
-  c.req.raw.signal.addEventListener('abort', () => p.waiter.cancel(new Error('the client went away')), { once: true });
+  c.req.raw.signal.addEventListener('abort', () => p.waiter.orphan(), { once: true });
   const outcome = p.waiter.answer.then((text) => ({ text }), (err: unknown) => ({ err }));
   let keepAlive: NodeJS.Timeout | undefined;
   const early = await Promise.race([outcome, new Promise<null>((resolve) => (keepAlive = setTimeout(() => resolve(null), deps.options.keepAliveMs)))]);
@@ -118,7 +122,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
     },
     cancel() {
       clearInterval(spaces);
-      p.waiter.cancel(new Error('the client went away'));
+      p.waiter.orphan();
     },
   });
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
@@ -127,7 +131,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
 /** The answer as SSE chunks: the role, the text as it is written, the finish, the usage when asked, then `[DONE]`. */
 function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: CompletionDeps): Response {
   return streamSSE(c, async (stream) => {
-    stream.onAbort(() => p.waiter.cancel(new Error('the client went away')));
+    stream.onAbort(() => p.waiter.orphan());
     const send = (part: Parameters<typeof chunkBody>[3]) => stream.writeSSE({ data: JSON.stringify(chunkBody(p.id, p.model, p.created, part)) });
     await send({ delta: { role: 'assistant', content: '' } });
     let ended = false;
