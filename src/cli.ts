@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/context.js';
 import type { SessionsFlags } from './cli/sessions.js';
+import { addBudgetsCommand } from './cli/budgets-command.js';
 
 // Command modules load on use: `chatgate sessions` never loads the gateway, channels or workers.
 const roles = () => import('./cli/run.js');
@@ -40,6 +41,7 @@ export function createProgram(options: ProgramOptions): Command {
   const run = (action: () => Promise<number>) => action().then(options.onExit);
   addRoleCommands(program, io, options.stopSignal, run);
   addSessionCommands(program, io, run);
+  addBudgetsCommand(program, io, run);
   program.command('doctor').description('check configuration, Redis, queues, workers, the LLM endpoint and bot tokens')
     .option('--telegram-api-root <url>', 'Telegram Bot API root (default TELEGRAM_API_ROOT)')
     .option('--discord-api-root <url>', 'Discord REST API root (default DISCORD_API_ROOT)')

@@ -190,6 +190,14 @@ export function loadConfig(env: Readonly<RawEnv> = process.env): Config {
   return deepFreeze(config);
 }
 
+/**
+ * The options `env` and the `CHATGATE_CONFIG` file it names set (non-empty), as {@link loadConfig}
+ * reads them: what was chosen rather than defaulted. @throws ConfigError when the file cannot be read.
+ */
+export function setOptionNames(env: Readonly<RawEnv> = process.env): Set<string> {
+  return new Set(Object.keys(mergeSources(env)));
+}
+
 /** Every option with its default, unit, rule and meaning, in listing order. */
 export function describeConfig(): OptionDescription[] {
   return OPTION_SPECS.map((spec) => ({

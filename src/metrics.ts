@@ -26,6 +26,8 @@ export type MetricEvent =
   | { type: 'hygiene_fired'; channel: string }
   /** A reply could not be delivered (this attempt). */
   | { type: 'delivery_failure'; channel: string; reason: DeliveryFailureReason }
+  /** A budget limit reached its notice share or was used up (said once per level, subject and period). No user or session label. */
+  | { type: 'budget_event'; kind: 'near' | 'exhausted'; channel: string; model: string }
   /** One call of an MCP server's tool (its name on the server, not the model's), and how it ended. */
   | { type: 'mcp_tool_call'; server: string; tool: string; outcome: McpCallOutcome };
 

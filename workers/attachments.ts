@@ -141,7 +141,7 @@ async function transcribe(deps: AttachmentReaderDeps, name: string, attachment: 
     return;
   }
   try {
-    const text = await deps.transcriber.transcribe({ bytes, fileName: name, mimeType: attachment.mimeType });
+    const { text } = await deps.transcriber.transcribe({ bytes, fileName: name, mimeType: attachment.mimeType });
     files.texts.push(text === '' ? `[${what}: no speech could be recognised]` : `[${what}, transcribed]\n${text}`);
   } catch (err) {
     deps.log.warn({ err, fileName: name }, 'transcription failed');

@@ -78,6 +78,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
+  /** It runs the built-in offline demo model: shown in the heartbeat, so operator commands use the demo too. Default false. */
+  demo?: boolean;
   /** How often the worker looks for dead workers (heartbeat lapsed) whose turns it recovers, ms. Default 2000. */
   deadWorkerCheckMs?: number;
   /**

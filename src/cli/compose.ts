@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { PriceTable } from '../core/models.js';
 import type { SessionLimits } from '../core/session-figures.js';
 import type { GatewayOptions } from '../gateway/gateway-options.js';
 import type { LlmSessionOpsOptions } from '../session/session-ops.js';
@@ -27,6 +28,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
     budgets: config.budgets,
+    prices: configuredPrices(config),
     channelLeaseMs: config.channelLeaseMs,
     groupMode: config.groupMode,
     allow: config.access.allow,
@@ -67,11 +69,12 @@ export function workerOptions(config: Config): RunWorkerOptions {
     transcriptRetention: config.transcriptMaxLen,
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
-    prices: { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) },
+    prices: configuredPrices(config),
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     budgets: config.budgets,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
+    demo: config.demo,
     liveReplies: config.liveReplies.enabled,
     toolApproval: config.approvals.rules,
     approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
@@ -100,6 +103,11 @@ export function sessionLimits(config: Config): SessionLimits {
     model: config.llm.model, summaryModel: config.llm.summaryModel, contextWindow: config.llm.contextWindow,
     reservedOutputTokens: config.compaction.reservedOutputTokens,
   };
+}
+
+/** The price table's additions: `CHATGATE_PRICES` and the main model's own price options. */
+export function configuredPrices(config: Config): PriceTable {
+  return { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) };
 }
 
 function llmEndpoint(config: Config): { baseURL: string; apiKey?: string; model: string; summaryModel: string } {

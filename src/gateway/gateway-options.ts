@@ -1,4 +1,5 @@
 import type { BudgetSettings } from '../core/budget.js';
+import type { PriceTable } from '../core/models.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
@@ -61,6 +62,8 @@ export interface GatewayOptions {
   seenTtlSeconds?: number;
   /** Spend limits: while one holds for a message's user, chat or the deployment, the gateway answers it at once (no turn). Default: none. */
   budgets?: BudgetSettings;
+  /** Model prices adding to the known table (`CHATGATE_PRICES`): the summariser's calls are reserved at these. Default: the table. */
+  prices?: PriceTable;
   /** How long attachments' bytes stay in Redis, seconds. Default 86 400. */
   attachmentTtlSeconds?: number;
   /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */

@@ -1,3 +1,4 @@
+import { createBudgetGuard } from '../budget/guard.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
 import type { Queue } from 'bullmq';
@@ -149,7 +150,9 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
   const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
   closers.push(async () => expiry.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter }, {
+  // The summariser's calls (hygiene, `/compact`) go through the budget wrapper, as every model call.
+  const budgetGuard = o.budgets && createBudgetGuard({ redis: failFastRedis, logger, metrics }, { keyPrefix, settings: o.budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter });
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter, guardLlm: budgetGuard?.llm }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);

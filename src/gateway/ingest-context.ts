@@ -38,7 +38,7 @@ export interface IngestDeps {
   /** Downloads and stores the files of a message before it enters the inbox (src/gateway/attachments.ts). Default: files are passed on as reported. */
   attachments?: AttachmentIngest;
   /** Spend limits: a message whose user, chat or deployment has used its budget is answered at once. Absent: no budgets. */
-  budget?: { ledger: Pick<BudgetLedger, 'check'>; timeZone: string };
+  budget?: { ledger: Pick<BudgetLedger, 'check' | 'state'>; timeZone: string };
   /** `/approve`, `/deny`, `/revoke` and the denials of `/stop` (src/approvals). Absent: those commands are not available. */
   approvals?: ApprovalCommandDeps;
 }

@@ -4,6 +4,7 @@
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
+import { runCountedFor } from '../budget/guard.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
@@ -69,7 +70,8 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
   }
   return answerOnce(ctx, incoming, 'command', async () => {
     const answer = async () => {
-      const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
+      // `/compact`'s summary counts for the sender and this chat.
+      const reply = await runCountedFor({ user: userOf(message), chat: sessionId }, () => runCommand(commandDeps(ctx, message), sessionId, command));
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
     if (command.name !== 'compact') return answer();
@@ -84,10 +86,10 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
 export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, nowMs }) => {
   const budget = ctx.deps.budget;
   if (!budget) return null;
-  const breach = await budget.ledger.check({ user: `${message.channel}:${message.userId}`, chat: sessionId });
+  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId });
   if (breach === null) return null;
   const reason = budgetMessage(breach, nowMs, budget.timeZone);
-  ctx.log.info({ channel: message.channel, level: breach.level, period: breach.period }, 'message answered: budget used up');
+  ctx.log.info({ channel: message.channel, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');
   await refuse(ctx, message, sessionId, reason, 'budget');
   return { outcome: 'over_budget', reason };
 };
@@ -180,6 +182,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
     ...deps.commands, ops: deps.ops,
+    ...(deps.budget ? { budgets: { state: (sessionId: string) => deps.budget!.ledger.state({ user: userOf(message), chat: sessionId }), timeZone: deps.budget.timeZone } } : {}),
     stop: async (sessionId) => {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
@@ -188,6 +191,11 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
     },
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
+}
+
+/** The budget subject of a message's sender: `<channel>:<userId>`. */
+function userOf(message: InboundMessage): string {
+  return `${message.channel}:${message.userId}`;
 }
 
 function isAllowed(list: AllowList | undefined, userId: string): boolean {
