@@ -167,4 +167,27 @@ describe('the API channel over HTTP (no gateway)', () => {
     expect(await bad.json()).toMatchObject({ error: { code: 'invalid_session', param: 'X-Chatgate-Session' } });
     await channel.stop();
   });
+
+  it('a long wait starts the 200 response and keeps it alive with spaces; the JSON follows', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], keepAliveMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('slow')] });
+    // The response started before any answer was there.
+    expect(response.status).toBe(200);
+    expect(channel.waiting()).toBe(1);
+    await channel.send({ chatId: 'alice:default' }, { text: 'at last', mode: 'formatted', answersTurn: true });
+    const text = await response.text();
+    expect(JSON.parse(text)).toMatchObject({ object: 'chat.completion', choices: [{ message: { content: 'at last' } }] });
+    await channel.stop();
+  });
+
+  it('answers 504 when no answer comes within maxWaitMs', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], maxWaitMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('never answered')] });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error: { code: 'timeout', type: 'server_error' } });
+    expect(channel.waiting()).toBe(0);
+    await channel.stop();
+  });
 });
