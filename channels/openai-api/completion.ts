@@ -58,7 +58,8 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
   const message: InboundMessage = toWellFormedInbound({
     id: `api:${chatId}:${requestId}`, channel: 'api', chatId, userId: user, userName: user, text: request.text, attachments: [],
-    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true,
+    // Refusals and approval decisions are answered in this response, from the verdict.
+    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true, answerInPlace: true,
   });
   const p: Pending = {
     id: `chatcmpl-${requestId.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model, sessionId: sessionKeyOf(message),
@@ -91,7 +92,10 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
     release();
     return answerError(c, refused);
   }
-  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' ? 'command' : 'turn');
+  // An approval that resumes the turn waits for the turn's answer; one that changed nothing is answered now.
+  const decided = verdict.answer;
+  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' && !(decided?.settled && !decided.repeat) ? 'command' : 'turn');
+  if (decided && !(decided.settled && !decided.repeat)) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {
     clearTimeout(timer);

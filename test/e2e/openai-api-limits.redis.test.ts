@@ -1,7 +1,8 @@
 /**
- * The OpenAI-compatible API under the gateway's limits, end to end with the `openai` SDK: the rate
+ * The OpenAI-compatible API under the gateway's rules, end to end with the `openai` SDK: the rate
  * limit (429 `rate_limit_exceeded` with Retry-After), a used-up budget (429 `insufficient_quota`)
- * and the allow-list (403), each answered at once, nothing added to the session.
+ * and the allow-list (403), each answered at once, nothing added to the session; a tool call that
+ * asks for approval, decided with `/approve` as the next message.
  */
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,7 +21,12 @@ afterEach(async () => {
 
 async function start(env: Record<string, string>, worker = {}): Promise<OpenAI> {
   stack = await startStack({
-    handler: (request) => ({ content: `answer ${request.index}`, usage: { prompt_tokens: 1000, completion_tokens: 100 } }),
+    handler: (request) => {
+      const last = request.messages.at(-1)!;
+      if (last.role === 'tool') return { content: `computed ${String(last.content)}` };
+      if (String(last.content).startsWith('tool:')) return { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+      return { content: `answer ${request.index}`, usage: { prompt_tokens: 1000, completion_tokens: 100 } };
+    },
     env: { CHATGATE_API_KEYS: `${KEY}=alice,${OTHER_KEY}=mallory`, ...env }, worker,
   });
   return new OpenAI({ baseURL: `${stack.gateway.httpUrl}/v1`, apiKey: KEY, maxRetries: 0 });
@@ -51,5 +57,19 @@ describe('the API under the gateway limits', () => {
     expect(denied).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(denied).toMatchObject({ status: 403, code: 'user_not_allowed' });
     expect(stack!.agentRequests()).toHaveLength(1);
+  });
+
+  it('answers a tool call that asks for approval with the question; /approve answers with the turn\'s answer', async () => {
+    const env = { CHATGATE_TOOL_APPROVAL: 'calculator=ask' };
+    const client = await start(env, { toolApproval: loadConfig(env).approvals.rules });
+    const question = (await ask(client, 'tool: compute it')).choices[0]!.message.content!;
+    expect(question).toContain('**Approval needed**');
+    const id = /\/approve (\S+)/.exec(question)![1]!;
+    const answer = await ask(client, `/approve ${id}`);
+    expect(answer.choices[0]!.message.content).toMatch(/^computed .*"result":42/);
+    // Decided before: answered at once with what the gateway says.
+    const again = await ask(client, `/approve ${id}`);
+    expect(again.choices[0]!.message.content).not.toMatch(/^computed/);
+    expect(again.usage).toMatchObject({ prompt_tokens: 0, completion_tokens: 0 });
   });
 });
