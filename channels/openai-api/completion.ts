@@ -35,6 +35,7 @@ interface Pending {
   created: number;
   model: string;
   sessionId: string;
+  chatId: string;
   waiter: Waiter;
   /** Text to stream, written by the waiter and drained by the event stream. */
   queue: string[];
@@ -48,28 +49,46 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   if (!onMessage) return answerError(c, apiError(503, 'the API is not started yet; retry', 'server_error', 'unavailable'));
   const request = await readRequest(c);
   if ('status' in request) return answerError(c, request);
-  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
-  if (session === null) return answerError(c, apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session'));
-  const chatId = `${user}:${session}`;
-  // One turn at a time: two requests' messages may be answered by one reply. A command may come any time (`/stop`).
-  const command = parseCommand(request.text) !== null;
-  if (!command && deps.waiters.busy(chatId)) return answerError(c, apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'));
-  const key = c.req.header('idempotency-key');
-  const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
-  const message: InboundMessage = toWellFormedInbound({
-    id: `api:${chatId}:${requestId}`, channel: 'api', chatId, userId: user, userName: user, text: request.text, attachments: [],
-    // Refusals and approval decisions are answered in this response, from the verdict.
-    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true, answerInPlace: true,
-  });
+  const message = toMessage(c, user, request, deps.waiters);
+  if ('status' in message) return answerError(c, message);
   const p: Pending = {
-    id: `chatcmpl-${requestId.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model, sessionId: sessionKeyOf(message),
-    queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
+    id: `chatcmpl-${message.platformMessageId!.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model,
+    sessionId: sessionKeyOf(message), chatId: message.chatId, queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
     waiter: new Waiter(message.id, request.stream ? (delta) => {
       p.queue.push(delta);
       p.wake?.();
     } : undefined),
   };
-  // Registered before the message goes in: its answer may come before the verdict does.
+  const refused = await enter(p, message, onMessage, deps);
+  if (refused) return answerError(c, refused);
+  return request.stream ? streamAnswer(c, p, request, deps) : wholeAnswer(c, p, deps);
+}
+
+/** The request as a message of its session, or why it cannot be one (a bad session name, a session still waiting). */
+function toMessage(c: Context, user: string, request: CompletionRequest, waiters: Waiters): InboundMessage | ApiError {
+  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
+  if (session === null) return apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session');
+  const chatId = `${user}:${session}`;
+  // One turn at a time: two requests' messages may be answered by one reply. A command may come any time (`/stop`).
+  if (parseCommand(request.text) === null && waiters.busy(chatId)) {
+    return { ...apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'), noRetry: true };
+  }
+  const key = c.req.header('idempotency-key');
+  const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
+  return toWellFormedInbound({
+    id: `api:${chatId}:${requestId}`, channel: 'api', chatId, userId: user, userName: user, text: request.text, attachments: [],
+    // Refusals and approval decisions are answered in this response, from the verdict.
+    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true, answerInPlace: true,
+  });
+}
+
+/**
+ * Puts the request in line and its message into the gateway; the line is left when the answer
+ * comes (or the wait ends). @returns the error to answer instead (a refusal, a store failure).
+ */
+async function enter(p: Pending, message: InboundMessage, onMessage: InboundHandler, deps: CompletionDeps): Promise<ApiError | null> {
+  const { chatId } = p;
+  // In line before the message goes in: its answer may come before the verdict does.
   deps.waiters.add(chatId, p.waiter);
   const release = (): void => {
     p.waiter.cancel(new Error('released'));
@@ -85,23 +104,24 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   } catch (err) {
     release();
     deps.log.warn({ err, sessionId: p.sessionId }, 'api request not taken');
-    return answerError(c, apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable'));
+    return apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable');
   }
   const refused = refusalError(verdict);
   if (refused) {
     release();
-    return answerError(c, refused);
+    return refused;
   }
   // An approval that resumes the turn waits for the turn's answer; one that changed nothing is answered now.
   const decided = verdict.answer;
-  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' && !(decided?.settled && !decided.repeat) ? 'command' : 'turn');
-  if (decided && !(decided.settled && !decided.repeat)) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
+  const resumes = decided !== undefined && decided.settled && !decided.repeat;
+  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' && !resumes ? 'command' : 'turn');
+  if (decided && !resumes) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {
     clearTimeout(timer);
     release();
   }).catch(() => undefined);
-  return request.stream ? streamAnswer(c, p, request, deps) : wholeAnswer(c, p, deps);
+  return null;
 }
 
 /** The answer as one completion; a long wait starts the 200 response and keeps it alive with spaces (JSON allows them). */
@@ -170,6 +190,7 @@ function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: 
 /** Answers `error` in OpenAI's shape, with `Retry-After` when it has a wait. */
 export function answerError(c: Context, error: ApiError): Response {
   if (error.retryAfterSeconds !== undefined) c.header('Retry-After', String(error.retryAfterSeconds));
+  if (error.noRetry) c.header('x-should-retry', 'false');
   return c.json(error.body, error.status);
 }
 
@@ -199,6 +220,7 @@ async function usageOf(p: Pending, deps: CompletionDeps): Promise<ApiUsage> {
 class WaitTimeout extends Error {}
 
 function waitError(err: unknown): ApiError {
-  if (err instanceof WaitTimeout) return apiError(504, 'no answer in time; it will still be added to the session', 'server_error', 'timeout');
+  // Sent again, the message would be added twice: the turn is still running.
+  if (err instanceof WaitTimeout) return { ...apiError(504, 'no answer in time; it will still be added to the session', 'server_error', 'timeout'), noRetry: true };
   return apiError(503, `no answer: ${err instanceof Error ? err.message : String(err)}`, 'server_error', 'unavailable');
 }

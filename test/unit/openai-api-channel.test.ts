@@ -144,9 +144,12 @@ describe('the API channel over HTTP (no gateway)', () => {
     const second = await post(channel.app, { model: 'x', messages: [user('again')] }, { 'x-chatgate-session': 's' });
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ error: { code: 'session_busy' } });
+    // Sent again at once it would be refused again: the SDKs are told not to retry.
+    expect(second.headers.get('x-should-retry')).toBe('false');
     const limited = await post(channel.app, { model: 'x', messages: [user('fast')] }, { 'x-chatgate-session': 'other' });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('3');
+    expect(limited.headers.get('x-should-retry')).toBeNull();
     expect(taken[0]).toMatchObject({ channel: 'api', chatId: 'alice:s', userId: 'alice', text: 'hi', refusalsAnswered: true });
     await channel.send({ chatId: 'alice:s' }, { text: 'hello **alice**', mode: 'formatted', answersTurn: true });
     const answer = await (await first).json() as { choices: Array<{ message: { content: string } }>; usage: object };
