@@ -2,7 +2,8 @@
  * Approvals end to end through the fake Telegram: a side-effecting `ask` tool (it appends a line
  * to a real file) is asked about in the chat; approve → written once and the turn goes on; deny →
  * not written and the model is told; expiry; a second decision changes nothing; "always in this
- * chat" survives a compaction, `/pins` lists it, `/revoke` and `/new` end it; `/stop` denies.
+ * chat" survives a compaction, `/pins` lists it, `/revoke` and `/new` end it; `/stop` denies; `/approve all`
+ * decides every question. Every decision (press, command, expiry, `/stop`) shows on its question, buttons gone.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,7 +55,7 @@ async function start(file: string, env: Record<string, string> = {}, approvalTim
 async function pollUntilMessageId(id: string): Promise<number> {
   let found: number | undefined;
   await pollUntil(() => {
-    for (const [key, text] of tg.telegram.messages) if (text.includes(`(${id})`)) found = Number(key.split(':')[1]);
+    for (const [key, text] of tg.telegram.messages) if (text.includes('Approval needed') && text.includes(`(${id})`)) found = Number(key.split(':')[1]);
     return found !== undefined;
   });
   return found!;
@@ -119,6 +120,34 @@ describe('approvals of tool calls (Telegram)', () => {
     await tg.until(() => tg.telegram.callsOf('answerCallbackQuery').length === 2);
     expect(String(tg.telegram.callsOf('answerCallbackQuery')[1]!.params.text)).toMatch(/^Already decided/);
     expect(lines('e.txt')).toEqual(['press it']);
+  });
+
+  it('/approve all decides every question of the chat: both calls of the round run once, and their questions show it', async () => {
+    await tg.start({
+      tools: [writeFile],
+      handler: (request) => {
+        const last = request.messages.at(-1)!;
+        if (last.role === 'tool') return { content: `Done: ${toolResults(request).join(' + ')}` };
+        const text = messageText(last);
+        return { toolCalls: [
+          { name: 'write_file', arguments: { file: 'all.txt', text: `${text} 1` }, id: `call_${request.index}_a` },
+          { name: 'write_file', arguments: { file: 'all.txt', text: `${text} 2` }, id: `call_${request.index}_b` },
+        ] };
+      },
+    });
+    const before = tg.sent().length;
+    say('both');
+    await tg.until(() => tg.sent().slice(before).filter((text) => text.includes('Approval needed')).length === 2);
+    const ids = tg.sent().slice(before).filter((text) => text.includes('Approval needed')).map((text) => /\(([a-z0-9]{6})\)/.exec(text)![1]!);
+    expect(lines('all.txt')).toEqual([]);
+    const answers = tg.sent().length;
+    say('/approve all');
+    await tg.until(() => tg.sent().slice(answers).some((text) => text.startsWith('Done: wrote all.txt + wrote all.txt')));
+    const answer = tg.sent().slice(answers).find((text) => text.startsWith('Approved by'))!;
+    expect(answer.split('\n').sort()).toEqual(ids.map((id) => `Approved by Ada: write_file (${id}).`).sort());
+    expect(lines('all.txt')).toEqual(['both 1', 'both 2']);
+    for (const id of ids) await expectDecided(id, `Approved by Ada: write_file (${id}).`);
+    expect(await ask('/approve all')).toBe('Nothing is waiting for your approval here.');
   });
 
   it('/deny: the file is not written and the model is told', async () => {
