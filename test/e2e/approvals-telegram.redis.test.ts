@@ -150,6 +150,23 @@ describe('approvals of tool calls (Telegram)', () => {
     expect(await ask('/approve all')).toBe('Nothing is waiting for your approval here.');
   });
 
+  it('a message that arrives while a turn waits for approval waits as behind a running turn: it joins after the decided round', async () => {
+    const s = await start('w.txt');
+    const id = await asked('waiting');
+    say('meanwhile');
+    const keys = sessionKeys('telegram:42', s.t.keyPrefix);
+    // Taken in, not answered: the waiting turn is still the session's.
+    await pollUntil(async () => (await s.t.redis.llen(keys.inbox)) + (await s.t.redis.llen(keys.processing)) >= 2, { what: 'the second message taken in' });
+    expect(s.agentRequests()).toHaveLength(1);
+    const answers = tg.sent().length;
+    say(`/approve ${id}`);
+    // The default mode (steer): the message joins the resumed turn after the round's results, never inside it.
+    await tg.until(() => tg.sent().slice(answers).some((text) => text.includes('Approval needed') && text.includes('meanwhile')));
+    expect(lines('w.txt')).toEqual(['waiting']);
+    const resumed = s.agentRequests()[1]!.messages.map((m) => `${m.role}:${messageText(m)}`).slice(1);
+    expect(resumed).toEqual(['user:waiting', 'assistant:', 'tool:wrote w.txt', 'user:meanwhile']);
+  });
+
   it('/deny: the file is not written and the model is told', async () => {
     const s = await start('b.txt');
     const id = await asked('deny me');
