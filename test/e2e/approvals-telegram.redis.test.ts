@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { messageText } from '../../src/core/messages.js';
+import type { SessionDetail } from '../../src/core/session-view.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { defineTool } from '../../workers/tools/types.js';
@@ -200,6 +201,10 @@ describe('approvals of tool calls (Telegram)', () => {
     expect(await ask('second')).toBe('Done: wrote d.txt');
     expect(lines('d.txt')).toEqual(['first', 'second']);
     expect(await ask('/pins')).toMatch(/Always approved in this chat[\s\S]*• write_file \(by Ada/);
+    // The dashboard's session view (its API) shows the grant and the decision, after the compaction too.
+    const detail = (await (await fetch(`${s.gateway.httpUrl}/api/sessions/${encodeURIComponent('telegram:42')}`)).json()) as SessionDetail;
+    expect(detail.grants).toEqual([expect.objectContaining({ tool: 'write_file', by: { userId: '42', userName: 'Ada' } })]);
+    expect(detail.decisions).toEqual(expect.arrayContaining([expect.objectContaining({ approvalId: id, tool: 'write_file', decision: 'approved', via: 'user', always: true, args: expect.stringContaining('first') })]));
     expect(await ask('/revoke write_file')).toBe('Revoked: write_file asks for approval again in this chat.');
     const third = await asked('third');
     expect(await ask('/stop')).toBe('Stopped.');
