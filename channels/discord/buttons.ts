@@ -2,8 +2,8 @@
  * A press of a message's button (INTERACTION_CREATE): the button's command (its `custom_id`) goes to
  * the gateway as a message of the user who pressed it, and its answer is shown where it was pressed —
  * when the press settled the question, the message is updated to show the decision without its
- * buttons (UPDATE_MESSAGE); otherwise (decided before, not theirs to decide, refused) an ephemeral
- * reply says why. Discord
+ * buttons (UPDATE_MESSAGE); when it was decided before, the buttons are removed and an ephemeral
+ * follow-up says so; otherwise (not theirs to decide, refused) an ephemeral reply says why. Discord
  * waits 3 s for the first answer: when the gateway is slower, the press is deferred first and then
  * the original message edited, or a follow-up sent.
  */
@@ -45,8 +45,14 @@ async function answerPress(interaction: ButtonInteraction, onMessage: InboundHan
     return void (await privately(interaction, PRESS_NOT_TAKEN, deferred));
   }
   const { text, settled, repeat } = answerOf(outcome.value);
-  // Decided before (a second press, a typed command, the expiry): told privately, the message left as it is.
-  if (!settled || repeat) return void (await privately(interaction, text, deferred));
+  if (!settled) return void (await privately(interaction, text, deferred));
+  if (repeat) {
+    // Decided before (a second press, a typed command, the expiry): the buttons go, the text stays
+    // (content left out: a press racing the deciding one must not overwrite its decision), and the presser is told.
+    if (deferred) await interaction.editReply({ components: [] });
+    else await interaction.update({ components: [] });
+    return void (await interaction.followUp({ content: truncateText(text, MAX_CONTENT), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
+  }
   const content = truncateText(`${interaction.message.content}\n\n${text}`.trim(), MAX_CONTENT);
   if (deferred) await interaction.editReply({ content, components: [], allowedMentions: NO_MENTIONS });
   else await interaction.update({ content, components: [], allowedMentions: NO_MENTIONS });

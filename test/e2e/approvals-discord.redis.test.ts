@@ -2,7 +2,7 @@
  * Approvals through the fake Discord with discord.js unmodified: the question carries an action row
  * of buttons (custom_id = the command); a press is an INTERACTION_CREATE answered at the interaction
  * callback — UPDATE_MESSAGE showing the decision without buttons — and the turn goes on. Two presses
- * at once run the call once (the other is told privately). A gateway slower than the press allows is
+ * at once run the call once (the other is told privately, the decision left shown). A gateway slower than the press allows is
  * answered by deferring, then editing the original. In a guild only the user who started the turn or
  * an operator-listed admin may decide: another user's press or typed command is refused, nothing runs.
  */
@@ -109,11 +109,27 @@ describe('approvals on Discord (buttons, interactions)', () => {
     const { messageId, id } = await asked('beta two');
     discord.pressButton(messageId, `/approve ${id}`);
     discord.pressButton(messageId, `/deny ${id}`);
-    await until(() => answers().length === 2 && posts().some((call) => call.body?.content === 'Done: wrote beta.txt'));
-    const [update, told] = [answers().find((a) => a.type === 7)!, answers().find((a) => a.type === 4)!];
-    expect(update.content).toContain(`Approved by Ada Lovelace: write_file (${id}).`);
-    expect(told).toMatchObject({ ephemeral: true, content: `Already decided — Approved by Ada Lovelace: write_file (${id}).` });
+    await until(() => answers().length === 3 && posts().some((call) => call.body?.content === 'Done: wrote beta.txt'));
+    // The deciding press shows the decision; the other only takes the buttons away (content left as it is) and is told.
+    expect(answers().filter((a) => a.type === 7).map((a) => a.content)).toEqual(expect.arrayContaining([undefined, expect.stringContaining(`Approved by Ada Lovelace: write_file (${id}).`)]));
+    expect(answers().find((a) => a.kind === 'follow-up')).toMatchObject({ ephemeral: true, content: `Already decided — Approved by Ada Lovelace: write_file (${id}).` });
+    expect(discord.messageContent(messageId)).toMatch(/Approved by Ada Lovelace: write_file \([a-z0-9]{6}\)\.$/);
     expect(lines('beta.txt')).toEqual(['beta two']);
+  });
+
+  it('a press after the question was decided by a typed command: its buttons go and the presser is told', async () => {
+    await start();
+    const { messageId, id } = await asked('epsilon five');
+    discord.dispatchMessage({ content: `/deny ${id}`, where: 'dm', author: ADA });
+    await until(() => posts().some((call) => String(call.body?.content).startsWith('Done: Error: the user denied')));
+    const question = discord.messageContent(messageId);
+    discord.pressButton(messageId, `/approve ${id}`);
+    await until(() => answers().length === 2);
+    expect(answers()[0]).toMatchObject({ kind: 'callback', type: 7, components: [] });
+    expect(answers()[1]).toMatchObject({ kind: 'follow-up', ephemeral: true, content: `Already decided — Denied by Ada Lovelace: write_file (${id}).` });
+    expect(discord.messageContent(messageId)).toBe(question);
+    expect(discord.components.has(messageId)).toBe(false);
+    expect(lines('epsilon.txt')).toEqual([]);
   });
 
   it('a gateway slower than the press allows: the press is deferred, then the original message edited', async () => {
