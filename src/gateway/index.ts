@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import { createBudgetGuard } from '../budget/guard.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
@@ -143,7 +144,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, onCommitted: recordCommittedUsage(metrics) }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
