@@ -140,6 +140,8 @@ export interface Config {
   heartbeatTtlMs: number;
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
   transcriptMaxLen: number;
+  /** Days the usage rollups are kept: hourly and daily (CHATGATE_USAGE_HOURLY_DAYS, _DAILY_DAYS). */
+  usageRetention: { hourlyDays: number; dailyDays: number };
   /** How long a message's seen marker (re-delivery guard) stays in Redis, seconds. */
   seenTtlSeconds: number;
   /** How long each channel may take to connect at start, ms. */
@@ -342,6 +344,7 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig, fileIssues: str
     budgets: buildBudgets(v, fileIssues),
     heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
+    usageRetention: { hourlyDays: n('CHATGATE_USAGE_HOURLY_DAYS'), dailyDays: n('CHATGATE_USAGE_DAILY_DAYS') },
     seenTtlSeconds: n('CHATGATE_SEEN_TTL_SECONDS'),
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     channelLeaseMs: n('CHATGATE_CHANNEL_LEASE_MS'),

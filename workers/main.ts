@@ -53,7 +53,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const ownsRedis = typeof deps.redis !== 'object';
   const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
-  const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
+  const store = createSessionStore({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const { llm, compressor, tools, budget } = createAgentParts(deps, o, logger, redis);
   const consumers: Array<Worker<TurnJobData>> = [];
   // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).
@@ -149,6 +149,8 @@ function turnLiveReplies(redis: RedisClient, logger: Logger, o: ResolvedRunWorke
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */
 function handleFailures(worker: Worker<TurnJobData>, turn: TurnRunner): { settled(): Promise<void> } {
   const running = new Set<Promise<void>>();
+  // BullMQ's stalled check found a turn whose worker stopped renewing its lock (the dead-worker recovery logs its own).
+  worker.on('stalled', (jobId, previous) => turn.logger.warn({ jobId, previous }, 'turn stalled: its worker stopped renewing the lock; put back for another worker'));
   worker.on('failed', (job, err) => {
     if (!job) return;
     const handled = onTurnFailed(turn, job, err).catch((error: unknown) => turn.logger.error({ err: error, jobId: job.id }, 'failed turn not handled'));

@@ -25,6 +25,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     queuePrefix: config.redis.queuePrefix,
     queueShards: config.redis.queueShards,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
     budgets: config.budgets,
@@ -67,6 +68,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     maxModelCalls: config.llm.maxModelCalls,
     compactionNotice: config.compaction.notice,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
     prices: configuredPrices(config),
@@ -92,6 +94,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     hygieneThreshold: config.compaction.hygieneThreshold,
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs,
     llmStream: config.liveReplies.enabled,
   };

@@ -1,3 +1,4 @@
+import type { UsageRetention } from '../redis/session-store.js';
 import type { BudgetSettings } from '../core/budget.js';
 import type { PriceTable } from '../core/models.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
@@ -31,6 +32,8 @@ export interface GatewayOptions {
   queueShards?: number;
   /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Group chats: one session per chat or per user. Default `per-chat`. */
   groupMode?: GroupSessionMode;
   /** Who may talk to the bot, per channel. Default everyone (`*`) on every channel. */

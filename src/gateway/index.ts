@@ -39,6 +39,7 @@ import { startPendingSweeper } from './sweeper.js';
 import { createApprovalStore } from '../approvals/store.js';
 import { startApprovalExpiry } from '../approvals/expiry.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
+import { startWorkerWatch } from './worker-watch.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
@@ -67,6 +68,8 @@ export interface GatewayDeps {
   sessions: SessionView;
   /** The dashboard's status panel: the report `chatgate status` prints (the composition root builds it). Default none. */
   status?: MonitorDeps['status'];
+  /** Usage over time for `/api/usage` and the overview page (the composition root builds it). Default none. */
+  usage?: MonitorDeps['usage'];
   /** Channels to run instead of the ones built from `options.channels` (tests, embedders). */
   channels?: GatewayChannels;
   /**
@@ -139,7 +142,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
@@ -188,6 +191,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(failFastRedis, keyPrefix),
     status: deps.status,
+    usage: deps.usage,
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
@@ -195,6 +199,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
   });
   closers.push(() => heartbeat.stop());
+  const workerWatch = startWorkerWatch({ redis: failFastRedis, logger }, { keyPrefix });
+  closers.push(async () => workerWatch.stop());
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.receive(message);

@@ -5,7 +5,7 @@ import type { BudgetLedger } from '../budget/ledger.js';
  */
 import type { ChatCommand } from '../core/commands.js';
 import type { AllowList, Attachment, ChannelName, GroupSessionMode, InboundMessage, InboundVerdict } from '../core/inbound.js';
-import type { Logger, OutageLog } from '../log.js';
+import type { LineThrottle, Logger, OutageLog } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
@@ -70,6 +70,8 @@ export interface IngestContext {
   background: BackgroundTasks;
   /** Failures a Redis outage repeats: one warning per 30 s. */
   outage: OutageLog;
+  /** The `user rate-limited` line: one per user per minute. */
+  rateLines: LineThrottle;
 }
 
 /** One message on its way through the pipeline, and what was worked out of it once, at the start. */

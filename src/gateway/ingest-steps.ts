@@ -99,8 +99,16 @@ export const answerUnsupported: IngestStep = async (ctx, incoming) => {
   const { message, sessionId } = incoming;
   const reply = message.unsupportedReply;
   if (reply === undefined) return null;
-  return answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  const verdict = await answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  if (verdict.outcome === 'unsupported') logUploadRefused(ctx, incoming, 'unsupported');
+  return verdict;
 };
+
+/** One line per refused upload: which user, what files (type and size, never names), and why. */
+function logUploadRefused(ctx: IngestContext, { message, sessionId, attachments }: Incoming, outcome: 'too_large' | 'unsupported'): void {
+  const files = attachments.map((file) => ({ kind: file.kind, mimeType: file.mimeType, size: file.size }));
+  ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, outcome, files }, 'upload refused');
+}
 
 /** Downloads and stores the message's files (src/gateway/attachments.ts); refuses unreadable or too large ones. */
 export const takeFiles: IngestStep = async (ctx, incoming) => {
@@ -111,6 +119,7 @@ export const takeFiles: IngestStep = async (ctx, incoming) => {
     incoming.attachments = files.attachments;
     return null;
   }
+  logUploadRefused(ctx, incoming, files.outcome);
   await refuse(ctx, incoming.message, incoming.sessionId, files.reason, files.outcome);
   return { outcome: files.outcome, reason: files.reason };
 };
@@ -146,6 +155,8 @@ async function duplicate(ctx: IngestContext, sessionId: string, inboxLength: num
 
 async function refuseRate(ctx: IngestContext, { message, sessionId, rate }: Incoming): Promise<InboundVerdict> {
   const retryAfterMs = rate!.retryAfterMs;
+  const held = ctx.rateLines.admit(`${message.channel}:${message.userId}`);
+  if (held !== null) ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, limitPerMinute: ctx.options.rateLimitPerMinute, retryAfterMs, refusedSinceLastLine: held }, 'user rate-limited: message refused');
   const reason = `You are sending messages faster than ${ctx.options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
   await refuse(ctx, message, sessionId, reason, 'rate');
   return { outcome: 'rate_limited', reason, retryAfterMs };

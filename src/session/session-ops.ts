@@ -1,3 +1,4 @@
+import type { UsageRetention } from '../redis/session-store.js';
 import { ContextCompressor } from '../core/compaction/compressor.js';
 import { withDefaultCallScope } from '../llm/call-scope.js';
 import { createLlmClient, type LlmClient } from '../llm/client.js';
@@ -78,6 +79,8 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Session key prefix (for the store built when `deps.store` is absent). */
   keyPrefix: string;
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
@@ -100,7 +103,7 @@ export function createLlmSessionOps(
   const { logger } = deps;
   // One counter for every compressor of these operations: a GPT-3.5/4 session loads cl100k_base once.
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([options.limits.model]);
-  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger, metrics: deps.metrics }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention, usageRetention: options.usageRetention });
   const client = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries }, stream: options.llmStream,

@@ -128,7 +128,7 @@ describe('loadConfig', () => {
       logFormat: 'auto',
       budgets: { user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} },
       heartbeatTtlMs: 15_000,
-      transcriptMaxLen: 10_000,
+      transcriptMaxLen: 10_000, usageRetention: { hourlyDays: 14, dailyDays: 400 },
       seenTtlSeconds: 86_400,
       channelStartTimeoutMs: 30_000,
       channelLeaseMs: 10_000,
