@@ -11,7 +11,7 @@ import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { isTurnStopped } from './turn-stop.js';
 import { finish } from './turn-commit.js';
 import { compact, compactIfNeeded } from './turn-compaction.js';
-import { appendInbound, freshItems } from './turn-inbound.js';
+import { appendInbound, freshItems, steerIn } from './turn-inbound.js';
 import { buildRequest, channelOf, clearSteps, ensureLease, metricsOf, type AgentDeps, type AgentOptions, type Loop, type TurnInput } from './turn-loop.js';
 import { applyResult } from './turn-round.js';
 
@@ -87,6 +87,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     }
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
+    // The round is committed: messages sent meanwhile in `steer` mode join before the next call.
+    await steerIn(loop);
   }
 }
 
