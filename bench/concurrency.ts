@@ -13,7 +13,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { createWebClient } from './pipeline/load.js';
-import { cpuMs, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
+import { cpuMs, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { freePort, startBenchRedis } from './pipeline/redis.js';
 import { printTable } from './util.js';
 
@@ -30,11 +30,7 @@ export async function runConcurrencyBench(): Promise<void> {
     for (const [k, level] of LEVELS.entries()) {
       const tag = `bench-conc-${process.pid}-${k}`;
       const port = await freePort();
-      const env = {
-        REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`, OPENAI_BASE_URL: slow.baseURL, OPENAI_API_KEY: 'bench',
-        CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
-        CHATGATE_MODEL_TIMEOUT_MS: String(Math.max(30_000, LLM_MS * 4)),
-      };
+      const env = roleEnv({ redisUrl: redis.url, llmUrl: slow.baseURL, tag, port, logLevel: 'warn' }, { CHATGATE_MODEL_TIMEOUT_MS: String(Math.max(30_000, LLM_MS * 4)) });
       const roles: RoleProcess[] = [];
       try {
         const gateway = await startRole('gateway', env);

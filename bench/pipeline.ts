@@ -17,7 +17,7 @@ import { createWebClient, type LoadResult } from './pipeline/load.js';
 import { runSweeperCapacity } from './pipeline/sweeper.js';
 import { printClusterShare, runClusterShare } from './pipeline/cluster-share.js';
 import { startMonitor } from './pipeline/monitor.js';
-import { cpuMs, machine, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
+import { cpuMs, machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
 import { percentile, printTable } from './util.js';
 
@@ -29,6 +29,12 @@ const OPEN_RATE = Number(process.env.PIPELINE_RATE ?? 0);
 /** PIPELINE_MONITOR_RATE: the MONITOR phase as an open loop at this many messages a second (default: closed loop). */
 const MONITOR_RATE = Number(process.env.PIPELINE_MONITOR_RATE ?? 0);
 const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
+/** PIPELINE_BUDGETS=1: limits at every level (never reached), so each model call reserves and settles. */
+const BUDGETS = process.env.PIPELINE_BUDGETS === '1';
+const BUDGET_ENV = {
+  CHATGATE_BUDGET_USER_DAILY_USD: '1000', CHATGATE_BUDGET_CHAT_DAILY_USD: '1000', CHATGATE_BUDGET_DEPLOYMENT_MONTHLY_USD: '100000',
+  CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000000',
+};
 
 /** One measured phase: the load's result, CPU per role and Redis's command counts. */
 interface Phase {
@@ -44,11 +50,7 @@ export async function runPipelineBench(): Promise<void> {
   const llm = await startBenchLlm();
   const tag = `bench-pipe-${process.pid}`;
   const port = await freePort();
-  const env = {
-    REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`,
-    OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'bench', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'info',
-    CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
-  };
+  const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port }, BUDGETS ? BUDGET_ENV : {});
   const workerEnv = { ...env, CHATGATE_HTTP_PORT: '0' };
   const roles: RoleProcess[] = [];
   try {
@@ -139,7 +141,7 @@ interface Report {
 
 function report(r: Report): void {
   const f = (n: number | undefined, digits = 2) => (n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
-  console.log(`\npipeline: ${machine()}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
+  console.log(`\npipeline: ${machine()}; budgets ${BUDGETS ? 'on (a limit at every level)' : 'off'}; Redis ${r.redis.private ? 'private redis-server' : 'REDIS_URL (shared: counts include other clients)'}; ${MESSAGES} messages over ${SESSIONS} sessions per peak`);
   console.log('Throughput is noisy on a shared machine; CPU ms per message per process is the robust figure.\n');
   printTable(['phase', 'msg/s', 'refused', 'p50 ms', 'p99 ms', 'gateway CPU ms/msg', 'worker CPU ms/msg', 'redis CPU ms/msg', 'bench CPU ms/msg', 'redis cmds/msg'], r.phases.map((p) => [
     p.name, f(p.load.messages / p.load.seconds, 0), p.load.refused, f(percentile(p.load.latencies, 50), 1), f(percentile(p.load.latencies, 99), 1),

@@ -5,6 +5,7 @@ import { runDeadWorkerBench } from './dead-worker.js';
 import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
+import { runSoakBench } from './soak.js';
 import { runStorageBench } from './storage.js';
 
 const wanted = new Set(process.argv.slice(2));
@@ -18,3 +19,5 @@ if (wanted.has('failover')) await runFailoverBench();
 if (wanted.has('dead-worker')) await runDeadWorkerBench();
 // Slow model, minutes of waiting: only when named.
 if (wanted.has('concurrency')) await runConcurrencyBench();
+// Half an hour by default (SOAK_MINUTES): only when named.
+if (wanted.has('soak')) await runSoakBench();

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { storeAttachment } from '../src/redis/attachments.js';
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { createWebClient } from './pipeline/load.js';
-import { startRole, type RoleProcess } from './pipeline/procs.js';
+import { roleEnv, startRole, type RoleProcess } from './pipeline/procs.js';
 import { freePort, startBenchRedis, type BenchRedis } from './pipeline/redis.js';
 import { startFailingLlm } from './storage/failing-llm.js';
 import { difference, PARTS, takeCensus, type Census, type Part } from './storage/parts.js';
@@ -46,10 +46,7 @@ export async function runStorageBench(): Promise<void> {
   const tag = `bench-store-${process.pid}`;
   const [keyPrefix, queuePrefix] = [`${tag}:`, `{${tag}q}`];
   const port = await freePort();
-  const env = {
-    REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: keyPrefix, CHATGATE_QUEUE_PREFIX: queuePrefix, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'bench',
-    CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
-  };
+  const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port, logLevel: 'warn' });
   const roles: RoleProcess[] = [];
   try {
     roles.push(await startRole('gateway', env), await startRole('worker', { ...env, CHATGATE_HTTP_PORT: '0' }));

@@ -99,7 +99,27 @@ export function createWebClient(baseUrl: string, tag: string) {
   };
 }
 
-function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+/** Requests sent again after a connection reset, by whether the socket was a kept-alive one. */
+export const resets = { reused: 0, fresh: 0 };
+
+/**
+ * One request. A kept-alive socket the server closed as it went idle (its keep-alive timeout)
+ * fails with ECONNRESET when reused at that moment: such a request is sent again once, on a new
+ * socket, as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped,
+ * and a long poll is a read). A reset of a fresh socket is sent again too, and counted apart.
+ */
+async function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+  try {
+    return await send(base, localAddress, method, path, body);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    if ((err as { reusedSocket?: boolean }).reusedSocket) resets.reused++;
+    else resets.fresh++;
+    return send(base, localAddress, method, path, body);
+  }
+}
+
+function send(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
     const req = request({ host: base.hostname, port: base.port, method, path, headers, agent, localAddress }, (res) => {
@@ -108,7 +128,7 @@ function call(base: URL, localAddress: string, method: string, path: string, bod
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     req.end(body);
   });
 }

@@ -28,13 +28,15 @@ export interface RoleProcess {
   pid: number;
   /** From spawn to the ready banner, ms. */
   readyMs: number;
+  /** Its inspector's WebSocket address, when started with `--inspect` (see bench/pipeline/heap.ts). */
+  inspectorUrl?: string;
   stop(): Promise<void>;
 }
 
 /** Starts `chatgate <role>` with `env` and resolves once it prints that it is running. */
-export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>): Promise<RoleProcess> {
+export async function startRole(role: 'gateway' | 'worker', env: Record<string, string>, extraNodeArgs: readonly string[] = []): Promise<RoleProcess> {
   // PIPELINE_NODE_ARGS go to each role's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for profiles).
-  const nodeArgs = (process.env.PIPELINE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...(process.env.PIPELINE_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs];
   if (RUNTIME === 'compiled' && !built) {
     execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
     built = true;
@@ -45,9 +47,14 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
   });
   let out = '';
   let err = '';
+  let inspectorLine = '';
   // The log lines are read (and dropped) like a supervisor would: the process pays for writing them.
   child.stdout!.on('data', (chunk: Buffer) => { if (out.length < 65_536) out += chunk.toString('utf8'); });
-  child.stderr!.on('data', (chunk: Buffer) => { if (err.length < 65_536) err += chunk.toString('utf8'); });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    if (!inspectorLine && text.includes('Debugger listening')) inspectorLine = text;
+    if (err.length < 65_536) err += text;
+  });
   const readyMs = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chatgate ${role} did not start within 60 s:\n${err}`)), 60_000);
     const onExit = (code: number | null) => {
@@ -70,8 +77,9 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
   child.once('exit', (code, signal) => {
     if (!stopping) process.stderr.write(`bench: chatgate ${role} (pid ${child.pid}) exited during the run (${code ?? signal}):\n${err.slice(-4000)}\n`);
   });
+  const inspectorUrl = /Debugger listening on (ws:\/\/\S+)/.exec(inspectorLine)?.[1];
   return {
-    role, child, pid: child.pid!, readyMs,
+    role, child, pid: child.pid!, readyMs, ...(inspectorUrl ? { inspectorUrl } : {}),
     async stop() {
       stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -112,4 +120,17 @@ function runtimeOf(value: string | undefined): keyof typeof RUNTIMES {
   if (value === undefined || value === '' || value === 'compiled') return 'compiled';
   if (value === 'tsx') return 'tsx';
   throw new Error(`PIPELINE_RUNTIME must be compiled or tsx (got ${value})`);
+}
+
+/**
+ * The environment of the bench's gateway (`port` for its HTTP server); a worker takes it with
+ * `CHATGATE_HTTP_PORT: '0'`. Keys and queues under `tag`; the rate limit high enough not to be
+ * what is measured. `extra` adds or overrides variables.
+ */
+export function roleEnv(options: { redisUrl: string; llmUrl: string; tag: string; port: number; logLevel?: string }, extra: Record<string, string> = {}): Record<string, string> {
+  const { redisUrl, llmUrl, tag, port, logLevel = 'info' } = options;
+  return {
+    REDIS_URL: redisUrl, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`, OPENAI_BASE_URL: llmUrl, OPENAI_API_KEY: 'bench',
+    CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: logLevel, CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port), ...extra,
+  };
 }

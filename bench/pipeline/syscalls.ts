@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { startBenchLlm } from './fake-llm.js';
 import { createWebClient } from './load.js';
-import { cpuMs, startRole, type RoleProcess } from './procs.js';
+import { cpuMs, roleEnv, startRole, type RoleProcess } from './procs.js';
 import { freePort, startBenchRedis } from './redis.js';
 
 const messages = Number(process.argv[2] ?? 2000);
@@ -24,10 +24,7 @@ const redis = await startBenchRedis();
 const llm = await startBenchLlm();
 const tag = `bench-sys-${process.pid}`;
 const port = await freePort();
-const env = {
-  REDIS_URL: redis.url, CHATGATE_KEY_PREFIX: `${tag}:`, CHATGATE_QUEUE_PREFIX: `{${tag}q}`, OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'bench',
-  CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_LOG_LEVEL: 'info', CHATGATE_RATE_LIMIT_PER_MINUTE: '10000', CHATGATE_HTTP_PORT: String(port),
-};
+const env = roleEnv({ redisUrl: redis.url, llmUrl: llm.baseURL, tag, port });
 const roles: RoleProcess[] = [];
 try {
   roles.push(await startRole('gateway', env));

@@ -8,6 +8,7 @@
  * This is the default store of the web chat; `redis-replies.ts` is the shared, durable one.
  */
 import { randomBytes } from 'node:crypto';
+import type { MessageChoice } from '../../src/core/inbound.js';
 
 /** One message from the bot to a web conversation, as clients receive it. */
 export interface WebReply {
@@ -27,10 +28,25 @@ export interface WebReply {
   replyId?: string;
   /** The stream this reply ends (its first chunk): the page replaces that stream's live bubble with it. */
   streamId?: string;
+  /** Buttons under the reply (an approval question's), each posting its command (`POST …/presses`). */
+  choices?: MessageChoice[];
+  /**
+   * Not a message of its own: the new text of the reply with this id (a question once decided), shown
+   * in its place without its buttons. At most one per reply.
+   */
+  edits?: string;
   /** In-memory store only: its boot id. */
   epoch?: string;
   /** In-memory store only: the reply's number within {@link WebReply.epoch}. */
   seq?: number;
+}
+
+/** What a reply may carry besides its text (see {@link WebReply}). */
+export interface ReplyExtras {
+  replyId?: string;
+  streamId?: string;
+  choices?: readonly MessageChoice[];
+  edits?: string;
 }
 
 /** A reply of the in-memory store. */
@@ -66,10 +82,12 @@ export interface ReplyCursor {
 export interface ConversationStore {
   /** This store's boot id (random, `[0-9a-f]{12}`). */
   readonly epoch: string;
-  /** Appends a reply and wakes the conversation's listeners. */
-  append(conversationId: string, text: string, format: WebReply['format'], replyId?: string, streamId?: string): MemoryReply;
+  /** Appends a reply and wakes the conversation's listeners; an `edits` of a reply edited before appends nothing and answers that edit. */
+  append(conversationId: string, text: string, format: WebReply['format'], extras?: ReplyExtras): MemoryReply;
   /** Wakes the listeners with a typing hint (not stored). */
   typing(conversationId: string): void;
+  /** The buffered reply with id `replyId`, if the buffer still holds it. */
+  find(conversationId: string, replyId: string): MemoryReply | undefined;
   /** Buffered replies after the cursor: all of them when the cursor is of another epoch. */
   repliesAfter(conversationId: string, after: ReplyCursor): MemoryReply[];
   /** The cursor a client holding `after` is at now (of this epoch; seq 0 when `after` is of another). */
@@ -118,10 +136,16 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
 
   return {
     epoch,
-    append(conversationId, text, format, replyId, streamId) {
+    append(conversationId, text, format, extras = {}) {
       const conversation = get(conversationId);
+      const { replyId, streamId, choices, edits } = extras;
+      const earlier = edits ? conversation.replies.find((reply) => reply.edits === edits) : undefined;
+      if (earlier) return earlier;
       const seq = ++lastSeq;
-      const reply: MemoryReply = { id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(), ...(replyId ? { replyId } : {}), ...(streamId ? { streamId } : {}), epoch, seq };
+      const reply: MemoryReply = {
+        id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(),
+        ...(replyId ? { replyId } : {}), ...(streamId ? { streamId } : {}), ...(choices && choices.length > 0 ? { choices: [...choices] } : {}), ...(edits ? { edits } : {}), epoch, seq,
+      };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();
       notify(conversation, { type: 'message', reply });
@@ -130,6 +154,9 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
     typing(conversationId) {
       const conversation = conversations.get(conversationId);
       if (conversation) notify(conversation, { type: 'typing' });
+    },
+    find(conversationId, replyId) {
+      return conversations.get(conversationId)?.replies.find((reply) => reply.id === replyId);
     },
     repliesAfter(conversationId, after) {
       const replies = conversations.get(conversationId)?.replies ?? [];

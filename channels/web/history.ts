@@ -12,7 +12,7 @@
  */
 import type { Context } from 'hono';
 import { CHATGATE_MARK } from '../../src/core/messages.js';
-import { sessionKeyOf } from '../../src/core/inbound.js';
+import { sessionKeyOf, type MessageChoice } from '../../src/core/inbound.js';
 import type { OutageLog } from '../../src/log.js';
 import type { WebReply } from './conversations.js';
 import type { ReplyStore } from './reply-store.js';
@@ -60,6 +60,8 @@ export interface HistoryMessage {
   /** ms since epoch, when the transcript recorded it. */
   at: number;
   attachments?: Array<{ kind: string; fileName: string }>;
+  /** A buffered reply's buttons (an approval question not decided by a press yet). */
+  choices?: MessageChoice[];
 }
 
 /** One page of history. */
@@ -153,16 +155,22 @@ async function bufferedReplies(store: ReplyStore, conversationId: string): Promi
 
 /**
  * The newest page with the buffered replies the transcript does not hold — notices ("Stopped.", a
- * model failure, a compaction) and command answers — in time order, so a reload shows what the
- * chat showed. Only those since the page's oldest message (all of them when nothing is older), and
- * only while the conversation's reply buffer still holds them.
+ * model failure, a compaction, an approval question with its buttons) and command answers — in time
+ * order, so a reload shows what the chat showed. Only those since the page's oldest message (all of
+ * them when nothing is older), and only while the conversation's reply buffer still holds them. A
+ * reply edited since (a question decided by a press) shows its new text, without buttons.
  */
 export function withNotices(page: HistoryPage, replies: readonly WebReply[]): HistoryPage {
   const inTranscript = new Set(page.messages.map((m) => m.id));
   const since = page.before === null ? -Infinity : (page.messages[0]?.at ?? Infinity);
+  const edited = new Map(replies.filter((r) => r.edits).map((r) => [r.edits!, r]));
   const notices: HistoryMessage[] = replies
-    .filter((r) => !inTranscript.has(r.replyId ?? r.id) && r.at >= since)
-    .map((r) => ({ id: r.id, role: 'assistant', text: r.text, format: r.format, at: r.at }));
+    .filter((r) => !r.edits && !inTranscript.has(r.replyId ?? r.id) && r.at >= since)
+    .map((r) => {
+      const edit = edited.get(r.id);
+      if (edit) return { id: r.id, role: 'assistant', text: edit.text, format: edit.format, at: r.at };
+      return { id: r.id, role: 'assistant', text: r.text, format: r.format, at: r.at, ...(r.choices ? { choices: r.choices } : {}) };
+    });
   if (notices.length === 0) return page;
   // A stable merge: a notice after the transcript entries of its moment (the question it answers).
   const messages = [...page.messages, ...notices].map((m, k) => ({ m, k })).sort((a, b) => a.m.at - b.m.at || a.k - b.k).map(({ m }) => m);

@@ -19,6 +19,7 @@ import { historyRoute, type TranscriptSource } from './history.js';
 import { mountChatPage } from './page.js';
 import { createRedisReplyStore } from './redis-replies.js';
 import { ID_RE, postMessage } from './post-message.js';
+import { pressChoice } from './press.js';
 import { isMultipart, uploadSlots } from './upload.js';
 import { formatBytes } from '../../src/core/attachments.js';
 import type { Attachment } from '../../src/core/inbound.js';
@@ -78,7 +79,7 @@ export type ResolvedWebChannelOptions = Required<WebChannelOptions>;
 /** The web chat channel: mount {@link WebChannel.app} on the gateway's HTTP server. */
 export interface WebChannel extends Channel {
   readonly name: 'web';
-  /** Routes: GET /, /chat (and its assets, the favicon), POST and GET /api/chat/:id/messages, GET /api/chat/:id/events and /history. */
+  /** Routes: GET /, /chat (and its assets, the favicon), POST and GET /api/chat/:id/messages, POST /api/chat/:id/presses, GET /api/chat/:id/events and /history. */
   readonly app: Hono;
   /** Reads waiting for a reply right now: long polls, and SSE streams between replies. */
   waitingReads(): number;
@@ -133,7 +134,8 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
       try {
-        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', message.deliveryId, message.streamId);
+        const { deliveryId, streamId, choices } = message;
+        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', { deliveryId, streamId, choices });
         if (message.streamId) drafts.close(target.chatId, message.streamId);
         return { messageId: reply.id };
       } catch (err) {
@@ -188,6 +190,7 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
   // A form with a file may be as large as the file limit plus the other fields.
   const uploadLimit = declaredBodyLimit(options.maxUploadBytes + options.maxBodyBytes, (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413));
   app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
+  app.post('/api/chat/:conversationId/presses', limit, (c) => pressChoice(c, { store, onMessage: handler(), log }));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));
   app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));

@@ -29,7 +29,7 @@ export interface ChatAsset {
 }
 
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'page');
-const CLIENT_FILES = ['chat.js', 'composer.js', 'connection.js', 'past-chats.js', 'render.js', 'timeline.js', 'chat.css'];
+const CLIENT_FILES = ['chat.js', 'choices.js', 'composer.js', 'connection.js', 'past-chats.js', 'render.js', 'timeline.js', 'chat.css'];
 const JS = 'text/javascript; charset=utf-8';
 /** What the page may load and run: its own files only (no inline script, no remote images). */
 const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";

@@ -29,23 +29,7 @@ export async function postMessage(c: Context, onMessage: InboundHandler | undefi
   const fields = uploads && isMultipart(c) ? await readUpload(c, uploads.maxBytes) : await readJson(c);
   if (fields instanceof Response) return fields;
   const { text, file } = fields;
-  const clientMessageId = typeof fields.clientMessageId === 'string' && ID_RE.test(fields.clientMessageId) ? fields.clientMessageId : randomUUID();
-  const userId = typeof fields.userId === 'string' && ID_RE.test(fields.userId) ? fields.userId : conversationId;
-  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), MAX_USER_NAME_CHARS) : 'web user';
-  const message: InboundMessage = toWellFormedInbound({
-    id: `web:${conversationId}:${clientMessageId}`,
-    channel: 'web',
-    chatId: conversationId,
-    userId,
-    userName,
-    text,
-    attachments: file ? [file.attachment] : [],
-    platformMessageId: clientMessageId,
-    chatType: 'private',
-    receivedAt: Date.now(),
-    refusalsAnswered: true,
-    ...clientAddressOf(c),
-  });
+  const message = toWebInbound(c, conversationId, { ...fields, text, attachments: file ? [file.attachment] : [] });
   if (!file) return deliver(c, message, onMessage, log);
   uploads!.pending.set(file.attachment.ref, file.bytes);
   try {
@@ -53,6 +37,40 @@ export async function postMessage(c: Context, onMessage: InboundHandler | undefi
   } finally {
     uploads!.pending.delete(file.attachment.ref);
   }
+}
+
+/** What a web post names: its text, and the client's ids and name as sent (checked here). */
+export interface WebPostFields {
+  text: string;
+  clientMessageId?: unknown;
+  userId?: unknown;
+  userName?: unknown;
+  attachments?: InboundMessage['attachments'];
+}
+
+/**
+ * The one way a web post becomes an `InboundMessage`: ids the client sent that are not ids are
+ * replaced (a fresh message id; the conversation as the user), the name cut and made well-formed.
+ */
+export function toWebInbound(c: Context, conversationId: string, fields: WebPostFields, extra: Pick<InboundMessage, 'answerInPlace'> = {}): InboundMessage {
+  const clientMessageId = typeof fields.clientMessageId === 'string' && ID_RE.test(fields.clientMessageId) ? fields.clientMessageId : randomUUID();
+  const userId = typeof fields.userId === 'string' && ID_RE.test(fields.userId) ? fields.userId : conversationId;
+  const userName = typeof fields.userName === 'string' && fields.userName.trim() !== '' ? truncateText(toWellFormedText(fields.userName.trim()), MAX_USER_NAME_CHARS) : 'web user';
+  return toWellFormedInbound({
+    id: `web:${conversationId}:${clientMessageId}`,
+    channel: 'web',
+    chatId: conversationId,
+    userId,
+    userName,
+    text: fields.text,
+    attachments: fields.attachments ?? [],
+    platformMessageId: clientMessageId,
+    chatType: 'private',
+    receivedAt: Date.now(),
+    refusalsAnswered: true,
+    ...extra,
+    ...clientAddressOf(c),
+  });
 }
 
 /** The JSON form (the only one without uploads): a cross-site `text/plain` post cannot send it without a CORS preflight we never grant. */
@@ -83,6 +101,11 @@ async function deliver(c: Context, message: InboundMessage, onMessage: InboundHa
 
 /** 202 when the gateway took the message; a refusal answered at once (403, 429 with Retry-After, 413). */
 function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): Response {
+  return refusalOf(c, verdict) ?? c.json({ id, accepted: true }, 202);
+}
+
+/** The answer to a refusal (403, 429 with Retry-After, 413, 415), or undefined when the gateway took the message. */
+export function refusalOf(c: Context, verdict: InboundVerdict | void): Response | undefined {
   const error = verdict?.reason ?? 'message refused';
   switch (verdict?.outcome) {
     case 'denied':
@@ -99,7 +122,7 @@ function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): 
     case 'unsupported':
       return c.json({ error, refused: 'unsupported' }, 415);
     default:
-      return c.json({ id, accepted: true }, 202);
+      return undefined;
   }
 }
 

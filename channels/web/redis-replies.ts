@@ -15,6 +15,7 @@
  * after each reply costs no stream read at all.
  * Typing hints stay in the process (every gateway receives the workers' turn signals and types on its own).
  */
+import type { MessageChoice } from '../../src/core/inbound.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import { DEFAULT_KEY_PREFIX, webConversationKey, webRepliesChannel } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
@@ -90,15 +91,28 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
 
   return {
     appendsOncePerDeliveryId: true,
-    async append(conversationId, text, format, deliveryId, streamId) {
+    async append(conversationId, text, format, extras = {}) {
+      const { deliveryId, streamId } = extras;
+      const choices = extras.choices && extras.choices.length > 0 ? JSON.stringify(extras.choices) : undefined;
+      const edits = extras.edits ? cursorOf(conversationId, extras.edits) : undefined;
       const at = Date.now();
       // One script: the append is its own delivery record and wakes the conversation's waiting readers on
       // every gateway (a retried delivery wakes them again) — see append-web-reply-1.lua.
       const wake = [webRepliesChannel(resolved.keyPrefix), conversationId];
-      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...(deliveryId ? { deliveryId } : {}), ...(streamId ? { streamId } : {}) };
+      if (extras.edits && !edits) throw new Error(`web reply ${extras.edits} is not a reply of conversation ${conversationId}`);
+      const optional = { ...(deliveryId ? { deliveryId } : {}), ...(streamId ? { streamId } : {}), ...(choices ? { choices } : {}), ...(edits ? { edits } : {}) };
+      const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...optional };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
-      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...(deliveryId ? ['delivery', deliveryId] : []), ...(streamId ? ['stream', streamId] : [])]]);
+      const stored: string[] = [];
+      for (const [name, value] of [['delivery', deliveryId], ['stream', streamId], ['choices', choices], ['edits', edits]] as const) if (value !== undefined) stored.push(name, value);
+      return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...stored]]);
+    },
+    async find(conversationId, replyId) {
+      const cursor = cursorOf(conversationId, replyId);
+      if (!cursor) return undefined;
+      const [entry] = (await deps.redis.xrange(key(conversationId), cursor, cursor)) as StreamEntry[];
+      return entry ? toReply(conversationId, entry) : undefined;
     },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
@@ -125,6 +139,13 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   };
 }
 
+/** The stream id of reply `replyId` (`web:<conversationId>:<stream id>`), or undefined when it is not one of the conversation's. */
+function cursorOf(conversationId: string, replyId: string): string | undefined {
+  const prefix = `web:${conversationId}:`;
+  const cursor = replyId.startsWith(prefix) ? replyId.slice(prefix.length) : '';
+  return STREAM_ID_RE.test(cursor) ? cursor : undefined;
+}
+
 /** Whether stream id `id` comes after `cursor` (both `<ms>-<n>`). */
 function isAfter(id: string, cursor: string): boolean {
   const [ms, n] = id.split('-').map(BigInt) as [bigint, bigint];
@@ -141,6 +162,8 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
   const at = Number(value('at'));
   const replyId = replyIdOf(value('delivery'));
   const streamId = value('stream');
+  const choices = toChoices(value('choices'));
+  const edits = value('edits');
   return {
     id: `web:${conversationId}:${id}`,
     cursor: id,
@@ -149,5 +172,20 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
     at: Number.isFinite(at) ? at : Number(id.split('-')[0]),
     ...(replyId ? { replyId } : {}),
     ...(streamId ? { streamId } : {}),
+    ...(choices ? { choices } : {}),
+    ...(edits ? { edits: `web:${conversationId}:${edits}` } : {}),
   };
+}
+
+/** A stored `choices` field: a JSON array of `{ label, command }` strings; anything else is none. */
+function toChoices(json: string | undefined): MessageChoice[] | undefined {
+  if (!json) return undefined;
+  try {
+    const parsed = JSON.parse(json) as unknown;
+    if (!Array.isArray(parsed)) return undefined;
+    const choices = parsed.filter((c): c is MessageChoice => typeof c?.label === 'string' && typeof c?.command === 'string');
+    return choices.length > 0 ? choices.map(({ label, command }) => ({ label, command })) : undefined;
+  } catch {
+    return undefined;
+  }
 }

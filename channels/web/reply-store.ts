@@ -4,6 +4,7 @@
  * stream per conversation, shared by every gateway and kept across restarts).
  */
 import { createConversationStore, parseCursor, type ConversationStoreOptions, type WebReply } from './conversations.js';
+import type { MessageChoice } from '../../src/core/inbound.js';
 
 /** What {@link ReplyStore.read} returns. */
 export interface ReplyPage {
@@ -31,9 +32,11 @@ export interface ReplyStore {
   /**
    * Appends a reply; every reader of the conversation (on any gateway sharing the store) sees it.
    * With `deliveryId`, the Redis store appends once per id (a retried delivery gets the first reply back).
-   * `streamId`: the stream of partial replies this reply ends.
+   * An `edits` reply is appended once per edited reply in either store (see {@link WebReply.edits}).
    */
-  append(conversationId: string, text: string, format: WebReply['format'], deliveryId?: string, streamId?: string): Promise<WebReply>;
+  append(conversationId: string, text: string, format: WebReply['format'], extras?: AppendExtras): Promise<WebReply>;
+  /** The reply with id `replyId` while the conversation's buffer holds it; undefined after. */
+  find(conversationId: string, replyId: string): Promise<WebReply | undefined>;
   /** Replies after `after` (a cursor; absent or unknown = the whole buffer), waiting up to `timeoutMs` for one. */
   read(conversationId: string, after: string | undefined, options: ReadOptions): Promise<ReplyPage>;
   /** Tells this process's hint listeners of the conversation that the bot is typing (best effort, not stored). */
@@ -46,6 +49,18 @@ export interface ReplyStore {
   waiting(): number;
   /** Whether `append` stores each `deliveryId` once (the Redis store: it is its own delivery ledger). */
   readonly appendsOncePerDeliveryId: boolean;
+}
+
+/** What {@link ReplyStore.append} may add to a reply besides its text. */
+export interface AppendExtras {
+  /** The chunk's stable delivery id (`<reply id>#<chunk index>`). */
+  deliveryId?: string;
+  /** The stream of partial replies this reply ends. */
+  streamId?: string;
+  /** Buttons under the reply. */
+  choices?: readonly MessageChoice[];
+  /** The id of the reply whose text this one replaces (its buttons removed). */
+  edits?: string;
 }
 
 /** Whether `value` is a cursor of either store: `<epoch>:<seq>`, a bare `<seq>`, or a stream id `<ms>-<n>`. */
@@ -71,8 +86,12 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
   let waiting = 0;
   return {
     appendsOncePerDeliveryId: false,
-    async append(conversationId, text, format, deliveryId, streamId) {
-      return store.append(conversationId, text, format, replyIdOf(deliveryId), streamId);
+    async append(conversationId, text, format, extras = {}) {
+      const { deliveryId, ...rest } = extras;
+      return store.append(conversationId, text, format, { ...rest, replyId: replyIdOf(deliveryId) });
+    },
+    async find(conversationId, replyId) {
+      return store.find(conversationId, replyId);
     },
     async read(conversationId, after, options) {
       const ready = page(conversationId, after);

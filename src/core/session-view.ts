@@ -129,18 +129,21 @@ export interface SessionGrant {
   atMs: number;
 }
 
-/** A decision on a tool call the session asked about (from the transcript). */
+/** A decision on a tool call the session asked about, as the transcript records it (its `approval` entry). */
 export interface SessionDecision {
   approvalId: string;
   tool: string;
-  /** The call's arguments as the model sent them. */
+  /** The call's arguments as the model sent them (JSON text, bounded). */
   args: string;
   decision: 'approved' | 'denied' | 'expired';
+  /** `user` (a button or command), `timeout` or `stop`. */
   via: 'user' | 'timeout' | 'stop';
+  /** Who decided (absent for `timeout` and `stop`). */
   by?: { userId: string; userName: string };
+  /** Approved "always in this chat". */
   always: boolean;
   /** ms since epoch. */
-  at: number;
+  atMs: number;
 }
 
 /** What the session is doing now (for `/status`). */

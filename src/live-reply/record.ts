@@ -8,10 +8,9 @@
  * gateway delivers it.
  */
 import type { ChannelName } from '../core/inbound.js';
-import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { DEFAULT_KEY_PREFIX, liveRepliesChannel, liveReplyRecordKey } from '../redis/keys.js';
-import { publishJson, subscribeTopic, type JsonTopic } from '../redis/pubsub.js';
+import { defineTopic } from '../redis/pubsub.js';
 import { runScript } from '../redis/scripts.js';
 
 /** How long a stream's view record (its chat message) is kept, ms: longer than any delivery retry. */
@@ -44,23 +43,19 @@ export interface LiveReplyUpdate extends LiveReplyTarget {
   atMs: number;
 }
 
-const LIVE_REPLY_UPDATES: JsonTopic<LiveReplyUpdate> = {
+const LIVE_REPLY_UPDATES = defineTopic<LiveReplyUpdate>({
   channel: liveRepliesChannel, parse: parseLiveReplyUpdate, what: 'live reply update', component: 'live-reply-updates',
   describe: (update) => ({ sessionId: update.sessionId, streamId: update.streamId }),
-};
+});
 
 /** Publishes `update`. Best effort: the caller ignores failures. */
-export async function publishLiveReply(redis: RedisClient, update: LiveReplyUpdate, keyPrefix: string = DEFAULT_KEY_PREFIX): Promise<void> {
-  await publishJson(redis, LIVE_REPLY_UPDATES, update, keyPrefix);
-}
+export const publishLiveReply = LIVE_REPLY_UPDATES.publish;
 
 /**
  * Subscribes to live reply updates on a dedicated connection (pass `duplicateRedis(redis)`). A
  * malformed payload or a throwing handler is logged and skipped. @returns unsubscribe-and-close.
  */
-export async function subscribeLiveReplies(subscriber: RedisClient, onUpdate: (update: LiveReplyUpdate) => void, keyPrefix: string = DEFAULT_KEY_PREFIX, logger?: Logger): Promise<() => Promise<void>> {
-  return subscribeTopic(subscriber, LIVE_REPLY_UPDATES, onUpdate, keyPrefix, logger);
-}
+export const subscribeLiveReplies = LIVE_REPLY_UPDATES.subscribe;
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */
 export interface LiveReplyRecord {
@@ -142,14 +137,7 @@ export function createLiveReplyRecords(redis: RedisClient, keyPrefix: string = D
   };
 }
 
-function parseLiveReplyUpdate(payload: string): LiveReplyUpdate | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
+function parseLiveReplyUpdate(value: object): LiveReplyUpdate | null {
   const u = value as Partial<LiveReplyUpdate>;
   const ok = typeof u.streamId === 'string' && typeof u.sessionId === 'string' && typeof u.channel === 'string' && typeof u.chatId === 'string'
     && typeof u.run === 'string' && Number.isInteger(u.seq) && typeof u.text === 'string' && (u.state === 'open' || u.state === 'dropped');

@@ -108,7 +108,7 @@ function renderDetail(d) {
         el('h2', {}, 'Notes'), el('ul', { id: 'notes' }, ...d.notes.map((n) => el('li', {}, n.key + ': ' + n.text))),
         el('h2', {}, 'Always approved'), el('ul', { id: 'grants' }, ...(d.grants || []).map((g) => el('li', {}, g.tool + ' (by ' + g.by.userName + ', ' + when(g.atMs) + ')'))))),
     el('h2', {}, 'Tool approvals'), el('ul', { id: 'decisions' }, ...(d.decisions || []).map((a) => el('li', {},
-      when(a.at) + ' ' + a.tool + ' ' + a.decision + (a.by ? ' by ' + a.by.userName + ' (' + a.by.userId + ')' : ' (' + a.via + ')') + (a.always ? ', always' : '') + ': ' + a.args))),
+      when(a.atMs) + ' ' + a.tool + ' ' + a.decision + (a.by ? ' by ' + a.by.userName + ' (' + a.by.userId + ')' : ' (' + a.via + ')') + (a.always ? ', always' : '') + ': ' + a.args))),
     el('h2', {}, 'Compactions'), timeline,
     el('h2', {}, 'Current summary'), el('pre', { id: 'summary' }, d.summary || '(none yet)'));
 }

@@ -138,7 +138,7 @@ function toGrant(json: string): SessionGrant {
 
 function decisionsOf(entries: readonly StoredTranscriptEntry[]): SessionDecision[] {
   return entries.flatMap((e) => (e.type === 'approval'
-    ? [{ approvalId: e.approvalId, tool: e.tool, args: e.args, decision: e.decision, via: e.via, ...(e.by ? { by: e.by } : {}), always: e.always, at: e.atMs }]
+    ? [{ approvalId: e.approvalId, tool: e.tool, args: e.args, decision: e.decision, via: e.via, ...(e.by ? { by: e.by } : {}), always: e.always, atMs: e.atMs }]
     : []));
 }
 

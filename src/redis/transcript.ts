@@ -1,6 +1,7 @@
 import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { CompactionLayer } from '../core/session-figures.js';
+import type { SessionDecision } from '../core/session-view.js';
 import { messageText } from '../core/messages.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
@@ -49,21 +50,9 @@ export interface TranscriptReset {
 }
 
 /** A decision on an asked tool call as recorded in the transcript (src/approvals/scripts/decide-approval-3.lua writes it). */
-export interface TranscriptApproval {
+export interface TranscriptApproval extends SessionDecision {
   type: 'approval';
-  approvalId: string;
-  tool: string;
   callId: string;
-  /** The call's arguments as the model sent them (JSON text, bounded). */
-  args: string;
-  decision: 'approved' | 'denied' | 'expired';
-  /** `user` (a button or command), `timeout` or `stop`. */
-  via: 'user' | 'timeout' | 'stop';
-  /** Who decided (absent for `timeout` and `stop`). */
-  by?: { userId: string; userName: string };
-  /** Approved "always in this chat". */
-  always: boolean;
-  atMs: number;
 }
 
 /** One transcript entry. */

@@ -27,7 +27,8 @@ export interface Stack {
 
 /** What {@link startStack} takes: the gateway's channels, the fake LLM's answers, config env and worker options on top of the defaults. */
 export interface StackOptions {
-  channels: GatewayChannels;
+  /** The gateway's channels. Default: the ones its configuration builds (the web chat over the stack's Redis, as `chatgate` wires it). */
+  channels?: GatewayChannels;
   handler: FakeHandler;
   summary?: FakeHandler;
   env?: Record<string, string>;

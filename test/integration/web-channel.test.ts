@@ -94,7 +94,7 @@ describe('web channel API', () => {
       expect(body, path).not.toContain('sourceMappingURL');
       for (const m of body.matchAll(/^import .* from '\.\/([^']+)';$/gm)) pending.push(new URL(m[1]!, `http://x${path}`).pathname);
     }
-    expect([...served].sort()).toEqual(['/chat/assets/chat.css', '/chat/assets/chat.js', '/chat/assets/composer.js', '/chat/assets/connection.js',
+    expect([...served].sort()).toEqual(['/chat/assets/chat.css', '/chat/assets/chat.js', '/chat/assets/choices.js', '/chat/assets/composer.js', '/chat/assets/connection.js',
       '/chat/assets/past-chats.js', '/chat/assets/render.js', '/chat/assets/timeline.js', '/chat/assets/vendor/marked.js', '/chat/assets/vendor/purify.js']);
     expect((await fetch(`${base}/chat/assets/../index.ts`)).status).toBe(404);
     expect((await fetch(`${base}/chat/assets/nothing.js`)).status).toBe(404);

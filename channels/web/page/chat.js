@@ -1,5 +1,6 @@
 // The web chat page: picks the conversation (?c=, else the last one, else a new one), shows its
 // history from the server, then live replies, and wires the composer (send, attach, stop, new).
+import { createPresser } from './choices.js';
 import { createSender } from './composer.js';
 import { connect } from './connection.js';
 import { createPastChats } from './past-chats.js';
@@ -36,7 +37,7 @@ const userId = storage.get('chatgate.user') || randomId('u');
 storage.set('chatgate.user', userId);
 const base = CONFIG.api + encodeURIComponent(conversation);
 
-const timeline = createTimeline($('messages'), $('log'), $('jump'));
+const timeline = createTimeline($('messages'), $('log'), $('jump'), createPresser({ base, userId, randomId }));
 const pastChats = createPastChats(storage, $('past-chats'), $('conversations'), conversation);
 // Phones have no Shift+Enter to explain, and the long hint would be clipped there.
 const placeholder = () => { $('input').placeholder = PHONE.matches ? 'Message' : 'Type a message — Enter to send, Shift+Enter for a new line'; };

@@ -1,13 +1,15 @@
 // The conversation on screen: bubbles from the history, the user's own messages, live replies and
 // streamed (partial) replies. It tells history and live replies apart by id: a live reply whose
 // `replyId` (or `streamId`) is an answer the history already showed is not shown again.
+import { renderChoices, showDecided } from './choices.js';
 import { renderInto } from './render.js';
 
 /**
  * Creates the timeline over `list` (the bubbles) inside the scrolling `scroller`; `jump` (a button)
  * shows when a message arrives below while the user reads above, and scrolls down when clicked.
+ * `press(reply, choice, el)` handles a press of a reply's button (choices.js).
  */
-export function createTimeline(list, scroller, jump) {
+export function createTimeline(list, scroller, jump, press) {
   const historyIds = new Set();
   const shownReplies = new Set();
   const finishedStreams = new Set();
@@ -31,6 +33,19 @@ export function createTimeline(list, scroller, jump) {
     return el;
   }
 
+  /** A bot bubble knows its reply (an edit finds it) and shows the reply's buttons. */
+  function decorate(el, reply) {
+    if (typeof reply.id === 'string') el.dataset.replyId = reply.id;
+    if (press) renderChoices(el, reply, press);
+    return el;
+  }
+
+  /** A reply edited (a question decided): its new text in its bubble, its buttons gone. */
+  function onEdit(reply) {
+    const el = [...list.querySelectorAll('.msg.bot')].find((m) => m.dataset.replyId === reply.edits);
+    if (el) showDecided(el, reply.text, reply.format);
+  }
+
   /** Adds a bubble at the end; follows it when the user was at the end (or sent it), else shows `jump`. */
   function append(el, follow) {
     const stick = follow || nearBottom();
@@ -43,8 +58,11 @@ export function createTimeline(list, scroller, jump) {
   /** History entries: `older` pages go on top, keeping what the user looks at in place. */
   function showHistory(messages, older) {
     const nodes = messages.map((m) => {
-      if (m.role === 'assistant') historyIds.add(m.id);
       const el = bubble(m.role, m.text, m.format, m.at, m.attachments);
+      if (m.role === 'assistant') {
+        historyIds.add(m.id);
+        decorate(el, m);
+      }
       el.classList.add('history');
       return el;
     });
@@ -62,6 +80,7 @@ export function createTimeline(list, scroller, jump) {
   function onReply(reply) {
     if (shownReplies.has(reply.id)) return;
     shownReplies.add(reply.id);
+    if (typeof reply.edits === 'string') return onEdit(reply);
     const streamId = reply.streamId;
     const state = streamId ? live.get(streamId) : undefined;
     if (streamId) {
@@ -79,16 +98,17 @@ export function createTimeline(list, scroller, jump) {
       renderInto(state.body, state.text, 'markdown');
       state.el.classList.remove('live', 'gap');
       state.el.classList.add('cut');
-      append(bubble('assistant', reply.text, reply.format, reply.at));
+      append(decorate(bubble('assistant', reply.text, reply.format, reply.at), reply));
       return;
     }
     if (state) {
       renderInto(state.body, reply.text, reply.format);
       state.el.classList.remove('live', 'gap');
       stamp(state.el, reply.at);
+      decorate(state.el, reply);
       return;
     }
-    append(bubble('assistant', reply.text, reply.format, reply.at));
+    append(decorate(bubble('assistant', reply.text, reply.format, reply.at), reply));
   }
 
   /** SSE `delta`: seq 0 starts (or restarts) the live bubble of `streamId`, the next seqs append. */

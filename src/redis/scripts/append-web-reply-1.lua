@@ -4,7 +4,7 @@
   append and its delivery ledger write does not append the chunk again when the reply is retried.
 
   Input:
-    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery][, stream])
+    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery][, stream][, choices][, edits])
 
     ARGV[1] options, JSON: {
               "maxLen": integer > 0,       -- entries kept (XADD MAXLEN ~); also how far back ids are looked for
@@ -12,6 +12,9 @@
               "atMs": number,
               "deliveryId": string,        -- optional: the chunk's stable delivery id
               "streamId": string,          -- optional: the stream of partial replies this reply ends
+              "choices": string,           -- optional: the reply's buttons, a JSON array of { label, command }
+              "edits": string,             -- optional: the stream id of the reply this one replaces the text
+                                           -- of; appended once per edited reply (a repeat answers the first)
               "wake": [channel, message]   -- optional: published after the append (and on a repeat), so
                                            -- waiting readers on every gateway wake with the write itself;
                                            -- after an append the message is followed by ' <stream id> <fields
@@ -22,7 +25,7 @@
 
   Output:
     { stream id, 1 } - appended
-    { stream id, 0 } - already appended under this delivery id (nothing written)
+    { stream id, 0 } - already appended under this delivery id, or an edit of that reply (nothing written)
     error - invalid arguments: nothing written
 ]]
 --- @include "decode-options"
@@ -35,16 +38,19 @@ if not at then return redis.error_reply('ERR appendWebReply: atMs must be a numb
 if delivery ~= nil and (type(delivery) ~= 'string' or delivery == '') then return redis.error_reply('ERR appendWebReply: deliveryId must be a non-empty string') end
 local streamId = opts['streamId']
 if streamId ~= nil and (type(streamId) ~= 'string' or streamId == '') then return redis.error_reply('ERR appendWebReply: streamId must be a non-empty string') end
+local choices, edits = opts['choices'], opts['edits']
+if choices ~= nil and (type(choices) ~= 'string' or choices == '') then return redis.error_reply('ERR appendWebReply: choices must be a non-empty JSON string') end
+if edits ~= nil and (type(edits) ~= 'string' or edits == '') then return redis.error_reply('ERR appendWebReply: edits must be a non-empty string') end
 local wake = opts['wake']
 if wake ~= nil and (type(wake) ~= 'table' or type(wake[1]) ~= 'string' or type(wake[2]) ~= 'string') then return redis.error_reply('ERR appendWebReply: wake must be [channel, message]') end
 if type(ARGV[2]) ~= 'string' or (ARGV[3] ~= 'markdown' and ARGV[3] ~= 'text') then return redis.error_reply('ERR appendWebReply: text and format (markdown or text) are required') end
 
-if delivery then
+if delivery or edits then
   local recent = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', maxLen)
   for _, entry in ipairs(recent) do
     local fields = entry[2]
     for i = 1, #fields - 1, 2 do
-      if fields[i] == 'delivery' and fields[i + 1] == delivery then
+      if (fields[i] == 'delivery' and fields[i + 1] == delivery) or (edits and fields[i] == 'edits' and fields[i + 1] == edits) then
         if wake then redis.call('PUBLISH', wake[1], wake[2]) end
         return { entry[1], 0 }
       end
@@ -59,6 +65,14 @@ end
 if streamId then
   fields[#fields + 1] = 'stream'
   fields[#fields + 1] = streamId
+end
+if choices then
+  fields[#fields + 1] = 'choices'
+  fields[#fields + 1] = choices
+end
+if edits then
+  fields[#fields + 1] = 'edits'
+  fields[#fields + 1] = edits
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))
 redis.call('EXPIRE', KEYS[1], ttl)
