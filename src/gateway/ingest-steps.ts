@@ -74,10 +74,14 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
-    if (command.name !== 'compact') return answer();
+    if (command.name !== 'compact' && command.name !== 'btw') return answer();
+    // A summary or a side question takes a model call: answered in the background, the platform acknowledged now.
+    const failure = command.name === 'compact'
+      ? 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.'
+      : 'The side question could not be answered right now (the model did not answer). Please ask again in a while.';
     void answer().catch(async (err: unknown) => {
-      ctx.outage.error({ err, sessionId }, 'compact command failed');
-      await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
+      ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
+      await notify(ctx, message, sessionId, failure, `cmd-${command.name}-failed`).catch(() => undefined);
     });
   });
 };

@@ -28,6 +28,8 @@ interface ChatDriver {
 function toolLoop(first: () => Promise<FakeReply> | FakeReply): FakeHandler {
   return (request) => {
     const tools = request.messages.filter((m) => m.role === 'tool').length;
+    const last = userTexts(request.messages).at(-1) ?? '';
+    if (last.startsWith('[Side question')) return { content: `Aside: you asked to ${userTexts(request.messages)[0]}.` };
     if (request.messages.at(-1)?.role === 'user' && userTexts(request.messages).at(-1) === FIRST && tools === 0) return first();
     if (tools < 3) return { toolCalls: [{ name: 'current_time', arguments: {} }] };
     return { content: `Done. I read: ${userTexts(request.messages).join(' | ')}` };
@@ -162,5 +164,26 @@ describe.each(DRIVERS)('busy modes on %s', (_name, open) => {
     expect(replies).toContain('Stopped.');
     expect(replies.filter((t) => t.startsWith('Done.'))).toEqual([`Done. I read: ${FIRST} | ${SECOND}`]);
     expect(replies.indexOf('Stopped.')).toBeLessThan(replies.findIndex((t) => t.startsWith('Done.')));
+  });
+
+  it('/btw: a side question is answered from the context while the turn runs, and enters neither the turn nor the history', async () => {
+    const held = gate();
+    const chat = await open(toolLoop(async () => {
+      await held.promise;
+      return { toolCalls: [{ name: 'current_time', arguments: {} }] };
+    }), 'btw');
+    await chat.send(FIRST);
+    await chat.stack.llm.waitForRequest(() => true);
+    await chat.send('/btw what did I ask for?');
+    // Answered while the turn's first model call still waits.
+    await replyMatching(chat, (t) => t.startsWith('Aside:'));
+    expect((await chat.replies()).filter((t) => t.startsWith('Aside:'))).toEqual([`Aside: you asked to ${FIRST}.`]);
+    held.open();
+    await replyMatching(chat, (t) => t.startsWith('Done.'));
+    expect((await chat.replies()).filter((t) => t.startsWith('Done.'))).toEqual([`Done. I read: ${FIRST}`]);
+    const turnRequests = chat.stack.agentRequests().filter((r) => !userTexts(r.messages).at(-1)?.startsWith('[Side question'));
+    expect(turnRequests.every((r) => userTexts(r.messages).every((text) => !text.includes('what did I ask for')))).toBe(true);
+    const transcript = await readTranscript(chat.stack.t.redis, sessionKeys(chat.sessionId, chat.stack.t.keyPrefix));
+    expect(JSON.stringify(transcript)).not.toContain('what did I ask for');
   });
 });
