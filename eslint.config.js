@@ -69,6 +69,10 @@ export default tseslint.config(
       { regex: '^(\\.\\./)+(src/)?monitor/(?!request-origin\\.js)', message: 'the web chat uses only src/monitor/request-origin (channels/README.md)' },
     ],
   }),
+  boundary(['channels/openai-api/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
+    channels: true,
+    extra: [{ regex: '^(\\.\\./)+(src/)?redis/(?!client\\.js|keys\\.js|pubsub\\.js)', message: 'the API channel uses only src/redis/client, keys and pubsub, for its answer relay (channels/README.md)' }],
+  }),
   // Of src/session, src/redis implements the read model's port (now in src/core): no import of src/session.
   boundary(['src/redis/**/*.ts'], ['core', 'errors', 'log']),
   // The shard layout counts the reply streams' replies before a shard count changes.

@@ -8,7 +8,7 @@
  */
 import { startBenchLlm } from './pipeline/fake-llm.js';
 import { openHeapProbe, type HeapProbe } from './pipeline/heap.js';
-import { createWebClient, resets } from './pipeline/load.js';
+import { createWebClient, refusals, resets } from './pipeline/load.js';
 import { machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { freePort, startBenchRedis } from './pipeline/redis.js';
 import { removeKeys } from './pipeline/ingest.js';
@@ -109,6 +109,7 @@ function verdict(names: string[], samples: Sample[]): void {
   printTable(['process', 'figure MiB', 'first reading', 'window min', 'window max', 'spread', 'verdict'], rows);
   const messages = samples.reduce((sum, s) => sum + s.messages, 0);
   console.log(`connections reset by the gateway and sent again: ${resets.reused} kept-alive, ${resets.fresh} fresh`);
+  for (const [answer, count] of refusals) console.log(`posts refused ${count}×: ${answer}`);
   console.log(`${messages} messages in all; Redis used ${samples[0]!.redisMiB.toFixed(0)} → ${samples.at(-1)!.redisMiB.toFixed(0)} MiB (sessions keep their transcripts)`);
 }
 

@@ -61,6 +61,12 @@ export interface OutgoingText {
    * channel that shows drafts (the web chat's live bubble) replaces the draft with this message.
    */
   streamId?: string;
+  /**
+   * Set on every chunk of the message that answers a turn: the turn's reply, or the notice that
+   * stands in for it (a failure, "Stopped."). A channel that waits for a turn's answer (the
+   * OpenAI-compatible API) ends its wait on it; other notices (compaction, approvals) lack it.
+   */
+  answersTurn?: boolean;
 }
 
 /** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */

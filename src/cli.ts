@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/context.js';
 import type { SessionsFlags } from './cli/sessions.js';
+import type { UsageReportFlags } from './cli/usage-report.js';
+import { USAGE_DIMENSIONS } from './usage/read-model.js';
+import { addBudgetsCommand } from './cli/budgets-command.js';
 
 // Command modules load on use: `chatgate sessions` never loads the gateway, channels or workers.
 const roles = () => import('./cli/run.js');
@@ -15,6 +18,7 @@ const maintenance = () => import('./cli/maintenance.js');
 const doctor = () => import('./cli/doctor.js');
 const failed = () => import('./cli/failed.js');
 const status = () => import('./cli/status.js');
+const usageReport = () => import('./cli/usage-report.js');
 
 /** Options of {@link createProgram}. */
 export interface ProgramOptions {
@@ -40,6 +44,7 @@ export function createProgram(options: ProgramOptions): Command {
   const run = (action: () => Promise<number>) => action().then(options.onExit);
   addRoleCommands(program, io, options.stopSignal, run);
   addSessionCommands(program, io, run);
+  addBudgetsCommand(program, io, run);
   program.command('doctor').description('check configuration, Redis, queues, workers, the LLM endpoint and bot tokens')
     .option('--telegram-api-root <url>', 'Telegram Bot API root (default TELEGRAM_API_ROOT)')
     .option('--discord-api-root <url>', 'Discord REST API root (default DISCORD_API_ROOT)')
@@ -80,9 +85,10 @@ function addSessionCommands(program: Command, io: CliIo, run: Runner): void {
     .option('--json', 'print JSON')
     .addOption(new Option('--limit <n>', 'at most this many sessions').argParser(intOption(1, 100_000)).default(50))
     .action((flags: SessionsFlags) => run(async () => (await sessions()).sessionsCommand(io, flags)));
-  program.command('usage').description('the usage ledger and context fill of one session').argument('<session>', 'session id, e.g. web:abc')
-    .option('--json', 'print JSON')
-    .action((session: string, flags: { json?: boolean }) => run(async () => (await sessions()).usageCommand(io, session, flags)));
+  program.command('usage').description('usage over time by user, chat, channel or model; with a session: its ledger and context fill').argument('[session]', 'session id, e.g. web:abc')
+    .option('--since <span>', 'Nd (today and the days before, UTC), Nh (hours) or YYYY-MM-DD', '7d').addOption(new Option('--by <dimension>', 'group by').choices(USAGE_DIMENSIONS).default('user'))
+    .option('--json', 'print JSON').option('--csv', 'print CSV')
+    .action((session: string | undefined, flags: UsageReportFlags) => run(async () => (session ? (await sessions()).usageCommand(io, session, flags) : (await usageReport()).usageReportCommand(io, flags))));
   program.command('compact').description('compact a session now (layer manual), under its lease').argument('<session>', 'session id')
     .option('--focus <text>', 'what the summary should keep in detail')
     .action((session: string, flags: { focus?: string }) => run(async () => (await maintenance()).compactCommand(io, session, flags)));

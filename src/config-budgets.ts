@@ -24,6 +24,7 @@ export function buildBudgets(v: Record<string, unknown>, issues: string[]): Budg
     timeZone: v.CHATGATE_BUDGET_TIMEZONE as string,
     noticePercent: v.CHATGATE_BUDGET_NOTICE_PERCENT as number,
     users: file ? readBudgetsFile(file, issues) : {},
+    ...(v.CHATGATE_ALERT_WEBHOOK_URL ? { alertWebhookUrl: v.CHATGATE_ALERT_WEBHOOK_URL as string } : {}),
   };
 }
 

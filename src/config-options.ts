@@ -1,3 +1,4 @@
+import { DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS } from './usage/rollup-format.js';
 import { z } from 'zod';
 import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
 import { WORKER_DEFAULTS } from '../workers/worker-options.js';
@@ -55,7 +56,7 @@ const boolean = z
 
 /** CHATGATE_BUSY_MODE: a busy mode, then optional `<channel>=<mode>` items. */
 const busyModeOption = z.string().transform((value, ctx): BusyModeDefaults => {
-  const parsed = parseBusyModeOption(value, ['telegram', 'discord', 'web']);
+  const parsed = parseBusyModeOption(value, ['telegram', 'discord', 'web', 'api']);
   if (!parsed) ctx.addIssue({ code: 'custom', message: 'bad busy mode' });
   return parsed ?? { mode: 'steer' };
 });
@@ -97,8 +98,23 @@ const approvalRules = z.string().transform((value, ctx): ApprovalRule[] => {
 /** `<channel>:<user id>` items, comma-separated. */
 const channelUsers = z.string().transform((value, ctx): string[] => {
   const items = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
-  if (items.some((item) => !/^(telegram|discord|web):[\w.@-]+$/.test(item))) ctx.addIssue({ code: 'custom', message: 'not a list of <channel>:<user id>' });
+  if (items.some((item) => !/^(telegram|discord|web|api):[\w.@-]+$/.test(item))) ctx.addIssue({ code: 'custom', message: 'not a list of <channel>:<user id>' });
   return items;
+});
+/** One bearer key of the OpenAI-compatible API and the user it names (CHATGATE_API_KEYS). */
+export interface ApiKeyEntry {
+  key: string;
+  user: string;
+}
+
+/** `<key>=<user>` items, comma-separated: keys of 16+ characters, each once; a user may have several keys. */
+const apiKeys = z.string().transform((value, ctx): ApiKeyEntry[] => {
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
+  const entries = items.map((item) => /^([A-Za-z0-9_.~+/-]{16,256})=([\w.@-]{1,64})$/.exec(item)).map((match) => (match ? { key: match[1]!, user: match[2]! } : null));
+  const keys = new Set(entries.map((entry) => entry?.key));
+  // The issue's text is never shown (the option is secret): the rule says what is wrong.
+  if (entries.length === 0 || entries.some((entry) => entry === null) || keys.size !== entries.length) ctx.addIssue({ code: 'custom', message: 'bad key list' });
+  return entries.filter((entry) => entry !== null);
 });
 const text = z.string().min(1);
 const httpUrl = z.url({ protocol: /^https?$/ });
@@ -160,6 +176,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_ALLOW_TELEGRAM', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Telegram user ids allowed to talk to the bot.' },
   { env: 'CHATGATE_ALLOW_DISCORD', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Discord user ids allowed to talk to the bot.' },
   { env: 'CHATGATE_ALLOW_WEB', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Web chat user ids allowed to talk to the bot. The page chooses its own id, so this is no access control: protect the web chat with CHATGATE_MONITOR_TOKEN off loopback.' },
+  { env: 'CHATGATE_ALLOW_API', group: 'Access', schema: allowList, rule: ALLOW_RULE, default: '*', doc: 'Users of the OpenAI-compatible API (the names CHATGATE_API_KEYS gives its keys) allowed to talk to the bot.' },
+  { env: 'CHATGATE_API_KEYS', group: 'Access', schema: apiKeys, secret: true, rule: 'a comma-separated list of `<key>=<user>` (e.g. `sk-alice-0123456789abcdef=alice`): each key 16–256 characters of `A-Za-z0-9_.~+/-` and given once, each user 1–64 characters of `A-Za-z0-9_.@-`', doc: 'Enables the OpenAI-compatible API (`/v1/chat/completions`, `/v1/models`) on the HTTP server: bearer keys, each naming the user its requests come from (allow-list, rate limit and budgets apply to that user). Unset: no API.' },
   { env: 'CHATGATE_RATE_LIMIT_PER_MINUTE', group: 'Access', schema: integer((n) => n.min(0).max(10_000)), rule: 'an integer in [0, 10000]', default: String(GATEWAY_DEFAULTS.rateLimitPerMinute), unit: 'messages per user per minute', doc: "Per-user rate limit at the gateway (0: no limit); chat commands do not count, and every refused message is answered. The web chat answers 429 with Retry-After at once, and its limit also holds per client address (web user ids are chosen by the page; behind a proxy every client shares the proxy's address)." },
   { env: 'CHATGATE_MAX_MESSAGE_CHARS', group: 'Access', schema: integer((n) => n.min(1).max(1_000_000)), rule: 'an integer in [1, 1000000]', default: String(GATEWAY_DEFAULTS.maxMessageChars), unit: 'characters', doc: 'Longer inbound messages are refused.' },
   { env: 'CHATGATE_MAX_ATTACHMENT_BYTES', group: 'Attachments', schema: integer((n) => n.min(1024).max(100 * 1024 * 1024)), rule: 'an integer in [1024, 104857600]', default: String(GATEWAY_DEFAULTS.maxAttachmentBytes), unit: 'bytes', doc: 'Largest file (image, document, voice) accepted; larger ones are refused with a message, before downloading when the platform tells the size. Telegram\'s cloud Bot API serves bots files up to 20 MB.' },
@@ -184,6 +202,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_BUDGET_TIMEZONE', group: 'Budgets', schema: z.string().refine(isTimeZone), rule: 'an IANA time zone (e.g. `Europe/Berlin`)', default: 'UTC', doc: 'Where budget days and months start.' },
   { env: 'CHATGATE_BUDGET_NOTICE_PERCENT', group: 'Budgets', schema: integer((n) => n.min(1).max(99)), rule: 'an integer in [1, 99]', default: '80', unit: '%', doc: 'The user is told once when a limit reaches this share.' },
   { env: 'CHATGATE_BUDGETS_FILE', group: 'Budgets', schema: text, rule: 'a file path', doc: 'JSON file of per-user limits replacing the user level\'s: `{ "version": 1, "users": { "telegram:42": "unlimited", "discord:7": { "dailyUsd": 5, "monthlyTokens": 2000000 } } }`. `chatgate budgets set` (stored in Redis) wins over it.' },
+  { env: 'CHATGATE_ALERT_WEBHOOK_URL', group: 'Budgets', schema: httpUrl, rule: 'an http(s) URL', secret: true, doc: 'Where a budget limit at its notice share or used up is POSTed as JSON (`{ "version": 1, "type": "budget.near" | "budget.exhausted", "level", "subject", "period", "unit", "limit", "resetsAt", "model", "channel", "at" }`), once per limit and period; retried with backoff (5 attempts), never holding a turn. Unset: logged at warn and counted in the metrics only.' },
   { env: 'CHATGATE_STATE_DIR', group: 'Runtime', schema: text, rule: 'a directory path', default: '.state', doc: 'Local state folder (the embedded Redis keeps its data here).' },
   { env: 'CHATGATE_LOG_LEVEL', group: 'Runtime', schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), rule: 'one of fatal, error, warn, info, debug, trace, silent', default: 'info', doc: 'Minimum log level.' },
   { env: 'CHATGATE_LOG_FORMAT', group: 'Runtime', schema: z.enum(['auto', 'pretty', 'json']), rule: 'one of auto, pretty, json', default: 'auto', doc: 'Log lines as coloured text for a person (`pretty`) or JSON lines for machines (`json`); `auto`: pretty when stdout is a terminal, else JSON.' },
@@ -191,6 +210,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_CHANNEL_START_TIMEOUT_MS', group: 'Runtime', schema: integer((n) => n.min(100).max(600_000)), rule: 'an integer in [100, 600000]', default: String(GATEWAY_DEFAULTS.channelStartTimeoutMs), unit: 'ms', doc: 'How long each channel may take to connect at start; then the start fails naming it.' },
   { env: 'CHATGATE_CHANNEL_LEASE_MS', group: 'Runtime', schema: integer((n) => n.min(3000).max(600_000)), rule: 'an integer in [3000, 600000]', default: String(GATEWAY_DEFAULTS.channelLeaseMs), unit: 'ms', doc: 'Several gateways: Telegram polling and the Discord connection run in the one holding this lease (renewed every fifth of it); a dead holder\'s channel is taken over within it (docs/scaling.md).' },
   { env: 'CHATGATE_TRANSCRIPT_MAXLEN', group: 'Runtime', schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', default: String(DEFAULT_TRANSCRIPT_RETENTION), unit: 'entries (0: unlimited)', doc: 'Approximate cap of each session transcript stream.' },
+  { env: 'CHATGATE_USAGE_HOURLY_DAYS', group: 'Runtime', schema: integer((n) => n.min(1).max(400)), rule: 'an integer in [1, 400]', default: String(DEFAULT_HOURLY_DAYS), unit: 'days', doc: 'How long the hourly usage rollups (per session, model and user) are kept (`chatgate usage --since 24h`).' },
+  { env: 'CHATGATE_USAGE_DAILY_DAYS', group: 'Runtime', schema: integer((n) => n.min(1).max(3660)), rule: 'an integer in [1, 3660]', default: String(DEFAULT_DAILY_DAYS), unit: 'days', doc: 'How long the daily usage rollups are kept (`chatgate usage --since 30d`, the dashboard overview).' },
   { env: 'CHATGATE_SEEN_TTL_SECONDS', group: 'Runtime', schema: integer((n) => n.min(300).max(30 * 86_400)), rule: 'an integer in [300, 2592000]', default: String(DEFAULT_SEEN_TTL_SECONDS), unit: 's', doc: 'How long each inbound message id is remembered (one small key a message, ~140 B) so a platform re-delivery is dropped; a re-delivery after it is answered again. Lower it to bound Redis memory at high message rates (docs/scaling.md).' },
   { env: 'CHATGATE_DEMO', group: 'Runtime', schema: boolean, rule: 'true or false', default: 'false', doc: 'Use the built-in offline demo model instead of an LLM endpoint (`chatgate start --demo`).' },
   { env: 'CHATGATE_DEMO_WORD_DELAY_MS', group: 'Runtime', schema: integer((n) => n.min(0).max(1000)), rule: 'an integer in [0, 1000]', default: '25', unit: 'ms', doc: 'Demo mode: pause between two words of a streamed demo answer, so the reply is seen being written (0: at once).' },

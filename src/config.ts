@@ -8,7 +8,7 @@ import type { BudgetSettings } from './core/budget.js';
 import type { BusyModeDefaults } from './core/busy-mode.js';
 import { buildBudgets, readPricesFile } from './config-budgets.js';
 import { ConfigError } from './errors.js';
-import { OPTION_SPECS, type OptionSpec } from './config-options.js';
+import { OPTION_SPECS, type ApiKeyEntry, type OptionSpec } from './config-options.js';
 import { loadMcpConfig, type McpConfig } from '../workers/tools/mcp/config.js';
 
 export { DEMO_MODEL, isLoopbackHost };
@@ -98,7 +98,9 @@ export interface Config {
     apiRoot: string;
   };
   access: {
-    allow: { telegram: AllowList; discord: AllowList; web: AllowList };
+    allow: { telegram: AllowList; discord: AllowList; web: AllowList; api: AllowList };
+    /** CHATGATE_API_KEYS: the OpenAI-compatible API's bearer keys and their users; undefined: no API. */
+    apiKeys?: readonly ApiKeyEntry[];
     rateLimitPerMinute: number;
     maxMessageChars: number;
   };
@@ -143,6 +145,8 @@ export interface Config {
   heartbeatTtlMs: number;
   /** Approximate cap of each transcript stream, entries; 0: unlimited. */
   transcriptMaxLen: number;
+  /** Days the usage rollups are kept: hourly and daily (CHATGATE_USAGE_HOURLY_DAYS, _DAILY_DAYS). */
+  usageRetention: { hourlyDays: number; dailyDays: number };
   /** How long a message's seen marker (re-delivery guard) stays in Redis, seconds. */
   seenTtlSeconds: number;
   /** How long each channel may take to connect at start, ms. */
@@ -191,6 +195,14 @@ export function loadConfig(env: Readonly<RawEnv> = process.env): Config {
   const issues = [...fileIssues, ...crossChecks(config, raw), ...mcp.issues];
   if (issues.length > 0) throw new ConfigError(issues);
   return deepFreeze(config);
+}
+
+/**
+ * The options `env` and the `CHATGATE_CONFIG` file it names set (non-empty), as {@link loadConfig}
+ * reads them: what was chosen rather than defaulted. @throws ConfigError when the file cannot be read.
+ */
+export function setOptionNames(env: Readonly<RawEnv> = process.env): Set<string> {
+  return new Set(Object.keys(mergeSources(env)));
 }
 
 /** Every option with its default, unit, rule and meaning, in listing order. */
@@ -321,7 +333,8 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig, fileIssues: str
     groupTrigger: s('CHATGATE_GROUP_TRIGGER') as Config['groupTrigger'],
     discord: v.DISCORD_BOT_TOKEN === undefined ? undefined : { token: s('DISCORD_BOT_TOKEN'), apiRoot: s('DISCORD_API_ROOT') },
     access: {
-      allow: { telegram: v.CHATGATE_ALLOW_TELEGRAM as AllowList, discord: v.CHATGATE_ALLOW_DISCORD as AllowList, web: v.CHATGATE_ALLOW_WEB as AllowList },
+      allow: { telegram: v.CHATGATE_ALLOW_TELEGRAM as AllowList, discord: v.CHATGATE_ALLOW_DISCORD as AllowList, web: v.CHATGATE_ALLOW_WEB as AllowList, api: v.CHATGATE_ALLOW_API as AllowList },
+      ...(v.CHATGATE_API_KEYS === undefined ? {} : { apiKeys: v.CHATGATE_API_KEYS as ApiKeyEntry[] }),
       rateLimitPerMinute: n('CHATGATE_RATE_LIMIT_PER_MINUTE'),
       maxMessageChars: n('CHATGATE_MAX_MESSAGE_CHARS'),
     },
@@ -337,6 +350,7 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig, fileIssues: str
     budgets: buildBudgets(v, fileIssues),
     heartbeatTtlMs: n('CHATGATE_HEARTBEAT_TTL_MS'),
     transcriptMaxLen: n('CHATGATE_TRANSCRIPT_MAXLEN'),
+    usageRetention: { hourlyDays: n('CHATGATE_USAGE_HOURLY_DAYS'), dailyDays: n('CHATGATE_USAGE_DAILY_DAYS') },
     seenTtlSeconds: n('CHATGATE_SEEN_TTL_SECONDS'),
     channelStartTimeoutMs: n('CHATGATE_CHANNEL_START_TIMEOUT_MS'),
     channelLeaseMs: n('CHATGATE_CHANNEL_LEASE_MS'),

@@ -88,3 +88,10 @@ export class BudgetError extends GatewayError {
     this.notice = notice;
   }
 }
+
+/** A usage query that cannot be answered as asked (`--since`, `--by`): the message names the rule. */
+export class UsageQueryError extends GatewayError {
+  constructor(message: string) {
+    super('USAGE_QUERY_INVALID', message);
+  }
+}

@@ -26,6 +26,13 @@ export type MetricEvent =
   | { type: 'hygiene_fired'; channel: string }
   /** A reply could not be delivered (this attempt). */
   | { type: 'delivery_failure'; channel: string; reason: DeliveryFailureReason }
+  /** A budget limit reached its notice share or was used up (said once per level, subject and period). No user or session label. */
+  | { type: 'budget_event'; kind: 'near' | 'exhausted'; channel: string; model: string }
+  /**
+   * Usage a session commit wrote into the rollups (src/usage), for one model: every model call
+   * (the agent's and the summariser's), counted once, when committed. By channel and model only.
+   */
+  | { type: 'usage'; channel: string; model: string; inputTokens: number; cachedTokens: number; outputTokens: number; calls: number; costUsd: number; unpricedCalls: number }
   /** One call of an MCP server's tool (its name on the server, not the model's), and how it ended. */
   | { type: 'mcp_tool_call'; server: string; tool: string; outcome: McpCallOutcome };
 

@@ -26,15 +26,17 @@ export { TURN_NOTICES };
  * (checked before every model call and tool, so a turn that lost it stops at once, committing nothing more).
  */
 export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<OutboundMessage[]> {
-  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence);
+  const last = input.items[input.items.length - 1]!;
+  // The turn's usage is for its last sender, in the rollups as in the budgets.
+  const user = `${last.channel}:${last.userId}`;
+  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence, user);
   const turnId = input.items[0]!.id;
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
     images: new Map(), turnId, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
-  const last = input.items[input.items.length - 1]!;
-  const scope = { user: `${last.channel}:${last.userId}`, chat: turn.sessionId };
+  const scope = { user, chat: turn.sessionId };
   try {
     return await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop));
   } catch (err) {

@@ -2,6 +2,7 @@ import { DOCUMENT_TEXT_MAX_CHARS } from '../src/core/attachments.js';
 import { supportsVision } from '../src/core/models.js';
 import type { Logger } from '../src/log.js';
 import { createTranscriber } from '../src/llm/transcribe.js';
+import type { BudgetGuard } from '../src/budget/guard.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { createAttachmentReader, type AttachmentReader } from './attachments.js';
 import type { ResolvedRunWorkerOptions } from './worker-options.js';
@@ -12,9 +13,11 @@ import type { ResolvedRunWorkerOptions } from './worker-options.js';
  * `attachments.transcribeModel` is set (same endpoint and key as the agent), documents bounded
  * by {@link documentBudget}.
  */
-export function createWorkerAttachments(deps: { redis: RedisClient; logger: Logger }, o: ResolvedRunWorkerOptions): AttachmentReader {
+export function createWorkerAttachments(deps: { redis: RedisClient; logger: Logger; budget?: Pick<BudgetGuard, 'transcriber'> }, o: ResolvedRunWorkerOptions): AttachmentReader {
   const model = o.attachments?.transcribeModel;
-  const transcriber = model ? createTranscriber({ baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model, timeoutMs: o.llm.timeoutMs }) : undefined;
+  const plain = model ? createTranscriber({ baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model, timeoutMs: o.llm.timeoutMs }) : undefined;
+  // Transcriptions are model calls: reserved and settled like the agent's when budgets are on.
+  const transcriber = plain && deps.budget ? deps.budget.transcriber(plain) : plain;
   return createAttachmentReader(
     { redis: deps.redis, keyPrefix: o.keyPrefix, log: deps.logger, ...(transcriber ? { transcriber } : {}) },
     { vision: supportsVision(o.llm.model, o.attachments?.vision), maxDocumentChars: documentBudget(o.contextWindow) },

@@ -1,7 +1,7 @@
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS, type MetricEvent, type Metrics } from '../src/metrics.js';
-import type { RedisClient } from '../src/redis/client.js';
-import { newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type McpServerBeat, type WorkerBeat } from '../src/redis/heartbeats.js';
+import { redactRedisUrl, type RedisClient } from '../src/redis/client.js';
+import { newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type LlmBeat, type McpServerBeat, type WorkerBeat } from '../src/redis/heartbeats.js';
 
 /** Options of {@link createWorkerHeartbeat}. */
 export interface WorkerHeartbeatOptions {
@@ -10,7 +10,8 @@ export interface WorkerHeartbeatOptions {
   ttlMs: number;
   queue: string;
   concurrency: number;
-  model: string;
+  /** The LLM it runs with (no secret: the base URL's credentials are masked here). */
+  llm: LlmBeat;
   /** chatgate version. Default `unknown`. */
   version?: string;
   /** The state of its MCP servers, read at each beat. Default: none shown. */
@@ -36,7 +37,7 @@ export interface WorkerHeartbeat {
 export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger }, options: WorkerHeartbeatOptions): WorkerHeartbeat {
   const id = newProcessId();
   const startedAt = Date.now();
-  const figures: WorkerBeat = { queue: options.queue, concurrency: options.concurrency, model: options.model, turnsDone: 0, turnsFailed: 0 };
+  const figures: WorkerBeat = { queue: options.queue, concurrency: options.concurrency, llm: { ...options.llm, ...(options.llm.baseUrl ? { baseUrl: redactRedisUrl(options.llm.baseUrl) } : {}) }, turnsDone: 0, turnsFailed: 0 };
   const count = (event: MetricEvent) => {
     if (event.type === 'model_call') figures.lastModelCall = { at: Date.now(), outcome: event.outcome };
     if (event.type === 'turn' && event.outcome === 'ok') figures.turnsDone += 1;
@@ -74,3 +75,4 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
     },
   };
 }
+

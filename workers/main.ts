@@ -4,9 +4,8 @@ import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
 import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
-import { guardLlm } from '../src/budget/guard.js';
-import { createBudgetLedger } from '../src/budget/ledger.js';
-import { hasBudgets, type BudgetSettings } from '../src/core/budget.js';
+import { createBudgetGuard } from '../src/budget/guard.js';
+import type { BudgetSettings } from '../src/core/budget.js';
 import { pricingOf, type PriceTable } from '../src/core/models.js';
 import { createTokenCounter } from '../src/llm/encodings.js';
 import { stripUndefined } from '../src/core/option-checks.js';
@@ -55,8 +54,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const ownsRedis = typeof deps.redis !== 'object';
   const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
-  const store = createSessionStore({ redis, logger }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention });
-  const { llm, compressor, tools } = createAgentParts(deps, o, logger, redis);
+  const store = createSessionStore({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const { llm, compressor, tools, budget } = createAgentParts(deps, o, logger, redis);
   const consumers: Array<Worker<TurnJobData>> = [];
   // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).
   // pause() without doNotWaitActive also cancels a fetch already blocked on Redis, which would take one more turn.
@@ -66,7 +65,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const outbound = openOutboundQueue(redis, names);
   const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
-    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, model: o.llm.model, version: o.version,
+    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, version: o.version,
+    llm: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, baseUrl: o.llm.baseURL, demo: o.demo ?? false },
     ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });
   const agentOptions: AgentOptions = {
@@ -79,7 +79,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const stops = await startTurnStops({ redis, subscriber: stopSubscriber, logger }, { keyPrefix: o.keyPrefix });
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
-    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger }, o), liveReplies: turnLiveReplies(redis, logger, o),
+    deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger, budget }, o), liveReplies: turnLiveReplies(redis, logger, o),
       approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
@@ -126,18 +126,17 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
 function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger: Logger, redis: RedisClient) {
   const client = createLlmClient({ stream: o.liveReplies, ...o.llm }, { logger });
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([o.llm.model, o.llm.summaryModel]);
-  const budgets = o.budgets && hasBudgets(o.budgets) ? o.budgets : undefined;
-  if (budgets) warnUnpriced(logger, budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
-  const llm = budgets
-    ? guardLlm(client, { ledger: createBudgetLedger(redis, { keyPrefix: o.keyPrefix, settings: budgets }), logger }, { settings: budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter })
-    : client;
+  // Every model call of this worker (the agent's, the summariser's, a transcription) goes through the budget wrapper.
+  const budget = o.budgets && createBudgetGuard({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, settings: o.budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter });
+  if (budget && o.budgets) warnUnpriced(logger, o.budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
+  const llm = budget ? budget.llm(client) : client;
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
     contextWindow: o.contextWindow, summarizer, threshold: o.threshold, reservedOutputTokens: o.reservedOutputTokens, model: o.llm.model, tokenCounter,
   });
   const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, o.toolApproval ?? []);
   for (const tool of deps.tools ?? []) tools.register(tool);
-  return { llm, compressor, tools };
+  return { llm, compressor, tools, budget };
 }
 
 /** A USD limit cannot hold for a model without a price: said once at start (its calls count in tokens only). */
@@ -155,6 +154,8 @@ function turnLiveReplies(redis: RedisClient, logger: Logger, o: ResolvedRunWorke
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */
 function handleFailures(worker: Worker<TurnJobData>, turn: TurnRunner): { settled(): Promise<void> } {
   const running = new Set<Promise<void>>();
+  // BullMQ's stalled check found a turn whose worker stopped renewing its lock (the dead-worker recovery logs its own).
+  worker.on('stalled', (jobId, previous) => turn.logger.warn({ jobId, previous }, 'turn stalled: its worker stopped renewing the lock; put back for another worker'));
   worker.on('failed', (job, err) => {
     if (!job) return;
     const handled = onTurnFailed(turn, job, err).catch((error: unknown) => turn.logger.error({ err: error, jobId: job.id }, 'failed turn not handled'));

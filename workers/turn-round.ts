@@ -3,7 +3,7 @@ import type { CompletionResult } from '../src/llm/answer.js';
 import { toEntry, type StoredEntry } from '../src/redis/session-store.js';
 import type { RecordedRound } from '../src/redis/step-log.js';
 import { searchTranscript } from '../src/redis/transcript.js';
-import { callUsageDelta, type UsageDelta } from '../src/redis/usage.js';
+import { callUsageDelta, unreportedCallDelta, type UsageDelta } from '../src/redis/usage.js';
 import { TURN_NOTICES } from './notices.js';
 import { toolResultCap } from './request.js';
 import { runToolCall, type ToolRound } from './tool-round.js';
@@ -21,7 +21,7 @@ export async function applyResult(loop: Loop, result: CompletionResult, overhead
   const { deps, options, turn } = loop;
   const usage: UsageDelta = result.usage
     ? callUsageDelta(result.model, result.usage, options.contextWindow, options.prices)
-    : { incr: { calls: 1 }, set: {} };
+    : unreportedCallDelta(result.model, options.prices);
   // A resumed round's call was counted by the run that made it.
   if (!recorded) {
     metricsOf(loop).record({

@@ -1,3 +1,4 @@
+import type { UsageRetention } from '../src/redis/session-store.js';
 import type { LlmClientOptions } from '../src/llm/client.js';
 import type { Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
@@ -70,6 +71,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   maxStalledCount?: number;
   /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Price overrides by model (USD per 1M tokens). */
   prices?: PriceTable;
   /** Spend limits (src/core/budget.ts); unset or without any limit: model calls are not reserved. */
@@ -83,6 +86,8 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */
   version?: string;
+  /** It runs the built-in offline demo model: shown in the heartbeat, so operator commands use the demo too. Default false. */
+  demo?: boolean;
   /** How often the worker looks for dead workers (heartbeat lapsed) whose turns it recovers, ms. Default 2000. */
   deadWorkerCheckMs?: number;
   /**

@@ -100,7 +100,7 @@ function buildIngest(base: RedisClient, prefix: string, baseURL: string): Subjec
   const ops = createLlmSessionOps({ redis: failFastRedis, logger, store }, opsOptions);
   const view = createRedisSessionView({ redis: failFastRedis }, { keyPrefix, contextWindow: 128_000, reservedOutputTokens: 4096, model: LIMITS.model, summaryModel: LIMITS.summaryModel, threshold: 0.5, hygieneThreshold: 0.85 });
   const ingest: Ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene: ops, outbound, logger, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
-    keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 10_000, maxMessageChars: 8000, groupMode: 'per-chat',
+    keyPrefix, allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: 10_000, maxMessageChars: 8000, groupMode: 'per-chat',
   });
   return {
     async send(n) {

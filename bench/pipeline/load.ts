@@ -8,7 +8,8 @@
  */
 import { Agent, request } from 'node:http';
 
-const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+/** Idle kept-alive sockets close after 3 s, before the gateway's 5 s keep-alive timeout would close them under a request. */
+const agent = new Agent({ keepAlive: true, maxSockets: Infinity, timeout: 3000 });
 /** Loopback source addresses the sessions are spread over (127.0.0.2 …). */
 const ADDRESSES = 32;
 
@@ -44,7 +45,11 @@ export function createWebClient(baseUrl: string, tag: string) {
     const started = performance.now();
     const post = await call(url, session.address, 'POST', `/api/chat/${session.id}/messages`, JSON.stringify({ text: `hello ${session.sent}`, clientMessageId: `m${session.sent}` }));
     session.sent++;
-    if (post.status !== 202) return null;
+    if (post.status !== 202) {
+      const key = `${post.status} ${post.body.slice(0, 120)}`;
+      refusals.set(key, (refusals.get(key) ?? 0) + 1);
+      return null;
+    }
     for (;;) {
       const after = session.cursor ? `&after=${session.cursor}` : '';
       const poll = await call(url, session.address, 'GET', `/api/chat/${session.id}/messages?timeoutMs=30000${after}`);
@@ -101,21 +106,24 @@ export function createWebClient(baseUrl: string, tag: string) {
 
 /** Requests sent again after a connection reset, by whether the socket was a kept-alive one. */
 export const resets = { reused: 0, fresh: 0 };
+/** Posts the gateway did not take, by HTTP status and the start of its answer. */
+export const refusals = new Map<string, number>();
 
 /**
  * One request. A kept-alive socket the server closed as it went idle (its keep-alive timeout)
- * fails with ECONNRESET when reused at that moment: such a request is sent again once, on a new
- * socket, as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped,
+ * fails with ECONNRESET when reused at that moment: such a request is sent again (three tries in
+ * all), as Node's documentation advises (posts carry a clientMessageId, so a repeat is deduped,
  * and a long poll is a read). A reset of a fresh socket is sent again too, and counted apart.
  */
 async function call(base: URL, localAddress: string, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
-  try {
-    return await send(base, localAddress, method, path, body);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
-    if ((err as { reusedSocket?: boolean }).reusedSocket) resets.reused++;
-    else resets.fresh++;
-    return send(base, localAddress, method, path, body);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(base, localAddress, method, path, body);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET' || attempt === 3) throw err;
+      if ((err as { reusedSocket?: boolean }).reusedSocket) resets.reused++;
+      else resets.fresh++;
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChannelHealth, type ChatTarget,
 import { discordDownloadHosts, downloadDiscordAttachment } from './files.js';
 import { watchGatewayHealth } from './gateway-health.js';
 import { guardGatewayPayloads } from './payload-guard.js';
+import { DEFAULT_DEFER_AFTER_MS, handleInteraction } from './buttons.js';
 import { createTokenWatch } from './token-watch.js';
 import { sendDiscordText, sendDiscordTyping, toDiscordChannelError } from './send.js';
 import { deleteDiscordMessage, editDiscordText } from './live-reply.js';
@@ -50,6 +51,11 @@ export interface DiscordChannelOptions {
    * never re-delivers them), in ms; what is still queued after that is dropped and logged. Default 10 000.
    */
   stopDrainTimeoutMs?: number;
+  /**
+   * How long a button press waits for the gateway's answer before it is deferred (then the message is
+   * edited, or a follow-up sent, once the answer is there), in ms. Discord allows 3 s. Default 2000.
+   */
+  pressDeferAfterMs?: number;
 }
 
 /** Resolved {@link DiscordChannelOptions}. */
@@ -75,6 +81,7 @@ const DEFAULTS = {
   readyTimeoutMs: 30_000,
   maxRateLimitWaitMs: 0,
   stopDrainTimeoutMs: 10_000,
+  pressDeferAfterMs: DEFAULT_DEFER_AFTER_MS,
 } satisfies Omit<ResolvedDiscordChannelOptions, 'token'>;
 
 /** What {@link createDiscordChannel} needs besides its options. */
@@ -99,6 +106,8 @@ export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: Dis
   const handle = (like: DiscordMessageLike) => handleMessage(like, client, state.onMessage, { ...resolved, cursors: deps.catchUp?.cursors, outage }, log);
   const router = routeInOrder(client, (message) => handle(toMessageLike(message)), log);
   client.on(Events.Error, (err) => log.error({ err }, 'discord client error'));
+  // Button presses (approval questions): answered where they were pressed (buttons.ts).
+  client.on(Events.InteractionCreate, (interaction) => void handleInteraction(interaction, state.onMessage, log, resolved.pressDeferAfterMs));
   const gateway = watchGatewayHealth(client);
   const token = createTokenWatch(log);
   const downloadHosts = discordDownloadHosts(resolved.apiRoot);
@@ -352,6 +361,7 @@ function validate(options: ResolvedDiscordChannelOptions): void {
   if (options.token.trim() === '' || /\s/.test(options.token)) issues.push('`token` must be the bot token from the Developer Portal (no spaces)');
   if (!(options.typingIntervalMs > 0)) issues.push(`\`typingIntervalMs\` must be > 0 (got ${options.typingIntervalMs})`);
   if (!(options.readyTimeoutMs > 0)) issues.push(`\`readyTimeoutMs\` must be > 0 (got ${options.readyTimeoutMs})`);
+  if (!(options.pressDeferAfterMs >= 0 && options.pressDeferAfterMs < 3000)) issues.push(`\`pressDeferAfterMs\` must be in [0, 3000) (got ${options.pressDeferAfterMs})`);
   if (!(options.stopDrainTimeoutMs >= 0)) issues.push(`\`stopDrainTimeoutMs\` must be ≥ 0 (got ${options.stopDrainTimeoutMs})`);
   if (issues.length > 0) throw new ChannelError(`invalid discord options: ${issues.join('; ')}`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
 }

@@ -4,11 +4,17 @@
  * a URL, and never reaches a message.
  */
 import { createHash } from 'node:crypto';
-import { DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
+import { ButtonStyle, ComponentType, DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
+import type { MessageChoice } from '../../src/core/inbound.js';
 import type { RemoteFailure } from '../../src/core/retry.js';
+import { truncateText } from '../../src/core/text.js';
 import { ChannelError } from '../../src/errors.js';
 import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
 import { isTokenRefusal } from './token-watch.js';
+
+/** Discord's limits of a button: its `custom_id` and its label, characters. */
+const MAX_CUSTOM_ID = 100;
+const MAX_LABEL = 80;
 
 /** The channel a target's messages go to: the thread when there is one. */
 export function discordChannelOf(target: ChatTarget): string {
@@ -24,6 +30,7 @@ export async function sendDiscordText(rest: REST, target: ChatTarget, message: O
   const channelId = discordChannelOf(target);
   const body: Record<string, unknown> = { content: message.text, allowed_mentions: { parse: [], replied_user: false } };
   if (target.replyTo !== undefined) body.message_reference = { message_id: target.replyTo, fail_if_not_exists: false };
+  if (message.choices && message.choices.length > 0) body.components = toDiscordButtons(message.choices);
   // Discord's idempotency key: the same chunk sent again (a gateway killed before it recorded the
   // first send) returns the message already created instead of posting it twice.
   if (message.deliveryId !== undefined) Object.assign(body, { nonce: discordNonce(message.deliveryId), enforce_nonce: true });
@@ -33,6 +40,21 @@ export async function sendDiscordText(rest: REST, target: ChatTarget, message: O
   } catch (err) {
     throw toDiscordChannelError(err, 'createMessage', channelId);
   }
+}
+
+/**
+ * A message's choices as Discord components: one action row of buttons (at most 5), each carrying its
+ * command as `custom_id` (at most 100 characters: a longer command has no button and is typed). The
+ * first is green, a `/deny` red, the rest grey.
+ */
+export function toDiscordButtons(choices: readonly MessageChoice[]): unknown[] {
+  const buttons = choices.filter((choice) => choice.command.length <= MAX_CUSTOM_ID).slice(0, 5).map((choice, index) => ({
+    type: ComponentType.Button,
+    style: /^\/deny\b/.test(choice.command) ? ButtonStyle.Danger : index === 0 ? ButtonStyle.Success : ButtonStyle.Secondary,
+    label: truncateText(choice.label, MAX_LABEL),
+    custom_id: choice.command,
+  }));
+  return buttons.length > 0 ? [{ type: ComponentType.ActionRow, components: buttons }] : [];
 }
 
 /** A chunk's delivery id as a Discord nonce (at most 25 characters). */

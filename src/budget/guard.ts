@@ -1,100 +1,170 @@
 /**
- * The guard around model calls: before each call made inside a turn (the agent's, the compaction
- * summariser's) it reserves the call's worst case on every level, settles it with the provider's
- * usage after, and enforces the per-turn caps. The turn's scope travels in an AsyncLocalStorage,
- * so the summariser, which knows no session, counts for the turn that asked for it.
+ * The budget wrapper every model call goes through — the agent's, the summariser's (in a turn, in
+ * the gateway's hygiene, `/compact`, `chatgate compact`) and a transcription's: it reserves the
+ * call's worst case on every level that applies, settles it with the provider's usage after, and
+ * enforces the per-turn caps. Whom a call counts for comes from the call scope (src/llm/call-scope.ts);
+ * a call made with none counts for the deployment alone.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { budgetMessage, budgetNoticeMessage, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
+import { budgetMessage, budgetNoticeMessage, hasBudgets, MIN_AUDIO_BYTES_PER_SECOND, transcriptionMicroUsd, TYPICAL_AUDIO_BYTES_PER_SECOND, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
 import { estimateCostUsd, pricingOf, type PriceTable } from '../core/models.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { countMessageTokens } from '../llm/encodings.js';
 import { BudgetError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { currentCallScope, runWithCallScope, type CallScope } from '../llm/call-scope.js';
 import type { LlmClient } from '../llm/client.js';
-import type { BudgetEvent, BudgetLedger, BudgetScope } from './ledger.js';
+import { countMessageTokens } from '../llm/encodings.js';
+import type { Transcriber } from '../llm/transcribe.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { RedisClient } from '../redis/client.js';
+import { createBudgetAlerts, type BudgetAlerts, type BudgetAlertsOptions } from './alerts.js';
+import { createBudgetLedger, type BudgetEvent, type BudgetLedger, type BudgetScope, type CallNeed } from './ledger.js';
 
-/** What one turn has spent so far, and where its notices go. */
-interface TurnBudget {
-  scope: BudgetScope;
-  usedMicro: number;
-  usedTokens: number;
-  onNotice: (text: string) => void;
-}
-
-const turns = new AsyncLocalStorage<TurnBudget>();
-
-/** Options of {@link guardLlm}. */
+/** Options of {@link guardLlm} and {@link guardTranscriber}. */
 export interface BudgetGuardOptions {
   settings: BudgetSettings;
   prices?: PriceTable;
   /** Output tokens assumed for a call that sets no `maxTokens`. */
   defaultMaxTokens: number;
-  /** Counts the prompt of a call (the worker's shared counter). Default: a new one. */
+  /** Counts the prompt of a call (the process's shared counter). Default: a new one. */
   tokenCounter?: TokenCounter;
   now?: () => number;
 }
 
-/**
- * Runs `fn` (one turn) with model calls counted for `scope`; `onNotice` receives the user's notices
- * (a limit at the notice share). Calls made outside any turn are not counted.
- */
-export function runWithBudget<T>(scope: BudgetScope, onNotice: (text: string) => void, fn: () => Promise<T>): Promise<T> {
-  return turns.run({ scope, usedMicro: 0, usedTokens: 0, onNotice }, fn);
+/** What the wrappers need: the counters, a logger and where events go (default: logged and counted nowhere else). */
+export interface BudgetGuardDeps {
+  ledger: BudgetLedger;
+  logger: Logger;
+  alerts?: BudgetAlerts;
+}
+
+/** The budget wrappers of one process, or undefined when no limit is set (calls go straight through). */
+export interface BudgetGuard {
+  llm(client: LlmClient): LlmClient;
+  transcriber(transcriber: Transcriber): Transcriber;
+  readonly alerts: BudgetAlerts;
 }
 
 /**
- * `llm` with every call inside {@link runWithBudget} reserved and settled on `ledger`.
+ * The one place a process gets its budget wrappers: undefined when `options.settings` sets no limit.
+ * Events are POSTed to `settings.alertWebhookUrl` when set.
+ */
+export function createBudgetGuard(
+  deps: { redis: RedisClient; logger: Logger; metrics?: Metrics },
+  options: BudgetGuardOptions & { keyPrefix: string; alerts?: Omit<BudgetAlertsOptions, 'webhookUrl'> },
+): BudgetGuard | undefined {
+  if (!hasBudgets(options.settings)) return undefined;
+  const alerts = createBudgetAlerts({ logger: deps.logger, metrics: deps.metrics }, { ...options.alerts, webhookUrl: options.settings.alertWebhookUrl });
+  const guardDeps = { ledger: createBudgetLedger(deps.redis, { keyPrefix: options.keyPrefix, settings: options.settings, now: options.now }), logger: deps.logger, alerts };
+  return { alerts, llm: (client) => guardLlm(client, guardDeps, options), transcriber: (t) => guardTranscriber(t, guardDeps, options) };
+}
+
+/**
+ * Runs `fn` (one turn) with its model calls counted for `scope` and the per-turn caps; `onNotice`
+ * receives the user's notices (a limit at the notice share).
+ */
+export function runWithBudget<T>(scope: BudgetScope, onNotice: (text: string) => void, fn: () => Promise<T>): Promise<T> {
+  return runWithCallScope({ ...scope, turn: { usedMicro: 0, usedTokens: 0, onNotice } }, fn);
+}
+
+/** Runs `fn` with its model calls (a compaction's summary) counted for `scope`, unless a turn's scope holds already. */
+export function runCountedFor<T>(scope: BudgetScope, fn: () => Promise<T>): Promise<T> {
+  return currentCallScope() ? fn() : runWithCallScope(scope, fn);
+}
+
+/**
+ * `llm` with every call reserved and settled on `deps.ledger`.
  * @throws BudgetError (from `complete`) when a limit holds: the call is not made.
  */
-export function guardLlm(llm: LlmClient, deps: { ledger: BudgetLedger; logger: Logger }, options: BudgetGuardOptions): LlmClient {
-  const log = deps.logger.child({ component: 'budget' });
-  const now = options.now ?? Date.now;
-  const refuse = (breach: BudgetBreach, what: string): never => {
-    throw new BudgetError(what, budgetMessage(breach, now(), options.settings.timeZone));
-  };
+export function guardLlm(llm: LlmClient, deps: BudgetGuardDeps, options: BudgetGuardOptions): LlmClient {
+  const spend = createSpend(deps, options);
   return {
     model: llm.model,
     timeoutMs: llm.timeoutMs,
     async complete(request) {
-      const turn = turns.getStore();
-      if (!turn) return llm.complete(request);
       const model = request.model ?? llm.model;
       const pricing = pricingOf(model, options.prices);
       const promptTokens = countMessageTokens(request.messages, model, options.tokenCounter);
       const maxTokens = request.maxTokens || options.defaultMaxTokens;
-      const micro = worstCaseMicroUsd(pricing, promptTokens, maxTokens);
-      checkTurnCaps(turn, options.settings, pricing !== undefined, (breach) => refuse(breach, `model call with ${model}`));
-      const reserved = await deps.ledger.reserve(turn.scope, { micro, tokens: promptTokens + maxTokens });
-      if ('breach' in reserved) {
-        log.warn({ level: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, 'model call refused: budget used up');
-        return refuse(reserved.breach, `model call with ${model}`);
-      }
-      let used = { micro: 0, tokens: 0 };
-      try {
+      const need = { micro: worstCaseMicroUsd(pricing, promptTokens, maxTokens), tokens: promptTokens + maxTokens };
+      return spend(`model call with ${model}`, model, need, async () => {
         const result = await llm.complete(request);
         const usage = result.usage ?? { promptTokens, completionTokens: 0, cachedTokens: 0 };
-        used = { micro: pricing ? Math.round(estimateCostUsd(pricing, usage) * 1_000_000) : 0, tokens: usage.promptTokens + usage.completionTokens };
-        return result;
-      } finally {
-        turn.usedMicro += used.micro;
-        turn.usedTokens += used.tokens;
-        // A failed call settles with nothing: its reservation is released.
-        await deps.ledger.settle(turn.scope, reserved.id, used).then((events) => tell(events, turn, options.settings, log), (err: unknown) => log.warn({ err }, 'budget not settled: its reservation is released when its lease ends'));
-      }
+        return { result, used: { micro: pricing ? Math.round(estimateCostUsd(pricing, usage) * 1_000_000) : undefined, tokens: usage.promptTokens + usage.completionTokens } };
+      });
     },
   };
 }
 
-function checkTurnCaps(turn: TurnBudget, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
+/**
+ * `transcriber` with every transcription reserved and settled: the worst case bounds the audio's
+ * length by its size ({@link MIN_AUDIO_BYTES_PER_SECOND}); the settle takes the duration the
+ * provider reports, else a typical bitrate. Tokens count only when the provider reports them.
+ */
+export function guardTranscriber(transcriber: Transcriber, deps: BudgetGuardDeps, options: BudgetGuardOptions): Transcriber {
+  const spend = createSpend(deps, options);
+  const model = transcriber.model;
+  return {
+    model,
+    transcribe(file, signal) {
+      const need = { micro: transcriptionMicroUsd(model, file.bytes.length / MIN_AUDIO_BYTES_PER_SECOND), tokens: 0 };
+      return spend(`transcription of ${file.fileName}`, model, need, async () => {
+        const result = await transcriber.transcribe(file, signal);
+        const seconds = result.usage?.seconds ?? file.bytes.length / TYPICAL_AUDIO_BYTES_PER_SECOND;
+        return { result, used: { micro: transcriptionMicroUsd(model, seconds), tokens: (result.usage?.inputTokens ?? 0) + (result.usage?.outputTokens ?? 0) } };
+      });
+    },
+  };
+}
+
+type Spend = <T>(what: string, model: string, need: CallNeed, call: () => Promise<{ result: T; used: CallNeed }>) => Promise<T>;
+
+/** Reserve → call → settle for the current call scope; a failed call settles with nothing (its reservation is released). */
+function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend {
+  const log = deps.logger.child({ component: 'budget' });
+  const now = options.now ?? Date.now;
+  const alerts = deps.alerts ?? createBudgetAlerts({ logger: deps.logger });
+  const refuse = (breach: BudgetBreach, what: string): never => {
+    throw new BudgetError(what, budgetMessage(breach, now(), options.settings.timeZone));
+  };
+  const tell = (events: BudgetEvent[], scope: CallScope, model: string): void => {
+    for (const event of events) {
+      alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
+      if (event.kind === 'near') scope.turn?.onNotice(budgetNoticeMessage(event, options.settings.noticePercent));
+    }
+  };
+  return async (what, model, need, call) => {
+    const scope = currentCallScope() ?? {};
+    const ledgerScope = { user: scope.user, chat: scope.chat };
+    if (scope.turn) checkTurnCaps(scope.turn, options.settings, need.micro !== undefined, (breach) => refuse(breach, what));
+    const reserved = await deps.ledger.reserve(ledgerScope, need);
+    if ('breach' in reserved) {
+      if (reserved.event) tell([reserved.event], scope, model);
+      log.info({ budgetLevel: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, `${what} refused: budget used up`);
+      return refuse(reserved.breach, what);
+    }
+    let used: CallNeed = { micro: 0, tokens: 0 };
+    try {
+      const outcome = await call();
+      used = outcome.used;
+      return outcome.result;
+    } finally {
+      if (scope.turn) {
+        scope.turn.usedMicro += used.micro ?? 0;
+        scope.turn.usedTokens += used.tokens;
+      }
+      await deps.ledger.settle(ledgerScope, reserved.id, used).then((events) => tell(events, scope, model), (err: unknown) => log.warn({ err }, 'budget not settled: its reservation is released when its lease ends'));
+    }
+  };
+}
+
+function checkTurnCaps(turn: NonNullable<CallScope['turn']>, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
   const cap = settings.turn;
   if (cap.usd !== undefined && priced && turn.usedMicro >= cap.usd * 1_000_000) refuse({ level: 'turn', unit: 'usd', limit: cap.usd });
   if (cap.tokens !== undefined && turn.usedTokens >= cap.tokens) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens });
 }
 
-function tell(events: BudgetEvent[], turn: TurnBudget, settings: BudgetSettings, log: Logger): void {
-  for (const event of events) {
-    log.warn({ level: event.level, period: event.period, unit: event.unit, limit: event.limit, kind: event.kind }, event.kind === 'near' ? 'budget near its limit' : 'budget used up');
-    if (event.kind === 'near') turn.onNotice(budgetNoticeMessage(event, settings.noticePercent));
-  }
+/** The channel of a call's user (or chat): the part before the first `:`; bounded, a metric label. */
+function channelOf(scope: CallScope): string {
+  const subject = scope.user ?? scope.chat;
+  return subject?.includes(':') ? subject.slice(0, subject.indexOf(':')) : 'none';
 }

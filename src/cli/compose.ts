@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { PriceTable } from '../core/models.js';
 import type { SessionLimits } from '../core/session-figures.js';
 import type { GatewayOptions } from '../gateway/gateway-options.js';
 import type { LlmSessionOpsOptions } from '../session/session-ops.js';
@@ -24,9 +25,11 @@ export function gatewayOptions(config: Config): GatewayOptions {
     queuePrefix: config.redis.queuePrefix,
     queueShards: config.redis.queueShards,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     channelStartTimeoutMs: config.channelStartTimeoutMs,
     compactionNotice: config.compaction.notice,
     budgets: config.budgets,
+    prices: configuredPrices(config),
     channelLeaseMs: config.channelLeaseMs,
     groupMode: config.groupMode,
     allow: config.access.allow,
@@ -37,7 +40,7 @@ export function gatewayOptions(config: Config): GatewayOptions {
     httpTimeouts: config.http.timeouts,
     monitorToken: config.http.monitorToken,
     sessionLeaseTtlMs: config.workers.leaseTtlMs,
-    channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger },
+    channels: { telegram: config.telegram, discord: config.discord, groupTrigger: config.groupTrigger, ...(config.access.apiKeys ? { api: { keys: config.access.apiKeys } } : {}) },
     maxAttachmentBytes: config.attachments.maxBytes,
     attachmentTtlSeconds: config.attachments.ttlSeconds,
     seenTtlSeconds: config.seenTtlSeconds,
@@ -65,13 +68,15 @@ export function workerOptions(config: Config): RunWorkerOptions {
     maxModelCalls: config.llm.maxModelCalls,
     compactionNotice: config.compaction.notice,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
-    prices: { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) },
+    prices: configuredPrices(config),
     attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
     budgets: config.budgets,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),
+    demo: config.demo,
     liveReplies: config.liveReplies.enabled,
     toolApproval: config.approvals.rules,
     approvalTimeoutMs: config.approvals.timeoutSeconds * 1000,
@@ -89,6 +94,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     hygieneThreshold: config.compaction.hygieneThreshold,
     keyPrefix: config.redis.keyPrefix,
     transcriptRetention: config.transcriptMaxLen,
+    usageRetention: config.usageRetention,
     leaseTtlMs,
     llmStream: config.liveReplies.enabled,
   };
@@ -100,6 +106,11 @@ export function sessionLimits(config: Config): SessionLimits {
     model: config.llm.model, summaryModel: config.llm.summaryModel, contextWindow: config.llm.contextWindow,
     reservedOutputTokens: config.compaction.reservedOutputTokens,
   };
+}
+
+/** The price table's additions: `CHATGATE_PRICES` and the main model's own price options. */
+export function configuredPrices(config: Config): PriceTable {
+  return { ...config.llm.prices, ...(config.llm.pricing ? { [config.llm.model]: config.llm.pricing } : {}) };
 }
 
 function llmEndpoint(config: Config): { baseURL: string; apiKey?: string; model: string; summaryModel: string } {

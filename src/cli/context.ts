@@ -78,9 +78,24 @@ export function roleLogger(config: Config): Logger {
   return createLogger({ level: config.logLevel, base: { pid: process.pid }, format: resolveLogFormat(config.logFormat, process.stdout.isTTY === true) });
 }
 
-/** A quiet logger for operator commands: warnings and errors only, on stderr. */
-export function commandLogger(): Logger {
-  return createLogger({ level: 'warn', destination: process.stderr });
+/**
+ * A quiet logger for operator commands: errors only, each one plain line on stderr
+ * (`chatgate: error: <what failed>: <why>`), never a JSON object or a stack. The command's own
+ * last line says what to do; the retries and fallbacks on the way are not the operator's business.
+ */
+export function commandLogger(write: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Logger {
+  return createLogger({ level: 'error', destination: { write: (json: string) => write(commandLine(json)) } });
+}
+
+/** A pino JSON line as {@link commandLogger}'s plain line. */
+function commandLine(json: string): string {
+  try {
+    const record = JSON.parse(json) as { msg?: string; err?: { message?: string }; reason?: string };
+    const why = record.err?.message ?? record.reason;
+    return `chatgate: error: ${record.msg ?? 'failed'}${why ? `: ${why}` : ''}`;
+  } catch {
+    return `chatgate: error: ${json.trim()}`;
+  }
 }
 
 /** Options of {@link connectRedis}. */

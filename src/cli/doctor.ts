@@ -9,6 +9,7 @@ import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
+import { describeDeployment, withDeploymentLlm, type CommandConfig } from './deployment.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
 import { judgeMcpServers } from './mcp-check.js';
 
@@ -66,34 +67,60 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
     telegramApiRoot: options.telegramApiRoot ?? config.telegram?.apiRoot ?? DEFAULTS.telegramApiRoot,
     discordApiRoot: versionedDiscordRoot(options.discordApiRoot ?? config.discord?.apiRoot ?? DEFAULTS.discordApiRoot),
   };
-  report('config', { status: 'ok', detail: `valid: model ${config.llm.model}, context window ${config.llm.contextWindow} tokens (${config.llm.contextWindowSource})${config.configFile ? `, file ${config.configFile}` : ''}` });
-  await redisChecks(io, config, report);
-  report('llm', await checkLlm(config));
+  const redis = await openRedis(io, config);
+  try {
+    const used = withDeploymentLlm(config, io.env, redis.beats);
+    report('config', configVerdict(used));
+    if (redis.conn && redis.failure === undefined) await redisChecks(redis.conn, used.config, redis.beats, report);
+    else reportNoRedis(config, redis.failure, report);
+    report('llm', await checkLlm(used));
+  } finally {
+    await redis.conn?.close();
+  }
   report('telegram', await checkTelegram(config, o.telegramApiRoot, o.timeoutMs));
   report('discord', await checkDiscord(config, o.discordApiRoot, o.timeoutMs));
   return finish();
 }
 
-/** Redis, the queues and the workers (a gateway without live workers leaves messages waiting forever). */
-async function redisChecks(io: CliIo, config: Config, report: (name: string, verdict: Verdict) => void): Promise<void> {
+/** Redis and the heartbeats on it; `failure` when either could not be had. */
+async function openRedis(io: CliIo, config: Config): Promise<{ conn: CliRedis | null; beats: HeartbeatStatus[]; failure?: unknown }> {
   let conn: CliRedis | null = null;
   try {
     conn = await connectRedis(io, config, commandLogger());
+    return { conn, beats: await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }) };
+  } catch (err) {
+    return { conn, beats: [], failure: err };
+  }
+}
+
+/** The configuration's line: valid, with the LLM settings in use and where they come from. */
+function configVerdict({ config, deployment }: CommandConfig): Verdict {
+  const file = config.configFile ? `, file ${config.configFile}` : '';
+  const llm = `model ${config.llm.model}, context window ${config.llm.contextWindow} tokens`;
+  if (deployment) return { status: 'ok', detail: `valid; the LLM settings are the running deployment's, as ${describeDeployment(deployment)} records them: ${llm}${file}` };
+  return { status: 'ok', detail: `valid: ${llm} (${config.llm.contextWindowSource})${file}` };
+}
+
+/** Redis, the queues and the workers (a gateway without live workers leaves messages waiting forever). */
+async function redisChecks(conn: CliRedis, config: Config, beats: readonly HeartbeatStatus[], report: (name: string, verdict: Verdict) => void): Promise<void> {
+  try {
     report('redis', await checkRedis(conn));
     report('queues', await checkQueues(conn.redis, config));
-    const beats = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
     report('workers', checkWorkers(beats));
     const mcp = judgeMcpServers(config, beats);
     if (mcp) report('mcp', { ...mcp, status: mcp.status === 'warn' ? 'FAIL' : mcp.status });
     report('channels', checkChannels(beats));
   } catch (err) {
-    report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
-    report('queues', { status: 'skip', detail: 'needs Redis' });
-    report('workers', { status: 'skip', detail: 'needs Redis' });
-    report('channels', { status: 'skip', detail: 'needs Redis' });
-  } finally {
-    await conn?.close();
+    reportNoRedis(config, err, report);
   }
+}
+
+/** The Redis line when Redis cannot be used, and the lines that need it skipped. */
+function reportNoRedis(config: Config, err: unknown, report: (name: string, verdict: Verdict) => void): void {
+  report('redis', { status: 'FAIL', detail: err instanceof CliExit ? 'not available (see above)' : errorText(err), fix: config.redis.clusterNodes ? 'set REDIS_CLUSTER_NODES to nodes of a reachable, ready Redis Cluster (Redis ≥ 6.2)' : 'set REDIS_URL to a reachable Redis ≥ 6.2, or install redis-server' });
+  report('queues', { status: 'skip', detail: 'needs Redis' });
+  report('workers', { status: 'skip', detail: 'needs Redis' });
+  report('channels', { status: 'skip', detail: 'needs Redis' });
 }
 
 /** Live workers by their heartbeats: FAIL when a gateway runs without any (its messages would wait forever). */
@@ -147,15 +174,17 @@ async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict>
   }
 }
 
-async function checkLlm(config: Config): Promise<Verdict> {
+/** The LLM endpoint and model in use: the built-in demo model started here in demo mode. */
+async function checkLlm({ config, deployment }: CommandConfig): Promise<Verdict> {
   const demo = config.demo ? await startDemoModel({ model: config.llm.model }) : null;
   try {
     const llm = demo ? { ...config.llm, baseUrl: demo.baseUrl } : config.llm;
+    const whose = deployment ? `; the LLM ${describeDeployment(deployment)} uses` : '';
     const models = await probeModels(llm);
-    if (!models.ok) return { status: 'FAIL', detail: models.detail, fix: LLM_HELP };
+    if (!models.ok) return { status: 'FAIL', detail: `${models.detail}${whose}`, fix: LLM_HELP };
     const completion = await probeCompletion(llm);
-    if (!completion.ok) return { status: 'FAIL', detail: `${models.detail}, but ${completion.detail}`, fix: LLM_HELP };
-    return { status: 'ok', detail: `${demo ? 'built-in demo model: ' : ''}${models.detail}; ${completion.detail}` };
+    if (!completion.ok) return { status: 'FAIL', detail: `${models.detail}, but ${completion.detail}${whose}`, fix: LLM_HELP };
+    return { status: 'ok', detail: `${demo ? 'built-in demo model: ' : ''}${models.detail}; ${completion.detail}${whose}` };
   } finally {
     await demo?.close();
   }

@@ -21,7 +21,7 @@ export function isLlmUnconfigured(config: Pick<Config, 'llm'>): boolean {
 export const LLM_HELP =
   'Set OPENAI_BASE_URL to an OpenAI-compatible endpoint (default https://api.openai.com/v1; Ollama: http://127.0.0.1:11434/v1), ' +
   'OPENAI_API_KEY to its key and CHATGATE_MODEL to a model it serves (unknown models also need CHATGATE_CONTEXT_WINDOW) — ' +
-  'or run `chatgate start --demo` to try chatgate with the built-in offline demo model.';
+  'or run `npx chatgate start --demo` to try chatgate with the built-in offline demo model.';
 
 const DEFAULT_TIMEOUT_MS = 5000;
 

@@ -5,8 +5,11 @@ import { createLlmSessionOps, type SessionOps } from '../session/session-ops.js'
 import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import { createSessionStore, parseMeta, type SessionMeta } from '../redis/session-store.js';
-import { sessionLimits, sessionOpsOptions } from './compose.js';
+import { configuredPrices, sessionLimits, sessionOpsOptions } from './compose.js';
+import { createBudgetGuard } from '../budget/guard.js';
 import { commandLogger, EXIT, progress, type CliIo, type CliRedis } from './context.js';
+import { describeDeployment, type DeploymentLlm } from './deployment.js';
+import { isLlmUnconfigured } from './llm-check.js';
 import { noSession, withRedis } from './sessions.js';
 
 /** Lease time to live while the CLI compacts or resets a session, ms (a summary may take a while). */
@@ -19,12 +22,17 @@ const CLI_LEASE_TTL_MS = 120_000;
  * (the configuration's only for a session that recorded none). Prints before → after tokens and the outcome.
  */
 export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: string }): Promise<number> {
-  return withSession(io, sessionId, async (config, conn, logger, meta) => {
+  return withSession(io, sessionId, async (config, conn, logger, meta, deployment) => {
+    if (!config.demo && !deployment && isLlmUnconfigured(config)) {
+      io.err(`chatgate: cannot compact ${sessionId}: no LLM endpoint is configured here and no chatgate worker is running to take its settings from; start chatgate (\`npm start\`) or set OPENAI_BASE_URL and OPENAI_API_KEY (or CHATGATE_DEMO=true), then run this again`);
+      return EXIT.failure;
+    }
     const limits = meta.limits ?? sessionLimits(config);
     const demo: DemoModel | null = config.demo ? await startDemoModel({ logger, model: limits.model }) : null;
     try {
       const ops = sessionOps(config, conn, logger, demo);
-      progress(io, `compacting ${sessionId} (summary by ${limits.summaryModel}${demo ? ', the offline demo model' : ''})…`);
+      const where = deployment ? `, the LLM ${describeDeployment(deployment)} uses` : '';
+      progress(io, `compacting ${sessionId} (summary by ${limits.summaryModel}${demo ? ', the offline demo model' : ''}${where})…`);
       const outcome = await ops.compact(sessionId, flags.focus, 'manual');
       if (outcome.busy) return busy(io, sessionId);
       const result = outcome.value;
@@ -54,18 +62,20 @@ export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
 }
 
 /** Runs `body` for an existing session; an unknown one is exit 1 (checked before any lease is taken). */
-function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: CliRedis, logger: Logger, meta: SessionMeta) => Promise<number>): Promise<number> {
-  return withRedis(io, async (config, conn) => {
+function withSession(io: CliIo, sessionId: string, body: (config: Config, conn: CliRedis, logger: Logger, meta: SessionMeta, deployment: DeploymentLlm | null) => Promise<number>): Promise<number> {
+  return withRedis(io, async (config, conn, deployment) => {
     const key = createSessionStore({ redis: conn.redis }, { keyPrefix: config.redis.keyPrefix }).keys(sessionId).meta;
     const meta = parseMeta(await conn.redis.hgetall(key));
     if (meta.version === 0) return noSession(io, sessionId);
-    return body(config, conn, commandLogger(), meta);
+    return body(config, conn, commandLogger(), meta, deployment);
   });
 }
 
 function sessionOps(config: Config, conn: CliRedis, logger: Logger, demo: DemoModel | null): SessionOps {
   const options = sessionOpsOptions(config, CLI_LEASE_TTL_MS);
-  return createLlmSessionOps({ redis: conn.redis, logger }, {
+  // The summary counts for the chat and the deployment (no user asked for it); a used-up budget gives the deterministic fallback.
+  const budget = createBudgetGuard({ redis: conn.redis, logger }, { keyPrefix: config.redis.keyPrefix, settings: config.budgets, prices: configuredPrices(config), defaultMaxTokens: config.compaction.reservedOutputTokens || 4096 });
+  return createLlmSessionOps({ redis: conn.redis, logger, guardLlm: budget?.llm }, {
     ...options, baseURL: demo?.baseUrl ?? options.baseURL, apiKey: options.apiKey ?? (demo ? 'demo' : undefined),
   });
 }

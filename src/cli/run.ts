@@ -10,6 +10,10 @@ import { gatewayOptions, workerOptions } from './compose.js';
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { readerFor } from './sessions.js';
+import { usageReaderFor } from './usage-report.js';
+import { createBudgetLedger } from '../budget/ledger.js';
+import { hasBudgets } from '../core/budget.js';
+import type { UsageMonitorDeps } from '../monitor/usage-routes.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
 import { createTokenCounter } from '../llm/encodings.js';
@@ -209,7 +213,7 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
     const { startGateway } = await import('../gateway/index.js');
     // The status report reads channel health, which loads the channel contract: the gateway's alone.
     const { buildStatusReport } = await import('./status-report.js');
-    const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
+    const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), usage: usageMonitor(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());
   }
@@ -255,7 +259,7 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   const { gateway, workerHttpUrl } = started;
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
   if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
-  if (gateway) lines.push(`Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
+  if (gateway) lines.push(`Usage:     ${gateway.httpUrl}/overview`, `Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
   else if (roles.worker && !roles.gateway && config.http.workerPort === undefined) lines.push('No health or metrics server (set CHATGATE_WORKER_HTTP_PORT to serve /healthz, /readyz and /metrics).');
@@ -275,3 +279,8 @@ function roleName(roles: RunRoles): string {
   return roles.gateway ? 'gateway' : 'worker';
 }
 
+/** The monitor's usage routes: the rollups' read model and, with budgets, their counters. */
+function usageMonitor(config: Config, redis: RedisClient): UsageMonitorDeps {
+  const ledger = hasBudgets(config.budgets) ? createBudgetLedger(redis, { keyPrefix: config.redis.keyPrefix, settings: config.budgets }) : undefined;
+  return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (scope) => ledger.state(scope) } : {}) };
+}

@@ -7,6 +7,8 @@ import { sessionKeys } from '../redis/keys.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import type { SessionView } from '../core/session-view.js';
 import { readTranscript, type StoredTranscriptEntry } from '../redis/transcript.js';
+import { readHeartbeats } from '../redis/heartbeats.js';
+import { withDeploymentLlm, type DeploymentLlm } from './deployment.js';
 import { commandLogger, connectRedis, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 
 /** Flags of `chatgate sessions`. */
@@ -18,12 +20,16 @@ export interface SessionsFlags {
 
 const TRANSCRIPT_BATCH = 500;
 
-/** Runs `body` with the configuration and a Redis connection, closing it afterwards. */
-export async function withRedis(io: CliIo, body: (config: Config, conn: CliRedis) => Promise<number>): Promise<number> {
-  const config = loadCliConfig(io);
-  const conn = await connectRedis(io, config, commandLogger());
+/**
+ * Runs `body` with the configuration and a Redis connection, closing it afterwards. The LLM
+ * settings are the running deployment's when the environment chooses none ({@link withDeploymentLlm}).
+ */
+export async function withRedis(io: CliIo, body: (config: Config, conn: CliRedis, deployment: DeploymentLlm | null) => Promise<number>): Promise<number> {
+  const loaded = loadCliConfig(io);
+  const conn = await connectRedis(io, loaded, commandLogger());
   try {
-    return await body(config, conn);
+    const { config, deployment } = withDeploymentLlm(loaded, io.env, await readHeartbeats(conn.redis, { keyPrefix: loaded.redis.keyPrefix }));
+    return await body(config, conn, deployment);
   } finally {
     await conn.close();
   }

@@ -1,5 +1,4 @@
 import type { Config } from '../config.js';
-import { DEMO_MODEL } from '../core/models.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
@@ -141,11 +140,11 @@ async function llmCheck(config: Config, workers: readonly HeartbeatStatus[], onP
   calls.sort((a, b) => b.call.at - a.call.at);
   const latest = calls[0];
   if (latest) {
-    const where = `the last model call (${latest.worker.worker?.model ?? '?'}, ${latest.worker.host} pid ${latest.worker.pid}) ${ago(latest.call.at)}`;
+    const where = `the last model call (${latest.worker.worker?.llm.model ?? '?'}, ${latest.worker.host} pid ${latest.worker.pid}) ${ago(latest.call.at)}`;
     if (latest.call.outcome === 'ok') return { name: 'llm', status: 'ok', detail: `${where} was answered` };
     return { name: 'llm', status: 'down', detail: `${where} failed (${latest.call.outcome})`, fix: LLM_HELP };
   }
-  if (config.demo || workers.some((w) => w.alive && w.worker?.model === DEMO_MODEL)) return { name: 'llm', status: 'ok', detail: 'the built-in demo model (no model call yet)' };
+  if (config.demo || workers.some((w) => w.alive && w.worker?.llm.demo)) return { name: 'llm', status: 'ok', detail: 'the built-in demo model (no model call yet)' };
   // Nothing to probe: the defaults name OpenAI without a key (`chatgate start` runs the demo model then).
   if (isLlmUnconfigured(config)) return { name: 'llm', status: 'down', detail: 'no LLM endpoint is configured (neither OPENAI_BASE_URL nor OPENAI_API_KEY is set) and no worker runs the demo model', fix: LLM_HELP };
   onProgress(`no model call yet; checking the LLM endpoint ${config.llm.baseUrl}…`);

@@ -3,6 +3,7 @@
  * operator's rules that override it, the stored approval record (versioned), the readable summary
  * of a call the user is asked about, and the texts of the decision commands.
  */
+import type { ChannelName } from './inbound.js';
 import { truncateText } from './text.js';
 
 /** What happens when the model calls a tool: run it (`auto`), ask the user first (`ask`), never offer it (`deny`). */
@@ -42,7 +43,7 @@ export interface ApprovalRecord {
   /** The call's arguments as the model sent them (JSON text, bounded). */
   args: string;
   /** The chat the question was asked in: where the decision's wake-up event goes. */
-  route: { channel: 'telegram' | 'discord' | 'web'; chatId: string; threadId?: string };
+  route: { channel: ChannelName; chatId: string; threadId?: string };
   /** The user whose message started the turn: in groups only they (or an admin) may decide. */
   askedBy: ApprovalDecider;
   chatType: 'private' | 'group';

@@ -34,6 +34,8 @@ export interface BudgetSettings {
   noticePercent: number;
   /** Budgets file: per-user limits (`telegram:42`) replacing the user level's, or `unlimited`. */
   users: Readonly<Record<string, LevelLimits | 'unlimited'>>;
+  /** `CHATGATE_ALERT_WEBHOOK_URL`: where near-limit and exhausted events are POSTed. Absent: logged and counted only. */
+  alertWebhookUrl?: string;
 }
 
 /** The levels, in the order counters are kept and reported. */
@@ -83,7 +85,7 @@ export interface BudgetBreach {
 
 /** The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min." */
 export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   if (breach.level === 'turn') return `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has' }[breach.level];
   const when = breach.period === 'month' ? "this month's" : "today's";
@@ -93,7 +95,7 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
 
 /** The one notice at the notice percent, e.g. "This chat has used 80% of today's budget of $2.00." */
 export function budgetNoticeMessage(breach: BudgetBreach, percent: number): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' }[breach.level];
   return `${who} used ${percent}% of ${breach.period === 'month' ? "this month's" : "today's"} budget of ${amount}.`;
 }
@@ -135,4 +137,69 @@ function localMidnightToUtc(localAsUtc: number, timeZone: string): number {
 
 function pad(n: number): string {
   return String(n).padStart(2, '0');
+}
+
+/** USD per minute of audio of known transcription models (list prices); other models are unpriced. */
+export const TRANSCRIPTION_USD_PER_MINUTE: Readonly<Record<string, number>> = Object.freeze({ 'whisper-1': 0.006, 'gpt-4o-transcribe': 0.006, 'gpt-4o-mini-transcribe': 0.003 });
+
+/** Bytes one second of compressed speech takes at least (8 kbit/s): bounds an upload's duration from above. */
+export const MIN_AUDIO_BYTES_PER_SECOND = 1000;
+
+/** Bytes per second assumed when the provider reports no duration (32 kbit/s, a typical voice message). */
+export const TYPICAL_AUDIO_BYTES_PER_SECOND = 4000;
+
+/** Cost in micro-USD of `seconds` of audio transcribed by `model`; undefined when the model has no price. */
+export function transcriptionMicroUsd(model: string, seconds: number): number | undefined {
+  const name = model.toLowerCase().replace(/^.*\//, '');
+  const key = Object.keys(TRANSCRIPTION_USD_PER_MINUTE).find((known) => name === known || name.startsWith(`${known}-`));
+  return key === undefined ? undefined : Math.ceil((TRANSCRIPTION_USD_PER_MINUTE[key]! * seconds / 60) * 1_000_000);
+}
+
+/** One counter with the limits in force on it (`/usage`, `chatgate budgets list`). */
+export interface CounterState {
+  level: BudgetLevel;
+  period: BudgetPeriod;
+  subject: string;
+  usedUsd: number;
+  usedTokens: number;
+  /** Limits in force (stored override, else configured); undefined: none. */
+  limitUsd?: number;
+  limitTokens?: number;
+  resetsAtMs: number;
+}
+
+/** One limit of a counter: what is used, the limit, what is left (never below 0). */
+export interface LimitLeft {
+  unit: 'usd' | 'tokens';
+  used: number;
+  limit: number;
+  left: number;
+}
+
+/** The limits set on a counter, each with what is left of it. */
+export function limitsLeft(counter: CounterState): LimitLeft[] {
+  const rows: LimitLeft[] = [];
+  if (counter.limitUsd !== undefined) rows.push({ unit: 'usd', used: counter.usedUsd, limit: counter.limitUsd, left: Math.max(0, counter.limitUsd - counter.usedUsd) });
+  if (counter.limitTokens !== undefined) rows.push({ unit: 'tokens', used: counter.usedTokens, limit: counter.limitTokens, left: Math.max(0, counter.limitTokens - counter.usedTokens) });
+  return rows;
+}
+
+/** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
+export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
+  if (unit === 'tokens') return `${Math.round(value).toLocaleString('en-US')} tokens`;
+  if (Math.abs(value) >= 1) return `$${value.toFixed(2)}`;
+  return `$${value.toFixed(4).replace(/(\.\d\d\d?)0+$/, '$1').replace(/(\.\d\d)0$/, '$1')}`;
+}
+
+/**
+ * `/usage`'s lines of what is left, one per limit that applies (counters without one are left
+ * out), e.g. "You, today: $0.42 of $2.00 used, $1.58 left; resets at 00:00 UTC, in 3 h 12 min".
+ */
+export function describeBudgetsLeft(counters: readonly CounterState[], nowMs: number, timeZone: string): string[] {
+  const who = { user: 'You', chat: 'This chat', deployment: 'This bot' };
+  return counters.flatMap((c) => limitsLeft(c).map((l) => {
+    const when = c.period === 'day' ? 'today' : 'this month';
+    const used = l.unit === 'usd' ? `${formatAmount('usd', l.used)} of ${formatAmount('usd', l.limit)}` : `${Math.round(l.used).toLocaleString('en-US')} of ${formatAmount('tokens', l.limit)}`;
+    return `${who[c.level]}, ${when}: ${used} used, ${formatAmount(l.unit, l.left)} left; resets at ${clockTime(c.resetsAtMs, timeZone)} ${timeZone}, in ${duration(c.resetsAtMs - nowMs)}`;
+  }));
 }

@@ -1,8 +1,8 @@
 import type { BusyMode } from './busy-mode.js';
 import { isWellFormedText, toWellFormedText } from './text.js';
 
-/** The channels chatgate speaks. */
-export type ChannelName = 'telegram' | 'discord' | 'web';
+/** The channels chatgate speaks (`api`: the OpenAI-compatible HTTP API, channels/openai-api). */
+export type ChannelName = 'telegram' | 'discord' | 'web' | 'api';
 
 /**
  * The Telegram Bot API root (grammY's `apiRoot`) when none is given: the Telegram channel's
@@ -124,8 +124,11 @@ export interface InboundVerdict {
   reason?: string;
   /** For `rate_limited`: when the sender may send again, in ms. */
   retryAfterMs?: number;
-  /** For a command sent with `answerInPlace`: its answer (Markdown), and whether it settled what the buttons asked. */
-  answer?: { text: string; settled: boolean };
+  /**
+   * For a command sent with `answerInPlace`: its answer (Markdown), whether it settled what the buttons
+   * asked, and `repeat` when it decided nothing new (decided before: a second press, a second tab).
+   */
+  answer?: { text: string; settled: boolean; repeat?: boolean };
 }
 
 /** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */

@@ -15,10 +15,11 @@ export interface ApprovalCommandDeps extends ApprovalDeps {
   admins: readonly string[];
 }
 
-/** A command's answer, and whether the question its buttons asked is settled (no longer pending). */
+/** A command's answer, whether the question its buttons asked is settled (no longer pending), and whether it was so before (`repeat`). */
 export interface ApprovalAnswer {
   text: string;
   settled: boolean;
+  repeat?: boolean;
 }
 
 const USAGE = {
@@ -41,10 +42,11 @@ export async function answerApprovalCommand(deps: ApprovalCommandDeps, sessionId
     ? (await deps.store.list(sessionId)).filter((record) => record.state === 'pending')
     : (await deps.store.read(sessionId, [target.id])).filter((record): record is ApprovalRecord => record !== null);
   if (records.length === 0) {
-    return { text: target.kind === 'all' ? 'Nothing is waiting for your approval here.' : `There is no approval ${target.id} in this chat.`, settled: target.kind === 'one' };
+    return { text: target.kind === 'all' ? 'Nothing is waiting for your approval here.' : `There is no approval ${target.id} in this chat.`, settled: target.kind === 'one', ...(target.kind === 'one' ? { repeat: true } : {}) };
   }
   const lines: string[] = [];
   let settled = true;
+  let applied = 0;
   for (const record of records) {
     if (!mayDecide(deps, message, record)) {
       lines.push(`Only ${record.askedBy.userName}, whose message started this, or an admin can decide ${record.id} (${record.tool}).`);
@@ -54,10 +56,11 @@ export async function answerApprovalCommand(deps: ApprovalCommandDeps, sessionId
     const by = { userId: message.userId, userName: message.userName };
     const always = target.kind === 'one' && target.always;
     const result = await decideAndWake(deps, sessionId, record.id, { decision: approve ? 'approved' : 'denied', via: 'user', by, always });
+    if (result.outcome === 'applied') applied++;
     if (result.outcome === 'unknown') lines.push(`There is no approval ${record.id} in this chat.`);
     else lines.push(result.outcome === 'applied' ? decisionLine(result.record) : `Already decided — ${decisionLine(result.record)}`);
   }
-  return { text: lines.join('\n'), settled };
+  return { text: lines.join('\n'), settled, ...(settled && applied === 0 ? { repeat: true } : {}) };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import type { SetAsideUpdate } from '../../channels/telegram/index.js';
+import { createOpenAiApiChannel, type ApiKey } from '../../channels/openai-api/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import type { ChannelName } from '../core/inbound.js';
 import { botIdentity } from '../redis/channel-lease.js';
@@ -11,8 +12,9 @@ import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
 import type { RedisClient } from '../redis/client.js';
-import { sessionKeys } from '../redis/keys.js';
+import { sessionKeys, type SessionKeys } from '../redis/keys.js';
 import { readTranscriptBefore } from '../redis/transcript.js';
+import { readUsage } from '../redis/usage.js';
 
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
 export interface GatewayChannels {
@@ -29,6 +31,8 @@ export interface ChannelsOptions {
   telegram?: { token: string; apiRoot?: string; webhookUrl?: string; webhookSecret?: string };
   /** Runs the Discord channel; `apiRoot` is discord.js's `rest.api` (default `DEFAULT_DISCORD_API_ROOT` of src/core/inbound.ts). */
   discord?: { token: string; apiRoot?: string };
+  /** Runs the OpenAI-compatible API (`/v1/chat/completions`, `/v1/models`) behind these bearer keys. */
+  api?: { keys: readonly ApiKey[] };
   /** When the bot answers in groups and guild channels. Default `mention`. */
   groupTrigger?: 'mention' | 'always';
   /** Address the HTTP server binds to: the web chat runs whenever it is loopback. */
@@ -47,7 +51,8 @@ export interface ChannelsOptions {
 }
 
 /**
- * Builds the channels asked for: Telegram and Discord when their tokens are set; the web chat when
+ * Builds the channels asked for: Telegram and Discord when their tokens are set, the OpenAI-compatible
+ * API when it has keys; the web chat when
  * no bot token is set, or whenever the HTTP server is bound to loopback. With `deps.redis`, the web
  * chat keeps its replies in Redis streams, so every gateway can serve it. grammY and discord.js are
  * loaded only when their channel runs (discord.js alone is ~30 MiB of a gateway's memory).
@@ -86,7 +91,18 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const discordDeps = { log: logger, onDroppedPayload, ...(deps.redis ? { catchUp: { cursors: createDiscordCursors(deps.redis, botIdentity(token), options.keyPrefix) } } : {}) };
     list.push(leased(createDiscordChannel(discordDeps, discordOptions), token, () => createDiscordChannel(discordDeps, discordOptions)));
   }
-  if (list.length === 0 || isLoopbackHost(options.host)) {
+  if (options.api) {
+    const redis = deps.redis;
+    // An answer reports the tokens the session's ledger (what `/usage` shows) grew by during its request.
+    const usage = redis ? (sessionId: string) => readUsage(redis, sessionKeys(sessionId, options.keyPrefix)) : undefined;
+    // When several requests of a session wait, the transcript says which messages an answer followed.
+    const answeredBy = redis ? (sessionId: string, replyId: string) => messagesAnsweredBy(redis, sessionKeys(sessionId, options.keyPrefix), replyId) : undefined;
+    const api = createOpenAiApiChannel({ log: logger, redis, readUsage: usage, answeredBy }, { keys: options.api.keys, keyPrefix: options.keyPrefix });
+    list.push(api);
+    mounts.push((app) => app.route('/', api.app));
+  }
+  // The web chat runs when no bot runs (the API is no chat of its own) or on loopback.
+  if (list.every((channel) => channel.name === 'api') || isLoopbackHost(options.host)) {
     // Off loopback the web chat needs the monitor token like the dashboard; on loopback it stays open
     // (to local Host names only, which stops DNS rebinding).
     // Multipart writes pass: they are the page's file uploads (the cross-site check still applies).
@@ -106,6 +122,18 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const lease = { botId: botIdentity(token), keyPrefix: options.keyPrefix, ttlMs: options.lease?.ttlMs, holder: options.lease?.holder };
     return createLeasedChannel({ redis: deps.redis, log: logger, sender, createReceiver }, lease);
   }
+}
+
+/** How far back an answer is looked for in the transcript: it was committed just before its delivery. */
+const ANSWER_LOOKBACK_ENTRIES = 200;
+
+/** The inbound ids of the user messages before the answer `replyId` among the transcript's newest entries; null when it is not among them. */
+async function messagesAnsweredBy(redis: RedisClient, keys: SessionKeys, replyId: string): Promise<ReadonlySet<string> | null> {
+  const entries = await readTranscriptBefore(redis, keys, undefined, ANSWER_LOOKBACK_ENTRIES);
+  const at = entries.findIndex((entry) => entry.type === 'message' && entry.replyId === replyId);
+  if (at === -1) return null;
+  // Newest first: the entries after the answer's index are older than it.
+  return new Set(entries.slice(at + 1).flatMap((entry) => (entry.type === 'message' && entry.inboundId ? [entry.inboundId] : [])));
 }
 
 function leaseRolesOf(list: readonly Channel[]): Partial<Record<ChannelName, ChannelLeaseRole>> {

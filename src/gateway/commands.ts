@@ -1,4 +1,5 @@
 import { isBusyMode, type BusyMode } from '../core/busy-mode.js';
+import { describeBudgetsLeft, type CounterState } from '../core/budget.js';
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT, START_TEXT } from '../core/commands.js';
 import { describeCompaction } from '../core/compaction/compaction-text.js';
@@ -33,6 +34,11 @@ export interface CommandDeps {
    * history. @returns the answer, or null when it comes later as a notice. Absent: not available.
    */
   btw?: (sessionId: string, question: string) => Promise<string | null>;
+  /**
+   * `/usage`: the budget counters of the sender and this chat (and the deployment's), with the
+   * limits in force, and the budgets' time zone. Absent: budgets are off, `/usage` says nothing of them.
+   */
+  budgets?: { state: (sessionId: string) => Promise<CounterState[]>; timeZone: string; now?: () => number };
 }
 
 /** The chat's busy mode as `/mode` reads and sets it. */
@@ -63,7 +69,7 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
     case 'retry':
       return deps.retry ? deps.retry(sessionId) : UNAVAILABLE;
     case 'usage':
-      return withDetail(deps, sessionId, usageText);
+      return usageWithBudgets(deps, sessionId);
     case 'status':
       return statusText(deps, sessionId);
     case 'pins':
@@ -123,6 +129,19 @@ async function withDetail(deps: CommandDeps, sessionId: string, render: (detail:
   return detail ? render(detail) : NOTHING_YET;
 }
 
+async function usageWithBudgets(deps: CommandDeps, sessionId: string): Promise<string> {
+  const [detail, left] = await Promise.all([deps.view.getSession(sessionId), budgetLines(deps, sessionId)]);
+  const budgets = left.length > 0 ? ['', '**Budgets left**', ...left.map((line) => `- ${line}`)] : [];
+  if (!detail) return budgets.length > 0 ? [NOTHING_YET, ...budgets].join('\n') : NOTHING_YET;
+  return [usageText(detail), ...budgets].join('\n');
+}
+
+async function budgetLines(deps: CommandDeps, sessionId: string): Promise<string[]> {
+  const budgets = deps.budgets;
+  if (!budgets) return [];
+  return describeBudgetsLeft(await budgets.state(sessionId), (budgets.now ?? Date.now)(), budgets.timeZone);
+}
+
 function usageText(d: SessionDetail): string {
   const l = d.ledger;
   const attempts = Object.entries(l.compactionsByLayer)
@@ -140,7 +159,7 @@ function usageText(d: SessionDetail): string {
 async function statusText(deps: CommandDeps, sessionId: string): Promise<string> {
   const [d, position, noWorker] = await Promise.all([deps.view.getSession(sessionId), deps.turnPosition(sessionId), deps.noWorker?.() ?? null]);
   // A turn queued while no worker runs: the message waits, it is not lost.
-  const workers = position.state === 'queued' && noWorker ? `Your message is waiting for a worker: ${noWorker}. It is answered when one starts (\`chatgate worker\` or \`chatgate start\`).` : '';
+  const workers = position.state === 'queued' && noWorker ? `Your message is waiting for a worker: ${noWorker}. It is answered when one starts (\`npx chatgate worker\` or \`npm start\`).` : '';
   if (!d) {
     if (position.state === 'none') return NOTHING_YET;
     const waiting = position.state === 'queued' ? 'Your message is waiting for a worker to take it.' : '';

@@ -1,5 +1,7 @@
+import type { UsageRetention } from '../redis/session-store.js';
 import type { BudgetSettings } from '../core/budget.js';
 import type { BusyModeDefaults } from '../core/busy-mode.js';
+import type { PriceTable } from '../core/models.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
@@ -31,6 +33,8 @@ export interface GatewayOptions {
   queueShards?: number;
   /** Approximate transcript entries kept per session (0: unlimited). Default: the store's. */
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Group chats: one session per chat or per user. Default `per-chat`. */
   groupMode?: GroupSessionMode;
   /** Who may talk to the bot, per channel. Default everyone (`*`) on every channel. */
@@ -62,6 +66,8 @@ export interface GatewayOptions {
   seenTtlSeconds?: number;
   /** Spend limits: while one holds for a message's user, chat or the deployment, the gateway answers it at once (no turn). Default: none. */
   budgets?: BudgetSettings;
+  /** Model prices adding to the known table (`CHATGATE_PRICES`): the summariser's calls are reserved at these. Default: the table. */
+  prices?: PriceTable;
   /** How long attachments' bytes stay in Redis, seconds. Default 86 400. */
   attachmentTtlSeconds?: number;
   /** Model that transcribes voice and audio; unset: such files are refused with "transcription is off". */
@@ -115,7 +121,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   keyPrefix: DEFAULT_KEY_PREFIX,
   queuePrefix: DEFAULT_QUEUE_PREFIX,
   groupMode: 'per-chat',
-  allow: { telegram: '*', discord: '*', web: '*' },
+  allow: { telegram: '*', discord: '*', web: '*', api: '*' },
   rateLimitPerMinute: 20,
   maxMessageChars: 8000,
   host: '127.0.0.1',

@@ -1,3 +1,4 @@
+import { createBudgetGuard } from '../budget/guard.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
 import type { Queue } from 'bullmq';
@@ -39,6 +40,7 @@ import { startPendingSweeper } from './sweeper.js';
 import { createApprovalStore } from '../approvals/store.js';
 import { startApprovalExpiry } from '../approvals/expiry.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
+import { startWorkerWatch } from './worker-watch.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
@@ -67,6 +69,8 @@ export interface GatewayDeps {
   sessions: SessionView;
   /** The dashboard's status panel: the report `chatgate status` prints (the composition root builds it). Default none. */
   status?: MonitorDeps['status'];
+  /** Usage over time for `/api/usage` and the overview page (the composition root builds it). Default none. */
+  usage?: MonitorDeps['usage'];
   /** Channels to run instead of the ones built from `options.channels` (tests, embedders). */
   channels?: GatewayChannels;
   /**
@@ -139,7 +143,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger }, { keyPrefix, transcriptRetention: o.transcriptRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
@@ -150,7 +154,9 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
   const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
   closers.push(async () => expiry.stop());
-  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter }, {
+  // The summariser's calls (hygiene, `/compact`) go through the budget wrapper, as every model call.
+  const budgetGuard = o.budgets && createBudgetGuard({ redis: failFastRedis, logger, metrics }, { keyPrefix, settings: o.budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter });
+  const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter, guardLlm: budgetGuard?.llm }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
@@ -186,6 +192,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     readyDetails: () => ({ channelLeases: gatewayChannels.leaseRoles?.() ?? {} }),
     channels: () => readChannelsPanel(failFastRedis, keyPrefix),
     status: deps.status,
+    usage: deps.usage,
   }, { host: o.host, monitorToken: o.monitorToken, checkTimeoutMs: REDIS_ANSWER_MS }));
   const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
@@ -193,6 +200,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
   });
   closers.push(() => heartbeat.stop());
+  const workerWatch = startWorkerWatch({ redis: failFastRedis, logger }, { keyPrefix });
+  closers.push(async () => workerWatch.stop());
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.receive(message);

@@ -6,7 +6,7 @@ import type { BudgetLedger } from '../budget/ledger.js';
 import type { BusyModeDefaults } from '../core/busy-mode.js';
 import type { ChatCommand } from '../core/commands.js';
 import type { AllowList, Attachment, ChannelName, GroupSessionMode, InboundMessage, InboundVerdict } from '../core/inbound.js';
-import type { Logger, OutageLog } from '../log.js';
+import type { LineThrottle, Logger, OutageLog } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
@@ -39,7 +39,7 @@ export interface IngestDeps {
   /** Downloads and stores the files of a message before it enters the inbox (src/gateway/attachments.ts). Default: files are passed on as reported. */
   attachments?: AttachmentIngest;
   /** Spend limits: a message whose user, chat or deployment has used its budget is answered at once. Absent: no budgets. */
-  budget?: { ledger: Pick<BudgetLedger, 'check'>; timeZone: string };
+  budget?: { ledger: Pick<BudgetLedger, 'check' | 'state'>; timeZone: string };
   /** `/approve`, `/deny`, `/revoke` and the denials of `/stop` (src/approvals). Absent: those commands are not available. */
   approvals?: ApprovalCommandDeps;
 }
@@ -73,6 +73,8 @@ export interface IngestContext {
   background: BackgroundTasks;
   /** Failures a Redis outage repeats: one warning per 30 s. */
   outage: OutageLog;
+  /** The `user rate-limited` line: one per user per minute. */
+  rateLines: LineThrottle;
 }
 
 /** One message on its way through the pipeline, and what was worked out of it once, at the start. */

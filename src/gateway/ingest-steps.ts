@@ -5,6 +5,7 @@
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
 import { CHAT_SETTINGS_VERSION, channelBusyMode, DEFAULT_BUSY_MODE, effectiveBusyMode, parseChatSettings, type BusyModeDefaults, type ChatSettings } from '../core/busy-mode.js';
+import { runCountedFor } from '../budget/guard.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
@@ -71,7 +72,8 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
   }
   return answerOnce(ctx, incoming, 'command', async () => {
     const answer = async () => {
-      const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
+      // `/compact`'s summary counts for the sender and this chat.
+      const reply = await runCountedFor({ user: userOf(message), chat: sessionId }, () => runCommand(commandDeps(ctx, message), sessionId, command));
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
     if (command.name !== 'compact' && command.name !== 'btw') return answer();
@@ -90,10 +92,10 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
 export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, nowMs }) => {
   const budget = ctx.deps.budget;
   if (!budget) return null;
-  const breach = await budget.ledger.check({ user: `${message.channel}:${message.userId}`, chat: sessionId });
+  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId });
   if (breach === null) return null;
   const reason = budgetMessage(breach, nowMs, budget.timeZone);
-  ctx.log.info({ channel: message.channel, level: breach.level, period: breach.period }, 'message answered: budget used up');
+  ctx.log.info({ channel: message.channel, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');
   await refuse(ctx, message, sessionId, reason, 'budget');
   return { outcome: 'over_budget', reason };
 };
@@ -103,8 +105,16 @@ export const answerUnsupported: IngestStep = async (ctx, incoming) => {
   const { message, sessionId } = incoming;
   const reply = message.unsupportedReply;
   if (reply === undefined) return null;
-  return answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  const verdict = await answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  if (verdict.outcome === 'unsupported') logUploadRefused(ctx, incoming, 'unsupported');
+  return verdict;
 };
+
+/** One line per refused upload: which user, what files (type and size, never names), and why. */
+function logUploadRefused(ctx: IngestContext, { message, sessionId, attachments }: Incoming, outcome: 'too_large' | 'unsupported'): void {
+  const files = attachments.map((file) => ({ kind: file.kind, mimeType: file.mimeType, size: file.size }));
+  ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, outcome, files }, 'upload refused');
+}
 
 /** Downloads and stores the message's files (src/gateway/attachments.ts); refuses unreadable or too large ones. */
 export const takeFiles: IngestStep = async (ctx, incoming) => {
@@ -115,6 +125,7 @@ export const takeFiles: IngestStep = async (ctx, incoming) => {
     incoming.attachments = files.attachments;
     return null;
   }
+  logUploadRefused(ctx, incoming, files.outcome);
   await refuse(ctx, incoming.message, incoming.sessionId, files.reason, files.outcome);
   return { outcome: files.outcome, reason: files.reason };
 };
@@ -173,6 +184,8 @@ async function duplicate(ctx: IngestContext, sessionId: string, inboxLength: num
 
 async function refuseRate(ctx: IngestContext, { message, sessionId, rate }: Incoming): Promise<InboundVerdict> {
   const retryAfterMs = rate!.retryAfterMs;
+  const held = ctx.rateLines.admit(`${message.channel}:${message.userId}`);
+  if (held !== null) ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, limitPerMinute: ctx.options.rateLimitPerMinute, retryAfterMs, refusedSinceLastLine: held }, 'user rate-limited: message refused');
   const reason = `You are sending messages faster than ${ctx.options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
   await refuse(ctx, message, sessionId, reason, 'rate');
   return { outcome: 'rate_limited', reason, retryAfterMs };
@@ -209,6 +222,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
     ...deps.commands, ops: deps.ops,
+    ...(deps.budget ? { budgets: { state: (sessionId: string) => deps.budget!.ledger.state({ user: userOf(message), chat: sessionId }), timeZone: deps.budget.timeZone } } : {}),
     stop: async (sessionId) => {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
@@ -234,6 +248,11 @@ function busyModePort(ctx: IngestContext, message: InboundMessage): BusyModePort
       ctx.log.info({ sessionId, mode: mode ?? 'default' }, 'chat busy mode set');
     },
   };
+}
+
+/** The budget subject of a message's sender: `<channel>:<userId>`. */
+function userOf(message: InboundMessage): string {
+  return `${message.channel}:${message.userId}`;
 }
 
 function isAllowed(list: AllowList | undefined, userId: string): boolean {

@@ -8,6 +8,7 @@ export const ADVICE: Readonly<Record<ChannelName, string>> = {
   telegram: 'check the route to the Bot API (a proxy or firewall), TELEGRAM_API_ROOT and TELEGRAM_BOT_TOKEN; `chatgate doctor` checks them',
   discord: 'check the route to discord.com (a proxy or firewall) and DISCORD_BOT_TOKEN; `chatgate doctor` checks it',
   web: 'the web chat needs nothing remote; see the log for the cause',
+  api: 'the OpenAI-compatible API needs nothing remote; see the log for the cause',
 };
 
 /** What to do when a platform rejects the bot token, by channel. */

@@ -23,7 +23,7 @@ import { LiveReplyView, type ChatPace } from './live-reply-view.js';
 /** Options of {@link startGatewayLiveReplies}. */
 export interface GatewayLiveRepliesOptions {
   keyPrefix: string;
-  /** Least time between two partial updates shown in one chat, ms, by channel. Default telegram and discord 1000, web 0. */
+  /** Least time between two partial updates shown in one chat, ms, by channel. Default telegram and discord 1000, web and api 0. */
   intervalMs?: Partial<Record<ChannelName, number>>;
   /** Longest interval a chat that was rate limited slows down to, ms. Default 10 000. */
   maxIntervalMs?: number;
@@ -44,7 +44,7 @@ export interface GatewayLiveReplies {
   close(): Promise<void>;
 }
 
-const DEFAULT_INTERVAL_MS: Record<ChannelName, number> = { telegram: 1000, discord: 1000, web: 0 };
+const DEFAULT_INTERVAL_MS: Record<ChannelName, number> = { telegram: 1000, discord: 1000, web: 0, api: 0 };
 /** How long a finished stream id is remembered, so a late update for it is ignored, ms. */
 const ENDED_TTL_MS = 10 * 60_000;
 

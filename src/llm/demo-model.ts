@@ -54,8 +54,8 @@ const DEFAULTS = { host: '127.0.0.1', port: 0, model: DEMO_MODEL };
 const SMALL_TALK = [
   'This is the built-in offline demo of chatgate: no real LLM is answering. Every message you send is stored with its token count, and every reply of mine reports realistic usage, so the context grows turn by turn. Ask for the time, give me a sum to calculate, or say "remember that …" to see the tools at work.',
   'Keep talking to watch the context fill up on the dashboard. When a request reaches the compaction trigger (half of the usable window by default), the older turns are summarised into one structured handoff summary, identifiers are pinned verbatim, and the newest turns stay as they were.',
-  'The demo window is deliberately small, so compaction happens after a handful of turns instead of hundreds. The transcript keeps every message anyway: compaction only rewrites the projection the model sees, and `chatgate transcript <session>` shows the full record.',
-  'Try `chatgate sessions` and `chatgate usage <session>` in another terminal: they show the same token figures as the dashboard. `chatgate compact <session> --focus "<topic>"` forces a compaction by hand, and `/compact` or `/reset` work right here in the chat.',
+  'The demo window is deliberately small, so compaction happens after a handful of turns instead of hundreds. The transcript keeps every message anyway: compaction only rewrites the projection the model sees, and `npx chatgate transcript <session>` shows the full record.',
+  'Try `npx chatgate sessions` and `npx chatgate usage <session>` in another terminal (in the chatgate folder): they show the same token figures as the dashboard. `npx chatgate compact <session> --focus "<topic>"` forces a compaction by hand, and `/compact` or `/reset` work right here in the chat.',
 ];
 
 /**

@@ -1,5 +1,6 @@
 import type { Summarizer, SummaryRequest, SummaryOutput } from '../core/compaction/compaction-types.js';
 import type { ChatMessage } from '../core/messages.js';
+import { BudgetError } from '../errors.js';
 import { messageText } from '../core/messages.js';
 import { headEnd, tailStart } from '../core/text.js';
 import type { Logger } from '../log.js';
@@ -45,7 +46,8 @@ export function createSummarizer(deps: { llm: LlmClient; logger?: Logger }, opti
       try {
         return await ask(summaryModel, request);
       } catch (err) {
-        if (summaryModel === mainModel) throw err;
+        // A used-up budget refuses the main model as well: no second call is asked for.
+        if (summaryModel === mainModel || err instanceof BudgetError) throw err;
         log.warn({ err, summaryModel, mainModel }, 'summary model failed, falling back to the main model');
         return ask(mainModel, request);
       }

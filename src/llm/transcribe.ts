@@ -25,10 +25,23 @@ export interface AudioFile {
   mimeType?: string;
 }
 
+/** What the provider said a transcription used: seconds of audio (per-minute models) or tokens. */
+export interface TranscriptionUsage {
+  seconds?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+/** A transcript and, when the provider reported it, what it used. */
+export interface Transcript {
+  text: string;
+  usage?: TranscriptionUsage;
+}
+
 /** Transcribes audio; `@throws` LlmError (its kind says whether to tell the user to retry). */
 export interface Transcriber {
   readonly model: string;
-  transcribe(file: AudioFile, signal?: AbortSignal): Promise<string>;
+  transcribe(file: AudioFile, signal?: AbortSignal): Promise<Transcript>;
 }
 
 /** Creates a transcriber on the endpoint. */
@@ -40,12 +53,17 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
       try {
         const upload = await toFile(file.bytes, file.fileName, file.mimeType ? { type: file.mimeType } : undefined);
         const result = await sdk.audio.transcriptions.create({ file: upload, model: options.model, response_format: 'json' }, { signal });
-        const text = typeof result === 'string' ? result : result.text;
-        return (text ?? '').trim();
+        return { text: (result.text ?? '').trim(), ...usageOf(result.usage) };
       } catch (err) {
         if (err instanceof LlmError) throw err;
         throw toLlmError(err, `transcription of ${file.fileName}`, { secrets: options.apiKey ? [options.apiKey] : [], timeoutMs: options.timeoutMs ?? 120_000 });
       }
     },
   };
+}
+
+function usageOf(usage: { type: string; seconds?: number; input_tokens?: number; output_tokens?: number } | undefined): { usage?: TranscriptionUsage } {
+  if (usage?.type === 'duration' && typeof usage.seconds === 'number') return { usage: { seconds: usage.seconds } };
+  if (usage?.type === 'tokens' && typeof usage.input_tokens === 'number') return { usage: { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens ?? 0 } };
+  return {};
 }

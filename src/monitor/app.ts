@@ -7,6 +7,7 @@ import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-boa
 import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
+import { addUsageRoutes, USAGE_PATHS, type UsageMonitorDeps } from './usage-routes.js';
 import type { SessionView } from '../core/session-view.js';
 import { stripUndefined } from '../core/option-checks.js';
 
@@ -52,6 +53,8 @@ export interface MonitorDeps {
   queues?: readonly Queue[];
   /** Where `chatgate_queue_jobs` reads its figures. Default: job counts of `queues`. */
   queueDepth?: QueueDepthSource;
+  /** Usage over time for `/api/usage` and the overview page (`/`, then). Default none (no routes). */
+  usage?: UsageMonitorDeps;
   /** What `/metrics` exposes (the process's Prometheus metrics). Default: a fresh registry of its own. */
   metrics?: ExposedMetrics;
   logger?: Logger;
@@ -105,7 +108,7 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
 
   const auth = createAccessGuard({ host: resolved.host, monitorToken: resolved.monitorToken });
   // Only the monitor's own paths: the web chat may be mounted on the same app with its own rules.
-  for (const path of ['/metrics', '/api/channels', '/api/status', '/api/sessions', '/api/sessions/*', '/dashboard', QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
+  for (const path of ['/metrics', '/api/channels', '/api/status', '/api/sessions', '/api/sessions/*', '/dashboard', ...USAGE_PATHS, QUEUES_BASE_PATH, `${QUEUES_BASE_PATH}/*`]) app.use(path, auth);
 
   addMetricsRoute(app, metrics.registry);
   app.get('/api/sessions', async (c) => {
@@ -124,10 +127,11 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
     return c.html(renderDashboardPage({ pollMs: resolved.dashboardPollMs }));
   });
+  if (deps.usage) addUsageRoutes(app, deps.usage);
   if (queues.length > 0) app.route(QUEUES_BASE_PATH, createQueuesBoard(queues, QUEUES_BASE_PATH));
   // `/` leads somewhere: the web chat answers it first where it is mounted; otherwise (a gateway
   // off loopback with bot channels only) the dashboard, keeping `?token=` for its log-in.
-  app.get('/', (c) => c.redirect(`/dashboard${new URL(c.req.url).search}`, 302));
+  app.get('/', (c) => c.redirect(`/${deps.usage ? 'overview' : 'dashboard'}${new URL(c.req.url).search}`, 302));
   return app;
 }
 

@@ -74,6 +74,12 @@ function defineMetrics(registry: Registry) {
     turnDuration: new Histogram({ name: 'chatgate_turn_duration_seconds', help: 'Duration of agent turns in seconds, by channel and outcome', labelNames: ['channel', 'outcome'] as const, buckets: [0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160], registers }),
     deliveryFailures: new Counter({ name: 'chatgate_delivery_failures_total', help: 'Outbound deliveries that failed, by channel and reason (rate_limited, permanent, transient)', labelNames: ['channel', 'reason'] as const, registers }),
     mcpToolCalls: new Counter({ name: 'chatgate_mcp_tool_calls_total', help: 'Calls of MCP servers\' tools, by server, tool and outcome (ok, error, timeout, cancelled, unavailable, refused)', labelNames: ['server', 'tool', 'outcome'] as const, registers }),
+    budgetNear: new Counter({ name: 'chatgate_budget_near_limit_total', help: 'Budget limits (user, chat or deployment, a day or a month) that reached the notice share, by channel and model of the call that brought them', labelNames: ['channel', 'model'] as const, registers }),
+    budgetExhausted: new Counter({ name: 'chatgate_budget_exhausted_total', help: 'Budget limits used up (each once per subject and period), by channel and model of the call that used them up', labelNames: ['channel', 'model'] as const, registers }),
+    usageTokens: new Counter({ name: 'chatgate_usage_tokens_total', help: 'Tokens of committed model calls (agent and summariser, as in the usage rollups), by channel, model and kind (input: prompt not cached, cached, output)', labelNames: ['channel', 'model', 'kind'] as const, registers }),
+    usageCalls: new Counter({ name: 'chatgate_usage_model_calls_total', help: 'Committed model calls (agent and summariser, as in the usage rollups), by channel and model', labelNames: ['channel', 'model'] as const, registers }),
+    usageCost: new Counter({ name: 'chatgate_usage_cost_usd_total', help: 'Estimated cost in USD of committed model calls with a known price (list prices), by channel and model', labelNames: ['channel', 'model'] as const, registers }),
+    usageUnpriced: new Counter({ name: 'chatgate_usage_unpriced_calls_total', help: 'Committed model calls of models without a price (their cost is unknown, not 0), by channel and model', labelNames: ['channel', 'model'] as const, registers }),
     inbound: new Counter({ name: 'chatgate_inbound_messages_total', help: 'Inbound messages seen by the gateway, by channel and outcome', labelNames: ['channel', 'outcome'] as const, registers }),
     defineQueueJobs(source: () => QueueDepthSource | undefined) {
       return new Gauge({
@@ -119,6 +125,20 @@ function recordInto(m: Defined, event: MetricEvent): void {
     case 'delivery_failure':
       m.deliveryFailures.inc({ channel: event.channel, reason: event.reason });
       return;
+    case 'budget_event':
+      (event.kind === 'near' ? m.budgetNear : m.budgetExhausted).inc({ channel: event.channel, model: event.model });
+      return;
+    case 'usage': {
+      const labels = { channel: event.channel, model: event.model };
+      for (const kind of ['input', 'cached', 'output'] as const) {
+        const n = event[`${kind}Tokens`];
+        if (n > 0) m.usageTokens.inc({ ...labels, kind }, n);
+      }
+      if (event.calls > 0) m.usageCalls.inc(labels, event.calls);
+      if (event.costUsd > 0) m.usageCost.inc(labels, event.costUsd);
+      if (event.unpricedCalls > 0) m.usageUnpriced.inc(labels, event.unpricedCalls);
+      return;
+    }
     case 'mcp_tool_call':
       m.mcpToolCalls.inc({ server: event.server, tool: event.tool, outcome: event.outcome });
       return;

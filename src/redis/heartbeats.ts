@@ -14,8 +14,8 @@ export interface WorkerBeat {
   queue: string;
   /** Turns it runs at once. */
   concurrency: number;
-  /** The agent's model. */
-  model: string;
+  /** The LLM it runs with: what an operator command uses when its own environment names none. */
+  llm: LlmBeat;
   /** Turns it committed, and turns that failed (an attempt), since it started. */
   turnsDone: number;
   turnsFailed: number;
@@ -23,6 +23,20 @@ export interface WorkerBeat {
   lastModelCall?: { at: number; outcome: string };
   /** The MCP servers it connects to (workers/tools/mcp), in configuration order; absent without any. */
   mcp?: McpServerBeat[];
+}
+
+/** The LLM settings of a worker, as its heartbeat records them (never the API key). */
+export interface LlmBeat {
+  /** The agent's model. */
+  model: string;
+  /** The summary model. */
+  summaryModel: string;
+  /** The model's context window, tokens. */
+  contextWindow: number;
+  /** The OpenAI-compatible base URL, credentials masked (in demo mode the demo model's loopback URL); absent: the openai SDK's default. */
+  baseUrl?: string;
+  /** True when it runs the built-in offline demo model (`chatgate start --demo`). */
+  demo: boolean;
 }
 
 /** One MCP server as one worker sees it. */

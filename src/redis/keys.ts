@@ -50,6 +50,14 @@ export function sessionKeys(sessionId: string, prefix: string = DEFAULT_KEY_PREF
 }
 
 /**
+ * Hash: the usage rollup of a session for one hour (`2026-12-02T10`) or day (`2026-12-02`), UTC
+ * (src/usage). In the session's slot, so the commit that writes the ledger writes it too.
+ */
+export function usageRollupKey(sessionId: string, period: 'hour' | 'day', label: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:usage-${period === 'hour' ? 'h' : 'd'}:${label}`;
+}
+
+/**
  * Sorted set of session ids scored by last activity (ms since epoch), for monitoring. It lives in
  * its own slot; commits update it with a separate command after the atomic script.
  */
@@ -270,4 +278,14 @@ export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { reservations:
     limits: `${base}limits`,
     counter: (level, subject, periodId) => `${base}${level}:${subject}:${periodId}`,
   };
+}
+
+/** Pub/sub channel on which a gateway passes an OpenAI-compatible API answer to the gateway whose request waits for it. */
+export function apiRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api-replies`;
+}
+
+/** Marker of an API request waiting for the answer of chat `chatId` (`<user>:<session>`), while it waits. */
+export function apiWaitingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api:{${chatId}}:waiting`;
 }

@@ -26,7 +26,7 @@ const REDIS_SCRIPT_FILES = {
   acquireLease: 'acquire-lease-2.lua',
   renewLease: 'renew-lease-1.lua',
   releaseLease: 'release-lease-1.lua',
-  commitSession: 'commit-session-7.lua',
+  commitSession: 'commit-session-9.lua',
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
   recordStep: 'record-step-2.lua',

@@ -55,7 +55,7 @@ interface ResolvedOptions {
 const SCAN_BATCH = 500;
 /** The meta fields a scan reads: enough for the fill, the channel and the last activity. */
 const SCAN_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'overheadTokens', 'projectionTokens', 'route', 'lastActivityMs', 'limits'] as const;
-const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web'];
+const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web', 'api'];
 /** Transcript entries replayed for a session's fill history and compaction timeline (the newest). */
 const MAX_REPLAY_ENTRIES = 5000;
 

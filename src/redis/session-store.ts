@@ -5,11 +5,13 @@ import type { SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS, type TokenCounter } from '../core/tokens.js';
 import { StaleCommitError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { createSilentLogger } from '../log.js';
 import type { RedisClient } from './client.js';
-import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
+import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, usageRollupKey, type SessionKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
 import type { TranscriptEntry } from './transcript.js';
+import { bucketOf, DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS, ROLLUP_FORMAT, rollupFields } from '../usage/rollup-format.js';
 import type { UsageDelta } from './usage.js';
 
 /** A projection message stored with its token count (counted once, when stored). */
@@ -75,6 +77,8 @@ export interface CommitChange {
   transcript?: TranscriptEntry[];
   meta?: MetaUpdate;
   usage?: UsageDelta;
+  /** Who the usage is for in the rollups, `<channel>:<userId>` (the turn's last sender); none: ''. */
+  user?: string;
   /** The turn is done: delete the processing list. */
   finishTurn?: boolean;
   /** Replies to enqueue after the commit (kept in the outbox until they are). */
@@ -87,7 +91,15 @@ export interface SessionStoreOptions {
   keyPrefix?: string;
   /** Approximate maximum transcript entries per session (XADD MAXLEN ~); 0 = unbounded. Default {@link DEFAULT_TRANSCRIPT_RETENTION}. */
   transcriptRetention?: number;
+  /** Days the usage rollups are kept: hourly (default 14) and daily (default 400). */
+  usageRetention?: UsageRetention;
   now?: () => number;
+}
+
+/** How long the usage rollups are kept, in days after their hour or day. */
+export interface UsageRetention {
+  hourlyDays: number;
+  dailyDays: number;
 }
 
 /**
@@ -96,7 +108,10 @@ export interface SessionStoreOptions {
  */
 export const DEFAULT_TRANSCRIPT_RETENTION = 10_000;
 
-const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: DEFAULT_TRANSCRIPT_RETENTION, now: Date.now } satisfies Required<SessionStoreOptions>;
+const DEFAULTS = {
+  keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: DEFAULT_TRANSCRIPT_RETENTION,
+  usageRetention: { hourlyDays: DEFAULT_HOURLY_DAYS, dailyDays: DEFAULT_DAILY_DAYS }, now: Date.now,
+} satisfies Required<SessionStoreOptions>;
 
 /** Session persistence: load, atomic fenced commit, outbox. */
 export interface SessionStore {
@@ -132,7 +147,7 @@ export function requestTokens(session: Pick<SessionSnapshot, 'meta'>, overheadTo
 }
 
 /** Creates the Redis session store. */
-export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }, options: SessionStoreOptions = {}): SessionStore {
+export function createSessionStore(deps: { redis: RedisClient; logger?: Logger; metrics?: Metrics }, options: SessionStoreOptions = {}): SessionStore {
   const resolved = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) } as Required<SessionStoreOptions>;
   const { redis } = deps;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
@@ -149,8 +164,8 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
     async commit(sessionId, change) {
       const keys = keysOf(sessionId);
       const nowMs = resolved.now();
-      const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs);
-      const committing = runScriptWithOptions(redis, 'commitSession', commitKeys(keys), commitOptions, items) as Promise<string[]>;
+      const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs, resolved.usageRetention);
+      const committing = runScriptWithOptions(redis, 'commitSession', commitKeys(keys, sessionId, resolved.keyPrefix, nowMs), commitOptions, items) as Promise<string[]>;
       // Sent with the commit, in its socket write (another slot on a cluster: not inside the script); a refused commit's score is harmless.
       const indexing = index.due(sessionId, nowMs) ? redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId) : null;
       const reply = await committing.catch(async (err: unknown) => {
@@ -166,6 +181,7 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger }
         await indexing;
         index.done(sessionId, nowMs);
       }
+      recordUsage(deps.metrics ?? NOOP_METRICS, sessionId, change);
       return Number(reply[1]);
     },
     async readOutbox(sessionId) {
@@ -202,12 +218,33 @@ function indexRefresh(): { due(sessionId: string, nowMs: number): boolean; done(
   };
 }
 
-function commitKeys(keys: SessionKeys): string[] {
-  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox];
+function commitKeys(keys: SessionKeys, sessionId: string, prefix: string, nowMs: number): string[] {
+  const rollups = (['hour', 'day'] as const).map((period) => usageRollupKey(sessionId, period, bucketOf(period, nowMs).label, prefix));
+  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollups];
 }
 
-/** The commit script's options (one JSON argument) and its items (src/redis/scripts/commit-session-7.lua). */
-function commitArgs(change: CommitChange, retention: number, nowMs: number): { options: object; items: string[] } {
+/** Counts a committed change's usage by channel (the session id's prefix) and model, as the rollups hold it. */
+function recordUsage(metrics: Metrics, sessionId: string, change: CommitChange): void {
+  const channel = sessionId.slice(0, Math.max(0, sessionId.indexOf(':'))) || 'unknown';
+  for (const [model, f] of Object.entries(change.usage?.rollup ?? {})) {
+    metrics.record({
+      type: 'usage', channel, model, inputTokens: f.in ?? 0, cachedTokens: f.cached ?? 0, outputTokens: f.out ?? 0,
+      calls: f.calls ?? 0, costUsd: (f.cost ?? 0) / 1_000_000, unpricedCalls: f.unpriced ?? 0,
+    });
+  }
+}
+
+/** The rollup part of a commit's options: the counters and when the hour's and the day's hashes expire. */
+function rollupArgs(change: CommitChange, nowMs: number, retention: UsageRetention): object | undefined {
+  const fields = rollupFields(change.usage?.rollup ?? {}, change.user ?? '');
+  if (Object.keys(fields).length === 0) return undefined;
+  const dayMs = 86_400_000;
+  const expireAtMs = [bucketOf('hour', nowMs).endMs + retention.hourlyDays * dayMs, bucketOf('day', nowMs).endMs + retention.dailyDays * dayMs];
+  return { format: ROLLUP_FORMAT, fields, expireAtMs };
+}
+
+/** The commit script's options (one JSON argument) and its items (src/redis/scripts/commit-session-9.lua). */
+function commitArgs(change: CommitChange, retention: number, nowMs: number, usageRetention: UsageRetention): { options: object; items: string[] } {
   const projection = change.projection;
   const mode = !projection ? 'none' : 'replace' in projection ? 'replace' : 'append';
   const entries = !projection ? [] : 'replace' in projection ? projection.replace : projection.append;
@@ -218,6 +255,7 @@ function commitArgs(change: CommitChange, retention: number, nowMs: number): { o
     projectionTokens: entries.reduce((sum, entry) => sum + entry.tokens, 0), transcriptRetention: retention,
     meta: serializeMeta(change.meta ?? {}), usageIncr: change.usage?.incr ?? {}, usageSet: change.usage?.set ?? {},
     finishTurn: change.finishTurn === true, nowMs, entries: entries.length, transcript: transcript.length, outbox: outbox.length,
+    rollup: rollupArgs(change, nowMs, usageRetention),
   };
   const items = [...entries, ...transcript, ...outbox].map((item) => JSON.stringify(item));
   return { options, items };

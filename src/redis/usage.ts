@@ -1,6 +1,7 @@
 import type { CompactionOutcome } from '../core/compaction/compaction-types.js';
 import type { CompactionLayer } from '../core/session-figures.js';
 import { estimateCostUsd, pricingOf, type CallUsage, type PriceTable } from '../core/models.js';
+import { callRollup, compactionRollup, mergeRollups, summaryRollup, type ModelRollup } from '../usage/rollup-format.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 
@@ -10,6 +11,8 @@ export type { PriceTable };
 export interface UsageDelta {
   incr: Record<string, number>;
   set: Record<string, string>;
+  /** What the change adds to the hourly and daily usage rollups, by model (src/usage), in the same commit. */
+  rollup?: ModelRollup;
 }
 
 /** The usage ledger of one session. Cost is in micro-USD (integer) to stay exact in Redis. */
@@ -49,7 +52,13 @@ export function callUsageDelta(model: string, usage: CallUsage, contextWindow: n
       costMicroUsd: callCostMicroUsd(model, usage, prices),
     },
     set: { lastContextFill: (usage.promptTokens / contextWindow).toFixed(4) },
+    rollup: callRollup(model, usage, prices),
   };
+}
+
+/** Ledger change of one model call whose provider reported no usage: a call, no tokens. */
+export function unreportedCallDelta(model: string, prices?: PriceTable): UsageDelta {
+  return { incr: { calls: 1 }, set: {}, rollup: callRollup(model, undefined, prices) };
 }
 
 /** Ledger change of one summariser call: its own counters, its cost added to the session's. */
@@ -62,12 +71,18 @@ export function summaryUsageDelta(model: string, usage: CallUsage, prices?: Pric
       costMicroUsd: callCostMicroUsd(model, usage, prices),
     },
     set: {},
+    rollup: summaryRollup(model, usage, prices),
   };
 }
 
-/** Ledger change of one compaction. */
-export function compactionUsageDelta(layer: CompactionLayer, outcome: CompactionOutcome, tokensRemoved: number): UsageDelta {
-  return { incr: { [`compactions:${layer}:${outcome}`]: 1, tokensRemovedByCompaction: Math.max(0, tokensRemoved) }, set: {} };
+/**
+ * Ledger change of one compaction; `session` (the model the session runs, the prices) prices what
+ * it saved in the rollups. A noop or aborted compaction changed nothing and rolls up nothing.
+ */
+export function compactionUsageDelta(layer: CompactionLayer, outcome: CompactionOutcome, tokensRemoved: number, session?: { model: string; prices?: PriceTable }): UsageDelta {
+  const delta: UsageDelta = { incr: { [`compactions:${layer}:${outcome}`]: 1, tokensRemovedByCompaction: Math.max(0, tokensRemoved) }, set: {} };
+  if (session && outcome !== 'noop' && outcome !== 'aborted') delta.rollup = compactionRollup(session.model, tokensRemoved, session.prices);
+  return delta;
 }
 
 /** Adds usage deltas together. */
@@ -76,6 +91,7 @@ export function mergeUsage(...deltas: UsageDelta[]): UsageDelta {
   for (const delta of deltas) {
     for (const [field, value] of Object.entries(delta.incr)) out.incr[field] = (out.incr[field] ?? 0) + value;
     Object.assign(out.set, delta.set);
+    if (delta.rollup) out.rollup = mergeRollups(out.rollup, delta.rollup);
   }
   return out;
 }

@@ -60,7 +60,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
   };
   const summary = result.summarizerUsage;
   const usage = mergeUsage(
-    compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter),
+    compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter, { model: input.model ?? input.summaryModel, prices: input.prices }),
     ...(summary ? [summaryUsageDelta(input.summaryModel, { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedTokens: summary.cachedTokens ?? 0 }, input.prices)] : []),
   );
   if (result.outcome === 'noop' || result.outcome === 'aborted') {

@@ -1,5 +1,7 @@
+import type { UsageRetention } from '../redis/session-store.js';
 import { ContextCompressor } from '../core/compaction/compressor.js';
-import { createLlmClient } from '../llm/client.js';
+import { withDefaultCallScope } from '../llm/call-scope.js';
+import { createLlmClient, type LlmClient } from '../llm/client.js';
 import { createSummarizer } from '../llm/summarizer.js';
 import type { CompactionResult } from '../core/compaction/compaction-types.js';
 import { createCompactionState } from '../core/compaction/compaction-state.js';
@@ -77,6 +79,8 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
   /** Session key prefix (for the store built when `deps.store` is absent). */
   keyPrefix: string;
   transcriptRetention?: number;
+  /** Days the usage rollups are kept (hourly, daily). Default: the store's (14, 400). */
+  usageRetention?: UsageRetention;
   /** Bounds one summariser call (the gateway's hygiene must not hold a chat for minutes), ms. */
   llmTimeoutMs?: number;
   llmMaxRetries?: number;
@@ -89,17 +93,22 @@ export interface LlmSessionOpsOptions extends Omit<SessionOpsOptions, 'systemPro
  * session's recorded limits (`options.limits` for sessions without), summarising with its summary model.
  */
 export function createLlmSessionOps(
-  deps: { redis: RedisClient; logger: Logger; store?: SessionStore; metrics?: Metrics; tokenCounter?: TokenCounter },
+  deps: {
+    redis: RedisClient; logger: Logger; store?: SessionStore; metrics?: Metrics; tokenCounter?: TokenCounter;
+    /** The budget wrapper of the summariser's client (src/budget/guard.ts), when budgets are on. */
+    guardLlm?: (llm: LlmClient) => LlmClient;
+  },
   options: LlmSessionOpsOptions,
 ): SessionOps {
   const { logger } = deps;
   // One counter for every compressor of these operations: a GPT-3.5/4 session loads cl100k_base once.
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([options.limits.model]);
-  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention });
-  const llm = createLlmClient({
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger, metrics: deps.metrics }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention, usageRetention: options.usageRetention });
+  const client = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries }, stream: options.llmStream,
   }, { logger });
+  const llm = deps.guardLlm ? deps.guardLlm(client) : client;
   return createSessionOps({
     redis: deps.redis, store, logger, metrics: deps.metrics,
     createCompressor: (limits) => new ContextCompressor({
@@ -124,7 +133,9 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     if (lease === null) return { busy: true };
     try {
       const snapshot = await deps.store.load(sessionId);
-      return { busy: false, value: await work(new TurnState(deps.store, sessionId, snapshot, lease.fence)) };
+      // The summariser's calls count for this chat (and for the user the caller named, if any).
+      const value = await withDefaultCallScope({ chat: sessionId }, () => work(new TurnState(deps.store, sessionId, snapshot, lease.fence)));
+      return { busy: false, value };
     } finally {
       await lease.release();
     }

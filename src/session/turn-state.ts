@@ -16,7 +16,11 @@ export class TurnState {
   meta: SessionMeta;
   compaction: CompactionState;
 
-  constructor(private readonly store: SessionStore, readonly sessionId: string, snapshot: SessionSnapshot, readonly fence: number) {
+  /**
+   * @param user who the turn's usage is for in the rollups (`<channel>:<userId>`, the budget's user);
+   * none for work no user asked for (gateway hygiene, the CLI).
+   */
+  constructor(private readonly store: SessionStore, readonly sessionId: string, snapshot: SessionSnapshot, readonly fence: number, readonly user?: string) {
     this.entries = snapshot.entries;
     this.meta = snapshot.meta;
     this.compaction = toCompactionState(snapshot.meta.compaction);
@@ -56,7 +60,7 @@ export class TurnState {
   }
 
   private async commit(change: Change & { projection?: CommitChange['projection'] }): Promise<void> {
-    const version = await this.store.commit(this.sessionId, { ...change, expectedVersion: this.meta.version, fence: this.fence });
+    const version = await this.store.commit(this.sessionId, { ...change, expectedVersion: this.meta.version, fence: this.fence, ...(this.user ? { user: this.user } : {}) });
     this.meta = { ...this.meta, ...change.meta, version } as SessionMeta;
     if (change.meta?.compaction) this.compaction = change.meta.compaction;
   }

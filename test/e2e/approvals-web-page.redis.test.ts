@@ -3,8 +3,8 @@
  * Redis, with the web chat wired as `chatgate` wires it: an `ask` tool's question shows Approve /
  * Always in this chat / Deny; a press decides through the gateway's one decision path, the question
  * shows the decision without buttons — also after a reload — and a press in a second tab that still
- * shows the buttons says "Already decided…" and runs nothing. On a phone-width screen the buttons
- * are visible.
+ * shows the buttons says "Already decided…" and runs nothing; "Always in this chat" lets the next
+ * call run without asking. On a phone-width screen the buttons are visible.
  */
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -135,6 +135,19 @@ describe('approvals in the web chat page (Chromium)', () => {
     expect(await question.locator('.choices').count()).toBe(0);
     expect(lines('beta.txt')).toEqual([]);
     expect(toolResults(stack.agentRequests().at(-1)!)[0]).toMatch(/^Error: the user denied this call of write_file/);
+  });
+
+  it('"Always in this chat" grants the tool: the next call in the conversation runs without asking', async () => {
+    const page = await open('always-page');
+    await send(page, 'delta one');
+    const question = page.locator(QUESTION);
+    await question.locator('.choices button', { hasText: 'Always in this chat' }).click();
+    await page.locator('.msg.bot', { hasText: 'Done: wrote delta.txt' }).waitFor();
+    await question.locator('.body', { hasText: ', and always in this chat.' }).waitFor();
+    await send(page, 'delta two');
+    await page.locator('.msg.bot', { hasText: 'Done: wrote delta.txt' }).nth(1).waitFor();
+    expect(await page.locator(QUESTION).count()).toBe(1);
+    expect(lines('delta.txt')).toEqual(['delta one', 'delta two']);
   });
 
   it('a press under a reply that has no such button is refused and decides nothing', async () => {

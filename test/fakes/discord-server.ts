@@ -11,11 +11,17 @@
  * same 2000-character limit), POST /channels/:id/typing (204 without a content type), and a CDN
  * route serving attachments (`/attachments/<channel>/<id>/<filename>`, no bot token, as the real
  * CDN). Records every call and keeps the current content of every message the bot sent (`messageContent`).
+ * Message components and button presses (INTERACTION_CREATE, the interaction callback and webhook
+ * routes) as Discord checks and answers them: `discord-interactions.ts`.
  */
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { CHANNEL_TYPES, channelObject, FAKE_DISCORD_IDS, guildCreate, messageObject, user } from './discord-objects.js';
+import { componentsProblem, FakeInteractions, type ComponentMessage, type InteractionHost } from './discord-interactions.js';
+
+export { FAKE_DISCORD_IDS } from './discord-objects.js';
 
 /** One recorded REST call. */
 export interface DiscordCall {
@@ -41,20 +47,10 @@ export interface FakeDiscordOptions {
   token?: string;
   /** HELLO's heartbeat_interval, in ms. Default 41 250. */
   heartbeatIntervalMs?: number;
+  /** How long an interaction waits for its first answer, ms. Default 3000, as on Discord. */
+  interactionAnswerMs?: number;
 }
 
-/** Ids of the fake world: one guild with a text channel and a thread, and a DM channel. */
-export const FAKE_DISCORD_IDS = {
-  bot: '900000000000000001',
-  application: '900000000000000002',
-  guild: '900000000000000010',
-  textChannel: '900000000000000011',
-  thread: '900000000000000012',
-  dmChannel: '900000000000000020',
-  user: '900000000000000030',
-} as const;
-
-const CHANNEL_TYPES = { text: 0, dm: 1, publicThread: 11 } as const;
 const MAX_CONTENT = 2000;
 
 /** The running fake; see the module comment. */
@@ -80,6 +76,20 @@ export class FakeDiscordServer extends EventEmitter {
   private readonly sockets = new Set<{ ws: WebSocket; seq: number }>();
   /** Current content of every message the bot sent, by message id (deleted ones removed). */
   readonly messages = new Map<string, string>();
+  /** Current components (action rows) of the bot's messages that have any, by message id. */
+  readonly components = new Map<string, unknown[]>();
+  /** Button presses and their answers (`interactions.answers`). */
+  readonly interactions: FakeInteractions;
+  private readonly interactionHost: InteractionHost = {
+    applicationId: FAKE_DISCORD_IDS.application,
+    snowflake: () => this.snowflake(),
+    message: (id) => this.componentMessage(id),
+    update: (id, content, components) => {
+      if (content !== undefined) this.messages.set(id, content);
+      if (components !== undefined) this.setComponents(id, components);
+    },
+    messageObject: (message) => ({ ...messageObject(message.id, message.channelId, message.content, false), components: message.components }),
+  };
   private nextId = 1n;
   private readonly cdn = new Map<string, Buffer>();
   /** CDN paths served. */
@@ -93,6 +103,7 @@ export class FakeDiscordServer extends EventEmitter {
     super();
     this.token = options.token ?? 'MTAwMDAwMDAwMDAwMDAwMDAx.FakeTk.discord-test-token-0123456789';
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
+    this.interactions = new FakeInteractions(this.interactionHost, options.interactionAnswerMs);
   }
 
   /** Starts listening on a free port. */
@@ -192,6 +203,19 @@ export class FakeDiscordServer extends EventEmitter {
     return id;
   }
 
+  /**
+   * Dispatches INTERACTION_CREATE: `user` (default ada) pressed button `customId` of the bot's message
+   * `messageId`. Returns the interaction id. @throws when that message has no such button.
+   */
+  pressButton(messageId: string, customId: string, presser: { id: string; username: string } = { id: FAKE_DISCORD_IDS.user, username: 'ada' }): string {
+    const channelId = this.componentMessage(messageId)?.channelId ?? '';
+    const channel = channelObject(channelId);
+    const where = channel && channel.type !== CHANNEL_TYPES.dm ? { guildId: FAKE_DISCORD_IDS.guild, channel } : { channel: channel ?? {} };
+    const payload = this.interactions.press(messageId, customId, where, user(presser.id, presser.username, false));
+    this.dispatch('INTERACTION_CREATE', payload);
+    return String(payload.id);
+  }
+
   /** Dispatches event `event` with `data` exactly as given (`null` included) to every identified client. */
   dispatchRaw(event: string, data: unknown): void {
     this.dispatch(event, data);
@@ -265,6 +289,21 @@ export class FakeDiscordServer extends EventEmitter {
     if (after === null) return json(res, 200, all.slice(-limit).reverse());
     if (!/^\d+$/.test(after)) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
     json(res, 200, all.filter((m) => BigInt(m.id as string) > BigInt(after)).slice(0, limit).reverse());
+  }
+
+  /** A message of the bot with its channel and components, or undefined. */
+  private componentMessage(id: string): ComponentMessage | undefined {
+    const content = this.messages.get(id);
+    if (content === undefined) return undefined;
+    for (const [channelId, list] of this.history) {
+      if (list.some((m) => m.id === id)) return { id, channelId, content, components: this.components.get(id) ?? [] };
+    }
+    return undefined;
+  }
+
+  private setComponents(id: string, components: unknown[]): void {
+    if (components.length === 0) this.components.delete(id);
+    else this.components.set(id, components);
   }
 
   private snowflake(): string {
@@ -344,6 +383,13 @@ export class FakeDiscordServer extends EventEmitter {
     if (cdnPath.startsWith('/attachments/')) return this.serveCdn(cdnPath, res);
     const path = (req.url ?? '/').split('?')[0].replace(/^\/api\/v10/, '');
     const query = new URL(req.url ?? '/', 'http://fake').searchParams;
+    // Interaction answers carry their token in the path, never the bot's (discord.js sends them with `auth: false`).
+    if (this.interactions.owns(path)) {
+      const body = raw && (req.headers['content-type'] ?? '').includes('json') ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
+      this.calls.push({ method, path, body, atMs: Date.now() });
+      this.interactions.handle(method, path, body, res);
+      return void this.emit('call');
+    }
     if (this.revoked || req.headers.authorization !== `Bot ${this.token}`) {
       this.emit('unauthorized');
       return json(res, 401, { message: '401: Unauthorized', code: 0 });
@@ -396,20 +442,22 @@ export class FakeDiscordServer extends EventEmitter {
     if (!this.messages.has(messageId)) return json(res, 404, { message: 'Unknown Message', code: 10008 });
     if (method === 'DELETE') {
       this.messages.delete(messageId);
+      this.components.delete(messageId);
       res.writeHead(204);
       return void res.end();
     }
     if (method !== 'PATCH') return json(res, 405, { message: '405: Method Not Allowed', code: 0 });
     const content = String(body?.content ?? '');
-    const refused = contentProblem(content);
+    const refused = contentProblem(content) ?? componentsProblem(body?.components);
     if (refused) return json(res, 400, refused);
     this.messages.set(messageId, content);
+    if (Array.isArray(body?.components)) this.setComponents(messageId, body.components);
     json(res, 200, messageObject(messageId, channelId, content, true));
   }
 
   private createMessage(channelId: string, body: Record<string, unknown> | undefined, res: ServerResponse): void {
     const content = String(body?.content ?? '');
-    const refused = contentProblem(content);
+    const refused = contentProblem(content) ?? componentsProblem(body?.components);
     if (refused) return json(res, 400, refused);
     const nonce = body?.nonce;
     if (nonce !== undefined && (typeof nonce !== 'string' || nonce.length > 25)) return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { nonce: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 25 or fewer in length.' }] } } });
@@ -421,8 +469,9 @@ export class FakeDiscordServer extends EventEmitter {
     }
     const id = this.snowflake();
     this.messages.set(id, content);
+    if (Array.isArray(body?.components)) this.setComponents(id, body.components);
     const message = {
-      id, channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
+      id, channel_id: channelId, content, components: body?.components ?? [], author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
       edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
       message_reference: body?.message_reference,
     };
@@ -442,43 +491,6 @@ function contentProblem(content: string): Record<string, unknown> | undefined {
   if (content === '') return { message: 'Cannot send an empty message', code: 50006 };
   if ([...content].length > MAX_CONTENT) return { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } };
   return undefined;
-}
-
-function messageObject(id: string, channelId: string, content: string, edited: boolean): Record<string, unknown> {
-  return {
-    id, channel_id: channelId, content, author: user(FAKE_DISCORD_IDS.bot, 'chatgate', true), timestamp: new Date().toISOString(),
-    edited_timestamp: edited ? new Date().toISOString() : null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
-  };
-}
-
-function user(id: string, username: string, bot: boolean): Record<string, unknown> {
-  return { id, username, discriminator: '0', global_name: username === 'ada' ? 'Ada Lovelace' : null, avatar: null, bot, flags: 0 };
-}
-
-function channelObject(id: string, lastMessageId: string | null = null): Record<string, unknown> | undefined {
-  const guildChannel = { guild_id: FAKE_DISCORD_IDS.guild, position: 0, permission_overwrites: [], nsfw: false, rate_limit_per_user: 0, last_message_id: lastMessageId };
-  if (id === FAKE_DISCORD_IDS.textChannel) return { id, type: CHANNEL_TYPES.text, name: 'general', parent_id: null, topic: null, ...guildChannel };
-  if (id === FAKE_DISCORD_IDS.thread) {
-    return {
-      id, type: CHANNEL_TYPES.publicThread, name: 'a thread', parent_id: FAKE_DISCORD_IDS.textChannel, owner_id: FAKE_DISCORD_IDS.user, message_count: 0, member_count: 1,
-      thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date(0).toISOString(), locked: false }, ...guildChannel,
-    };
-  }
-  if (id === FAKE_DISCORD_IDS.dmChannel) return { id, type: CHANNEL_TYPES.dm, last_message_id: null, recipients: [user(FAKE_DISCORD_IDS.user, 'ada', false)] };
-  return undefined;
-}
-
-function guildCreate(lastMessageId: (channelId: string) => string | null): Record<string, unknown> {
-  const { guild } = FAKE_DISCORD_IDS;
-  return {
-    id: guild, name: 'Fake Guild', icon: null, owner_id: FAKE_DISCORD_IDS.user, unavailable: false, member_count: 2, large: false, features: [],
-    roles: [{ id: guild, name: '@everyone', permissions: '1071698660929', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
-    emojis: [], stickers: [], members: [], presences: [], voice_states: [], stage_instances: [], guild_scheduled_events: [],
-    channels: [channelObject(FAKE_DISCORD_IDS.textChannel, lastMessageId(FAKE_DISCORD_IDS.textChannel))],
-    threads: [channelObject(FAKE_DISCORD_IDS.thread, lastMessageId(FAKE_DISCORD_IDS.thread))],
-    joined_at: new Date(0).toISOString(), premium_tier: 0, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0,
-    mfa_level: 0, nsfw_level: 0, preferred_locale: 'en-US', system_channel_flags: 0,
-  };
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

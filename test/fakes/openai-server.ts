@@ -85,7 +85,8 @@ export interface FakeTranscription {
 }
 
 /** A transcript, or an HTTP error. */
-export type FakeTranscriptionReply = { text: string } | { status: number; message?: string };
+/** `seconds`: the audio's duration, reported as `usage: { type: 'duration', seconds }` as OpenAI does for whisper-1. */
+export type FakeTranscriptionReply = { text: string; seconds?: number } | { status: number; message?: string };
 
 /** Starts the fake. Default handler: answers `ok`. */
 export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: 'ok' })): Promise<FakeOpenAI> {
@@ -201,7 +202,7 @@ async function transcribe(req: IncomingMessage, res: ServerResponse, log: FakeTr
   log.push(request);
   const reply = answer(request);
   if ('status' in reply) return sendJson(res, reply.status, { error: { message: reply.message ?? `fake error ${reply.status}`, type: 'server_error' } });
-  sendJson(res, 200, { text: reply.text });
+  sendJson(res, 200, { text: reply.text, ...(reply.seconds !== undefined ? { usage: { type: 'duration', seconds: reply.seconds } } : {}) });
 }
 
 type AnswerReply = Extract<FakeReply, { content: string } | { toolCalls: unknown }>;

@@ -93,7 +93,7 @@ describe('budget ledger', () => {
     if (!('id' in r)) throw new Error('refused');
     await l.settle(bob, r.id, { tokens: 10 });
     expect(await l.check(bob)).toMatchObject({ limit: 10 });
-    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:43', JSON.stringify({ dailyTokens: 50 }));
+    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:43', JSON.stringify({ v: 1, dailyTokens: 50 }));
     expect(await l.check(bob)).toBeNull();
     expect((await l.state(bob))[0]).toMatchObject({ limitTokens: 50, usedTokens: 10 });
   });

@@ -234,11 +234,11 @@ describe('chatgate CLI against real Redis', () => {
   it('usage errors exit 2; invalid configuration exits 1 naming the option', async () => {
     const [unknownCommand, badSort, badLimit, missingArg, badConfig] = await Promise.all([
       runCli(['frobnicate'], env), runCli(['sessions', '--sort', 'size'], env), runCli(['sessions', '--limit', 'many'], env),
-      runCli(['usage'], env), runCli(['sessions'], { ...env, CHATGATE_THRESHOLD: '1.5' }),
+      runCli(['usage', '--by', 'team'], env), runCli(['sessions'], { ...env, CHATGATE_THRESHOLD: '1.5' }),
     ]);
     for (const r of [unknownCommand, badSort, badLimit, missingArg]) expect(r.code).toBe(2);
     expect(badSort.stderr).toContain('Allowed choices are activity, fill');
-    expect(missingArg.stderr).toContain("missing required argument 'session'");
+    expect(missingArg.stderr).toContain('Allowed choices are user, chat, channel, model');
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr).toContain('`CHATGATE_THRESHOLD` must be a number in (0, 1) (got 1.5)');
   });

@@ -142,9 +142,18 @@ describe('delivery', () => {
     const deliveryId = channel.calls[0].message.deliveryId;
     expect(deliveryId).toMatch(/#0$/);
     expect(channel.calls.map((call) => call.message)).toEqual([
-      { text: '<b>bold</b> &amp; &lt;b&gt;', mode: 'formatted', deliveryId },
-      { text: '**bold** & <b>', mode: 'plain', deliveryId },
+      { text: '<b>bold</b> &amp; &lt;b&gt;', mode: 'formatted', deliveryId, answersTurn: true },
+      { text: '**bold** & <b>', mode: 'plain', deliveryId, answersTurn: true },
     ]);
+  });
+
+  it('marks the chunks that answer a turn: a reply, or a notice in its place; not other notices', async () => {
+    const channel = new ScriptedChannel(4096);
+    const { delivery } = setup(channel);
+    await delivery.deliver(reply('compacted', { kind: 'notice' }));
+    await delivery.deliver(reply('Stopped.', { kind: 'notice', streamId: 'reply-x-0' }));
+    await delivery.deliver(reply('the answer'));
+    expect(channel.calls.map((call) => call.message.answersTurn)).toEqual([undefined, true, true]);
   });
 
   it('fails without retry when the channel is not configured', async () => {

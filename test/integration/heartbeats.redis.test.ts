@@ -58,7 +58,7 @@ describe('heartbeats', () => {
   it('a worker\'s beat counts turns and its last model call from the metrics events, and passes them on', async () => {
     t = createTestRedis();
     const inner = createMemoryMetrics();
-    const heartbeat = createWorkerHeartbeat({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, ttlMs: 300, queue: 'turns', concurrency: 2, model: 'm', version: '1.2.3' });
+    const heartbeat = createWorkerHeartbeat({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, ttlMs: 300, queue: 'turns', concurrency: 2, llm: { model: 'm', summaryModel: 'm', contextWindow: 8192, baseUrl: 'http://user:secret@127.0.0.1:9/v1', demo: false }, version: '1.2.3' });
     const metrics = heartbeat.observe(inner);
     await heartbeat.start();
     metrics.record({ type: 'model_call', channel: 'web', outcome: 'ok' });
@@ -69,7 +69,7 @@ describe('heartbeats', () => {
     await pollUntil(async () => (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix }))[0]?.worker?.turnsFailed === 1);
     expect((await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix }))[0]).toMatchObject({
       role: 'worker', alive: true, version: '1.2.3', pid: process.pid,
-      worker: { queue: 'turns', concurrency: 2, model: 'm', turnsDone: 1, turnsFailed: 1, lastModelCall: { outcome: 'auth', at: expect.any(Number) } },
+      worker: { queue: 'turns', concurrency: 2, llm: { model: 'm', summaryModel: 'm', contextWindow: 8192, baseUrl: 'http://user:***@127.0.0.1:9/v1', demo: false }, turnsDone: 1, turnsFailed: 1, lastModelCall: { outcome: 'auth', at: expect.any(Number) } },
     });
     await heartbeat.stop();
     await writeHeartbeat(t.redis, { ...record('x'), worker: undefined }, t.keyPrefix); // readers tolerate a beat without figures

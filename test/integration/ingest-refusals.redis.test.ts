@@ -39,7 +39,7 @@ function setup(maxMessageChars = 40): void {
   const ops = createLlmSessionOps({ redis: t.redis, logger, store }, { baseURL: 'http://127.0.0.1:9/v1', threshold: 0.5, hygieneThreshold: 0.85, limits, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000 });
   const view = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 16_000, reservedOutputTokens: 0, model: 'fake-model', threshold: 0.5, hygieneThreshold: 0.85 });
   ingest = createIngest({ redis: t.redis, producer, ops, outbound, logger, now: () => NOW, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
-    keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: LIMIT, maxMessageChars, groupMode: 'per-chat',
+    keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: LIMIT, maxMessageChars, groupMode: 'per-chat',
   });
 }
 

@@ -128,7 +128,7 @@ describe('the ingest pipeline on the one script', () => {
     const ops = { hygiene: async (_id: string, figures?: HygieneFigures) => { seen.push(figures); return null; } } as unknown as SessionOps;
     const ingestRedis = t.redis.duplicate();
     const ingest = createIngest({ redis: ingestRedis, producer, ops, outbound, logger, now: () => NOW, commands: { view: {} as never, turnPosition: async () => ({ state: 'none' }) } }, {
-      keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 10, maxMessageChars: 100, groupMode: 'per-chat',
+      keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: 10, maxMessageChars: 100, groupMode: 'per-chat',
     });
     try {
       expect(await ingest.handle({ ...message('warm-up'), clientAddress: '10.0.0.9' })).toBe('accepted'); // scripts loaded, connections ready

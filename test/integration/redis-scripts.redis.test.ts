@@ -54,10 +54,12 @@ describe('Lua scripts validate before they write', () => {
       expectedVersion: 1, fence: String(fence), mode: 'replace', projectionTokens: 3, transcriptRetention: 0, meta: {}, usageIncr: {}, usageSet: {},
       finishTurn: false, nowMs: Date.now(), entries: 1, transcript: 1, outbox: 0,
     };
-    const commitKeys = [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox];
+    const commitKeys = [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, `${keys.usage}-h`, `${keys.usage}-d`];
     await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, options, items)).rejects.toThrow(/transcript item 1 has no string type/);
     await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, entries: 2 }, items.slice(0, 1))).rejects.toThrow(/expected 2 items, got 1/);
     await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, usageIncr: { calls: 1.5 } }, items.slice(0, 1))).rejects.toThrow(/usageIncr/);
+    await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, rollup: { format: 2, fields: {}, expireAtMs: [1, 1] } }, items.slice(0, 1))).rejects.toThrow(/rollup.format must be 1/);
+    await expect(runScriptWithOptions(t.redis, 'commitSession', commitKeys, { ...options, transcript: 0, rollup: { format: 1, fields: { a: 0.5 }, expireAtMs: [1, 1] } }, items.slice(0, 1))).rejects.toThrow(/rollup.fields/);
     await expect(store.commit(SESSION, { expectedVersion: 1, fence, usage: { incr: { calls: Number.NaN }, set: {} } })).rejects.toThrow(/usageIncr/);
     expect(await snapshot()).toEqual(before);
   });

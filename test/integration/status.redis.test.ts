@@ -104,7 +104,7 @@ describe('chatgate status, /readyz and doctor --json', () => {
     const [{ code, report, stdout }, doctorRun] = await Promise.all([status(), runCli(['doctor', '--json'], env)]);
     expect(code, stdout).toBe(0);
     const beat = report.processes.find((p) => p.role === 'worker' && p.pid === worker!.pid);
-    expect(beat).toMatchObject({ alive: true, version: expect.stringMatching(/^\d+\.\d+\.\d+/), worker: { turnsDone: 1, turnsFailed: 0, model: 'gpt-4o-mini', lastModelCall: { outcome: 'ok' } } });
+    expect(beat).toMatchObject({ alive: true, version: expect.stringMatching(/^\d+\.\d+\.\d+/), worker: { turnsDone: 1, turnsFailed: 0, llm: { model: 'gpt-4o-mini', demo: false }, lastModelCall: { outcome: 'ok' } } });
     expect(check(report, 'workers')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`pid ${worker.pid}`) });
     expect(check(report, 'workers').detail).toContain('1 turn done, 0 failed');
     expect(check(report, 'llm')).toMatchObject({ status: 'ok', detail: expect.stringContaining('was answered') });

@@ -49,6 +49,10 @@ const BAD_VALUES: [env: string, value: string, message: string][] = [
   ['CHATGATE_ALLOW_TELEGRAM', '12, 3 4', '`CHATGATE_ALLOW_TELEGRAM` must be `*`, `none` or a comma-separated list of user ids (got 12, 3 4)'],
   ['CHATGATE_ALLOW_DISCORD', ',', '`CHATGATE_ALLOW_DISCORD` must be `*`, `none` or a comma-separated list of user ids (got ,)'],
   ['CHATGATE_ALLOW_WEB', 'a;b', '`CHATGATE_ALLOW_WEB` must be `*`, `none` or a comma-separated list of user ids (got a;b)'],
+  ['CHATGATE_API_KEYS', 'short=alice', '`CHATGATE_API_KEYS` must be a comma-separated list of `<key>=<user>` (e.g. `sk-alice-0123456789abcdef=alice`): each key 16–256 characters of `A-Za-z0-9_.~+/-` and given once, each user 1–64 characters of `A-Za-z0-9_.@-`'],
+  ['CHATGATE_API_KEYS', 'sk-alice-0123456789abcdef', '`CHATGATE_API_KEYS` must be a comma-separated list of `<key>=<user>` (e.g. `sk-alice-0123456789abcdef=alice`): each key 16–256 characters of `A-Za-z0-9_.~+/-` and given once, each user 1–64 characters of `A-Za-z0-9_.@-`'],
+  ['CHATGATE_API_KEYS', 'sk-alice-0123456789abcdef=alice,sk-alice-0123456789abcdef=bob', '`CHATGATE_API_KEYS` must be a comma-separated list of `<key>=<user>` (e.g. `sk-alice-0123456789abcdef=alice`): each key 16–256 characters of `A-Za-z0-9_.~+/-` and given once, each user 1–64 characters of `A-Za-z0-9_.@-`'],
+  ['CHATGATE_API_KEYS', 'sk-alice-0123456789abcdef=al ice', '`CHATGATE_API_KEYS` must be a comma-separated list of `<key>=<user>` (e.g. `sk-alice-0123456789abcdef=alice`): each key 16–256 characters of `A-Za-z0-9_.~+/-` and given once, each user 1–64 characters of `A-Za-z0-9_.@-`'],
   ['CHATGATE_RATE_LIMIT_PER_MINUTE', '-1', '`CHATGATE_RATE_LIMIT_PER_MINUTE` must be an integer in [0, 10000] (got -1)'],
   ['CHATGATE_MAX_MESSAGE_CHARS', 'lots', '`CHATGATE_MAX_MESSAGE_CHARS` must be an integer in [1, 1000000] (got lots)'],
   ['CHATGATE_HTTP_PORT', '65536', '`CHATGATE_HTTP_PORT` must be an integer in [0, 65535] (got 65536)'],
@@ -81,7 +85,7 @@ describe('loadConfig', () => {
   });
 
   it('never echoes a secret value', () => {
-    const error = configError({ TELEGRAM_BOT_TOKEN: 'sekrit-value', CHATGATE_MONITOR_TOKEN: 'sekrit 2', OPENAI_API_KEY: 'sk-fine' , DISCORD_BOT_TOKEN: 'sekrit3' });
+    const error = configError({ TELEGRAM_BOT_TOKEN: 'sekrit-value', CHATGATE_MONITOR_TOKEN: 'sekrit 2', OPENAI_API_KEY: 'sk-fine' , DISCORD_BOT_TOKEN: 'sekrit3', CHATGATE_API_KEYS: 'sekrit-key-0123456789=alice,sekrit-key-0123456789=bob' });
     expect(error.message).not.toMatch(/sekrit/);
   });
 
@@ -116,7 +120,7 @@ describe('loadConfig', () => {
       groupMode: 'per-chat',
       groupTrigger: 'mention',
       discord: undefined,
-      access: { allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
+      access: { allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: 20, maxMessageChars: 8000 },
       approvals: { rules: [], timeoutSeconds: 600, admins: [] },
       attachments: { maxBytes: 10 * 1024 * 1024, ttlSeconds: 86_400, vision: undefined, transcribeModel: undefined },
       http: { host: '127.0.0.1', port: 8787, monitorToken: undefined, loopback: true, timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000 } },
@@ -125,7 +129,7 @@ describe('loadConfig', () => {
       logFormat: 'auto',
       budgets: { user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} },
       heartbeatTtlMs: 15_000,
-      transcriptMaxLen: 10_000,
+      transcriptMaxLen: 10_000, usageRetention: { hourlyDays: 14, dailyDays: 400 },
       seenTtlSeconds: 86_400,
       channelStartTimeoutMs: 30_000,
       channelLeaseMs: 10_000,
@@ -160,7 +164,8 @@ describe('loadConfig', () => {
       CHATGATE_RESERVED_OUTPUT_TOKENS: '2048', CHATGATE_THRESHOLD: '.6', CHATGATE_HYGIENE_THRESHOLD: '0.9', CHATGATE_COMPACTION_NOTICE: 'false', CHATGATE_IDLE_COMPACT_SECONDS: '0', CHATGATE_BUSY_MODE: 'queue, discord=steer', CHATGATE_MAX_MODEL_CALLS: '5', CHATGATE_MODEL_TIMEOUT_MS: '15000',
       CHATGATE_WORKER_CONCURRENCY: '8', TELEGRAM_BOT_TOKEN: '123456:ABC-def_ghi', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg',
       TELEGRAM_WEBHOOK_SECRET: 's3cr3t_-', TELEGRAM_GROUP_MODE: 'per-user', DISCORD_BOT_TOKEN: 'MTA.abcdefghijklmnopqrstuvwxyz',
-      CHATGATE_ALLOW_TELEGRAM: '12, 34', CHATGATE_ALLOW_DISCORD: 'none', CHATGATE_ALLOW_WEB: '*', CHATGATE_RATE_LIMIT_PER_MINUTE: '60',
+      CHATGATE_ALLOW_TELEGRAM: '12, 34', CHATGATE_ALLOW_DISCORD: 'none', CHATGATE_ALLOW_WEB: '*', CHATGATE_ALLOW_API: 'alice', CHATGATE_RATE_LIMIT_PER_MINUTE: '60',
+      CHATGATE_API_KEYS: 'sk-a-0123456789abcdef=alice, sk-b-0123456789abcdef=alice,sk-c/0123456789abcdef=bob@example.com',
       CHATGATE_MAX_MESSAGE_CHARS: '4000', CHATGATE_HTTP_HOST: '0.0.0.0', CHATGATE_HTTP_PORT: '0', CHATGATE_MONITOR_TOKEN: 'a-long-monitor-token-123',
       CHATGATE_STATE_DIR: '/var/lib/chatgate', CHATGATE_LOG_LEVEL: 'debug', CHATGATE_TRANSCRIPT_MAXLEN: '5000', CHATGATE_DEMO: 'no',
       DISCORD_API_ROOT: 'http://127.0.0.1:9000/api', CHATGATE_LOG_FORMAT: 'json', CHATGATE_HEARTBEAT_TTL_MS: '3000',
@@ -173,7 +178,10 @@ describe('loadConfig', () => {
     expect(config.telegram).toEqual({ token: '123456:ABC-def_ghi', apiRoot: 'https://api.telegram.org', webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cr3t_-' });
     expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz', apiRoot: 'http://127.0.0.1:9000/api' });
     expect(config.groupMode).toBe('per-user');
-    expect(config.access).toEqual({ allow: { telegram: ['12', '34'], discord: [], web: '*' }, rateLimitPerMinute: 60, maxMessageChars: 4000 });
+    expect(config.access).toEqual({
+      allow: { telegram: ['12', '34'], discord: [], web: '*', api: ['alice'] }, rateLimitPerMinute: 60, maxMessageChars: 4000,
+      apiKeys: [{ key: 'sk-a-0123456789abcdef', user: 'alice' }, { key: 'sk-b-0123456789abcdef', user: 'alice' }, { key: 'sk-c/0123456789abcdef', user: 'bob@example.com' }],
+    });
     expect(config.http).toEqual({ host: '0.0.0.0', port: 0, monitorToken: 'a-long-monitor-token-123', loopback: false, timeouts: { headersTimeoutMs: 5000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 2000 } });
     expect(config).toMatchObject({ stateDir: '/var/lib/chatgate', logLevel: 'debug', logFormat: 'json', heartbeatTtlMs: 3000, transcriptMaxLen: 5000, demo: false });
   });

@@ -13,13 +13,14 @@
     KEYS[9] counter: deployment, this month
 
     ARGV[1] options, JSON: { "now": ms, "leaseMs": ms, "id": string, "needMicro": n (-1: unpriced),
-      "needTokens": n, "dryRun": bool, "counters": [6 × see budget-counters] }
+      "needTokens": n, "dryRun": bool, "counters": [6 × see budget-counters; a skipped one's key is not touched] }
 
   Output:
     JSON { "ok": true } - reserved (nothing written when dryRun)
-    { "ok": false, "i": n, "unit": "usd"|"tokens", "limit": n } - counter i (1..6) is used up: nothing written
+    { "ok": false, "i": n, "unit": "usd"|"tokens", "limit": n, "first": bool } - counter i (1..6) is used
+      up: nothing written but its exhaustion mark ("first": this call set it, so nobody has said it yet)
     with dryRun, also "state": six arrays of { um, ut, rm, rt, limitMicro, limitTokens }
-    error - invalid arguments: nothing written
+    error - invalid arguments, or a stored override of another format version: nothing written
 
   A call is let through while a counter's used + reserved is below its limit, so concurrent
   workers overrun a limit by at most one call's worst case. Expired reservations (a worker died
@@ -36,39 +37,41 @@ if not opts.dryRun then
   if type(opts.id) ~= 'string' or type(opts.leaseMs) ~= 'number' then return redis.error_reply('ERR budgetReserve: needs id and leaseMs') end
   local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(opts.now), 'LIMIT', 0, 50)
   for _, id in ipairs(expired) do
-    local data = redis.call('HGET', KEYS[2], id)
-    if data then
-      local r = cjson.decode(data)
-      for _, key in ipairs(r.k) do
-        redis.call('HINCRBY', key, 'rm', int(-r.m))
-        redis.call('HINCRBY', key, 'rt', int(-r.t))
-      end
-    end
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+    releaseReservation(id)
+    redis.call('ZREM', KEYS[1], id) -- an id without data (never expected) leaves the set too
   end
 end
 local state = {}
 for i = 1, 6 do
-  local c = readCounter(KEYS[3 + i])
-  local lm, lt = effectiveLimits(opts.counters[i])
-  state[i] = { c.um, c.ut, c.rm, c.rt, lm, lt }
-  if lm >= 0 and opts.needMicro >= 0 and c.um + c.rm >= lm then
-    return cjson.encode({ ok = false, i = i, unit = 'usd', limit = lm, state = opts.dryRun and state or nil })
-  end
-  if lt >= 0 and c.ut + c.rt >= lt then
-    return cjson.encode({ ok = false, i = i, unit = 'tokens', limit = lt, state = opts.dryRun and state or nil })
+  if opts.counters[i].skip then
+    state[i] = { 0, 0, 0, 0, -1, -1 }
+  else
+    local c = readCounter(KEYS[3 + i])
+    local lm, lt = effectiveLimits(opts.counters[i])
+    state[i] = { c.um, c.ut, c.rm, c.rt, lm, lt }
+    local unit, limit = nil, nil
+    if lm >= 0 and opts.needMicro >= 0 and c.um + c.rm >= lm then unit, limit = 'usd', lm
+    elseif lt >= 0 and c.ut + c.rt >= lt then unit, limit = 'tokens', lt end
+    if unit then
+      if opts.dryRun then return cjson.encode({ ok = false, i = i, unit = unit, limit = limit, state = state }) end
+      -- The first refusal of a counter says "exhausted" when no settle did (a limit lowered below the use).
+      local first = redis.call('HSETNX', KEYS[3 + i], 'x' .. unit, 1) == 1
+      if first then redis.call('EXPIREAT', KEYS[3 + i], int(opts.counters[i].expireAt)) end
+      return cjson.encode({ ok = false, i = i, unit = unit, limit = limit, first = first })
+    end
   end
 end
 if opts.dryRun then return cjson.encode({ ok = true, state = state }) end
 local micro = math.max(opts.needMicro, 0)
 local keys = {}
 for i = 1, 6 do
-  local key = KEYS[3 + i]
-  keys[i] = key
-  redis.call('HINCRBY', key, 'rm', int(micro))
-  redis.call('HINCRBY', key, 'rt', int(opts.needTokens))
-  redis.call('EXPIREAT', key, int(opts.counters[i].expireAt))
+  if not opts.counters[i].skip then
+    local key = KEYS[3 + i]
+    keys[#keys + 1] = key
+    redis.call('HINCRBY', key, 'rm', int(micro))
+    redis.call('HINCRBY', key, 'rt', int(opts.needTokens))
+    redis.call('EXPIREAT', key, int(opts.counters[i].expireAt))
+  end
 end
 redis.call('ZADD', KEYS[1], int(opts.now + opts.leaseMs), opts.id)
 redis.call('HSET', KEYS[2], opts.id, cjson.encode({ k = keys, m = micro, t = opts.needTokens }))

@@ -14,11 +14,11 @@
     KEYS[9] counter: deployment, this month
 
     ARGV[1] options, JSON: { "id": string, "micro": n, "tokens": n, "noticePercent": n,
-      "counters": [6 × see budget-counters] }
+      "counters": [6 × see budget-counters; a skipped one's key is not touched] }
 
   Output:
     JSON { "events": [ { "i": n, "kind": "near"|"exhausted", "unit": "usd"|"tokens", "limit": n } ] }
-    error - invalid arguments: nothing written
+    error - invalid arguments, or a stored override of another format version: nothing written
 
   A reservation already released (its lease ran out) is not released twice; the usage still counts.
 ]]
@@ -29,16 +29,15 @@ if not opts then return bad end
 if type(opts.id) ~= 'string' or type(opts.micro) ~= 'number' or type(opts.tokens) ~= 'number' or type(opts.noticePercent) ~= 'number' or not validCounters(opts) then
   return redis.error_reply('ERR budgetSettle: needs id, micro, tokens, noticePercent and six counters')
 end
-local data = redis.call('HGET', KEYS[2], opts.id)
-if data then
-  local r = cjson.decode(data)
-  for _, key in ipairs(r.k) do
-    redis.call('HINCRBY', key, 'rm', int(-r.m))
-    redis.call('HINCRBY', key, 'rt', int(-r.t))
+-- Limits first: a stored override this script cannot read fails the call before anything is written.
+local limits = {}
+for i = 1, 6 do
+  if not opts.counters[i].skip then
+    local lm, lt = effectiveLimits(opts.counters[i])
+    limits[i] = { lm, lt }
   end
-  redis.call('ZREM', KEYS[1], opts.id)
-  redis.call('HDEL', KEYS[2], opts.id)
 end
+releaseReservation(opts.id)
 local events = {}
 local function check(i, unit, used, limit)
   if limit < 0 then return end
@@ -49,12 +48,13 @@ local function check(i, unit, used, limit)
   end
 end
 for i = 1, 6 do
-  local key = KEYS[3 + i]
-  local um = redis.call('HINCRBY', key, 'um', int(opts.micro))
-  local ut = redis.call('HINCRBY', key, 'ut', int(opts.tokens))
-  redis.call('EXPIREAT', key, int(opts.counters[i].expireAt))
-  local lm, lt = effectiveLimits(opts.counters[i])
-  check(i, 'usd', um, lm)
-  check(i, 'tokens', ut, lt)
+  if limits[i] then
+    local key = KEYS[3 + i]
+    local um = redis.call('HINCRBY', key, 'um', int(opts.micro))
+    local ut = redis.call('HINCRBY', key, 'ut', int(opts.tokens))
+    redis.call('EXPIREAT', key, int(opts.counters[i].expireAt))
+    check(i, 'usd', um, limits[i][1])
+    check(i, 'tokens', ut, limits[i][2])
+  end
 end
 return cjson.encode({ events = events })

@@ -13,6 +13,8 @@
     KEYS[5] lease (string: the holder's fencing token)
     KEYS[6] processing (list)
     KEYS[7] outbox (list)
+    KEYS[8] usage rollup of the commit's hour (hash, src/usage)
+    KEYS[9] usage rollup of the commit's day (hash, src/usage)
 
     ARGV[1] options, JSON: {
               "expectedVersion": integer,   -- the meta version the change was computed from
@@ -25,7 +27,9 @@
               "usageSet": { field: string },           -- usage fields to set
               "finishTurn": boolean,        -- the turn's processing list is done with
               "nowMs": integer,             -- lastActivityMs (and createdAtMs the first time)
-              "entries": integer, "transcript": integer, "outbox": integer   -- item counts below
+              "entries": integer, "transcript": integer, "outbox": integer,  -- item counts below
+              "rollup": optional { "format": 1, "fields": { field: integer },   -- counters added to
+                          "expireAtMs": [integer, integer] }  -- KEYS[8] and KEYS[9], and their expiry
             }
     ARGV[2...] the history entries, then the transcript items (JSON objects with a string
                "type"), then the outbox items — each stored as is
@@ -36,6 +40,7 @@
     error - invalid arguments: nothing written
 ]]
 --- @include "lease-token"
+--- @include "usage-rollup"
 local function fail(message) return redis.error_reply('ERR commitSession: ' .. message) end
 local function isInteger(value) return type(value) == 'number' and value % 1 == 0 end
 local function isFieldMap(value, valueOk)
@@ -80,6 +85,8 @@ if not (isInteger(nEntries) and isInteger(nTranscript) and isInteger(nOutbox)) o
   return fail('entries, transcript and outbox must be counts')
 end
 if #ARGV ~= 1 + nEntries + nTranscript + nOutbox then return fail('expected ' .. (nEntries + nTranscript + nOutbox) .. ' items, got ' .. (#ARGV - 1)) end
+local badRollup = checkRollup(o['rollup'], fail)
+if badRollup then return badRollup end
 local kinds = {}
 for i = 1, nTranscript do
   local decoded, item = pcall(cjson.decode, ARGV[1 + nEntries + i])
@@ -107,6 +114,12 @@ if #usageFields > 0 then
   end
 end
 for field, value in pairs(o['usageSet']) do usage[field] = value end
+local rollupKeys, rollupSums = {KEYS[8], KEYS[9]}, nil
+if o['rollup'] then
+  local err
+  rollupSums, err = readRollup(rollupKeys, o['rollup'], fail)
+  if not rollupSums then return err end
+end
 -- Every meta field of the commit, written in one HSET at the end.
 local meta = {}
 for field, value in pairs(o['meta']) do meta[field] = value end
@@ -136,6 +149,7 @@ for n = 1, nTranscript do
 end
 pushAll(KEYS[7], i, nOutbox)
 hsetAll(KEYS[4], usage)
+if rollupSums then writeRollup(rollupKeys, o['rollup'], rollupSums) end
 if o['finishTurn'] then redis.call('DEL', KEYS[6]) end
 hsetAll(KEYS[3], meta)
 return {1, meta['version']}

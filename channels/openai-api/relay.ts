@@ -1,0 +1,71 @@
+/**
+ * How an answer reaches the request waiting for it when another gateway delivers it (the outbound
+ * queue lets any gateway deliver any reply). A waiting request marks its chat in Redis
+ * (`apiWaitingKey`, expiring with the longest wait); a gateway that delivers an answer it has no
+ * request for looks at the mark: none → the request is gone and the answer is dropped (it stays in
+ * the session's history); else it publishes the answer on `apiRepliesChannel`, and the gateway
+ * holding the request hands it over.
+ */
+import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
+import { apiRepliesChannel, apiWaitingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { defineTopic } from '../../src/redis/pubsub.js';
+import type { Logger } from '../../src/log.js';
+import type { Delivered } from './waiter.js';
+
+/** An answer on its way to the gateway whose request waits for it. */
+interface RelayedAnswer extends Delivered {
+  chatId: string;
+}
+
+const API_ANSWERS = defineTopic<RelayedAnswer>({
+  channel: apiRepliesChannel, parse: parseAnswer, what: 'api answer', component: 'api-relay',
+  describe: (answer) => ({ chatId: answer.chatId }),
+});
+
+/** Carries answers between the gateways of one Redis. */
+export interface ReplyRelay {
+  /** Starts listening for answers published by other gateways. */
+  start(onAnswer: (chatId: string, item: Delivered) => void): Promise<void>;
+  /** Marks that a request for `chatId` waits (on this gateway) for at most `ttlMs`. */
+  hold(chatId: string, ttlMs: number): Promise<void>;
+  /** Removes the mark. Never throws. */
+  release(chatId: string): Promise<void>;
+  /** Hands `item` to the gateway whose request waits. @returns false when no request waits for `chatId` anywhere. */
+  forward(chatId: string, item: Delivered): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/** The relay over `redis` (its subscriber is a connection of its own). */
+export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, log?: Logger): ReplyRelay {
+  let unsubscribe: (() => Promise<void>) | undefined;
+  return {
+    async start(onAnswer) {
+      const subscriber = duplicateRedis(redis);
+      subscriber.on('error', (err: Error) => log?.debug({ err }, 'api relay connection error'));
+      unsubscribe = await API_ANSWERS.subscribe(subscriber, ({ chatId, ...item }) => onAnswer(chatId, item), keyPrefix, log);
+    },
+    async hold(chatId, ttlMs) {
+      await redis.set(apiWaitingKey(chatId, keyPrefix), '1', 'PX', ttlMs);
+    },
+    async release(chatId) {
+      await redis.del(apiWaitingKey(chatId, keyPrefix)).catch(() => undefined);
+    },
+    async forward(chatId, item) {
+      if ((await redis.exists(apiWaitingKey(chatId, keyPrefix))) === 0) return false;
+      await API_ANSWERS.publish(redis, { chatId, ...item }, keyPrefix);
+      return true;
+    },
+    async stop() {
+      const stop = unsubscribe;
+      unsubscribe = undefined;
+      await stop?.();
+    },
+  };
+}
+
+function parseAnswer(value: object): RelayedAnswer | null {
+  const answer = value as Partial<RelayedAnswer>;
+  if (typeof answer.chatId !== 'string' || typeof answer.text !== 'string') return null;
+  const replyId = typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {};
+  return { chatId: answer.chatId, text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...replyId };
+}

@@ -1,0 +1,121 @@
+/**
+ * The actions of `chatgate budgets`: list what every limit has used and has left, store a
+ * subject's limits in Redis (they win over the budgets file and the environment), remove them.
+ */
+import { BUDGET_LEVELS, duration, formatAmount, hasBudgets, type BudgetLevel, type LevelLimits } from '../core/budget.js';
+import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
+import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
+import type { Config } from '../config.js';
+import { EXIT, type CliIo, type CliRedis } from './context.js';
+import { withRedis } from './sessions.js';
+
+/** Flags of `chatgate budgets set` (a limit's value is null for `none`). */
+export interface BudgetsSetFlags {
+  dailyUsd?: number | null;
+  monthlyUsd?: number | null;
+  dailyTokens?: number | null;
+  monthlyTokens?: number | null;
+  unlimited?: boolean;
+  json?: boolean;
+}
+
+/** A user subject: `<channel>:<userId>`, as in the budgets file. */
+const USER_ID = /^[a-z]+:[\w.@-]+$/;
+
+/** `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month). */
+export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<number> {
+  return withAdmin(io, async (admin) => {
+    const rows = await admin.list();
+    if (flags.json) {
+      io.out(JSON.stringify(rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined })), null, 2));
+      return EXIT.ok;
+    }
+    if (rows.length === 0) {
+      io.out('No budget limit is set (CHATGATE_BUDGET_*, CHATGATE_BUDGETS_FILE or `chatgate budgets set`).');
+      return EXIT.ok;
+    }
+    io.out(table(rows, Date.now()));
+    return EXIT.ok;
+  });
+}
+
+/** `chatgate budgets set <level> [id] --daily-usd …`: stores the subject's limits with these changed. */
+export function setCommand(io: CliIo, levelArg: string, id: string | undefined, flags: BudgetsSetFlags): Promise<number> {
+  const subject = checkSubject(io, levelArg, id);
+  if (!subject) return Promise.resolve(EXIT.usage);
+  const patch: LimitsPatch = {};
+  for (const key of ['dailyUsd', 'monthlyUsd', 'dailyTokens', 'monthlyTokens'] as const) if (flags[key] !== undefined) patch[key] = flags[key];
+  if (flags.unlimited && Object.keys(patch).length > 0) return usage(io, '--unlimited cannot be combined with a limit');
+  if (!flags.unlimited && Object.keys(patch).length === 0) return usage(io, 'say what to set: --daily-usd, --monthly-usd, --daily-tokens, --monthly-tokens (a value or `none`) or --unlimited');
+  return withAdmin(io, async (admin, config) => {
+    const stored = await admin.set(subject.level, subject.id, flags.unlimited ? 'unlimited' : patch);
+    // Processes without a configured limit never look at the counters: a stored limit alone holds nothing.
+    if (!hasBudgets(config.budgets)) io.err('chatgate budgets: note: this configuration sets no limit, and gateways and workers started with none do not check budgets; set a CHATGATE_BUDGET_* limit or CHATGATE_BUDGETS_FILE where they run');
+    if (flags.json) io.out(JSON.stringify({ level: subject.level, subject: subject.id, limits: flatLimits(stored), source: 'override' }, null, 2));
+    else io.out(`${subject.level} ${subject.id}: ${describeLimits(stored)} (stored in Redis; wins over the budgets file and the environment until \`chatgate budgets reset\`)`);
+    return EXIT.ok;
+  });
+}
+
+/** `chatgate budgets reset <level> [id] [--usage]`: removes the stored limits (and zeroes the counters with --usage). */
+export function resetCommand(io: CliIo, levelArg: string, id: string | undefined, flags: { usage?: boolean; json?: boolean }): Promise<number> {
+  const subject = checkSubject(io, levelArg, id);
+  if (!subject) return Promise.resolve(EXIT.usage);
+  return withAdmin(io, async (admin, config) => {
+    const removed = await admin.reset(subject.level, subject.id, { usage: flags.usage });
+    const now = await admin.limitsOf(subject.level, subject.id);
+    if (flags.json) {
+      io.out(JSON.stringify({ level: subject.level, subject: subject.id, removedOverride: removed, usageReset: flags.usage === true, limits: flatLimits(now.limits), source: now.source }, null, 2));
+      return EXIT.ok;
+    }
+    const what = removed ? 'stored limits removed' : 'no stored limits to remove';
+    const counters = flags.usage ? `; today's and this month's use start again at 0 (${config.budgets.timeZone})` : '';
+    io.out(`${subject.level} ${subject.id}: ${what}${counters}; in force now (${now.source}): ${describeLimits(now.limits)}`);
+    return EXIT.ok;
+  });
+}
+
+function withAdmin(io: CliIo, body: (admin: ReturnType<typeof createBudgetAdmin>, config: Config, conn: CliRedis) => Promise<number>): Promise<number> {
+  return withRedis(io, (config, conn) => body(createBudgetAdmin(conn.redis, { keyPrefix: config.redis.keyPrefix, settings: config.budgets }), config, conn));
+}
+
+function checkSubject(io: CliIo, levelArg: string, id: string | undefined): { level: BudgetLevel; id: string } | null {
+  const fail = (text: string) => {
+    io.err(`chatgate budgets: ${text}`);
+    return null;
+  };
+  if (!(BUDGET_LEVELS as readonly string[]).includes(levelArg)) return fail(`the level must be user, chat or deployment (got "${levelArg}")`);
+  const level = levelArg as BudgetLevel;
+  if (level === 'deployment') return id === undefined || id === DEPLOYMENT_SUBJECT ? { level, id: DEPLOYMENT_SUBJECT } : fail(`the deployment takes no id (got "${id}")`);
+  if (id === undefined || id.trim() === '') return fail(`say which ${level}: chatgate budgets … ${level} <${level === 'user' ? 'channel>:<userId' : 'session id'}>`);
+  if (level === 'user' && !USER_ID.test(id)) return fail(`a user is <channel>:<userId>, e.g. telegram:42 (got "${id}")`);
+  return { level, id };
+}
+
+function usage(io: CliIo, text: string): Promise<number> {
+  io.err(`chatgate budgets set: ${text}`);
+  return Promise.resolve(EXIT.usage);
+}
+
+function flatLimits(limits: LevelLimits | 'unlimited'): Record<string, number> | 'unlimited' {
+  if (limits === 'unlimited') return 'unlimited';
+  return {
+    ...(limits.day?.usd !== undefined ? { dailyUsd: limits.day.usd } : {}), ...(limits.month?.usd !== undefined ? { monthlyUsd: limits.month.usd } : {}),
+    ...(limits.day?.tokens !== undefined ? { dailyTokens: limits.day.tokens } : {}), ...(limits.month?.tokens !== undefined ? { monthlyTokens: limits.month.tokens } : {}),
+  };
+}
+
+/** "daily $5.00 and 100,000 tokens, monthly none", "unlimited", "no limit". */
+function describeLimits(limits: LevelLimits | 'unlimited'): string {
+  if (limits === 'unlimited') return 'unlimited';
+  const one = (l?: { usd?: number; tokens?: number }) => [l?.usd !== undefined ? formatAmount('usd', l.usd) : '', l?.tokens !== undefined ? formatAmount('tokens', l.tokens) : ''].filter(Boolean).join(' and ') || 'none';
+  if (!limits.day && !limits.month) return 'no limit';
+  return `daily ${one(limits.day)}, monthly ${one(limits.month)}`;
+}
+
+function table(rows: readonly BudgetRow[], nowMs: number): string {
+  const head = ['level', 'subject', 'period', 'used', 'limit', 'left', 'resets in', 'from'];
+  const body = rows.map((r) => [r.level, r.subject, r.period, formatAmount(r.unit, r.used), formatAmount(r.unit, r.limit), formatAmount(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
+  const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
+  return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');
+}

@@ -1,0 +1,35 @@
+import type { Hono } from 'hono';
+import { UsageQueryError } from '../errors.js';
+import { readUsageOverview, type BudgetStates } from '../usage/overview.js';
+import type { UsageReader } from '../usage/read-model.js';
+import { renderOverviewPage } from './overview-page.js';
+
+/** What the usage routes read: the usage read model (src/usage) and, with budgets, their counters. */
+export interface UsageMonitorDeps {
+  reader: UsageReader;
+  /** The budget counters of a user and chat (src/budget's ledger `state`). Absent: no budgets. */
+  budgets?: BudgetStates;
+}
+
+/** The monitor's paths of usage, to put behind the access guard. */
+export const USAGE_PATHS = ['/api/usage', '/api/usage/*', '/overview'] as const;
+
+/**
+ * `GET /api/usage?since=7d&by=user` (the report `chatgate usage --json` prints; 400 naming the rule
+ * for a bad query), `GET /api/usage/overview` and the overview page at `/overview`.
+ */
+export function addUsageRoutes(app: Hono, deps: UsageMonitorDeps, options: { pollMs?: number } = {}): void {
+  app.get('/api/usage', async (c) => {
+    try {
+      return c.json(await deps.reader.report({ since: c.req.query('since') ?? '7d', by: c.req.query('by') ?? 'user' }));
+    } catch (err) {
+      if (err instanceof UsageQueryError) return c.json({ error: err.message }, 400);
+      throw err;
+    }
+  });
+  app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, deps.budgets)));
+  app.get('/overview', (c) => {
+    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
+    return c.html(renderOverviewPage(options));
+  });
+}

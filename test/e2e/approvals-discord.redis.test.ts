@@ -1,0 +1,165 @@
+/**
+ * Approvals through the fake Discord with discord.js unmodified: the question carries an action row
+ * of buttons (custom_id = the command); a press is an INTERACTION_CREATE answered at the interaction
+ * callback — UPDATE_MESSAGE showing the decision without buttons — and the turn goes on. Two presses
+ * at once run the call once (the other is told privately, the decision left shown). A gateway slower than the press allows is
+ * answered by deferring, then editing the original. In a guild only the user who started the turn or
+ * an operator-listed admin may decide: another user's press or typed command is refused, nothing runs.
+ */
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createDiscordChannel, type DiscordChannelOptions } from '../../channels/discord/index.js';
+import { messageText } from '../../src/core/messages.js';
+import { defineTool } from '../../workers/tools/types.js';
+import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
+import type { InteractionAnswer } from '../fakes/discord-interactions.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { waitUntil } from '../helpers/waits.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'chatgate-discord-approvals-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A library-defined tool with a real effect: it appends `text` to `file` in the test's folder. */
+const writeFile = defineTool({
+  name: 'write_file', description: 'Appends a line to a file.', sideEffects: true, approval: 'ask',
+  schema: z.object({ file: z.string(), text: z.string() }),
+  run({ file, text }) {
+    appendFileSync(join(dir, file), `${text}\n`);
+    return `wrote ${file}`;
+  },
+});
+
+const MESSAGES = /^\/channels\/\d+\/messages$/;
+const ADA = { id: FAKE_DISCORD_IDS.user, username: 'ada' };
+const BOB = { id: '900000000000000031', username: 'bob' };
+const CAROL = { id: '900000000000000032', username: 'carol' };
+const lines = (file: string): string[] => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').trim().split('\n') : []);
+
+let discord: FakeDiscordServer;
+let stack: Stack | undefined;
+
+beforeEach(async () => {
+  discord = await startFakeDiscord();
+});
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+  await discord.close();
+});
+
+async function start(options: Partial<DiscordChannelOptions> = {}, env: Record<string, string> = {}): Promise<Stack> {
+  const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000, ...options });
+  stack = await startStack({
+    channels: { list: [channel] }, tools: [writeFile], env: { CHATGATE_LIVE_REPLIES: 'false', ...env },
+    // Asked to write, the model calls write_file once (file: the first word); after a tool result it answers with it.
+    handler: (request) => {
+      const last = request.messages.at(-1)!;
+      if (last.role === 'tool') return { content: `Done: ${messageText(last)}` };
+      const text = messageText(last).replace(/^[\w ]+: /, ''); // in groups: `<name>: <text>`
+      return { toolCalls: [{ name: 'write_file', arguments: { file: `${text.split(' ')[0]}.txt`, text }, id: `call_${request.index}` }] };
+    },
+  });
+  await discord.waitForGateway(2);
+  return stack;
+}
+
+const posts = () => discord.callsOf('POST', MESSAGES);
+const answers = (): InteractionAnswer[] => discord.interactions.answers;
+const until = (condition: () => boolean): Promise<void> => waitUntil(discord, 'call', condition);
+
+/** Says `content` (a DM, or a mention in the guild channel) and resolves with the question's message id and approval id. */
+async function asked(content: string, where: 'dm' | 'guild' = 'dm', author = ADA): Promise<{ messageId: string; id: string }> {
+  const before = posts().length;
+  if (where === 'guild') discord.dispatchMessage({ content: `<@${FAKE_DISCORD_IDS.bot}> ${content}`, where, mentions: [FAKE_DISCORD_IDS.bot], author });
+  else discord.dispatchMessage({ content, where, author });
+  await until(() => posts().slice(before).some((call) => String(call.body?.content).includes('Approval needed')));
+  const messageId = [...discord.messages].find(([, text]) => text.includes('Approval needed') && text.includes(content.split(' ')[0]!))![0];
+  const id = /\(([a-z0-9]{6})\)/.exec(discord.messageContent(messageId)!)![1]!;
+  return { messageId, id };
+}
+
+describe('approvals on Discord (buttons, interactions)', () => {
+  it('sends the buttons; Approve updates the question to show the decision without buttons, writes once, and the turn goes on', async () => {
+    await start();
+    const { messageId, id } = await asked('alpha one');
+    const question = posts().find((call) => String(call.body?.content).includes(`(${id})`))!;
+    expect(question.body?.components).toEqual([{ type: 1, components: [
+      { type: 2, style: 3, label: 'Approve', custom_id: `/approve ${id}` },
+      { type: 2, style: 2, label: 'Always in this chat', custom_id: `/approve ${id} always` },
+      { type: 2, style: 4, label: 'Deny', custom_id: `/deny ${id}` },
+    ] }]);
+    expect(lines('alpha.txt')).toEqual([]);
+
+    discord.pressButton(messageId, `/approve ${id}`);
+    await until(() => posts().some((call) => call.body?.content === 'Done: wrote alpha.txt'));
+    expect(answers()).toEqual([expect.objectContaining({ kind: 'callback', type: 7, components: [], ephemeral: false })]);
+    expect(discord.messageContent(messageId)).toContain(`Approval needed** (${id})`);
+    expect(discord.messageContent(messageId)).toMatch(new RegExp(`\\n\\nApproved by Ada Lovelace: write_file \\(${id}\\)\\.$`));
+    expect(discord.components.has(messageId)).toBe(false);
+    expect(lines('alpha.txt')).toEqual(['alpha one']);
+    // Its buttons are gone: nobody can press them again.
+    expect(() => discord.pressButton(messageId, `/approve ${id}`)).toThrow(/has no button/);
+  });
+
+  it('two presses at once run the call once: one updates the question, the other is told privately', async () => {
+    await start();
+    const { messageId, id } = await asked('beta two');
+    discord.pressButton(messageId, `/approve ${id}`);
+    discord.pressButton(messageId, `/deny ${id}`);
+    await until(() => answers().length === 3 && posts().some((call) => call.body?.content === 'Done: wrote beta.txt'));
+    // The deciding press shows the decision; the other only takes the buttons away (content left as it is) and is told.
+    expect(answers().filter((a) => a.type === 7).map((a) => a.content)).toEqual(expect.arrayContaining([undefined, expect.stringContaining(`Approved by Ada Lovelace: write_file (${id}).`)]));
+    expect(answers().find((a) => a.kind === 'follow-up')).toMatchObject({ ephemeral: true, content: `Already decided — Approved by Ada Lovelace: write_file (${id}).` });
+    expect(discord.messageContent(messageId)).toMatch(/Approved by Ada Lovelace: write_file \([a-z0-9]{6}\)\.$/);
+    expect(lines('beta.txt')).toEqual(['beta two']);
+  });
+
+  it('a press after the question was decided by a typed command: its buttons go and the presser is told', async () => {
+    await start();
+    const { messageId, id } = await asked('epsilon five');
+    discord.dispatchMessage({ content: `/deny ${id}`, where: 'dm', author: ADA });
+    await until(() => posts().some((call) => String(call.body?.content).startsWith('Done: Error: the user denied')));
+    const question = discord.messageContent(messageId);
+    discord.pressButton(messageId, `/approve ${id}`);
+    await until(() => answers().length === 2);
+    expect(answers()[0]).toMatchObject({ kind: 'callback', type: 7, components: [] });
+    expect(answers()[1]).toMatchObject({ kind: 'follow-up', ephemeral: true, content: `Already decided — Denied by Ada Lovelace: write_file (${id}).` });
+    expect(discord.messageContent(messageId)).toBe(question);
+    expect(discord.components.has(messageId)).toBe(false);
+    expect(lines('epsilon.txt')).toEqual([]);
+  });
+
+  it('a gateway slower than the press allows: the press is deferred, then the original message edited', async () => {
+    await start({ pressDeferAfterMs: 0 });
+    const { messageId, id } = await asked('gamma three');
+    discord.pressButton(messageId, `/deny ${id}`);
+    await until(() => answers().length === 2);
+    expect(answers().map((a) => [a.kind, a.type])).toEqual([['callback', 6], ['edit-original', undefined]]);
+    expect(answers()[1]).toMatchObject({ components: [], content: expect.stringContaining(`Denied by Ada Lovelace: write_file (${id}).`) });
+    await until(() => posts().some((call) => String(call.body?.content).startsWith('Done: Error: the user denied')));
+    expect(lines('gamma.txt')).toEqual([]);
+  });
+
+  it('in a guild only the user who started the turn or an admin may decide; others are told and nothing runs', async () => {
+    await start({}, { CHATGATE_APPROVAL_ADMINS: `discord:${CAROL.id}` });
+    const { messageId, id } = await asked('delta four', 'guild');
+    discord.pressButton(messageId, `/approve ${id}`, BOB);
+    await until(() => answers().length === 1);
+    expect(answers()[0]).toMatchObject({ kind: 'callback', type: 4, ephemeral: true, content: `Only Ada Lovelace, whose message started this, or an admin can decide ${id} (write_file).` });
+    const before = posts().length;
+    discord.dispatchMessage({ content: `/approve ${id}`, where: 'guild', author: BOB });
+    await until(() => posts().length > before);
+    expect(posts()[before]!.body?.content).toBe(`Only Ada Lovelace, whose message started this, or an admin can decide ${id} (write_file).`);
+    expect(discord.components.has(messageId)).toBe(true);
+    expect(lines('delta.txt')).toEqual([]);
+
+    // An operator-listed admin may decide.
+    discord.pressButton(messageId, `/approve ${id}`, CAROL);
+    await until(() => posts().some((call) => call.body?.content === 'Done: wrote delta.txt'));
+    expect(answers()[1]).toMatchObject({ type: 7, content: expect.stringContaining(`Approved by carol: write_file (${id}).`) });
+    expect(lines('delta.txt')).toEqual(['delta four']);
+  });
+});

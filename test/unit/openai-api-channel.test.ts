@@ -1,0 +1,196 @@
+/**
+ * The OpenAI-compatible API channel without a gateway: what is new in a request (the documented
+ * rule), the waiter's answer and streamed text, and the HTTP answers the channel gives by itself
+ * (503 when the gateway cannot take the message, 409 while the session waits, 401, 400).
+ */
+import { describe, expect, it } from 'vitest';
+import type { InboundMessage } from '../../src/core/inbound.js';
+import { createOpenAiApiChannel } from '../../channels/openai-api/index.js';
+import { newInput, sessionNameOf, toCompletionRequest } from '../../channels/openai-api/request.js';
+import { Waiter, Waiters } from '../../channels/openai-api/waiter.js';
+
+const KEY = 'sk-test-0123456789abcdef';
+const user = (content: unknown) => ({ role: 'user', content });
+const assistant = (content: string) => ({ role: 'assistant', content });
+
+describe('newInput (what is new in a request)', () => {
+  it.each([
+    ['only the newest message', [user('hi')], 'hi'],
+    ['the trailing user messages after the last answer', [user('a'), assistant('b'), user('c'), user('d')], 'c\n\nd'],
+    ['after a tool result too', [user('a'), { role: 'assistant', content: null }, { role: 'tool', content: 'r' }, user('e')], 'e'],
+    ['system and developer messages are ignored', [{ role: 'system', content: 's' }, user('a'), { role: 'developer', content: 'd' }], 'a'],
+    ['text parts are joined', [user([{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }])], 'x\ny'],
+  ])('%s', (_name, messages, text) => {
+    expect(newInput(messages as never)).toEqual({ text });
+  });
+
+  it.each([
+    ['ends with an answer', [user('a'), assistant('b')]],
+    ['has only blank user text', [user('  ')]],
+    ['has an image part', [user([{ type: 'image_url', image_url: { url: 'https://x/y.png' } }])]],
+    ['has an unknown role', [{ role: 'function', content: 'f' }]],
+  ])('refuses a request that %s', (_name, messages) => {
+    expect(newInput(messages as never)).toMatchObject({ message: expect.any(String), param: expect.stringMatching(/^messages/) });
+  });
+});
+
+describe('toCompletionRequest and sessionNameOf', () => {
+  it('reads stream, usage, the session fields; names the field of a bad body', () => {
+    expect(toCompletionRequest({ model: 'm', messages: [user('q')], stream: true, stream_options: { include_usage: true }, metadata: { session: 'm1' }, user: 'u' }))
+      .toEqual({ model: 'm', stream: true, includeUsage: true, text: 'q', session: 'm1' });
+    expect(toCompletionRequest({ messages: 'nope' })).toMatchObject({ param: 'messages' });
+    expect(toCompletionRequest({ messages: [user('q')], n: 2 })).toMatchObject({ param: 'n' });
+    expect(sessionNameOf(' h1 ', { session: 'b' })).toBe('h1');
+    expect(sessionNameOf(undefined, {})).toBe('default');
+    expect(sessionNameOf(undefined, { session: 'a/b' })).toBeNull();
+  });
+});
+
+describe('Waiters', () => {
+  const item = (text: string, answersTurn = false, asks = false) => ({ text, answersTurn, asks });
+
+  it('a turn ends at its answer (or a question), a command at its notice; deliveries before the verdict count', async () => {
+    const waiters = new Waiters();
+    const turn = new Waiter('m1');
+    waiters.add('c', turn);
+    expect(waiters.deliver('c', item('compacted'))).toBe('kept');
+    expect(waiters.deliver('c', item('answer', true))).toBe('kept');
+    waiters.decide('c', turn, 'turn');
+    await expect(turn.answer).resolves.toBe('answer');
+    waiters.remove('c', turn);
+    const command = new Waiter('m2');
+    waiters.add('c', command);
+    waiters.decide('c', command, 'command');
+    // Nothing is kept from before: the compaction notice is not the command's answer.
+    expect(waiters.deliver('c', item('late answer of an old turn', true))).toBe('unwanted');
+    expect(waiters.deliver('c', item('usage'))).toBe('answered');
+    await expect(command.answer).resolves.toBe('usage');
+  });
+
+  it('an orphan keeps its place: its answer is dropped, the next request gets its own', async () => {
+    const waiters = new Waiters();
+    const gone = new Waiter('m1');
+    waiters.add('c', gone);
+    waiters.decide('c', gone, 'turn');
+    gone.orphan();
+    expect(waiters.busy('c')).toBe(false);
+    const next = new Waiter('m2');
+    waiters.add('c', next);
+    waiters.decide('c', next, 'turn');
+    expect(waiters.busy('c')).toBe(true);
+    expect(waiters.deliver('c', item('old answer', true))).toBe('orphaned');
+    waiters.remove('c', gone);
+    expect(waiters.deliver('c', item('approve?', false, true))).toBe('answered');
+    await expect(next.answer).resolves.toBe('approve?');
+  });
+
+  it('an answer that covers both an orphan and the next request (one turn took both) answers the next request', async () => {
+    const waiters = new Waiters();
+    const gone = new Waiter('m1');
+    const next = new Waiter('m2');
+    for (const waiter of [gone, next]) {
+      waiters.add('c', waiter);
+      waiters.decide('c', waiter, 'turn');
+    }
+    gone.orphan();
+    expect(waiters.contested('c')).toBe(true);
+    expect(waiters.deliver('c', { ...item('both', true), replyId: 'reply-x-0' }, new Set(['m0', 'm1', 'm2']))).toBe('answered');
+    await expect(next.answer).resolves.toBe('both');
+    await expect(gone.answer).resolves.toBe('both');
+  });
+
+  it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
+    const pieces: string[] = [];
+    const waiters = new Waiters();
+    const waiter = new Waiter('m1', (delta) => pieces.push(delta));
+    waiters.add('c', waiter);
+    waiters.decide('c', waiter, 'turn');
+    waiters.draft('c', 'Let me');
+    waiters.draft('c', 'Let me check');
+    waiters.draft('c', null);
+    waiters.draft('c', 'It is');
+    waiters.draft('c', 'It is 4');
+    waiters.deliver('c', item('It is 4.', true));
+    await expect(waiter.answer).resolves.toBe('It is 4.');
+    expect(pieces).toEqual(['Let me', ' check', '\n\nIt is', ' 4', '.']);
+  });
+});
+
+describe('the API channel over HTTP (no gateway)', () => {
+  const post = (app: { request: (path: string, init: RequestInit) => Response | Promise<Response> }, body: unknown, headers: Record<string, string> = {}) =>
+    app.request('/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+  it('answers 503 when the gateway cannot take the message, and holds no waiter after it', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }] });
+    await channel.start(async () => {
+      throw new Error('redis down');
+    });
+    const response = await post(channel.app, { model: 'x', messages: [user('hi')] });
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ error: { type: 'server_error', code: 'unavailable' } });
+    expect(channel.waiting()).toBe(0);
+    await channel.stop();
+  });
+
+  it('answers 409 to a second request of a session that waits, 429 with Retry-After to a rate-limited one, and the answer the gateway sends', async () => {
+    const taken: InboundMessage[] = [];
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }] });
+    await channel.start(async (message) => {
+      taken.push(message);
+      return message.text === 'fast' ? { outcome: 'rate_limited', reason: 'slow down', retryAfterMs: 2500 } : { outcome: 'accepted' };
+    });
+    const first = post(channel.app, { model: 'x', messages: [user('hi')] }, { 'x-chatgate-session': 's' });
+    while (channel.waiting() === 0 || taken.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    const second = await post(channel.app, { model: 'x', messages: [user('again')] }, { 'x-chatgate-session': 's' });
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: { code: 'session_busy' } });
+    // Sent again at once it would be refused again: the SDKs are told not to retry.
+    expect(second.headers.get('x-should-retry')).toBe('false');
+    const limited = await post(channel.app, { model: 'x', messages: [user('fast')] }, { 'x-chatgate-session': 'other' });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('3');
+    expect(limited.headers.get('x-should-retry')).toBeNull();
+    expect(taken[0]).toMatchObject({ channel: 'api', chatId: 'alice:s', userId: 'alice', text: 'hi', refusalsAnswered: true });
+    await channel.send({ chatId: 'alice:s' }, { text: 'hello **alice**', mode: 'formatted', answersTurn: true });
+    const answer = await (await first).json() as { choices: Array<{ message: { content: string } }>; usage: object };
+    expect(answer.choices[0]!.message.content).toBe('hello **alice**');
+    expect(answer.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+    expect(channel.waiting()).toBe(0);
+    await channel.stop();
+  });
+
+  it('answers 401 without a key and 400 to a bad session name, before anything is taken', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }] });
+    await channel.start(async () => {
+      throw new Error('nothing should be taken');
+    });
+    expect((await channel.app.request('/v1/models')).status).toBe(401);
+    const bad = await post(channel.app, { model: 'x', messages: [user('hi')] }, { 'x-chatgate-session': 'no spaces please' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { code: 'invalid_session', param: 'X-Chatgate-Session' } });
+    await channel.stop();
+  });
+
+  it('a long wait starts the 200 response and keeps it alive with spaces; the JSON follows', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], keepAliveMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('slow')] });
+    // The response started before any answer was there.
+    expect(response.status).toBe(200);
+    expect(channel.waiting()).toBe(1);
+    await channel.send({ chatId: 'alice:default' }, { text: 'at last', mode: 'formatted', answersTurn: true });
+    const text = await response.text();
+    expect(JSON.parse(text)).toMatchObject({ object: 'chat.completion', choices: [{ message: { content: 'at last' } }] });
+    await channel.stop();
+  });
+
+  it('answers 504 when no answer comes within maxWaitMs', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], maxWaitMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('never answered')] });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error: { code: 'timeout', type: 'server_error' } });
+    expect(channel.waiting()).toBe(0);
+    await channel.stop();
+  });
+});
