@@ -49,7 +49,7 @@ function openIngest(files: Record<string, Buffer> = {}): Ingest {
   };
   const attachments = createAttachmentIngest({ redis: t.redis, log: logger, channel: () => channel }, { keyPrefix: t.keyPrefix, maxBytes: 1024, ttlSeconds: 120, transcription: false });
   return createIngest({ redis: t.redis, producer, ops, outbound: openOutboundQueue(t.redis, names), logger, now: () => nowMs, attachments, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
-    keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*' }, rateLimitPerMinute: 2, maxMessageChars: 4000, groupMode: 'per-chat',
+    keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: 2, maxMessageChars: 4000, groupMode: 'per-chat',
   });
 }
 
