@@ -20,6 +20,8 @@ const THRESHOLD = 0.5;
 interface IdleRun {
   turns: number;
   waited: number;
+  /** Turns whose wait came at their first model call (what an idle compaction can spare), not inside the tool loop. */
+  waitedAtStart: number;
   idleCompactions: number;
   summaryCalls: number;
   longPauses: number;
@@ -33,10 +35,10 @@ export async function runIdleCompactionBench(): Promise<void> {
   for (const scenario of SCENARIOS) {
     for (const idle of [false, true]) {
       const r = await runOne(scenario, idle);
-      rows.push([scenario.name, idle ? `on (${DEFAULT_IDLE_COMPACT_SECONDS} s)` : 'off', r.turns, `${((r.longPauses * 100) / r.turns).toFixed(0)}%`, r.waited, `${((r.waited * 100) / r.turns).toFixed(1)}%`, r.idleCompactions, r.summaryCalls]);
+      rows.push([scenario.name, idle ? `on (${DEFAULT_IDLE_COMPACT_SECONDS} s)` : 'off', r.turns, `${((r.longPauses * 100) / r.turns).toFixed(0)}%`, r.waited, `${((r.waited * 100) / r.turns).toFixed(1)}%`, r.waitedAtStart, r.idleCompactions, r.summaryCalls]);
     }
   }
-  printTable(['scenario', 'idle compaction', 'user turns', 'pauses ≥ 60 s', 'turns that waited', 'share waited', 'idle compactions', 'summariser calls'], rows);
+  printTable(['scenario', 'idle compaction', 'user turns', 'pauses ≥ 60 s', 'turns that waited', 'share waited', 'of them at the first call', 'idle compactions', 'summariser calls'], rows);
 }
 
 async function runOne(scenario: Scenario, idle: boolean): Promise<IdleRun> {
@@ -52,7 +54,7 @@ async function runOne(scenario: Scenario, idle: boolean): Promise<IdleRun> {
   });
   const session = { history: [SYSTEM] as ChatMessage[] };
   let state = createCompactionState();
-  const run: IdleRun = { turns: scenario.turns, waited: 0, idleCompactions: 0, summaryCalls: 0, longPauses: 0 };
+  const run: IdleRun = { turns: scenario.turns, waited: 0, waitedAtStart: 0, idleCompactions: 0, summaryCalls: 0, longPauses: 0 };
   const request = () => countMessageTokens(session.history) + TOOL_SCHEMA_TOKENS;
   const compact = async (requestTokens: number): Promise<void> => {
     const result = await compressor.compress(session.history, { requestTokens, state });
@@ -74,11 +76,17 @@ async function runOne(scenario: Scenario, idle: boolean): Promise<IdleRun> {
     }
     const start = request();
     const callsBefore = calls;
+    let first = true;
+    let atStart = false;
     await playTurn(session, turn, plants, traffic, scenario, async () => {
       const tokens = request();
+      const callsNow = calls;
       if (compressor.shouldCompress(tokens, state)) await compact(tokens);
+      if (first && calls > callsNow) atStart = true;
+      first = false;
     });
     if (calls > callsBefore) run.waited++;
+    if (atStart) run.waitedAtStart++;
     growth = request() - start;
   }
   run.summaryCalls = calls;

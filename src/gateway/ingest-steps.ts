@@ -4,16 +4,15 @@
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
-import { CHAT_SETTINGS_VERSION, channelBusyMode, DEFAULT_BUSY_MODE, effectiveBusyMode, parseChatSettings, type BusyModeDefaults, type ChatSettings } from '../core/busy-mode.js';
 import { runCountedFor } from '../budget/guard.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
-import { runCommand, type BusyModePort, type CommandDeps } from './commands.js';
-import { readChatSettings, writeBusyMode } from '../redis/chat-settings.js';
+import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
-import { interruptTurn, NOTHING_TO_STOP, stopTurn } from '../turn-stop/stop-command.js';
+import { NOTHING_TO_STOP, stopTurn } from '../turn-stop/stop-command.js';
+import { busyModePort, busyModeTag, interruptIfAsked } from './ingest-busy.js';
 import { retryTurn } from './retry-turn.js';
 import { answerApprovalCommand, denyPending, isApprovalCommand } from './approval-commands.js';
 
@@ -141,7 +140,7 @@ export const acceptIntoInbox: IngestStep = async (ctx, incoming) => {
   const { message, sessionId, oneScript } = incoming;
   const { clientAddress: _address, refusalsAnswered: _answered, ...rest } = message;
   // The channel's busy mode travels with the message; the chat's /mode, read by the worker's steer take, wins.
-  const tagged = message.event === undefined ? { busyMode: channelBusyMode(busyDefaults(ctx), message.channel) } : {};
+  const tagged = busyModeTag(ctx, message);
   const result = await acceptInbound(deps.redis, {
     sessionId, message: { ...rest, attachments: incoming.attachments, ...tagged }, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: incoming.nowMs,
     rate: oneScript ? incoming.rate?.limit : null, tooLong: oneScript && incoming.chars > options.maxMessageChars,
@@ -156,26 +155,6 @@ export const acceptIntoInbox: IngestStep = async (ctx, incoming) => {
       return { outcome: 'accepted' };
   }
 };
-
-/**
- * A message in `interrupt` busy mode stops the turn running for its session (as `/stop` does); the
- * message's own turn follows. Unreadable chat settings count as none chosen (logged).
- */
-async function interruptIfAsked(ctx: IngestContext, message: InboundMessage, sessionId: string, rawSettings: string | undefined): Promise<void> {
-  let settings: ChatSettings;
-  try {
-    settings = parseChatSettings(rawSettings);
-  } catch (err) {
-    ctx.log.warn({ err, sessionId }, 'chat settings unreadable: the channel\'s busy mode applies');
-    settings = { v: CHAT_SETTINGS_VERSION };
-  }
-  if (effectiveBusyMode(settings, busyDefaults(ctx), message.channel) !== 'interrupt') return;
-  await interruptTurn(ctx.deps.redis, sessionId, ctx.options.keyPrefix, message.id, ctx.log);
-}
-
-function busyDefaults(ctx: IngestContext): BusyModeDefaults {
-  return ctx.options.busyMode ?? { mode: DEFAULT_BUSY_MODE };
-}
 
 async function duplicate(ctx: IngestContext, sessionId: string, inboxLength: number): Promise<InboundVerdict> {
   if (inboxLength > 0) await ctx.deps.producer.enqueueTurn(sessionId);
@@ -231,22 +210,6 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
     },
     busyMode: busyModePort(ctx, message),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
-  };
-}
-
-/** `/mode` of the message's chat: its settings in the session's meta (src/redis/chat-settings.ts). */
-function busyModePort(ctx: IngestContext, message: InboundMessage): BusyModePort {
-  const keysOf = (sessionId: string) => sessionKeys(sessionId, ctx.options.keyPrefix);
-  const channelMode = channelBusyMode(busyDefaults(ctx), message.channel);
-  return {
-    async current(sessionId) {
-      const settings = await readChatSettings(ctx.deps.redis, keysOf(sessionId));
-      return { mode: settings.busyMode ?? channelMode, chosen: settings.busyMode !== undefined, channelMode };
-    },
-    async set(sessionId, mode) {
-      await writeBusyMode(ctx.deps.redis, keysOf(sessionId), mode);
-      ctx.log.info({ sessionId, mode: mode ?? 'default' }, 'chat busy mode set');
-    },
   };
 }
 
