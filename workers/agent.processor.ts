@@ -34,7 +34,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    images: new Map(), turnId, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
+    images: new Map(), turnId, replyIds: input.items.map((item) => item.id), steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
   const scope = { user, chat: turn.sessionId };
   try {

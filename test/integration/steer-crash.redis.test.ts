@@ -11,6 +11,7 @@ import { messageText, type ChatMessage } from '../../src/core/messages.js';
 import { claimInbox, steerInbox } from '../../src/redis/inbox.js';
 import { acceptInbound } from '../../src/redis/ingest.js';
 import { sessionKeys } from '../../src/redis/keys.js';
+import { replyJobId } from '../../src/queue/names.js';
 import { holdLease } from '../../src/redis/lease.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeReply, FakeRequest } from '../fakes/openai-server.js';
@@ -105,5 +106,25 @@ describe('a steered message under kill -9', () => {
     const transcriptUsers = (await readTranscript(t.redis, keys)).filter((e) => e.type === 'message' && e.message.role === 'user');
     expect(transcriptUsers.map((e) => (e.type === 'message' ? e.inboundId : ''))).toEqual(['web:s1:1', 'web:s1:2']);
     expect(await t.redis.exists(keys.processing)).toBe(0);
+  });
+
+  it('keeps the reply named by the messages the turn started with, so it settles the live reply begun for them', async () => {
+    const { fake, producer, out } = rig;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    fake.setHandler(async (request): Promise<FakeReply> => {
+      if (tools(request) === 0) {
+        await held;
+        return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: {} }] };
+      }
+      return { content: `Done for: ${users(request.messages).join(' | ')}` };
+    });
+    await rig.start({ liveReplies: true, tools: [] });
+    await producer.submitInbound(inbound(1, 'first'));
+    await fake.waitForRequest(() => true);
+    await producer.submitInbound(inbound(2, 'second'));
+    release();
+    await out.waitFor((replies) => replies.length >= 1);
+    expect(out.replies.map((reply) => [reply.id, reply.text])).toEqual([[replyJobId(['web:s1:1'], 'reply'), 'Done for: first | second']]);
   });
 });
