@@ -49,6 +49,32 @@ export interface PeriodWindow {
   endsAtMs: number;
 }
 
+/** A level's limits in the flat form of the budgets file, stored overrides and `chatgate budgets` (`dailyUsd`, …). */
+export interface FlatLimits {
+  dailyUsd?: number;
+  monthlyUsd?: number;
+  dailyTokens?: number;
+  monthlyTokens?: number;
+}
+
+/** The names of {@link FlatLimits}' fields. */
+export const FLAT_LIMIT_FIELDS: readonly (keyof FlatLimits)[] = ['dailyUsd', 'monthlyUsd', 'dailyTokens', 'monthlyTokens'];
+
+/** `limits` in the flat form (absent limits left out). */
+export function toFlatLimits(limits: LevelLimits): FlatLimits {
+  const flat: FlatLimits = { dailyUsd: limits.day?.usd, monthlyUsd: limits.month?.usd, dailyTokens: limits.day?.tokens, monthlyTokens: limits.month?.tokens };
+  return Object.fromEntries(Object.entries(flat).filter(([, n]) => n !== undefined)) as FlatLimits;
+}
+
+/** Flat limits as a level's limits by period (an undefined field is no limit). */
+export function fromFlatLimits(flat: FlatLimits): LevelLimits {
+  const limit = (usd?: number, tokens?: number): BudgetLimit | undefined =>
+    (usd === undefined && tokens === undefined ? undefined : { ...(usd !== undefined ? { usd } : {}), ...(tokens !== undefined ? { tokens } : {}) });
+  const day = limit(flat.dailyUsd, flat.dailyTokens);
+  const month = limit(flat.monthlyUsd, flat.monthlyTokens);
+  return { ...(day ? { day } : {}), ...(month ? { month } : {}) };
+}
+
 /** Budgets off: no limit at any level. */
 export const NO_BUDGETS: BudgetSettings = Object.freeze({ user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} });
 

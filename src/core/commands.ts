@@ -33,7 +33,7 @@ export const COMMAND_MENU: readonly CommandEntry[] = [
   { command: 'mode', description: 'What a message does while I am answering: join my reply (steer), wait its turn (queue) or restart it (interrupt)', usage: '[steer|queue|interrupt|default]' },
   { command: 'btw', description: 'A side question, answered from this conversation without entering it', usage: '<question>' },
   { command: 'compact', description: 'Summarise the conversation now, optionally around a focus', usage: '[focus]' },
-  { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions' },
+  { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions, budget left' },
   { command: 'status', description: 'Model, context window, session age, whether I am busy' },
   { command: 'pins', description: 'The notes I keep for you, the facts pinned from earlier turns, the tools you always approve' },
   { command: 'approve', description: 'Let a tool call I asked about run (add "always" to allow that tool in this chat)', usage: '<id> [always] | all' },
