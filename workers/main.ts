@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../src/usage/usage-metrics.js';
 import { Worker } from 'bullmq';
 import { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
@@ -24,6 +25,7 @@ import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { startMcpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
+import { createIdleCompactions } from './idle-compaction.js';
 import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
 import { createWorkerAttachments } from './attachment-parts.js';
@@ -53,7 +55,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const ownsRedis = typeof deps.redis !== 'object';
   const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
-  const store = createSessionStore({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis, logger, onCommitted: recordCommittedUsage(deps.metrics) }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const { llm, compressor, tools, budget } = createAgentParts(deps, o, logger, redis);
   const consumers: Array<Worker<TurnJobData>> = [];
   // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).
@@ -82,6 +84,13 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
+  const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
+  // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
+  turnQueue.onError(() => undefined);
+  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, outbound, logger, metrics: turn.deps.metrics }, {
+    idleSeconds: o.idleCompactSeconds, threshold: o.threshold, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
+    systemPrompt: agentOptions.systemPrompt, model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, leaseTtlMs: o.leaseTtlMs, prices: o.prices, compactionNotice: o.compactionNotice,
+  });
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix, concurrency,
@@ -94,9 +103,6 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await mcp.ready();
   await heartbeat.start();
-  const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
-  // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
-  turnQueue.onError(() => undefined);
   const recovery = startDeadWorkerRecovery({ redis, logger, queue: turnQueue }, { keyPrefix: o.keyPrefix, selfId: heartbeat.id, intervalMs: o.deadWorkerCheckMs });
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {

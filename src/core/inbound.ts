@@ -1,3 +1,4 @@
+import type { BusyMode } from './busy-mode.js';
 import { isWellFormedText, toWellFormedText } from './text.js';
 
 /** The channels chatgate speaks (`api`: the OpenAI-compatible HTTP API, channels/openai-api). */
@@ -91,6 +92,12 @@ export interface InboundMessage {
    * Discord interaction reply) from the handler's verdict: the gateway sends no notice for it.
    */
   answerInPlace?: boolean;
+  /**
+   * Set by the gateway's accept: what the message does if it finds its session's turn running — the
+   * channel's or deployment's busy mode (src/core/busy-mode.ts); the chat's `/mode` wins over it.
+   * Absent: `queue`.
+   */
+  busyMode?: BusyMode;
 }
 
 /** An event that enters a session's inbox (see {@link InboundMessage.event}). */

@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import { createBudgetGuard } from '../budget/guard.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
@@ -21,7 +22,8 @@ import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
-import { createLlmSessionOps } from '../session/session-ops.js';
+import { createLlmSessionOps, DEFAULT_SYSTEM_PROMPT } from '../session/session-ops.js';
+import { createLlmSideQuestion, type SideQuestionDeps } from '../session/side-question.js';
 import { createRetry } from '../session/retry-command.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
@@ -143,7 +145,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, onCommitted: recordCommittedUsage(metrics) }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
@@ -179,8 +181,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
   const budget = o.budgets && hasBudgets(o.budgets) ? { ledger: createBudgetLedger(failFastRedis, { keyPrefix, settings: o.budgets }), timeZone: o.budgets.timeZone } : undefined;
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
-    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix), btw: sideQuestion(o, { redis: failFastRedis, store, logger }) } }, {
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds, busyMode: o.busyMode,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
@@ -276,6 +278,14 @@ function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobDat
       await checkLiveWorkers(redis, keyPrefix);
     },
   };
+}
+
+/** `/btw`: side questions answered by the agent's model from the session's context (src/session/side-question.ts). */
+function sideQuestion(o: ResolvedGatewayOptions, deps: Omit<SideQuestionDeps, 'llm'>) {
+  return createLlmSideQuestion(deps, {
+    baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model: o.llm.model, timeoutMs: COMMAND_SUMMARY_TIMEOUT_MS,
+    systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
+  });
 }
 
 /** The summariser endpoint and the session figures the gateway's session operations use. */

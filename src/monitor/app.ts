@@ -29,7 +29,9 @@ export interface StatusPanel {
   ok: boolean;
   checks: Array<{ name: string; status: 'ok' | 'warn' | 'down' | 'skip'; detail: string; fix?: string }>;
   /** Gateways and workers heard of, alive and dead. */
-  processes?: Array<{ role: string; host: string; pid: number; alive: boolean; beatAt: number; startedAt: number; version: string }>;
+  processes?: Array<{ role: string; id: string; host: string; pid: number; alive: boolean; beatAt: number; startedAt: number; version: string }>;
+  /** Turns still recorded as running on a dead worker (a live one is recovering them), by worker id. */
+  deadWorkerTurns?: Array<{ worker: string; turns: number; sessions: string[] }>;
   /** The hygiene line, a share of the usable window: the dashboard marks the sessions at or over it. */
   sessions?: { hygieneAt: number };
 }

@@ -99,7 +99,7 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
         summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
         notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key]! })),
-        grants: grants.map((json) => toGrant(json)).sort((a, b) => a.atMs - b.atMs), decisions: decisionsOf(transcript),
+        grants: grants.map((json) => toGrant(json)).sort((a, b) => a.atMs - b.atMs), decisions: decisionsOf(transcript), toolCalls: replay.toolCalls,
         activity: { createdAt: snapshot.meta.createdAtMs || snapshot.meta.lastActivityMs, contextMessages: snapshot.entries.length, busy: busy === 1, waiting },
         failed,
       };
