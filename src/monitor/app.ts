@@ -8,6 +8,7 @@ import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
 import { addUsageRoutes, USAGE_PATHS, type UsageMonitorDeps } from './usage-routes.js';
+import { CHANNEL_NAMES } from '../core/inbound.js';
 import type { SessionView } from '../core/session-view.js';
 import { stripUndefined } from '../core/option-checks.js';
 
@@ -84,7 +85,7 @@ const LIST_QUERY = z.object({
   order: z.enum(['asc', 'desc']).optional(),
   offset: z.coerce.number().int().min(0).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
-  channel: z.enum(['telegram', 'discord', 'web']).optional(),
+  channel: z.enum(CHANNEL_NAMES).optional(),
 });
 
 /**
