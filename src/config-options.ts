@@ -7,7 +7,7 @@ import { parseApprovalRules, type ApprovalRule } from './core/approval.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from './redis/heartbeats.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
-import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
+import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
@@ -56,7 +56,7 @@ const boolean = z
 
 /** CHATGATE_BUSY_MODE: a busy mode, then optional `<channel>=<mode>` items. */
 const busyModeOption = z.string().transform((value, ctx): BusyModeDefaults => {
-  const parsed = parseBusyModeOption(value, ['telegram', 'discord', 'web', 'api']);
+  const parsed = parseBusyModeOption(value, CHANNEL_NAMES);
   if (!parsed) ctx.addIssue({ code: 'custom', message: 'bad busy mode' });
   return parsed ?? { mode: 'steer' };
 });

@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../src/usage/usage-metrics.js';
 import { Worker } from 'bullmq';
 import { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../src/session/session-ops.js';
@@ -54,7 +55,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const ownsRedis = typeof deps.redis !== 'object';
   const redis = typeof deps.redis === 'object' ? deps.redis : createRedis(deps.redis);
   const logger = (deps.logger ?? createSilentLogger()).child({ component: 'worker' });
-  const store = createSessionStore({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis, logger, onCommitted: recordCommittedUsage(deps.metrics) }, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const { llm, compressor, tools, budget } = createAgentParts(deps, o, logger, redis);
   const consumers: Array<Worker<TurnJobData>> = [];
   // Another shard count recorded while this worker runs: it stops taking turns (the error line says what to do).

@@ -114,6 +114,11 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId };
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
       if (await hand(target.chatId, item)) return { messageId };
+      // The chat's request waits here and this is no answer to it (a compaction notice): not part of the completion.
+      if (waiters.has(target.chatId)) {
+        log.debug({ chatId: target.chatId }, 'api notice not part of an answer: not shown');
+        return { messageId };
+      }
       try {
         if (relay && (await relay.forward(target.chatId, item))) return { messageId };
       } catch (err) {

@@ -142,6 +142,17 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
         throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
       }
     },
+    async closeChoices(target, messageId, message) {
+      try {
+        // Once per question (the store keeps the first edit): a later decision shown leaves the first.
+        await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', { edits: messageId });
+      } catch (err) {
+        throw new ChannelError(`edit failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
+      }
+    },
+    async sentMessageId(target, deliveryId) {
+      return (await store.findDelivered(target.chatId, deliveryId))?.id;
+    },
     async sendTyping(target: ChatTarget): Promise<void> {
       store.typing(target.chatId);
     },

@@ -2,7 +2,9 @@ import type { BusyMode } from './busy-mode.js';
 import { isWellFormedText, toWellFormedText } from './text.js';
 
 /** The channels chatgate speaks (`api`: the OpenAI-compatible HTTP API, channels/openai-api). */
-export type ChannelName = 'telegram' | 'discord' | 'web' | 'api';
+/** Every channel chatgate has, in one list. */
+export const CHANNEL_NAMES = ['telegram', 'discord', 'web', 'api'] as const;
+export type ChannelName = (typeof CHANNEL_NAMES)[number];
 
 /**
  * The Telegram Bot API root (grammY's `apiRoot`) when none is given: the Telegram channel's

@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import { createBudgetGuard } from '../budget/guard.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
@@ -39,6 +40,7 @@ import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-
 import { startPendingSweeper } from './sweeper.js';
 import { createApprovalStore } from '../approvals/store.js';
 import { startApprovalExpiry } from '../approvals/expiry.js';
+import { createDecisionDisplay } from './show-decision.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
 import { startWorkerWatch } from './worker-watch.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
@@ -143,7 +145,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Held while the gateway runs: another shard count recorded since makes it stop enqueueing turns.
   const layout = await holdQueueLayout({ redis: failFastRedis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS });
   closers.push(() => layout.release());
-  const store = createSessionStore({ redis: failFastRedis, logger, metrics }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
+  const store = createSessionStore({ redis: failFastRedis, logger, onCommitted: recordCommittedUsage(metrics) }, { keyPrefix, transcriptRetention: o.transcriptRetention, usageRetention: o.usageRetention });
   const producer = guardTurnProducer(createTurnProducer({ redis: failFastRedis }, { ...names, keyPrefix, groupMode: o.groupMode }), layout);
   const outbound = openOutboundQueue(failFastRedis, names);
   const turns = openShardedQueue<TurnJobData>(names.turnQueue, names, failFastRedis);
@@ -151,7 +153,10 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
+  // A decision is shown on its question through the channels, once they exist (the expiry may decide before).
+  let decisionChannels: ReadonlyMap<ChannelName, Channel> = new Map();
+  const showDecision = createDecisionDisplay({ channels: () => decisionChannels, ledger: createRedisDeliveryLedger({ redis: failFastRedis }, { keyPrefix }), logger });
+  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [], showDecision };
   const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
   closers.push(async () => expiry.stop());
   // The summariser's calls (hygiene, `/compact`) go through the budget wrapper, as every model call.
@@ -181,6 +186,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
+  decisionChannels = channelMap;
   const app = new Hono();
   gatewayChannels.mount?.(app);
   const channelsStatus: ChannelsStatus = { state: 'starting' };

@@ -5,7 +5,6 @@ import type { SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS, type TokenCounter } from '../core/tokens.js';
 import { StaleCommitError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { createSilentLogger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, usageRollupKey, type SessionKeys } from './keys.js';
@@ -85,6 +84,14 @@ export interface CommitChange {
   outbox?: OutboundMessage[];
 }
 
+/** Dependencies of {@link createSessionStore}. */
+export interface SessionStoreDeps {
+  redis: RedisClient;
+  logger?: Logger;
+  /** Told of each change once it is committed (src/usage counts its usage in the metrics). Must not throw. */
+  onCommitted?: (sessionId: string, change: CommitChange) => void;
+}
+
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
   /** Key prefix. Default `cg:`. */
@@ -147,7 +154,7 @@ export function requestTokens(session: Pick<SessionSnapshot, 'meta'>, overheadTo
 }
 
 /** Creates the Redis session store. */
-export function createSessionStore(deps: { redis: RedisClient; logger?: Logger; metrics?: Metrics }, options: SessionStoreOptions = {}): SessionStore {
+export function createSessionStore(deps: SessionStoreDeps, options: SessionStoreOptions = {}): SessionStore {
   const resolved = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) } as Required<SessionStoreOptions>;
   const { redis } = deps;
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
@@ -181,7 +188,7 @@ export function createSessionStore(deps: { redis: RedisClient; logger?: Logger; 
         await indexing;
         index.done(sessionId, nowMs);
       }
-      recordUsage(deps.metrics ?? NOOP_METRICS, sessionId, change);
+      deps.onCommitted?.(sessionId, change);
       return Number(reply[1]);
     },
     async readOutbox(sessionId) {
@@ -221,17 +228,6 @@ function indexRefresh(): { due(sessionId: string, nowMs: number): boolean; done(
 function commitKeys(keys: SessionKeys, sessionId: string, prefix: string, nowMs: number): string[] {
   const rollups = (['hour', 'day'] as const).map((period) => usageRollupKey(sessionId, period, bucketOf(period, nowMs).label, prefix));
   return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollups];
-}
-
-/** Counts a committed change's usage by channel (the session id's prefix) and model, as the rollups hold it. */
-function recordUsage(metrics: Metrics, sessionId: string, change: CommitChange): void {
-  const channel = sessionId.slice(0, Math.max(0, sessionId.indexOf(':'))) || 'unknown';
-  for (const [model, f] of Object.entries(change.usage?.rollup ?? {})) {
-    metrics.record({
-      type: 'usage', channel, model, inputTokens: f.in ?? 0, cachedTokens: f.cached ?? 0, outputTokens: f.out ?? 0,
-      calls: f.calls ?? 0, costUsd: (f.cost ?? 0) / 1_000_000, unpricedCalls: f.unpriced ?? 0,
-    });
-  }
 }
 
 /** The rollup part of a commit's options: the counters and when the hour's and the day's hashes expire. */

@@ -1,3 +1,4 @@
+import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import type { UsageRetention } from '../redis/session-store.js';
 import { ContextCompressor } from '../core/compaction/compressor.js';
 import { withDefaultCallScope } from '../llm/call-scope.js';
@@ -103,7 +104,7 @@ export function createLlmSessionOps(
   const { logger } = deps;
   // One counter for every compressor of these operations: a GPT-3.5/4 session loads cl100k_base once.
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([options.limits.model]);
-  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger, metrics: deps.metrics }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention, usageRetention: options.usageRetention });
+  const store = deps.store ?? createSessionStore({ redis: deps.redis, logger, onCommitted: recordCommittedUsage(deps.metrics) }, { keyPrefix: options.keyPrefix, transcriptRetention: options.transcriptRetention, usageRetention: options.usageRetention });
   const client = createLlmClient({
     baseURL: options.baseURL, apiKey: options.apiKey, model: options.limits.model,
     timeoutMs: options.llmTimeoutMs, retry: options.llmMaxRetries === undefined ? undefined : { maxRetries: options.llmMaxRetries }, stream: options.llmStream,

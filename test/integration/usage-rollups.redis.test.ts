@@ -6,6 +6,7 @@ import { createSessionStore, type SessionStore } from '../../src/redis/session-s
 import { callUsageDelta, compactionUsageDelta, mergeUsage, readUsage, summaryUsageDelta, unreportedCallDelta } from '../../src/redis/usage.js';
 import { compactionSentence, formatMoney } from '../../src/usage/figures.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
+import { recordCommittedUsage } from '../../src/usage/usage-metrics.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -25,7 +26,7 @@ describe('usage rollups', () => {
     t = createTestRedis();
     clock = NOW;
     metrics = createPrometheusMetrics();
-    store = createSessionStore({ redis: t.redis, metrics }, { keyPrefix: t.keyPrefix, now: () => clock });
+    store = createSessionStore({ redis: t.redis, onCommitted: recordCommittedUsage(metrics) }, { keyPrefix: t.keyPrefix, now: () => clock });
   });
 
   afterEach(() => t.cleanup());
