@@ -44,6 +44,13 @@ describe('component options', () => {
     });
   });
 
+  it('passes the busy mode to the gateway and the idle compaction delay to the worker', () => {
+    const config = loadConfig({ CHATGATE_BUSY_MODE: 'queue', CHATGATE_IDLE_COMPACT_SECONDS: '90' });
+    expect(gatewayOptions(config).busyMode).toEqual(config.busyMode);
+    expect(JSON.stringify(config.busyMode)).toContain('queue');
+    expect(workerOptions(config).idleCompactSeconds).toBe(90);
+  });
+
   it('the worker names every option that breaks its rule', () => {
     expect(workerOptionIssues({ ...WORKER_DEFAULTS, llm, contextWindow: 8192, concurrency: 0, threshold: 1 })).toEqual([
       '`threshold` must be a number in (0, 1) (got 1)',
