@@ -5,6 +5,7 @@ import { runDeadWorkerBench } from './dead-worker.js';
 import { runFailoverBench } from './failover.js';
 import { runPipelineBench } from './pipeline.js';
 import { runSessionsBench } from './sessions.js';
+import { runIdleCompactionBench } from './sessions-idle.js';
 import { runSoakBench } from './soak.js';
 import { runStorageBench } from './storage.js';
 
@@ -12,6 +13,7 @@ const wanted = new Set(process.argv.slice(2));
 const all = wanted.size === 0;
 if (all || wanted.has('compressor')) await runCompressorBench();
 if (all || wanted.has('sessions')) await runSessionsBench();
+if (all || wanted.has('sessions') || wanted.has('idle')) await runIdleCompactionBench();
 if (all || wanted.has('pipeline')) await runPipelineBench();
 if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.

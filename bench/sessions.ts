@@ -12,17 +12,17 @@ import { toolResultCap } from '../workers/request.js';
 import { printTable, seededRandom } from './util.js';
 import { Traffic, plantIds, type Plant, type Scenario } from './traffic.js';
 
-const TOOL_SCHEMA_TOKENS = 600;
-const RESERVE = 1000;
-const PLANTED = 44;
+export const TOOL_SCHEMA_TOKENS = 600;
+export const RESERVE = 1000;
+export const PLANTED = 44;
 const PROBE_EVERY = 50;
 /** Prices relative to one uncached input token: cached input, cache-writing input, summariser input and output. */
 const PRICE = { cached: 0.1, uncached: 1.25, summaryIn: 1, summaryOut: 5 };
-const SYSTEM: ChatMessage = { role: 'system', content: 'You are a helpful support assistant for an online shop. Use the tools to look things up.' };
+export const SYSTEM: ChatMessage = { role: 'system', content: 'You are a helpful support assistant for an online shop. Use the tools to look things up.' };
 
 type Mode = 'faithful' | 'drops 30%' | 'vague';
 
-const SCENARIOS: Scenario[] = [
+export const SCENARIOS: Scenario[] = [
   { name: 'chat + pastes, 300 turns (32k)', window: 32_000, turns: 300, language: 'en', toolShare: 0.12, maxCalls: 2, maxResultWords: 300, pasteShare: 0.08 },
   { name: 'tool-heavy, 150 turns (48k)', window: 48_000, turns: 150, language: 'en', toolShare: 1, maxCalls: 4, maxResultWords: 4500, pasteShare: 0.03 },
   { name: 'multilingual, 200 turns (32k)', window: 32_000, turns: 200, language: 'mixed', toolShare: 0.12, maxCalls: 2, maxResultWords: 300, pasteShare: 0.06 },
@@ -125,7 +125,7 @@ async function runOne(scenario: Scenario, mode: Mode | 'none'): Promise<RunStats
 }
 
 /** One turn: the user's message (with noise, plants and recalls), a tool round or two, the answer. */
-async function playTurn(session: { history: ChatMessage[] }, turn: number, plants: Plant[], traffic: Traffic, scenario: Scenario, call: () => Promise<void>): Promise<void> {
+export async function playTurn(session: { history: ChatMessage[] }, turn: number, plants: Plant[], traffic: Traffic, scenario: Scenario, call: () => Promise<void>): Promise<void> {
   const planted = plants.find((p) => p.turn === turn);
   const recall = plants.filter((p) => p.recallTurn === turn);
   let text = traffic.prose(20 + traffic.int(45));
@@ -168,7 +168,7 @@ function capped(text: string, window: number, count: number): string {
   return text.length <= maxChars ? text : `${text.slice(0, maxChars)}…`;
 }
 
-function makeSummarizer(mode: Mode, tally: { in: number; out: number }): Summarizer {
+export function makeSummarizer(mode: Mode, tally: { in: number; out: number }): Summarizer {
   const random = seededRandom(9);
   return {
     async summarize(r: SummaryRequest) {

@@ -170,6 +170,16 @@ export interface Channel {
    * done (a retried edit is idempotent). `@throws` ChannelError, like `send`.
    */
   editMessage?(target: ChatTarget, messageId: string, message: OutgoingText): Promise<void>;
+  /**
+   * Optional: replaces the text of a message the bot sent with buttons (a decided approval question)
+   * and takes its buttons away. The same text again counts as done. `@throws` ChannelError, like `send`.
+   */
+  closeChoices?(target: ChatTarget, messageId: string, message: OutgoingText): Promise<void>;
+  /**
+   * Optional, for a channel that is its own delivery ledger ({@link sendsOncePerDeliveryId}): the id of
+   * the message it stored under `deliveryId`, while it keeps it; undefined after.
+   */
+  sentMessageId?(target: ChatTarget, deliveryId: string): Promise<string | undefined>;
   /** Optional (streaming): deletes a message the bot sent; one already gone counts as deleted. `@throws` ChannelError. */
   deleteMessage?(target: ChatTarget, messageId: string): Promise<void>;
 }

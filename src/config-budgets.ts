@@ -3,7 +3,7 @@
  * (`CHATGATE_BUDGETS_FILE`) and the prices file (`CHATGATE_PRICES`). Used only by src/config.ts.
  */
 import { readFileSync } from 'node:fs';
-import type { BudgetLimit, BudgetSettings, LevelLimits } from './core/budget.js';
+import { FLAT_LIMIT_FIELDS, fromFlatLimits, type BudgetLimit, type BudgetSettings, type FlatLimits, type LevelLimits } from './core/budget.js';
 import { parsePriceTable, type PriceTable } from './core/models.js';
 
 /** The version of the budgets file format this chatgate reads. */
@@ -50,9 +50,9 @@ export function toLevelLimits(value: unknown): LevelLimits | 'unlimited' | { iss
   if (value === 'unlimited') return 'unlimited';
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { issue: 'must be "unlimited" or an object of dailyUsd, monthlyUsd, dailyTokens, monthlyTokens' };
   const record = value as Record<string, unknown>;
-  const bad = Object.entries(record).filter(([key, n]) => !['dailyUsd', 'monthlyUsd', 'dailyTokens', 'monthlyTokens'].includes(key) || typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n));
-  if (bad.length > 0) return { issue: `bad ${bad.map(([key]) => key).join(', ')} (fields dailyUsd, monthlyUsd, dailyTokens, monthlyTokens, numbers ≥ 0)` };
-  return { ...limitIf('day', record.dailyUsd, record.dailyTokens), ...limitIf('month', record.monthlyUsd, record.monthlyTokens) };
+  const bad = Object.entries(record).filter(([key, n]) => !(FLAT_LIMIT_FIELDS as readonly string[]).includes(key) || typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n));
+  if (bad.length > 0) return { issue: `bad ${bad.map(([key]) => key).join(', ')} (fields ${FLAT_LIMIT_FIELDS.join(', ')}, numbers ≥ 0)` };
+  return fromFlatLimits(record as FlatLimits);
 }
 
 function readBudgetsFile(path: string, issues: string[]): BudgetSettings['users'] {

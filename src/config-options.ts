@@ -7,7 +7,8 @@ import { parseApprovalRules, type ApprovalRule } from './core/approval.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from './redis/heartbeats.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
-import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
+import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
+import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -52,6 +53,13 @@ const boolean = z
   .transform((s) => s.toLowerCase())
   .pipe(z.enum(BOOL_WORDS as [string, ...string[]]))
   .transform((s) => TRUE_WORDS.includes(s));
+
+/** CHATGATE_BUSY_MODE: a busy mode, then optional `<channel>=<mode>` items. */
+const busyModeOption = z.string().transform((value, ctx): BusyModeDefaults => {
+  const parsed = parseBusyModeOption(value, CHANNEL_NAMES);
+  if (!parsed) ctx.addIssue({ code: 'custom', message: 'bad busy mode' });
+  return parsed ?? { mode: 'steer' };
+});
 
 /** `*` (everyone), `none` (nobody) or a comma-separated list of platform user ids. */
 const allowList = z.string().transform((value, ctx): '*' | string[] => {
@@ -150,6 +158,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(WORKER_DEFAULTS.threshold), unit: 'fraction of the window', doc: 'In-loop compressor trigger: compact before a model call at this fill.' },
   { env: 'CHATGATE_HYGIENE_THRESHOLD', group: 'Compaction', schema: decimal((n) => n.gt(0).lt(1)), rule: 'a number in (0, 1)', default: String(GATEWAY_DEFAULTS.hygieneThreshold), unit: 'fraction of the window', doc: 'Gateway hygiene trigger: compact an idle session before dispatch at this fill.' },
   { env: 'CHATGATE_COMPACTION_NOTICE', group: 'Compaction', schema: boolean, rule: 'true or false', default: 'true', doc: 'Tell the user in one short line when an automatic compaction (hygiene or in-loop) shortened their conversation.' },
+  { env: 'CHATGATE_IDLE_COMPACT_SECONDS', group: 'Compaction', schema: integer((n) => n.min(0).max(86_400)), rule: 'an integer in [0, 86400]', default: String(WORKER_DEFAULTS.idleCompactSeconds), unit: 's (0: off)', doc: 'A session quiet for this long whose next request is over the in-loop trigger is compacted in the background by a worker, so the next message does not wait for a summary; a message arriving first wins.' },
+  { env: 'CHATGATE_BUSY_MODE', group: 'Workers', schema: busyModeOption, rule: '`steer`, `queue` or `interrupt`, optionally followed by per-channel modes (e.g. `steer,discord=queue`)', default: 'steer', doc: 'What a message does while its chat\'s turn runs: `steer` joins the turn before its next model call, `queue` waits for the next turn, `interrupt` stops the turn (as /stop) and answers the new message. Each chat can choose with /mode.' },
   { env: 'CHATGATE_MAX_MODEL_CALLS', group: 'Workers', schema: integer((n) => n.min(1).max(100)), rule: 'an integer in [1, 100]', default: String(WORKER_DEFAULTS.maxModelCalls), unit: 'calls per turn', doc: 'Maximum model calls in one turn of the tool loop.' },
   { env: 'CHATGATE_WORKER_CONCURRENCY', group: 'Workers', schema: integer((n) => n.min(1).max(256)), rule: 'an integer in [1, 256]', default: String(WORKER_DEFAULTS.concurrency), unit: 'turns', doc: 'Turns one worker process runs at once (different sessions).' },
   { env: 'CHATGATE_WORKER_SHARDS', group: 'Workers', schema: shardList, rule: 'a comma-separated list of shard numbers (e.g. `0,1`)', doc: 'Queue shards this worker takes turns from. Default: every shard.' },

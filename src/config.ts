@@ -5,6 +5,7 @@ import type { AllowList } from './core/inbound.js';
 import type { ApprovalRule } from './core/approval.js';
 import { DEMO_MODEL, lookupModel, pricingOf, type ModelPricing, type PriceTable } from './core/models.js';
 import type { BudgetSettings } from './core/budget.js';
+import type { BusyModeDefaults } from './core/busy-mode.js';
 import { buildBudgets, readPricesFile } from './config-budgets.js';
 import { ConfigError } from './errors.js';
 import { OPTION_SPECS, type ApiKeyEntry, type OptionSpec } from './config-options.js';
@@ -66,6 +67,8 @@ export interface Config {
     hygieneThreshold: number;
     /** Tell the user in one line when an automatic compaction ran (CHATGATE_COMPACTION_NOTICE). */
     notice: boolean;
+    /** CHATGATE_IDLE_COMPACT_SECONDS: a session quiet this long above the in-loop trigger is compacted in the background; 0: off. */
+    idleSeconds: number;
   };
   workers: {
     concurrency: number;
@@ -83,6 +86,8 @@ export interface Config {
     webhookUrl?: string;
     webhookSecret?: string;
   };
+  /** CHATGATE_BUSY_MODE: what a message does while its chat's turn runs, per channel (a chat's /mode wins). */
+  busyMode: BusyModeDefaults;
   /** Group chats: one session per chat or per user. Applies to every channel. */
   groupMode: 'per-chat' | 'per-user';
   /** When the bot answers in groups and guild channels. */
@@ -320,7 +325,8 @@ function buildConfig(v: Record<string, unknown>, mcp: McpConfig, fileIssues: str
       timeoutMs: n('CHATGATE_MODEL_TIMEOUT_MS'),
     },
     liveReplies: { enabled: v.CHATGATE_LIVE_REPLIES as boolean, editIntervalMs: n('CHATGATE_LIVE_REPLY_EDIT_INTERVAL_MS') },
-    compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean },
+    compaction: { reservedOutputTokens: n('CHATGATE_RESERVED_OUTPUT_TOKENS'), threshold: n('CHATGATE_THRESHOLD'), hygieneThreshold: n('CHATGATE_HYGIENE_THRESHOLD'), notice: v.CHATGATE_COMPACTION_NOTICE as boolean, idleSeconds: n('CHATGATE_IDLE_COMPACT_SECONDS') },
+    busyMode: v.CHATGATE_BUSY_MODE as BusyModeDefaults,
     workers: { concurrency: n('CHATGATE_WORKER_CONCURRENCY'), shards: v.CHATGATE_WORKER_SHARDS as number[] | undefined, leaseTtlMs: n('CHATGATE_LEASE_TTL_MS'), turnLockMs: n('CHATGATE_TURN_LOCK_MS') },
     telegram: v.TELEGRAM_BOT_TOKEN === undefined ? undefined : { token: s('TELEGRAM_BOT_TOKEN'), apiRoot: s('TELEGRAM_API_ROOT'), webhookUrl: v.TELEGRAM_WEBHOOK_URL as string | undefined, webhookSecret: v.TELEGRAM_WEBHOOK_SECRET as string | undefined },
     groupMode: s('TELEGRAM_GROUP_MODE') as Config['groupMode'],

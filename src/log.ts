@@ -224,4 +224,41 @@ export function createOutageLog(log: Logger, options: { intervalMs?: number; now
   };
 }
 
+/** Lets through one log line per key per interval: for lines a user or a loop could repeat without end. */
+export interface LineThrottle {
+  /**
+   * Whether a line for `key` may be written now. @returns null when not (it is counted), else how
+   * many lines of `key` were held back since the last one let through.
+   */
+  admit(key: string): number | null;
+}
+
+/** Keys a {@link LineThrottle} remembers at most; past that the oldest are forgotten. */
+const THROTTLE_MAX_KEYS = 10_000;
+
+/** Creates a {@link LineThrottle}: one line per key per `intervalMs`; `now` in ms since epoch. */
+export function createLineThrottle(options: { intervalMs: number; now?: () => number; maxKeys?: number }): LineThrottle {
+  const now = options.now ?? Date.now;
+  const maxKeys = options.maxKeys ?? THROTTLE_MAX_KEYS;
+  // Insertion order is the order of the last line let through: the first entries are the oldest.
+  const last = new Map<string, { atMs: number; held: number }>();
+  return {
+    admit(key) {
+      const at = now();
+      const entry = last.get(key);
+      if (entry && at - entry.atMs < options.intervalMs) {
+        entry.held += 1;
+        return null;
+      }
+      last.delete(key);
+      last.set(key, { atMs: at, held: 0 });
+      for (const oldest of last.keys()) {
+        if (last.size <= maxKeys) break;
+        last.delete(oldest);
+      }
+      return entry?.held ?? 0;
+    },
+  };
+}
+
 export type { Logger };

@@ -11,7 +11,7 @@ import { modelFailureDetail, TURN_NOTICES } from './notices.js';
 import { isTurnStopped } from './turn-stop.js';
 import { finish } from './turn-commit.js';
 import { compact, compactIfNeeded } from './turn-compaction.js';
-import { appendInbound, freshItems } from './turn-inbound.js';
+import { appendInbound, freshItems, steerIn } from './turn-inbound.js';
 import { buildRequest, channelOf, clearSteps, ensureLease, metricsOf, type AgentDeps, type AgentOptions, type Loop, type TurnInput } from './turn-loop.js';
 import { applyResult } from './turn-round.js';
 
@@ -34,7 +34,7 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
     log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
-    images: new Map(), turnId, steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
+    images: new Map(), turnId, replyIds: input.items.map((item) => item.id), steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
   const scope = { user, chat: turn.sessionId };
   try {
@@ -89,6 +89,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     }
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
+    // The round is committed: messages sent meanwhile in `steer` mode join before the next call.
+    await steerIn(loop);
   }
 }
 

@@ -8,6 +8,7 @@
 import { attachmentUrl, DOCUMENT_TEXT_MAX_CHARS, imagePlaceholder, parseAttachmentUrl, readableKindOf, type AttachmentRef } from '../src/core/attachments.js';
 import type { Attachment, InboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage, ContentPart } from '../src/core/messages.js';
+import { BudgetError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { Transcriber } from '../src/llm/transcribe.js';
 import { loadAttachment } from '../src/redis/attachments.js';
@@ -144,6 +145,12 @@ async function transcribe(deps: AttachmentReaderDeps, name: string, attachment: 
     const { text } = await deps.transcriber.transcribe({ bytes, fileName: name, mimeType: attachment.mimeType });
     files.texts.push(text === '' ? `[${what}: no speech could be recognised]` : `[${what}, transcribed]\n${text}`);
   } catch (err) {
+    if (err instanceof BudgetError) {
+      // A used-up budget is no failure: the user reads which limit holds and until when.
+      files.texts.push(`[${what}: not transcribed, the budget is used up]`);
+      files.notices.push(`I did not transcribe your ${what}: ${err.notice}`);
+      return;
+    }
     deps.log.warn({ err, fileName: name }, 'transcription failed');
     files.texts.push(`[${what}: could not be transcribed]`);
     files.notices.push(`I could not transcribe your ${what} (${err instanceof Error ? err.message : String(err)}). Please send it again in a moment, or type it.`);

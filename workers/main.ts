@@ -25,6 +25,7 @@ import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
 import { startMcpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
+import { createIdleCompactions } from './idle-compaction.js';
 import { startTurnStops } from './turn-stop.js';
 import { ConfigError } from '../src/errors.js';
 import { createWorkerAttachments } from './attachment-parts.js';
@@ -83,6 +84,13 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
+  const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
+  // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
+  turnQueue.onError(() => undefined);
+  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, outbound, logger, metrics: turn.deps.metrics }, {
+    idleSeconds: o.idleCompactSeconds, threshold: o.threshold, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
+    systemPrompt: agentOptions.systemPrompt, model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, leaseTtlMs: o.leaseTtlMs, prices: o.prices, compactionNotice: o.compactionNotice,
+  });
   // One BullMQ worker per consumed shard; the process's concurrency is split over them.
   const workers = shards.map(({ prefix, concurrency }) => new Worker<TurnJobData>(names.turnQueue, (job, token) => processTurnJob(turn, job, token), {
     connection: redis, prefix, concurrency,
@@ -95,9 +103,6 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   await mcp.ready();
   await heartbeat.start();
-  const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
-  // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
-  turnQueue.onError(() => undefined);
   const recovery = startDeadWorkerRecovery({ redis, logger, queue: turnQueue }, { keyPrefix: o.keyPrefix, selfId: heartbeat.id, intervalMs: o.deadWorkerCheckMs });
   logger.info({ queue: names.turnQueue, concurrency: o.concurrency, shards: shards.map((s) => s.shard) }, 'worker started');
   return {
@@ -150,6 +155,8 @@ function turnLiveReplies(redis: RedisClient, logger: Logger, o: ResolvedRunWorke
 /** Runs {@link onTurnFailed} for every failed attempt; `settled()` waits for those still running. */
 function handleFailures(worker: Worker<TurnJobData>, turn: TurnRunner): { settled(): Promise<void> } {
   const running = new Set<Promise<void>>();
+  // BullMQ's stalled check found a turn whose worker stopped renewing its lock (the dead-worker recovery logs its own).
+  worker.on('stalled', (jobId, previous) => turn.logger.warn({ jobId, previous }, 'turn stalled: its worker stopped renewing the lock; put back for another worker'));
   worker.on('failed', (job, err) => {
     if (!job) return;
     const handled = onTurnFailed(turn, job, err).catch((error: unknown) => turn.logger.error({ err: error, jobId: job.id }, 'failed turn not handled'));

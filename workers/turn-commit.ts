@@ -18,7 +18,7 @@ export interface FinalCall {
  * processing list deleted — one atomic, lease-fenced commit. @returns the replies committed.
  */
 export async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
-  const ids = loop.items.map((item) => item.id);
+  const ids = loop.replyIds;
   const replyId = replyJobId(ids, 'reply');
   const outbox: OutboundMessage[] = [];
   if (replyText) outbox.push(outbound(loop, replyId, replyText, 'reply', true));
@@ -32,6 +32,6 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
   else await loop.turn.commitOnly(change);
   await clearSteps(loop);
-  loop.log.debug({ calls: loop.calls, messages: ids.length, replies: outbox.length }, 'turn committed');
+  loop.log.debug({ calls: loop.calls, messages: loop.items.length, replies: outbox.length }, 'turn committed');
   return outbox;
 }

@@ -11,7 +11,8 @@ import type { RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';
 import type { SessionKeys } from '../src/redis/keys.js';
 import { holdLease, type HeldLease } from '../src/redis/lease.js';
-import type { SessionStore } from '../src/redis/session-store.js';
+import { requestTokens, type SessionStore } from '../src/redis/session-store.js';
+import { IDLE_COMPACTION_JOB, type IdleCompactions } from './idle-compaction.js';
 import { forgetWorkerTurn, recordWorkerTurn } from '../src/redis/worker-turns.js';
 import { runAgentTurn, type AgentDeps, type AgentOptions } from './agent.processor.js';
 import { deadLetterTurn } from './dead-letter.js';
@@ -37,6 +38,8 @@ export interface TurnRunner {
   stops?: TurnStops;
   /** This worker's heartbeat id: its running turns are recorded under it, for recovery if it dies. Absent: not recorded. */
   workerId?: string;
+  /** Compaction while nobody waits: scheduled after each turn, run as jobs of the turn queue. Absent: off. */
+  idle?: IdleCompactions;
 }
 
 interface RunningTurn {
@@ -50,6 +53,7 @@ interface RunningTurn {
 
 /** One turn job: lease, outbox left from a crash, inbox → processing, tool loop, replies out. */
 export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, token?: string): Promise<string> {
+  if (job.name === IDLE_COMPACTION_JOB) return runner.idle ? runner.idle.run(job) : 'idle compaction off';
   const { sessionId } = job.data;
   const keys = runner.store.keys(sessionId);
   const asked = performance.now();
@@ -106,8 +110,10 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
     (runner.deps.metrics ?? NOOP_METRICS).record({ type: 'turn', channel: items[0]!.channel, outcome, durationMs: Date.now() - startedMs });
   try {
     const snapshot = await runner.store.load(job.data.sessionId);
+    const requestBefore = requestTokens(snapshot);
     await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items, signal: turn.signal });
     stopTimer({ outcome: 'ok' });
+    await runner.idle?.schedule(job.data.sessionId, requestBefore).catch((err: unknown) => log.warn({ err }, 'idle compaction not scheduled'));
     return 'ok';
   } catch (err) {
     if (err instanceof StaleCommitError) {
@@ -132,6 +138,8 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
  */
 export async function onTurnFailed(runner: TurnRunner, job: Job<TurnJobData>, err: Error): Promise<void> {
   const log = turnLogger(runner.logger, job);
+  // An idle compaction holds no messages: nothing to set aside.
+  if (job.name === IDLE_COMPACTION_JOB) return;
   const final = err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
   log.warn({ err, attemptsMade: job.attemptsMade, final }, 'turn job failed');
   if (!final || (job.id !== undefined && runner.deadLettered.delete(job.id))) return;

@@ -91,6 +91,11 @@ export interface Loop {
   lease?: LeaseGuard;
   /** The turn's identity across retries: the id of its first message. */
   turnId: string;
+  /**
+   * The ids its replies are named by (`replyJobId`): the messages this run started with. Messages
+   * steered in later do not rename the reply, so it still settles the live reply started for it.
+   */
+  replyIds: readonly string[];
   steps: StepLog;
   /** This run wrote or found a round of the turn in its step log: it is cleared when the turn ends. */
   stepsKept: boolean;

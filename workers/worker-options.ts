@@ -54,6 +54,11 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   maxContextRetries?: number;
   /** Tell the user in one line when the in-loop compressor compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /**
+   * A session quiet this long after its turn, whose next request is over `threshold`, is compacted
+   * in the background (layer `idle`, workers/idle-compaction.ts), seconds; 0: off. Default 60.
+   */
+  idleCompactSeconds?: number;
   /** Session lease TTL in ms, renewed every third. Default 15000. */
   leaseTtlMs?: number;
   /** Delay before a turn whose session is leased elsewhere is tried again, ms. Default 1000. */
@@ -109,7 +114,7 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
 /** The options `runWorker` fills in when they are not given. */
 type WorkerDefaults = Required<Pick<RunWorkerOptions,
   'keyPrefix' | 'reservedOutputTokens' | 'threshold' | 'concurrency' | 'maxModelCalls' | 'maxContextRetries' |
-  'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount' | 'liveReplies' | 'liveReplyPublishIntervalMs'>>;
+  'leaseTtlMs' | 'leaseRetryMs' | 'lockDurationMs' | 'maxStalledCount' | 'liveReplies' | 'liveReplyPublishIntervalMs' | 'idleCompactSeconds'>>;
 
 /** {@link RunWorkerOptions} after defaults. */
 export type ResolvedRunWorkerOptions = RunWorkerOptions & WorkerDefaults;
@@ -125,6 +130,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   maxContextRetries: 3,
   leaseTtlMs: DEFAULT_LEASE_TTL_MS,
   leaseRetryMs: 1000,
+  idleCompactSeconds: 60,
   lockDurationMs: 30_000,
   maxStalledCount: 5,
   liveReplies: true,
@@ -148,6 +154,7 @@ const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
   deadWorkerCheckMs: { integer: true, min: 50 },
   liveReplyPublishIntervalMs: { integer: true, min: 0 },
   approvalTimeoutMs: { integer: true, min: 1000 },
+  idleCompactSeconds: { integer: true, min: 0 },
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

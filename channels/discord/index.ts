@@ -154,6 +154,7 @@ export function createDiscordChannel(deps: DiscordChannelDeps = {}, options: Dis
     },
     downloadAttachment: (attachment, download) => downloadDiscordAttachment(attachment, download, downloadHosts),
     editMessage: (target, messageId, message) => token.guard(() => editDiscordText(client.rest, target, messageId, message)),
+    closeChoices: (target, messageId, message) => token.guard(() => editDiscordText(client.rest, target, messageId, message, true)),
     deleteMessage: (target, messageId) => token.guard(() => deleteDiscordMessage(client.rest, target, messageId)),
   };
 }

@@ -10,11 +10,15 @@ import { discordChannelOf, toDiscordChannelError } from './send.js';
 /** Unknown Message: the message is gone (deleted by someone). */
 const UNKNOWN_MESSAGE = 10008;
 
-/** Replaces a message's content; mentions in it never ping anyone. `@throws` ChannelError. */
-export async function editDiscordText(rest: REST, target: ChatTarget, messageId: string, message: OutgoingText): Promise<void> {
+/**
+ * Replaces a message's content; mentions in it never ping anyone. `closeChoices`: its buttons are
+ * taken away too (a decided question). `@throws` ChannelError.
+ */
+export async function editDiscordText(rest: REST, target: ChatTarget, messageId: string, message: OutgoingText, closeChoices = false): Promise<void> {
   const channelId = discordChannelOf(target);
   try {
-    await rest.patch(Routes.channelMessage(channelId, messageId), { body: { content: message.text, allowed_mentions: { parse: [], replied_user: false } } });
+    const body = { content: message.text, allowed_mentions: { parse: [], replied_user: false }, ...(closeChoices ? { components: [] } : {}) };
+    await rest.patch(Routes.channelMessage(channelId, messageId), { body });
   } catch (err) {
     throw toDiscordChannelError(err, 'editMessage', channelId);
   }

@@ -6,13 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { parseCommand } from '../../src/core/commands.js';
 import { sessionKeyOf, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import type { ReplyRelay } from './relay.js';
 import { sessionNameOf, toCompletionRequest, type CompletionRequest } from './request.js';
 import { apiError, chunkBody, completionBody, refusalError, toApiUsage, type ApiError, type ApiUsage } from './shapes.js';
-import { Waiter } from './waiter.js';
+import { Waiter, type Waiters } from './waiter.js';
 
 /** A client's own request id (`Idempotency-Key`): a retry with the same one is recognised as the same message. */
 const IDEMPOTENCY_RE = /^[\w.-]{1,64}$/;
@@ -21,7 +22,7 @@ const IDEMPOTENCY_RE = /^[\w.-]{1,64}$/;
 export interface CompletionDeps {
   log: Logger;
   onMessage?: InboundHandler;
-  waiters: Map<string, Waiter>;
+  waiters: Waiters;
   relay?: ReplyRelay;
   /** The session's usage ledger (prompt and completion tokens, as `/usage` shows them). */
   readUsage?: (sessionId: string) => Promise<{ promptTokens: number; completionTokens: number }>;
@@ -34,6 +35,7 @@ interface Pending {
   created: number;
   model: string;
   sessionId: string;
+  chatId: string;
   waiter: Waiter;
   /** Text to stream, written by the waiter and drained by the event stream. */
   queue: string[];
@@ -47,30 +49,52 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   if (!onMessage) return answerError(c, apiError(503, 'the API is not started yet; retry', 'server_error', 'unavailable'));
   const request = await readRequest(c);
   if ('status' in request) return answerError(c, request);
-  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
-  if (session === null) return answerError(c, apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session'));
-  const chatId = `${user}:${session}`;
-  if (deps.waiters.has(chatId)) return answerError(c, apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'));
-  const key = c.req.header('idempotency-key');
-  const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
-  const message: InboundMessage = toWellFormedInbound({
-    id: `api:${chatId}:${requestId}`, channel: 'api', chatId, userId: user, userName: user, text: request.text, attachments: [],
-    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true,
-  });
+  const message = toMessage(c, user, request, deps.waiters);
+  if ('status' in message) return answerError(c, message);
   const p: Pending = {
-    id: `chatcmpl-${requestId.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model, sessionId: sessionKeyOf(message),
-    queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
-    waiter: new Waiter(chatId, request.stream ? (delta) => {
+    id: `chatcmpl-${message.platformMessageId!.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model,
+    sessionId: sessionKeyOf(message), chatId: message.chatId, queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
+    waiter: new Waiter(message.id, request.stream ? (delta) => {
       p.queue.push(delta);
       p.wake?.();
     } : undefined),
   };
-  // Registered before the message goes in: its answer may come before the verdict does.
-  deps.waiters.set(chatId, p.waiter);
+  const refused = await enter(p, message, onMessage, deps);
+  if (refused) return answerError(c, refused);
+  return request.stream ? streamAnswer(c, p, request, deps) : wholeAnswer(c, p, deps);
+}
+
+/** The request as a message of its session, or why it cannot be one (a bad session name, a session still waiting). */
+function toMessage(c: Context, user: string, request: CompletionRequest, waiters: Waiters): InboundMessage | ApiError {
+  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
+  if (session === null) return apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session');
+  const chatId = `${user}:${session}`;
+  // One turn at a time: two requests' messages may be answered by one reply. A command may come any time (`/stop`).
+  if (parseCommand(request.text) === null && waiters.busy(chatId)) {
+    return { ...apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'), noRetry: true };
+  }
+  const key = c.req.header('idempotency-key');
+  const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
+  return toWellFormedInbound({
+    id: `api:${chatId}:${requestId}`, channel: 'api', chatId, userId: user, userName: user, text: request.text, attachments: [],
+    // Refusals and approval decisions are answered in this response, from the verdict.
+    platformMessageId: requestId, chatType: 'private', receivedAt: Date.now(), refusalsAnswered: true, answerInPlace: true,
+  });
+}
+
+/**
+ * Puts the request in line and its message into the gateway; the line is left when the answer
+ * comes (or the wait ends). @returns the error to answer instead (a refusal, a store failure).
+ */
+async function enter(p: Pending, message: InboundMessage, onMessage: InboundHandler, deps: CompletionDeps): Promise<ApiError | null> {
+  const { chatId } = p;
+  // In line before the message goes in: its answer may come before the verdict does.
+  deps.waiters.add(chatId, p.waiter);
   const release = (): void => {
     p.waiter.cancel(new Error('released'));
-    if (deps.waiters.get(chatId) === p.waiter) deps.waiters.delete(chatId);
-    void deps.relay?.release(chatId);
+    deps.waiters.remove(chatId, p.waiter);
+    // The mark stays while any request of the chat waits here (an orphan too: its answer is dropped here, with its log line).
+    if (!deps.waiters.has(chatId)) void deps.relay?.release(chatId);
   };
   let verdict: InboundVerdict;
   try {
@@ -80,25 +104,29 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   } catch (err) {
     release();
     deps.log.warn({ err, sessionId: p.sessionId }, 'api request not taken');
-    return answerError(c, apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable'));
+    return apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable');
   }
   const refused = refusalError(verdict);
   if (refused) {
     release();
-    return answerError(c, refused);
+    return refused;
   }
-  p.waiter.decide(verdict.outcome === 'command' ? 'command' : 'turn');
+  // An approval that resumes the turn waits for the turn's answer; one that changed nothing is answered now.
+  const decided = verdict.answer;
+  const resumes = decided !== undefined && decided.settled && !decided.repeat;
+  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' && !resumes ? 'command' : 'turn');
+  if (decided && !resumes) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {
     clearTimeout(timer);
     release();
   }).catch(() => undefined);
-  return request.stream ? streamAnswer(c, p, request, deps) : wholeAnswer(c, p, deps);
+  return null;
 }
 
 /** The answer as one completion; a long wait starts the 200 response and keeps it alive with spaces (JSON allows them). */
 async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promise<Response> {
-  c.req.raw.signal.addEventListener('abort', () => p.waiter.cancel(new Error('the client went away')), { once: true });
+  c.req.raw.signal.addEventListener('abort', () => p.waiter.orphan(), { once: true });
   const outcome = p.waiter.answer.then((text) => ({ text }), (err: unknown) => ({ err }));
   let keepAlive: NodeJS.Timeout | undefined;
   const early = await Promise.race([outcome, new Promise<null>((resolve) => (keepAlive = setTimeout(() => resolve(null), deps.options.keepAliveMs)))]);
@@ -118,7 +146,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
     },
     cancel() {
       clearInterval(spaces);
-      p.waiter.cancel(new Error('the client went away'));
+      p.waiter.orphan();
     },
   });
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
@@ -127,7 +155,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
 /** The answer as SSE chunks: the role, the text as it is written, the finish, the usage when asked, then `[DONE]`. */
 function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: CompletionDeps): Response {
   return streamSSE(c, async (stream) => {
-    stream.onAbort(() => p.waiter.cancel(new Error('the client went away')));
+    stream.onAbort(() => p.waiter.orphan());
     const send = (part: Parameters<typeof chunkBody>[3]) => stream.writeSSE({ data: JSON.stringify(chunkBody(p.id, p.model, p.created, part)) });
     await send({ delta: { role: 'assistant', content: '' } });
     let ended = false;
@@ -162,6 +190,7 @@ function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: 
 /** Answers `error` in OpenAI's shape, with `Retry-After` when it has a wait. */
 export function answerError(c: Context, error: ApiError): Response {
   if (error.retryAfterSeconds !== undefined) c.header('Retry-After', String(error.retryAfterSeconds));
+  if (error.noRetry) c.header('x-should-retry', 'false');
   return c.json(error.body, error.status);
 }
 
@@ -191,6 +220,7 @@ async function usageOf(p: Pending, deps: CompletionDeps): Promise<ApiUsage> {
 class WaitTimeout extends Error {}
 
 function waitError(err: unknown): ApiError {
-  if (err instanceof WaitTimeout) return apiError(504, 'no answer in time; it will still be added to the session', 'server_error', 'timeout');
+  // Sent again, the message would be added twice: the turn is still running.
+  if (err instanceof WaitTimeout) return { ...apiError(504, 'no answer in time; it will still be added to the session', 'server_error', 'timeout'), noRetry: true };
   return apiError(503, `no answer: ${err instanceof Error ? err.message : String(err)}`, 'server_error', 'unavailable');
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { sessionKeyOf } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import type { RedisClient } from '../../src/redis/client.js';
@@ -13,7 +14,7 @@ import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler
 import { answerError, handleCompletion, type CompletionDeps } from './completion.js';
 import { createRedisReplyRelay, type ReplyRelay } from './relay.js';
 import { apiError, modelsBody } from './shapes.js';
-import { Waiter, type Delivered } from './waiter.js';
+import { Waiters, type Delivered } from './waiter.js';
 
 /** One bearer key and the user its requests come from. */
 export interface ApiKey {
@@ -41,6 +42,12 @@ export interface OpenAiApiChannelDeps {
   /** With Redis, an answer another gateway delivers reaches the request waiting here (relay.ts). Default: this gateway only. */
   redis?: RedisClient;
   /**
+   * The inbound message ids before the answer `replyId` in the session's transcript (its newest
+   * entries), or null when it is not there: which requests a turn's answer covers when several
+   * wait (waiter.ts). Default: the first request in line takes it.
+   */
+  answeredBy?: (sessionId: string, replyId: string) => Promise<ReadonlySet<string> | null>;
+  /**
    * Reads the session's usage ledger (what `/usage` shows): the tokens an answer reports are the
    * ledger's growth during the request. Default: answers report zero usage.
    */
@@ -66,14 +73,15 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
   const resolved = { ...DEFAULTS, ...options };
   const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'api' });
   const users = new Map(resolved.keys.map(({ key, user }) => [digest(key), user]));
-  const waiters = new Map<string, Waiter>();
+  const waiters = new Waiters();
   const relay: ReplyRelay | undefined = deps.redis ? createRedisReplyRelay(deps.redis, resolved.keyPrefix, log) : undefined;
   const state: { onMessage?: InboundHandler } = {};
-  const hand = (chatId: string, item: Delivered): boolean => {
-    const waiter = waiters.get(chatId);
-    if (!waiter) return false;
-    waiter.deliver(item);
-    return true;
+  /** Hands an answer to its request in this process; false when none here wants it. */
+  const hand = async (chatId: string, item: Delivered): Promise<boolean> => {
+    const covered = item.replyId && deps.answeredBy && waiters.contested(chatId) ? await coveredBy(deps.answeredBy, chatId, item.replyId, log) : undefined;
+    const handed = waiters.deliver(chatId, item, covered);
+    if (handed === 'orphaned') log.info({ chatId }, 'api answer dropped: its request went away (the answer stays in the session)');
+    return handed !== 'unwanted';
   };
   const completion: Omit<CompletionDeps, 'onMessage'> = { log, waiters, relay, readUsage: deps.readUsage, options: resolved };
   const app = createApp(users, resolved.maxBodyBytes, (c, user) => handleCompletion(c, user, { ...completion, onMessage: state.onMessage }));
@@ -90,18 +98,27 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
     async start(onMessage) {
       state.onMessage = onMessage;
       await relay?.start((chatId, item) => {
-        if (!hand(chatId, item)) log.info({ chatId }, 'api answer dropped: its request went away (the answer stays in the session)');
+        // Every gateway hears every relayed answer; the one holding the request takes it.
+        void hand(chatId, item).then((handed) => {
+          if (!handed) log.debug({ chatId }, 'relayed api answer not for a request here');
+        });
       });
     },
     async stop() {
       state.onMessage = undefined;
-      for (const waiter of waiters.values()) waiter.cancel(new Error('the gateway is stopping'));
+      waiters.cancelAll(new Error('the gateway is stopping'));
       await relay?.stop();
     },
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
-      const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0 };
+      const replyId = message.answersTurn && message.deliveryId ? { replyId: message.deliveryId.replace(/#\d+$/, '') } : {};
+      const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId };
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
-      if (hand(target.chatId, item)) return { messageId };
+      if (await hand(target.chatId, item)) return { messageId };
+      // The chat's request waits here and this is no answer to it (a compaction notice): not part of the completion.
+      if (waiters.has(target.chatId)) {
+        log.debug({ chatId: target.chatId }, 'api notice not part of an answer: not shown');
+        return { messageId };
+      }
       try {
         if (relay && (await relay.forward(target.chatId, item))) return { messageId };
       } catch (err) {
@@ -114,13 +131,10 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       // An HTTP request shows no typing; a long wait is kept alive by the request itself.
     },
     async sendDraft(target, draft) {
-      const waiter = waiters.get(target.chatId);
-      if (!waiter) return false;
-      waiter.draft(draft.text);
-      return true;
+      return waiters.draft(target.chatId, draft.text);
     },
     async clearDraft(target) {
-      waiters.get(target.chatId)?.clearDraft();
+      waiters.draft(target.chatId, null);
     },
   };
 }
@@ -147,6 +161,16 @@ function createApp(users: ReadonlyMap<string, string>, maxBodyBytes: number, com
   };
   app.post('/v1/chat/completions', auth, limit, (c) => complete(c, authorised(c) as string));
   return app;
+}
+
+/** The messages an answer covers, or undefined (then the first request in line takes it) when the transcript does not say. */
+async function coveredBy(answeredBy: NonNullable<OpenAiApiChannelDeps['answeredBy']>, chatId: string, replyId: string, log: Logger): Promise<ReadonlySet<string> | undefined> {
+  try {
+    return (await answeredBy(sessionKeyOf({ channel: 'api', chatId, userId: '', chatType: 'private' }), replyId)) ?? undefined;
+  } catch (err) {
+    log.warn({ err, chatId }, 'api transcript not readable; the first request in line takes the answer');
+    return undefined;
+  }
 }
 
 /** Keys are looked up by their SHA-256: no comparison of the secret itself, and the map holds no key. */

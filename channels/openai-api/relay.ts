@@ -8,8 +8,19 @@
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { apiRepliesChannel, apiWaitingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { defineTopic } from '../../src/redis/pubsub.js';
 import type { Logger } from '../../src/log.js';
 import type { Delivered } from './waiter.js';
+
+/** An answer on its way to the gateway whose request waits for it. */
+interface RelayedAnswer extends Delivered {
+  chatId: string;
+}
+
+const API_ANSWERS = defineTopic<RelayedAnswer>({
+  channel: apiRepliesChannel, parse: parseAnswer, what: 'api answer', component: 'api-relay',
+  describe: (answer) => ({ chatId: answer.chatId }),
+});
 
 /** Carries answers between the gateways of one Redis. */
 export interface ReplyRelay {
@@ -26,19 +37,12 @@ export interface ReplyRelay {
 
 /** The relay over `redis` (its subscriber is a connection of its own). */
 export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, log?: Logger): ReplyRelay {
-  const channel = apiRepliesChannel(keyPrefix);
-  let subscriber: RedisClient | undefined;
+  let unsubscribe: (() => Promise<void>) | undefined;
   return {
     async start(onAnswer) {
-      const sub = duplicateRedis(redis);
-      subscriber = sub;
-      sub.on('error', (err: Error) => log?.debug({ err }, 'api reply relay connection error'));
-      sub.on('message', (from: string, payload: string) => {
-        if (from !== channel) return;
-        const parsed = parse(payload);
-        if (parsed) onAnswer(parsed.chatId, parsed.item);
-      });
-      await sub.subscribe(channel);
+      const subscriber = duplicateRedis(redis);
+      subscriber.on('error', (err: Error) => log?.debug({ err }, 'api relay connection error'));
+      unsubscribe = await API_ANSWERS.subscribe(subscriber, ({ chatId, ...item }) => onAnswer(chatId, item), keyPrefix, log);
     },
     async hold(chatId, ttlMs) {
       await redis.set(apiWaitingKey(chatId, keyPrefix), '1', 'PX', ttlMs);
@@ -48,23 +52,20 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
     },
     async forward(chatId, item) {
       if ((await redis.exists(apiWaitingKey(chatId, keyPrefix))) === 0) return false;
-      await redis.publish(channel, JSON.stringify({ chatId, ...item }));
+      await API_ANSWERS.publish(redis, { chatId, ...item }, keyPrefix);
       return true;
     },
     async stop() {
-      const sub = subscriber;
-      subscriber = undefined;
-      if (sub) await sub.quit().catch(() => sub.disconnect());
+      const stop = unsubscribe;
+      unsubscribe = undefined;
+      await stop?.();
     },
   };
 }
 
-function parse(payload: string): { chatId: string; item: Delivered } | null {
-  try {
-    const value = JSON.parse(payload) as Partial<Delivered> & { chatId?: unknown };
-    if (typeof value.chatId !== 'string' || typeof value.text !== 'string') return null;
-    return { chatId: value.chatId, item: { text: value.text, answersTurn: value.answersTurn === true, asks: value.asks === true } };
-  } catch {
-    return null;
-  }
+function parseAnswer(value: object): RelayedAnswer | null {
+  const answer = value as Partial<RelayedAnswer>;
+  if (typeof answer.chatId !== 'string' || typeof answer.text !== 'string') return null;
+  const replyId = typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {};
+  return { chatId: answer.chatId, text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...replyId };
 }

@@ -17,6 +17,11 @@ export interface ApiError {
   body: { error: { message: string; type: string; param: string | null; code: string | null } };
   /** For 429: seconds until the sender may send again (`Retry-After`). */
   retryAfterSeconds?: number;
+  /**
+   * `x-should-retry: false`, which the OpenAI SDKs obey: sending it again cannot help now, or would
+   * add the message twice (the SDKs retry 409, 429 and 5xx by default).
+   */
+  noRetry?: boolean;
 }
 
 /** The model id `/v1/models` lists (any `model` is accepted in a request, and echoed). */
@@ -33,11 +38,11 @@ export function refusalError(verdict: InboundVerdict): ApiError | null {
   switch (verdict.outcome) {
     case 'denied': return apiError(403, reason, 'permission_error', 'user_not_allowed');
     case 'rate_limited': return { ...apiError(429, reason, 'rate_limit_error', 'rate_limit_exceeded'), retryAfterSeconds: Math.max(1, Math.ceil((verdict.retryAfterMs ?? 1000) / 1000)) };
-    case 'over_budget': return apiError(429, reason, 'insufficient_quota', 'insufficient_quota');
+    case 'over_budget': return { ...apiError(429, reason, 'insufficient_quota', 'insufficient_quota'), noRetry: true };
     case 'too_long': return apiError(400, reason, 'invalid_request_error', 'message_too_long', 'messages');
     case 'too_large':
     case 'unsupported': return apiError(400, reason, 'invalid_request_error', 'unsupported_content', 'messages');
-    case 'duplicate': return apiError(409, 'this request was already taken (same Idempotency-Key); its answer is in the session', 'invalid_request_error', 'duplicate_request');
+    case 'duplicate': return { ...apiError(409, 'this request was already taken (same Idempotency-Key); its answer is in the session', 'invalid_request_error', 'duplicate_request'), noRetry: true };
     default: return null;
   }
 }

@@ -1,8 +1,13 @@
 /**
- * One HTTP request waiting for its answer, and the registry of them by chat. The channel's `send`
- * and `sendDraft` feed them; the request reads {@link Waiter.answer} (and, streaming, the text as
- * it is written).
+ * The HTTP requests waiting for their answers, by chat, in arrival order. The channel's `send` and
+ * `sendDraft` feed them; a request reads {@link Waiter.answer} (and, streaming, the text as it is
+ * written). A request that went away stays in line, orphaned, until its answer comes: the answer is
+ * then dropped, so it never answers the next request. When several requests wait for a turn's
+ * answer, the session's transcript says which messages the answer followed (`covered`).
  */
+
+/** How many delivered messages a chat keeps for requests whose verdict is not known yet. */
+const MAX_UNCLAIMED = 16;
 
 /** One message the gateway delivered to an API chat (one chunk: the channel's limit is far above any answer). */
 export interface Delivered {
@@ -11,27 +16,33 @@ export interface Delivered {
   answersTurn: boolean;
   /** It carries buttons: a question the turn waits on (an approval), which ends the request too. */
   asks: boolean;
+  /** The reply's id (its delivery id without the chunk index), for a message that answers a turn. */
+  replyId?: string;
 }
 
 /** What a request waits for: its turn's answer, or (a chat command) the command's answer. */
 export type WaitMode = 'pending' | 'turn' | 'command';
 
+/** What became of a delivered message. */
+export type Handed = 'answered' | 'orphaned' | 'kept' | 'unwanted';
+
 /** A request waiting for its answer; see the module comment. */
 export class Waiter {
   /** Resolves with the answer's text; rejects when the wait is cancelled. */
   readonly answer: Promise<string>;
-  private mode: WaitMode = 'pending';
-  private readonly received: Delivered[] = [];
+  mode: WaitMode = 'pending';
+  /** The client went away: the answer is taken from the line and dropped. */
+  orphaned = false;
   private settle!: { resolve: (text: string) => void; reject: (err: Error) => void };
   private done = false;
-  /** The text of the live reply shown so far (streamed to the client), and whether the next text starts a new paragraph. */
+  /** The text of the live reply streamed so far, and whether the next text starts a new paragraph. */
   private shown = '';
   private breakNext = false;
 
-  /** `onText`: called with each piece of text to stream (streaming requests only). */
-  constructor(readonly chatId: string, private readonly onText?: (delta: string) => void) {
+  /** `messageId`: the id of the message the request sent; `onText`: called with each piece of text to stream (streaming requests only). */
+  constructor(readonly messageId: string, private readonly onText?: (delta: string) => void) {
     this.answer = new Promise<string>((resolve, reject) => (this.settle = { resolve, reject }));
-    // A request that went away leaves its promise unread.
+    // An orphan's promise is never read.
     this.answer.catch(() => undefined);
   }
 
@@ -40,22 +51,23 @@ export class Waiter {
     return this.done;
   }
 
-  /** The gateway's verdict is known: what ends the wait. Messages delivered before it are looked at now. */
-  decide(mode: Exclude<WaitMode, 'pending'>): void {
-    this.mode = mode;
-    this.check();
+  /** Whether `item` ends this wait: a command's answer is a notice; a turn's is its reply (or the notice in its place), or a question. */
+  wants(item: Delivered): boolean {
+    if (this.mode === 'pending') return false;
+    return this.mode === 'command' ? !item.answersTurn && !item.asks : item.answersTurn || item.asks;
   }
 
-  /** A message for this chat. */
-  deliver(item: Delivered): void {
+  /** Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written first). */
+  take(item: Delivered): void {
     if (this.done) return;
-    this.received.push(item);
-    this.check();
+    this.draft(item.text);
+    this.done = true;
+    this.settle.resolve(item.text);
   }
 
   /** The live reply's whole text so far. Text that does not continue what was streamed starts a new paragraph. */
   draft(text: string): void {
-    if (this.done || !this.onText) return;
+    if (this.done || !this.onText || this.orphaned) return;
     if (text.startsWith(this.shown)) this.write(text.slice(this.shown.length));
     else {
       if (this.shown !== '') this.breakNext = true;
@@ -70,26 +82,109 @@ export class Waiter {
     this.shown = '';
   }
 
-  /** Ends the wait with `err` (the request went away, the channel stopped, the wait timed out). */
+  /** The client went away: the request keeps its place in line, and its answer is dropped when it comes. */
+  orphan(): void {
+    this.orphaned = true;
+  }
+
+  /** Ends the wait with `err` (the channel stopped, the wait timed out). */
   cancel(err: Error): void {
     if (this.done) return;
     this.done = true;
     this.settle.reject(err);
   }
 
-  private check(): void {
-    if (this.done || this.mode === 'pending') return;
-    // A command's answer is a notice; a turn's answer is its reply (or the notice in its place), or a question it waits on.
-    const found = this.received.find((item) => (this.mode === 'command' ? !item.answersTurn : item.answersTurn || item.asks));
-    if (!found) return;
-    this.draft(found.text);
-    this.done = true;
-    this.settle.resolve(found.text);
-  }
-
   private write(delta: string): void {
     if (delta === '') return;
     this.onText!(this.breakNext ? `\n\n${delta}` : delta);
     this.breakNext = false;
+  }
+}
+
+/** The waiting requests of every chat; see the module comment. */
+export class Waiters {
+  private readonly chats = new Map<string, { line: Waiter[]; unclaimed: Delivered[] }>();
+
+  /** Requests waiting (orphans included). */
+  get size(): number {
+    let count = 0;
+    for (const chat of this.chats.values()) count += chat.line.length;
+    return count;
+  }
+
+  /** Whether any request of `chatId` waits here. */
+  has(chatId: string): boolean {
+    return this.chats.has(chatId);
+  }
+
+  /** Whether a request of `chatId` that is no command still waits for its answer, its client still there. */
+  busy(chatId: string): boolean {
+    return this.chats.get(chatId)?.line.some((waiter) => !waiter.orphaned && waiter.mode !== 'command') ?? false;
+  }
+
+  /** Puts `waiter` in line (before its message goes in: the answer may come before the verdict). */
+  add(chatId: string, waiter: Waiter): void {
+    const chat = this.chats.get(chatId) ?? { line: [], unclaimed: [] };
+    chat.line.push(waiter);
+    this.chats.set(chatId, chat);
+  }
+
+  /** The verdict is known: the waiter takes a message that came before it, if one answers it. */
+  decide(chatId: string, waiter: Waiter, mode: Exclude<WaitMode, 'pending'>): void {
+    waiter.mode = mode;
+    const chat = this.chats.get(chatId);
+    const index = chat?.unclaimed.findIndex((item) => waiter.wants(item)) ?? -1;
+    if (chat && index !== -1) waiter.take(chat.unclaimed.splice(index, 1)[0]!);
+    // Kept only for requests still without a verdict: none left, nothing is kept.
+    if (chat && !chat.line.some((other) => other.mode === 'pending')) chat.unclaimed = [];
+  }
+
+  /** Takes `waiter` out of line. */
+  remove(chatId: string, waiter: Waiter): void {
+    const chat = this.chats.get(chatId);
+    if (!chat) return;
+    chat.line = chat.line.filter((other) => other !== waiter);
+    if (chat.line.length === 0) this.chats.delete(chatId);
+  }
+
+  /** Whether several requests of `chatId` wait for a turn's answer (then {@link deliver} wants to know which messages it covered). */
+  contested(chatId: string): boolean {
+    return (this.chats.get(chatId)?.line.filter((waiter) => !waiter.finished && waiter.mode !== 'command').length ?? 0) > 1;
+  }
+
+  /**
+   * Hands a delivered message to the first request in line it answers. `covered`: the messages a
+   * turn's answer followed in the transcript; every waiting request among them takes it.
+   */
+  deliver(chatId: string, item: Delivered, covered?: ReadonlySet<string>): Handed {
+    const chat = this.chats.get(chatId);
+    if (!chat) return 'unwanted';
+    const wanting = chat.line.filter((candidate) => !candidate.finished && candidate.wants(item));
+    const mine = covered ? wanting.filter((candidate) => covered.has(candidate.messageId)) : [];
+    const takers = mine.length > 0 ? mine : wanting.slice(0, 1);
+    if (takers.length > 0) {
+      for (const waiter of takers) waiter.take(item);
+      return takers.some((waiter) => !waiter.orphaned) ? 'answered' : 'orphaned';
+    }
+    // A request whose verdict is not known yet may be the one it answers.
+    if (!chat.line.some((candidate) => candidate.mode === 'pending')) return 'unwanted';
+    chat.unclaimed.push(item);
+    if (chat.unclaimed.length > MAX_UNCLAIMED) chat.unclaimed.shift();
+    return 'kept';
+  }
+
+  /** The live reply of the chat's turn: shown to the first request in line that waits for a turn. */
+  draft(chatId: string, text: string | null): boolean {
+    const waiter = this.chats.get(chatId)?.line.find((candidate) => !candidate.finished && candidate.mode !== 'command');
+    if (!waiter) return false;
+    if (text === null) waiter.clearDraft();
+    else waiter.draft(text);
+    return true;
+  }
+
+  /** Cancels every wait (the channel stops). */
+  cancelAll(err: Error): void {
+    for (const chat of this.chats.values()) for (const waiter of chat.line) waiter.cancel(err);
+    this.chats.clear();
   }
 }

@@ -1,8 +1,9 @@
 /**
  * A press of an inline keyboard button (`callback_query`): the button's command goes to the gateway
- * as a message of the user who pressed it, and its answer is shown where it was pressed — the
- * callback answered (a toast; an alert when it settled nothing) and, once the question is settled,
- * the message edited to show the decision, its buttons removed.
+ * as a message of the user who pressed it, and its answer is shown where it was pressed: the
+ * callback answered (a toast; an alert when it settled nothing). The question itself is edited to
+ * show the decision, its buttons removed, by the decision (src/gateway/show-decision.ts), as it is
+ * after a typed command, the expiry or `/stop`.
  */
 import type { Context as GrammyContext } from 'grammy';
 import type { InboundMessage } from '../../src/core/inbound.js';
@@ -33,8 +34,4 @@ export async function handleButtonPress(ctx: GrammyContext, onMessage: InboundHa
   const settled = verdict?.answer?.settled === true;
   // A press answered before (a re-delivery) or too late: Telegram refuses the answer; nothing to do.
   await ctx.answerCallbackQuery({ text: truncateText(answer, CALLBACK_TEXT_MAX), show_alert: !settled }).catch((err: unknown) => log.debug({ err }, 'callback query not answered'));
-  if (!settled) return;
-  const shown = 'text' in query.message && typeof query.message.text === 'string' ? query.message.text : '';
-  await ctx.api.editMessageText(chat.id, query.message.message_id, truncateText(`${shown}\n\n${answer}`.trim(), 4096))
-    .catch((err: unknown) => log.debug({ err, chatId: chat.id }, 'decided question not edited'));
 }

@@ -161,6 +161,8 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     sendDraft: (target, draft) => sendTelegramDraft(bot.api, target, draft),
     clearDraft: (target, streamId) => clearTelegramDraft(bot.api, target, streamId),
     editMessage: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),
+    // An edit without `reply_markup` takes the inline keyboard away.
+    closeChoices: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),
     deleteMessage: (target, messageId) => deleteTelegramMessage(bot.api, target, messageId),
     webhookHandler() {
       return createWebhookHandler(bot, mode, resolved, { log, failures, health: pollHealth });

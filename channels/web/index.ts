@@ -142,6 +142,17 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
         throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
       }
     },
+    async closeChoices(target, messageId, message) {
+      try {
+        // Once per question (the store keeps the first edit): a later decision shown leaves the first.
+        await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', { edits: messageId });
+      } catch (err) {
+        throw new ChannelError(`edit failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
+      }
+    },
+    async sentMessageId(target, deliveryId) {
+      return (await store.findDelivered(target.chatId, deliveryId))?.id;
+    },
     async sendTyping(target: ChatTarget): Promise<void> {
       store.typing(target.chatId);
     },
@@ -188,8 +199,11 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
   });
   const limit = declaredBodyLimit(options.maxBodyBytes, (c) => c.json({ error: `body over ${options.maxBodyBytes} bytes` }, 413));
   // A form with a file may be as large as the file limit plus the other fields.
-  const uploadLimit = declaredBodyLimit(options.maxUploadBytes + options.maxBodyBytes, (c) => c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413));
-  app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes }));
+  const uploadLimit = declaredBodyLimit(options.maxUploadBytes + options.maxBodyBytes, (c) => {
+    logger.info({ channel: 'web', conversationId: c.req.param('conversationId'), outcome: 'too_large', declaredBytes: Number(c.req.header('content-length')), limitBytes: options.maxUploadBytes }, 'upload refused');
+    return c.json({ error: `the upload is over the limit of ${formatBytes(options.maxUploadBytes)}, so it was not read`, refused: 'too_large' }, 413);
+  });
+  app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes, logger }));
   app.post('/api/chat/:conversationId/presses', limit, (c) => pressChoice(c, { store, onMessage: handler(), log }));
   app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
   app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));

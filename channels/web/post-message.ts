@@ -7,7 +7,7 @@ import type { Context } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import { isBlankText, toWellFormedText, truncateText } from '../../src/core/text.js';
-import type { OutageLog } from '../../src/log.js';
+import type { Logger, OutageLog } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { isMultipart, readUpload, type PostedFields } from './upload.js';
 
@@ -24,9 +24,9 @@ export interface PendingUploads {
  * POST /api/chat/:id/messages — 202 once the message is accepted, a refusal at once, 503 when it
  * could not be taken. JSON, or a multipart form with one `file` (channels/web/upload.ts).
  */
-export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: OutageLog, uploads?: { pending: PendingUploads; maxBytes: number }): Promise<Response> {
+export async function postMessage(c: Context, onMessage: InboundHandler | undefined, log: OutageLog, uploads?: { pending: PendingUploads; maxBytes: number; logger: Logger }): Promise<Response> {
   const conversationId = c.req.param('conversationId')!;
-  const fields = uploads && isMultipart(c) ? await readUpload(c, uploads.maxBytes) : await readJson(c);
+  const fields = uploads && isMultipart(c) ? await readUpload(c, uploads.maxBytes, uploads.logger) : await readJson(c);
   if (fields instanceof Response) return fields;
   const { text, file } = fields;
   const message = toWebInbound(c, conversationId, { ...fields, text, attachments: file ? [file.attachment] : [] });

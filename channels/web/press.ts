@@ -1,9 +1,9 @@
 /**
  * POST /api/chat/:id/presses: a button under a reply (an approval question's) pressed in the page.
  * Its command goes to the gateway as a message of the user who pressed it, answered in place (as a
- * Telegram callback or a Discord interaction is); once the question is settled, the reply is edited
- * in the conversation's reply store to show the decision without its buttons, so every open page and
- * every reload shows it decided.
+ * Telegram callback or a Discord interaction is). The question itself is edited to show the decision
+ * without its buttons by the decision (src/gateway/show-decision.ts, through the channel's
+ * `closeChoices`), as after a typed command, the expiry or `/stop`: every open page and every reload shows it decided.
  */
 import type { Context } from 'hono';
 import type { InboundVerdict } from '../../src/core/inbound.js';
@@ -39,11 +39,6 @@ export async function pressChoice(c: Context, deps: { store: ReplyStore; onMessa
     const refused = refusalOf(c, verdict);
     if (refused) return refused;
     const answer: PressAnswer = { answer: verdict?.answer?.text ?? 'Done.', settled: verdict?.answer?.settled === true };
-    if (answer.settled) {
-      // Once per question (the store keeps the first edit): a second press or tab leaves the decision shown.
-      await deps.store.append(conversationId, `${reply.text}\n\n${answer.answer}`, reply.format, { edits: reply.id })
-        .catch((err: unknown) => deps.log.warn({ err, conversationId }, 'decided question not edited'));
-    }
     return c.json(answer, 200);
   } catch (err) {
     deps.log.warn({ err, conversationId }, 'web press not accepted');

@@ -114,6 +114,12 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       const [entry] = (await deps.redis.xrange(key(conversationId), cursor, cursor)) as StreamEntry[];
       return entry ? toReply(conversationId, entry) : undefined;
     },
+    async findDelivered(conversationId, deliveryId) {
+      // Newest first, as far back as the stream keeps entries (the append script looks as far).
+      const entries = (await deps.redis.xrevrange(key(conversationId), '+', '-', 'COUNT', count)) as StreamEntry[];
+      const entry = entries.find(([, fields]) => fields.some((field, i) => i % 2 === 0 && field === 'delivery' && fields[i + 1] === deliveryId));
+      return entry ? toReply(conversationId, entry) : undefined;
+    },
     async read(conversationId, after, options): Promise<ReplyPage> {
       const streamKey = key(conversationId);
       const from = streamCursor(after);

@@ -37,6 +37,8 @@ export interface ReplyStore {
   append(conversationId: string, text: string, format: WebReply['format'], extras?: AppendExtras): Promise<WebReply>;
   /** The reply with id `replyId` while the conversation's buffer holds it; undefined after. */
   find(conversationId: string, replyId: string): Promise<WebReply | undefined>;
+  /** The reply appended under delivery id `deliveryId` (`<reply id>#<chunk index>`) while the buffer holds it; undefined after. */
+  findDelivered(conversationId: string, deliveryId: string): Promise<WebReply | undefined>;
   /** Replies after `after` (a cursor; absent or unknown = the whole buffer), waiting up to `timeoutMs` for one. */
   read(conversationId: string, after: string | undefined, options: ReadOptions): Promise<ReplyPage>;
   /** Tells this process's hint listeners of the conversation that the bot is typing (best effort, not stored). */
@@ -92,6 +94,11 @@ export function createMemoryReplyStore(options: ConversationStoreOptions = {}): 
     },
     async find(conversationId, replyId) {
       return store.find(conversationId, replyId);
+    },
+    async findDelivered(conversationId, deliveryId) {
+      // The memory store keeps no chunk index: the reply's first chunk stands for it.
+      const replyId = replyIdOf(deliveryId);
+      return store.repliesAfter(conversationId, parseCursor(undefined)).find((reply) => reply.replyId === replyId && !reply.edits);
     },
     async read(conversationId, after, options) {
       const ready = page(conversationId, after);

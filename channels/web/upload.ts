@@ -10,6 +10,7 @@ import type { Attachment } from '../../src/core/inbound.js';
 import { formatBytes } from '../../src/core/attachments.js';
 import { countOf } from '../../src/core/plural.js';
 import { isBlankText } from '../../src/core/text.js';
+import type { Logger } from '../../src/log.js';
 
 /** The fields of a post, from JSON or a multipart form. */
 export interface PostedFields {
@@ -28,9 +29,9 @@ export function isMultipart(c: Context): boolean {
 
 /**
  * Reads the multipart form. @returns the fields, or an error answer (400 bad form, 413 over
- * `maxBytes`, the file size being known from the form) to send as it is.
+ * `maxBytes`, the file size being known from the form, logged as `upload refused`) to send as it is.
  */
-export async function readUpload(c: Context, maxBytes: number): Promise<PostedFields | Response> {
+export async function readUpload(c: Context, maxBytes: number, logger: Logger): Promise<PostedFields | Response> {
   let form: FormData;
   try {
     form = await c.req.raw.formData();
@@ -47,6 +48,7 @@ export async function readUpload(c: Context, maxBytes: number): Promise<PostedFi
   if (!upload) return fields;
   const name = upload.name || 'upload';
   if (upload.size > maxBytes) {
+    logger.info({ channel: 'web', conversationId: c.req.param('conversationId'), outcome: 'too_large', files: [{ mimeType: upload.type || undefined, size: upload.size }], limitBytes: maxBytes }, 'upload refused');
     return c.json({ error: `"${name}" is ${formatBytes(upload.size)}; the limit is ${formatBytes(maxBytes)}, so it was not read. Please send a smaller file.`, refused: 'too_large' }, 413);
   }
   const bytes = Buffer.from(await upload.arrayBuffer());

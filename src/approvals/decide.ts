@@ -9,6 +9,12 @@ export interface ApprovalDeps {
   store: ApprovalStore;
   producer: Pick<TurnProducer, 'submitInbound'>;
   logger: Logger;
+  /**
+   * Shows a decision on its question in the chat (the text says it, the buttons go): called once per
+   * decision, whoever made it — a press, a typed command, the expiry or `/stop` (src/gateway/show-decision.ts).
+   * Absent: questions keep their buttons (a later press is told it was decided). Best effort: a failure is logged.
+   */
+  showDecision?: (record: ApprovalRecord) => Promise<void>;
 }
 
 /**
@@ -16,13 +22,17 @@ export interface ApprovalDeps {
  * turn: the decision enters the session's inbox as an event (`approval:<id>`, so a second press or
  * gateway adds nothing) and a turn job is made pending, so the turn resumes on any worker, in order
  * with the session's other work. An approval decided before is woken again too: that heals a
- * gateway that died between a decision and its wake-up.
+ * gateway that died between a decision and its wake-up. A decision made now is shown on its question
+ * (`showDecision`), the one way every channel's question loses its buttons.
  */
 export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: string, request: DecisionRequest): Promise<DecisionOutcome> {
   const result = await deps.store.decide(sessionId, id, request);
   if (result.outcome === 'applied' || result.outcome === 'decided') {
     await deps.producer.submitInbound(decisionEvent(result.record));
-    if (result.outcome === 'applied') deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
+    if (result.outcome === 'applied') {
+      deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
+      await deps.showDecision?.(result.record).catch((err: unknown) => deps.logger.warn({ err, sessionId, approvalId: id }, 'decided question not edited'));
+    }
   }
   return result;
 }

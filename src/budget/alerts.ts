@@ -56,7 +56,9 @@ export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, 
       log.warn({ budgetLevel: level, subject, period, unit, limit, model }, kind === 'near' ? 'budget near its limit' : 'budget used up');
       metrics.record({ type: 'budget_event', kind, channel, model });
       if (!options.webhookUrl) return;
-      const sent = post(options.webhookUrl, alert, options, log).finally(() => pending.delete(sent));
+      const sent = post(options.webhookUrl, alert, options, log)
+        .catch((err: unknown) => log.warn({ err }, 'budget alert not delivered to the webhook'))
+        .finally(() => pending.delete(sent));
       pending.add(sent);
     },
     async idle() {

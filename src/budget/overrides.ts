@@ -6,7 +6,7 @@
  * Precedence, per level and subject: the stored override, else the budgets file (users only),
  * else the environment (`CHATGATE_BUDGET_<LEVEL>_*`). The scripts apply the same order.
  */
-import { BUDGET_LEVELS, BUDGET_PERIODS, limitsLeft, periodWindow, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, BUDGET_PERIODS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
@@ -32,7 +32,7 @@ export interface BudgetRow {
 }
 
 /** A change of a subject's limits: a number sets a limit, null removes it, absent keeps it. */
-export type LimitsPatch = Partial<Record<'dailyUsd' | 'monthlyUsd' | 'dailyTokens' | 'monthlyTokens', number | null>>;
+export type LimitsPatch = { [K in keyof FlatLimits]?: number | null };
 
 /** The operator's side of the budgets. */
 export interface BudgetAdmin {
@@ -48,12 +48,7 @@ export interface BudgetAdmin {
 
 /** The stored JSON of `limits`. */
 export function toStoredLimits(limits: LevelLimits | 'unlimited'): string {
-  if (limits === 'unlimited') return JSON.stringify({ v: STORED_LIMITS_VERSION, unlimited: true });
-  return JSON.stringify({
-    v: STORED_LIMITS_VERSION,
-    ...(limits.day?.usd !== undefined ? { dailyUsd: limits.day.usd } : {}), ...(limits.month?.usd !== undefined ? { monthlyUsd: limits.month.usd } : {}),
-    ...(limits.day?.tokens !== undefined ? { dailyTokens: limits.day.tokens } : {}), ...(limits.month?.tokens !== undefined ? { monthlyTokens: limits.month.tokens } : {}),
-  });
+  return JSON.stringify(limits === 'unlimited' ? { v: STORED_LIMITS_VERSION, unlimited: true } : { v: STORED_LIMITS_VERSION, ...toFlatLimits(limits) });
 }
 
 /** A stored override read back. @throws StoredFormatError when it is not version {@link STORED_LIMITS_VERSION}. */
@@ -68,8 +63,7 @@ export function parseStoredLimits(field: string, raw: string): LevelLimits | 'un
     throw new StoredFormatError(`budget override ${field}`, o?.v, STORED_LIMITS_VERSION, `set it again with \`chatgate budgets set\` or remove it with \`chatgate budgets reset\``);
   }
   if (o.unlimited === true) return 'unlimited';
-  const num = (key: string) => (typeof o![key] === 'number' ? (o![key] as number) : undefined);
-  return fromFlat({ dailyUsd: num('dailyUsd'), monthlyUsd: num('monthlyUsd'), dailyTokens: num('dailyTokens'), monthlyTokens: num('monthlyTokens') });
+  return fromFlatLimits(Object.fromEntries(FLAT_LIMIT_FIELDS.filter((key) => typeof o![key] === 'number').map((key) => [key, o![key]])));
 }
 
 /** Creates the admin over `redis` (on a Cluster every budget key is on the `{budget}` slot). */
@@ -153,17 +147,7 @@ function escapeGlob(text: string): string {
 }
 
 function applyPatch(current: LevelLimits | 'unlimited', patch: LimitsPatch): LevelLimits {
-  const base = current === 'unlimited' ? {} : current;
-  const pick = (key: keyof LimitsPatch, fallback: number | undefined) => (patch[key] === undefined ? fallback : patch[key] ?? undefined);
-  return fromFlat({
-    dailyUsd: pick('dailyUsd', base.day?.usd), monthlyUsd: pick('monthlyUsd', base.month?.usd),
-    dailyTokens: pick('dailyTokens', base.day?.tokens), monthlyTokens: pick('monthlyTokens', base.month?.tokens),
-  });
-}
-
-function fromFlat(f: { dailyUsd?: number; monthlyUsd?: number; dailyTokens?: number; monthlyTokens?: number }): LevelLimits {
-  const limit = (usd?: number, tokens?: number) => (usd === undefined && tokens === undefined ? undefined : { ...(usd !== undefined ? { usd } : {}), ...(tokens !== undefined ? { tokens } : {}) });
-  const day = limit(f.dailyUsd, f.dailyTokens);
-  const month = limit(f.monthlyUsd, f.monthlyTokens);
-  return { ...(day ? { day } : {}), ...(month ? { month } : {}) };
+  const flat: Record<string, number | undefined> = { ...toFlatLimits(current === 'unlimited' ? {} : current) };
+  for (const key of FLAT_LIMIT_FIELDS) if (patch[key] !== undefined) flat[key] = patch[key] ?? undefined;
+  return fromFlatLimits(flat);
 }

@@ -2,7 +2,7 @@
  * The actions of `chatgate budgets`: list what every limit has used and has left, store a
  * subject's limits in Redis (they win over the budgets file and the environment), remove them.
  */
-import { BUDGET_LEVELS, duration, formatAmount, type BudgetLevel, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
@@ -44,11 +44,13 @@ export function setCommand(io: CliIo, levelArg: string, id: string | undefined, 
   const subject = checkSubject(io, levelArg, id);
   if (!subject) return Promise.resolve(EXIT.usage);
   const patch: LimitsPatch = {};
-  for (const key of ['dailyUsd', 'monthlyUsd', 'dailyTokens', 'monthlyTokens'] as const) if (flags[key] !== undefined) patch[key] = flags[key];
+  for (const key of FLAT_LIMIT_FIELDS) if (flags[key] !== undefined) patch[key] = flags[key];
   if (flags.unlimited && Object.keys(patch).length > 0) return usage(io, '--unlimited cannot be combined with a limit');
   if (!flags.unlimited && Object.keys(patch).length === 0) return usage(io, 'say what to set: --daily-usd, --monthly-usd, --daily-tokens, --monthly-tokens (a value or `none`) or --unlimited');
-  return withAdmin(io, async (admin) => {
+  return withAdmin(io, async (admin, config) => {
     const stored = await admin.set(subject.level, subject.id, flags.unlimited ? 'unlimited' : patch);
+    // Processes without a configured limit never look at the counters: a stored limit alone holds nothing.
+    if (!hasBudgets(config.budgets)) io.err('chatgate budgets: note: this configuration sets no limit, and gateways and workers started with none do not check budgets; set a CHATGATE_BUDGET_* limit or CHATGATE_BUDGETS_FILE where they run');
     if (flags.json) io.out(JSON.stringify({ level: subject.level, subject: subject.id, limits: flatLimits(stored), source: 'override' }, null, 2));
     else io.out(`${subject.level} ${subject.id}: ${describeLimits(stored)} (stored in Redis; wins over the budgets file and the environment until \`chatgate budgets reset\`)`);
     return EXIT.ok;
@@ -95,12 +97,8 @@ function usage(io: CliIo, text: string): Promise<number> {
   return Promise.resolve(EXIT.usage);
 }
 
-function flatLimits(limits: LevelLimits | 'unlimited'): Record<string, number> | 'unlimited' {
-  if (limits === 'unlimited') return 'unlimited';
-  return {
-    ...(limits.day?.usd !== undefined ? { dailyUsd: limits.day.usd } : {}), ...(limits.month?.usd !== undefined ? { monthlyUsd: limits.month.usd } : {}),
-    ...(limits.day?.tokens !== undefined ? { dailyTokens: limits.day.tokens } : {}), ...(limits.month?.tokens !== undefined ? { monthlyTokens: limits.month.tokens } : {}),
-  };
+function flatLimits(limits: LevelLimits | 'unlimited'): FlatLimits | 'unlimited' {
+  return limits === 'unlimited' ? 'unlimited' : toFlatLimits(limits);
 }
 
 /** "daily $5.00 and 100,000 tokens, monthly none", "unlimited", "no limit". */

@@ -18,7 +18,8 @@ export function judgeMcpServers(config: Pick<Config, 'mcp'>, beats: readonly Hea
   const rows = mcpServerRows(beats);
   if (rows.length === 0) return { status: 'skip', detail: `${config.mcp.servers.length} configured in ${config.mcp.file ?? 'the MCP file'}; no live worker reports them yet` };
   const lines = rows.map((row) => {
-    const error = row.state !== 'connected' && row.lastError ? ` (${row.lastError})` : '';
+    // A connected server's last error (a line that was not JSON-RPC, a reconnect) still says what went wrong.
+    const error = !row.lastError ? '' : row.state === 'connected' ? ` (last error: ${row.lastError})` : ` (${row.lastError})`;
     return `${row.name} on ${row.worker.host} pid ${row.worker.pid}: ${row.state}, ${row.tools} tool${row.tools === 1 ? '' : 's'}${error}`;
   });
   const away = rows.filter((row) => row.state !== 'connected' && row.state !== 'disabled');

@@ -7,7 +7,7 @@ import type { FailedReply, OutboundCounts } from '../outbound/outbound-shard.js'
 import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
-import { countWorkerTurns } from '../redis/worker-turns.js';
+import { readWorkerTurns } from '../redis/worker-turns.js';
 import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
@@ -35,7 +35,7 @@ export interface StatusReport {
   failedReplies: FailedReply[];
   failed: DeadLetterTotals;
   /** Turns still recorded as running on a dead worker (being recovered by a live one), by worker. */
-  deadWorkerTurns: Array<{ worker: string; host: string; pid: number; turns: number }>;
+  deadWorkerTurns: Array<{ worker: string; host: string; pid: number; turns: number; sessions: string[] }>;
   /** Sessions whose next request is at or over the hygiene trigger (of the fullest `scanned`). */
   sessions: { total: number; overHygiene: number; hygieneAt: number; paused: number; scanned: number };
 }
@@ -111,11 +111,11 @@ function gatewayCheck(gateways: readonly HeartbeatStatus[]): StatusCheck {
   };
 }
 
-/** The turns each dead worker still has recorded as running (a live worker recovers them within seconds). */
+/** The turns each dead worker still has recorded as running (a live worker recovers them within seconds), with their sessions. */
 async function readDeadWorkerTurns(redis: RedisClient, workers: readonly HeartbeatStatus[], keyPrefix: string): Promise<StatusReport['deadWorkerTurns']> {
   const dead = workers.filter((w) => !w.alive);
-  const counts = await countWorkerTurns(redis, dead.map((w) => w.id), keyPrefix);
-  return dead.flatMap((w, k) => (counts[k]! > 0 ? [{ worker: w.id, host: w.host, pid: w.pid, turns: counts[k]! }] : []));
+  const turns = await Promise.all(dead.map((w) => readWorkerTurns(redis, w.id, keyPrefix)));
+  return dead.flatMap((w, k) => (turns[k]!.length > 0 ? [{ worker: w.id, host: w.host, pid: w.pid, turns: turns[k]!.length, sessions: turns[k]!.map((turn) => turn.sessionId).sort() }] : []));
 }
 
 function workersCheck(workers: readonly HeartbeatStatus[], deadTurns: StatusReport['deadWorkerTurns']): StatusCheck {

@@ -49,6 +49,32 @@ export interface PeriodWindow {
   endsAtMs: number;
 }
 
+/** A level's limits in the flat form of the budgets file, stored overrides and `chatgate budgets` (`dailyUsd`, …). */
+export interface FlatLimits {
+  dailyUsd?: number;
+  monthlyUsd?: number;
+  dailyTokens?: number;
+  monthlyTokens?: number;
+}
+
+/** The names of {@link FlatLimits}' fields. */
+export const FLAT_LIMIT_FIELDS: readonly (keyof FlatLimits)[] = ['dailyUsd', 'monthlyUsd', 'dailyTokens', 'monthlyTokens'];
+
+/** `limits` in the flat form (absent limits left out). */
+export function toFlatLimits(limits: LevelLimits): FlatLimits {
+  const flat: FlatLimits = { dailyUsd: limits.day?.usd, monthlyUsd: limits.month?.usd, dailyTokens: limits.day?.tokens, monthlyTokens: limits.month?.tokens };
+  return Object.fromEntries(Object.entries(flat).filter(([, n]) => n !== undefined)) as FlatLimits;
+}
+
+/** Flat limits as a level's limits by period (an undefined field is no limit). */
+export function fromFlatLimits(flat: FlatLimits): LevelLimits {
+  const limit = (usd?: number, tokens?: number): BudgetLimit | undefined =>
+    (usd === undefined && tokens === undefined ? undefined : { ...(usd !== undefined ? { usd } : {}), ...(tokens !== undefined ? { tokens } : {}) });
+  const day = limit(flat.dailyUsd, flat.dailyTokens);
+  const month = limit(flat.monthlyUsd, flat.monthlyTokens);
+  return { ...(day ? { day } : {}), ...(month ? { month } : {}) };
+}
+
 /** Budgets off: no limit at any level. */
 export const NO_BUDGETS: BudgetSettings = Object.freeze({ user: {}, chat: {}, deployment: {}, turn: {}, timeZone: 'UTC', noticePercent: 80, users: {} });
 
@@ -85,7 +111,7 @@ export interface BudgetBreach {
 
 /** The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min." */
 export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   if (breach.level === 'turn') return `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has' }[breach.level];
   const when = breach.period === 'month' ? "this month's" : "today's";
@@ -95,7 +121,7 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
 
 /** The one notice at the notice percent, e.g. "This chat has used 80% of today's budget of $2.00." */
 export function budgetNoticeMessage(breach: BudgetBreach, percent: number): string {
-  const amount = breach.unit === 'usd' ? `$${breach.limit.toFixed(2)}` : `${Math.round(breach.limit).toLocaleString('en-US')} tokens`;
+  const amount = formatAmount(breach.unit, breach.limit);
   const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' }[breach.level];
   return `${who} used ${percent}% of ${breach.period === 'month' ? "this month's" : "today's"} budget of ${amount}.`;
 }
@@ -184,10 +210,11 @@ export function limitsLeft(counter: CounterState): LimitLeft[] {
   return rows;
 }
 
-/** An amount as a person reads it: `$1.58` (4 decimals below a cent), `38,000 tokens`. */
+/** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
 export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
   if (unit === 'tokens') return `${Math.round(value).toLocaleString('en-US')} tokens`;
-  return `$${value !== 0 && Math.abs(value) < 0.01 ? value.toFixed(4) : value.toFixed(2)}`;
+  if (Math.abs(value) >= 1) return `$${value.toFixed(2)}`;
+  return `$${value.toFixed(4).replace(/(\.\d\d\d?)0+$/, '$1').replace(/(\.\d\d)0$/, '$1')}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 /** The chat commands every channel answers (canonical names; see {@link COMMAND_ALIASES}). */
-export const CHAT_COMMANDS = ['start', 'help', 'usage', 'status', 'compact', 'reset', 'stop', 'retry', 'pins', 'approve', 'deny', 'revoke'] as const;
+export const CHAT_COMMANDS = ['start', 'help', 'usage', 'status', 'compact', 'reset', 'stop', 'retry', 'pins', 'approve', 'deny', 'revoke', 'mode', 'btw'] as const;
 
 /** One of {@link CHAT_COMMANDS}. */
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number];
@@ -30,8 +30,10 @@ export const COMMAND_MENU: readonly CommandEntry[] = [
   { command: 'new', description: 'Start a fresh conversation (the old one stays in the transcript)' },
   { command: 'stop', description: 'Stop the reply being written now' },
   { command: 'retry', description: 'Ask your last message again and drop the answer it got' },
+  { command: 'mode', description: 'What a message does while I am answering: join my reply (steer), wait its turn (queue) or restart it (interrupt)', usage: '[steer|queue|interrupt|default]' },
+  { command: 'btw', description: 'A side question, answered from this conversation without entering it', usage: '<question>' },
   { command: 'compact', description: 'Summarise the conversation now, optionally around a focus', usage: '[focus]' },
-  { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions' },
+  { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions, budget left' },
   { command: 'status', description: 'Model, context window, session age, whether I am busy' },
   { command: 'pins', description: 'The notes I keep for you, the facts pinned from earlier turns, the tools you always approve' },
   { command: 'approve', description: 'Let a tool call I asked about run (add "always" to allow that tool in this chat)', usage: '<id> [always] | all' },

@@ -1,7 +1,10 @@
+import type { BusyMode } from './busy-mode.js';
 import { isWellFormedText, toWellFormedText } from './text.js';
 
 /** The channels chatgate speaks (`api`: the OpenAI-compatible HTTP API, channels/openai-api). */
-export type ChannelName = 'telegram' | 'discord' | 'web' | 'api';
+/** Every channel chatgate has, in one list. */
+export const CHANNEL_NAMES = ['telegram', 'discord', 'web', 'api'] as const;
+export type ChannelName = (typeof CHANNEL_NAMES)[number];
 
 /**
  * The Telegram Bot API root (grammY's `apiRoot`) when none is given: the Telegram channel's
@@ -91,6 +94,12 @@ export interface InboundMessage {
    * Discord interaction reply) from the handler's verdict: the gateway sends no notice for it.
    */
   answerInPlace?: boolean;
+  /**
+   * Set by the gateway's accept: what the message does if it finds its session's turn running — the
+   * channel's or deployment's busy mode (src/core/busy-mode.ts); the chat's `/mode` wins over it.
+   * Absent: `queue`.
+   */
+  busyMode?: BusyMode;
 }
 
 /** An event that enters a session's inbox (see {@link InboundMessage.event}). */

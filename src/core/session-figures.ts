@@ -9,7 +9,7 @@ import type { CompactionOutcome } from './compaction/compaction-types.js';
  */
 
 /** Which trigger (or path) ran a compaction. */
-export type CompactionLayer = 'in-loop' | 'hygiene' | 'reactive' | 'manual';
+export type CompactionLayer = 'in-loop' | 'hygiene' | 'reactive' | 'manual' | 'idle';
 
 /** The model limits a session runs with; its meta remembers them (the worker writes them every turn). */
 export interface SessionLimits {

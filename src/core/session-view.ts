@@ -129,6 +129,24 @@ export interface SessionGrant {
   atMs: number;
 }
 
+/** A tool call of one turn, as the transcript records it: what the model asked for and what the tool answered. */
+export interface SessionToolCall {
+  /** The turn it belongs to (1-based, counted as the fill history counts them). */
+  turn: number;
+  /** The model's id of the call. */
+  callId: string;
+  tool: string;
+  /** The arguments as the model sent them (JSON text, cut to {@link TOOL_CALL_TEXT_MAX} code points). */
+  args: string;
+  /** What the tool answered (cut likewise); null while no result is recorded (the turn still runs, or waits on an approval). */
+  result: string | null;
+  /** When the model asked for it, ms since epoch. */
+  atMs: number;
+}
+
+/** The longest arguments or result text a {@link SessionToolCall} carries, code points. */
+export const TOOL_CALL_TEXT_MAX = 400;
+
 /** A decision on a tool call the session asked about, as the transcript records it (its `approval` entry). */
 export interface SessionDecision {
   approvalId: string;
@@ -181,6 +199,8 @@ export interface SessionDetail {
   grants?: SessionGrant[];
   /** Decisions on asked tool calls, oldest first (those in the replayed transcript). Absent means none. */
   decisions?: SessionDecision[];
+  /** The tool calls of the recent turns, oldest first (those in the replayed transcript). Absent means none. */
+  toolCalls?: SessionToolCall[];
   activity: SessionActivity;
   /**
    * Messages in the session's dead-letter list: turns that failed for good (`chatgate failed`

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import { setAsideChannelUpdate } from '../redis/channel-dead-letters.js';
 import type { RedisClient } from '../redis/client.js';
-import { sessionKeys } from '../redis/keys.js';
+import { sessionKeys, type SessionKeys } from '../redis/keys.js';
 import { readTranscriptBefore } from '../redis/transcript.js';
 import { readUsage } from '../redis/usage.js';
 
@@ -95,7 +95,9 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const redis = deps.redis;
     // An answer reports the tokens the session's ledger (what `/usage` shows) grew by during its request.
     const usage = redis ? (sessionId: string) => readUsage(redis, sessionKeys(sessionId, options.keyPrefix)) : undefined;
-    const api = createOpenAiApiChannel({ log: logger, redis, readUsage: usage }, { keys: options.api.keys, keyPrefix: options.keyPrefix });
+    // When several requests of a session wait, the transcript says which messages an answer followed.
+    const answeredBy = redis ? (sessionId: string, replyId: string) => messagesAnsweredBy(redis, sessionKeys(sessionId, options.keyPrefix), replyId) : undefined;
+    const api = createOpenAiApiChannel({ log: logger, redis, readUsage: usage, answeredBy }, { keys: options.api.keys, keyPrefix: options.keyPrefix });
     list.push(api);
     mounts.push((app) => app.route('/', api.app));
   }
@@ -120,6 +122,18 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const lease = { botId: botIdentity(token), keyPrefix: options.keyPrefix, ttlMs: options.lease?.ttlMs, holder: options.lease?.holder };
     return createLeasedChannel({ redis: deps.redis, log: logger, sender, createReceiver }, lease);
   }
+}
+
+/** How far back an answer is looked for in the transcript: it was committed just before its delivery. */
+const ANSWER_LOOKBACK_ENTRIES = 200;
+
+/** The inbound ids of the user messages before the answer `replyId` among the transcript's newest entries; null when it is not among them. */
+async function messagesAnsweredBy(redis: RedisClient, keys: SessionKeys, replyId: string): Promise<ReadonlySet<string> | null> {
+  const entries = await readTranscriptBefore(redis, keys, undefined, ANSWER_LOOKBACK_ENTRIES);
+  const at = entries.findIndex((entry) => entry.type === 'message' && entry.replyId === replyId);
+  if (at === -1) return null;
+  // Newest first: the entries after the answer's index are older than it.
+  return new Set(entries.slice(at + 1).flatMap((entry) => (entry.type === 'message' && entry.inboundId ? [entry.inboundId] : [])));
 }
 
 function leaseRolesOf(list: readonly Channel[]): Partial<Record<ChannelName, ChannelLeaseRole>> {

@@ -1,3 +1,4 @@
+import { isBusyMode, type BusyMode } from '../core/busy-mode.js';
 import { describeBudgetsLeft, type CounterState } from '../core/budget.js';
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT, START_TEXT } from '../core/commands.js';
@@ -26,11 +27,26 @@ export interface CommandDeps {
   stop?: (sessionId: string) => Promise<string | null>;
   /** `/retry`: takes the last exchange out and asks its user message again. @returns the answer. */
   retry?: (sessionId: string) => Promise<string>;
+  /** `/mode`: the chat's busy mode, and changing it. Absent: `/mode` is not available. */
+  busyMode?: BusyModePort;
+  /**
+   * `/btw <question>`: a side question answered from the session's context, outside its turn and
+   * history. @returns the answer, or null when it comes later as a notice. Absent: not available.
+   */
+  btw?: (sessionId: string, question: string) => Promise<string | null>;
   /**
    * `/usage`: the budget counters of the sender and this chat (and the deployment's), with the
    * limits in force, and the budgets' time zone. Absent: budgets are off, `/usage` says nothing of them.
    */
   budgets?: { state: (sessionId: string) => Promise<CounterState[]>; timeZone: string; now?: () => number };
+}
+
+/** The chat's busy mode as `/mode` reads and sets it. */
+export interface BusyModePort {
+  /** The mode that holds, whether the chat chose it, and the channel's (what `/mode default` goes back to). */
+  current(sessionId: string): Promise<{ mode: BusyMode; chosen: boolean; channelMode: BusyMode }>;
+  /** Sets the chat's mode; null goes back to the channel's. */
+  set(sessionId: string, mode: BusyMode | null): Promise<void>;
 }
 
 /** Where a session's next turn stands in the turn queue. */
@@ -62,6 +78,11 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
     case 'deny':
     case 'revoke':
       return UNAVAILABLE; // answered by approval-commands.ts where approvals are wired
+    case 'mode':
+      return deps.busyMode ? modeCommand(deps.busyMode, sessionId, command.args) : UNAVAILABLE;
+    case 'btw':
+      if (!deps.btw) return UNAVAILABLE;
+      return command.args ? deps.btw(sessionId, command.args) : 'Ask your side question after the command: `/btw what was the ticket number again?` I answer it from this conversation, and neither it nor my answer enters the conversation.';
     case 'compact': {
       const result = await deps.ops.compact(sessionId, command.args || undefined);
       if (result.busy) return BUSY;
@@ -77,6 +98,30 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
         : `Started a fresh conversation (${countOf(removed, 'message')} left the context; the transcript keeps ${removed === 1 ? 'it' : 'them'}).`;
     }
   }
+}
+
+/** What each busy mode does, in the user's words. */
+const MODE_TEXT: Readonly<Record<BusyMode, string>> = {
+  steer: 'a message you send while I am answering joins the answer I am writing (I read it before my next step)',
+  queue: 'a message you send while I am answering waits, and gets its own answer after the current one',
+  interrupt: 'a message you send while I am answering stops that answer, and I answer the new message instead',
+};
+
+async function modeCommand(port: BusyModePort, sessionId: string, args: string): Promise<string> {
+  const wanted = args.trim().toLowerCase();
+  if (wanted === '') {
+    const { mode, chosen, channelMode } = await port.current(sessionId);
+    const origin = chosen ? `chosen in this chat; \`/mode default\` goes back to ${channelMode}` : 'the default here';
+    return `Mode: **${mode}** (${origin}): ${MODE_TEXT[mode]}.\nChange it with /mode steer, /mode queue or /mode interrupt.`;
+  }
+  if (wanted === 'default') {
+    await port.set(sessionId, null);
+    const { mode } = await port.current(sessionId);
+    return `Mode: back to the default, **${mode}**: ${MODE_TEXT[mode]}.`;
+  }
+  if (!isBusyMode(wanted)) return `\`${args.trim()}\` is not a mode. Use /mode steer, /mode queue, /mode interrupt or /mode default.`;
+  await port.set(sessionId, wanted);
+  return `Mode: **${wanted}**: from now on ${MODE_TEXT[wanted]}.`;
 }
 
 async function withDetail(deps: CommandDeps, sessionId: string, render: (detail: SessionDetail) => string): Promise<string> {

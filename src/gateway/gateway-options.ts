@@ -1,5 +1,6 @@
 import type { UsageRetention } from '../redis/session-store.js';
 import type { BudgetSettings } from '../core/budget.js';
+import type { BusyModeDefaults } from '../core/busy-mode.js';
 import type { PriceTable } from '../core/models.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
@@ -73,6 +74,12 @@ export interface GatewayOptions {
   transcribeModel?: string;
   /** Tell the user in one line when hygiene compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /**
+   * What a message does when its session's turn is running (`CHATGATE_BUSY_MODE`): `steer` joins the
+   * turn before its next model call, `queue` waits for the next turn, `interrupt` stops the turn and
+   * starts a new one; per channel where given. A chat's `/mode` wins. Default `steer`.
+   */
+  busyMode?: BusyModeDefaults;
   /** Users who may decide tool approvals in any group, as `<channel>:<user id>` (`CHATGATE_APPROVAL_ADMINS`). Default none. */
   approvalAdmins?: readonly string[];
   /** How often the gateway expires tool approvals nobody answered in time, ms. Default 5000. */

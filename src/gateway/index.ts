@@ -22,7 +22,8 @@ import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
-import { createLlmSessionOps } from '../session/session-ops.js';
+import { createLlmSessionOps, DEFAULT_SYSTEM_PROMPT } from '../session/session-ops.js';
+import { createLlmSideQuestion, type SideQuestionDeps } from '../session/side-question.js';
 import { createRetry } from '../session/retry-command.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
@@ -39,7 +40,9 @@ import { assertChannelsUp, channelHealthOf, readChannelsPanel } from './channel-
 import { startPendingSweeper } from './sweeper.js';
 import { createApprovalStore } from '../approvals/store.js';
 import { startApprovalExpiry } from '../approvals/expiry.js';
+import { createDecisionDisplay } from './show-decision.js';
 import { checkLiveWorkers, noLiveWorker, startGatewayHeartbeat } from './heartbeat.js';
+import { startWorkerWatch } from './worker-watch.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
@@ -150,7 +153,10 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(() => Promise.all([turns.close(), producer.close()]));
   const sweeper = startPendingSweeper({ redis: failFastRedis, producer, logger }, { keyPrefix });
   closers.push(async () => sweeper.stop());
-  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [] };
+  // A decision is shown on its question through the channels, once they exist (the expiry may decide before).
+  let decisionChannels: ReadonlyMap<ChannelName, Channel> = new Map();
+  const showDecision = createDecisionDisplay({ channels: () => decisionChannels, ledger: createRedisDeliveryLedger({ redis: failFastRedis }, { keyPrefix }), logger });
+  const approvals = { store: createApprovalStore(failFastRedis, { keyPrefix, transcriptRetention: o.transcriptRetention }), producer, logger, admins: o.approvalAdmins ?? [], showDecision };
   const expiry = startApprovalExpiry(approvals, { intervalMs: o.approvalSweepIntervalMs });
   closers.push(async () => expiry.stop());
   // The summariser's calls (hygiene, `/compact`) go through the budget wrapper, as every model call.
@@ -175,11 +181,12 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
   const budget = o.budgets && hasBudgets(o.budgets) ? { ledger: createBudgetLedger(failFastRedis, { keyPrefix, settings: o.budgets }), timeZone: o.budgets.timeZone } : undefined;
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix) } }, {
-    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds,
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix), btw: sideQuestion(o, { redis: failFastRedis, store, logger }) } }, {
+    keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds, busyMode: o.busyMode,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
   const channelMap = new Map<ChannelName, Channel>(gatewayChannels.list.map((c) => [c.name, c]));
+  decisionChannels = channelMap;
   const app = new Hono();
   gatewayChannels.mount?.(app);
   const channelsStatus: ChannelsStatus = { state: 'starting' };
@@ -199,6 +206,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
   });
   closers.push(() => heartbeat.stop());
+  const workerWatch = startWorkerWatch({ redis: failFastRedis, logger }, { keyPrefix });
+  closers.push(async () => workerWatch.stop());
   // Closed after the channels stop (closers run in reverse): accepted messages finish their hygiene and get their turn.
   closers.push(() => ingest.idle());
   const handle = (message: InboundMessage) => ingest.receive(message);
@@ -269,6 +278,14 @@ function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobDat
       await checkLiveWorkers(redis, keyPrefix);
     },
   };
+}
+
+/** `/btw`: side questions answered by the agent's model from the session's context (src/session/side-question.ts). */
+function sideQuestion(o: ResolvedGatewayOptions, deps: Omit<SideQuestionDeps, 'llm'>) {
+  return createLlmSideQuestion(deps, {
+    baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model: o.llm.model, timeoutMs: COMMAND_SUMMARY_TIMEOUT_MS,
+    systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
+  });
 }
 
 /** The summariser endpoint and the session figures the gateway's session operations use. */

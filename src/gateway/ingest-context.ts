@@ -3,9 +3,10 @@ import type { BudgetLedger } from '../budget/ledger.js';
  * The ingest pipeline's shared types: its dependencies and options, what every step shares, and
  * one message on its way (src/gateway/ingest.ts runs the steps of ingest-steps.ts).
  */
+import type { BusyModeDefaults } from '../core/busy-mode.js';
 import type { ChatCommand } from '../core/commands.js';
 import type { AllowList, Attachment, ChannelName, GroupSessionMode, InboundMessage, InboundVerdict } from '../core/inbound.js';
-import type { Logger, OutageLog } from '../log.js';
+import type { LineThrottle, Logger, OutageLog } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OutboundSink } from '../outbound/outbound-queue.js';
 import type { TurnProducer } from '../queue/producer.js';
@@ -56,6 +57,8 @@ export interface IngestOptions {
   dedupeTtlSeconds?: number;
   /** Tell the user in one line when hygiene compacted their conversation. Default true. */
   compactionNotice?: boolean;
+  /** What a message does while its session's turn runs, per channel (a chat's `/mode` wins). Default `steer` everywhere. */
+  busyMode?: BusyModeDefaults;
 }
 
 /** What every step shares: the pipeline's dependencies and options. */
@@ -70,6 +73,8 @@ export interface IngestContext {
   background: BackgroundTasks;
   /** Failures a Redis outage repeats: one warning per 30 s. */
   outage: OutageLog;
+  /** The `user rate-limited` line: one per user per minute. */
+  rateLines: LineThrottle;
 }
 
 /** One message on its way through the pipeline, and what was worked out of it once, at the start. */

@@ -12,6 +12,7 @@ import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
 import { NOTHING_TO_STOP, stopTurn } from '../turn-stop/stop-command.js';
+import { busyModePort, busyModeTag, interruptIfAsked } from './ingest-busy.js';
 import { retryTurn } from './retry-turn.js';
 import { answerApprovalCommand, denyPending, isApprovalCommand } from './approval-commands.js';
 
@@ -74,10 +75,14 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       const reply = await runCountedFor({ user: userOf(message), chat: sessionId }, () => runCommand(commandDeps(ctx, message), sessionId, command));
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
-    if (command.name !== 'compact') return answer();
+    if (command.name !== 'compact' && command.name !== 'btw') return answer();
+    // A summary or a side question takes a model call: answered in the background, the platform acknowledged now.
+    const failure = command.name === 'compact'
+      ? 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.'
+      : 'The side question could not be answered right now (the model did not answer). Please ask again in a while.';
     void answer().catch(async (err: unknown) => {
-      ctx.outage.error({ err, sessionId }, 'compact command failed');
-      await notify(ctx, message, sessionId, 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.', 'cmd-compact-failed').catch(() => undefined);
+      ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
+      await notify(ctx, message, sessionId, failure, `cmd-${command.name}-failed`).catch(() => undefined);
     });
   });
 };
@@ -99,8 +104,16 @@ export const answerUnsupported: IngestStep = async (ctx, incoming) => {
   const { message, sessionId } = incoming;
   const reply = message.unsupportedReply;
   if (reply === undefined) return null;
-  return answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  const verdict = await answerOnce(ctx, incoming, 'unsupported', () => notify(ctx, message, sessionId, reply, 'unsupported', true));
+  if (verdict.outcome === 'unsupported') logUploadRefused(ctx, incoming, 'unsupported');
+  return verdict;
 };
+
+/** One line per refused upload: which user, what files (type and size, never names), and why. */
+function logUploadRefused(ctx: IngestContext, { message, sessionId, attachments }: Incoming, outcome: 'too_large' | 'unsupported'): void {
+  const files = attachments.map((file) => ({ kind: file.kind, mimeType: file.mimeType, size: file.size }));
+  ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, outcome, files }, 'upload refused');
+}
 
 /** Downloads and stores the message's files (src/gateway/attachments.ts); refuses unreadable or too large ones. */
 export const takeFiles: IngestStep = async (ctx, incoming) => {
@@ -111,6 +124,7 @@ export const takeFiles: IngestStep = async (ctx, incoming) => {
     incoming.attachments = files.attachments;
     return null;
   }
+  logUploadRefused(ctx, incoming, files.outcome);
   await refuse(ctx, incoming.message, incoming.sessionId, files.reason, files.outcome);
   return { outcome: files.outcome, reason: files.reason };
 };
@@ -125,8 +139,10 @@ export const acceptIntoInbox: IngestStep = async (ctx, incoming) => {
   const { deps, options } = ctx;
   const { message, sessionId, oneScript } = incoming;
   const { clientAddress: _address, refusalsAnswered: _answered, ...rest } = message;
+  // The channel's busy mode travels with the message; the chat's /mode, read by the worker's steer take, wins.
+  const tagged = busyModeTag(ctx, message);
   const result = await acceptInbound(deps.redis, {
-    sessionId, message: { ...rest, attachments: incoming.attachments }, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: incoming.nowMs,
+    sessionId, message: { ...rest, attachments: incoming.attachments, ...tagged }, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: incoming.nowMs,
     rate: oneScript ? incoming.rate?.limit : null, tooLong: oneScript && incoming.chars > options.maxMessageChars,
   });
   switch (result.kind) {
@@ -134,6 +150,7 @@ export const acceptIntoInbox: IngestStep = async (ctx, incoming) => {
     case 'rate_limited': return refuseRate(ctx, incoming);
     case 'too_long': return refuseSize(ctx, incoming);
     case 'accepted':
+      if (message.event === undefined) await interruptIfAsked(ctx, message, sessionId, result.figures.meta.chatSettings);
       ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message, result.figures));
       return { outcome: 'accepted' };
   }
@@ -146,6 +163,8 @@ async function duplicate(ctx: IngestContext, sessionId: string, inboxLength: num
 
 async function refuseRate(ctx: IngestContext, { message, sessionId, rate }: Incoming): Promise<InboundVerdict> {
   const retryAfterMs = rate!.retryAfterMs;
+  const held = ctx.rateLines.admit(`${message.channel}:${message.userId}`);
+  if (held !== null) ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, limitPerMinute: ctx.options.rateLimitPerMinute, retryAfterMs, refusedSinceLastLine: held }, 'user rate-limited: message refused');
   const reason = `You are sending messages faster than ${ctx.options.rateLimitPerMinute} a minute, so this one was not read. Wait ${Math.ceil(retryAfterMs / 1000)} s, then send it again.`;
   await refuse(ctx, message, sessionId, reason, 'rate');
   return { outcome: 'rate_limited', reason, retryAfterMs };
@@ -189,6 +208,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
       const denied = deps.approvals ? await denyPending(deps.approvals, sessionId) : 0;
       return denied > 0 && answer === NOTHING_TO_STOP ? `Denied ${countOf(denied, 'tool call')} waiting for approval.` : answer;
     },
+    busyMode: busyModePort(ctx, message),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
 }

@@ -5,12 +5,15 @@
 import { parseCommand } from '../core/commands.js';
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundOutcome, type InboundVerdict } from '../core/inbound.js';
 import { measureText } from '../core/split.js';
-import { createOutageLog } from '../log.js';
+import { createLineThrottle, createOutageLog } from '../log.js';
 import { NOOP_METRICS } from '../metrics.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from '../redis/ingest.js';
 import { rateLimitKey } from '../redis/keys.js';
 import { createBackgroundTasks, type IngestContext, type IngestDeps, type IngestOptions, type IngestStep, type Incoming } from './ingest-context.js';
 import { acceptIntoInbox, answerCommand, answerUnsupported, countRate, dropRedelivery, refuseOverBudget, refuseTooLong, refuseUnlisted, takeFiles } from './ingest-steps.js';
+
+/** At most one `user rate-limited` line per user in this interval, ms: a user sending without pause cannot flood the log. */
+const RATE_LINE_INTERVAL_MS = 60_000;
 
 export type { AllowList, IngestDeps, IngestOptions };
 
@@ -55,6 +58,7 @@ export function createIngest(deps: IngestDeps, options: IngestOptions): Ingest {
   const ctx: IngestContext = {
     deps, options, log, now: deps.now ?? Date.now, ttl: options.dedupeTtlSeconds ?? DEFAULT_SEEN_TTL_SECONDS,
     metrics: deps.metrics ?? NOOP_METRICS, background: createBackgroundTasks(), outage: createOutageLog(log),
+    rateLines: createLineThrottle({ intervalMs: RATE_LINE_INTERVAL_MS, now: deps.now }),
   };
   const receive = async (message: InboundMessage): Promise<InboundVerdict> => {
     const incoming = incomingOf(ctx, message);

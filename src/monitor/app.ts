@@ -8,6 +8,7 @@ import { renderDashboardPage } from './dashboard-page.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
 import { addUsageRoutes, USAGE_PATHS, type UsageMonitorDeps } from './usage-routes.js';
+import { CHANNEL_NAMES } from '../core/inbound.js';
 import type { SessionView } from '../core/session-view.js';
 import { stripUndefined } from '../core/option-checks.js';
 
@@ -29,7 +30,9 @@ export interface StatusPanel {
   ok: boolean;
   checks: Array<{ name: string; status: 'ok' | 'warn' | 'down' | 'skip'; detail: string; fix?: string }>;
   /** Gateways and workers heard of, alive and dead. */
-  processes?: Array<{ role: string; host: string; pid: number; alive: boolean; beatAt: number; startedAt: number; version: string }>;
+  processes?: Array<{ role: string; id: string; host: string; pid: number; alive: boolean; beatAt: number; startedAt: number; version: string }>;
+  /** Turns still recorded as running on a dead worker (a live one is recovering them), by worker id. */
+  deadWorkerTurns?: Array<{ worker: string; turns: number; sessions: string[] }>;
   /** The hygiene line, a share of the usable window: the dashboard marks the sessions at or over it. */
   sessions?: { hygieneAt: number };
 }
@@ -82,7 +85,7 @@ const LIST_QUERY = z.object({
   order: z.enum(['asc', 'desc']).optional(),
   offset: z.coerce.number().int().min(0).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
-  channel: z.enum(['telegram', 'discord', 'web']).optional(),
+  channel: z.enum(CHANNEL_NAMES).optional(),
 });
 
 /**

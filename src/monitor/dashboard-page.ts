@@ -41,7 +41,7 @@ ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-we
 .k-compaction{width:9px;height:9px;border:0;border-radius:50%;background:var(--compaction)}
 .k-noop{width:7px;height:7px;border:1.5px solid var(--noop);border-radius:50%}.k-reset{border-top:2px dotted var(--noop)}
 .k-compress{border-top:2px dashed var(--compress)}.k-hygiene{border-top:2px dashed var(--hygiene)}
-#ledger td{white-space:normal;overflow-wrap:anywhere}#channels td{white-space:normal;overflow-wrap:anywhere}
+#ledger td,#tool-calls td{white-space:normal;overflow-wrap:anywhere}#tool-calls td.code{font-family:ui-monospace,monospace;font-size:12px}#channels td{white-space:normal;overflow-wrap:anywhere}
 .state-disconnected,.state-connecting,.state-waiting,.verdict-down{color:var(--hygiene);font-weight:600}
 .check-warn td:first-child,.check-warn .verdict{color:var(--compress);font-weight:600}.check-down td:first-child,.check-down .verdict{color:var(--hygiene);font-weight:600}
 #status-checks td{white-space:normal;overflow-wrap:anywhere}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
@@ -109,8 +109,16 @@ function renderDetail(d) {
         el('h2', {}, 'Always approved'), el('ul', { id: 'grants' }, ...(d.grants || []).map((g) => el('li', {}, g.tool + ' (by ' + g.by.userName + ', ' + when(g.atMs) + ')'))))),
     el('h2', {}, 'Tool approvals'), el('ul', { id: 'decisions' }, ...(d.decisions || []).map((a) => el('li', {},
       when(a.atMs) + ' ' + a.tool + ' ' + a.decision + (a.by ? ' by ' + a.by.userName + ' (' + a.by.userId + ')' : ' (' + a.via + ')') + (a.always ? ', always' : '') + ': ' + a.args))),
+    el('h2', {}, 'Tool calls'), toolCalls(d.toolCalls || []),
     el('h2', {}, 'Compactions'), timeline,
     el('h2', {}, 'Current summary'), el('pre', { id: 'summary' }, d.summary || '(none yet)'));
+}
+function toolCalls(calls) {
+  if (calls.length === 0) return el('p', { id: 'tool-calls', class: 'muted' }, 'No tool calls in the recent turns.');
+  return el('div', { class: 'scroll' }, el('table', { id: 'tool-calls' }, el('thead', {}, el('tr', {}, ...['turn', 'when', 'tool', 'arguments', 'result'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...calls.map((c, k) => el('tr', { 'data-turn': c.turn, 'data-tool': c.tool, class: k > 0 && calls[k - 1].turn === c.turn ? 'same-turn' : 'first-of-turn' },
+      cell(k > 0 && calls[k - 1].turn === c.turn ? '' : c.turn, 1), cell(when(c.atMs)), cell(c.tool), el('td', { class: 'code' }, c.args),
+      el('td', { class: 'code' + (c.result === null ? ' muted' : '') }, c.result === null ? '(no result yet)' : c.result))))));
 }
 async function refreshChannels() {
   const res = await fetch('api/channels', { headers });
@@ -135,8 +143,14 @@ async function refreshStatus() {
   $('status-verdict').textContent = r.ok ? 'Everything is up.' : 'DOWN: ' + r.checks.filter((c) => c.status === 'down').map((c) => c.name).join(', ');
   $('status-body').replaceChildren(...r.checks.map((c) => el('tr', { class: 'check-' + c.status, 'data-check': c.name },
     cell(c.status === 'down' ? 'DOWN' : c.status), cell(c.name), el('td', {}, c.detail, c.fix && c.status !== 'ok' ? el('div', { class: 'fix' }, 'fix: ' + c.fix) : ''))));
+  const held = (p) => (r.deadWorkerTurns || []).find((d) => d.worker === p.id);
   $('processes-body').replaceChildren(...(r.processes || []).map((p) => el('tr', { 'data-role': p.role, class: p.alive ? 'alive' : 'dead' },
-    cell(p.role), cell(p.host + ' pid ' + p.pid), cell(p.alive ? 'alive' : 'dead'), cell(when(p.beatAt)), cell('v' + p.version))));
+    cell(p.role), cell(p.host + ' pid ' + p.pid), cell(p.alive ? 'alive' : 'dead' + (held(p) ? ': ' + held(p).turns + (held(p).turns === 1 ? ' turn' : ' turns') + ' being recovered' : '')),
+    cell(when(p.beatAt)), cell('v' + p.version))));
+  const deadTurns = (r.deadWorkerTurns || []).flatMap((d) => d.sessions.map((session) => ({ session, worker: (r.processes || []).find((p) => p.id === d.worker) })));
+  $('dead-turns').hidden = deadTurns.length === 0;
+  $('dead-turns-body').replaceChildren(...deadTurns.map((t) => el('tr', { class: 'dead', 'data-session': t.session },
+    cell(t.session), cell(t.worker ? t.worker.host + ' pid ' + t.worker.pid : '?'), cell('its worker died: a live worker is recovering the turn'))));
 }
 async function refreshList() {
   renderSessions(await getJson('api/sessions?limit=200&sort=' + state.sort));
@@ -174,7 +188,9 @@ export function renderDashboardPage(options: DashboardPageOptions = {}): string 
 <span id="status" class="muted"></span><a href="admin/queues">queues</a></header>
 <main><section id="status-panel" hidden><h2>Status</h2><p id="status-verdict"></p><div class="scroll"><table id="status-checks"><tbody id="status-body"></tbody></table></div>
 <h2>Gateways and workers</h2><div class="scroll"><table id="processes"><thead><tr><th>role</th><th>process</th><th>state</th><th>last beat (UTC)</th><th>version</th></tr></thead>
-<tbody id="processes-body"></tbody></table></div></section>
+<tbody id="processes-body"></tbody></table></div>
+<div id="dead-turns" hidden><h2>Turns of dead workers</h2><div class="scroll"><table><thead><tr><th>session</th><th>worker</th><th>state</th></tr></thead>
+<tbody id="dead-turns-body"></tbody></table></div></div></section>
 <section id="channels-panel" hidden><h2>Channels</h2><p id="channels-verdict"></p><div class="scroll"><table id="channels"><thead><tr>
 <th>gateway</th><th>channel</th><th>state</th><th>since (UTC)</th><th>reason</th></tr></thead><tbody id="channels-body"></tbody></table></div></section>
 <section><h2>Sessions</h2><div class="scroll"><table id="sessions"><thead><tr><th>session</th><th class="wide">channel</th><th class="num wide">messages</th>

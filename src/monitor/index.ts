@@ -1,5 +1,5 @@
 export { createMonitorApp } from './app.js';
-export type { ChannelsPanel, MonitorDeps, MonitorOptions, ReadinessCheck, ResolvedMonitorOptions } from './app.js';
+export type { ChannelsPanel, MonitorDeps, MonitorOptions, ReadinessCheck, ResolvedMonitorOptions, StatusPanel } from './app.js';
 export { createAccessGuard, createMonitorAuth, isLoopbackRequestHost, MONITOR_COOKIE } from './auth.js';
 export type { AccessGuardOptions, MonitorAuthOptions } from './auth.js';
 export { addMetricsRoute, addProbeRoutes } from './health.js';

@@ -11,6 +11,8 @@ export const DEFAULT_OUTBOUND_QUEUE = 'outbound';
 /** Payload of a turn job: which session has messages waiting in its inbox. */
 export interface TurnJobData {
   sessionId: string;
+  /** An idle compaction job (workers/idle-compaction.ts): the session version it was scheduled at and the next turn's expected growth, tokens. */
+  idle?: { version: number; growthTokens: number };
 }
 
 /** Queue names and prefix, shared by producers and workers. */

@@ -1,4 +1,4 @@
-import type { InboundMessage } from '../core/inbound.js';
+import { CHANNEL_NAMES, type InboundMessage } from '../core/inbound.js';
 import type { RedisClient } from './client.js';
 import { runScript } from './scripts.js';
 import { channelDeadLetterKey, sessionIndexKey, sessionKeys, type SessionKeys } from './keys.js';
@@ -46,7 +46,7 @@ export async function countDeadLetters(redis: RedisClient, keyPrefix: string, op
     const counts = await lengths(redis, batch.map((id) => sessionKeys(id, keyPrefix).failed));
     batch.forEach((id, k) => { if (counts[k]! > 0) sessions.push({ id, count: counts[k]! }); });
   }
-  const channels = options.channels ?? ['telegram', 'discord', 'web'];
+  const channels = options.channels ?? CHANNEL_NAMES;
   const setAsideCounts = await lengths(redis, channels.map((channel) => channelDeadLetterKey(channel, keyPrefix)));
   const setAside = Object.fromEntries(channels.map((channel, k) => [channel, setAsideCounts[k]!]).filter(([, n]) => Number(n) > 0));
   sessions.sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));

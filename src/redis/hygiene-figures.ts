@@ -7,8 +7,8 @@ import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 import { runScript } from './scripts.js';
 
-/** The meta fields the hygiene pre-check reads. */
-export const HYGIENE_META_FIELDS = ['lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens', 'limits'] as const;
+/** The meta fields the hygiene pre-check reads (and the chat's settings: the accept's busy mode reads them). */
+export const HYGIENE_META_FIELDS = ['lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens', 'limits', 'chatSettings'] as const;
 
 /** One of {@link HYGIENE_META_FIELDS}. */
 export type HygieneMetaField = (typeof HYGIENE_META_FIELDS)[number];

@@ -20,6 +20,18 @@ export async function claimInbox(redis: RedisClient, keys: SessionKeys, logger?:
   return raw.map((item) => JSON.parse(item) as InboundMessage);
 }
 
+/**
+ * Steers the inbox's leading `steer` messages into the running turn (scripts/steer-inbox-4.lua):
+ * moved to the end of the processing list, atomically, only while `fence` holds the lease — so a
+ * worker killed after the take leaves them where a retried turn claims them, never lost nor doubled.
+ * @returns the messages moved, oldest first, or null when the lease is no longer held by `fence`.
+ */
+export async function steerInbox(redis: RedisClient, keys: SessionKeys, fence: number): Promise<InboundMessage[] | null> {
+  const reply = (await runScriptWithOptions(redis, 'steerInbox', [keys.inbox, keys.processing, keys.lease, keys.meta], { fence: String(fence) })) as [number, ...string[]];
+  if (Number(reply[0]) !== 1) return null;
+  return reply.slice(1).map((item) => JSON.parse(item as string) as InboundMessage);
+}
+
 /** Number of messages waiting in the inbox plus those taken by a running turn. */
 export async function pendingCount(redis: RedisClient, keys: SessionKeys): Promise<{ inbox: number; processing: number }> {
   const [inbox, processing] = await Promise.all([redis.llen(keys.inbox), redis.llen(keys.processing)]);

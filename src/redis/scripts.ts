@@ -20,6 +20,7 @@ const REDIS_SCRIPT_FILES = {
   countInWindow: 'count-in-window-1.lua',
   forgetPending: 'forget-pending-1.lua',
   claimInbox: 'claim-inbox-3.lua',
+  steerInbox: 'steer-inbox-4.lua',
   deadLetterProcessing: 'dead-letter-processing-5.lua',
   requeueDeadLetters: 'requeue-dead-letters-2.lua',
   acquireLease: 'acquire-lease-2.lua',

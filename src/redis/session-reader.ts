@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { ChannelName } from '../core/inbound.js';
+import { CHANNEL_NAMES, type ChannelName } from '../core/inbound.js';
 import { stripUndefined } from '../core/option-checks.js';
 import { cacheShareOf, contextFigures, usableWindowOf, effectiveCompactions, fillOf, type CompactionLayer, type SessionLimits } from '../core/session-figures.js';
 import { findSummary as findEngineSummary } from '../core/compaction/summary-block.js';
@@ -55,7 +55,7 @@ interface ResolvedOptions {
 const SCAN_BATCH = 500;
 /** The meta fields a scan reads: enough for the fill, the channel and the last activity. */
 const SCAN_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'overheadTokens', 'projectionTokens', 'route', 'lastActivityMs', 'limits'] as const;
-const CHANNELS: readonly ChannelName[] = ['telegram', 'discord', 'web', 'api'];
+const CHANNELS: readonly ChannelName[] = CHANNEL_NAMES;
 /** Transcript entries replayed for a session's fill history and compaction timeline (the newest). */
 const MAX_REPLAY_ENTRIES = 5000;
 
@@ -99,7 +99,7 @@ export function createRedisSessionView(deps: { redis: RedisClient }, options: Re
         fillHistory: replay.fillHistory, compactions: replay.compactions, resets: replay.resets,
         summary: summary?.body ?? null, pinnedFacts: summary?.pinned ?? [],
         notes: Object.keys(notes).sort().map((key) => ({ key, text: notes[key]! })),
-        grants: grants.map((json) => toGrant(json)).sort((a, b) => a.atMs - b.atMs), decisions: decisionsOf(transcript),
+        grants: grants.map((json) => toGrant(json)).sort((a, b) => a.atMs - b.atMs), decisions: decisionsOf(transcript), toolCalls: replay.toolCalls,
         activity: { createdAt: snapshot.meta.createdAtMs || snapshot.meta.lastActivityMs, contextMessages: snapshot.entries.length, busy: busy === 1, waiting },
         failed,
       };

@@ -1,6 +1,8 @@
 import { isEffectiveCompaction, fillOf, type SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS } from '../core/tokens.js';
-import type { CompactionEvent, FillPoint, ResetEvent } from '../core/session-view.js';
+import { hasToolCalls, messageText } from '../core/messages.js';
+import { TOOL_CALL_TEXT_MAX, type CompactionEvent, type FillPoint, type ResetEvent, type SessionToolCall } from '../core/session-view.js';
+import { truncateText } from '../core/text.js';
 import type { StoredTranscriptEntry, TranscriptCompaction } from './transcript.js';
 
 /** A session's timeline replayed from its transcript. */
@@ -9,6 +11,8 @@ export interface Replay {
   fillHistory: FillPoint[];
   compactions: CompactionEvent[];
   resets: ResetEvent[];
+  /** Each tool call with the turn it belongs to and its result, when recorded. */
+  toolCalls: SessionToolCall[];
 }
 
 interface Cursor {
@@ -29,7 +33,8 @@ interface Cursor {
  */
 export function replayTranscript(entries: readonly StoredTranscriptEntry[], overheadTokens: number, limits: SessionLimits): Replay {
   const base = Math.max(overheadTokens, REPLY_PRIMING_TOKENS);
-  const replay: Replay = { fillHistory: [], compactions: [], resets: [] };
+  const replay: Replay = { fillHistory: [], compactions: [], resets: [], toolCalls: [] };
+  const pending = new Map<string, SessionToolCall>();
   const at: Cursor = { tokens: base, calls: 0, turn: 0, previousRole: '', absorbUsers: false };
   for (const entry of entries) {
     if (entry.type === 'approval') continue;
@@ -42,13 +47,30 @@ export function replayTranscript(entries: readonly StoredTranscriptEntry[], over
       const tokens = entry.promptTokens ?? at.tokens;
       replay.fillHistory.push({ call: at.calls, turn: Math.max(at.turn, 1), at: entry.atMs, tokens, fill: fillOf(tokens, limits) });
       Object.assign(at, { tokens: tokens + entry.tokens, previousRole: 'assistant', absorbUsers: false });
+      if (hasToolCalls(entry.message)) {
+        for (const call of entry.message.tool_calls) {
+          const row: SessionToolCall = { turn: Math.max(at.turn, 1), callId: call.id, tool: call.function.name, args: cut(call.function.arguments), result: null, atMs: entry.atMs };
+          replay.toolCalls.push(row);
+          pending.set(call.id, row);
+        }
+      }
     } else {
+      if (entry.message.role === 'tool') {
+        const row = pending.get(entry.message.tool_call_id);
+        if (row) row.result = cut(messageText(entry.message));
+        pending.delete(entry.message.tool_call_id);
+      }
       if (entry.message.role === 'user' && at.previousRole !== 'user') at.turn += 1;
       if (!(at.absorbUsers && entry.message.role === 'user')) at.tokens += entry.tokens;
       at.previousRole = entry.message.role;
     }
   }
   return replay;
+}
+
+function cut(text: string): string {
+  const short = truncateText(text, TOOL_CALL_TEXT_MAX);
+  return short === text ? text : `${short}…`;
 }
 
 function onCompaction(replay: Replay, at: Cursor, entry: TranscriptCompaction, base: number): void {

@@ -25,6 +25,11 @@ export interface RequestStopOptions {
   keyPrefix?: string;
   /** Default {@link STOP_REQUEST_TTL_MS}. */
   ttlMs?: number;
+  /**
+   * The id of a message in `interrupt` busy mode: only a running turn that has not taken it is
+   * stopped (nothing waiting is, so the message's own turn never is). Default: a plain `/stop`.
+   */
+  interrupt?: string;
 }
 
 /**
@@ -32,7 +37,7 @@ export interface RequestStopOptions {
  * @returns what there was to stop; `idle` writes and publishes nothing.
  */
 export async function requestStop(redis: RedisClient, sessionId: string, keys: SessionKeys, options: RequestStopOptions = {}): Promise<StopRequest> {
-  const reply = String(await runScriptWithOptions(redis, 'requestStop', [keys.lease, keys.processing, keys.inbox, keys.stop], { ttlMs: options.ttlMs ?? STOP_REQUEST_TTL_MS }));
+  const reply = String(await runScriptWithOptions(redis, 'requestStop', [keys.lease, keys.processing, keys.inbox, keys.stop], { ttlMs: options.ttlMs ?? STOP_REQUEST_TTL_MS, ...(options.interrupt === undefined ? {} : { interrupt: options.interrupt }) }));
   if (reply === 'idle') return { state: 'idle' };
   await redis.publish(turnStopChannel(options.keyPrefix ?? DEFAULT_KEY_PREFIX), sessionId);
   if (reply === 'queued') return { state: 'queued' };

@@ -2,7 +2,8 @@
  * Approvals through the fake Discord with discord.js unmodified: the question carries an action row
  * of buttons (custom_id = the command); a press is an INTERACTION_CREATE answered at the interaction
  * callback — UPDATE_MESSAGE showing the decision without buttons — and the turn goes on. Two presses
- * at once run the call once (the other is told privately, the decision left shown). A gateway slower than the press allows is
+ * at once run the call once (the other is told privately, the decision left shown). A typed command
+ * decides the question the same way: it shows the decision and loses its buttons. A gateway slower than the press allows is
  * answered by deferring, then editing the original. In a guild only the user who started the turn or
  * an operator-listed admin may decide: another user's press or typed command is refused, nothing runs.
  */
@@ -117,18 +118,16 @@ describe('approvals on Discord (buttons, interactions)', () => {
     expect(lines('beta.txt')).toEqual(['beta two']);
   });
 
-  it('a press after the question was decided by a typed command: its buttons go and the presser is told', async () => {
+  it('a question decided by a typed command shows the decision and loses its buttons, as after a press', async () => {
     await start();
     const { messageId, id } = await asked('epsilon five');
     discord.dispatchMessage({ content: `/deny ${id}`, where: 'dm', author: ADA });
     await until(() => posts().some((call) => String(call.body?.content).startsWith('Done: Error: the user denied')));
-    const question = discord.messageContent(messageId);
-    discord.pressButton(messageId, `/approve ${id}`);
-    await until(() => answers().length === 2);
-    expect(answers()[0]).toMatchObject({ kind: 'callback', type: 7, components: [] });
-    expect(answers()[1]).toMatchObject({ kind: 'follow-up', ephemeral: true, content: `Already decided — Denied by Ada Lovelace: write_file (${id}).` });
-    expect(discord.messageContent(messageId)).toBe(question);
-    expect(discord.components.has(messageId)).toBe(false);
+    await until(() => !discord.components.has(messageId));
+    expect(discord.messageContent(messageId)).toContain(`Approval needed** (${id})`);
+    expect(discord.messageContent(messageId)).toMatch(new RegExp(`\\n\\nDenied by Ada Lovelace: write_file \\(${id}\\)\\.$`));
+    expect(() => discord.pressButton(messageId, `/approve ${id}`)).toThrow(/has no button/);
+    expect(answers()).toEqual([]);
     expect(lines('epsilon.txt')).toEqual([]);
   });
 

@@ -2,7 +2,7 @@
  * Approvals in the real web chat page (headless Chromium) against a real gateway and worker on real
  * Redis, with the web chat wired as `chatgate` wires it: an `ask` tool's question shows Approve /
  * Always in this chat / Deny; a press decides through the gateway's one decision path, the question
- * shows the decision without buttons — also after a reload — and a press in a second tab that still
+ * shows the decision without buttons — also after a reload, and also when a typed `/stop` decided — and a press in a second tab that still
  * shows the buttons says "Already decided…" and runs nothing; "Always in this chat" lets the next
  * call run without asking. On a phone-width screen the buttons are visible.
  */
@@ -135,6 +135,21 @@ describe('approvals in the web chat page (Chromium)', () => {
     expect(await question.locator('.choices').count()).toBe(0);
     expect(lines('beta.txt')).toEqual([]);
     expect(toolResults(stack.agentRequests().at(-1)!)[0]).toMatch(/^Error: the user denied this call of write_file/);
+  });
+
+  it('a question decided by a typed /stop shows it and loses its buttons, as after a press', async () => {
+    const page = await open('stop-typed');
+    await send(page, 'delta four');
+    const question = page.locator(QUESTION);
+    await question.locator('.choices button').first().waitFor();
+    const id = await idOf(page);
+    await send(page, '/stop');
+    await question.locator('.body', { hasText: `Denied by /stop: write_file (${id}).` }).waitFor();
+    expect(await question.locator('.choices').count()).toBe(0);
+    await page.reload();
+    await page.locator(QUESTION).locator('.body', { hasText: `Denied by /stop: write_file (${id}).` }).waitFor();
+    expect(await page.locator('.choices').count()).toBe(0);
+    expect(lines('delta.txt')).toEqual([]);
   });
 
   it('"Always in this chat" grants the tool: the next call in the conversation runs without asking', async () => {

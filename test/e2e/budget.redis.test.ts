@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createBudgetLedger } from '../../src/budget/ledger.js';
 import { loadConfig } from '../../src/config.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
@@ -21,10 +22,10 @@ afterEach(async () => {
 const BUDGET = /^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in (\d+ h )?\d+ min\.$|^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in \d+ h\.$/;
 
 /** A stack whose model costs $10 per 1M tokens; each answer reports 1,100 tokens ($0.011). */
-async function start(gatewayLimit: boolean): Promise<Stack> {
+async function start(gatewayLimit: boolean, limits: Record<string, string> = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01' }): Promise<Stack> {
   const prices = join(mkdtempSync(join(tmpdir(), 'cg-budget-')), 'prices.json');
   writeFileSync(prices, JSON.stringify({ 'fake-model': { input: 10, output: 10 } }));
-  const env = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01', CHATGATE_PRICES: prices };
+  const env = { ...limits, CHATGATE_PRICES: prices };
   const config = loadConfig(env);
   telegram = await startFakeTelegram();
   stack = await startTelegramStack(telegram, {
@@ -68,5 +69,32 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
     expect(await say(42, 'and again')).toMatch(BUDGET);
     expect(stack.llm.requests).toHaveLength(1);
     expect((await userTexts()).join()).toContain('and again'); // the turn ran and ended with the message
+  });
+
+  it('/usage shows what is left of each limit that applies: the user\'s, the chat\'s, the deployment\'s', async () => {
+    await start(true, { CHATGATE_BUDGET_USER_DAILY_USD: '0.05', CHATGATE_BUDGET_CHAT_MONTHLY_TOKENS: '100000', CHATGATE_BUDGET_DEPLOYMENT_DAILY_USD: '10' });
+    expect(await say(42, 'hello')).toBe('Answer 0');
+    const usage = (await say(42, '/usage')).split('\n');
+    const left = usage.slice(usage.indexOf('<b>Budgets left</b>') + 1);
+    expect(left).toEqual([
+      expect.stringMatching(/^• You, today: \$0\.011 of \$0\.05 used, \$0\.039 left; resets at 00:00 UTC, in (\d+ h )?\d+ min$|^• You, today: \$0\.011 of \$0\.05 used, \$0\.039 left; resets at 00:00 UTC, in \d+ h$/),
+      expect.stringMatching(/^• This chat, this month: 1,100 of 100,000 tokens used, 98,900 tokens left; resets at 00:00 UTC, in \d+ d/),
+      expect.stringMatching(/^• This bot, today: \$0\.011 of \$10\.00 used, \$9\.99 left; resets at 00:00 UTC, in /),
+    ]);
+    expect(stack.llm.requests).toHaveLength(1);
+  });
+
+  it('the gateway\'s /compact reserves and settles its summary for the sender and the chat', async () => {
+    await start(true, { CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000', CHATGATE_BUDGET_CHAT_DAILY_TOKENS: '1000000' });
+    for (let i = 0; i < 8; i++) await say(42, `question ${i}: ${'and some detail about it '.repeat(30)}`);
+    expect(await say(42, '/compact')).toMatch(/^Compacted: [\d,]+ → [\d,]+ tokens\./);
+    const summaries = stack.llm.requests.length - stack.agentRequests().length;
+    expect(summaries).toBe(1);
+    const settings = loadConfig({ CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000', CHATGATE_BUDGET_CHAT_DAILY_TOKENS: '1000000' }).budgets;
+    const state = await createBudgetLedger(stack.t.redis, { keyPrefix: stack.t.keyPrefix, settings }).state({ user: 'telegram:42', chat: 'telegram:42' });
+    // The 8 answers reported 1,100 tokens each; the summary counts on top, for the same three levels.
+    const [user, chat, deployment] = state.filter((c) => c.period === 'day').map((c) => c.usedTokens);
+    expect(user).toBeGreaterThan(8 * 1100);
+    expect([chat, deployment]).toEqual([user, user]);
   });
 });

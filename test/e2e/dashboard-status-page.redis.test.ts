@@ -1,8 +1,8 @@
 /**
  * The dashboard's first screen in headless Chromium against a real `chatgate start --demo`: the
  * status `chatgate status` prints (checks, the worker alive, the channels), then the sessions; on a
- * phone the context fill column stays in view. bull-board (`/admin/queues`) loads nothing from
- * another origin.
+ * phone the context fill column stays in view; a session's view lists the tool calls of its turns.
+ * bull-board (`/admin/queues`) loads nothing from another origin.
  */
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +62,20 @@ describe('the dashboard\'s first screen (Chromium, demo process)', () => {
     expect(box).not.toBeNull();
     expect(box!.x + box!.width).toBeLessThanOrEqual(390);
     expect(await fill.textContent()).toMatch(/%$/);
+    await page.close();
+  });
+
+  it('shows the tool calls of a turn in the session view, read from the transcript', async () => {
+    const posted = await fetch(`${origin}/api/chat/tools/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'what time is it?', clientMessageId: 'm2' }) });
+    expect(posted.status).toBe(202);
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${origin}/dashboard#session=${encodeURIComponent('web:tools')}`);
+    const row = page.locator('#tool-calls tbody tr[data-tool="current_time"]');
+    await row.waitFor({ timeout: 60_000 });
+    const cells = await row.locator('td').allTextContents();
+    expect(cells[0]).toBe('1');
+    expect(cells[3]).toBe('{}');
+    expect(cells[4]).toMatch(/\d{4}-\d{2}-\d{2}/);
     await page.close();
   });
 

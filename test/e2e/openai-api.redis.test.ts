@@ -16,11 +16,15 @@ const KEY = 'sk-alice-0123456789abcdef';
 const BOB_KEY = 'sk-bob-0123456789abcdefgh';
 const ANSWER = 'The answer is **4**, as always — 🎉';
 
-/** Answers by the user's last words: `tool:` first calls the calculator, `say <x>` says x. */
+/** Released by the test that holds a model call. */
+let gate: Promise<void> = Promise.resolve();
+
+/** Answers by the user's last words: `tool:` first calls the calculator, `hold:` waits for `gate`, `say <x>` says x. */
 const handler: FakeHandler = (request) => {
   const last = request.messages[request.messages.length - 1]!;
   if (last.role === 'tool') return { content: `computed ${String(last.content)}`, pieceDelayMs: 2 };
   const text = String(last.content);
+  if (text.includes('hold:')) return { hold: gate.then(() => ({ content: 'the late answer' })) };
   if (text.includes('tool:')) return { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
   const say = /say (.+)$/.exec(text);
   return { content: say ? say[1]! : ANSWER, pieceDelayMs: 2 };
@@ -140,6 +144,26 @@ describe('the OpenAI-compatible API', () => {
     await bob.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'say bob here' }] }, session('s1'));
     expect(userTexts(stack.agentRequests().at(-1)!)).toEqual(['say bob here']);
     expect(await sessionLedger('api:bob:s1')).toMatchObject({ calls: 1 });
+  });
+
+  it('a request that went away leaves its answer behind: the next request of the session gets its own', async () => {
+    let release: () => void = () => undefined;
+    gate = new Promise<void>((resolve) => (release = resolve));
+    const abort = new AbortController();
+    const gone = client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hold: think long' }] }, { ...session('gone'), signal: abort.signal }).catch((err: unknown) => err);
+    await stack.llm.waitForRequest((request) => userTexts(request).at(-1) === 'hold: think long');
+    abort.abort();
+    expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // The gateway notices the abort when the connection closes: until then the session is busy (409).
+    // A stream answers its status as soon as the message is taken.
+    let next: Awaited<ReturnType<typeof streamed>> | undefined;
+    const streamed = () => client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'say fresh' }], stream: true }, session('gone'));
+    while (!next) next = await streamed().catch((err: unknown) => (err instanceof OpenAI.ConflictError ? undefined : Promise.reject(err)));
+    release();
+    let text = '';
+    for await (const chunk of next) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('fresh');
+    expect(userTexts(stack.agentRequests().at(-1)!)).toEqual(['hold: think long', 'say fresh']);
   });
 
   it.runIf(existsSync('/usr/bin/curl'))('answers plain curl, whole and streamed', async () => {

@@ -3,7 +3,7 @@
  * the CLI's (no user), transcriptions; a used-up budget gives compaction's deterministic fallback.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createBudgetGuard, runCountedFor } from '../../src/budget/guard.js';
+import { createBudgetGuard, runCountedFor, runWithBudget } from '../../src/budget/guard.js';
 import { createBudgetLedger, type BudgetScope } from '../../src/budget/ledger.js';
 import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
@@ -12,13 +12,16 @@ import { TokenCounter } from '../../src/core/tokens.js';
 import { BudgetError, StoredFormatError } from '../../src/errors.js';
 import { createTranscriber } from '../../src/llm/transcribe.js';
 import { createSilentLogger } from '../../src/log.js';
+import { attachmentIdOf, storeAttachment } from '../../src/redis/attachments.js';
 import { budgetKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { oggBytes } from '../helpers/files.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createAttachmentReader } from '../../workers/attachments.js';
 
 const MODEL = 'fake-model';
 const PRICES = { [MODEL]: { input: 10, output: 10 } };
@@ -105,6 +108,22 @@ describe('every model call is budgeted', () => {
     await runCountedFor(scope, () => transcriber.transcribe(voice));
     await expect(runCountedFor(scope, () => transcriber.transcribe(voice))).rejects.toBeInstanceOf(BudgetError);
     expect(fake.transcriptions).toHaveLength(2);
+  });
+
+  it('a voice message over the budget is not transcribed: the user reads which limit holds, the model a note', async () => {
+    const s = settings({ user: { day: { usd: 0.001 } } });
+    const spent = await createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s }).reserve({ user: 'web:u' }, { micro: 0, tokens: 0 });
+    if (!('id' in spent)) throw new Error('refused');
+    await createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s }).settle({ user: 'web:u' }, spent.id, { micro: 1000, tokens: 0 });
+    const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, defaultMaxTokens: 100 })!;
+    const transcriber = guard.transcriber(createTranscriber({ baseURL: fake.baseURL, apiKey: 'k', model: 'whisper-1', maxRetries: 0 }));
+    const reader = createAttachmentReader({ redis: t.redis, keyPrefix: t.keyPrefix, log: createSilentLogger(), transcriber }, { vision: false });
+    const stored = await storeAttachment(t.redis, 'web:u', attachmentIdOf('m1', 0), oggBytes(), { keyPrefix: t.keyPrefix, ttlSeconds: 60 });
+    const message = { id: 'm1', channel: 'web' as const, chatId: 'u', userId: 'u', userName: 'U', text: '', receivedAt: 0, attachments: [{ kind: 'voice' as const, ref: 'r', fileName: 'voice.ogg', mimeType: 'audio/ogg', stored }] };
+    const files = await runWithBudget({ user: 'web:u', chat: 'web:u' }, () => undefined, () => reader.read('web:u', message));
+    expect(files.texts).toEqual(['[voice message: not transcribed, the budget is used up]']);
+    expect(files.notices).toEqual([expect.stringMatching(/^I did not transcribe your voice message: You have used today's budget of \$0\.001\. It resets at 00:00 UTC, in /)]);
+    expect(fake.transcriptions).toHaveLength(0);
   });
 
   it('refuses a stored override of another format version instead of reading it as "no limit"', async () => {

@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mcpServers, openMcpRig, startEverythingServer, type McpRig } from '../helpers/mcp.js';
 
 describe('MCP servers over Streamable HTTP: @modelcontextprotocol/server-everything', () => {
@@ -45,6 +48,66 @@ describe('MCP servers over Streamable HTTP: @modelcontextprotocol/server-everyth
     const result = await rig.call('mcp__everything__get-structured-content', { location: 'New York' });
     expect(result).toContain('"temperature"');
   });
+});
+
+/** A pass-through HTTP proxy in front of `target` that keeps every JSON-RPC message the client posts. */
+async function recordingProxy(target: string): Promise<{ url: string; posted: Array<Record<string, unknown>>; close(): Promise<void> }> {
+  const upstream = new URL(target);
+  const posted: Array<Record<string, unknown>> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'POST' && body.length > 0) {
+        const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown> | Array<Record<string, unknown>>;
+        posted.push(...(Array.isArray(parsed) ? parsed : [parsed]));
+      }
+      const forward = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${upstream.pathname}`,
+    posted,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+describe('MCP cancellation at the everything server (its long-running tool)', () => {
+  it('sends notifications/cancelled for the call on its timeout and on /stop', async () => {
+    const everything = await startEverythingServer();
+    const proxy = await recordingProxy(everything.url);
+    const rig = await openMcpRig(mcpServers({ everything: { url: proxy.url, timeoutMs: 1500 } }));
+    const callIds = () => proxy.posted.filter((m) => m.method === 'tools/call' && (m.params as { name?: string }).name === 'trigger-long-running-operation').map((m) => m.id);
+    const cancelled = () => proxy.posted.filter((m) => m.method === 'notifications/cancelled').map((m) => (m.params as { requestId: unknown }).requestId);
+    try {
+      expect(await rig.call('mcp__everything__trigger-long-running-operation', { duration: 20, steps: 4 })).toBe('Error: tool mcp__everything__trigger-long-running-operation failed: timed out after 1500 ms');
+      expect(callIds()).toHaveLength(1);
+      await vi.waitFor(() => expect(cancelled()).toEqual(callIds()), { timeout: 5000 });
+      const stop = new AbortController();
+      const stopped = rig.call('mcp__everything__trigger-long-running-operation', { duration: 20, steps: 4 }, stop.signal);
+      await vi.waitFor(() => expect(callIds()).toHaveLength(2), { timeout: 5000 });
+      stop.abort();
+      expect(await stopped).toBe('Error: tool mcp__everything__trigger-long-running-operation failed: stopped (/stop)');
+      await vi.waitFor(() => expect(cancelled()).toEqual(callIds()), { timeout: 5000 });
+      expect(rig.metrics.events.filter((e) => e.type === 'mcp_tool_call').map((e) => 'outcome' in e && e.outcome)).toEqual(['timeout', 'cancelled']);
+    } finally {
+      await rig.close();
+      await proxy.close();
+      await everything.close();
+    }
+  }, 60_000);
 });
 
 describe('MCP servers over HTTP: fallback and outages', () => {

@@ -1,11 +1,13 @@
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { capToolResult } from '../../workers/request.js';
 import { TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
 import { mcpServerEntry, mcpServers, openMcpRig, TEST_SERVER, type McpRig } from '../helpers/mcp.js';
 import { createTokenCounter } from '../../src/llm/encodings.js';
+import { createLogSink } from '../helpers/log-sink.js';
 
 const rigs: McpRig[] = [];
 afterEach(async () => {
@@ -127,6 +129,22 @@ describe('MCP servers over stdio: bad servers', () => {
     const { tools } = await rig({ t: testServer('ok', { tools: { allow: ['echo', 'a*', 'slow'], deny: ['a_b'] }, approval: { slow: 'deny' } }) });
     // a_b is denied, so a.b no longer collides with it; slow's policy is deny.
     expect(tools.names().filter((name) => name.startsWith('mcp__')).sort()).toEqual(['mcp__t__a_b', 'mcp__t__act', 'mcp__t__add_tool', 'mcp__t__echo']);
+  });
+
+  it('never lets a secret from the environment reach a log line, an error text the model reads, or the status', async () => {
+    const secret = 'sk-never-shown-0042';
+    // The server prints its secret on stderr, then crashes in a call: its last stderr line goes into the error text.
+    const script = `console.error("token is " + process.env.TOOL_TOKEN); import(${JSON.stringify(pathToFileURL(TEST_SERVER).href)})`;
+    const sink = createLogSink('debug');
+    const opened = await openMcpRig(mcpServers({ s: { command: process.execPath, args: ['-e', script, '-', 'ok'], env: { TOOL_TOKEN: '${TOOL_TOKEN}' } } }, { TOOL_TOKEN: secret }), sink.logger);
+    rigs.push(opened);
+    expect(opened.servers.status()[0]).toMatchObject({ state: 'connected' });
+    const result = await opened.call('mcp__s__crash', {});
+    expect(result).toContain('its last stderr line: token is [Redacted]');
+    await vi.waitFor(() => expect(opened.servers.status()[0]).toMatchObject({ state: 'connected' }), { timeout: 30_000 });
+    await sink.waitFor((line) => String(line.stderr ?? '').includes('token is [Redacted]'));
+    const seen = [result, JSON.stringify(opened.servers.status()), ...sink.lines.map((line) => JSON.stringify(line)), ...opened.tools.schemas().map((schema) => JSON.stringify(schema))];
+    expect(seen.filter((text) => text.includes(secret))).toEqual([]);
   });
 
   it('never shows a secret from the environment in its status', async () => {

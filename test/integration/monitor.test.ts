@@ -97,6 +97,8 @@ describe('monitor app', () => {
     metrics.record({ type: 'hygiene_fired', channel: 'web' });
     metrics.record({ type: 'turn', channel: 'telegram', outcome: 'ok', durationMs: 1700 });
     metrics.record({ type: 'delivery_failure', channel: 'discord', reason: 'rate_limited' });
+    metrics.record({ type: 'budget_event', kind: 'near', channel: 'telegram', model: 'gpt-4o-mini' });
+    metrics.record({ type: 'budget_event', kind: 'exhausted', channel: 'telegram', model: 'gpt-4o-mini' });
 
     const after = await scrape(base);
     expect(after.get('chatgate_tokens_total{kind="prompt",channel="telegram"}')).toBe(1200);
@@ -111,7 +113,9 @@ describe('monitor app', () => {
     expect(after.get('chatgate_hygiene_firings_total{channel="web"}')).toBe(1);
     expect(after.get('chatgate_turn_duration_seconds_count{channel="telegram",outcome="ok"}')).toBe(1);
     expect(after.get('chatgate_turn_duration_seconds_bucket{le="2",channel="telegram",outcome="ok"}')).toBe(1);
-    for (const key of after.keys()) expect(key).not.toMatch(/session/i);
+    expect(after.get('chatgate_budget_near_limit_total{channel="telegram",model="gpt-4o-mini"}')).toBe(1);
+    expect(after.get('chatgate_budget_exhausted_total{channel="telegram",model="gpt-4o-mini"}')).toBe(1);
+    for (const key of after.keys()) expect(key).not.toMatch(/session|user=|subject/i);
   });
 
   it('lists the seeded sessions sorted by last activity, by fill, and paged', async () => {

@@ -39,6 +39,8 @@ import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js'
 import { collectOutbound } from '../helpers/redis.js';
 import { pollUntil } from '../helpers/waits.js';
 import { TokenCounter } from '../../src/core/tokens.js';
+import { createBudgetLedger } from '../../src/budget/ledger.js';
+import { listCommand, setCommand } from '../../src/cli/budgets.js';
 
 const TOKENS = new TokenCounter();
 
@@ -185,6 +187,22 @@ describe('on a Redis Cluster', () => {
     await doctorCommand(doctor, { timeoutMs: 2000 });
     expect(doctor.lines.find((line) => line.includes(' redis '))).toMatch(new RegExp(`^ok +redis +Redis [\\d.]+ at redis-cluster://${cluster.seeds} \\(cluster\\)$`));
     expect(doctor.lines.find((line) => line.includes(' queues '))).toMatch(/^ok +queues +turns: 0 waiting, 0 active/);
+  });
+
+  it('reserves and settles budgets in one script on the {budget} slot, and `chatgate budgets` lists and sets them', async () => {
+    const limits = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000' };
+    const ledger = createBudgetLedger(conn.redis, { keyPrefix: config.redis.keyPrefix, settings: loadCliConfig(cliIo(limits)).budgets });
+    const scope = { user: 'web:u1', chat: 'web:budget' };
+    const reserved = await ledger.reserve(scope, { tokens: 100 });
+    if (!('id' in reserved)) throw new Error('refused');
+    await ledger.settle(scope, reserved.id, { tokens: 1000 });
+    expect(await ledger.check(scope)).toMatchObject({ level: 'user', unit: 'tokens', limit: 1000 });
+    const set = cliIo(limits);
+    expect(await setCommand(set, 'user', 'web:u1', { dailyTokens: 5000 })).toBe(0);
+    expect(await ledger.check(scope)).toBeNull();
+    const list = cliIo(limits);
+    expect(await listCommand(list, { json: true })).toBe(0);
+    expect(JSON.parse(list.lines.join('\n'))).toEqual([expect.objectContaining({ level: 'user', subject: 'web:u1', period: 'day', used: 1000, limit: 5000, left: 4000, source: 'override' })]);
   });
 
   it('accepts a message once, counts the rate window, and the sweeper gives a stranded inbox its turn', async () => {

@@ -30,6 +30,6 @@ describe('chatgate status with a dead worker holding a turn', () => {
     const workers = report.checks.find((c) => c.name === 'workers')!;
     expect(workers.status).toBe('warn');
     expect(workers.detail).toMatch(/dead: box pid 200 \(last heard of .*; 1 active turn of it being recovered\)/);
-    expect(report.deadWorkerTurns).toEqual([{ worker: 'box:200:bbbbbb', host: 'box', pid: 200, turns: 1 }]);
+    expect(report.deadWorkerTurns).toEqual([{ worker: 'box:200:bbbbbb', host: 'box', pid: 200, turns: 1, sessions: ['web:x'] }]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetMessage, budgetNoticeMessage, duration, periodWindow, worstCaseMicroUsd } from '../../src/core/budget.js';
+import { budgetMessage, budgetNoticeMessage, describeBudgetsLeft, duration, formatAmount, periodWindow, transcriptionMicroUsd, worstCaseMicroUsd } from '../../src/core/budget.js';
 import { parsePriceTable, pricingOf } from '../../src/core/models.js';
 
 describe('budget periods', () => {
@@ -43,5 +43,32 @@ describe('prices', () => {
       issues: [expect.stringContaining('"a" must be'), expect.stringContaining('unknown: cached'), expect.stringContaining('"c" must be')],
     });
     expect(parsePriceTable([])).toEqual({ issues: [expect.stringContaining('JSON object')] });
+  });
+});
+
+describe('what is left (/usage)', () => {
+  const now = Date.UTC(2026, 11, 2, 20, 48);
+  const resets = Date.UTC(2026, 11, 3);
+
+  it('lists each limit set on a counter with what is used and left, never below 0, and skips counters without one', () => {
+    expect(describeBudgetsLeft([
+      { level: 'user', period: 'day', subject: 'telegram:42', usedUsd: 0.42, usedTokens: 3000, limitUsd: 2, limitTokens: 2000, resetsAtMs: resets },
+      { level: 'chat', period: 'day', subject: 'telegram:42', usedUsd: 0.42, usedTokens: 3000, resetsAtMs: resets },
+      { level: 'deployment', period: 'month', subject: 'all', usedUsd: 12.5, usedTokens: 0, limitUsd: 100, resetsAtMs: Date.UTC(2027, 0, 1) },
+    ], now, 'UTC')).toEqual([
+      'You, today: $0.42 of $2.00 used, $1.58 left; resets at 00:00 UTC, in 3 h 12 min',
+      'You, today: 3,000 of 2,000 tokens used, 0 tokens left; resets at 00:00 UTC, in 3 h 12 min',
+      'This bot, this month: $12.50 of $100.00 used, $87.50 left; resets at 00:00 UTC, in 29 d 3 h',
+    ]);
+  });
+
+  it.each([[0, '$0.00'], [0.011, '$0.011'], [0.0001, '$0.0001'], [0.12345, '$0.1235'], [9.989, '$9.99'], [2, '$2.00']])('formats %s USD as %s', (usd, text) => {
+    expect(formatAmount('usd', usd)).toBe(text);
+  });
+
+  it('prices a transcription by the minute for known models only', () => {
+    expect(transcriptionMicroUsd('whisper-1', 60)).toBe(6000);
+    expect(transcriptionMicroUsd('openai/gpt-4o-mini-transcribe', 30)).toBe(1500);
+    expect(transcriptionMicroUsd('my-local-whisper', 60)).toBeUndefined();
   });
 });

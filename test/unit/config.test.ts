@@ -113,7 +113,8 @@ describe('loadConfig', () => {
         contextWindow: 128_000, contextWindowSource: 'table', pricing: { input: 0.15, output: 0.6, cachedInput: 0.075 }, prices: {}, maxModelCalls: 12, timeoutMs: 120_000,
       },
       liveReplies: { enabled: true, editIntervalMs: 1000 },
-      compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true },
+      compaction: { reservedOutputTokens: 4096, threshold: 0.5, hygieneThreshold: 0.85, notice: true, idleSeconds: 60 },
+      busyMode: { mode: 'steer' },
       workers: { concurrency: 32, leaseTtlMs: 15000, turnLockMs: 30000 },
       telegram: undefined,
       groupMode: 'per-chat',
@@ -160,7 +161,7 @@ describe('loadConfig', () => {
     const config = loadConfig({
       REDIS_URL: 'rediss://:pw@redis.internal:6380/2', CHATGATE_KEY_PREFIX: '{cg}:', CHATGATE_QUEUE_PREFIX: '{cgq}',
       OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_API_KEY: 'ollama', CHATGATE_MODEL: 'ollama/llama3.1:8b', CHATGATE_SUMMARY_MODEL: 'qwen2.5:3b',
-      CHATGATE_RESERVED_OUTPUT_TOKENS: '2048', CHATGATE_THRESHOLD: '.6', CHATGATE_HYGIENE_THRESHOLD: '0.9', CHATGATE_COMPACTION_NOTICE: 'false', CHATGATE_MAX_MODEL_CALLS: '5', CHATGATE_MODEL_TIMEOUT_MS: '15000',
+      CHATGATE_RESERVED_OUTPUT_TOKENS: '2048', CHATGATE_THRESHOLD: '.6', CHATGATE_HYGIENE_THRESHOLD: '0.9', CHATGATE_COMPACTION_NOTICE: 'false', CHATGATE_IDLE_COMPACT_SECONDS: '0', CHATGATE_BUSY_MODE: 'queue, discord=steer', CHATGATE_MAX_MODEL_CALLS: '5', CHATGATE_MODEL_TIMEOUT_MS: '15000',
       CHATGATE_WORKER_CONCURRENCY: '8', TELEGRAM_BOT_TOKEN: '123456:ABC-def_ghi', TELEGRAM_WEBHOOK_URL: 'https://bot.example.com/tg',
       TELEGRAM_WEBHOOK_SECRET: 's3cr3t_-', TELEGRAM_GROUP_MODE: 'per-user', DISCORD_BOT_TOKEN: 'MTA.abcdefghijklmnopqrstuvwxyz',
       CHATGATE_ALLOW_TELEGRAM: '12, 34', CHATGATE_ALLOW_DISCORD: 'none', CHATGATE_ALLOW_WEB: '*', CHATGATE_ALLOW_API: 'alice', CHATGATE_RATE_LIMIT_PER_MINUTE: '60',
@@ -172,7 +173,8 @@ describe('loadConfig', () => {
     });
     expect(config.redis).toMatchObject({ url: 'rediss://:pw@redis.internal:6380/2', keyPrefix: '{cg}:', queuePrefix: '{cgq}' });
     expect(config.llm).toMatchObject({ model: 'ollama/llama3.1:8b', summaryModel: 'qwen2.5:3b', contextWindow: 131_072, pricing: undefined, maxModelCalls: 5, timeoutMs: 15_000 });
-    expect(config.compaction).toEqual({ reservedOutputTokens: 2048, threshold: 0.6, hygieneThreshold: 0.9, notice: false });
+    expect(config.compaction).toEqual({ reservedOutputTokens: 2048, threshold: 0.6, hygieneThreshold: 0.9, notice: false, idleSeconds: 0 });
+    expect(config.busyMode).toEqual({ mode: 'queue', channels: { discord: 'steer' } });
     expect(config.telegram).toEqual({ token: '123456:ABC-def_ghi', apiRoot: 'https://api.telegram.org', webhookUrl: 'https://bot.example.com/tg', webhookSecret: 's3cr3t_-' });
     expect(config.discord).toEqual({ token: 'MTA.abcdefghijklmnopqrstuvwxyz', apiRoot: 'http://127.0.0.1:9000/api' });
     expect(config.groupMode).toBe('per-user');

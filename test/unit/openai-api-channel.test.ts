@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { createOpenAiApiChannel } from '../../channels/openai-api/index.js';
 import { newInput, sessionNameOf, toCompletionRequest } from '../../channels/openai-api/request.js';
-import { Waiter } from '../../channels/openai-api/waiter.js';
+import { Waiter, Waiters } from '../../channels/openai-api/waiter.js';
 
 const KEY = 'sk-test-0123456789abcdef';
 const user = (content: unknown) => ({ role: 'user', content });
@@ -46,30 +46,71 @@ describe('toCompletionRequest and sessionNameOf', () => {
   });
 });
 
-describe('Waiter', () => {
+describe('Waiters', () => {
+  const item = (text: string, answersTurn = false, asks = false) => ({ text, answersTurn, asks });
+
   it('a turn ends at its answer (or a question), a command at its notice; deliveries before the verdict count', async () => {
-    const turn = new Waiter('c');
-    turn.deliver({ text: 'compacted', answersTurn: false, asks: false });
-    turn.deliver({ text: 'answer', answersTurn: true, asks: false });
-    turn.decide('turn');
+    const waiters = new Waiters();
+    const turn = new Waiter('m1');
+    waiters.add('c', turn);
+    expect(waiters.deliver('c', item('compacted'))).toBe('kept');
+    expect(waiters.deliver('c', item('answer', true))).toBe('kept');
+    waiters.decide('c', turn, 'turn');
     await expect(turn.answer).resolves.toBe('answer');
-    const command = new Waiter('c');
-    command.decide('command');
-    command.deliver({ text: 'late answer of an old turn', answersTurn: true, asks: false });
-    command.deliver({ text: 'usage', answersTurn: false, asks: false });
+    waiters.remove('c', turn);
+    const command = new Waiter('m2');
+    waiters.add('c', command);
+    waiters.decide('c', command, 'command');
+    // Nothing is kept from before: the compaction notice is not the command's answer.
+    expect(waiters.deliver('c', item('late answer of an old turn', true))).toBe('unwanted');
+    expect(waiters.deliver('c', item('usage'))).toBe('answered');
     await expect(command.answer).resolves.toBe('usage');
+  });
+
+  it('an orphan keeps its place: its answer is dropped, the next request gets its own', async () => {
+    const waiters = new Waiters();
+    const gone = new Waiter('m1');
+    waiters.add('c', gone);
+    waiters.decide('c', gone, 'turn');
+    gone.orphan();
+    expect(waiters.busy('c')).toBe(false);
+    const next = new Waiter('m2');
+    waiters.add('c', next);
+    waiters.decide('c', next, 'turn');
+    expect(waiters.busy('c')).toBe(true);
+    expect(waiters.deliver('c', item('old answer', true))).toBe('orphaned');
+    waiters.remove('c', gone);
+    expect(waiters.deliver('c', item('approve?', false, true))).toBe('answered');
+    await expect(next.answer).resolves.toBe('approve?');
+  });
+
+  it('an answer that covers both an orphan and the next request (one turn took both) answers the next request', async () => {
+    const waiters = new Waiters();
+    const gone = new Waiter('m1');
+    const next = new Waiter('m2');
+    for (const waiter of [gone, next]) {
+      waiters.add('c', waiter);
+      waiters.decide('c', waiter, 'turn');
+    }
+    gone.orphan();
+    expect(waiters.contested('c')).toBe(true);
+    expect(waiters.deliver('c', { ...item('both', true), replyId: 'reply-x-0' }, new Set(['m0', 'm1', 'm2']))).toBe('answered');
+    await expect(next.answer).resolves.toBe('both');
+    await expect(gone.answer).resolves.toBe('both');
   });
 
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
     const pieces: string[] = [];
-    const waiter = new Waiter('c', (delta) => pieces.push(delta));
-    waiter.decide('turn');
-    waiter.draft('Let me');
-    waiter.draft('Let me check');
-    waiter.clearDraft();
-    waiter.draft('It is');
-    waiter.draft('It is 4');
-    waiter.deliver({ text: 'It is 4.', answersTurn: true, asks: false });
+    const waiters = new Waiters();
+    const waiter = new Waiter('m1', (delta) => pieces.push(delta));
+    waiters.add('c', waiter);
+    waiters.decide('c', waiter, 'turn');
+    waiters.draft('c', 'Let me');
+    waiters.draft('c', 'Let me check');
+    waiters.draft('c', null);
+    waiters.draft('c', 'It is');
+    waiters.draft('c', 'It is 4');
+    waiters.deliver('c', item('It is 4.', true));
     await expect(waiter.answer).resolves.toBe('It is 4.');
     expect(pieces).toEqual(['Let me', ' check', '\n\nIt is', ' 4', '.']);
   });
@@ -103,9 +144,12 @@ describe('the API channel over HTTP (no gateway)', () => {
     const second = await post(channel.app, { model: 'x', messages: [user('again')] }, { 'x-chatgate-session': 's' });
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ error: { code: 'session_busy' } });
+    // Sent again at once it would be refused again: the SDKs are told not to retry.
+    expect(second.headers.get('x-should-retry')).toBe('false');
     const limited = await post(channel.app, { model: 'x', messages: [user('fast')] }, { 'x-chatgate-session': 'other' });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('3');
+    expect(limited.headers.get('x-should-retry')).toBeNull();
     expect(taken[0]).toMatchObject({ channel: 'api', chatId: 'alice:s', userId: 'alice', text: 'hi', refusalsAnswered: true });
     await channel.send({ chatId: 'alice:s' }, { text: 'hello **alice**', mode: 'formatted', answersTurn: true });
     const answer = await (await first).json() as { choices: Array<{ message: { content: string } }>; usage: object };
@@ -124,6 +168,29 @@ describe('the API channel over HTTP (no gateway)', () => {
     const bad = await post(channel.app, { model: 'x', messages: [user('hi')] }, { 'x-chatgate-session': 'no spaces please' });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { code: 'invalid_session', param: 'X-Chatgate-Session' } });
+    await channel.stop();
+  });
+
+  it('a long wait starts the 200 response and keeps it alive with spaces; the JSON follows', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], keepAliveMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('slow')] });
+    // The response started before any answer was there.
+    expect(response.status).toBe(200);
+    expect(channel.waiting()).toBe(1);
+    await channel.send({ chatId: 'alice:default' }, { text: 'at last', mode: 'formatted', answersTurn: true });
+    const text = await response.text();
+    expect(JSON.parse(text)).toMatchObject({ object: 'chat.completion', choices: [{ message: { content: 'at last' } }] });
+    await channel.stop();
+  });
+
+  it('answers 504 when no answer comes within maxWaitMs', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], maxWaitMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('never answered')] });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error: { code: 'timeout', type: 'server_error' } });
+    expect(channel.waiting()).toBe(0);
     await channel.stop();
   });
 });

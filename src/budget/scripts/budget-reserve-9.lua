@@ -37,16 +37,8 @@ if not opts.dryRun then
   if type(opts.id) ~= 'string' or type(opts.leaseMs) ~= 'number' then return redis.error_reply('ERR budgetReserve: needs id and leaseMs') end
   local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', int(opts.now), 'LIMIT', 0, 50)
   for _, id in ipairs(expired) do
-    local data = redis.call('HGET', KEYS[2], id)
-    if data then
-      local r = cjson.decode(data)
-      for _, key in ipairs(r.k) do
-        redis.call('HINCRBY', key, 'rm', int(-r.m))
-        redis.call('HINCRBY', key, 'rt', int(-r.t))
-      end
-    end
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+    releaseReservation(id)
+    redis.call('ZREM', KEYS[1], id) -- an id without data (never expected) leaves the set too
   end
 end
 local state = {}

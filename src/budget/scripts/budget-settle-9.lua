@@ -37,16 +37,7 @@ for i = 1, 6 do
     limits[i] = { lm, lt }
   end
 end
-local data = redis.call('HGET', KEYS[2], opts.id)
-if data then
-  local r = cjson.decode(data)
-  for _, key in ipairs(r.k) do
-    redis.call('HINCRBY', key, 'rm', int(-r.m))
-    redis.call('HINCRBY', key, 'rt', int(-r.t))
-  end
-  redis.call('ZREM', KEYS[1], opts.id)
-  redis.call('HDEL', KEYS[2], opts.id)
-end
+releaseReservation(opts.id)
 local events = {}
 local function check(i, unit, used, limit)
   if limit < 0 then return end

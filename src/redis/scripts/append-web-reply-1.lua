@@ -31,16 +31,19 @@
 --- @include "decode-options"
 local opts, bad = decodeOptions('appendWebReply')
 if not opts then return bad end
-local maxLen, ttl, at, delivery = tonumber(opts['maxLen']), tonumber(opts['ttlSeconds']), tonumber(opts['atMs']), opts['deliveryId']
+local maxLen, ttl, at = tonumber(opts['maxLen']), tonumber(opts['ttlSeconds']), tonumber(opts['atMs'])
 if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: maxLen must be an integer >= 1') end
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end
 if not at then return redis.error_reply('ERR appendWebReply: atMs must be a number') end
-if delivery ~= nil and (type(delivery) ~= 'string' or delivery == '') then return redis.error_reply('ERR appendWebReply: deliveryId must be a non-empty string') end
-local streamId = opts['streamId']
-if streamId ~= nil and (type(streamId) ~= 'string' or streamId == '') then return redis.error_reply('ERR appendWebReply: streamId must be a non-empty string') end
-local choices, edits = opts['choices'], opts['edits']
-if choices ~= nil and (type(choices) ~= 'string' or choices == '') then return redis.error_reply('ERR appendWebReply: choices must be a non-empty JSON string') end
-if edits ~= nil and (type(edits) ~= 'string' or edits == '') then return redis.error_reply('ERR appendWebReply: edits must be a non-empty string') end
+-- The optional fields, each a non-empty string when given: { option, the entry's field }.
+local OPTIONAL = { { 'deliveryId', 'delivery' }, { 'streamId', 'stream' }, { 'choices', 'choices' }, { 'edits', 'edits' } }
+local extra = {}
+for _, names in ipairs(OPTIONAL) do
+  local value = opts[names[1]]
+  if value ~= nil and (type(value) ~= 'string' or value == '') then return redis.error_reply('ERR appendWebReply: ' .. names[1] .. ' must be a non-empty string') end
+  extra[names[2]] = value
+end
+local delivery, edits = extra['delivery'], extra['edits']
 local wake = opts['wake']
 if wake ~= nil and (type(wake) ~= 'table' or type(wake[1]) ~= 'string' or type(wake[2]) ~= 'string') then return redis.error_reply('ERR appendWebReply: wake must be [channel, message]') end
 if type(ARGV[2]) ~= 'string' or (ARGV[3] ~= 'markdown' and ARGV[3] ~= 'text') then return redis.error_reply('ERR appendWebReply: text and format (markdown or text) are required') end
@@ -58,21 +61,11 @@ if delivery or edits then
   end
 end
 local fields = { 'text', ARGV[2], 'format', ARGV[3], 'at', string.format('%.0f', at) }
-if delivery then
-  fields[#fields + 1] = 'delivery'
-  fields[#fields + 1] = delivery
-end
-if streamId then
-  fields[#fields + 1] = 'stream'
-  fields[#fields + 1] = streamId
-end
-if choices then
-  fields[#fields + 1] = 'choices'
-  fields[#fields + 1] = choices
-end
-if edits then
-  fields[#fields + 1] = 'edits'
-  fields[#fields + 1] = edits
+for _, names in ipairs(OPTIONAL) do
+  if extra[names[2]] then
+    fields[#fields + 1] = names[2]
+    fields[#fields + 1] = extra[names[2]]
+  end
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', unpack(fields))
 redis.call('EXPIRE', KEYS[1], ttl)

@@ -8,7 +8,9 @@
     KEYS[4] the session's stop request (written here with a TTL): "queued", or JSON
             { "fence": the running turn's fencing token, "first": the id of its first message }
 
-    ARGV[1] options, JSON: { "ttlMs": number }
+    ARGV[1] options, JSON: { "ttlMs": number, "interrupt"?: message id }
+            With `interrupt` (a message in `interrupt` busy mode): only a running turn is stopped, and
+            only one that has not taken that message itself ("idle" otherwise, nothing written).
 
   Output:
     "running:<fence>" - a turn holds the lease and has taken messages: the stop targets that turn
@@ -23,8 +25,18 @@ if not opts then return bad end
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 then return redis.error_reply('ERR requestStop: ttlMs must be a number >= 1') end
 
+local interrupt = opts['interrupt']
+if interrupt ~= nil and type(interrupt) ~= 'string' then return redis.error_reply('ERR requestStop: interrupt must be a message id') end
+
 local fence = redis.call('GET', KEYS[1])
 local taken = redis.call('LLEN', KEYS[2])
+if interrupt ~= nil then
+  if not fence or taken == 0 then return 'idle' end
+  for _, item in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+    local ok, value = pcall(cjson.decode, item)
+    if ok and type(value) == 'table' and value['id'] == interrupt then return 'idle' end
+  end
+end
 if fence and taken > 0 then
   local ok, first = pcall(cjson.decode, redis.call('LINDEX', KEYS[2], 0))
   local firstId = (ok and type(first) == 'table' and type(first['id']) == 'string') and first['id'] or ''

@@ -11,6 +11,8 @@
   override of its level and subject when there is one, else the configured ones. A stored
   override of another format version is an error (never read as "no limit").
   readCounter(key): { um, ut, rm, rt } as numbers. int(x): x as an integer string (cjson numbers are floats).
+  releaseReservation(id): gives back what reservation id holds on its counters (KEYS[1], KEYS[2]:
+  the open reservations and their data) and forgets it; an id already released is a no-op.
 ]]
 local function int(x)
   return string.format('%d', x)
@@ -42,4 +44,16 @@ local function validCounters(opts)
     if not skipped and (type(c) ~= 'table' or type(c.field) ~= 'string' or (c.period ~= 'day' and c.period ~= 'month') or type(c.limitMicro) ~= 'number' or type(c.limitTokens) ~= 'number' or type(c.expireAt) ~= 'number') then return false end
   end
   return true
+end
+
+local function releaseReservation(id)
+  local data = redis.call('HGET', KEYS[2], id)
+  if not data then return end
+  local r = cjson.decode(data)
+  for _, key in ipairs(r.k) do
+    redis.call('HINCRBY', key, 'rm', int(-r.m))
+    redis.call('HINCRBY', key, 'rt', int(-r.t))
+  end
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
 end

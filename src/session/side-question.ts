@@ -1,0 +1,71 @@
+/**
+ * `/btw <question>`: a side question answered from the session's current context, outside its
+ * turns. The model sees what the next turn would see — the projection (summary and recent
+ * messages, as last committed) and the notes — then the question, and answers without tools. Neither
+ * the question nor the answer enters the projection or the transcript, so the main thread never
+ * sees them; a running turn is neither waited for nor changed (what it has not committed yet is not
+ * seen). The call is counted in the session's usage ledger.
+ */
+import type { ChatMessage } from '../core/messages.js';
+import { createLlmClient, type LlmClient } from '../llm/client.js';
+import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/client.js';
+import { createSessionNotes } from '../redis/notes.js';
+import type { SessionStore } from '../redis/session-store.js';
+import { callUsageDelta, type PriceTable } from '../redis/usage.js';
+
+/** What a side question needs. */
+export interface SideQuestionDeps {
+  redis: RedisClient;
+  store: SessionStore;
+  llm: LlmClient;
+  logger: Logger;
+}
+
+/** Options of {@link createSideQuestion}. */
+export interface SideQuestionOptions {
+  systemPrompt: string;
+  contextWindow: number;
+  /** Output limit of the answer, tokens; 0: none. */
+  reservedOutputTokens: number;
+  prices?: PriceTable;
+}
+
+/** The framing of the question: the model answers it from the conversation, briefly, as an aside. */
+const SIDE_QUESTION_PREFIX = '[Side question, asked beside the conversation: answer it briefly from the conversation so far. It is not part of the conversation and no tools are available.]\n';
+
+/** Answers a side question for a session. @returns the answer text. @throws LlmError when the model call fails. */
+export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestionOptions): (sessionId: string, question: string) => Promise<string> {
+  const log = deps.logger.child({ component: 'side-question' });
+  return async (sessionId, question) => {
+    const keys = deps.store.keys(sessionId);
+    const [snapshot, notes] = await Promise.all([deps.store.load(sessionId), createSessionNotes(deps.redis, keys).list()]);
+    const noteLines = Object.entries(notes).map(([key, text]) => `- ${key}: ${text}`);
+    const messages: ChatMessage[] = [
+      { role: 'system', content: options.systemPrompt },
+      ...(noteLines.length > 0 ? [{ role: 'system' as const, content: `Notes saved with the remember tool:\n${noteLines.join('\n')}` }] : []),
+      ...snapshot.entries.map((entry) => entry.message),
+      { role: 'user', content: `${SIDE_QUESTION_PREFIX}${question}` },
+    ];
+    const result = await deps.llm.complete({ messages, logger: log, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
+    if (result.usage) {
+      // Counters only: the context fill is the main thread's, which this call did not change.
+      const { incr } = callUsageDelta(result.model, result.usage, options.contextWindow, options.prices);
+      const multi = deps.redis.multi();
+      for (const [field, value] of Object.entries(incr)) if (value) multi.hincrby(keys.usage, field, value);
+      await multi.exec();
+    }
+    log.info({ sessionId, promptTokens: result.usage?.promptTokens }, 'side question answered');
+    const text = (result.message.content ?? '').trim();
+    return text === '' ? 'I have no answer to that side question.' : text;
+  };
+}
+
+/** {@link createSideQuestion} with its own client of the agent's endpoint (no streaming, one retry). */
+export function createLlmSideQuestion(
+  deps: Omit<SideQuestionDeps, 'llm'>,
+  options: SideQuestionOptions & { baseURL: string; apiKey?: string; model: string; timeoutMs: number },
+): (sessionId: string, question: string) => Promise<string> {
+  const llm = createLlmClient({ baseURL: options.baseURL, apiKey: options.apiKey, model: options.model, timeoutMs: options.timeoutMs, retry: { maxRetries: 1 }, stream: false }, { logger: deps.logger });
+  return createSideQuestion({ ...deps, llm }, options);
+}
