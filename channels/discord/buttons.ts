@@ -1,11 +1,11 @@
 /**
  * A press of a message's button (INTERACTION_CREATE): the button's command (its `custom_id`) goes to
- * the gateway as a message of the user who pressed it, and its answer is shown where it was pressed —
- * when the press settled the question, the message is updated to show the decision without its
- * buttons (UPDATE_MESSAGE); when it was decided before, the buttons are removed and an ephemeral
- * follow-up says so; otherwise (not theirs to decide, refused) an ephemeral reply says why. Discord
- * waits 3 s for the first answer: when the gateway is slower, the press is deferred first and then
- * the original message edited, or a follow-up sent.
+ * the gateway as a message of the user who pressed it, and its answer is shown where it was pressed.
+ * When the press settled the question, the decision itself has already edited the question (its text
+ * says it, its buttons gone: src/gateway/show-decision.ts, as after a typed command, the expiry or
+ * `/stop`), so the press is only acknowledged (DEFERRED_UPDATE_MESSAGE); when it was decided before,
+ * an ephemeral follow-up says so; otherwise (not theirs to decide, refused) an ephemeral reply says
+ * why. Discord waits 3 s for the first answer: when the gateway is slower, the press is deferred first.
  */
 import { MessageFlags, type ButtonInteraction, type Interaction } from 'discord.js';
 import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
@@ -46,16 +46,10 @@ async function answerPress(interaction: ButtonInteraction, onMessage: InboundHan
   }
   const { text, settled, repeat } = answerOf(outcome.value);
   if (!settled) return void (await privately(interaction, text, deferred));
-  if (repeat) {
-    // Decided before (a second press, a typed command, the expiry): the buttons go, the text stays
-    // (content left out: a press racing the deciding one must not overwrite its decision), and the presser is told.
-    if (deferred) await interaction.editReply({ components: [] });
-    else await interaction.update({ components: [] });
-    return void (await interaction.followUp({ content: truncateText(text, MAX_CONTENT), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS }));
-  }
-  const content = truncateText(`${interaction.message.content}\n\n${text}`.trim(), MAX_CONTENT);
-  if (deferred) await interaction.editReply({ content, components: [], allowedMentions: NO_MENTIONS });
-  else await interaction.update({ content, components: [], allowedMentions: NO_MENTIONS });
+  // Settled: the decision showed itself on the question; the press only needs its acknowledgement.
+  if (!deferred) await interaction.deferUpdate();
+  // Decided before (a second press racing the first): the presser is told.
+  if (repeat) await interaction.followUp({ content: truncateText(text, MAX_CONTENT), flags: MessageFlags.Ephemeral, allowedMentions: NO_MENTIONS });
 }
 
 /** The press as the gateway's message: the command, from the user who pressed, in the chat (and thread) of the button. */

@@ -1,10 +1,10 @@
 /**
  * Approvals through the fake Discord with discord.js unmodified: the question carries an action row
- * of buttons (custom_id = the command); a press is an INTERACTION_CREATE answered at the interaction
- * callback — UPDATE_MESSAGE showing the decision without buttons — and the turn goes on. Two presses
+ * of buttons (custom_id = the command); a press is an INTERACTION_CREATE, acknowledged at the interaction
+ * callback, and the decision edits the question to show it without buttons; the turn goes on. Two presses
  * at once run the call once (the other is told privately, the decision left shown). A typed command
  * decides the question the same way: it shows the decision and loses its buttons. A gateway slower than the press allows is
- * answered by deferring, then editing the original. In a guild only the user who started the turn or
+ * answered by deferring. In a guild only the user who started the turn or
  * an operator-listed admin may decide: another user's press or typed command is refused, nothing runs.
  */
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -96,7 +96,8 @@ describe('approvals on Discord (buttons, interactions)', () => {
 
     discord.pressButton(messageId, `/approve ${id}`);
     await until(() => posts().some((call) => call.body?.content === 'Done: wrote alpha.txt'));
-    expect(answers()).toEqual([expect.objectContaining({ kind: 'callback', type: 7, components: [], ephemeral: false })]);
+    // The decision edited the question itself; the press is acknowledged without a second edit.
+    expect(answers()).toEqual([expect.objectContaining({ kind: 'callback', type: 6 })]);
     expect(discord.messageContent(messageId)).toContain(`Approval needed** (${id})`);
     expect(discord.messageContent(messageId)).toMatch(new RegExp(`\\n\\nApproved by Ada Lovelace: write_file \\(${id}\\)\\.$`));
     expect(discord.components.has(messageId)).toBe(false);
@@ -111,8 +112,9 @@ describe('approvals on Discord (buttons, interactions)', () => {
     discord.pressButton(messageId, `/approve ${id}`);
     discord.pressButton(messageId, `/deny ${id}`);
     await until(() => answers().length === 3 && posts().some((call) => call.body?.content === 'Done: wrote beta.txt'));
-    // The deciding press shows the decision; the other only takes the buttons away (content left as it is) and is told.
-    expect(answers().filter((a) => a.type === 7).map((a) => a.content)).toEqual(expect.arrayContaining([undefined, expect.stringContaining(`Approved by Ada Lovelace: write_file (${id}).`)]));
+    // Both presses are acknowledged; the one that came second is told privately.
+    expect(answers().filter((a) => a.kind === 'callback').map((a) => a.type)).toEqual([6, 6]);
+    expect(discord.components.has(messageId)).toBe(false);
     expect(answers().find((a) => a.kind === 'follow-up')).toMatchObject({ ephemeral: true, content: `Already decided — Approved by Ada Lovelace: write_file (${id}).` });
     expect(discord.messageContent(messageId)).toMatch(/Approved by Ada Lovelace: write_file \([a-z0-9]{6}\)\.$/);
     expect(lines('beta.txt')).toEqual(['beta two']);
@@ -131,13 +133,14 @@ describe('approvals on Discord (buttons, interactions)', () => {
     expect(lines('epsilon.txt')).toEqual([]);
   });
 
-  it('a gateway slower than the press allows: the press is deferred, then the original message edited', async () => {
+  it('a gateway slower than the press allows: the press is deferred, and the decision shows on the question', async () => {
     await start({ pressDeferAfterMs: 0 });
     const { messageId, id } = await asked('gamma three');
     discord.pressButton(messageId, `/deny ${id}`);
-    await until(() => answers().length === 2);
-    expect(answers().map((a) => [a.kind, a.type])).toEqual([['callback', 6], ['edit-original', undefined]]);
-    expect(answers()[1]).toMatchObject({ components: [], content: expect.stringContaining(`Denied by Ada Lovelace: write_file (${id}).`) });
+    await until(() => answers().length === 1 && discord.messageContent(messageId)!.includes('Denied by'));
+    expect(answers().map((a) => [a.kind, a.type])).toEqual([['callback', 6]]);
+    expect(discord.messageContent(messageId)).toMatch(new RegExp(`Denied by Ada Lovelace: write_file \\(${id}\\)\\.$`));
+    expect(discord.components.has(messageId)).toBe(false);
     await until(() => posts().some((call) => String(call.body?.content).startsWith('Done: Error: the user denied')));
     expect(lines('gamma.txt')).toEqual([]);
   });
@@ -158,7 +161,8 @@ describe('approvals on Discord (buttons, interactions)', () => {
     // An operator-listed admin may decide.
     discord.pressButton(messageId, `/approve ${id}`, CAROL);
     await until(() => posts().some((call) => call.body?.content === 'Done: wrote delta.txt'));
-    expect(answers()[1]).toMatchObject({ type: 7, content: expect.stringContaining(`Approved by carol: write_file (${id}).`) });
+    expect(answers()[1]).toMatchObject({ kind: 'callback', type: 6 });
+    expect(discord.messageContent(messageId)).toContain(`Approved by carol: write_file (${id}).`);
     expect(lines('delta.txt')).toEqual(['delta four']);
   });
 });

@@ -2,6 +2,10 @@ import { once } from 'node:events';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createSilentLogger } from '../../src/log.js';
+import { createPrometheusMetrics } from '../../src/monitor/metrics.js';
+import { startMcpServers } from '../../workers/tools/mcp/manager.js';
+import { ToolRegistry } from '../../workers/tools/registry.js';
 import { mcpServers, openMcpRig, startEverythingServer, type McpRig } from '../helpers/mcp.js';
 
 describe('MCP servers over Streamable HTTP: @modelcontextprotocol/server-everything', () => {
@@ -42,6 +46,27 @@ describe('MCP servers over Streamable HTTP: @modelcontextprotocol/server-everyth
     const result = await rig.call('mcp__everything__get-tiny-image', {});
     expect(result).toMatch(/\[image image\/png, [\d.]+ KB: not shown to the model\]/);
     expect(result.length).toBeLessThan(500);
+  });
+
+  it('counts each call in /metrics by server, tool and outcome', async () => {
+    const tools = new ToolRegistry();
+    const metrics = createPrometheusMetrics({ processMetrics: false });
+    const servers = startMcpServers({ tools, logger: createSilentLogger(), metrics }, { servers: mcpServers({ everything: { url: everything.url } }) });
+    try {
+      await servers.ready();
+      const call = (name: string, args: unknown) => tools.execute({ id: name, type: 'function', function: { name, arguments: JSON.stringify(args) } }, {
+        sessionId: 't:1', callId: name, idempotencyKey: `t:1:turn:${name}`, notes: { list: async () => ({}), set: async () => undefined, remove: async () => false },
+        searchTranscript: async () => [], requestCompaction: () => undefined, now: () => new Date(),
+      });
+      await call('mcp__everything__echo', { message: 'one' });
+      await call('mcp__everything__echo', { message: 'two' });
+      await call('mcp__everything__get-sum', { a: 'one', b: 2 });
+      const text = await metrics.registry.metrics();
+      expect(text).toContain('chatgate_mcp_tool_calls_total{server="everything",tool="echo",outcome="ok"} 2');
+      expect(text).toContain('chatgate_mcp_tool_calls_total{server="everything",tool="get-sum",outcome="error"} 1');
+    } finally {
+      await servers.close();
+    }
   });
 
   it('gives structured content as JSON', async () => {
