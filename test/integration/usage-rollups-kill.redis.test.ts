@@ -1,0 +1,132 @@
+/**
+ * Rollups against the sessions' ledgers after a run of `chatgate worker` processes in which workers
+ * are SIGKILLed mid-turn (between a turn's committed tool round and its final commit, and during
+ * calls): each turn's usage enters the ledger and the rollups in the same commit, so the two agree
+ * exactly, however often a turn was retried. No double count.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
+import { messageText, type ChatMessage } from '../../src/core/messages.js';
+import { openShardedQueue } from '../../src/queue/sharded.js';
+import { sessionKeys } from '../../src/redis/keys.js';
+import { readUsage } from '../../src/redis/usage.js';
+import { createUsageReader } from '../../src/usage/read-model.js';
+import type { FakeOpenAI, FakeReply } from '../fakes/openai-server.js';
+import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
+import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import { pollUntil } from '../helpers/waits.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
+
+const SESSIONS = 8;
+const MESSAGES = 3;
+
+describe('usage rollups with workers killed mid-turn', () => {
+  let rig: WorkerRig;
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let producer: TurnProducer;
+  let out: OutboundCollector;
+  let front: Awaited<ReturnType<typeof startModelsFront>>;
+
+  const startWorker = async (): Promise<ChildProcess> => rig.track(await spawnCliWorker({
+    redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
+    env: { CHATGATE_WORKER_CONCURRENCY: '4', CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
+  }));
+
+  beforeEach(async () => {
+    rig = await openWorkerRig();
+    ({ t, fake, producer, out } = rig);
+    front = await startModelsFront(fake.baseURL);
+  });
+  afterEach(async () => {
+    await rig.close();
+    await front.close();
+  });
+
+  it('equal the sum of the ledgers after SIGKILLs, by chat, user and in total (test 6)', async () => {
+    // Each turn: a tool round (committed), then the answer. While `holding`, every call waits.
+    let holding = false;
+    const held: Array<(reply: FakeReply) => void> = [];
+    fake.setHandler((r) => {
+      const answer = answerOf(r.messages);
+      if (!holding) return answer;
+      return { hold: new Promise<FakeReply>((resolve) => { held.push(() => resolve(answer)); }) };
+    });
+    const workers = [await startWorker(), await startWorker(), await startWorker()];
+    for (let m = 0; m < MESSAGES; m++) {
+      for (let s = 0; s < SESSIONS; s++) await producer.submitInbound(inbound(s, m));
+    }
+    // Twice: hold the calls in flight, kill two workers while they wait (some after a committed tool round), start two more.
+    for (let round = 0; round < 2; round++) {
+      await pollUntil(() => covered(out.replies) >= (round + 1) * 4, { timeoutMs: 60_000, what: `${(round + 1) * 4} answers` });
+      holding = true;
+      await pollUntil(() => held.length >= 2, { timeoutMs: 30_000, what: 'two calls held' });
+      const victims = workers.splice(0, 2);
+      for (const victim of victims) {
+        victim.kill('SIGKILL');
+        await once(victim, 'exit');
+      }
+      workers.push(await startWorker(), await startWorker());
+      holding = false;
+      for (const release of held.splice(0)) release({ content: 'too late' });
+    }
+    await out.waitFor((replies) => covered(replies) === SESSIONS * MESSAGES);
+    const turns = openShardedQueue('turns', t.names, t.redis);
+    await pollUntil(async () => Object.values(await turns.getJobCounts('active', 'waiting', 'delayed', 'prioritized')).every((n) => n === 0), { intervalMs: 50, timeoutMs: 60_000, what: 'the turns queue drained' });
+    await turns.close();
+
+    const reader = createUsageReader(t.redis, { keyPrefix: t.keyPrefix });
+    const byChat = await reader.report({ since: '1d', by: 'chat' });
+    const sum = { prompt: 0, completion: 0, cached: 0, calls: 0, costMicroUsd: 0 };
+    for (let s = 0; s < SESSIONS; s++) {
+      const sessionId = `web:c${s}`;
+      const ledger = await readUsage(t.redis, sessionKeys(sessionId, t.keyPrefix));
+      const rolled = byChat.groups.find((g) => g.key === sessionId)!.figures;
+      expect(rolled.inputTokens + rolled.cachedTokens, sessionId).toBe(ledger.promptTokens + ledger.summaryPromptTokens);
+      expect(rolled.outputTokens, sessionId).toBe(ledger.completionTokens + ledger.summaryCompletionTokens);
+      expect(rolled.calls, sessionId).toBe(ledger.calls + ledger.summaryCalls);
+      expect(Math.round(rolled.costUsd * 1e6), sessionId).toBe(ledger.costMicroUsd);
+      // Every turn made two committed calls (tool round, answer), however often it was retried.
+      expect(ledger.calls, sessionId).toBe(2 * new Set(out.replies.filter((r) => r.chatId === `c${s}` && r.kind === 'reply').map((r) => r.id)).size);
+      sum.prompt += ledger.promptTokens; sum.completion += ledger.completionTokens; sum.cached += ledger.cachedTokens; sum.calls += ledger.calls; sum.costMicroUsd += ledger.costMicroUsd;
+    }
+    expect(byChat.totals).toMatchObject({ inputTokens: sum.prompt - sum.cached, cachedTokens: sum.cached, outputTokens: sum.completion, calls: sum.calls, unpricedCalls: 0 });
+    expect(Math.round(byChat.totals.costUsd * 1e6)).toBe(sum.costMicroUsd);
+    const byUser = await reader.report({ since: '1d', by: 'user' });
+    expect(byUser.totals).toEqual(byChat.totals);
+    expect(byUser.groups.map((g) => g.key).sort()).toEqual(['web:u0', 'web:u1', 'web:u2', 'web:u3']);
+    // The fake answered more calls than were committed: the killed workers' calls count nowhere.
+    expect(fake.requests.length).toBeGreaterThanOrEqual(sum.calls);
+  }, 240_000);
+});
+
+/** The first call of a turn asks for the time; the call after the tool result answers. */
+function answerOf(messages: ChatMessage[]): FakeReply {
+  if (messages[messages.length - 1]!.role !== 'tool') return { toolCalls: [{ name: 'current_time', arguments: {} }] };
+  const session = /^s(\d+)/.exec(messageText(messages.find((m) => m.role === 'user')!))?.[1] ?? '?';
+  return { content: `ack s${session} ${unanswered(messages).join(',')}` };
+}
+
+/** Message numbers of the user messages after the last assistant text answer. */
+function unanswered(messages: ChatMessage[]): number[] {
+  let start = messages.length;
+  const isAnswer = (m: ChatMessage) => m.role === 'assistant' && !(m.tool_calls?.length);
+  while (start > 0 && !isAnswer(messages[start - 1]!)) start--;
+  return messages.slice(start).filter((m) => m.role === 'user').map((m) => Number(/m(\d+)$/.exec(messageText(m))?.[1]));
+}
+
+function inbound(session: number, seq: number): InboundMessage {
+  return { id: `web:c${session}:${seq}`, channel: 'web', chatId: `c${session}`, userId: `u${session % 4}`, userName: 'U', text: `s${session} m${seq}`, attachments: [], receivedAt: Date.now() };
+}
+
+function covered(replies: OutboundMessage[]): number {
+  const seen = new Set<string>();
+  for (const reply of replies) {
+    const match = /^ack s(\d+) ([\d,]+)$/.exec(reply.text);
+    if (match) for (const seq of match[2]!.split(',')) seen.add(`${match[1]}:${seq}`);
+  }
+  return seen.size;
+}
