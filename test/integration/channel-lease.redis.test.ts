@@ -148,11 +148,12 @@ describe('channel lease', () => {
   it('fences: an expired holder can neither renew nor release the lease of the next one', async () => {
     const keys = channelLeaseKeys('discord', BOT, t.keyPrefix);
     const lease = { channel: 'discord', botId: BOT, prefix: t.keyPrefix };
-    const first = await acquireChannelLease(t.redis, lease, 'A', 100);
+    const first = await acquireChannelLease(t.redis, lease, 'A', 60_000);
     expect(first).toBeGreaterThan(0);
     expect(await acquireChannelLease(t.redis, lease, 'B', 100)).toBeNull();
-    // Waits for Redis to expire A's lease (no clock of ours decides it).
-    while ((await t.redis.exists(keys.lease)) === 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    // A's lease runs out (shortened here, so a slow machine cannot end it before B's refusal above).
+    await t.redis.pexpire(keys.lease, 1);
+    while ((await t.redis.exists(keys.lease)) === 1) await new Promise((resolve) => setTimeout(resolve, 5));
     const second = await acquireChannelLease(t.redis, lease, 'B', 5_000);
     expect(second).toBe(first! + 1);
     expect(await renewChannelLease(t.redis, keys, first!, 5_000)).toBe(false);
