@@ -57,10 +57,10 @@ export interface OutgoingText {
    */
   choices?: readonly MessageChoice[];
   /**
-   * Set on the first chunk of a reply that ends a stream of partial replies (the stream's id): a
+   * Set on the first chunk of a reply that ends a live reply (its id): a
    * channel that shows drafts (the web chat's live bubble) replaces the draft with this message.
    */
-  streamId?: string;
+  liveReplyId?: string;
   /**
    * Set on every chunk of the message that answers a turn: the turn's reply, or the notice that
    * stands in for it (a failure, "Stopped."). A channel that waits for a turn's answer (the
@@ -70,14 +70,14 @@ export interface OutgoingText {
 }
 
 /** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */
-export interface StreamTarget extends ChatTarget {
+export interface LiveReplyChat extends ChatTarget {
   chatType?: 'private' | 'group';
 }
 
 /** One partial reply to show while the model writes it (streaming). */
 export interface DraftUpdate {
   /** The id of the reply the turn will commit. */
-  streamId: string;
+  liveReplyId: string;
   /** This stream's update number at this gateway: 0 starts (or restarts) the draft; later ones add `appended`. */
   seq: number;
   /** The whole text so far (unformatted). */
@@ -149,7 +149,7 @@ export interface Channel {
    * private-chat drafts, the web chat's live bubble). Resolves false when this chat has no drafts
    * (the gateway then edits a message in place, when the channel can). `@throws` ChannelError.
    */
-  sendDraft?(target: StreamTarget, draft: DraftUpdate): Promise<boolean>;
+  sendDraft?(target: LiveReplyChat, draft: DraftUpdate): Promise<boolean>;
   /**
    * True when drafts are shown only to this process's own clients (the web chat: every gateway shows
    * its own). Otherwise the chat is the platform's, the same for every gateway: one gateway at a time
@@ -163,8 +163,8 @@ export interface Channel {
    * beyond the send). Default false.
    */
   readonly sendsOncePerDeliveryId?: boolean;
-  /** Optional (streaming): the draft of `streamId` was no reply (tool calls follow, or the call failed): stop showing it. */
-  clearDraft?(target: StreamTarget, streamId: string): Promise<void>;
+  /** Optional (streaming): the draft of `liveReplyId` was no reply (tool calls follow, or the call failed): stop showing it. */
+  clearDraft?(target: LiveReplyChat, liveReplyId: string): Promise<void>;
   /**
    * Optional (streaming): replaces the text of a message the bot sent. An unchanged text counts as
    * done (a retried edit is idempotent). `@throws` ChannelError, like `send`.

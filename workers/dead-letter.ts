@@ -40,7 +40,7 @@ function failureNotice(sessionId: string, items: InboundMessage[], text = TURN_N
   const last = items[items.length - 1]!;
   const notice: OutboundMessage = {
     id: replyJobId(items.map((item) => item.id), 'failed'), sessionId, channel: last.channel, chatId: last.chatId,
-    text, kind: 'notice', streamId: replyJobId(items.map((item) => item.id), 'reply'),
+    text, kind: 'notice', liveReplyId: replyJobId(items.map((item) => item.id), 'reply'),
   };
   if (last.threadId) notice.threadId = last.threadId;
   return notice;

@@ -52,7 +52,7 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
 
   const send = (update: LiveReplyUpdate): Promise<void> => {
     const sending = publishLiveReply(deps.redis, update, keyPrefix).catch((err: unknown) => {
-      deps.logger.debug({ err, streamId: target.streamId }, 'partial reply not published');
+      deps.logger.debug({ err, liveReplyId: target.liveReplyId }, 'partial reply not published');
     });
     inFlight = sending.finally(() => {
       if (inFlight === tracked) inFlight = undefined;
@@ -114,7 +114,7 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
  */
 export function liveReplyTargetOf(sessionId: string, items: readonly InboundMessage[]): LiveReplyTarget {
   const last = items[items.length - 1]!;
-  const target: LiveReplyTarget = { streamId: replyJobId(items.map((item) => item.id), 'reply'), sessionId, channel: last.channel, chatId: last.chatId };
+  const target: LiveReplyTarget = { liveReplyId: replyJobId(items.map((item) => item.id), 'reply'), sessionId, channel: last.channel, chatId: last.chatId };
   if (last.threadId) target.threadId = last.threadId;
   if (last.chatType) target.chatType = last.chatType;
   if (last.chatType === 'group' && last.platformMessageId) target.replyTo = last.platformMessageId;

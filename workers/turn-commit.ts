@@ -25,7 +25,7 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
-  if (!replyText && outbox[0]) outbox[0].streamId = replyId;
+  if (!replyText && outbox[0]) outbox[0].liveReplyId = replyId;
   const change = { outbox, finishTurn: true };
   // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
   const answered = replyText ? { replyId } : {};

@@ -159,7 +159,7 @@ export function createTelegramChannel(deps: TelegramChannelDeps = {}, options: T
     },
     downloadAttachment: (attachment, download) => downloadTelegramFile(bot.api, resolved.apiRoot, resolved.token, attachment, download),
     sendDraft: (target, draft) => sendTelegramDraft(bot.api, target, draft),
-    clearDraft: (target, streamId) => clearTelegramDraft(bot.api, target, streamId),
+    clearDraft: (target, liveReplyId) => clearTelegramDraft(bot.api, target, liveReplyId),
     editMessage: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),
     // An edit without `reply_markup` takes the inline keyboard away.
     closeChoices: (target, messageId, message) => editTelegramText(bot.api, target, messageId, message),

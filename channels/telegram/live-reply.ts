@@ -7,23 +7,23 @@
  */
 import { GrammyError, type Api } from 'grammy';
 import { tailStart } from '../../src/core/text.js';
-import type { ChatTarget, DraftUpdate, OutgoingText, StreamTarget } from '../channel.js';
+import type { ChatTarget, DraftUpdate, OutgoingText, LiveReplyChat } from '../channel.js';
 import { toTelegramChannelError } from './send.js';
 
 const MAX_DRAFT = 4096;
 const CUT_MARK = '… ';
 
 /** Shows `draft` as the chat's message draft; false (nothing sent) outside private chats. `@throws` ChannelError. */
-export async function sendTelegramDraft(api: Api, target: StreamTarget, draft: DraftUpdate): Promise<boolean> {
+export async function sendTelegramDraft(api: Api, target: LiveReplyChat, draft: DraftUpdate): Promise<boolean> {
   if (target.chatType !== 'private') return false;
-  await callDraft(api, target, draft.streamId, draftText(draft.text));
+  await callDraft(api, target, draft.liveReplyId, draftText(draft.text));
   return true;
 }
 
 /** A draft that was no reply: replaced by Telegram's "Thinking…" placeholder (empty text), which fades by itself. */
-export async function clearTelegramDraft(api: Api, target: StreamTarget, streamId: string): Promise<void> {
+export async function clearTelegramDraft(api: Api, target: LiveReplyChat, liveReplyId: string): Promise<void> {
   if (target.chatType !== 'private') return;
-  await callDraft(api, target, streamId, '');
+  await callDraft(api, target, liveReplyId, '');
 }
 
 /** Replaces a message's text (HTML when `formatted`); an unchanged text is success. `@throws` ChannelError. */
@@ -50,15 +50,15 @@ export async function deleteTelegramMessage(api: Api, target: ChatTarget, messag
 }
 
 /** A stable non-zero 31-bit draft id per stream: Telegram animates changes of one draft. */
-export function telegramDraftId(streamId: string): number {
+export function telegramDraftId(liveReplyId: string): number {
   let hash = 0;
-  for (let i = 0; i < streamId.length; i++) hash = (Math.imul(hash, 31) + streamId.charCodeAt(i)) | 0;
+  for (let i = 0; i < liveReplyId.length; i++) hash = (Math.imul(hash, 31) + liveReplyId.charCodeAt(i)) | 0;
   return (hash & 0x7fffffff) || 1;
 }
 
-async function callDraft(api: Api, target: StreamTarget, streamId: string, text: string): Promise<void> {
+async function callDraft(api: Api, target: LiveReplyChat, liveReplyId: string, text: string): Promise<void> {
   try {
-    await api.sendMessageDraft(Number(target.chatId), telegramDraftId(streamId), text, target.threadId !== undefined ? { message_thread_id: Number(target.threadId) } : {});
+    await api.sendMessageDraft(Number(target.chatId), telegramDraftId(liveReplyId), text, target.threadId !== undefined ? { message_thread_id: Number(target.threadId) } : {});
   } catch (err) {
     throw toTelegramChannelError(err, 'sendMessageDraft', target.chatId);
   }

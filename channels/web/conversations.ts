@@ -27,7 +27,7 @@ export interface WebReply {
    */
   replyId?: string;
   /** The stream this reply ends (its first chunk): the page replaces that stream's live bubble with it. */
-  streamId?: string;
+  liveReplyId?: string;
   /** Buttons under the reply (an approval question's), each posting its command (`POST …/presses`). */
   choices?: MessageChoice[];
   /**
@@ -44,7 +44,7 @@ export interface WebReply {
 /** What a reply may carry besides its text (see {@link WebReply}). */
 export interface ReplyExtras {
   replyId?: string;
-  streamId?: string;
+  liveReplyId?: string;
   choices?: readonly MessageChoice[];
   edits?: string;
 }
@@ -138,13 +138,13 @@ export function createConversationStore(options: ConversationStoreOptions = {}):
     epoch,
     append(conversationId, text, format, extras = {}) {
       const conversation = get(conversationId);
-      const { replyId, streamId, choices, edits } = extras;
+      const { replyId, liveReplyId, choices, edits } = extras;
       const earlier = edits ? conversation.replies.find((reply) => reply.edits === edits) : undefined;
       if (earlier) return earlier;
       const seq = ++lastSeq;
       const reply: MemoryReply = {
         id: `web:${conversationId}:${epoch}:${seq}`, cursor: formatCursor({ epoch, seq }), text, format, at: Date.now(),
-        ...(replyId ? { replyId } : {}), ...(streamId ? { streamId } : {}), ...(choices && choices.length > 0 ? { choices: [...choices] } : {}), ...(edits ? { edits } : {}), epoch, seq,
+        ...(replyId ? { replyId } : {}), ...(liveReplyId ? { liveReplyId } : {}), ...(choices && choices.length > 0 ? { choices: [...choices] } : {}), ...(edits ? { edits } : {}), epoch, seq,
       };
       conversation.replies.push(reply);
       if (conversation.replies.length > resolved.maxRepliesPerConversation) conversation.replies.shift();

@@ -7,14 +7,14 @@
 
 /** One delta for SSE: seq 0 starts (or restarts) the live bubble with `text`; later seqs append it. */
 export interface DraftDelta {
-  streamId: string;
+  liveReplyId: string;
   seq: number;
   text: string;
 }
 
 /** The open draft of a conversation, as the long poll shows it: the whole text so far. */
 export interface OpenDraft {
-  streamId: string;
+  liveReplyId: string;
   text: string;
 }
 
@@ -29,25 +29,25 @@ export class DraftHub {
   /** Applies one update of the gateway's stream view: seq 0 replaces the text, later seqs append to it. */
   update(conversationId: string, delta: DraftDelta): void {
     const current = this.drafts.get(conversationId);
-    const text = delta.seq === 0 || !current || current.streamId !== delta.streamId ? delta.text : current.text + delta.text;
-    const seq = delta.seq === 0 || !current || current.streamId !== delta.streamId ? 0 : current.seq + 1;
+    const text = delta.seq === 0 || !current || current.liveReplyId !== delta.liveReplyId ? delta.text : current.text + delta.text;
+    const seq = delta.seq === 0 || !current || current.liveReplyId !== delta.liveReplyId ? 0 : current.seq + 1;
     this.drafts.delete(conversationId);
     if (this.drafts.size >= MAX_DRAFTS) this.drafts.delete(this.drafts.keys().next().value as string);
-    this.drafts.set(conversationId, { streamId: delta.streamId, text, seq });
-    this.tell(conversationId, { streamId: delta.streamId, seq, text: seq === 0 ? text : delta.text });
+    this.drafts.set(conversationId, { liveReplyId: delta.liveReplyId, text, seq });
+    this.tell(conversationId, { liveReplyId: delta.liveReplyId, seq, text: seq === 0 ? text : delta.text });
   }
 
-  /** Closes the draft of `streamId` (its final reply is there, or it was no reply). With `tellCleared`, live bubbles are emptied (seq 0, no text). */
-  close(conversationId: string, streamId: string, tellCleared = false): void {
-    if (this.drafts.get(conversationId)?.streamId !== streamId) return;
+  /** Closes the draft of `liveReplyId` (its final reply is there, or it was no reply). With `tellCleared`, live bubbles are emptied (seq 0, no text). */
+  close(conversationId: string, liveReplyId: string, tellCleared = false): void {
+    if (this.drafts.get(conversationId)?.liveReplyId !== liveReplyId) return;
     this.drafts.delete(conversationId);
-    if (tellCleared) this.tell(conversationId, { streamId, seq: 0, text: '' });
+    if (tellCleared) this.tell(conversationId, { liveReplyId, seq: 0, text: '' });
   }
 
   /** The open draft of a conversation, if any. */
   open(conversationId: string): OpenDraft | undefined {
     const draft = this.drafts.get(conversationId);
-    return draft ? { streamId: draft.streamId, text: draft.text } : undefined;
+    return draft ? { liveReplyId: draft.liveReplyId, text: draft.text } : undefined;
   }
 
   /**
@@ -58,12 +58,12 @@ export class DraftHub {
   follow(conversationId: string, listener: (delta: DraftDelta) => void): () => void {
     const open = this.drafts.get(conversationId);
     // Where this stream's numbering of the open draft starts: the hub's seq at the snapshot.
-    let offset = open ? { streamId: open.streamId, seq: open.seq } : undefined;
+    let offset = open ? { liveReplyId: open.liveReplyId, seq: open.seq } : undefined;
     const unlisten = this.listen(conversationId, (delta) => {
-      if (delta.seq === 0 || offset?.streamId !== delta.streamId) offset = undefined;
+      if (delta.seq === 0 || offset?.liveReplyId !== delta.liveReplyId) offset = undefined;
       listener(offset ? { ...delta, seq: delta.seq - offset.seq } : delta);
     });
-    if (open) listener({ streamId: open.streamId, seq: 0, text: open.text });
+    if (open) listener({ liveReplyId: open.liveReplyId, seq: 0, text: open.text });
     return unlisten;
   }
 

@@ -134,9 +134,9 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       if (!ID_RE.test(target.chatId)) throw new ChannelError(`send failed for web:${target.chatId} (not a conversation id)`, { retryable: false, code: CHANNEL_ERROR_CODES.permanent });
       try {
-        const { deliveryId, streamId, choices } = message;
-        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', { deliveryId, streamId, choices });
-        if (message.streamId) drafts.close(target.chatId, message.streamId);
+        const { deliveryId, liveReplyId, choices } = message;
+        const reply = await store.append(target.chatId, message.text, message.mode === 'formatted' ? 'markdown' : 'text', { deliveryId, liveReplyId, choices });
+        if (message.liveReplyId) drafts.close(target.chatId, message.liveReplyId);
         return { messageId: reply.id };
       } catch (err) {
         throw new ChannelError(`send failed for web:${target.chatId} (reply store)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
@@ -161,11 +161,11 @@ export function createWebChannel(deps: WebChannelDeps = {}, options: WebChannelO
     },
     async sendDraft(target, draft) {
       if (!ID_RE.test(target.chatId)) return false;
-      drafts.update(target.chatId, { streamId: draft.streamId, seq: draft.seq, text: draft.seq === 0 ? draft.text : draft.appended });
+      drafts.update(target.chatId, { liveReplyId: draft.liveReplyId, seq: draft.seq, text: draft.seq === 0 ? draft.text : draft.appended });
       return true;
     },
-    async clearDraft(target, streamId) {
-      drafts.close(target.chatId, streamId, true);
+    async clearDraft(target, liveReplyId) {
+      drafts.close(target.chatId, liveReplyId, true);
     },
   };
 }
@@ -228,7 +228,7 @@ async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWe
   const unlisten = drafts.listen(conversationId, abort);
   try {
     const page = await store.read(conversationId, c.req.query('after'), { timeoutMs, signal: changed.signal });
-    for (const reply of page.replies) if (reply.streamId) drafts.close(conversationId, reply.streamId);
+    for (const reply of page.replies) if (reply.liveReplyId) drafts.close(conversationId, reply.liveReplyId);
     const partial = drafts.open(conversationId);
     return c.json({ messages: page.replies, ...(page.epoch === undefined ? {} : { epoch: page.epoch }), next: page.next, ...(partial ? { partial } : {}) });
   } catch (err) {
@@ -259,7 +259,7 @@ function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannel
     stream.onAbort(() => push({ type: 'closed' }));
     const reading = new AbortController();
     const pump = pumpReplies({ store, log, push: (item) => {
-      if (item.type === 'message' && item.reply.streamId) drafts.close(conversationId, item.reply.streamId);
+      if (item.type === 'message' && item.reply.liveReplyId) drafts.close(conversationId, item.reply.liveReplyId);
       push(item);
     } }, conversationId, after, { waitMs: options.keepAliveMs, signal: reading.signal });
     try {

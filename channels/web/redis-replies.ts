@@ -92,7 +92,7 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
   return {
     appendsOncePerDeliveryId: true,
     async append(conversationId, text, format, extras = {}) {
-      const { deliveryId, streamId } = extras;
+      const { deliveryId, liveReplyId } = extras;
       const choices = extras.choices && extras.choices.length > 0 ? JSON.stringify(extras.choices) : undefined;
       const edits = extras.edits ? cursorOf(conversationId, extras.edits) : undefined;
       const at = Date.now();
@@ -100,12 +100,12 @@ export function createRedisReplyStore(deps: RedisReplyStoreDeps, options: RedisR
       // every gateway (a retried delivery wakes them again) — see append-web-reply-1.lua.
       const wake = [webRepliesChannel(resolved.keyPrefix), conversationId];
       if (extras.edits && !edits) throw new Error(`web reply ${extras.edits} is not a reply of conversation ${conversationId}`);
-      const optional = { ...(deliveryId ? { deliveryId } : {}), ...(streamId ? { streamId } : {}), ...(choices ? { choices } : {}), ...(edits ? { edits } : {}) };
+      const optional = { ...(deliveryId ? { deliveryId } : {}), ...(liveReplyId ? { liveReplyId } : {}), ...(choices ? { choices } : {}), ...(edits ? { edits } : {}) };
       const options = { maxLen: count, ttlSeconds: resolved.ttlSeconds, atMs: at, wake, ...optional };
       const [id, appended] = (await runScriptWithOptions(deps.redis, 'appendWebReply', [key(conversationId)], options, [text, format])) as [string, number];
       const shownAt = appended === 1 ? String(at) : (id.split('-')[0] ?? String(at));
       const stored: string[] = [];
-      for (const [name, value] of [['delivery', deliveryId], ['stream', streamId], ['choices', choices], ['edits', edits]] as const) if (value !== undefined) stored.push(name, value);
+      for (const [name, value] of [['delivery', deliveryId], ['liveReply', liveReplyId], ['choices', choices], ['edits', edits]] as const) if (value !== undefined) stored.push(name, value);
       return toReply(conversationId, [String(id), ['text', text, 'format', format, 'at', shownAt, ...stored]]);
     },
     async find(conversationId, replyId) {
@@ -167,7 +167,7 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
   };
   const at = Number(value('at'));
   const replyId = replyIdOf(value('delivery'));
-  const streamId = value('stream');
+  const liveReplyId = value('liveReply');
   const choices = toChoices(value('choices'));
   const edits = value('edits');
   return {
@@ -177,7 +177,7 @@ function toReply(conversationId: string, [id, fields]: [string, string[]]): WebR
     format: value('format') === 'markdown' ? 'markdown' : 'text',
     at: Number.isFinite(at) ? at : Number(id.split('-')[0]),
     ...(replyId ? { replyId } : {}),
-    ...(streamId ? { streamId } : {}),
+    ...(liveReplyId ? { liveReplyId } : {}),
     ...(choices ? { choices } : {}),
     ...(edits ? { edits: `web:${conversationId}:${edits}` } : {}),
   };

@@ -57,8 +57,8 @@ export interface ReplyStore {
 export interface AppendExtras {
   /** The chunk's stable delivery id (`<reply id>#<chunk index>`). */
   deliveryId?: string;
-  /** The stream of partial replies this reply ends. */
-  streamId?: string;
+  /** The live reply this reply ends. */
+  liveReplyId?: string;
   /** Buttons under the reply. */
   choices?: readonly MessageChoice[];
   /** The id of the reply whose text this one replaces (its buttons removed). */

@@ -156,7 +156,7 @@ export interface OutboundMessage {
    * Streaming: the stream of partial replies this message ends when it answers the turn in place of
    * its reply (a notice). A reply's own `id` is its stream id.
    */
-  streamId?: string;
+  liveReplyId?: string;
 }
 
 /** One button under a message: its label and the chat command a press sends (e.g. `/approve k3x9ab`). */

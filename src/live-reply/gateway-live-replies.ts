@@ -34,7 +34,7 @@ export interface GatewayLiveRepliesOptions {
 /** The running streaming side of the gateway. */
 export interface GatewayLiveReplies {
   /**
-   * Stops the stream `message` ends (a reply's own, or a notice's `streamId`) for good.
+   * Stops the stream `message` ends (a reply's own, or a notice's `liveReplyId`) for good.
    * @returns the message id its partial is shown in, to edit the first chunk into.
    */
   takeOver(message: OutboundMessage): Promise<string | undefined>;
@@ -97,20 +97,20 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
   };
 
   const liveFor = (update: LiveReplyUpdate): Live | undefined => {
-    const existing = streams.get(update.streamId);
+    const existing = streams.get(update.liveReplyId);
     if (existing) return existing;
     const channel = deps.channels.get(update.channel);
     if (!channel || (!channel.sendDraft && !channel.editMessage)) return undefined;
     const baseIntervalMs = intervalOf(update.channel);
     const view = new LiveReplyView({ channel, views: deps.views, owner, log: deps.log, pace: paceOf(update), baseIntervalMs, maxIntervalMs: Math.max(baseIntervalMs, maxIntervalMs) }, update);
     const live: Live = { view, run: '', seq: -1, lastAtMs: Date.now(), swept: false };
-    streams.set(update.streamId, live);
+    streams.set(update.liveReplyId, live);
     return live;
   };
 
   return {
     onUpdate(update: LiveReplyUpdate): void {
-      if (ended.has(update.streamId)) return;
+      if (ended.has(update.liveReplyId)) return;
       const live = liveFor(update);
       if (!live) return;
       const restart = update.run !== live.run;
@@ -124,33 +124,33 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       else live.view.show(update.text, restart);
     },
     async takeOver(message: OutboundMessage): Promise<string | undefined> {
-      const streamId = message.streamId ?? message.id;
-      ended.set(streamId, Date.now());
-      const live = streams.get(streamId);
-      streams.delete(streamId);
+      const liveReplyId = message.liveReplyId ?? message.id;
+      ended.set(liveReplyId, Date.now());
+      const live = streams.get(liveReplyId);
+      streams.delete(liveReplyId);
       const local = live ? await live.view.takeOver() : undefined;
       // Only a chat every gateway reaches has a view record (the web chat's live bubbles are each gateway's own).
       const channel = deps.channels.get(message.channel);
       if (!channel || channel.localDrafts || (!channel.sendDraft && !channel.editMessage)) return local;
       // The record in Redis stops any other gateway's view (waiting for a call it is making), and knows the message after a crash.
-      const recorded = await deps.views.takeOver(message.sessionId, streamId);
+      const recorded = await deps.views.takeOver(message.sessionId, liveReplyId);
       return recorded ?? local;
     },
     sweep(idleMs: number): void {
       const now = Date.now();
-      for (const [streamId, live] of streams) {
+      for (const [liveReplyId, live] of streams) {
         if (now - live.lastAtMs < idleMs) continue;
         // Forgotten only once its drop has run: a view with a call in flight still owns its message.
         if (live.swept) {
-          if (live.view.idle) streams.delete(streamId);
+          if (live.view.idle) streams.delete(liveReplyId);
           continue;
         }
-        deps.log.info({ streamId, sessionId: live.view.partial.sessionId }, 'partial reply abandoned (no update, no final reply): taken away');
+        deps.log.info({ liveReplyId, sessionId: live.view.partial.sessionId }, 'partial reply abandoned (no update, no final reply): taken away');
         live.view.drop();
         live.swept = true;
         live.lastAtMs = now;
       }
-      for (const [streamId, atMs] of ended) if (now - atMs > ENDED_TTL_MS) ended.delete(streamId);
+      for (const [liveReplyId, atMs] of ended) if (now - atMs > ENDED_TTL_MS) ended.delete(liveReplyId);
       // A chat quiet this long starts at its base pace again (and the map stays bounded).
       for (const [chat, pace] of paces) if (now - pace.nextAtMs > idleMs) paces.delete(chat);
     },

@@ -6,7 +6,7 @@
  * chat's next call past its retry-after and doubles the chat's interval (up to `maxIntervalMs`).
  * Failures are logged and never reach the turn.
  */
-import type { Channel, StreamTarget } from '../../channels/channel.js';
+import type { Channel, LiveReplyChat } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -48,7 +48,7 @@ export class LiveReplyView {
   private final = false;
   private timer: NodeJS.Timeout | undefined;
   private busy: Promise<void> | undefined;
-  private readonly target: StreamTarget;
+  private readonly target: LiveReplyChat;
 
   constructor(private readonly deps: StreamViewDeps, readonly partial: LiveReplyTarget) {
     this.target = { chatId: partial.chatId, ...(partial.threadId ? { threadId: partial.threadId } : {}), ...(partial.chatType ? { chatType: partial.chatType } : {}) };
@@ -116,7 +116,7 @@ export class LiveReplyView {
       return;
     }
     const continues = this.draftSeq > 0 && text.startsWith(this.shown);
-    const draft = { streamId: this.partial.streamId, seq: continues ? this.draftSeq : 0, text, appended: continues ? text.slice(this.shown.length) : text };
+    const draft = { liveReplyId: this.partial.liveReplyId, seq: continues ? this.draftSeq : 0, text, appended: continues ? text.slice(this.shown.length) : text };
     try {
       const shown = await channel.sendDraft(this.target, draft);
       if (!shown) this.mode = channel.editMessage ? 'edit' : 'off';
@@ -127,7 +127,7 @@ export class LiveReplyView {
     } catch (err) {
       if (err instanceof ChannelError && err.retryable) throw err;
       // A chat (or bot) without drafts: show the stream by editing a message instead.
-      this.deps.log.info({ err, streamId: this.partial.streamId }, 'drafts refused here; editing a message in place instead');
+      this.deps.log.info({ err, liveReplyId: this.partial.liveReplyId }, 'drafts refused here; editing a message in place instead');
       this.mode = channel.editMessage ? 'edit' : 'off';
     }
   }
@@ -149,7 +149,7 @@ export class LiveReplyView {
     return this.call(() => this.fenced(async () => {
       const { channel } = this.deps;
       let change: LiveReplyCallEnd = KEEP;
-      if (this.mode === 'draft') await channel.clearDraft?.(this.target, this.partial.streamId);
+      if (this.mode === 'draft') await channel.clearDraft?.(this.target, this.partial.liveReplyId);
       if (this.mode === 'edit' && this.messageId !== undefined) {
         await channel.deleteMessage?.(this.target, this.messageId);
         this.messageId = undefined;
@@ -174,10 +174,10 @@ export class LiveReplyView {
       await work();
       return;
     }
-    const { sessionId, streamId } = this.partial;
-    const call = await views.begin(sessionId, streamId, owner);
+    const { sessionId, liveReplyId } = this.partial;
+    const call = await views.begin(sessionId, liveReplyId, owner);
     if (!call.go) {
-      this.deps.log.debug({ streamId, reason: call.reason }, call.reason === 'final' ? 'partial not shown: the final reply has taken the stream over' : 'partial not shown: another gateway shows this stream');
+      this.deps.log.debug({ liveReplyId, reason: call.reason }, call.reason === 'final' ? 'partial not shown: the final reply has taken the stream over' : 'partial not shown: another gateway shows this stream');
       if (call.reason === 'final') this.final = true;
       else this.yieldToOther();
       return;
@@ -188,7 +188,7 @@ export class LiveReplyView {
     try {
       change = await work();
     } finally {
-      await views.end(sessionId, streamId, owner, change);
+      await views.end(sessionId, liveReplyId, owner, change);
     }
   }
 
@@ -211,12 +211,12 @@ export class LiveReplyView {
       if (error.code === CHANNEL_ERROR_CODES.rateLimited) pace.intervalMs = Math.min(this.deps.maxIntervalMs, pace.intervalMs * 2);
       pace.nextAtMs = Date.now() + Math.max(pace.intervalMs, error.retryAfterMs ?? 0);
       if (!error.retryable) this.giveUp(error);
-      else this.deps.log.debug({ err: error, streamId: this.partial.streamId, intervalMs: pace.intervalMs }, 'partial reply not shown; trying again with the latest text');
+      else this.deps.log.debug({ err: error, liveReplyId: this.partial.liveReplyId, intervalMs: pace.intervalMs }, 'partial reply not shown; trying again with the latest text');
     }
   }
 
   private giveUp(error: ChannelError): void {
-    this.deps.log.warn({ err: error, streamId: this.partial.streamId }, 'partial replies stopped for this reply (the final reply is delivered as usual)');
+    this.deps.log.warn({ err: error, liveReplyId: this.partial.liveReplyId }, 'partial replies stopped for this reply (the final reply is delivered as usual)');
     this.mode = 'off';
   }
 }

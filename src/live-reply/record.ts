@@ -4,7 +4,7 @@
  * the chat that owns it. Each update carries the whole text so far, so a gateway that joins late
  * (or missed one) is up to date with the next update; nothing is stored per update. Partials are hints, never state: the final reply
  * travels the outbound queue as always. The gateway records the chat message it shows a stream in
- * (`…:live-reply:<streamId>`), so the final reply can take that message over once, whichever
+ * (`…:live-reply:<liveReplyId>`), so the final reply can take that message over once, whichever
  * gateway delivers it.
  */
 import type { ChannelName } from '../core/inbound.js';
@@ -19,7 +19,7 @@ const VIEW_TTL_MS = 24 * 3_600_000;
 /** Where a partial reply is shown: the chat of the turn's reply, and whether that chat is private. */
 export interface LiveReplyTarget {
   /** The id of the reply the turn will commit (`replyJobId(ids, 'reply')`). */
-  streamId: string;
+  liveReplyId: string;
   sessionId: string;
   channel: ChannelName;
   chatId: string;
@@ -45,7 +45,7 @@ export interface LiveReplyUpdate extends LiveReplyTarget {
 
 const LIVE_REPLY_UPDATES = defineTopic<LiveReplyUpdate>({
   channel: liveRepliesChannel, parse: parseLiveReplyUpdate, what: 'live reply update', component: 'live-reply-updates',
-  describe: (update) => ({ sessionId: update.sessionId, streamId: update.streamId }),
+  describe: (update) => ({ sessionId: update.sessionId, liveReplyId: update.liveReplyId }),
 });
 
 /** Publishes `update`. Best effort: the caller ignores failures. */
@@ -76,16 +76,16 @@ export type LiveReplyCallEnd = { message: 'keep' } | { message: 'set'; messageId
  * still running ({@link takeOver}), so a preview never lands on top of the final reply.
  */
 export interface LiveReplyRecords {
-  read(sessionId: string, streamId: string): Promise<LiveReplyRecord>;
+  read(sessionId: string, liveReplyId: string): Promise<LiveReplyRecord>;
   /** Asks to make one platform call for the stream as `owner` (a gateway's id). */
-  begin(sessionId: string, streamId: string, owner: string): Promise<LiveReplyCall>;
+  begin(sessionId: string, liveReplyId: string, owner: string): Promise<LiveReplyCall>;
   /** Ends the call `begin` allowed, recording what it did to the stream's message. */
-  end(sessionId: string, streamId: string, owner: string, change: LiveReplyCallEnd): Promise<void>;
+  end(sessionId: string, liveReplyId: string, owner: string, change: LiveReplyCallEnd): Promise<void>;
   /**
    * Marks the stream final (no partial may be shown for it any more), then waits for a call
    * another gateway is still making (at most its call time). @returns the message the stream is shown in, if any.
    */
-  takeOver(sessionId: string, streamId: string): Promise<string | undefined>;
+  takeOver(sessionId: string, liveReplyId: string): Promise<string | undefined>;
 }
 
 /** Timings of {@link createLiveReplyRecords}. */
@@ -100,37 +100,37 @@ export interface LiveReplyRecordTimings {
 
 /** {@link LiveReplyRecords} in Redis, under `keyPrefix`. */
 export function createLiveReplyRecords(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, timings: LiveReplyRecordTimings = {}): LiveReplyRecords {
-  const key = (sessionId: string, streamId: string) => liveReplyRecordKey(sessionId, streamId, keyPrefix);
+  const key = (sessionId: string, liveReplyId: string) => liveReplyRecordKey(sessionId, liveReplyId, keyPrefix);
   const ownerMs = timings.ownerMs ?? 15_000;
   const callMs = timings.callMs ?? 15_000;
   const pollMs = timings.pollMs ?? 25;
-  const read = async (sessionId: string, streamId: string) => {
-    const fields = await redis.hgetall(key(sessionId, streamId));
+  const read = async (sessionId: string, liveReplyId: string) => {
+    const fields = await redis.hgetall(key(sessionId, liveReplyId));
     return { ...(fields.messageId ? { messageId: fields.messageId } : {}), final: fields.final === '1', calling: fields.callUntil !== undefined };
   };
   return {
-    async read(sessionId, streamId) {
-      const { calling: _, ...view } = await read(sessionId, streamId);
+    async read(sessionId, liveReplyId) {
+      const { calling: _, ...view } = await read(sessionId, liveReplyId);
       return view;
     },
-    async begin(sessionId, streamId, owner) {
+    async begin(sessionId, liveReplyId, owner) {
       const options = JSON.stringify({ owner, ownerMs, callMs, ttlMs: VIEW_TTL_MS });
-      const [verdict, messageId] = (await runScript(redis, 'beginLiveReplyCall', [key(sessionId, streamId)], [options])) as [string, string | null];
+      const [verdict, messageId] = (await runScript(redis, 'beginLiveReplyCall', [key(sessionId, liveReplyId)], [options])) as [string, string | null];
       if (verdict === 'ok') return { go: true, ...(messageId ? { messageId } : {}) };
       return { go: false, reason: verdict === 'final' ? 'final' : 'other' };
     },
-    async end(sessionId, streamId, owner, change) {
-      await runScript(redis, 'endLiveReplyCall', [key(sessionId, streamId)], [JSON.stringify({ owner, ...change })]);
+    async end(sessionId, liveReplyId, owner, change) {
+      await runScript(redis, 'endLiveReplyCall', [key(sessionId, liveReplyId)], [JSON.stringify({ owner, ...change })]);
     },
-    async takeOver(sessionId, streamId) {
-      const [messageId, waitMs] = (await runScript(redis, 'markLiveReplyFinal', [key(sessionId, streamId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
+    async takeOver(sessionId, liveReplyId) {
+      const [messageId, waitMs] = (await runScript(redis, 'markLiveReplyFinal', [key(sessionId, liveReplyId)], [JSON.stringify({ ttlMs: VIEW_TTL_MS })])) as [string | null, number];
       if (waitMs <= 0) return messageId ?? undefined;
       // Another gateway's call is running: its message (a first preview just sent) is known once it ends.
       const deadline = Date.now() + waitMs;
-      let view = await read(sessionId, streamId);
+      let view = await read(sessionId, liveReplyId);
       while (view.calling && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, pollMs));
-        view = await read(sessionId, streamId);
+        view = await read(sessionId, liveReplyId);
       }
       return view.messageId;
     },
@@ -139,7 +139,7 @@ export function createLiveReplyRecords(redis: RedisClient, keyPrefix: string = D
 
 function parseLiveReplyUpdate(value: object): LiveReplyUpdate | null {
   const u = value as Partial<LiveReplyUpdate>;
-  const ok = typeof u.streamId === 'string' && typeof u.sessionId === 'string' && typeof u.channel === 'string' && typeof u.chatId === 'string'
+  const ok = typeof u.liveReplyId === 'string' && typeof u.sessionId === 'string' && typeof u.channel === 'string' && typeof u.chatId === 'string'
     && typeof u.run === 'string' && Number.isInteger(u.seq) && typeof u.text === 'string' && (u.state === 'open' || u.state === 'dropped');
   return ok ? (u as LiveReplyUpdate) : null;
 }

@@ -67,8 +67,8 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
       const result: DeliveryResult = { replyId: message.id, chunks: chunks.length, sent: 0, skipped: 0, plainFallbacks: 0, messageIds: [] };
       // Bound fields of this reply's warn and error lines: a child logger only when a line is written.
       const fields = { sessionId: message.sessionId, channel: message.channel, replyId: message.id };
-      const streamId = message.kind === 'reply' ? message.id : message.streamId;
-      const streamed = deps.liveReplies && streamId ? await deps.liveReplies.takeOver(message) : undefined;
+      const liveReplyId = message.kind === 'reply' ? message.id : message.liveReplyId;
+      const streamed = deps.liveReplies && liveReplyId ? await deps.liveReplies.takeOver(message) : undefined;
       for (const [index, chunk] of chunks.entries()) {
         const previous = already.get(index);
         if (previous !== undefined) {
@@ -78,9 +78,9 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
         }
         const target: ChatTarget = { chatId: message.chatId, threadId: message.threadId, replyTo: index === 0 ? message.replyTo : undefined };
         const ids = {
-          deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.liveReplies && streamId ? { streamId } : {}),
+          deliveryId: `${message.id}#${index}`, ...(index === 0 && deps.liveReplies && liveReplyId ? { liveReplyId } : {}),
           // A reply, or a notice in its place (it ends the reply's stream), answers the turn.
-          ...(message.kind === 'reply' || message.streamId !== undefined ? { answersTurn: true } : {}),
+          ...(message.kind === 'reply' || message.liveReplyId !== undefined ? { answersTurn: true } : {}),
           // The buttons go under the last chunk, after everything they are about.
           ...(index === chunks.length - 1 && message.choices ? { choices: message.choices } : {}),
         };
@@ -109,7 +109,7 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId' | 'choices' | 'answersTurn'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'answersTurn'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
 }
 
@@ -118,7 +118,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
  * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
  * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
  */
-async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'streamId' | 'choices' | 'answersTurn'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'answersTurn'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
   const edit = channel.editMessage.bind(channel);
   try {

@@ -208,8 +208,8 @@ export function liveRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string 
  * took it over (`final`), and which gateway shows it (`owner`, `ownerUntil`, `callUntil`: one
  * at a time, src/live-reply/record.ts), in the session's hash slot: a retried or restarted delivery finds it.
  */
-export function liveReplyRecordKey(sessionId: string, streamId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${prefix}{${sessionId}}:live-reply:${streamId}`;
+export function liveReplyRecordKey(sessionId: string, liveReplyId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}{${sessionId}}:live-reply:${liveReplyId}`;
 }
 
 /** Hash of a Discord bot's channels → the newest message handled in each (channels/discord/catch-up.ts). */

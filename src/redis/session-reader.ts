@@ -145,7 +145,7 @@ function decisionsOf(entries: readonly StoredTranscriptEntry[]): SessionDecision
 async function readRecentTranscript(redis: RedisClient, keys: SessionKeys): Promise<StoredTranscriptEntry[]> {
   if ((await redis.xlen(keys.transcript)) <= MAX_REPLAY_ENTRIES) return readTranscript(redis, keys);
   const newest = await redis.xrevrange(keys.transcript, '+', '-', 'COUNT', MAX_REPLAY_ENTRIES);
-  return newest.reverse().map(([streamId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]!) as TranscriptEntry), id: streamId }));
+  return newest.reverse().map(([entryId, fields]) => ({ ...(JSON.parse(fields[fields.indexOf('data') + 1]!) as TranscriptEntry), id: entryId }));
 }
 
 /** {@link ListSessionsOptions} with the defaults applied, as `pageSessions` applies them. */

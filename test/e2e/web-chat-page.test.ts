@@ -263,23 +263,23 @@ describe('web chat page in headless Chromium', () => {
     await page.goto(`${base}/chat?c=delta-test`);
     await page.locator('#status[data-state="connected"]').waitFor();
     await expect.poll(() => sse !== undefined).toBe(true);
-    emit('delta', { streamId: 's1', seq: 0, text: 'Hel' });
-    emit('delta', { streamId: 's1', seq: 1, text: 'lo **wor' });
-    emit('delta', { streamId: 's1', seq: 2, text: 'ld**' });
+    emit('delta', { liveReplyId: 's1', seq: 0, text: 'Hel' });
+    emit('delta', { liveReplyId: 's1', seq: 1, text: 'lo **wor' });
+    emit('delta', { liveReplyId: 's1', seq: 2, text: 'ld**' });
     const live = page.locator('.msg.bot.live');
     await live.locator('strong', { hasText: 'world' }).waitFor();
     expect(await live.locator('.body').textContent()).toBe('Hello world');
     expect(await page.locator('#stop').isVisible()).toBe(true);
-    emit('delta', { streamId: 's1', seq: 1, text: 'lo **wor' }); // a repeat changes nothing
-    emit('delta', { streamId: 's1', seq: 0, text: 'Hi' }); // a worker restarted the stream
+    emit('delta', { liveReplyId: 's1', seq: 1, text: 'lo **wor' }); // a repeat changes nothing
+    emit('delta', { liveReplyId: 's1', seq: 0, text: 'Hi' }); // a worker restarted the stream
     await live.locator('.body', { hasText: /^Hi$/ }).waitFor();
-    emit('message', { id: 'web:delta-test:1-0', cursor: '1-0', text: 'Hi **there**', format: 'markdown', at: Date.now(), streamId: 's1' });
+    emit('message', { id: 'web:delta-test:1-0', cursor: '1-0', text: 'Hi **there**', format: 'markdown', at: Date.now(), liveReplyId: 's1' });
     await page.locator('.msg.bot:not(.live) strong', { hasText: 'there' }).waitFor();
-    emit('delta', { streamId: 's1', seq: 3, text: ' late' }); // after the final: ignored
-    emit('delta', { streamId: 's2', seq: 0, text: 'A' });
-    emit('delta', { streamId: 's2', seq: 2, text: 'C' }); // seq 1 lost
+    emit('delta', { liveReplyId: 's1', seq: 3, text: ' late' }); // after the final: ignored
+    emit('delta', { liveReplyId: 's2', seq: 0, text: 'A' });
+    emit('delta', { liveReplyId: 's2', seq: 2, text: 'C' }); // seq 1 lost
     await page.locator('.msg.bot.live.gap').waitFor();
-    emit('message', { id: 'web:delta-test:2-0', cursor: '2-0', text: 'ABC', format: 'markdown', at: Date.now(), streamId: 's2' });
+    emit('message', { id: 'web:delta-test:2-0', cursor: '2-0', text: 'ABC', format: 'markdown', at: Date.now(), liveReplyId: 's2' });
     await page.locator('.msg.bot:not(.live)', { hasText: 'ABC' }).waitFor();
     expect(await page.locator('.msg.bot .body').allTextContents()).toEqual(['Hi there', 'ABC']);
     expect(await page.locator('.msg.live').count()).toBe(0);

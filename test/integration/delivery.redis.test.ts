@@ -151,7 +151,7 @@ describe('delivery', () => {
     const channel = new ScriptedChannel(4096);
     const { delivery } = setup(channel);
     await delivery.deliver(reply('compacted', { kind: 'notice' }));
-    await delivery.deliver(reply('Stopped.', { kind: 'notice', streamId: 'reply-x-0' }));
+    await delivery.deliver(reply('Stopped.', { kind: 'notice', liveReplyId: 'reply-x-0' }));
     await delivery.deliver(reply('the answer'));
     expect(channel.calls.map((call) => call.message.answersTurn)).toEqual([undefined, true, true]);
   });

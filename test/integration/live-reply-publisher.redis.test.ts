@@ -63,7 +63,7 @@ describe('partial replies from the worker', () => {
     await producer.submitInbound(message);
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]).toMatchObject({ id: replyJobId([message.id], 'reply'), text, kind: 'reply' });
-    const mine = updates.filter((u) => u.streamId === out.replies[0]!.id);
+    const mine = updates.filter((u) => u.liveReplyId === out.replies[0]!.id);
     expect(mine.length).toBeGreaterThan(0);
     // 54 text chunks arrive; publishing at most every 20 ms sends far fewer updates.
     expect(mine.length).toBeLessThan(54);
@@ -122,7 +122,7 @@ describe('partial replies from the worker', () => {
 
   it('a turn stream publishes the latest text only (no backlog), and nothing after it ended', async () => {
     const stream = createTurnLiveReplies({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 30 })(
-      { streamId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' },
+      { liveReplyId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' },
     );
     for (let i = 0; i < 200; i++) stream.append(`${i} `);
     await new Promise<void>((resolve) => {

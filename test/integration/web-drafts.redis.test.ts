@@ -17,9 +17,9 @@ async function gateway(): Promise<WebChannel> {
 }
 
 interface Poll {
-  messages: Array<{ text: string; streamId?: string }>;
+  messages: Array<{ text: string; liveReplyId?: string }>;
   next: string;
-  partial?: { streamId: string; text: string };
+  partial?: { liveReplyId: string; text: string };
 }
 
 const poll = async (channel: WebChannel, conversation: string, after = '', timeoutMs = 0): Promise<Poll> =>
@@ -39,22 +39,22 @@ describe('web chat drafts across gateways', () => {
     const [a, b] = [await gateway(), await gateway()];
     const target = { chatId: 'conv1', chatType: 'private' as const };
     for (const channel of [a, b]) {
-      expect(await channel.sendDraft!(target, { streamId: 's1', seq: 0, text: 'Hel', appended: 'Hel' })).toBe(true);
-      await channel.sendDraft!(target, { streamId: 's1', seq: 1, text: 'Hello', appended: 'lo' });
+      expect(await channel.sendDraft!(target, { liveReplyId: 's1', seq: 0, text: 'Hel', appended: 'Hel' })).toBe(true);
+      await channel.sendDraft!(target, { liveReplyId: 's1', seq: 1, text: 'Hello', appended: 'lo' });
     }
-    expect((await poll(b, 'conv1')).partial).toEqual({ streamId: 's1', text: 'Hello' });
-    await a.send(target, { text: 'Hello there.', mode: 'formatted', deliveryId: 's1#0', streamId: 's1' });
+    expect((await poll(b, 'conv1')).partial).toEqual({ liveReplyId: 's1', text: 'Hello' });
+    await a.send(target, { text: 'Hello there.', mode: 'formatted', deliveryId: 's1#0', liveReplyId: 's1' });
     const seen = await poll(b, 'conv1');
-    expect(seen.messages).toEqual([expect.objectContaining({ text: 'Hello there.', streamId: 's1' })]);
+    expect(seen.messages).toEqual([expect.objectContaining({ text: 'Hello there.', liveReplyId: 's1' })]);
     expect(seen.partial).toBeUndefined();
     expect((await poll(a, 'conv1')).partial).toBeUndefined();
   });
 
   it('a dropped draft is gone from the long poll; a conversation id that is not one gets no draft', async () => {
     const channel = await gateway();
-    await channel.sendDraft!({ chatId: 'conv2' }, { streamId: 's2', seq: 0, text: 'Let me check', appended: 'Let me check' });
+    await channel.sendDraft!({ chatId: 'conv2' }, { liveReplyId: 's2', seq: 0, text: 'Let me check', appended: 'Let me check' });
     await channel.clearDraft!({ chatId: 'conv2' }, 's2');
     expect((await poll(channel, 'conv2')).partial).toBeUndefined();
-    expect(await channel.sendDraft!({ chatId: '../etc' }, { streamId: 's3', seq: 0, text: 'x', appended: 'x' })).toBe(false);
+    expect(await channel.sendDraft!({ chatId: '../etc' }, { liveReplyId: 's3', seq: 0, text: 'x', appended: 'x' })).toBe(false);
   });
 });

@@ -43,7 +43,7 @@ describe('web reply wake-ups', () => {
     const first = await appender.append('conv-1', 'before', 'text');
     const page = waiting.read('conv-1', first.cursor, { timeoutMs: 10_000 });
     await pollUntil(() => waiting.waiting() === 1);
-    const reply = await appender.append('conv-1', 'the **answer**', 'markdown', { deliveryId: 'r-1#0', streamId: 'stream-1' });
+    const reply = await appender.append('conv-1', 'the **answer**', 'markdown', { deliveryId: 'r-1#0', liveReplyId: 'stream-1' });
 
     const answered = await page;
     expect(answered.replies).toEqual([reply]);

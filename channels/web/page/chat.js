@@ -94,7 +94,7 @@ function onTyping() {
 }
 
 function onReply(reply) {
-  if (reply.streamId) clearPending();
+  if (reply.liveReplyId) clearPending();
   timeline.onReply(reply);
   waitingForReply = false;
   $('typing').textContent = '';

@@ -1,6 +1,6 @@
 // The conversation on screen: bubbles from the history, the user's own messages, live replies and
 // streamed (partial) replies. It tells history and live replies apart by id: a live reply whose
-// `replyId` (or `streamId`) is an answer the history already showed is not shown again.
+// `replyId` (or `liveReplyId`) is an answer the history already showed is not shown again.
 import { renderChoices, showDecided } from './choices.js';
 import { renderInto } from './render.js';
 
@@ -12,7 +12,7 @@ import { renderInto } from './render.js';
 export function createTimeline(list, scroller, jump, press) {
   const historyIds = new Set();
   const shownReplies = new Set();
-  const finishedStreams = new Set();
+  const finishedLiveReplies = new Set();
   const live = new Map();
   const nearBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
   const toBottom = () => { scroller.scrollTop = scroller.scrollHeight; };
@@ -81,15 +81,15 @@ export function createTimeline(list, scroller, jump, press) {
     if (shownReplies.has(reply.id)) return;
     shownReplies.add(reply.id);
     if (typeof reply.edits === 'string') return onEdit(reply);
-    const streamId = reply.streamId;
-    const state = streamId ? live.get(streamId) : undefined;
-    if (streamId) {
-      finishedStreams.add(streamId);
-      live.delete(streamId);
+    const liveReplyId = reply.liveReplyId;
+    const state = liveReplyId ? live.get(liveReplyId) : undefined;
+    if (liveReplyId) {
+      finishedLiveReplies.add(liveReplyId);
+      live.delete(liveReplyId);
     }
     // The final text wins over a live paint still waiting for its frame.
     if (state?.frame) cancelAnimationFrame(state.frame);
-    if (historyIds.has(reply.replyId) || historyIds.has(streamId)) {
+    if (historyIds.has(reply.replyId) || historyIds.has(liveReplyId)) {
       state?.el.remove();
       return;
     }
@@ -111,14 +111,14 @@ export function createTimeline(list, scroller, jump, press) {
     append(decorate(bubble('assistant', reply.text, reply.format, reply.at), reply));
   }
 
-  /** SSE `delta`: seq 0 starts (or restarts) the live bubble of `streamId`, the next seqs append. */
+  /** SSE `delta`: seq 0 starts (or restarts) the live bubble of `liveReplyId`, the next seqs append. */
   function onDelta(delta) {
-    const { streamId, seq, text } = delta;
-    if (typeof streamId !== 'string' || typeof seq !== 'number' || typeof text !== 'string') return;
-    if (finishedStreams.has(streamId) || historyIds.has(streamId)) return;
-    let state = live.get(streamId);
+    const { liveReplyId, seq, text } = delta;
+    if (typeof liveReplyId !== 'string' || typeof seq !== 'number' || typeof text !== 'string') return;
+    if (finishedLiveReplies.has(liveReplyId) || historyIds.has(liveReplyId)) return;
+    let state = live.get(liveReplyId);
     if (seq === 0) {
-      state = state ?? startLive(streamId);
+      state = state ?? startLive(liveReplyId);
       state.text = text;
       state.seq = 0;
       state.el.classList.remove('gap');
@@ -137,19 +137,19 @@ export function createTimeline(list, scroller, jump, press) {
 
   /** The long poll's `partial`: the whole text so far of the open stream. */
   function onPartial(partial) {
-    if (!partial || typeof partial.streamId !== 'string' || typeof partial.text !== 'string') return;
-    if (finishedStreams.has(partial.streamId) || historyIds.has(partial.streamId)) return;
-    const state = live.get(partial.streamId) ?? startLive(partial.streamId);
+    if (!partial || typeof partial.liveReplyId !== 'string' || typeof partial.text !== 'string') return;
+    if (finishedLiveReplies.has(partial.liveReplyId) || historyIds.has(partial.liveReplyId)) return;
+    const state = live.get(partial.liveReplyId) ?? startLive(partial.liveReplyId);
     state.text = partial.text;
     state.seq = -1; // a polled stream is not fed by deltas
     paint(state);
   }
 
-  function startLive(streamId) {
+  function startLive(liveReplyId) {
     const el = bubble('assistant', '', 'text', Date.now());
     el.classList.add('live');
     const state = { el, body: el.querySelector('.body'), text: '', seq: 0, frame: 0 };
-    live.set(streamId, state);
+    live.set(liveReplyId, state);
     append(el);
     return state;
   }
@@ -187,7 +187,7 @@ export function createTimeline(list, scroller, jump, press) {
 
 /** A notice that ends a stream in place of its reply: its own reply id differs from the stream's (a reply's is the same). */
 function isNotice(reply) {
-  return typeof reply.replyId === 'string' && reply.replyId !== reply.streamId;
+  return typeof reply.replyId === 'string' && reply.replyId !== reply.liveReplyId;
 }
 
 /** Shows the time (from CSS, so the message's text stays its own) and the full date on hover. */

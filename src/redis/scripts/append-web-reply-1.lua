@@ -4,14 +4,14 @@
   append and its delivery ledger write does not append the chunk again when the reply is retried.
 
   Input:
-    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery][, stream][, choices][, edits])
+    KEYS[1] the conversation's reply stream (entries: text, format, at[, delivery][, liveReply][, choices][, edits])
 
     ARGV[1] options, JSON: {
               "maxLen": integer > 0,       -- entries kept (XADD MAXLEN ~); also how far back ids are looked for
               "ttlSeconds": integer > 0,   -- the stream's lifetime after this write
               "atMs": number,
               "deliveryId": string,        -- optional: the chunk's stable delivery id
-              "streamId": string,          -- optional: the stream of partial replies this reply ends
+              "liveReplyId": string,       -- optional: the live reply (partial replies shown as they come) this reply ends
               "choices": string,           -- optional: the reply's buttons, a JSON array of { label, command }
               "edits": string,             -- optional: the stream id of the reply this one replaces the text
                                            -- of; appended once per edited reply (a repeat answers the first)
@@ -36,7 +36,7 @@ if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ER
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end
 if not at then return redis.error_reply('ERR appendWebReply: atMs must be a number') end
 -- The optional fields, each a non-empty string when given: { option, the entry's field }.
-local OPTIONAL = { { 'deliveryId', 'delivery' }, { 'streamId', 'stream' }, { 'choices', 'choices' }, { 'edits', 'edits' } }
+local OPTIONAL = { { 'deliveryId', 'delivery' }, { 'liveReplyId', 'liveReply' }, { 'choices', 'choices' }, { 'edits', 'edits' } }
 local extra = {}
 for _, names in ipairs(OPTIONAL) do
   local value = opts[names[1]]
