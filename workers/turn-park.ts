@@ -1,8 +1,8 @@
 import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
 import type { OutboundMessage } from '../src/core/inbound.js';
 import type { ToolCall } from '../src/core/messages.js';
+import { questionReplyId } from '../src/approvals/question-id.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../src/approvals/store.js';
-import { replyJobId } from '../src/queue/names.js';
 import type { RecordedRound } from '../src/redis/step-log.js';
 import { gateRound, type Gate } from './approval-gate.js';
 import { outbound, type Loop } from './turn-loop.js';
@@ -22,7 +22,7 @@ export async function gateOf(loop: Loop, calls: readonly ToolCall[], recorded: R
  * no lease). The decision's inbox event (or the expiry) brings the turn back, on any worker.
  */
 export async function park(loop: Loop, waiting: readonly ApprovalRecord[]): Promise<OutboundMessage[]> {
-  const outbox = waiting.map((record) => ({ ...outbound(loop, replyJobId([loop.turnId, `approval-${record.id}`], 'notice'), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id) }));
+  const outbox = waiting.map((record) => ({ ...outbound(loop, questionReplyId(record), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id) }));
   await loop.turn.commitOnly({ outbox });
   loop.log.info({ approvals: waiting.map((record) => record.id) }, 'turn waits for approval');
   return outbox;

@@ -2,22 +2,17 @@ import type { Channel, ChatTarget } from '../../channels/channel.js';
 import { CHANNEL_ERROR_CODES } from '../../channels/channel.js';
 import { approvalPrompt, decisionLine, type ApprovalRecord } from '../core/approval.js';
 import type { ChannelName } from '../core/inbound.js';
+import { questionReplyId } from '../approvals/question-id.js';
 import { ChannelError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { DeliveryLedger } from '../outbound/delivery-ledger.js';
 import { planFor } from '../outbound/delivery.js';
-import { replyJobId } from '../queue/names.js';
 
 /** What showing decisions needs: the gateway's channels (once started) and the delivery ledger that knows where each question went. */
 export interface DecisionDisplayDeps {
   channels: () => ReadonlyMap<ChannelName, Channel>;
   ledger: DeliveryLedger;
   logger: Logger;
-}
-
-/** The outbound id of an approval's question (the worker parks its turn with it: workers/turn-park.ts). */
-export function questionReplyId(record: Pick<ApprovalRecord, 'turnId' | 'id'>): string {
-  return replyJobId([record.turnId, `approval-${record.id}`], 'notice');
 }
 
 /** The text of a decided question: the question, then the decision. */

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { nameServerTools, TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
-import { MAX_RESOURCE_CHARS, McpToolError, toResultText } from '../../workers/tools/mcp/results.js';
+import { attachmentUrl } from '../../src/core/attachments.js';
+import { toolImagesMessage } from '../../workers/tool-images.js';
+import { MAX_RESOURCE_CHARS, MAX_RESULT_IMAGE_BYTES, MAX_RESULT_IMAGES, McpToolError, resultImages, toResultText } from '../../workers/tools/mcp/results.js';
 
 describe('MCP tool names', () => {
   it('gives the same names whatever the order, within the chat-completions rule', () => {
@@ -42,5 +44,34 @@ describe('MCP results', () => {
     expect(toResultText({ content: [{ type: 'text', text: 'warm' }], structuredContent: { temperature: 21 } })).toBe('warm\n{"temperature":21}');
     expect(() => toResultText({ content: [{ type: 'text', text: 'no such file' }], isError: true })).toThrow(new McpToolError('no such file'));
     expect(toResultText({ content: [] })).toBe('(the tool returned no content)');
+  });
+});
+
+describe('MCP result images', () => {
+  it('keeps the images a vision model takes: its types, bounded in size and count', () => {
+    const png = { type: 'image' as const, mimeType: 'image/png', data: 'AAAA' };
+    const images = resultImages({ content: [
+      { type: 'text', text: 'here' },
+      { type: 'image', mimeType: 'image/tiff', data: 'AAAA' },
+      { type: 'image', mimeType: 'image/png', data: 'A'.repeat(Math.ceil((MAX_RESULT_IMAGE_BYTES + 3) / 3) * 4) },
+      ...Array.from({ length: MAX_RESULT_IMAGES + 2 }, () => png),
+    ] });
+    expect(images).toEqual(Array.from({ length: MAX_RESULT_IMAGES }, () => ({ mimeType: 'image/png', data: 'AAAA' })));
+    expect(resultImages({ content: [{ type: 'text', text: 'no image' }] })).toEqual([]);
+  });
+
+  it('builds no message when no call returned an image, one user message for the round otherwise', () => {
+    expect(toolImagesMessage([{ tool: 'a', callId: 'c1', images: [] }])).toBeNull();
+    const jpeg = { id: 'x-0', mimeType: 'image/jpeg', fileName: 'c2-1' };
+    const png = { id: 'x-1', mimeType: 'image/png', fileName: 'c2-2' };
+    const message = toolImagesMessage([
+      { tool: 'a', callId: 'c1', images: [] },
+      { tool: 'b', callId: 'c2', images: [jpeg, png] },
+    ]);
+    expect(message).toEqual({ role: 'user', content: [
+      { type: 'text', text: 'Images returned by tool b (call c2), not sent by the user:' },
+      { type: 'image_url', image_url: { url: attachmentUrl(jpeg) } },
+      { type: 'image_url', image_url: { url: attachmentUrl(png) } },
+    ] });
   });
 });

@@ -4,6 +4,36 @@ import { truncateText } from '../../../src/core/text.js';
 /** Characters of one embedded resource kept in the result (the whole result is capped later by the tool-result cap). */
 export const MAX_RESOURCE_CHARS = 20_000;
 
+/** Images of one tool result a vision model is given at most (the rest keep their placeholder only). */
+export const MAX_RESULT_IMAGES = 4;
+
+/** Decoded bytes one tool-result image may have to be given to a vision model. */
+export const MAX_RESULT_IMAGE_BYTES = 4 * 1024 * 1024;
+
+/** Image types chat-completions endpoints take as `image_url` data URLs. */
+const VISION_MIME = /^image\/(jpeg|png|gif|webp)$/;
+
+/** One image of a tool result, base64 as the server sent it. */
+export interface ResultImage {
+  mimeType: string;
+  data: string;
+}
+
+/**
+ * The images of an MCP result a vision model may be given: of a type chat-completions takes, at most
+ * {@link MAX_RESULT_IMAGE_BYTES} each, the first {@link MAX_RESULT_IMAGES}. The result text keeps its
+ * placeholder line for every image either way ({@link toResultText}).
+ */
+export function resultImages(result: CallToolResult): ResultImage[] {
+  const images: ResultImage[] = [];
+  for (const block of result.content ?? []) {
+    if (images.length === MAX_RESULT_IMAGES) break;
+    if (block.type !== 'image' || !VISION_MIME.test(block.mimeType) || decodedBytes(block.data) > MAX_RESULT_IMAGE_BYTES) continue;
+    images.push({ mimeType: block.mimeType, data: block.data });
+  }
+  return images;
+}
+
 /** An MCP tool reported `isError`: its text is the error the model reads. */
 export class McpToolError extends Error {}
 
@@ -44,9 +74,14 @@ function blockText(block: ContentBlock): string {
   }
 }
 
+/** Decoded size of base64 `data`. */
+function decodedBytes(data: string): number {
+  return Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+}
+
 /** Decoded size of base64 `data`, readable. */
 function sizeOf(data: string): string {
-  const bytes = Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+  const bytes = decodedBytes(data);
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }
 
