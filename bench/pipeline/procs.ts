@@ -74,6 +74,10 @@ export async function startRole(role: 'gateway' | 'worker', env: Record<string, 
     child.stderr!.on('data', check);
   });
   let stopping = false;
+  // A bench that dies (an uncaught error) takes its roles with it rather than leaving them running.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.off('exit', killOnExit));
   child.once('exit', (code, signal) => {
     if (!stopping) process.stderr.write(`bench: chatgate ${role} (pid ${child.pid}) exited during the run (${code ?? signal}):\n${err.slice(-4000)}\n`);
   });
