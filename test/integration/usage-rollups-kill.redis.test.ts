@@ -11,6 +11,7 @@ import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js'
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
 import { openShardedQueue } from '../../src/queue/sharded.js';
 import { sessionKeys } from '../../src/redis/keys.js';
+import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
 import type { FakeOpenAI, FakeReply } from '../fakes/openai-server.js';
@@ -89,8 +90,14 @@ describe('usage rollups with workers killed mid-turn', () => {
       expect(rolled.outputTokens, sessionId).toBe(ledger.completionTokens + ledger.summaryCompletionTokens);
       expect(rolled.calls, sessionId).toBe(ledger.calls + ledger.summaryCalls);
       expect(Math.round(rolled.costUsd * 1e6), sessionId).toBe(ledger.costMicroUsd);
-      // Every turn made two committed calls (tool round, answer), however often it was retried.
-      expect(ledger.calls, sessionId).toBe(2 * new Set(out.replies.filter((r) => r.chatId === `c${s}` && r.kind === 'reply').map((r) => r.id)).size);
+      // Each committed call left one assistant entry (a tool round or the answer), however often its
+      // turn was retried; a retried turn may take messages that arrived meanwhile, and so add a round.
+      const assistant = (await readTranscript(t.redis, sessionKeys(sessionId, t.keyPrefix))).filter((e) => e.type === 'message' && e.message.role === 'assistant');
+      const replies = new Set(out.replies.filter((r) => r.chatId === `c${s}` && r.kind === 'reply').map((r) => r.id)).size;
+      expect(ledger.calls, sessionId).toBe(assistant.length);
+      // One answer per reply (none committed twice), each after at least one tool round.
+      expect(assistant.filter((e) => e.type === 'message' && !(e.message.role === 'assistant' && e.message.tool_calls?.length)), sessionId).toHaveLength(replies);
+      expect(ledger.calls, sessionId).toBeGreaterThanOrEqual(2 * replies);
       sum.prompt += ledger.promptTokens; sum.completion += ledger.completionTokens; sum.cached += ledger.cachedTokens; sum.calls += ledger.calls; sum.costMicroUsd += ledger.costMicroUsd;
     }
     expect(byChat.totals).toMatchObject({ inputTokens: sum.prompt - sum.cached, cachedTokens: sum.cached, outputTokens: sum.completion, calls: sum.calls, unpricedCalls: 0 });
