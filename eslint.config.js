@@ -36,6 +36,19 @@ function boundary(files, allowed, { channels = false, workers = false, extra = [
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
+/**
+ * The pure core's imports (STYLE.md): no I/O or SDK package, and relative imports only into src/core.
+ * `up` is the way from the files' folder to src/ (`../` from src/core, `../../` from its subfolders).
+ */
+function coreImports(up) {
+  return ['error', {
+    patterns: [
+      { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
+      { group: [`${up}*`, `!${up}core/*`], message: 'src/core imports only src/core' },
+    ],
+  }];
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-output/**', '.state/**', '.scratch/**'] },
   js.configs.recommended,
@@ -96,12 +109,7 @@ export default tseslint.config(
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.
     files: ['src/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
-          { group: ['../*', '!../core/*'], message: 'src/core imports only src/core' },
-        ],
-      }],
+      'no-restricted-imports': coreImports('../'),
       'no-restricted-globals': ['error', 'process', 'setTimeout', 'setInterval', 'fetch'],
       // No module-level mutable state: caches and registries belong to an instance its owner creates.
       'no-restricted-syntax': ['error', ...NO_EVAL, ...MODULE_STATE],
@@ -111,12 +119,7 @@ export default tseslint.config(
     // The compaction engine (src/core/compaction/): pure like the rest of core; it imports core and itself only.
     files: ['src/core/compaction/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
-          { group: ['../../*', '!../../core/*'], message: 'src/core imports only src/core' },
-        ],
-      }],
+      'no-restricted-imports': coreImports('../../'),
     },
   },
 );
