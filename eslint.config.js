@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'config-budgets', 'budget', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'periodic', 'config', 'config-options', 'config-budgets', 'budget', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -70,6 +70,7 @@ export default tseslint.config(
   },
   // Boundaries, one block per folder, as each README says (src/cli, src/cli.ts, src/index.ts, test/, bench/ are free).
   boundary(['src/errors.ts', 'src/log.ts', 'src/metrics.ts'], ['core']),
+  boundary(['src/periodic.ts'], []),
   boundary(['channels/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
   boundary(['channels/discord/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
     channels: true,
@@ -99,11 +100,11 @@ export default tseslint.config(
   // Live replies (src/live-reply/README.md): the shared view record, its pub/sub and the gateway's view.
   boundary(['src/live-reply/**/*.ts'], ['core', 'errors', 'log', 'redis'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
-  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'redis', 'queue']),
+  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'periodic', 'redis', 'queue']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'periodic', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'periodic', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.

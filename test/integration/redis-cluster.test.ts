@@ -222,7 +222,7 @@ describe('on a Redis Cluster', () => {
     const before = out.replies.length;
     const sweeper = startPendingSweeper({ redis: conn.redis, producer, logger }, { keyPrefix: config.redis.keyPrefix, sweepAtStart: false });
     try {
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
     } finally {
       sweeper.stop();
     }
