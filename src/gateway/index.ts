@@ -18,7 +18,7 @@ import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue, type OutboundQueue } from '../outbound/outbound-queue.js';
 import { createTurnProducer } from '../queue/producer.js';
-import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
@@ -234,7 +234,7 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   }
   const subscriber = duplicateRedis(redis);
   subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
-  const unsubscribe = await subscribeTurnSignals(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
+  const unsubscribe = await TURN_SIGNALS.subscribe(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
