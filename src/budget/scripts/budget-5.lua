@@ -90,18 +90,16 @@ local function hmget(key, fields)
   return redis.call('HMGET', key, unpack(fields))
 end
 
--- Writes the counters in one HSET; a counter new to the month's hash makes sure the hash expires.
+-- Writes the counters in one HSET. The month's first call made the hash and set its expiry (the copy below).
 local function write(list)
-  local args, created = {}, false
+  local args = {}
   for _, item in ipairs(list) do
     local o = item.o
     args[#args + 1] = item.c.field
     args[#args + 1] = cjson.encode({ v = 1, um = o.um, ut = o.ut, r = o.r, s = o.s })
-    created = created or o.new
   end
   if #args == 0 then return end
   redis.call('HSET', KEYS[2], unpack(args))
-  if created then redis.call('EXPIREAT', KEYS[2], int(opts.expireAt)) end
 end
 
 local function mark(c, unit, limit, src)
