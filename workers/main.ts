@@ -73,7 +73,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
-    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs,
+    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs, attachmentTtlSeconds: o.attachments?.ttlSeconds,
   };
   const stopSubscriber = duplicateRedis(redis);
   stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));

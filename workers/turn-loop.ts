@@ -56,6 +56,8 @@ export interface AgentOptions {
   compactionNotice?: boolean;
   /** How long an asked tool call waits for the user's decision, ms. Default 10 min (src/approvals/store.ts). */
   approvalTimeoutMs?: number;
+  /** How long the images tools return stay in Redis, seconds. Default 86400 (`DEFAULT_ATTACHMENT_TTL_SECONDS`). */
+  attachmentTtlSeconds?: number;
 }
 
 /** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */

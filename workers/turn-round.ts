@@ -68,7 +68,7 @@ async function runRound(loop: Loop, round: ToolRound, calls: readonly ToolCall[]
 function toolRound(loop: Loop, calls: number, recorded: RecordedRound | null, gate: Gate): ToolRound {
   const { deps, options } = loop;
   const storeImages: ToolRound['storeImages'] = (callId, images) =>
-    storeToolImages(deps.redis, loop.turn.sessionId, loop.turnId, callId, images, { keyPrefix: deps.store.keyPrefix, ttlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS });
+    storeToolImages(deps.redis, loop.turn.sessionId, loop.turnId, callId, images, { keyPrefix: deps.store.keyPrefix, ttlSeconds: options.attachmentTtlSeconds ?? DEFAULT_ATTACHMENT_TTL_SECONDS });
   return {
     tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate, tokenCounter: deps.compressor.tokenCounter,
     maxTokens: toolResultCap(options.contextWindow, calls),

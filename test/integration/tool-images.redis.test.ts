@@ -8,12 +8,13 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { lastExchange } from '../../src/core/last-exchange.js';
-import { TOOL_IMAGES_MARK, type ChatMessage } from '../../src/core/messages.js';
+import { parseAttachmentUrl } from '../../src/core/attachments.js';
+import { TOOL_IMAGES_MARK, type ChatMessage, type ContentPart } from '../../src/core/messages.js';
 import { TokenCounter } from '../../src/core/tokens.js';
 import { createSilentLogger } from '../../src/log.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
-import { sessionKeys } from '../../src/redis/keys.js';
+import { attachmentKey, sessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { createStepLog } from '../../src/redis/step-log.js';
@@ -97,7 +98,7 @@ describe('a worker whose MCP tool returns an image', () => {
     const servers = options.mcp ? mcpServers({ everything: { command: process.execPath, args: [mcpServerEntry('server-everything')], approval: 'auto', connectTimeoutMs: 60_000 } }) : [];
     worker = await runWorker({ redis: t.redis }, {
       keyPrefix: t.keyPrefix, ...t.names, contextWindow: 16_000, liveReplies: false, llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' },
-      attachments: { vision: options.vision }, mcpServers: servers,
+      attachments: { vision: options.vision, ttlSeconds: 600 }, mcpServers: servers,
     });
   };
   const ask = async (): Promise<InboundMessage> => {
@@ -126,8 +127,13 @@ describe('a worker whose MCP tool returns an image', () => {
 
     const projection = (await createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).load(SESSION)).entries.map((entry) => entry.message);
     expect(projection.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
-    // The projection keeps the reference (the bytes stay in Redis), and the user's message stays the exchange's ask.
-    expect(JSON.stringify(projection[3])).toContain('chatgate-attachment:');
+    // The projection keeps a reference; the bytes stay in Redis for the configured time, like a user's image.
+    const part = (projection[3]!.content as ContentPart[])[1]!;
+    const ref = part.type === 'image_url' ? parseAttachmentUrl(part.image_url.url) : null;
+    const ttl = await t.redis.ttl(attachmentKey(SESSION, ref!.id, t.keyPrefix));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(600);
+    // The user's message stays the exchange's ask.
     expect(lastExchange(projection)).toEqual({ start: 0, userTexts: ['show me a tiny image'], holdsSummary: false });
     const transcript = await readTranscript(t.redis, sessionKeys(SESSION, t.keyPrefix));
     expect(transcript.flatMap((entry) => (entry.type === 'message' ? [entry.message] : []))).toEqual(projection);
