@@ -76,7 +76,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, promptTokens: loop.turn.requestTokens(request.overhead), logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
     } catch (err) {
       await stream?.drop();
       // A spend limit holds: the turn ends with the message that says which and until when.
