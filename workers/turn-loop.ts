@@ -16,7 +16,7 @@ import type { TurnState } from '../src/session/turn-state.js';
 import type { ApprovalStore } from '../src/approvals/store.js';
 import type { AttachmentReader } from './attachments.js';
 import type { TurnLiveReplies } from './live-reply-publisher.js';
-import { notesMessage, overheadTokens } from './request.js';
+import { notesMessage, overheadTokens } from './model-request.js';
 import type { ToolRegistry } from './tools/registry.js';
 
 /** What the tool loop needs. */
