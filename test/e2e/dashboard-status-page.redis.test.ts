@@ -18,12 +18,8 @@ describe('the dashboard\'s first screen (Chromium, demo process)', () => {
 
   beforeAll(async () => {
     t = createTestRedis();
-    proc = spawnChatgate(['start', '--demo'], {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-      CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0',
-    });
-    origin = new URL((await proc.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    proc = spawnChatgate(['start', '--demo'], { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0' });
+    ({ origin } = await proc.ready());
     // One session, so the sessions table has a row.
     const posted = await fetch(`${origin}/api/chat/dash/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello', clientMessageId: 'm1' }) });
     expect(posted.status).toBe(202);

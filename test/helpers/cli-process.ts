@@ -16,6 +16,11 @@ export interface ChatgateProcess {
   exited: Promise<number | null>;
   /** Resolves with the first match of `pattern` in the stream; rejects when the process exits first. */
   waitFor(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<RegExpExecArray>;
+  /**
+   * Resolves once the ready banner has ended (`Press Ctrl+C to stop.` on stderr), with the web chat
+   * URL it named and that URL's origin (both '' for a role without one); rejects when the process exits first.
+   */
+  ready(): Promise<{ webChatUrl: string; origin: string }>;
 }
 
 /** How {@link spawnChatgate} runs the CLI by default: the sources through tsx. */
@@ -49,7 +54,12 @@ export function spawnChatgate(args: string[], env: Record<string, string>, cli: 
     child.once('exit', onExit);
     check();
   });
-  return { child, stdout, stderr, exited, waitFor };
+  const ready = async () => {
+    await waitFor('stderr', /Press Ctrl\+C to stop\./);
+    const webChatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(stderr.text)?.[1] ?? '';
+    return { webChatUrl, origin: webChatUrl && new URL(webChatUrl).origin };
+  };
+  return { child, stdout, stderr, exited, waitFor, ready };
 }
 
 /** What a finished `chatgate` run printed, and its exit code (null when killed by a signal). */
@@ -73,6 +83,16 @@ export async function stopChatgate(proc: ChatgateProcess | undefined): Promise<v
   if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   proc.child.kill('SIGTERM');
   await proc.exited;
+}
+
+/** Whether a process with this pid exists (signal 0). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A loopback port nothing listens on. */

@@ -16,7 +16,7 @@ export interface CliWorkerOptions {
   /** OpenAI-compatible base URL (ends in `/v1`); it must answer `GET /models` (see {@link startModelsFront}). */
   baseURL: string;
   /** Further `CHATGATE_*` options, e.g. `CHATGATE_LEASE_TTL_MS`. */
-  env?: Record<string, string>;
+  env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -43,6 +43,29 @@ export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildPr
       resolve();
     }, reject);
   });
+  return child;
+}
+
+/**
+ * What {@link spawnEffectWorker} needs: as {@link CliWorkerOptions} (the effect worker does not check
+ * `/models`: the fake's URL will do; `env` takes its switches `EFFECT_BLOCK: '1'` and `BOOK_APPROVAL: 'ask'`),
+ * and the shard count.
+ */
+export interface EffectWorkerOptions extends CliWorkerOptions {
+  queueShards: number;
+}
+
+/**
+ * Starts test/helpers/effect-worker.ts (a worker with the `lookup` and `book` tools) as a child
+ * process and resolves once it logs `worker started`.
+ */
+export async function spawnEffectWorker(options: EffectWorkerOptions): Promise<ChildProcess> {
+  const env = {
+    PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: options.redisUrl, KEY_PREFIX: options.keyPrefix, QUEUE_PREFIX: options.queuePrefix,
+    QUEUE_SHARDS: String(options.queueShards), OPENAI_BASE_URL: options.baseURL, ...options.env,
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  await waitForLine(child, '"worker started"');
   return child;
 }
 

@@ -10,6 +10,13 @@ export interface PollOptions {
   what?: string;
 }
 
+/** A promise and the function that resolves it: a gate a test opens, or a point a handler marks as reached. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => { resolve = r; });
+  return { promise, resolve };
+}
+
 /**
  * Resolves once `condition` holds, checking now and on every `event` of `emitter` (the fakes emit
  * `call` on each request they record). Never a fixed sleep: the test's timeout bounds the wait.

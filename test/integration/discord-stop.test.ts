@@ -1,27 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDiscordChannel, type DiscordChannel } from '../../channels/discord/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { FAKE_DISCORD_IDS as IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
+import { FAKE_DISCORD_IDS as IDS, startFakeDiscord } from '../fakes/discord-server.js';
+import { useFakeServer } from '../helpers/fake-fixture.js';
+import { deferred } from '../helpers/waits.js';
 
-let fake: FakeDiscordServer;
 let channel: DiscordChannel | undefined;
-
-/** A promise with its resolver. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => { resolve = r; });
-  return { promise, resolve };
-}
-
-beforeEach(async () => {
-  fake = await startFakeDiscord({ heartbeatIntervalMs: 200 });
-});
-
-afterEach(async () => {
+const fake = useFakeServer(() => startFakeDiscord({ heartbeatIntervalMs: 200 }), async () => {
   await channel?.stop();
   channel = undefined;
-  await fake.close();
 });
+
 
 describe('discord channel: stop', () => {
   it('waits for the messages queued behind a slow handler before destroying the client', async () => {
@@ -29,7 +18,7 @@ describe('discord channel: stop', () => {
     const gate = deferred();
     const firstStarted = deferred();
     const markerSeen = deferred();
-    channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot });
+    channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot });
     await channel.start(async (message: InboundMessage) => {
       if (message.text === 'marker') return markerSeen.resolve();
       if (message.text === 'one') {
@@ -38,11 +27,11 @@ describe('discord channel: stop', () => {
       }
       received.push(message.text);
     });
-    fake.dispatchMessage({ where: 'dm', content: 'one' });
-    fake.dispatchMessage({ where: 'dm', content: 'two' });
-    fake.dispatchMessage({ where: 'dm', content: 'three' });
+    fake().dispatchMessage({ where: 'dm', content: 'one' });
+    fake().dispatchMessage({ where: 'dm', content: 'two' });
+    fake().dispatchMessage({ where: 'dm', content: 'three' });
     // Another channel's chain: once its message is handled, 'two' and 'three' are queued behind 'one'.
-    fake.dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> marker`, mentions: [IDS.bot] });
+    fake().dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> marker`, mentions: [IDS.bot] });
     await Promise.all([firstStarted.promise, markerSeen.promise]);
     const stopped = channel.stop();
     gate.resolve();
@@ -53,12 +42,12 @@ describe('discord channel: stop', () => {
 
   it('gives up after stopDrainTimeoutMs when a handler never returns', async () => {
     const started = deferred();
-    channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot, stopDrainTimeoutMs: 50 });
+    channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot, stopDrainTimeoutMs: 50 });
     await channel.start(() => {
       started.resolve();
       return new Promise<void>(() => undefined);
     });
-    fake.dispatchMessage({ where: 'dm', content: 'stuck' });
+    fake().dispatchMessage({ where: 'dm', content: 'stuck' });
     await started.promise;
     await channel.stop();
     channel = undefined;
