@@ -38,7 +38,8 @@ describe('Ctrl+C on npm start', () => {
       // The turn has started streaming when the session's lease is held.
       await until(async () => (await t.redis.exists(`${t.keyPrefix}{web:ctrl-c}:lease`)) === 1, () => stderr);
       process.kill(-npm.pid!, 'SIGINT');
-      expect(await exited).toBe(0);
+      // On failure, the output says which step of the stop did not finish.
+      expect(await exited, stderr).toBe(0);
     } finally {
       if (npm.exitCode === null) process.kill(-npm.pid!, 'SIGKILL');
     }

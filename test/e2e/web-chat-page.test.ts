@@ -38,6 +38,8 @@ describe('web chat page in headless Chromium', () => {
   let verdict: (message: InboundMessage) => InboundVerdict | undefined = () => undefined;
   const transcript = new Map<string, TranscriptRow[]>();
   const consoleErrors: string[] = [];
+  /** How often the gateway has refused the message 'busy twice' (503, as when Redis is out of reach). */
+  let busyRefusals = 0;
   /** The fake reply stream of conversation `delta-test` (a stand-in for the gateway's streaming side). */
   let sse: ReadableStreamDefaultController<Uint8Array> | undefined;
   const encoder = new TextEncoder();
@@ -65,6 +67,7 @@ describe('web chat page in headless Chromium', () => {
       const answer = verdict(message);
       if (answer) return answer;
       if (message.text === 'fail with 503') throw new Error('redis down');
+      if (message.text === 'busy twice' && (busyRefusals += 1) <= 2) throw new Error('redis down');
       inbound.push(message);
       return { outcome: 'accepted' } as InboundVerdict;
     });
@@ -184,8 +187,23 @@ describe('web chat page in headless Chromium', () => {
     await page.fill('#input', 'fail with 503');
     await page.keyboard.press('Enter');
     const busy = page.locator('.msg.user.failed', { hasText: 'fail with 503' });
-    expect(await busy.locator('.reason').textContent()).toBe('Not sent: the gateway could not take it right now (message not accepted; retry with the same clientMessageId).');
-    await busy.locator('button.retry').waitFor();
+    expect(await busy.locator('.reason').textContent()).toMatch(/^Not sent yet: the gateway could not take it right now \(message not accepted; retry with the same clientMessageId\)\. Trying again in \d s\.$/);
+    await busy.locator('button.retry', { hasText: 'Send now' }).waitFor();
+  });
+
+  it('tries a message the gateway could not take again by itself, and it arrives once', async () => {
+    await page.goto(`${base}/chat?c=busy-test`);
+    await page.locator('#status[data-state="connected"]').waitFor();
+    const before = inbound.length;
+    await page.fill('#input', 'busy twice');
+    await page.keyboard.press('Enter');
+    await page.locator('.msg.user.retrying', { hasText: 'busy twice' }).locator('.reason', { hasText: /Trying again in \d s\.$/ }).waitFor();
+    // Two refusals: tried again after 1 s and then after 2 s more.
+    await expect.poll(() => inbound.length, { timeout: 15_000 }).toBe(before + 1);
+    expect(inbound[before]!.text).toBe('busy twice');
+    expect(busyRefusals).toBe(3);
+    await page.locator('.msg.user:not(.failed)', { hasText: 'busy twice' }).waitFor();
+    expect(inbound.slice(before).map((m) => m.text)).toEqual(['busy twice']);
   });
 
   it('says so when an attached file is not accepted, keeping the text', async () => {
@@ -296,7 +314,7 @@ describe('web chat page in headless Chromium', () => {
     await page.fill('#input', 'anyone there?');
     await page.keyboard.press('Enter');
     const failed = page.locator('.msg.user.failed', { hasText: 'anyone there?' });
-    expect(await failed.locator('.reason').textContent()).toBe('Not sent: the gateway cannot be reached (network down or gateway stopped).');
+    expect(await failed.locator('.reason').textContent()).toMatch(/^Not sent yet: the gateway cannot be reached \(network down or gateway stopped\)\. Trying again in \d s\.$/);
     await failed.locator('button.retry').waitFor();
   });
 });

@@ -11,7 +11,7 @@ import type { ToolDefinition } from '../../workers/tools/types.js';
 import { startFakeOpenAI, type FakeHandler, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 
-/** Gateway + one in-process worker + fake LLM, on real Redis with fresh prefixes. */
+/** Gateway + one in-process worker (or none: {@link StackOptions.noWorker}) + fake LLM, on real Redis with fresh prefixes. */
 export interface Stack {
   t: TestRedis;
   llm: FakeOpenAI;
@@ -19,7 +19,8 @@ export interface Stack {
   /** What the gateway's /metrics shows; the worker records into it too. */
   metrics: PrometheusMetrics;
   gateway: GatewayHandle;
-  worker: RunningWorker;
+  /** The in-process worker; null with {@link StackOptions.noWorker}. */
+  worker: RunningWorker | null;
   /** Requests the agent made (summariser calls excluded). */
   agentRequests(): FakeRequest[];
   close(): Promise<void>;
@@ -35,6 +36,8 @@ export interface StackOptions {
   worker?: Partial<RunWorkerOptions>;
   /** Tools the worker offers besides the built-ins. */
   tools?: readonly ToolDefinition[];
+  /** Start no worker in this process: the test runs worker processes against the stack's Redis and `llm`. Default false. */
+  noWorker?: boolean;
 }
 
 /** True for a request the summariser made. */
@@ -55,7 +58,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const logger = createSilentLogger();
   const metrics = createPrometheusMetrics();
   const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels: options.channels }, gatewayOptions(config));
-  const worker = await runWorker({ redis: t.redis, logger, metrics, tools: options.tools }, {
+  const worker = options.noWorker ? null : await runWorker({ redis: t.redis, logger, metrics, tools: options.tools }, {
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, queueShards: config.redis.queueShards,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },
     contextWindow: config.llm.contextWindow, reservedOutputTokens: config.compaction.reservedOutputTokens,
@@ -65,7 +68,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     t, llm, config, metrics, gateway, worker,
     agentRequests: () => llm.requests.filter((r) => !isSummaryRequest(r)),
     async close() {
-      await worker.close();
+      await worker?.close();
       await gateway.close();
       await llm.close();
       await t.cleanup();

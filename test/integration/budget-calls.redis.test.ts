@@ -1,6 +1,6 @@
 /**
  * Every model call goes through the budget wrapper: the gateway's compactions (hygiene, /compact),
- * the CLI's (no user), transcriptions; a used-up budget gives compaction's deterministic fallback.
+ * the CLI's (no user), /btw side questions, transcriptions; a used-up budget gives compaction's deterministic fallback.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBudgetGuard, runCountedFor, runWithBudget } from '../../src/budget/guard.js';
@@ -18,6 +18,7 @@ import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
+import { createLlmSideQuestion } from '../../src/session/side-question.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { oggBytes } from '../helpers/files.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -41,8 +42,8 @@ describe('every model call is budgeted', () => {
     await t.cleanup();
   });
 
-  /** A session of 12 exchanges, idle, ready to compact. */
-  async function seed(sessionId: string): Promise<void> {
+  /** A session of 12 exchanges, idle, ready to compact (`lastPromptTokens` 3,000: under the hygiene line of 0.85 × 4,096). */
+  async function seed(sessionId: string, lastPromptTokens = 3000): Promise<void> {
     const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
     const fence = (await acquireLease(t.redis, store.keys(sessionId)))!;
     const entries = Array.from({ length: 12 }, (_, k) => [
@@ -52,7 +53,7 @@ describe('every model call is budgeted', () => {
     await store.commit(sessionId, {
       expectedVersion: 0, fence, projection: { append: entries },
       transcript: entries.map((e) => ({ type: 'message' as const, message: e.message, tokens: e.tokens, atMs: 1 })),
-      meta: { limits: LIMITS, lastPromptTokens: 3000, appendedTokensSince: 0, overheadTokens: 200 }, finishTurn: true,
+      meta: { limits: LIMITS, lastPromptTokens, appendedTokensSince: 0, overheadTokens: 200 }, finishTurn: true,
     });
     await releaseLease(t.redis, store.keys(sessionId), fence);
   }
@@ -78,6 +79,30 @@ describe('every model call is budgeted', () => {
     expect(cli).toMatchObject({ busy: false, value: { outcome: 'compacted' } });
     expect(await usedTokens(s, { user: 'telegram:7', chat: 'telegram:7' })).toEqual({ user: 0, chat: 1000, deployment: 2000 });
     expect(fake.requests).toHaveLength(2);
+  });
+
+  it('/btw reserves and settles its call for the sender and the chat, and is refused once the budget is used', async () => {
+    const s = settings({ user: { day: { tokens: 1500 } } });
+    const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, prices: PRICES, defaultMaxTokens: 100 })!;
+    const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    const btw = createLlmSideQuestion({ redis: t.redis, store, logger: createSilentLogger(), guardLlm: guard.llm }, {
+      baseURL: fake.baseURL, apiKey: 'k', model: MODEL, timeoutMs: 10_000, systemPrompt: 'Be brief.', contextWindow: 4096, reservedOutputTokens: 0, prices: PRICES,
+    });
+    await seed('telegram:42');
+    const scope = { user: 'telegram:42', chat: 'telegram:42' };
+    expect(await runCountedFor(scope, () => btw('telegram:42', 'Which order was it?'))).toContain('ORD-48213-XK');
+    expect(await usedTokens(s, scope)).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
+    await runCountedFor(scope, () => btw('telegram:42', 'And the ticket?'));
+    await expect(runCountedFor(scope, () => btw('telegram:42', 'Anything else?'))).rejects.toBeInstanceOf(BudgetError);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('hygiene counts its summary for the sender the gateway names, and the chat', async () => {
+    const s = settings({ user: { day: { tokens: 1_000_000 } }, chat: { day: { tokens: 1_000_000 } } });
+    await seed('telegram:42', 3800);
+    const result = await opsWith(s).hygiene('telegram:42', undefined, 'telegram:42');
+    expect(result).toMatchObject({ outcome: 'compacted' });
+    expect(await usedTokens(s, { user: 'telegram:42', chat: 'telegram:42' })).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
   });
 
   it('a used-up budget gives the deterministic fallback: no model call, every message kept in the transcript', async () => {
@@ -132,6 +157,6 @@ describe('every model call is budgeted', () => {
     const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
     await expect(ledger.reserve({ user: 'telegram:42' }, { tokens: 1 })).rejects.toThrow(/user:telegram:42 are not in format version 1/);
     await expect(createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).limitsOf('user', 'telegram:42')).rejects.toBeInstanceOf(StoredFormatError);
-    expect(await t.redis.exists(budgetKeys(t.keyPrefix).counter('user', 'telegram:42', new Date().toISOString().slice(0, 10)))).toBe(0);
+    expect(await t.redis.exists(budgetKeys(t.keyPrefix).counters(new Date().toISOString().slice(0, 7)))).toBe(0);
   });
 });

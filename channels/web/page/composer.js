@@ -1,7 +1,8 @@
 // Sending: the user's message (with an optional file, as multipart) posted to the gateway; when it
 // is not taken, the reason stays visible under the message with what the user can do — send again
 // (transient: rate limit after its wait, gateway busy, network down) or edit (refused: too long,
-// not allowed, a file type nothing reads). The text is never lost.
+// not allowed, a file type nothing reads). The text is never lost. A busy or unreachable gateway is
+// tried again by itself a few times, with a countdown, before the page leaves it to the user.
 
 /** What a failed post means for the user: the note to show, and whether/when sending again can work. */
 export function reasonOf(status, body, retryAfterHeader, hadFile) {
@@ -18,13 +19,19 @@ export function reasonOf(status, body, retryAfterHeader, hadFile) {
       const ms = Number(body && body.retryAfterMs) || Number(retryAfterHeader) * 1000 || 5000;
       return { note: 'Not sent: ' + (error || 'too many messages.'), retry: true, retryAt: Date.now() + ms };
     }
-    case 503: return { note: 'Not sent: the gateway could not take it right now' + (error ? ' (' + error + ')' : '') + '.', retry: true };
+    case 503: {
+      const ms = Number(retryAfterHeader) * 1000 || undefined;
+      return { note: 'Not sent: the gateway could not take it right now' + (error ? ' (' + error + ')' : '') + '.', retry: true, auto: true, ...(ms ? { retryAt: Date.now() + ms } : {}) };
+    }
     default: return { note: 'Not sent: the gateway answered HTTP ' + status + (error ? ' (' + error + ')' : '') + '.', retry: status >= 500 };
   }
 }
 
 /** The network failed (gateway stopped, connection lost). */
-export const NETWORK_REASON = { note: 'Not sent: the gateway cannot be reached (network down or gateway stopped).', retry: true };
+export const NETWORK_REASON = { note: 'Not sent: the gateway cannot be reached (network down or gateway stopped).', retry: true, auto: true };
+
+/** Waits before the automatic tries of a busy or unreachable gateway; after the last, the user decides. */
+export const AUTO_RETRY_MS = [1000, 2000, 4000, 8000, 15000];
 
 /**
  * Creates the sender. `ctx`: base URL, userId, randomId(prefix), timeline, onSending() (a post
@@ -50,6 +57,12 @@ export function createSender(ctx) {
 
   function showFailure(item, reason) {
     ctx.onFailed();
+    const tries = item.autoTries || 0;
+    if (reason.auto && tries < AUTO_RETRY_MS.length) {
+      // Transient: try again by itself (the same clientMessageId, so the gateway keeps one), saying when.
+      item.autoTries = tries + 1;
+      return showCountdown(item, reason, Math.max(AUTO_RETRY_MS[tries], (reason.retryAt || 0) - Date.now()));
+    }
     const el = item.el;
     clearNote(el);
     el.classList.add('failed');
@@ -63,6 +76,30 @@ export function createSender(ctx) {
     if (reason.retry) note.appendChild(retryButton(item, reason.retryAt));
     else note.appendChild(action('Edit', 'edit', () => ctx.edit(item.text, item.file)));
     el.appendChild(note);
+  }
+
+  function showCountdown(item, reason, waitMs) {
+    const el = item.el;
+    clearNote(el);
+    el.classList.add('failed', 'retrying');
+    const note = document.createElement('div');
+    note.className = 'note';
+    note.setAttribute('role', 'status');
+    const text = document.createElement('span');
+    text.className = 'reason';
+    note.appendChild(text);
+    const at = Date.now() + waitMs;
+    let timer;
+    const now = action('Send now', 'retry', () => { clearTimeout(timer); post(item); });
+    note.appendChild(now);
+    el.appendChild(note);
+    const tick = () => {
+      const left = Math.ceil((at - Date.now()) / 1000);
+      if (left <= 0) return post(item);
+      text.textContent = reason.note.replace(/^Not sent:/, 'Not sent yet:') + ' Trying again in ' + left + ' s.';
+      timer = setTimeout(tick, Math.min(1000, at - Date.now()));
+    };
+    tick();
   }
 
   function retryButton(item, retryAt) {
@@ -111,7 +148,7 @@ function requestOf(item, userId) {
 }
 
 function clearNote(el) {
-  el.classList.remove('failed');
+  el.classList.remove('failed', 'retrying');
   el.querySelector('.note')?.remove();
 }
 

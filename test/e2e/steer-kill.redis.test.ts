@@ -1,0 +1,86 @@
+/**
+ * Steering under kill -9, through the front ends: on the web chat (its HTTP API) and on the fake
+ * Telegram, with `chatgate worker` processes. A message sent during a 3-round tool loop joins the
+ * turn; the worker is SIGKILLed in the round after it joined; another worker resumes the turn and
+ * answers both messages once, and the transcript holds each message once.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sessionKeys } from '../../src/redis/keys.js';
+import type { FakeHandler, FakeReply } from '../fakes/openai-server.js';
+import { FIRST, gate, replyMatching, SECOND, sendDuringTurn, toolLoop, transcriptRoles, useChatDrivers, userTexts, type ChatDriver } from '../helpers/busy-chat.js';
+import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
+import { pollUntil } from '../helpers/waits.js';
+
+const THIRD = 'and tell me when it is done';
+const DRIVERS = useChatDrivers();
+
+describe.each(DRIVERS)('a steered message under kill -9 of its worker, on %s', (_name, open) => {
+  const children: ChildProcess[] = [];
+  let front: Awaited<ReturnType<typeof startModelsFront>> | undefined;
+  afterEach(async () => {
+    await Promise.all(children.splice(0).map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }));
+    await front?.close();
+    front = undefined;
+  });
+
+  /** A `chatgate worker` process on the chat's Redis and fake model, with a short lease so a dead one's turn is taken over soon. */
+  const startWorker = async (chat: ChatDriver): Promise<ChildProcess> => {
+    const { t } = chat.stack;
+    front ??= await startModelsFront(chat.stack.llm.baseURL);
+    const child = await spawnCliWorker({
+      redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
+      env: { CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
+    });
+    children.push(child);
+    return child;
+  };
+
+  it('is answered once in the turn resumed by another worker, and is in the transcript once', async () => {
+    const first = gate();
+    const reachedSecondCall = gate();
+    let victimCalls = 0;
+    const loop = toolLoop(async () => {
+      await first.promise;
+      return { toolCalls: [{ name: 'current_time', arguments: {} }] };
+    });
+    // The turn's second call (the first that reads the steered message) never returns to the first worker: it dies there.
+    const handler: FakeHandler = (request) => {
+      const secondCall = request.messages.filter((m) => m.role === 'tool').length === 1 && userTexts(request.messages).includes(SECOND);
+      if (secondCall && victimCalls++ === 0) {
+        reachedSecondCall.open();
+        return { hold: new Promise<FakeReply>(() => undefined) };
+      }
+      return loop(request);
+    };
+    const chat = await open({ handler, noWorker: true }, 'steer-kill');
+    const victim = await startWorker(chat);
+    await chat.send(FIRST);
+    await sendDuringTurn(chat, SECOND);
+    first.open();
+    await reachedSecondCall.promise;
+    await startWorker(chat);
+    victim.kill('SIGKILL');
+    await once(victim, 'exit');
+
+    await replyMatching(chat, (text) => text.startsWith('Done.'));
+    await chat.send(THIRD);
+    await replyMatching(chat, (text) => text.includes(THIRD));
+    const keys = sessionKeys(chat.sessionId, chat.stack.t.keyPrefix);
+    await pollUntil(async () => (await chat.stack.t.redis.exists(keys.processing, keys.inbox)) === 0);
+
+    // One answer for the turn both messages were in, one for the next: nothing lost, nothing doubled, no failure notice.
+    expect(await chat.replies()).toEqual([`Done. I read: ${FIRST} | ${SECOND}`, `Done. I read: ${FIRST} | ${SECOND} | ${THIRD}`]);
+    // The steered message is where the model first saw it, once; the dead worker's unanswered call left nothing.
+    const resumed = [`user:${FIRST}`, 'assistant', 'tool', `user:${SECOND}`, 'assistant', 'tool', 'assistant', 'tool', 'assistant'];
+    expect(await transcriptRoles(chat)).toEqual([...resumed, `user:${THIRD}`, 'assistant']);
+    for (const request of chat.stack.agentRequests().slice(1)) {
+      expect(userTexts(request.messages).filter((text) => text === SECOND)).toHaveLength(1);
+    }
+  }, 120_000);
+});
