@@ -3,7 +3,7 @@ import { createDiscordChannel, type DiscordChannel } from '../../channels/discor
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { FAKE_DISCORD_IDS as IDS, startFakeDiscord } from '../fakes/discord-server.js';
 import { useFakeServer } from '../helpers/fake-fixture.js';
-import { deferred } from '../helpers/waits.js';
+import { gate } from '../helpers/waits.js';
 
 let channel: DiscordChannel | undefined;
 const fake = useFakeServer(() => startFakeDiscord({ heartbeatIntervalMs: 200 }), async () => {
@@ -15,15 +15,15 @@ const fake = useFakeServer(() => startFakeDiscord({ heartbeatIntervalMs: 200 }),
 describe('discord channel: stop', () => {
   it('waits for the messages queued behind a slow handler before destroying the client', async () => {
     const received: string[] = [];
-    const gate = deferred();
-    const firstStarted = deferred();
-    const markerSeen = deferred();
+    const held = gate();
+    const firstStarted = gate();
+    const markerSeen = gate();
     channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot });
     await channel.start(async (message: InboundMessage) => {
-      if (message.text === 'marker') return markerSeen.resolve();
+      if (message.text === 'marker') return markerSeen.open();
       if (message.text === 'one') {
-        firstStarted.resolve();
-        await gate.promise;
+        firstStarted.open();
+        await held.promise;
       }
       received.push(message.text);
     });
@@ -34,17 +34,17 @@ describe('discord channel: stop', () => {
     fake().dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> marker`, mentions: [IDS.bot] });
     await Promise.all([firstStarted.promise, markerSeen.promise]);
     const stopped = channel.stop();
-    gate.resolve();
+    held.open();
     await stopped;
     channel = undefined;
     expect(received).toEqual(['one', 'two', 'three']);
   });
 
   it('gives up after stopDrainTimeoutMs when a handler never returns', async () => {
-    const started = deferred();
+    const started = gate();
     channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot, stopDrainTimeoutMs: 50 });
     await channel.start(() => {
-      started.resolve();
+      started.open();
       return new Promise<void>(() => undefined);
     });
     fake().dispatchMessage({ where: 'dm', content: 'stuck' });

@@ -14,7 +14,7 @@ import { replyJobId } from '../../src/queue/names.js';
 import { holdLease } from '../../src/redis/lease.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeReply, FakeRequest } from '../fakes/openai-server.js';
-import { deferred, pollUntil } from '../helpers/waits.js';
+import { gate, pollUntil } from '../helpers/waits.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const SESSION = 'web:s1';
@@ -36,10 +36,10 @@ describe('a steered message under kill -9', () => {
 
   it('joins the turn once, survives the worker dying in the next round, and the turn answers it once', async () => {
     const { t, fake, producer, out } = rig;
-    const gate = deferred();
+    const held = gate();
     fake.setHandler(async (request): Promise<FakeReply> => {
       if (tools(request) === 0) {
-        await gate.promise;
+        await held.promise;
         return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: {} }] };
       }
       if (tools(request) === 1) return { toolCalls: [{ id: 'call_book', name: 'book', arguments: { slot: '9:30' } }] };
@@ -49,7 +49,7 @@ describe('a steered message under kill -9', () => {
     await producer.submitInbound(inbound(1, 'book me the first free slot'));
     await fake.waitForRequest(() => true);
     await producer.submitInbound(inbound(2, 'make it for two people'));
-    gate.resolve();
+    held.open();
     // The book call runs in the round after the steered message joined: kill the worker there.
     await rig.signal('book-started');
     await startWorker(false);
@@ -95,10 +95,10 @@ describe('a steered message under kill -9', () => {
 
   it('keeps the reply named by the messages the turn started with, so it settles the live reply begun for them', async () => {
     const { fake, producer, out } = rig;
-    const gate = deferred();
+    const held = gate();
     fake.setHandler(async (request): Promise<FakeReply> => {
       if (tools(request) === 0) {
-        await gate.promise;
+        await held.promise;
         return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: {} }] };
       }
       return { content: `Done for: ${users(request.messages).join(' | ')}` };
@@ -107,7 +107,7 @@ describe('a steered message under kill -9', () => {
     await producer.submitInbound(inbound(1, 'first'));
     await fake.waitForRequest(() => true);
     await producer.submitInbound(inbound(2, 'second'));
-    gate.resolve();
+    held.open();
     await out.waitFor((replies) => replies.length >= 1);
     expect(out.replies.map((reply) => [reply.id, reply.text])).toEqual([[replyJobId(['web:s1:1'], 'reply'), 'Done for: first | second']]);
   });
