@@ -7,38 +7,25 @@
  * answered by deferring. In a guild only the user who started the turn or
  * an operator-listed admin may decide: another user's press or typed command is refused, nothing runs.
  */
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createDiscordChannel, type DiscordChannelOptions } from '../../channels/discord/index.js';
 import { messageText } from '../../src/core/messages.js';
-import { defineTool } from '../../workers/tools/types.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord } from '../fakes/discord-server.js';
 import type { InteractionAnswer } from '../fakes/discord-interactions.js';
+import { createFileWriter } from '../helpers/files.js';
 import { useFakeServer } from '../helpers/fake-fixture.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'chatgate-discord-approvals-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** The test's folder and `write_file`, a tool with a real effect there that asks first. */
+const { tool: writeFile, lines, remove } = createFileWriter('chatgate-discord-approvals-');
+afterAll(remove);
 
-/** A library-defined tool with a real effect: it appends `text` to `file` in the test's folder. */
-const writeFile = defineTool({
-  name: 'write_file', description: 'Appends a line to a file.', sideEffects: true, approval: 'ask',
-  schema: z.object({ file: z.string(), text: z.string() }),
-  run({ file, text }) {
-    appendFileSync(join(dir, file), `${text}\n`);
-    return `wrote ${file}`;
-  },
-});
 
 const MESSAGES = /^\/channels\/\d+\/messages$/;
 const ADA = { id: FAKE_DISCORD_IDS.user, username: 'ada' };
 const BOB = { id: '900000000000000031', username: 'bob' };
 const CAROL = { id: '900000000000000032', username: 'carol' };
-const lines = (file: string): string[] => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').trim().split('\n') : []);
 
 let stack: Stack | undefined;
 const discord = useFakeServer(() => startFakeDiscord(), async () => {

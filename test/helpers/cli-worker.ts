@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+import { compiledCli } from './cli-process.js';
 import { testShards } from './redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,8 +21,8 @@ export interface CliWorkerOptions {
 }
 
 /**
- * Starts the real worker entry point, `node --import tsx src/cli.ts --no-dotenv worker`, with its
- * configuration in the environment (nothing else inherited but PATH and HOME), and resolves once
+ * Starts the real worker entry point, `chatgate --no-dotenv worker` from the compiled build
+ * ({@link compiledCli}), with its configuration in the environment (nothing else inherited but PATH and HOME), and resolves once
  * it logs `worker started`. Its stdout carries the JSON log lines.
  * @throws when the process exits first (with its stderr).
  */
@@ -32,7 +33,7 @@ export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildPr
     OPENAI_BASE_URL: options.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
     CHATGATE_LOG_LEVEL: 'info', ...options.env,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
   await new Promise<void>((resolve, reject) => {
