@@ -6,29 +6,25 @@
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
-import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startDemo, type Demo } from '../helpers/cli-process.js';
 
 /** Slow enough that a reload lands mid-reply (the demo's small talk is ~60 words: ~7 s). */
 const WORD_DELAY_MS = 120;
 
 describe('reloading the web chat page mid-stream (Chromium, demo stack)', () => {
-  let t: TestRedis;
-  let proc: ChatgateProcess | undefined;
+  let demo: Demo | undefined;
   let browser: Browser | undefined;
   let chatUrl: string;
 
   beforeAll(async () => {
-    t = createTestRedis();
-    proc = spawnChatgate(['start', '--demo'], { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS) });
-    ({ webChatUrl: chatUrl } = await proc.ready());
+    demo = await startDemo({ CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS) });
+    ({ webChatUrl: chatUrl } = demo);
     browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
-    await stopChatgate(proc);
-    await t?.cleanup();
+    await demo?.stop();
   });
 
   it('keeps growing the live bubble after a reload, before the final reply', async () => {

@@ -4,6 +4,7 @@ import { createServer, request, type IncomingMessage, type Server } from 'node:h
 import { createServer as createNetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { createTestRedis, type TestRedis } from './redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -69,6 +70,36 @@ export function spawnChatgate(args: string[], env: Record<string, string>, cli: 
     return { webChatUrl, origin: webChatUrl && new URL(webChatUrl).origin };
   };
   return { child, stdout, stderr, exited, waitFor, ready };
+}
+
+/** A running `chatgate start --demo` on its own test Redis prefixes (see {@link startDemo}). */
+export interface Demo {
+  t: TestRedis;
+  proc: ChatgateProcess;
+  /** The web chat URL the banner names, and its origin (where the dashboard and the APIs are). */
+  webChatUrl: string;
+  origin: string;
+  /** Stops the process (SIGTERM) and deletes the test's keys. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `chatgate start --demo` on fresh test Redis prefixes, HTTP on a free port, logging
+ * warnings only, `env` on top, and resolves once it is ready. @throws when it exits first.
+ */
+export async function startDemo(env: Record<string, string> = {}): Promise<Demo> {
+  const t = createTestRedis();
+  const proc = spawnChatgate(['start', '--demo'], { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', ...env });
+  const stop = async () => {
+    await stopChatgate(proc);
+    await t.cleanup();
+  };
+  try {
+    return { t, proc, ...await proc.ready(), stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /** What a finished `chatgate` run printed, and its exit code (null when killed by a signal). */
