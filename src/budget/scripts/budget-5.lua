@@ -22,7 +22,8 @@
         "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
       override: "override" (a field of KEYS[1]), "value" (its JSON; absent: remove it), "marker" (3..5)
 
-  Output (JSON):
+  Output:
+    JSON, one shape per op:
     reserve: { "ok": true, "bucket": n, "limits": [ [i, limitMicro, limitTokens, src] ] } (every
       counter's limits in force): reserved on the counters with a limit (the others are not touched);
       { "ok": false, "i": n, "unit", "limit", "first": bool }: counter i holds, nothing reserved
