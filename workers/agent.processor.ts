@@ -46,7 +46,8 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const scope = { user, chat: turn.sessionId };
   const committed = (replies: OutboundMessage[]): AgentTurnResult => ({ replies, session: { meta: loop.turn.meta, messageCount: loop.turn.entries.length } });
   try {
-    return committed(await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop)));
+    const run = () => runLoop(loop);
+    return committed(await (deps.budgeted === false ? run() : runWithBudget(scope, (text) => loop.notices.push(text), run)));
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
     if (isTurnStopped(err, loop.signal)) {
