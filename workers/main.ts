@@ -81,7 +81,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
     deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger, budget }, o), liveReplies: turnLiveReplies(redis, logger, o),
-      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }), budgeted: Boolean(budget) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
   const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);

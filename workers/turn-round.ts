@@ -7,7 +7,7 @@ import type { RecordedRound } from '../src/redis/step-log.js';
 import { searchTranscript } from '../src/redis/transcript.js';
 import { callUsageDelta, unreportedCallDelta, type UsageDelta } from '../src/redis/usage.js';
 import { TURN_NOTICES } from './notices.js';
-import { toolResultCap } from './request.js';
+import { toolResultCap } from './model-request.js';
 import type { Gate } from './approval-gate.js';
 import { storeToolImages, toolImagesMessage, type CallImages } from './tool-images.js';
 import { runToolCall, type ToolRound } from './tool-round.js';
