@@ -27,6 +27,7 @@ const REDIS_SCRIPT_FILES = {
   renewLease: 'renew-lease-1.lua',
   releaseLease: 'release-lease-1.lua',
   commitSession: 'commit-session-9.lua',
+  addUsage: 'add-usage-3.lua',
   inboxBytes: 'inbox-bytes-1.lua',
   appendWebReply: 'append-web-reply-1.lua',
   recordStep: 'record-step-2.lua',
