@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 // The folders of src/ (and the top-level modules), as an import names them from any depth:
 // `../redis/keys.js`, `../../src/redis/keys.js`, `../log.js`.
-const SRC = ['core', 'errors', 'log', 'metrics', 'config', 'config-options', 'config-budgets', 'budget', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
+const SRC = ['core', 'errors', 'log', 'metrics', 'periodic', 'config', 'config-options', 'config-budgets', 'budget', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'llm', 'session', 'approvals', 'gateway', 'monitor', 'cli'];
 
 /** A regex matching a relative import of src module or folder `name`. */
 const src = (name) => `^(\\.\\./)+(src/)?${name}(/|\\.js$)`;
@@ -36,6 +36,19 @@ function boundary(files, allowed, { channels = false, workers = false, extra = [
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
+/**
+ * The pure core's imports (STYLE.md): no I/O or SDK package, and relative imports only into src/core.
+ * `up` is the way from the files' folder to src/ (`../` from src/core, `../../` from its subfolders).
+ */
+function coreImports(up) {
+  return ['error', {
+    patterns: [
+      { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
+      { group: [`${up}*`, `!${up}core/*`], message: 'src/core imports only src/core' },
+    ],
+  }];
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-output/**', '.state/**', '.scratch/**'] },
   js.configs.recommended,
@@ -57,6 +70,7 @@ export default tseslint.config(
   },
   // Boundaries, one block per folder, as each README says (src/cli, src/cli.ts, src/index.ts, test/, bench/ are free).
   boundary(['src/errors.ts', 'src/log.ts', 'src/metrics.ts'], ['core']),
+  boundary(['src/periodic.ts'], []),
   boundary(['channels/*.ts', 'channels/telegram/**/*.ts'], ['core', 'errors', 'log'], { channels: true }),
   boundary(['channels/discord/**/*.ts'], ['core', 'errors', 'log', 'redis'], {
     channels: true,
@@ -86,22 +100,17 @@ export default tseslint.config(
   // Live replies (src/live-reply/README.md): the shared view record, its pub/sub and the gateway's view.
   boundary(['src/live-reply/**/*.ts'], ['core', 'errors', 'log', 'redis'], { channels: true }),
   boundary(['src/llm/**/*.ts'], ['core', 'errors', 'log', 'redis']),
-  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'redis', 'queue']),
+  boundary(['src/approvals/**/*.ts'], ['core', 'errors', 'log', 'periodic', 'redis', 'queue']),
   boundary(['src/monitor/**/*.ts'], ['core', 'errors', 'log', 'metrics']),
   boundary(['src/session/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm']),
-  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'monitor'], { channels: true }),
-  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'llm'], { workers: true }),
+  boundary(['src/gateway/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'periodic', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'monitor'], { channels: true }),
+  boundary(['workers/*.ts'], ['core', 'errors', 'log', 'metrics', 'periodic', 'redis', 'queue', 'outbound', 'turn-stop', 'live-reply', 'budget', 'session', 'approvals', 'llm'], { workers: true }),
   boundary(['workers/tools/**/*.ts'], ['core', 'errors', 'log', 'metrics', 'redis', 'llm'], { workers: true }),
   {
     // The pure core: no I/O, no env, no SDKs (STYLE.md). Last, so it wins over any block above.
     files: ['src/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
-          { group: ['../*', '!../core/*'], message: 'src/core imports only src/core' },
-        ],
-      }],
+      'no-restricted-imports': coreImports('../'),
       'no-restricted-globals': ['error', 'process', 'setTimeout', 'setInterval', 'fetch'],
       // No module-level mutable state: caches and registries belong to an instance its owner creates.
       'no-restricted-syntax': ['error', ...NO_EVAL, ...MODULE_STATE],
@@ -111,12 +120,7 @@ export default tseslint.config(
     // The compaction engine (src/core/compaction/): pure like the rest of core; it imports core and itself only.
     files: ['src/core/compaction/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['node:*', 'fs', 'net', 'http', 'ioredis', 'bullmq', 'openai', 'grammy', 'discord.js', 'pino'], message: 'src/core is pure: no I/O or SDK imports' },
-          { group: ['../../*', '!../../core/*'], message: 'src/core imports only src/core' },
-        ],
-      }],
+      'no-restricted-imports': coreImports('../../'),
     },
   },
 );

@@ -206,3 +206,23 @@ export function toChannelError(message: string, failure: RemoteFailure, cause: u
     cause,
   });
 }
+
+/** What an adapter reads from an error its platform's client threw: the failure, the words, the cause kept. */
+export interface PlatformFailure {
+  failure: RemoteFailure;
+  /** Said in parentheses after `<operation> failed for <where>`, e.g. `429: rate limited`. */
+  detail: string;
+  /** The error kept as `cause`; the thrown error itself when absent. */
+  cause?: unknown;
+}
+
+/**
+ * Converts whatever a platform call threw into a {@link ChannelError} through {@link toChannelError}:
+ * `<operation> failed for <where> (<detail>)`, `describe` reading the platform's own errors. A
+ * ChannelError passes through unchanged; `where` (e.g. `telegram:123`) is left out when undefined.
+ */
+export function toPlatformChannelError(err: unknown, operation: string, where: string | undefined, describe: (err: unknown) => PlatformFailure): ChannelError {
+  if (err instanceof ChannelError) return err;
+  const { failure, detail, cause = err } = describe(err);
+  return toChannelError(`${operation} failed${where === undefined ? '' : ` for ${where}`} (${detail})`, failure, cause);
+}

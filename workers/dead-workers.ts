@@ -7,6 +7,7 @@
  */
 import { Job } from 'bullmq';
 import type { Logger } from '../src/log.js';
+import { startPeriodic, type Periodic } from '../src/periodic.js';
 import type { TurnJobData } from '../src/queue/names.js';
 import type { ShardedQueue } from '../src/queue/sharded.js';
 import type { RedisClient } from '../src/redis/client.js';
@@ -34,42 +35,24 @@ export interface DeadWorkerRecoveryOptions {
   maxStarts?: number;
 }
 
-/** A running recovery loop. */
-export interface DeadWorkerRecovery {
-  /** Looks once now. @returns how many turns were recovered. */
-  check(): Promise<number>;
-  stop(): void;
-}
-
 /** Looks for dead workers with recorded turns every `intervalMs`, and recovers them. */
-export function startDeadWorkerRecovery(deps: { redis: RedisClient; logger: Logger; queue: ShardedQueue<TurnJobData> }, options: DeadWorkerRecoveryOptions): DeadWorkerRecovery {
+export function startDeadWorkerRecovery(deps: { redis: RedisClient; logger: Logger; queue: ShardedQueue<TurnJobData> }, options: DeadWorkerRecoveryOptions): Periodic<number> {
   const log = deps.logger.child({ component: 'dead-workers' });
-  let running: Promise<number> | undefined;
-  let stopped = false;
-  const checkAll = async (): Promise<number> => {
+  const checkAll = async (stopping: AbortSignal): Promise<number> => {
     const dead = (await readHeartbeats(deps.redis, { keyPrefix: options.keyPrefix })).filter((beat) => beat.role === 'worker' && !beat.alive && beat.id !== options.selfId);
     const counts = await countWorkerTurns(deps.redis, dead.map((beat) => beat.id), options.keyPrefix);
     let recovered = 0;
     for (const [k, beat] of dead.entries()) {
-      if (counts[k]! === 0 || stopped) continue;
+      if (counts[k]! === 0 || stopping.aborted) continue;
       if (!(await claimWorkerRecovery(deps.redis, beat.id, options.selfId, CLAIM_MS, options.keyPrefix))) continue;
       recovered += await recoverWorker(deps, log, beat, options);
     }
     return recovered;
   };
-  const check = (): Promise<number> => {
-    running ??= checkAll().finally(() => { running = undefined; });
-    return running;
-  };
-  const timer = setInterval(() => void check().catch((err: unknown) => { if (!stopped) log.warn({ err }, 'dead worker check failed; the next one tries again'); }), options.intervalMs ?? DEAD_WORKER_CHECK_MS);
-  timer.unref();
-  return {
-    check,
-    stop() {
-      stopped = true;
-      clearInterval(timer);
-    },
-  };
+  return startPeriodic(checkAll, {
+    intervalMs: options.intervalMs ?? DEAD_WORKER_CHECK_MS,
+    onError: (err) => log.warn({ err }, 'dead worker check failed; the next one tries again'),
+  });
 }
 
 /** Recovers every recorded turn of dead worker `beat`. @returns how many were put back. */

@@ -8,6 +8,7 @@
  * loop as before, if it still needs to. The notice waits in the session for the next reply.
  */
 import type { Job } from 'bullmq';
+import { runCountedFor } from '../src/budget/guard.js';
 import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { decideIdleCompaction } from '../src/core/compaction/idle.js';
@@ -62,8 +63,9 @@ export interface IdleCompactions {
   /**
    * After a turn committed: schedules the session's idle compaction when its next request (the
    * request now plus the turn's growth, `requestBeforeTurn` → now) is expected over the in-loop line.
+   * Its summary counts for `user` (the turn's) and the chat, in the budgets as every model call.
    */
-  schedule(sessionId: string, requestBeforeTurn: number): Promise<void>;
+  schedule(sessionId: string, requestBeforeTurn: number, user?: string): Promise<void>;
   /** Runs an idle compaction job. Never throws: a failure is logged and the job ends. @returns what happened. */
   run(job: Job<TurnJobData>): Promise<string>;
 }
@@ -74,7 +76,7 @@ const META_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'proj
 export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCompactionOptions): IdleCompactions {
   const log = deps.logger.child({ component: 'idle-compaction' });
   return {
-    async schedule(sessionId, requestBeforeTurn) {
+    async schedule(sessionId, requestBeforeTurn, user) {
       if (options.idleSeconds <= 0) return;
       const keys = deps.store.keys(sessionId);
       const [values, messageCount] = await Promise.all([deps.redis.hmget(keys.meta, ...META_FIELDS), deps.redis.llen(keys.history)]);
@@ -84,7 +86,7 @@ export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCom
       if (!decision.compact) return;
       const growth = decision.nextRequestTokens - now;
       // One job per session version: a later turn's commit makes this one find the session moved on.
-      await deps.queue.add(IDLE_COMPACTION_JOB, { sessionId, idle: { version: meta.version, growthTokens: growth } }, {
+      await deps.queue.add(IDLE_COMPACTION_JOB, { sessionId, idle: { version: meta.version, growthTokens: growth, ...(user !== undefined ? { user } : {}) } }, {
         jobId: `${turnDedupId(sessionId)}-idle-${meta.version}`, delay: options.idleSeconds * 1000, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000,
       });
       log.debug({ sessionId, requestTokens: now, growthTokens: growth }, 'idle compaction scheduled');
@@ -92,7 +94,8 @@ export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCom
     async run(job) {
       const { sessionId, idle } = job.data;
       try {
-        return await runIdle(deps, options, log.child({ sessionId, jobId: job.id }), sessionId, idle?.version ?? -1, idle?.growthTokens ?? 0);
+        const run = () => runIdle(deps, options, log.child({ sessionId, jobId: job.id }), sessionId, idle?.version ?? -1, idle?.growthTokens ?? 0);
+        return await runCountedFor({ user: idle?.user, chat: sessionId }, run);
       } catch (err) {
         log.warn({ err, sessionId }, 'idle compaction failed; the next turn compacts in the loop if it must');
         return 'failed';

@@ -10,7 +10,7 @@ import type { AssistantMessage } from '../src/core/messages.js';
 import type { Logger } from '../src/log.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { publishLiveReply, type LiveReplyTarget, type LiveReplyUpdate } from '../src/live-reply/record.js';
+import { LIVE_REPLY_UPDATES, type LiveReplyTarget, type LiveReplyUpdate } from '../src/live-reply/record.js';
 
 /** Default period of partial updates, ms. */
 export const DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS = 250;
@@ -51,7 +51,7 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
   const run = (): string => `${instance}.${state.runs}`;
 
   const send = (update: LiveReplyUpdate): Promise<void> => {
-    const sending = publishLiveReply(deps.redis, update, keyPrefix).catch((err: unknown) => {
+    const sending = LIVE_REPLY_UPDATES.publish(deps.redis, update, keyPrefix).catch((err: unknown) => {
       deps.logger.debug({ err, liveReplyId: target.liveReplyId }, 'partial reply not published');
     });
     inFlight = sending.finally(() => {

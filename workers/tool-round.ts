@@ -1,3 +1,4 @@
+import type { AttachmentRef } from '../src/core/attachments.js';
 import type { ToolCall } from '../src/core/messages.js';
 import type { TokenCounter } from '../src/core/tokens.js';
 import type { Logger } from '../src/log.js';
@@ -5,7 +6,7 @@ import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
 import type { Gate } from './approval-gate.js';
 import { capToolResult } from './request.js';
 import type { ToolRegistry } from './tools/registry.js';
-import type { ToolContext } from './tools/types.js';
+import type { ToolContext, ToolImage } from './tools/types.js';
 
 /** What running the tool calls of one round needs. */
 export interface ToolRound {
@@ -27,6 +28,14 @@ export interface ToolRound {
   signal?: AbortSignal;
   /** The round at the approval gate: calls refused (denied, expired) and calls approved. Absent: no call asks. */
   gate?: Pick<Gate, 'refusals' | 'approved'>;
+  /** Stores the images a call returned (workers/tool-images.ts). Absent: the requests cannot show images, they are dropped. */
+  storeImages?(callId: string, images: readonly ToolImage[]): Promise<AttachmentRef[]>;
+}
+
+/** One call's outcome in the round: its result text and the references of the images it returned. */
+export interface CallOutcome {
+  text: string;
+  images: AttachmentRef[];
 }
 
 /** The result a side-effecting call gets when a crash left its outcome unknown. */
@@ -36,18 +45,18 @@ function unknownOutcomeResult(name: string, idempotencyKey: string): string {
 }
 
 /**
- * The result text of one tool call of the round: the recorded one when the call completed before a
- * crash; a refused call's (denied or expired at the approval gate) without running it; for a side-effecting call that was started but not recorded, a result saying its outcome
- * is unknown (never a second run); else the call runs now. Every result is recorded as it completes.
+ * The outcome of one tool call of the round: the recorded one when the call completed before a
+ * crash (its images' references too); a refused call's (denied or expired at the approval gate) without running it; for a side-effecting call that was started but not recorded, a result saying its outcome
+ * is unknown (never a second run); else the call runs now, its images stored. Every outcome is recorded as it completes.
  */
-export async function runToolCall(round: ToolRound, call: ToolCall): Promise<string> {
+export async function runToolCall(round: ToolRound, call: ToolCall): Promise<CallOutcome> {
   const done = round.recorded?.results.get(call.id);
-  if (done !== undefined) return done;
+  if (done !== undefined) return { text: done, images: round.recorded?.images.get(call.id) ?? [] };
   const name = call.function.name;
   const refused = round.gate?.refusals.get(call.id);
   if (refused !== undefined) {
     await round.steps.recordResult(call.id, refused);
-    return refused;
+    return { text: refused, images: [] };
   }
   // An approved call runs once, like a side-effecting one: its start is recorded before it runs.
   const sideEffects = round.tools.hasSideEffects(name) || round.gate?.approved.has(call.id) === true;
@@ -56,12 +65,15 @@ export async function runToolCall(round: ToolRound, call: ToolCall): Promise<str
     round.log.warn({ tool: name, callId: call.id, idempotencyKey: context.idempotencyKey }, 'side-effecting tool call of a crashed turn not run again: its outcome is unknown');
     const text = unknownOutcomeResult(name, context.idempotencyKey);
     await round.steps.recordResult(call.id, text);
-    return text;
+    return { text, images: [] };
   }
   await round.beforeRun(call);
   if (sideEffects) await round.steps.recordStarted(call.id);
-  const text = capToolResult(await round.tools.execute(call, context, round.signal), round.maxTokens, round.tokenCounter, round.model);
+  const result = await round.tools.execute(call, context, round.signal);
   round.signal?.throwIfAborted();
-  await round.steps.recordResult(call.id, text);
-  return text;
+  const text = capToolResult(result.text, round.maxTokens, round.tokenCounter, round.model);
+  // Stored before the result is recorded: a recorded reference always has its bytes.
+  const images = result.images.length > 0 && round.storeImages ? await round.storeImages(call.id, result.images) : [];
+  await round.steps.recordResult(call.id, text, images);
+  return { text, images };
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../src/log.js';
 import { NOOP_METRICS } from '../src/metrics.js';
 import type { TurnJobData } from '../src/queue/names.js';
 import { enqueueOutbound, type OutboundSink } from '../src/outbound/outbound-queue.js';
-import { publishTurnSignal, type TurnSignal } from '../src/queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../src/queue/signals.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { claimInbox } from '../src/redis/inbox.js';
 import type { SessionKeys } from '../src/redis/keys.js';
@@ -71,7 +71,7 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
     if (await waitsForDecision(runner, sessionId, keys)) return 'waiting for approval';
     const items = await claimInbox(runner.redis, keys, log);
     if (items.length === 0) return 'empty';
-    signal = (type) => void publishTurnSignal(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
+    signal = (type) => void TURN_SIGNALS.publish(runner.redis, toSignal(type, sessionId, items), runner.keyPrefix).catch(() => undefined);
     signal('turn-started');
     const typing = signal;
     watch = runner.stops?.watch(sessionId, keys, lease.fence, items[0]!.id);
@@ -113,7 +113,8 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
     const requestBefore = requestTokens(snapshot);
     await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items, signal: turn.signal });
     stopTimer({ outcome: 'ok' });
-    await runner.idle?.schedule(job.data.sessionId, requestBefore).catch((err: unknown) => log.warn({ err }, 'idle compaction not scheduled'));
+    const last = items[items.length - 1]!;
+    await runner.idle?.schedule(job.data.sessionId, requestBefore, `${last.channel}:${last.userId}`).catch((err: unknown) => log.warn({ err }, 'idle compaction not scheduled'));
     return 'ok';
   } catch (err) {
     if (err instanceof StaleCommitError) {

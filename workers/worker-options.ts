@@ -6,7 +6,7 @@ import type { TokenCounter } from '../src/core/tokens.js';
 import type { QueueNames } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { DEFAULT_COMPRESS_THRESHOLD } from '../src/core/compaction/hygiene.js';
-import { numberIssues, type NumberRule } from '../src/core/option-checks.js';
+import { int, numberIssues, SHARED_OPTION_RULES, type NumberRule } from '../src/core/option-checks.js';
 import { DEFAULT_KEY_PREFIX } from '../src/redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../src/redis/lease.js';
 import type { PriceTable } from '../src/redis/usage.js';
@@ -138,23 +138,19 @@ export const WORKER_DEFAULTS = Object.freeze({
 } satisfies WorkerDefaults);
 
 const WORKER_RULES: Readonly<Record<string, NumberRule>> = {
-  contextWindow: { integer: true, min: 1 },
-  reservedOutputTokens: { integer: true, min: 0 },
-  threshold: { above: 0, below: 1 },
-  concurrency: { integer: true, min: 1 },
-  maxModelCalls: { integer: true, min: 1 },
-  maxContextRetries: { integer: true, min: 0 },
-  leaseTtlMs: { integer: true, min: 1 },
-  leaseRetryMs: { integer: true, min: 0 },
-  lockDurationMs: { integer: true, min: 1 },
-  stalledIntervalMs: { integer: true, min: 1 },
-  maxStalledCount: { integer: true, min: 0 },
-  transcriptRetention: { integer: true, min: 0 },
-  heartbeatTtlMs: { integer: true, min: 300 },
-  deadWorkerCheckMs: { integer: true, min: 50 },
-  liveReplyPublishIntervalMs: { integer: true, min: 0 },
-  approvalTimeoutMs: { integer: true, min: 1000 },
-  idleCompactSeconds: { integer: true, min: 0 },
+  ...SHARED_OPTION_RULES,
+  concurrency: int(1),
+  maxModelCalls: int(1),
+  maxContextRetries: int(0),
+  leaseTtlMs: int(1),
+  leaseRetryMs: int(0),
+  lockDurationMs: int(1),
+  stalledIntervalMs: int(1),
+  maxStalledCount: int(0),
+  deadWorkerCheckMs: int(50),
+  liveReplyPublishIntervalMs: int(0),
+  approvalTimeoutMs: int(1000),
+  idleCompactSeconds: int(0),
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -21,7 +21,7 @@ export async function runSweeperCapacity(redis: RedisClient, tag: string, sessio
   for (let k = 0; k < sessions; k += 100) await redis.rpush(sessionKeys(`web:s${k}`, keyPrefix).inbox, '{"id":"m"}');
   const sweeper = startPendingSweeper({ redis, producer, logger: createSilentLogger() }, { keyPrefix, sweepAtStart: false, intervalMs: 3_600_000, graceMs: 0 });
   const started = performance.now();
-  const enqueued = await sweeper.sweep();
+  const enqueued = await sweeper.run();
   const seconds = (performance.now() - started) / 1000;
   sweeper.stop();
   const left = await redis.zcard(index);

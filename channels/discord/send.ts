@@ -6,10 +6,9 @@
 import { createHash } from 'node:crypto';
 import { ButtonStyle, ComponentType, DiscordAPIError, HTTPError, RateLimitError, Routes, type REST } from 'discord.js';
 import type { MessageChoice } from '../../src/core/inbound.js';
-import type { RemoteFailure } from '../../src/core/retry.js';
 import { truncateText } from '../../src/core/text.js';
-import { ChannelError } from '../../src/errors.js';
-import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+import type { ChannelError } from '../../src/errors.js';
+import { toPlatformChannelError, type ChatTarget, type PlatformFailure, type OutgoingText, type SentMessage } from '../channel.js';
 import { isTokenRefusal } from './token-watch.js';
 
 /** Discord's limits of a button: its `custom_id` and its label, characters. */
@@ -74,26 +73,14 @@ export async function sendDiscordTyping(rest: REST, target: ChatTarget): Promise
 
 /** Converts a discord.js REST error into a ChannelError classified by the shared retry policy. */
 export function toDiscordChannelError(err: unknown, operation: string, channelId?: string): ChannelError {
-  if (err instanceof ChannelError) return err;
-  const where = channelId === undefined ? '' : ` for discord:${channelId}`;
-  let failure: RemoteFailure;
-  let detail: string;
-  if (err instanceof DiscordAPIError) {
-    failure = { status: err.status, description: err.message };
-    detail = `${err.status}: ${err.message} (code ${err.code})`;
-  } else if (err instanceof RateLimitError) {
-    failure = { status: 429, retryAfterMs: err.retryAfter };
-    detail = '429: rate limited';
-  } else if (isTokenRefusal(err)) {
-    // discord.js dropped the token after a 401: nothing is sent, and trying again cannot change that.
-    failure = { status: 401 };
-    detail = 'the bot token was refused (401 Unauthorized): a new token is needed';
-  } else if (err instanceof HTTPError) {
-    failure = { status: err.status };
-    detail = `${err.status}: ${err.message}`;
-  } else {
-    failure = { network: true };
-    detail = err instanceof Error ? `network error: ${err.name}` : 'unexpected error';
-  }
-  return toChannelError(`${operation} failed${where} (${detail})`, failure, err);
+  return toPlatformChannelError(err, operation, channelId === undefined ? undefined : `discord:${channelId}`, describeDiscordError);
+}
+
+function describeDiscordError(err: unknown): PlatformFailure {
+  if (err instanceof DiscordAPIError) return { failure: { status: err.status, description: err.message }, detail: `${err.status}: ${err.message} (code ${err.code})` };
+  if (err instanceof RateLimitError) return { failure: { status: 429, retryAfterMs: err.retryAfter }, detail: '429: rate limited' };
+  // discord.js dropped the token after a 401: nothing is sent, and trying again cannot change that.
+  if (isTokenRefusal(err)) return { failure: { status: 401 }, detail: 'the bot token was refused (401 Unauthorized): a new token is needed' };
+  if (err instanceof HTTPError) return { failure: { status: err.status }, detail: `${err.status}: ${err.message}` };
+  return { failure: { network: true }, detail: err instanceof Error ? `network error: ${err.name}` : 'unexpected error' };
 }

@@ -18,8 +18,8 @@ interface RelayedAnswer extends Delivered {
 }
 
 const API_ANSWERS = defineTopic<RelayedAnswer>({
-  channel: apiRepliesChannel, parse: parseAnswer, what: 'api answer', component: 'api-relay',
-  describe: (answer) => ({ chatId: answer.chatId }),
+  channel: apiRepliesChannel, what: 'api answer', component: 'api-relay', logged: ['chatId'],
+  fields: { chatId: 'string', text: 'string' },
 });
 
 /** Carries answers between the gateways of one Redis. */
@@ -42,7 +42,7 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
     async start(onAnswer) {
       const subscriber = duplicateRedis(redis);
       subscriber.on('error', (err: Error) => log?.debug({ err }, 'api relay connection error'));
-      unsubscribe = await API_ANSWERS.subscribe(subscriber, ({ chatId, ...item }) => onAnswer(chatId, item), keyPrefix, log);
+      unsubscribe = await API_ANSWERS.subscribe(subscriber, (answer) => onAnswer(answer.chatId, toDelivered(answer)), keyPrefix, log);
     },
     async hold(chatId, ttlMs) {
       await redis.set(apiWaitingKey(chatId, keyPrefix), '1', 'PX', ttlMs);
@@ -63,9 +63,7 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
   };
 }
 
-function parseAnswer(value: object): RelayedAnswer | null {
-  const answer = value as Partial<RelayedAnswer>;
-  if (typeof answer.chatId !== 'string' || typeof answer.text !== 'string') return null;
-  const replyId = typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {};
-  return { chatId: answer.chatId, text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...replyId };
+/** The answer as it was delivered: flags that are not `true` are false, unknown fields left out. */
+function toDelivered(answer: RelayedAnswer): Delivered {
+  return { text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}) };
 }

@@ -3,9 +3,9 @@
  * ChannelError. Error messages never contain the bot token (it is part of every API URL).
  */
 import { GrammyError, HttpError, type Api } from 'grammy';
-import { secondsToMs, type RemoteFailure } from '../../src/core/retry.js';
-import { ChannelError } from '../../src/errors.js';
-import { toChannelError, type ChatTarget, type OutgoingText, type SentMessage } from '../channel.js';
+import { secondsToMs } from '../../src/core/retry.js';
+import type { ChannelError } from '../../src/errors.js';
+import { toPlatformChannelError, type ChatTarget, type PlatformFailure, type OutgoingText, type SentMessage } from '../channel.js';
 
 
 /** Sends one chunk: HTML parse mode when `formatted`, literal text when `plain`. `@throws` ChannelError. */
@@ -39,22 +39,16 @@ export async function sendTelegramTyping(api: Api, target: ChatTarget): Promise<
  * never the request URL.
  */
 export function toTelegramChannelError(err: unknown, method: string, chatId?: string): ChannelError {
-  if (err instanceof ChannelError) return err;
-  const where = chatId === undefined ? '' : ` for telegram:${chatId}`;
-  let failure: RemoteFailure;
-  let detail: string;
+  return toPlatformChannelError(err, method, chatId === undefined ? undefined : `telegram:${chatId}`, describeTelegramError);
+}
+
+function describeTelegramError(err: unknown): PlatformFailure {
   if (err instanceof GrammyError) {
-    failure = { status: err.error_code, description: err.description, retryAfterMs: secondsToMs(err.parameters.retry_after) };
-    detail = `${err.error_code}: ${err.description}`;
-  } else if (err instanceof HttpError) {
-    failure = { network: true };
-    detail = 'network error';
-  } else {
-    failure = {};
-    detail = 'unexpected error';
+    return { failure: { status: err.error_code, description: err.description, retryAfterMs: secondsToMs(err.parameters.retry_after) }, detail: `${err.error_code}: ${err.description}` };
   }
   // Network errors carry the request URL, which contains the token: keep only a scrubbed copy.
-  return toChannelError(`${method} failed${where} (${detail})`, failure, err instanceof GrammyError ? err : scrubbedError(err));
+  const cause = scrubbedError(err);
+  return err instanceof HttpError ? { failure: { network: true }, detail: 'network error', cause } : { failure: {}, detail: 'unexpected error', cause };
 }
 
 /** Replaces bot tokens (`<digits>:<secret>`) in `text` with `[Redacted]`. */

@@ -1,3 +1,4 @@
+import { startPeriodic, type Periodic } from '../periodic.js';
 import { decideAndWake, type ApprovalDeps } from './decide.js';
 
 /** Default of how often the gateway looks for questions nobody answered in time, ms. */
@@ -5,23 +6,14 @@ export const DEFAULT_APPROVAL_SWEEP_INTERVAL_MS = 5000;
 /** Approvals expired per look at most (the rest wait for the next). */
 const BATCH = 100;
 
-/** A running expiry loop. */
-export interface ApprovalExpiry {
-  /** Expires what is due now. @returns how many approvals it expired. */
-  sweep(): Promise<number>;
-  stop(): void;
-}
-
 /**
  * Expires the approvals nobody decided in time, every `intervalMs` (and at start): each is decided
  * `expired` by the same script as every decision and its turn woken through the inbox, so the model
  * is told and the turn goes on. Several gateways may run it: the script decides once.
  */
-export function startApprovalExpiry(deps: ApprovalDeps, options: { intervalMs?: number; now?: () => number } = {}): ApprovalExpiry {
+export function startApprovalExpiry(deps: ApprovalDeps, options: { intervalMs?: number; now?: () => number } = {}): Periodic<number> {
   const log = deps.logger.child({ component: 'approval-expiry' });
   const now = options.now ?? Date.now;
-  let running: Promise<number> | undefined;
-  let stopped = false;
   const sweepOnce = async (): Promise<number> => {
     let expired = 0;
     for (const entry of await deps.store.due(now(), BATCH)) {
@@ -32,19 +24,9 @@ export function startApprovalExpiry(deps: ApprovalDeps, options: { intervalMs?: 
     }
     return expired;
   };
-  const sweep = (): Promise<number> => {
-    running ??= sweepOnce().finally(() => { running = undefined; });
-    return running;
-  };
-  const tick = () => void sweep().catch((err: unknown) => { if (!stopped) log.warn({ err }, 'approval expiry failed; the next look retries'); });
-  const timer = setInterval(tick, options.intervalMs ?? DEFAULT_APPROVAL_SWEEP_INTERVAL_MS);
-  timer.unref();
-  tick();
-  return {
-    sweep,
-    stop: () => {
-      stopped = true;
-      clearInterval(timer);
-    },
-  };
+  return startPeriodic(sweepOnce, {
+    intervalMs: options.intervalMs ?? DEFAULT_APPROVAL_SWEEP_INTERVAL_MS,
+    atStart: true,
+    onError: (err) => log.warn({ err }, 'approval expiry failed; the next look retries'),
+  });
 }

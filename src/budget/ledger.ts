@@ -1,16 +1,18 @@
 /**
- * The budget counters in Redis: reserve a call's worst case against every level in one script,
- * settle it with the provider's usage, read what is left. Keys: `budgetKeys` (one hash tag).
+ * The budget counters in Redis: reserve a call's worst case against every level in one script
+ * call, settle it with the provider's usage in one more, read what is left. A level used up leaves
+ * a small marker until its period ends, so the gateway's early answer is one read.
+ * Keys: `budgetKeys` (one hash tag).
  */
-import { randomUUID } from 'node:crypto';
-import { BUDGET_LEVELS, BUDGET_PERIODS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, BUDGET_PERIODS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits, type PeriodWindow } from '../core/budget.js';
+import { StoredFormatError } from '../errors.js';
 
 export type { CounterState } from '../core/budget.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
 
-/** Counters are kept this long after their period ends (what `/usage` and the CLI show of the last one). */
+/** A month's counters are kept this long after it ends. */
 const KEEP_AFTER_PERIOD_S = 35 * 86_400;
 
 /** The subject of the deployment level's counters and stored override (`deployment:all`). */
@@ -44,7 +46,7 @@ export interface BudgetEvent extends BudgetBreach {
 export interface BudgetLedgerOptions {
   keyPrefix: string;
   settings: BudgetSettings;
-  /** Lease of a reservation, ms. Default {@link DEFAULT_RESERVATION_LEASE_MS}. */
+  /** Lease of a reservation, ms: a worker dead between reserve and settle frees it within a minute after. Default {@link DEFAULT_RESERVATION_LEASE_MS}. */
   reservationLeaseMs?: number;
   /** Clock (epoch ms); injected by tests. Default `Date.now`. */
   now?: () => number;
@@ -53,94 +55,131 @@ export interface BudgetLedgerOptions {
 /** The budget counters of one deployment. */
 export interface BudgetLedger {
   /**
-   * Reserves `need` against every level of `scope`. @returns a reservation id, or the limit that
-   * holds (with `event` when this refusal is the first word of it: no settle said it was used up).
+   * Reserves `need` against every level of `scope` with a limit in force. @returns a reservation id
+   * (opaque), or the limit that holds (with `event` when this refusal is the first word that it is used up).
    */
   reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: string } | { breach: BudgetBreach; event?: BudgetEvent }>;
   /** Settles reservation `id` with the call's real cost; @returns the limits it brought to notice or used up. */
   settle(scope: BudgetScope, id: string, used: CallNeed): Promise<BudgetEvent[]>;
-  /** The limit that holds for `scope` now, if any (no write: the gateway's early answer). */
+  /** The limit used up for `scope`, if any (one read of the exhaustion markers: the gateway's early answer). */
   check(scope: BudgetScope): Promise<BudgetBreach | null>;
   /** Every counter of `scope` with its limits. */
   state(scope: BudgetScope): Promise<CounterState[]>;
+  /** The counters of one level and subject (day, month), for `chatgate budgets list`. */
+  stateOf(level: BudgetLevel, subject: string): Promise<CounterState[]>;
+  /** Zeroes what `subject` used this day and month at `level` (reservations in flight stay) and drops its marker. */
+  resetUsage(level: BudgetLevel, subject: string): Promise<void>;
+  /** Drops `subject`'s exhaustion marker at `level` (its limits changed: the next call decides). */
+  forget(level: BudgetLevel, subject: string): Promise<void>;
 }
 
+/** One counter as the script takes it. */
 interface CounterSpec {
   level: BudgetLevel;
   period: BudgetPeriod;
-  /** Undefined: the scope has no subject at this level, the counter is skipped. */
-  subject?: string;
-  key: string;
+  subject: string;
+  field: string;
+  override: string;
+  /** The KEYS index of its level's exhaustion marker (3..5). */
+  marker: number;
   endsAtMs: number;
-  arg: { field: string; period: BudgetPeriod; limitMicro: number; limitTokens: number; expireAt: number } | { skip: true };
+  limitMicro: number;
+  limitTokens: number;
+  src?: 'override' | 'config';
 }
+
+/** What a reservation holds, carried in its id: the month's key, the minute its lease ends, the amounts and counters. */
+interface Reservation {
+  key: string;
+  bucket: number;
+  needMicro: number;
+  needTokens: number;
+  counters: CounterSpec[];
+}
+
+interface ScriptReply {
+  ok?: boolean;
+  first?: boolean;
+  i?: number;
+  unit?: 'usd' | 'tokens';
+  limit?: number;
+  bucket?: number;
+  limits?: Array<[number, number, number, 'override' | 'config']>;
+  state?: number[][];
+  events?: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number }>;
+}
+
+const MARKER_INDEX: Readonly<Record<BudgetLevel, number>> = { user: 3, chat: 4, deployment: 5 };
 
 /** Creates the ledger over `redis` (any connection; on a Cluster every key is on the `{budget}` slot). */
 export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOptions): BudgetLedger {
   const keys = budgetKeys(options.keyPrefix);
   const now = options.now ?? Date.now;
   const leaseMs = options.reservationLeaseMs ?? DEFAULT_RESERVATION_LEASE_MS;
-  // A skipped counter still fills its key slot (the scripts take nine keys): with a key they never touch.
-  const specs = (scope: BudgetScope, nowMs: number) => counterSpecs(scope, nowMs, options.settings, keys.counter, keys.reservations);
-  const scriptKeys = (counters: CounterSpec[]) => [keys.reservations, keys.reservationData, keys.limits, ...counters.map((c) => c.key)];
-  const run = async (scope: BudgetScope, extra: object, dryRun: boolean) => {
+  const settings = options.settings;
+  const windows = createWindowCache(settings.timeZone);
+  const markerKeys = (scope: BudgetScope) => BUDGET_LEVELS.map((level) => keys.exhausted(level, subjectAt(scope, level) ?? '-'));
+  const run = async (op: string, key: string, scope: BudgetScope, counters: CounterSpec[], extra: object, nowMs: number): Promise<ScriptReply> => {
+    const month = windows.of('month', nowMs);
+    const args = { op, now: nowMs, expireAt: Math.ceil(month.endsAtMs / 1000) + KEEP_AFTER_PERIOD_S, counters, ...extra };
+    return JSON.parse(String(await runScriptWithOptions(redis, 'budget', [keys.limits, key, ...markerKeys(scope)], args))) as ScriptReply;
+  };
+  const specsAt = (scope: BudgetScope, nowMs: number, levels: readonly BudgetLevel[] = BUDGET_LEVELS) => ({
+    key: keys.counters(windows.of('month', nowMs).id),
+    counters: levels.flatMap((level) => {
+      const subject = subjectAt(scope, level);
+      return subject === undefined ? [] : BUDGET_PERIODS.map((period) => counterSpec(settings, level, subject, period, windows.of(period, nowMs)));
+    }),
+  });
+  const stateOf = async (scope: BudgetScope, levels?: readonly BudgetLevel[]) => {
     const nowMs = now();
-    const counters = specs(scope, nowMs);
-    const reply = JSON.parse(String(await runScriptWithOptions(redis, 'budgetReserve', scriptKeys(counters), { now: nowMs, leaseMs, dryRun, counters: counters.map((c) => c.arg), ...extra }))) as ReserveReply;
-    return { reply, counters };
+    const { key, counters } = specsAt(scope, nowMs, levels);
+    const reply = await run('state', key, scope, counters, {}, nowMs);
+    return counters.map((c, k) => toState(c, listOf(reply.state)[k] ?? [0, 0, 0, 0, -1, -1]));
   };
   return {
     async reserve(scope, need) {
-      const id = randomUUID();
-      const { reply, counters } = await run(scope, { id, needMicro: need.micro ?? -1, needTokens: need.tokens }, false);
-      if (reply.ok) return { id };
+      const nowMs = now();
+      const { key, counters } = specsAt(scope, nowMs);
+      const reply = await run('reserve', key, scope, counters, { needMicro: need.micro ?? -1, needTokens: need.tokens, leaseMs }, nowMs);
+      if (reply.ok) {
+        const held = listOf(reply.limits).map(([i, limitMicro, limitTokens, src]) => ({ ...counters[i - 1]!, limitMicro, limitTokens, src }));
+        const reservation: Reservation = { key, bucket: reply.bucket!, needMicro: Math.max(need.micro ?? 0, 0), needTokens: need.tokens, counters: held };
+        return { id: JSON.stringify(reservation) };
+      }
       const counter = counters[reply.i! - 1]!;
       const breach = toBreach(counter, reply.unit!, reply.limit!);
-      return reply.first ? { breach, event: { ...breach, kind: 'exhausted', subject: counter.subject! } } : { breach };
+      return reply.first ? { breach, event: { ...breach, kind: 'exhausted', subject: counter.subject } } : { breach };
     },
     async settle(scope, id, used) {
-      const counters = specs(scope, now());
-      const args = { id, micro: used.micro ?? 0, tokens: used.tokens, noticePercent: options.settings.noticePercent, counters: counters.map((c) => c.arg) };
-      const reply = JSON.parse(String(await runScriptWithOptions(redis, 'budgetSettle', scriptKeys(counters), args))) as { events: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number }> };
-      return (Array.isArray(reply.events) ? reply.events : []).map((e) => ({ ...toBreach(counters[e.i - 1]!, e.unit, e.limit), kind: e.kind, subject: counters[e.i - 1]!.subject! }));
+      const r = JSON.parse(id) as Reservation;
+      const args = { bucket: r.bucket, needMicro: r.needMicro, needTokens: r.needTokens, micro: used.micro ?? 0, tokens: used.tokens, noticePercent: settings.noticePercent };
+      const reply = await run('settle', r.key, scope, r.counters, args, now());
+      return listOf(reply.events).map((e) => ({ ...toBreach(r.counters[e.i - 1]!, e.unit, e.limit), kind: e.kind, subject: r.counters[e.i - 1]!.subject }));
     },
     async check(scope) {
-      const { reply, counters } = await run(scope, { needMicro: 0, needTokens: 0 }, true);
-      return reply.ok ? null : toBreach(counters[reply.i! - 1]!, reply.unit!, reply.limit!);
+      const raw = await redis.mget(...markerKeys(scope));
+      const nowMs = now();
+      for (const [k, level] of BUDGET_LEVELS.entries()) {
+        const subject = subjectAt(scope, level);
+        const breach = subject === undefined || raw[k] == null ? null : markerBreach(settings, level, subject, raw[k]!, nowMs);
+        if (breach) return breach;
+      }
+      return null;
     },
-    async state(scope) {
-      const { reply, counters } = await run(scope, { needMicro: -1, needTokens: -1 }, true);
-      return counters.flatMap((c, k) => (c.subject === undefined ? [] : [toState(c, c.subject, reply.state?.[k] ?? [0, 0, 0, 0, -1, -1])]));
+    state: (scope) => stateOf(scope),
+    stateOf: (level, subject) => stateOf(scopeOf(level, subject), [level]),
+    async resetUsage(level, subject) {
+      const nowMs = now();
+      const scope = scopeOf(level, subject);
+      const { key, counters } = specsAt(scope, nowMs, [level]);
+      await run('reset', key, scope, counters, {}, nowMs);
+      await redis.del(keys.exhausted(level, subject));
+    },
+    async forget(level, subject) {
+      await redis.del(keys.exhausted(level, subject));
     },
   };
-}
-
-interface ReserveReply {
-  ok: boolean;
-  first?: boolean;
-  i?: number;
-  unit?: 'usd' | 'tokens';
-  limit?: number;
-  state?: number[][];
-}
-
-/** The six counters of a scope (user, chat, deployment × day, month), in the scripts' order. */
-function counterSpecs(scope: BudgetScope, nowMs: number, settings: BudgetSettings, counterKey: (level: string, subject: string, periodId: string) => string, unusedKey: string): CounterSpec[] {
-  return BUDGET_LEVELS.flatMap((level) => BUDGET_PERIODS.map((period): CounterSpec => {
-    const subject = level === 'user' ? scope.user : level === 'chat' ? scope.chat : DEPLOYMENT_SUBJECT;
-    const window = periodWindow(period, nowMs, settings.timeZone);
-    if (subject === undefined) return { level, period, key: unusedKey, endsAtMs: window.endsAtMs, arg: { skip: true } };
-    const limits = configuredLimits(settings, level, subject)[period];
-    return {
-      level, period, subject, key: counterKey(level, subject, window.id), endsAtMs: window.endsAtMs,
-      arg: {
-        field: `${level}:${subject}`, period,
-        limitMicro: limits?.usd === undefined ? -1 : Math.round(limits.usd * 1_000_000),
-        limitTokens: limits?.tokens ?? -1,
-        expireAt: Math.ceil(window.endsAtMs / 1000) + KEEP_AFTER_PERIOD_S,
-      },
-    };
-  }));
 }
 
 /** The configured limits of a level for `subject` (a budgets-file entry replaces the user level's); a stored override wins over these. */
@@ -150,14 +189,84 @@ export function configuredLimits(settings: BudgetSettings, level: BudgetLevel, s
   return own === 'unlimited' ? {} : own ?? settings.user;
 }
 
+function subjectAt(scope: BudgetScope, level: BudgetLevel): string | undefined {
+  return level === 'user' ? scope.user : level === 'chat' ? scope.chat : DEPLOYMENT_SUBJECT;
+}
+
+function scopeOf(level: BudgetLevel, subject: string): BudgetScope {
+  return level === 'user' ? { user: subject } : level === 'chat' ? { chat: subject } : {};
+}
+
+function counterSpec(settings: BudgetSettings, level: BudgetLevel, subject: string, period: BudgetPeriod, window: PeriodWindow): CounterSpec {
+  const limits = configuredLimits(settings, level, subject)[period];
+  return {
+    level, period, subject, field: `${level}:${subject}:${window.id}`, override: `${level}:${subject}`, marker: MARKER_INDEX[level], endsAtMs: window.endsAtMs,
+    limitMicro: limits?.usd === undefined ? -1 : Math.round(limits.usd * 1_000_000),
+    limitTokens: limits?.tokens ?? -1,
+  };
+}
+
+/**
+ * The period windows of one time zone, each computed once and reused until it ends (the
+ * time-zone arithmetic is the costly part of a call's budget work).
+ */
+function createWindowCache(timeZone: string): { of(period: BudgetPeriod, nowMs: number): PeriodWindow } {
+  const cached = new Map<BudgetPeriod, { window: PeriodWindow; fromMs: number }>();
+  return {
+    of(period, nowMs) {
+      const hit = cached.get(period);
+      if (hit && nowMs >= hit.fromMs && nowMs < hit.window.endsAtMs) return hit.window;
+      const window = periodWindow(period, nowMs, timeZone);
+      cached.set(period, { window, fromMs: nowMs });
+      return window;
+    },
+  };
+}
+
+/** An exhaustion marker read back: the breach, or null when its period ended or the configured limit it was set at changed. */
+function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: string, raw: string, nowMs: number): BudgetBreach | null {
+  const m = parseMarker(raw);
+  if (m === null || m.v !== 1) throw new StoredFormatError(`budget marker ${level}:${subject}`, m?.v, 1, 'it goes when its period ends; `chatgate budgets reset` drops it now');
+  if (m.resetsAtMs <= nowMs) return null;
+  if (m.src === 'config') {
+    const limit = configuredLimits(settings, level, subject)[m.period];
+    const configured = m.unit === 'usd' ? (limit?.usd === undefined ? -1 : Math.round(limit.usd * 1_000_000)) : limit?.tokens ?? -1;
+    if (configured !== m.limit) return null;
+  }
+  return { level, period: m.period, unit: m.unit, limit: m.unit === 'usd' ? m.limit / 1_000_000 : m.limit, resetsAtMs: m.resetsAtMs };
+}
+
+interface Marker {
+  v: unknown;
+  period: BudgetPeriod;
+  unit: 'usd' | 'tokens';
+  limit: number;
+  resetsAtMs: number;
+  src: 'override' | 'config';
+}
+
+function parseMarker(raw: string): Marker | null {
+  try {
+    const m = JSON.parse(raw) as Marker | null;
+    return typeof m === 'object' ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A JSON array from Lua (cjson writes an empty table as `{}`). */
+function listOf<T>(value: T[] | undefined): T[] {
+  return Array.isArray(value) ? value : [];
+}
+
 function toBreach(c: CounterSpec, unit: 'usd' | 'tokens', limit: number): BudgetBreach {
   return { level: c.level, period: c.period, unit, limit: unit === 'usd' ? limit / 1_000_000 : limit, resetsAtMs: c.endsAtMs };
 }
 
-function toState(c: CounterSpec, subject: string, s: number[]): CounterState {
+function toState(c: CounterSpec, s: number[]): CounterState {
   const [um = 0, ut = 0, , , lm = -1, lt = -1] = s;
   return {
-    level: c.level, period: c.period, subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: c.endsAtMs,
+    level: c.level, period: c.period, subject: c.subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: c.endsAtMs,
     ...(lm >= 0 ? { limitUsd: lm / 1_000_000 } : {}), ...(lt >= 0 ? { limitTokens: lt } : {}),
   };
 }

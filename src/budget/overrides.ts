@@ -10,7 +10,7 @@ import { BUDGET_LEVELS, BUDGET_PERIODS, FLAT_LIMIT_FIELDS, fromFlatLimits, limit
 import { StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { configuredLimits, DEPLOYMENT_SUBJECT } from './ledger.js';
+import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT } from './ledger.js';
 
 /** The format version of a stored override. */
 export const STORED_LIMITS_VERSION = 1;
@@ -70,6 +70,7 @@ export function parseStoredLimits(field: string, raw: string): LevelLimits | 'un
 export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: string; settings: BudgetSettings; now?: () => number }): BudgetAdmin {
   const keys = budgetKeys(options.keyPrefix);
   const now = options.now ?? Date.now;
+  const ledger = createBudgetLedger(redis, options);
   const limitsOf = async (level: BudgetLevel, subject: string) => {
     const raw = await redis.hget(keys.limits, `${level}:${subject}`);
     if (raw !== null) return { limits: parseStoredLimits(`${level}:${subject}`, raw), source: 'override' as const };
@@ -81,17 +82,15 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
     async set(level, subject, patch) {
       const next = patch === 'unlimited' ? 'unlimited' : applyPatch((await limitsOf(level, subject)).limits, patch);
       await redis.hset(keys.limits, `${level}:${subject}`, toStoredLimits(next));
+      // A marker left by the old limits would answer the subject's messages until its period ends.
+      await ledger.forget(level, subject);
       return next;
     },
     async reset(level, subject, resetOptions = {}) {
       const removed = (await redis.hdel(keys.limits, `${level}:${subject}`)) > 0;
-      if (resetOptions.usage) {
-        const nowMs = now();
-        for (const period of BUDGET_PERIODS) {
-          // Reservations in flight stay (their settle releases them); used amounts and the "said" marks go.
-          await redis.hdel(keys.counter(level, subject, periodWindow(period, nowMs, options.settings.timeZone).id), 'um', 'ut', 'nusd', 'ntokens', 'xusd', 'xtokens');
-        }
-      }
+      // Reservations in flight stay (their settle releases them); used amounts, the "said" marks and the marker go.
+      if (resetOptions.usage) await ledger.resetUsage(level, subject);
+      else await ledger.forget(level, subject);
       return removed;
     },
     async list() {
@@ -101,11 +100,10 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
         for (const subject of await subjectsOf(redis, keys, level, options.settings, nowMs)) {
           const { limits, source } = await limitsOf(level, subject);
           if (limits === 'unlimited') continue;
-          for (const period of BUDGET_PERIODS) {
-            const window = periodWindow(period, nowMs, options.settings.timeZone);
-            const [um, ut] = await redis.hmget(keys.counter(level, subject, window.id), 'um', 'ut');
-            const counter = { level, subject, period, usedUsd: Number(um ?? 0) / 1_000_000, usedTokens: Number(ut ?? 0), limitUsd: limits[period]?.usd, limitTokens: limits[period]?.tokens, resetsAtMs: window.endsAtMs };
-            for (const l of limitsLeft(counter)) rows.push({ level, subject, period, ...l, resetsAtMs: window.endsAtMs, source });
+          for (const counter of await ledger.stateOf(level, subject)) {
+            const limit = limits[counter.period];
+            const withLimits = { ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens };
+            for (const l of limitsLeft(withLimits)) rows.push({ level, subject, period: counter.period, ...l, resetsAtMs: counter.resetsAtMs, source });
           }
         }
       }
@@ -119,26 +117,23 @@ async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys
   if (level === 'deployment') return [DEPLOYMENT_SUBJECT];
   const found = new Set<string>(level === 'user' ? Object.keys(settings.users) : []);
   for (const field of await redis.hkeys(keys.limits)) if (field.startsWith(`${level}:`)) found.add(field.slice(level.length + 1));
+  const month = periodWindow('month', nowMs, settings.timeZone).id;
   for (const period of BUDGET_PERIODS) {
     const id = periodWindow(period, nowMs, settings.timeZone).id;
-    const head = keys.counter(level, '', id).slice(0, -(id.length + 1));
-    for (const key of await scanKeys(redis, `${escapeGlob(head)}*:${id}`)) found.add(key.slice(head.length, key.length - id.length - 1));
+    for (const field of await scanFields(redis, keys.counters(month), `${escapeGlob(level)}:*:${id}`)) found.add(field.slice(level.length + 1, field.length - id.length - 1));
   }
   return [...found].sort();
 }
 
-/** Keys matching `pattern` on every primary (a Cluster) or the one server. */
-async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
-  const nodes = 'nodes' in redis && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis];
+/** The fields of hash `key` matching `pattern`. */
+async function scanFields(redis: RedisClient, key: string, pattern: string): Promise<string[]> {
   const found: string[] = [];
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      found.push(...batch);
-    } while (cursor !== '0');
-  }
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.hscan(key, cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    for (let k = 0; k < batch.length; k += 2) found.push(batch[k]!);
+  } while (cursor !== '0');
   return found;
 }
 

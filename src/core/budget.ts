@@ -87,10 +87,12 @@ export function hasBudgets(settings: BudgetSettings): boolean {
 
 /** The window of `period` that holds `nowMs` in `timeZone`. */
 export function periodWindow(period: BudgetPeriod, nowMs: number, timeZone: string): PeriodWindow {
-  const { year, month, day } = localDate(nowMs, timeZone);
+  const utc = timeZone === 'UTC';
+  const now = new Date(nowMs);
+  const { year, month, day } = utc ? { year: now.getUTCFullYear(), month: now.getUTCMonth() + 1, day: now.getUTCDate() } : localDate(nowMs, timeZone);
   const id = period === 'day' ? `${year}-${pad(month)}-${pad(day)}` : `${year}-${pad(month)}`;
   const next = period === 'day' ? Date.UTC(year, month - 1, day + 1) : Date.UTC(year, month, 1);
-  return { id, endsAtMs: localMidnightToUtc(next, timeZone) };
+  return { id, endsAtMs: utc ? next : localMidnightToUtc(next, timeZone) };
 }
 
 /** Worst-case cost of a call in micro-USD (prompt as counted + the output limit); undefined when unpriced. */

@@ -1,5 +1,5 @@
 import { hasImageParts, parseAttachmentUrl, type AttachmentRef } from './attachments.js';
-import { messageText, type ChatMessage } from './messages.js';
+import { isToolImagesMessage, lastUserIndex, messageText, type ChatMessage } from './messages.js';
 
 /** The last exchange of a projection: where it starts and the user messages that opened it. */
 export interface LastExchange {
@@ -12,17 +12,16 @@ export interface LastExchange {
 }
 
 /**
- * The last exchange of a projection, pure: the last run of consecutive user messages and
- * everything after it (the answer, tool calls and results). `summaryIndex` is the index of the
+ * The last exchange of a projection, pure: the last run of consecutive user messages (a tool
+ * round's images message is none) and everything after it (the answer, tool calls and results). `summaryIndex` is the index of the
  * message holding the session's summary block (-1 for none). Null when there is no user message
  * with text or an image.
  */
 export function lastExchange(messages: readonly ChatMessage[], summaryIndex = -1): LastExchange | null {
-  let end = messages.length - 1;
-  while (end >= 0 && messages[end]!.role !== 'user') end--;
+  const end = lastUserIndex(messages);
   if (end < 0) return null;
   let start = end;
-  while (start > 0 && messages[start - 1]!.role === 'user') start--;
+  while (start > 0 && messages[start - 1]!.role === 'user' && !isToolImagesMessage(messages[start - 1], messages[start - 2]?.role)) start--;
   const userTexts = askedOf(messages, start).map(textOf);
   if (userTexts.length === 0) return null;
   return { start, userTexts, holdsSummary: summaryIndex >= start };

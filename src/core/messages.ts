@@ -43,25 +43,43 @@ export function isChatgateText(text: string): boolean {
   return text.startsWith(CHATGATE_MARK);
 }
 
-/** Index of the latest user message, or -1. */
+/** Opens each text part of the user message a tool round adds to show the model its images (workers/tool-images.ts). */
+export const TOOL_IMAGES_MARK = `${CHATGATE_MARK}tool images]`;
+
+/**
+ * True when `message` is the one a tool round added after its tool results to show the model their
+ * images: a user message right after a tool result (`previousRole`, the role of the message before
+ * it), its first part opening with {@link TOOL_IMAGES_MARK}. It belongs to the round; nobody said it.
+ */
+export function isToolImagesMessage(message: ChatMessage | undefined, previousRole: string | undefined): boolean {
+  if (message?.role !== 'user' || typeof message.content === 'string' || previousRole !== 'tool') return false;
+  const first = message.content[0];
+  return first?.type === 'text' && first.text.startsWith(TOOL_IMAGES_MARK);
+}
+
+/** Index of the latest message a user sent (a tool round's images message is not one), or -1. */
 export function lastUserIndex(messages: readonly ChatMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'user') return i;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'user' && !isToolImagesMessage(messages[i], messages[i - 1]?.role)) return i;
   return -1;
 }
 
 /**
  * Moves `index` back so that it does not point inside a tool-call group: a group is an assistant
- * message with tool calls followed by its tool results. Returns the start of the group `index` is in.
+ * message with tool calls followed by its tool results (and the round's images message, if any).
+ * Returns the start of the group `index` is in.
  */
 export function alignToGroupStart(messages: readonly ChatMessage[], index: number): number {
   let i = index;
+  if (i > 0 && i < messages.length && isToolImagesMessage(messages[i], messages[i - 1]!.role)) i--;
   while (i > 0 && i < messages.length && messages[i]!.role === 'tool') i--;
   return i;
 }
 
-/** End (exclusive) of the group that starts at `start`: the message plus any tool results after it. */
+/** End (exclusive) of the group that starts at `start`: the message plus any tool results after it, and the round's images message. */
 export function groupEnd(messages: readonly ChatMessage[], start: number): number {
   let end = start + 1;
-  if (hasToolCalls(messages[start]!)) while (end < messages.length && messages[end]!.role === 'tool') end++;
+  if (!hasToolCalls(messages[start]!)) return end;
+  while (end < messages.length && messages[end]!.role === 'tool') end++;
+  if (isToolImagesMessage(messages[end], messages[end - 1]!.role)) end++;
   return end;
 }

@@ -50,8 +50,9 @@ export const KNOWN_MODELS: readonly ModelInfo[] = Object.freeze([
   { pattern: 'qwen2.5*', contextWindow: 32_768 },
   { pattern: 'mistral-nemo*', contextWindow: 131_072 },
   { pattern: 'mistral*', contextWindow: 32_768 },
-  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows.
-  { pattern: DEMO_MODEL, contextWindow: 8_192, pricing: { input: 0, output: 0, cachedInput: 0 } },
+  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows; no
+  // price, so its calls read "price unknown" as any unpriced model's would, never a made-up $0.
+  { pattern: DEMO_MODEL, contextWindow: 8_192 },
 ]);
 
 /** Token counts of one or more calls, as the provider reported them. */

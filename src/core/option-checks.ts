@@ -9,6 +9,23 @@ export interface NumberRule {
   below?: number;
 }
 
+/** The rule of an integer option: at least `min`, and at most `max` when given. */
+export function int(min: number, max?: number): NumberRule {
+  return max === undefined ? { integer: true, min } : { integer: true, min, max };
+}
+
+/** The rule of a share of the context window: a number strictly between 0 and 1. */
+export const SHARE: NumberRule = Object.freeze({ above: 0, below: 1 });
+
+/** The rules of the options both the gateway and the workers take, written once for both. */
+export const SHARED_OPTION_RULES: Readonly<Record<string, NumberRule>> = Object.freeze({
+  contextWindow: int(1),
+  reservedOutputTokens: int(0),
+  threshold: SHARE,
+  transcriptRetention: int(0),
+  heartbeatTtlMs: int(300),
+});
+
 /**
  * One message per option of `values` that breaks its rule in `rules`, naming the option and the
  * rule: `` `threshold` must be a number in (0, 1) (got 1.5) ``. Options that are undefined are skipped. Pure.

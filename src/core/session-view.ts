@@ -22,8 +22,10 @@ export interface SessionLedger {
   cacheShare: number;
   /** Model calls of the agent (summaries excluded). */
   calls: number;
-  /** Estimated cost, USD, summaries included (0 when the model has no known price). */
+  /** Estimated cost, USD, summaries included, of the priced calls. */
   costUsd: number;
+  /** Calls of models without a price: their cost is unknown ("price unknown", never $0). */
+  unpricedCalls: number;
   /** Compactions that changed the projection (`compacted`, `pruned`, `fallback`); no-ops and aborts are not counted. */
   compactions: number;
   /** Every compaction attempt by layer, then by outcome (no-ops and aborts included). */
@@ -59,7 +61,10 @@ export interface SessionRow {
   fill: number;
   promptTokens: number;
   completionTokens: number;
+  /** Estimated cost of the priced calls, USD. */
   costUsd: number;
+  /** Calls of models without a price (as {@link SessionLedger.unpricedCalls}). */
+  unpricedCalls: number;
   /** Compactions that changed the projection (as {@link SessionLedger.compactions}). */
   compactions: number;
   /** Last message or reply, ms since epoch. */

@@ -5,7 +5,7 @@ import type { PriceTable } from '../core/models.js';
 import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.js';
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
-import { numberIssues, type NumberRule } from '../core/option-checks.js';
+import { int, numberIssues, SHARE, SHARED_OPTION_RULES, type NumberRule } from '../core/option-checks.js';
 import { DEFAULT_HTTP_TIMEOUTS, httpTimeoutIssues, type HttpTimeouts } from '../monitor/index.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
@@ -138,23 +138,19 @@ export const GATEWAY_DEFAULTS = Object.freeze({
 } satisfies GatewayDefaults);
 
 const GATEWAY_RULES: Readonly<Record<string, NumberRule>> = {
-  contextWindow: { integer: true, min: 1 },
-  reservedOutputTokens: { integer: true, min: 0 },
-  threshold: { above: 0, below: 1 },
-  hygieneThreshold: { above: 0, below: 1 },
-  transcriptRetention: { integer: true, min: 0 },
-  rateLimitPerMinute: { integer: true, min: 0 },
-  maxMessageChars: { integer: true, min: 1 },
-  port: { integer: true, min: 0, max: 65535 },
-  sessionLeaseTtlMs: { integer: true, min: 1 },
-  channelStartTimeoutMs: { integer: true, min: 1 },
-  maxAttachmentBytes: { integer: true, min: 1 },
-  attachmentTtlSeconds: { integer: true, min: 1 },
-  seenTtlSeconds: { integer: true, min: 1 },
-  heartbeatTtlMs: { integer: true, min: 300 },
-  liveReplyEditIntervalMs: { integer: true, min: 0 },
-  channelLeaseMs: { integer: true, min: 100 },
-  approvalSweepIntervalMs: { integer: true, min: 10 },
+  ...SHARED_OPTION_RULES,
+  hygieneThreshold: SHARE,
+  rateLimitPerMinute: int(0),
+  maxMessageChars: int(1),
+  port: int(0, 65535),
+  sessionLeaseTtlMs: int(1),
+  channelStartTimeoutMs: int(1),
+  maxAttachmentBytes: int(1),
+  attachmentTtlSeconds: int(1),
+  seenTtlSeconds: int(1),
+  liveReplyEditIntervalMs: int(0),
+  channelLeaseMs: int(100),
+  approvalSweepIntervalMs: int(10),
 };
 
 /** Messages for every resolved option that breaks its rule (empty when all are valid). */

@@ -18,12 +18,12 @@ import { guardTurnProducer, holdQueueLayout } from '../queue/shard-layout-guard.
 import { openShardedQueue, type ShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue, type OutboundQueue } from '../outbound/outbound-queue.js';
 import { createTurnProducer } from '../queue/producer.js';
-import { subscribeTurnSignals, type TurnSignal } from '../queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../queue/signals.js';
 import { duplicateRedis, type RedisClient } from '../redis/client.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import { createSessionStore } from '../redis/session-store.js';
 import { createLlmSessionOps, DEFAULT_SYSTEM_PROMPT } from '../session/session-ops.js';
-import { createLlmSideQuestion, type SideQuestionDeps } from '../session/side-question.js';
+import { createLlmSideQuestion } from '../session/side-question.js';
 import { createRetry } from '../session/retry-command.js';
 import { createChannels, type GatewayChannels } from './channels.js';
 import type { TurnPosition } from './commands.js';
@@ -181,7 +181,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
   const budget = o.budgets && hasBudgets(o.budgets) ? { ledger: createBudgetLedger(failFastRedis, { keyPrefix, settings: o.budgets }), timeZone: o.budgets.timeZone } : undefined;
-  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix), btw: sideQuestion(o, { redis: failFastRedis, store, logger }) } }, {
+  const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix), btw: sideQuestion(o, { redis: failFastRedis, store, logger, guardLlm: budgetGuard?.llm }) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds, busyMode: o.busyMode,
   });
   const gatewayChannels = deps.channels ?? await createChannels({ logger, redis: failFastRedis, metrics }, { ...o.channels, host: o.host, monitorToken: o.monitorToken, keyPrefix, maxAttachmentBytes: o.maxAttachmentBytes, lease: { ttlMs: o.channelLeaseMs } });
@@ -234,7 +234,7 @@ async function startDelivery(deps: Started, keyPrefix: string, channels: Readonl
   }
   const subscriber = duplicateRedis(redis);
   subscriber.on('error', (err: Error) => logger.debug({ err }, 'turn signal connection error'));
-  const unsubscribe = await subscribeTurnSignals(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
+  const unsubscribe = await TURN_SIGNALS.subscribe(subscriber, (signal) => onSignal(signal, channels, typing), keyPrefix, logger);
   closers.push(async () => {
     typing.stopAll();
     await unsubscribe();
@@ -281,9 +281,9 @@ function readinessChecks(redis: RedisClient, turns: Pick<ShardedQueue<TurnJobDat
 }
 
 /** `/btw`: side questions answered by the agent's model from the session's context (src/session/side-question.ts). */
-function sideQuestion(o: ResolvedGatewayOptions, deps: Omit<SideQuestionDeps, 'llm'>) {
+function sideQuestion(o: ResolvedGatewayOptions, deps: Parameters<typeof createLlmSideQuestion>[0]) {
   return createLlmSideQuestion(deps, {
-    baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model: o.llm.model, timeoutMs: COMMAND_SUMMARY_TIMEOUT_MS,
+    baseURL: o.llm.baseURL, apiKey: o.llm.apiKey, model: o.llm.model, timeoutMs: COMMAND_SUMMARY_TIMEOUT_MS, prices: o.prices,
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
   });
 }

@@ -1,4 +1,5 @@
 import { createOutageLog, type Logger } from '../log.js';
+import { startPeriodic, type Periodic } from '../periodic.js';
 import type { TurnProducer } from '../queue/producer.js';
 import type { RedisClient } from '../redis/client.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
@@ -23,13 +24,6 @@ export interface PendingSweeperOptions {
   now?: () => number;
 }
 
-/** A running sweeper. */
-export interface PendingSweeper {
-  /** Runs one sweep now. @returns how many sessions got a turn enqueued. */
-  sweep(): Promise<number>;
-  stop(): void;
-}
-
 interface Entry {
   sessionId: string;
   score: number;
@@ -44,14 +38,13 @@ interface Entry {
  * together), the turns enqueued at once, one script removing the batch. Runs at start and every
  * `intervalMs`; one sweep at a time.
  */
-export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnProducer; logger: Logger }, options: PendingSweeperOptions): PendingSweeper {
+export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnProducer; logger: Logger }, options: PendingSweeperOptions): Periodic<number> {
   const log = deps.logger.child({ component: 'sweeper' });
   const outage = createOutageLog(log);
   const now = options.now ?? Date.now;
   const index = pendingIndexKey(options.keyPrefix);
   const batch = options.batch ?? 1000;
   const maxBatches = options.maxBatches ?? 200;
-  let running: Promise<number> | undefined;
 
   const sweepBatch = async (cutoff: number): Promise<{ seen: number; enqueued: number }> => {
     const raw = await deps.redis.zrangebyscore(index, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, batch);
@@ -80,22 +73,10 @@ export function startPendingSweeper(deps: { redis: RedisClient; producer: TurnPr
     if (enqueued > 0) log.info({ enqueued }, 'turns enqueued for waiting messages');
     return enqueued;
   };
-  let stopped = false;
-
-  const sweep = (): Promise<number> => {
-    running ??= sweepAll().finally(() => { running = undefined; });
-    return running;
-  };
-  // A sweep cut short by the shutdown (its connection closing) is no failure worth a warning.
-  const tick = () => void sweep().then(() => outage.available(), (err: unknown) => { if (!stopped) outage.warn({ err }, 'pending sweep failed'); });
-  const timer = setInterval(tick, options.intervalMs ?? 30_000);
-  timer.unref();
-  if (options.sweepAtStart !== false) tick();
-  return {
-    sweep,
-    stop: () => {
-      stopped = true;
-      clearInterval(timer);
-    },
-  };
+  return startPeriodic(sweepAll, {
+    intervalMs: options.intervalMs ?? 30_000,
+    atStart: options.sweepAtStart !== false,
+    onDone: () => outage.available(),
+    onError: (err) => outage.warn({ err }, 'pending sweep failed'),
+  });
 }

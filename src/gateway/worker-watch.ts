@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import { startPeriodic, type Periodic } from '../periodic.js';
 import type { RedisClient } from '../redis/client.js';
 import { readHeartbeats } from '../redis/heartbeats.js';
 
@@ -12,17 +13,10 @@ export interface WorkerWatchOptions {
   keyPrefix: string;
   /** Warn once no worker has been alive this long, ms. Default {@link NO_WORKER_WARN_AFTER_MS}. */
   warnAfterMs?: number;
-  /** Interval between two looks, ms. Default 5000; 0: no timer (the caller calls `check`). */
+  /** Interval between two looks, ms. Default 5000; 0: no timer (the caller calls `run`). */
   intervalMs?: number;
   /** ms since epoch. Default `Date.now`. */
   now?: () => number;
-}
-
-/** A running watch. */
-export interface WorkerWatch {
-  /** Looks at the heartbeats once now. */
-  check(): Promise<void>;
-  stop(): void;
 }
 
 /**
@@ -30,7 +24,7 @@ export interface WorkerWatch {
  * been alive for `warnAfterMs` (messages wait in the queue meanwhile), and one info line `a worker
  * is alive again` when one is back after that warning. A failed read is left to the next look.
  */
-export function startWorkerWatch(deps: { redis: RedisClient; logger: Logger }, options: WorkerWatchOptions): WorkerWatch {
+export function startWorkerWatch(deps: { redis: RedisClient; logger: Logger }, options: WorkerWatchOptions): Periodic<void> {
   const log = deps.logger.child({ component: 'worker-watch' });
   const now = options.now ?? Date.now;
   const warnAfterMs = options.warnAfterMs ?? NO_WORKER_WARN_AFTER_MS;
@@ -52,18 +46,5 @@ export function startWorkerWatch(deps: { redis: RedisClient; logger: Logger }, o
     const last = workers[0];
     log.warn({ noWorkerForMs: at - noneSince, ...(last ? { lastWorker: { host: last.host, pid: last.pid, lastBeatAt: new Date(last.beatAt).toISOString() } } : {}) }, 'no worker alive: messages wait in the queue until one starts');
   };
-  let running: Promise<void> | undefined;
-  const check = (): Promise<void> => {
-    running ??= look().finally(() => { running = undefined; });
-    return running;
-  };
-  const intervalMs = options.intervalMs ?? CHECK_MS;
-  const timer = intervalMs > 0 ? setInterval(() => void check().catch((err: unknown) => log.debug({ err }, 'worker heartbeats not read')), intervalMs) : undefined;
-  timer?.unref();
-  return {
-    check,
-    stop() {
-      clearInterval(timer);
-    },
-  };
+  return startPeriodic(look, { intervalMs: options.intervalMs ?? CHECK_MS, onError: (err) => log.debug({ err }, 'worker heartbeats not read') });
 }

@@ -17,7 +17,7 @@ import type { Channel } from '../../channels/channel.js';
 import type { ChannelName, OutboundMessage } from '../core/inbound.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { createLiveReplyRecords, subscribeLiveReplies, type LiveReplyUpdate, type LiveReplyRecords } from './record.js';
+import { createLiveReplyRecords, LIVE_REPLY_UPDATES, type LiveReplyUpdate, type LiveReplyRecords } from './record.js';
 import { LiveReplyView, type ChatPace } from './live-reply-view.js';
 
 /** Options of {@link startGatewayLiveReplies}. */
@@ -68,7 +68,7 @@ export async function startGatewayLiveReplies(
   const log = deps.logger.child({ component: 'live-replies' });
   const views = createLiveReplyRecords(deps.redis, options.keyPrefix);
   const registry = createRegistry({ channels: deps.channels, views, log }, options);
-  const unsubscribe = await subscribeLiveReplies(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
+  const unsubscribe = await LIVE_REPLY_UPDATES.subscribe(deps.subscriber, (update) => registry.onUpdate(update), options.keyPrefix, deps.logger);
   const idleMs = options.idleMs ?? 150_000;
   const sweeper = setInterval(() => registry.sweep(idleMs), Math.max(10, Math.floor(idleMs / 4)));
   sweeper.unref();

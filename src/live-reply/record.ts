@@ -43,19 +43,11 @@ export interface LiveReplyUpdate extends LiveReplyTarget {
   atMs: number;
 }
 
-const LIVE_REPLY_UPDATES = defineTopic<LiveReplyUpdate>({
-  channel: liveRepliesChannel, parse: parseLiveReplyUpdate, what: 'live reply update', component: 'live-reply-updates',
-  describe: (update) => ({ sessionId: update.sessionId, liveReplyId: update.liveReplyId }),
+/** Live reply updates: workers publish, every gateway subscribes on a dedicated connection (pass `duplicateRedis(redis)`). */
+export const LIVE_REPLY_UPDATES = defineTopic<LiveReplyUpdate>({
+  channel: liveRepliesChannel, what: 'live reply update', component: 'live-reply-updates', logged: ['sessionId', 'liveReplyId'],
+  fields: { liveReplyId: 'string', sessionId: 'string', channel: 'string', chatId: 'string', run: 'string', seq: 'integer', text: 'string', state: ['open', 'dropped'] },
 });
-
-/** Publishes `update`. Best effort: the caller ignores failures. */
-export const publishLiveReply = LIVE_REPLY_UPDATES.publish;
-
-/**
- * Subscribes to live reply updates on a dedicated connection (pass `duplicateRedis(redis)`). A
- * malformed payload or a throwing handler is logged and skipped. @returns unsubscribe-and-close.
- */
-export const subscribeLiveReplies = LIVE_REPLY_UPDATES.subscribe;
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */
 export interface LiveReplyRecord {
@@ -135,11 +127,4 @@ export function createLiveReplyRecords(redis: RedisClient, keyPrefix: string = D
       return view.messageId;
     },
   };
-}
-
-function parseLiveReplyUpdate(value: object): LiveReplyUpdate | null {
-  const u = value as Partial<LiveReplyUpdate>;
-  const ok = typeof u.liveReplyId === 'string' && typeof u.sessionId === 'string' && typeof u.channel === 'string' && typeof u.chatId === 'string'
-    && typeof u.run === 'string' && Number.isInteger(u.seq) && typeof u.text === 'string' && (u.state === 'open' || u.state === 'dropped');
-  return ok ? (u as LiveReplyUpdate) : null;
 }

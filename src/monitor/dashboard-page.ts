@@ -5,6 +5,7 @@
  * there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
+import { formatMoney } from '../usage/figures.js';
 import { CHART_SCRIPT } from './dashboard-chart.js';
 
 /** Options of {@link renderDashboardPage}. */
@@ -62,7 +63,8 @@ function el(tag, attrs, ...children) {
 }
 const pct = (f) => (f * 100).toFixed(1) + '%';
 const int = (n) => Number(n).toLocaleString('en-US');
-const usd = (n) => '$' + Number(n).toFixed(4);
+${formatMoney.toString()}
+const usd = (n, unpriced) => formatMoney(Number(n), unpriced || 0, 4);
 const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 async function getJson(url) {
   const res = await fetch(url, { headers });
@@ -77,7 +79,7 @@ function renderSessions(page) {
     const wide = (v) => el('td', { class: 'num wide' }, v);
     const tr = el('tr', { class: 'row' + (s.id === state.selected ? ' selected' : '') + (over ? ' over-hygiene' : ''), 'data-session': s.id },
       cell(s.id), el('td', { class: 'wide' }, s.channel), wide(int(s.messages)), el('td', { class: 'num fill', title: over ? 'at or over the hygiene line' : '' }, pct(s.fill)), wide(int(s.contextWindow)),
-      wide(int(s.promptTokens)), wide(int(s.completionTokens)), wide(usd(s.costUsd)),
+      wide(int(s.promptTokens)), wide(int(s.completionTokens)), wide(usd(s.costUsd, s.unpricedCalls)),
       wide(int(s.compactions)), el('td', { class: 'wide' }, when(s.lastActivityAt)));
     tr.addEventListener('click', () => openSession(s.id));
     return tr;
@@ -102,7 +104,7 @@ function renderDetail(d) {
     chart(d), legend(),
     el('div', { class: 'grid' },
       el('div', { id: 'ledger' }, el('h2', {}, 'Usage ledger'), kv([['prompt tokens', int(l.promptTokens)], ['completion tokens', int(l.completionTokens)],
-        ['cached tokens', int(l.cachedTokens)], ['cache share', (l.cacheShare * 100).toFixed(1) + '%'], ['model calls', int(l.calls)], ['estimated cost', usd(l.costUsd)], ['compactions', int(l.compactions)],
+        ['cached tokens', int(l.cachedTokens)], ['cache share', (l.cacheShare * 100).toFixed(1) + '%'], ['model calls', int(l.calls)], ['estimated cost', usd(l.costUsd, l.unpricedCalls)], ['compactions', int(l.compactions)],
         ['attempts by layer', byLayer || '—'], ['resets', int(l.resets)], ['tokens removed', int(l.tokensRemoved)], ['last prompt', int(l.lastPromptTokens)]])),
       el('div', {}, el('h2', {}, 'Pinned facts'), el('ul', { id: 'pinned' }, ...d.pinnedFacts.map((f) => el('li', {}, f))),
         el('h2', {}, 'Notes'), el('ul', { id: 'notes' }, ...d.notes.map((n) => el('li', {}, n.key + ': ' + n.text))),

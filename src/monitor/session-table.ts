@@ -1,6 +1,7 @@
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionDetail, SessionRow } from '../core/session-view.js';
+import { formatMoney } from '../usage/figures.js';
 
 /**
  * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the
@@ -22,7 +23,7 @@ export function formatSessionsTable(rows: readonly SessionRow[]): string {
     formatInt(row.contextWindow),
     formatInt(row.promptTokens),
     formatInt(row.completionTokens),
-    formatUsd(row.costUsd),
+    formatMoney(row.costUsd, row.unpricedCalls, 4),
     formatInt(row.compactions),
     formatUtc(row.lastActivityAt),
   ]);
@@ -43,7 +44,7 @@ export function formatSessionUsage(detail: SessionDetail): string {
     `context        ${describeContext(detail.context)}`,
     `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}, ${formatShare(l.cacheShare)}), completion ${formatInt(l.completionTokens)}`,
     `model calls    ${formatInt(l.calls)}`,
-    `cost           ${formatUsd(l.costUsd)} (estimated)`,
+    `cost           ${formatMoney(l.costUsd, l.unpricedCalls, 4)}${l.costUsd > 0 ? ' (estimated)' : ''}`,
     `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,
     `messages       ${formatInt(s.messages)}, last activity ${formatUtc(s.lastActivityAt)} UTC`,
   ];
@@ -53,10 +54,6 @@ export function formatSessionUsage(detail: SessionDetail): string {
 
 const formatInt = formatTokens;
 const formatPercent = formatShare;
-
-function formatUsd(usd: number): string {
-  return `$${usd.toFixed(4)}`;
-}
 
 function formatUtc(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);

@@ -11,8 +11,11 @@ export const DEFAULT_OUTBOUND_QUEUE = 'outbound';
 /** Payload of a turn job: which session has messages waiting in its inbox. */
 export interface TurnJobData {
   sessionId: string;
-  /** An idle compaction job (workers/idle-compaction.ts): the session version it was scheduled at and the next turn's expected growth, tokens. */
-  idle?: { version: number; growthTokens: number };
+  /**
+   * An idle compaction job (workers/idle-compaction.ts): the session version it was scheduled at, the
+   * next turn's expected growth (tokens) and the user of the turn before (`<channel>:<userId>`), whom its summary counts for.
+   */
+  idle?: { version: number; growthTokens: number; user?: string };
 }
 
 /** Queue names and prefix, shared by producers and workers. */

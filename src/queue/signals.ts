@@ -13,24 +13,11 @@ export interface TurnSignal {
   atMs: number;
 }
 
-const TURN_SIGNALS = defineTopic<TurnSignal>({
-  channel: turnSignalChannel, parse: parseSignal, what: 'turn signal', component: 'turn-signals',
-  describe: (signal) => ({ sessionId: signal.sessionId, type: signal.type }),
-});
-
-/** Publishes a turn signal (best effort: signals are hints, never state). */
-export const publishTurnSignal = TURN_SIGNALS.publish;
-
 /**
- * Subscribes to turn signals on a dedicated connection (pass `duplicateRedis(redis)`). A malformed
- * payload, or an `onSignal` that throws, is logged (warn) and skipped. @returns unsubscribe-and-close.
+ * Turn signals: workers publish, every gateway subscribes on a dedicated connection (pass
+ * `duplicateRedis(redis)`). Best effort: signals are hints, never state.
  */
-export const subscribeTurnSignals = TURN_SIGNALS.subscribe;
-
-const SIGNAL_TYPES = new Set<string>(['turn-started', 'typing', 'turn-ended']);
-
-function parseSignal(value: object): TurnSignal | null {
-  const signal = value as Partial<TurnSignal>;
-  const ok = SIGNAL_TYPES.has(String(signal.type)) && typeof signal.sessionId === 'string' && typeof signal.channel === 'string' && typeof signal.chatId === 'string';
-  return ok ? (signal as TurnSignal) : null;
-}
+export const TURN_SIGNALS = defineTopic<TurnSignal>({
+  channel: turnSignalChannel, what: 'turn signal', component: 'turn-signals', logged: ['sessionId', 'type'],
+  fields: { type: ['turn-started', 'typing', 'turn-ended'], sessionId: 'string', channel: 'string', chatId: 'string' },
+});

@@ -270,13 +270,12 @@ export function channelLeaseReleasedChannel(prefix: string = DEFAULT_KEY_PREFIX)
  * Keys of the budgets, all under the one hash tag `{budget}` so one script reserves against every
  * level at once (on Redis Cluster they all live on one node; docs/scaling.md).
  */
-export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { reservations: string; reservationData: string; limits: string; counter: (level: string, subject: string, periodId: string) => string } {
+export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { limits: string; counters: (monthId: string) => string; exhausted: (level: string, subject: string) => string } {
   const base = `${prefix}{budget}:`;
   return {
-    reservations: `${base}reservations`,
-    reservationData: `${base}reservation-data`,
     limits: `${base}limits`,
-    counter: (level, subject, periodId) => `${base}${level}:${subject}:${periodId}`,
+    counters: (monthId) => `${base}counters:${monthId}`,
+    exhausted: (level, subject) => `${base}exhausted:${level}:${subject}`,
   };
 }
 

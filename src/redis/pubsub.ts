@@ -1,24 +1,27 @@
 /**
  * JSON pub/sub topics. A subscription needs a dedicated connection (a subscribed connection can do
  * nothing else; pass `duplicateRedis(redis)`, which works on one Redis and on a Cluster). Messages
- * on pub/sub are hints, never state: a payload that is not JSON or that `parse` refuses, or a
+ * on pub/sub are hints, never state: a payload that is not a JSON object with the topic's fields, or a
  * handler that throws, is logged (warn) and skipped, never worth a crash.
  */
 import { createSilentLogger, type Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX } from './keys.js';
 
-/** What one topic carries: its channel (by key prefix), how a message is read, and how it is logged. */
+/** The rule of one field of a message: its `typeof`, a whole number, or the strings it may be. */
+export type FieldRule = 'string' | 'number' | 'boolean' | 'integer' | readonly string[];
+
+/** What one topic carries: its channel (by key prefix), the fields a message needs, and how it is logged. */
 export interface TopicSpec<T> {
   channel(keyPrefix: string): string;
-  /** Turns a parsed JSON value into a message, or null when it is malformed. */
-  parse(value: object): T | null;
+  /** The fields every message must carry, each with its rule; a message that breaks one is malformed. */
+  fields: Readonly<Partial<Record<keyof T & string, FieldRule>>>;
   /** What a message is called in the log (`turn signal`, `live reply update`). */
   what: string;
   /** The `component` of its subscribers' log lines. */
   component: string;
-  /** Fields of the log line of a failed handler. */
-  describe(message: T): Record<string, unknown>;
+  /** The fields of a message named in the log line of a failed handler. */
+  logged: ReadonlyArray<keyof T & string>;
 }
 
 /** A topic's two ends. */
@@ -48,7 +51,7 @@ export function defineTopic<T>(spec: TopicSpec<T>): Topic<T> {
         try {
           onMessage(message);
         } catch (err) {
-          log.warn({ err, ...spec.describe(message) }, `${spec.what} handler failed`);
+          log.warn({ err, ...Object.fromEntries(spec.logged.map((name) => [name, message[name]])) }, `${spec.what} handler failed`);
         }
       });
       await subscriber.subscribe(channel);
@@ -67,5 +70,14 @@ function readMessage<T>(spec: TopicSpec<T>, payload: string): T | null {
   } catch {
     return null;
   }
-  return typeof value === 'object' && value !== null ? spec.parse(value) : null;
+  if (typeof value !== 'object' || value === null) return null;
+  const record = value as Record<string, unknown>;
+  const rules = Object.entries(spec.fields) as Array<[string, FieldRule]>;
+  return rules.every(([name, rule]) => fits(record[name], rule)) ? (value as T) : null;
+}
+
+function fits(value: unknown, rule: FieldRule): boolean {
+  if (rule === 'integer') return Number.isInteger(value);
+  if (typeof rule === 'string') return typeof value === rule;
+  return typeof value === 'string' && rule.includes(value);
 }

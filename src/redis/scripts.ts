@@ -42,8 +42,7 @@ const TURN_STOP_SCRIPT_FILES = {
 
 /** The budgets' scripts, in `src/budget/scripts/`. */
 const BUDGET_SCRIPT_FILES = {
-  budgetReserve: 'budget-reserve-9.lua',
-  budgetSettle: 'budget-settle-9.lua',
+  budget: 'budget-5.lua',
 } as const;
 
 /** The live replies' view-record scripts, in `src/live-reply/scripts/`. */

@@ -262,7 +262,7 @@ async function execAll(pipe: ChainableCommander): Promise<unknown[]> {
   return replies.map(([, value]) => value);
 }
 
-type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'compactions' | 'resets'>;
+type RowUsage = Pick<UsageLedger, 'promptTokens' | 'completionTokens' | 'costMicroUsd' | 'unpricedCalls' | 'compactions' | 'resets'>;
 
 /** Tokens of the session's next request (0 for a session never committed). */
 function contextTokensOf(meta: SessionMeta): number {
@@ -286,6 +286,7 @@ function toRow(o: ResolvedOptions, id: string, meta: SessionMeta, usage: RowUsag
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
     costUsd: usage.costMicroUsd / 1_000_000,
+    unpricedCalls: usage.unpricedCalls,
     compactions: effectiveCompactions(usage.compactions),
     lastActivityAt: meta.lastActivityMs,
     paused: meta.compaction?.paused === true,
@@ -300,7 +301,7 @@ function toLedger(usage: UsageLedger, meta: SessionMeta): SessionLedger {
   }
   return {
     promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens, cacheShare: cacheShareOf(usage.promptTokens, usage.cachedTokens), calls: usage.calls,
-    costUsd: usage.costMicroUsd / 1_000_000, compactions: effectiveCompactions(usage.compactions), compactionsByLayer: byLayer,
+    costUsd: usage.costMicroUsd / 1_000_000, unpricedCalls: usage.unpricedCalls, compactions: effectiveCompactions(usage.compactions), compactionsByLayer: byLayer,
     tokensRemoved: usage.tokensRemovedByCompaction, lastPromptTokens: meta.lastPromptTokens,
     summaryCalls: usage.summaryCalls, summaryPromptTokens: usage.summaryPromptTokens, summaryCompletionTokens: usage.summaryCompletionTokens,
     resets: usage.resets,

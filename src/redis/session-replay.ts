@@ -1,6 +1,6 @@
 import { isEffectiveCompaction, fillOf, type SessionLimits } from '../core/session-figures.js';
 import { REPLY_PRIMING_TOKENS } from '../core/tokens.js';
-import { hasToolCalls, messageText } from '../core/messages.js';
+import { hasToolCalls, isToolImagesMessage, messageText } from '../core/messages.js';
 import { TOOL_CALL_TEXT_MAX, type CompactionEvent, type FillPoint, type ResetEvent, type SessionToolCall } from '../core/session-view.js';
 import { truncateText } from '../core/text.js';
 import type { StoredTranscriptEntry, TranscriptCompaction } from './transcript.js';
@@ -60,7 +60,8 @@ export function replayTranscript(entries: readonly StoredTranscriptEntry[], over
         if (row) row.result = cut(messageText(entry.message));
         pending.delete(entry.message.tool_call_id);
       }
-      if (entry.message.role === 'user' && at.previousRole !== 'user') at.turn += 1;
+      // A round's images message belongs to the round: it starts no turn.
+      if (entry.message.role === 'user' && at.previousRole !== 'user' && !isToolImagesMessage(entry.message, at.previousRole)) at.turn += 1;
       if (!(at.absorbUsers && entry.message.role === 'user')) at.tokens += entry.tokens;
       at.previousRole = entry.message.role;
     }

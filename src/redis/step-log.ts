@@ -5,8 +5,9 @@
  * of asking the model again and running its tools twice. The worker records rounds with tool calls;
  * a final answer goes straight into the turn's last commit (workers/agent.processor.ts).
  */
+import type { AttachmentRef } from '../core/attachments.js';
 import type { AssistantMessage } from '../core/messages.js';
-import { StaleCommitError } from '../errors.js';
+import { StaleCommitError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
@@ -14,6 +15,12 @@ import type { CallUsage } from '../core/models.js';
 
 /** How long a step log outlives its last write, in ms (a day: a crashed turn is retried well before). */
 const STEP_LOG_TTL_MS = 86_400_000;
+
+/**
+ * Format version of the step log this chatgate reads and writes (its `format` field): 2 records
+ * each result as JSON with the call's image references. A log of another version is refused.
+ */
+export const STEP_LOG_FORMAT = 2;
 
 /** A model answer as recorded: what {@link StepLog.recordAnswer} was given. */
 export interface RecordedAnswer {
@@ -28,6 +35,8 @@ export interface RecordedRound {
   answer: RecordedAnswer;
   /** Tool call id → its result text. */
   results: Map<string, string>;
+  /** Tool call id → the images its result returned, stored as attachments (workers/tool-images.ts); absent: none. */
+  images: Map<string, AttachmentRef[]>;
   /** Tool call ids whose run was started (side-effecting and approved tools only). */
   started: Set<string>;
   /** Tool call id → the id of the approval the user was asked for it (src/approvals). */
@@ -38,14 +47,14 @@ export interface RecordedRound {
 
 /** The step log of one turn of one session. Every write is refused once the lease is lost. */
 export interface StepLog {
-  /** The turn's latest round, or null when the log holds none of this turn. */
+  /** The turn's latest round, or null when the log holds none of this turn. @throws StoredFormatError when it is of another format version. */
   read(): Promise<RecordedRound | null>;
   /** Starts a new round with the model's answer (replacing the previous round). */
   recordAnswer(answer: RecordedAnswer): Promise<void>;
   /** Marks a side-effecting tool call as started, before it runs. */
   recordStarted(callId: string): Promise<void>;
-  /** Records a tool call's result text. */
-  recordResult(callId: string, text: string): Promise<void>;
+  /** Records a tool call's result text and the references of the images it returned (default none), in one write. */
+  recordResult(callId: string, text: string, images?: readonly AttachmentRef[]): Promise<void>;
   /** Records the approval the user is asked for a tool call (before it is created: a retry asks with the same id). */
   recordApproval(callId: string, approvalId: string): Promise<void>;
   /** Marks the round as committed to the projection. */
@@ -69,7 +78,7 @@ export interface StepLogOptions {
 export function createStepLog(redis: RedisClient, options: StepLogOptions): StepLog {
   const { keys, turnId } = options;
   const write = async (field: string, value: string, newRound = false): Promise<void> => {
-    const opts = { fence: String(options.fence), turnId, field, newRound, ttlMs: options.ttlMs ?? STEP_LOG_TTL_MS };
+    const opts = { fence: String(options.fence), turnId, field, newRound, format: STEP_LOG_FORMAT, ttlMs: options.ttlMs ?? STEP_LOG_TTL_MS };
     const reply = Number(await runScriptWithOptions(redis, 'recordStep', [keys.lease, keys.steps], opts, [value]));
     if (reply === -1) throw new StaleCommitError(sessionOf(keys), 'the session lease was lost before a step was recorded');
     if (reply !== 1) throw new StaleCommitError(sessionOf(keys), `the step log holds no round of turn ${turnId}`);
@@ -78,11 +87,11 @@ export function createStepLog(redis: RedisClient, options: StepLogOptions): Step
     async read() {
       const raw = await redis.hgetall(keys.steps);
       if (raw.turn !== turnId || !raw.answer) return null;
-      return toRound(raw);
+      return toRound(checkedFormat(raw, keys));
     },
     recordAnswer: (answer) => write('answer', JSON.stringify(answer), true),
     recordStarted: (callId) => write(`started:${callId}`, '1'),
-    recordResult: (callId, text) => write(`result:${callId}`, text),
+    recordResult: (callId, text, images = []) => write(`result:${callId}`, JSON.stringify({ text, images } satisfies StoredResult)),
     recordApproval: (callId, approvalId) => write(`approval:${callId}`, approvalId),
     recordCommitted: () => write('committed', '1'),
     async clear() {
@@ -91,26 +100,44 @@ export function createStepLog(redis: RedisClient, options: StepLogOptions): Step
   };
 }
 
+/** A `result:<call id>` field. */
+interface StoredResult {
+  text: string;
+  images: readonly AttachmentRef[];
+}
+
+/** @throws StoredFormatError when the log is of another format version than {@link STEP_LOG_FORMAT}. */
+function checkedFormat(raw: Record<string, string>, keys: SessionKeys): Record<string, string> {
+  if (raw.format === String(STEP_LOG_FORMAT)) return raw;
+  throw new StoredFormatError(`the step log ${keys.steps}`, raw.format, STEP_LOG_FORMAT,
+    'the chatgate version that wrote it must finish the turn, or delete the key to run the turn again from its last commit');
+}
+
 function toRound(raw: Record<string, string>): RecordedRound {
   const results = new Map<string, string>();
+  const images = new Map<string, AttachmentRef[]>();
   const started = new Set<string>();
   const approvals = new Map<string, string>();
   for (const [field, value] of Object.entries(raw)) {
-    if (field.startsWith('result:')) results.set(field.slice('result:'.length), value);
-    else if (field.startsWith('started:')) started.add(field.slice('started:'.length));
+    if (field.startsWith('result:')) {
+      const callId = field.slice('result:'.length);
+      const result = JSON.parse(value) as StoredResult;
+      results.set(callId, result.text);
+      if (result.images.length > 0) images.set(callId, [...result.images]);
+    } else if (field.startsWith('started:')) started.add(field.slice('started:'.length));
     else if (field.startsWith('approval:')) approvals.set(field.slice('approval:'.length), value);
   }
-  return { answer: JSON.parse(raw.answer ?? 'null') as RecordedAnswer, results, started, approvals, committed: raw.committed === '1' };
+  return { answer: JSON.parse(raw.answer ?? 'null') as RecordedAnswer, results, images, started, approvals, committed: raw.committed === '1' };
 }
 
 /**
  * The approvals the session's recorded round asked for whose calls have no result yet (read
  * without knowing the turn: what a turn job checks before it takes the inbox). Empty when the
- * round was committed or asked nothing.
+ * round was committed or asked nothing. @throws StoredFormatError for a log of another format version.
  */
 export async function askedApprovalIds(redis: RedisClient, keys: SessionKeys): Promise<string[]> {
   const raw = await redis.hgetall(keys.steps);
-  if (!raw.answer || raw.committed === '1') return [];
+  if (!raw.answer || checkedFormat(raw, keys).committed === '1') return [];
   return Object.entries(raw).filter(([field]) => field.startsWith('approval:') && raw[`result:${field.slice('approval:'.length)}`] === undefined).map(([, id]) => id);
 }
 

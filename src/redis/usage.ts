@@ -22,6 +22,8 @@ export interface UsageLedger {
   cachedTokens: number;
   calls: number;
   costMicroUsd: number;
+  /** Calls (the agent's and the summariser's) of models without a price: their cost is unknown, not 0. */
+  unpricedCalls: number;
   /** `"<layer>:<outcome>"` → count, e.g. `in-loop:compacted`. */
   compactions: Record<string, number>;
   tokensRemovedByCompaction: number;
@@ -41,6 +43,11 @@ export function callCostMicroUsd(model: string, usage: CallUsage, prices: PriceT
   return Math.round(estimateCostUsd(pricing, usage) * 1_000_000);
 }
 
+/** `{ unpricedCalls: 1 }` when `model` has no price (its cost reads "price unknown", never $0), else nothing. */
+function unpriced(model: string, prices: PriceTable = {}): Record<string, number> {
+  return pricingOf(model, prices) ? {} : { unpricedCalls: 1 };
+}
+
 /** Ledger change of one model call; `contextWindow` turns prompt tokens into a fill ratio. */
 export function callUsageDelta(model: string, usage: CallUsage, contextWindow: number, prices?: PriceTable): UsageDelta {
   return {
@@ -50,6 +57,7 @@ export function callUsageDelta(model: string, usage: CallUsage, contextWindow: n
       cachedTokens: usage.cachedTokens,
       calls: 1,
       costMicroUsd: callCostMicroUsd(model, usage, prices),
+      ...unpriced(model, prices),
     },
     set: { lastContextFill: (usage.promptTokens / contextWindow).toFixed(4) },
     rollup: callRollup(model, usage, prices),
@@ -58,7 +66,7 @@ export function callUsageDelta(model: string, usage: CallUsage, contextWindow: n
 
 /** Ledger change of one model call whose provider reported no usage: a call, no tokens. */
 export function unreportedCallDelta(model: string, prices?: PriceTable): UsageDelta {
-  return { incr: { calls: 1 }, set: {}, rollup: callRollup(model, undefined, prices) };
+  return { incr: { calls: 1, ...unpriced(model, prices) }, set: {}, rollup: callRollup(model, undefined, prices) };
 }
 
 /** Ledger change of one summariser call: its own counters, its cost added to the session's. */
@@ -69,6 +77,7 @@ export function summaryUsageDelta(model: string, usage: CallUsage, prices?: Pric
       summaryCompletionTokens: usage.completionTokens,
       summaryCalls: 1,
       costMicroUsd: callCostMicroUsd(model, usage, prices),
+      ...unpriced(model, prices),
     },
     set: {},
     rollup: summaryRollup(model, usage, prices),
@@ -114,6 +123,7 @@ export function parseUsage(raw: Record<string, string>): UsageLedger {
     cachedTokens: num('cachedTokens'),
     calls: num('calls'),
     costMicroUsd: num('costMicroUsd'),
+    unpricedCalls: num('unpricedCalls'),
     compactions,
     tokensRemovedByCompaction: num('tokensRemovedByCompaction'),
     lastContextFill: num('lastContextFill'),

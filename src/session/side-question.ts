@@ -4,7 +4,7 @@
  * messages, as last committed) and the notes — then the question, and answers without tools. Neither
  * the question nor the answer enters the projection or the transcript, so the main thread never
  * sees them; a running turn is neither waited for nor changed (what it has not committed yet is not
- * seen). The call is counted in the session's usage ledger and the usage rollups.
+ * seen). The call is counted in the session's usage ledger and rollups and, like every model call, in the budgets.
  */
 import type { ChatMessage } from '../core/messages.js';
 import { createLlmClient, type LlmClient } from '../llm/client.js';
@@ -56,11 +56,15 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
   };
 }
 
-/** {@link createSideQuestion} with its own client of the agent's endpoint (no streaming, one retry). */
+/**
+ * {@link createSideQuestion} with its own client of the agent's endpoint (no streaming, one retry),
+ * through `guardLlm` (the budget wrapper, src/budget/guard.ts) when budgets are on.
+ */
 export function createLlmSideQuestion(
-  deps: Omit<SideQuestionDeps, 'llm'>,
+  deps: Omit<SideQuestionDeps, 'llm'> & { guardLlm?: (llm: LlmClient) => LlmClient },
   options: SideQuestionOptions & { baseURL: string; apiKey?: string; model: string; timeoutMs: number },
 ): (sessionId: string, question: string) => Promise<string> {
-  const llm = createLlmClient({ baseURL: options.baseURL, apiKey: options.apiKey, model: options.model, timeoutMs: options.timeoutMs, retry: { maxRetries: 1 }, stream: false }, { logger: deps.logger });
-  return createSideQuestion({ ...deps, llm }, options);
+  const client = createLlmClient({ baseURL: options.baseURL, apiKey: options.apiKey, model: options.model, timeoutMs: options.timeoutMs, retry: { maxRetries: 1 }, stream: false }, { logger: deps.logger });
+  const { guardLlm, ...rest } = deps;
+  return createSideQuestion({ ...rest, llm: guardLlm ? guardLlm(client) : client }, options);
 }

@@ -49,11 +49,13 @@ export function totalTokens(figures: UsageFigures): number {
 
 /**
  * Money for people: `$1.23`; `price unknown` when nothing was priced but something ran; `$1.23 +
- * price unknown` when part was. Never `$0.00` for calls whose price is unknown.
+ * price unknown` when part was. Never `$0.00` for calls whose price is unknown. `decimals` fixes
+ * the digits (a session's figures show 4); default 2, or 4 below a cent.
  */
-export function formatMoney(usdValue: number, unknown: number): string {
+export function formatMoney(usdValue: number, unknown: number, decimals?: number): string {
   if (unknown > 0 && usdValue === 0) return 'price unknown';
-  const text = usdValue > 0 && usdValue < 0.01 ? `$${usdValue.toFixed(4)}` : `$${usdValue.toFixed(2)}`;
+  const digits = decimals ?? (usdValue > 0 && usdValue < 0.01 ? 4 : 2);
+  const text = `$${usdValue.toFixed(digits)}`;
   return unknown > 0 ? `${text} + price unknown` : text;
 }
 

@@ -51,7 +51,7 @@ export async function openMcpRig(servers: McpServerConfig[], logger: Logger = cr
     call(name, args, signal) {
       const id = `call_${++calls}`;
       const call: ToolCall = { id, type: 'function', function: { name, arguments: JSON.stringify(args) } };
-      return tools.execute(call, testContext(id), signal);
+      return tools.execute(call, testContext(id), signal).then((result) => result.text);
     },
     close: () => manager.close(),
   };

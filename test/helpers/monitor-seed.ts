@@ -5,7 +5,7 @@ const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
 const WINDOW = 128_000;
 
 /** A session whose context grows by `perTurn` tokens a turn and is compacted at the given turns. */
-export function seededSession(id: string, options: { turns: number; perTurn: number; compactAt: number[]; lastActivityAt?: number; costUsd?: number }): SessionDetail {
+export function seededSession(id: string, options: { turns: number; perTurn: number; compactAt: number[]; lastActivityAt?: number; costUsd?: number; unpricedCalls?: number }): SessionDetail {
   const fillHistory: FillPoint[] = [];
   const compactions: CompactionEvent[] = [];
   let tokens = 2_000;
@@ -24,11 +24,11 @@ export function seededSession(id: string, options: { turns: number; perTurn: num
   return {
     session: {
       id, channel, model: 'gpt-4o-mini', messages: options.turns * 4, contextTokens: tokens, contextWindow: WINDOW, usableWindow: WINDOW, fill: tokens / WINDOW,
-      promptTokens, completionTokens, costUsd: options.costUsd ?? 0.0123, compactions: compactions.length,
+      promptTokens, completionTokens, costUsd: options.costUsd ?? 0.0123, unpricedCalls: options.unpricedCalls ?? 0, compactions: compactions.length,
       lastActivityAt: options.lastActivityAt ?? T0 + options.turns * 60_000, paused: false,
     },
     ledger: {
-      promptTokens, completionTokens, cachedTokens: 1_024, cacheShare: promptTokens > 0 ? 1_024 / promptTokens : 0, calls: options.turns * 2, costUsd: options.costUsd ?? 0.0123,
+      promptTokens, completionTokens, cachedTokens: 1_024, cacheShare: promptTokens > 0 ? 1_024 / promptTokens : 0, calls: options.turns * 2, costUsd: options.costUsd ?? 0.0123, unpricedCalls: options.unpricedCalls ?? 0,
       compactions: compactions.length,
       compactionsByLayer: { 'in-loop': { compacted: compactions.filter((c) => c.layer === 'in-loop').length }, hygiene: { compacted: compactions.filter((c) => c.layer === 'hygiene').length } },
       tokensRemoved: compactions.reduce((sum, c) => sum + c.tokensBefore - c.tokensAfter, 0),

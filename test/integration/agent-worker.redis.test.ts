@@ -8,7 +8,7 @@ import { decideRetry } from '../../src/core/retry.js';
 import { toFailureClass } from '../../src/llm/errors.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
 import type { TurnProducer } from '../../src/queue/producer.js';
-import { subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../../src/queue/signals.js';
 import { createSessionStore } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
@@ -110,7 +110,7 @@ describe('agent worker', () => {
     const signals: TurnSignal[] = [];
     let ended = (): void => undefined;
     const done = new Promise<void>((resolve) => { ended = resolve; });
-    const unsubscribe = await subscribeTurnSignals(t.redis.duplicate(), (signal) => {
+    const unsubscribe = await TURN_SIGNALS.subscribe(t.redis.duplicate(), (signal) => {
       signals.push(signal);
       if (signal.type === 'turn-ended') ended();
     }, t.keyPrefix);

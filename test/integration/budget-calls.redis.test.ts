@@ -1,6 +1,6 @@
 /**
  * Every model call goes through the budget wrapper: the gateway's compactions (hygiene, /compact),
- * the CLI's (no user), transcriptions; a used-up budget gives compaction's deterministic fallback.
+ * the CLI's (no user), /btw side questions, transcriptions; a used-up budget gives compaction's deterministic fallback.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBudgetGuard, runCountedFor, runWithBudget } from '../../src/budget/guard.js';
@@ -18,6 +18,7 @@ import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
+import { createLlmSideQuestion } from '../../src/session/side-question.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { oggBytes } from '../helpers/files.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -80,6 +81,22 @@ describe('every model call is budgeted', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it('/btw reserves and settles its call for the sender and the chat, and is refused once the budget is used', async () => {
+    const s = settings({ user: { day: { tokens: 1500 } } });
+    const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, prices: PRICES, defaultMaxTokens: 100 })!;
+    const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
+    const btw = createLlmSideQuestion({ redis: t.redis, store, logger: createSilentLogger(), guardLlm: guard.llm }, {
+      baseURL: fake.baseURL, apiKey: 'k', model: MODEL, timeoutMs: 10_000, systemPrompt: 'Be brief.', contextWindow: 4096, reservedOutputTokens: 0, prices: PRICES,
+    });
+    await seed('telegram:42');
+    const scope = { user: 'telegram:42', chat: 'telegram:42' };
+    expect(await runCountedFor(scope, () => btw('telegram:42', 'Which order was it?'))).toContain('ORD-48213-XK');
+    expect(await usedTokens(s, scope)).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
+    await runCountedFor(scope, () => btw('telegram:42', 'And the ticket?'));
+    await expect(runCountedFor(scope, () => btw('telegram:42', 'Anything else?'))).rejects.toBeInstanceOf(BudgetError);
+    expect(fake.requests).toHaveLength(2);
+  });
+
   it('a used-up budget gives the deterministic fallback: no model call, every message kept in the transcript', async () => {
     const s = settings({ deployment: { day: { tokens: 500 } } });
     const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
@@ -132,6 +149,6 @@ describe('every model call is budgeted', () => {
     const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
     await expect(ledger.reserve({ user: 'telegram:42' }, { tokens: 1 })).rejects.toThrow(/user:telegram:42 are not in format version 1/);
     await expect(createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).limitsOf('user', 'telegram:42')).rejects.toBeInstanceOf(StoredFormatError);
-    expect(await t.redis.exists(budgetKeys(t.keyPrefix).counter('user', 'telegram:42', new Date().toISOString().slice(0, 10)))).toBe(0);
+    expect(await t.redis.exists(budgetKeys(t.keyPrefix).counters(new Date().toISOString().slice(0, 7)))).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBudgetLedger, type BudgetLedgerOptions } from '../../src/budget/ledger.js';
+import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { budgetKeys } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -71,7 +72,9 @@ describe('budget ledger', () => {
     now += 61_000;
     const again = await l.reserve(alice, { tokens: 10 });
     expect('id' in again).toBe(true);
-    expect(await t.redis.zcard(budgetKeys(t.keyPrefix).reservations)).toBe(1);
+    // Only the live reservations hold now: 10 + 990 reach 1000, so the next call waits.
+    expect('id' in (await l.reserve(alice, { tokens: 990 }))).toBe(true);
+    expect(await l.reserve(alice, { tokens: 1 })).toMatchObject({ breach: { level: 'user', unit: 'tokens' } });
   });
 
   it('counts an unpriced model in tokens only, never against a USD limit', async () => {
@@ -93,7 +96,8 @@ describe('budget ledger', () => {
     if (!('id' in r)) throw new Error('refused');
     await l.settle(bob, r.id, { tokens: 10 });
     expect(await l.check(bob)).toMatchObject({ limit: 10 });
-    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:43', JSON.stringify({ v: 1, dailyTokens: 50 }));
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).set('user', 'telegram:43', { dailyTokens: 50 });
+    expect(await t.redis.hget(budgetKeys(t.keyPrefix).limits, 'user:telegram:43')).toBe(JSON.stringify({ v: 1, dailyTokens: 50 }));
     expect(await l.check(bob)).toBeNull();
     expect((await l.state(bob))[0]).toMatchObject({ limitTokens: 50, usedTokens: 10 });
   });

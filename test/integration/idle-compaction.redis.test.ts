@@ -4,6 +4,8 @@
  * makes no summariser call; a message arriving during that compaction wins and the compaction is dropped.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createBudgetLedger } from '../../src/budget/ledger.js';
+import { NO_BUDGETS } from '../../src/core/budget.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
@@ -70,6 +72,20 @@ describe('idle compaction', () => {
     expect(rig.out.replies[3]!.text).toBe(held[0]);
     // Cleared in the reply's commit: no later reply brings it again.
     expect(parseMeta(await rig.t.redis.hgetall(keys.meta)).heldNotices).toEqual([]);
+  });
+
+  it('counts its summary for the turn\'s user and the chat, like every model call', async () => {
+    const budgets = { ...NO_BUDGETS, user: { day: { tokens: 1e9 } }, chat: { day: { tokens: 1e9 } }, deployment: { day: { tokens: 1e9 } } };
+    await rig.start({ idleCompactSeconds: 1, budgets });
+    await twoExchanges();
+    const keys = sessionKeys(SESSION, rig.t.keyPrefix);
+    await pollUntil(async () => (await readUsage(rig.t.redis, keys)).compactions['idle:compacted'] === 1, { intervalMs: 50 });
+    await pollUntil(async () => (await rig.t.redis.exists(keys.lease)) === 0, { intervalMs: 50 });
+    const state = await createBudgetLedger(rig.t.redis, { keyPrefix: rig.t.keyPrefix, settings: budgets }).state({ user: 'web:u', chat: SESSION });
+    const used = Object.fromEntries(state.filter((c) => c.period === 'day').map((c) => [c.level, c.usedTokens]));
+    // Two turns and the summary: the deployment counted nothing the user and the chat did not.
+    expect(used.user).toBeGreaterThan(0);
+    expect(used).toEqual({ user: used.deployment, chat: used.deployment, deployment: used.deployment });
   });
 
   it('yields to a message that arrives during the summary: the turn runs at once, the background compaction is dropped', async () => {

@@ -67,7 +67,7 @@ describe('the ingest script', () => {
     const producer = createTurnProducer({ redis: t.redis }, { ...names, keyPrefix: t.keyPrefix });
     const sweeper = startPendingSweeper({ redis: t.redis, producer, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, sweepAtStart: false, now: () => NOW + 60_000 });
     try {
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
       const turns = new Queue(names.turnQueue, { connection: t.redis, prefix: names.queuePrefix });
       expect((await turns.getJobs(['waiting'])).map((job) => job.data)).toEqual([{ sessionId: 'web:42' }]);
       await turns.close();

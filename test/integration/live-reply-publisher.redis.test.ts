@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { duplicateRedis } from '../../src/redis/client.js';
 import { sessionKeys } from '../../src/redis/keys.js';
-import { subscribeLiveReplies, type LiveReplyUpdate } from '../../src/live-reply/record.js';
+import { LIVE_REPLY_UPDATES, type LiveReplyUpdate } from '../../src/live-reply/record.js';
 import { replyJobId } from '../../src/queue/names.js';
 import type { TurnProducer } from '../../src/queue/producer.js';
 import { readUsage } from '../../src/redis/usage.js';
@@ -48,7 +48,7 @@ describe('partial replies from the worker', () => {
     rig = await openWorkerRig();
     ({ t, fake, producer, out } = rig);
     updates = [];
-    unsubscribe = await subscribeLiveReplies(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
+    unsubscribe = await LIVE_REPLY_UPDATES.subscribe(duplicateRedis(t.redis), (update) => updates.push(update), t.keyPrefix);
   });
   afterEach(async () => {
     await unsubscribe();

@@ -43,7 +43,7 @@ describe('a side-effecting MCP tool and the effect log', () => {
   const actCalls = () => rig.metrics.events.filter((event) => event.type === 'mcp_tool_call' && event.tool === 'act').length;
 
   it('records the start before the call, and the result with it', async () => {
-    const text = await runToolCall(await round(false), call);
+    const { text } = await runToolCall(await round(false), call);
     expect(JSON.parse(text)).toEqual({ meta: { idempotencyKey: 'web:fx:m1:call_act' } });
     expect(await steps.read()).toMatchObject({ started: new Set(['call_act']), results: new Map([['call_act', text]]) });
     expect(actCalls()).toBe(1);
@@ -51,7 +51,7 @@ describe('a side-effecting MCP tool and the effect log', () => {
 
   it('does not run a call again that a crash left started without a result, and says its outcome is unknown', async () => {
     await steps.recordStarted('call_act');
-    const text = await runToolCall(await round(true), call);
+    const { text } = await runToolCall(await round(true), call);
     expect(text).toMatch(/^Error: the outcome of this mcp__t__act call is unknown: .* \(idempotency key web:fx:m1:call_act\)\.$/);
     expect(actCalls()).toBe(0);
   });

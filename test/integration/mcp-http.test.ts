@@ -42,9 +42,9 @@ describe('MCP servers over Streamable HTTP: @modelcontextprotocol/server-everyth
     expect(rig.metrics.events).toContainEqual({ type: 'mcp_tool_call', server: 'everything', tool: 'get-sum', outcome: 'error' });
   });
 
-  it('shows its image as a short placeholder', async () => {
+  it('names its image in the result text with a short line (the image itself follows the tool results)', async () => {
     const result = await rig.call('mcp__everything__get-tiny-image', {});
-    expect(result).toMatch(/\[image image\/png, [\d.]+ KB: not shown to the model\]/);
+    expect(result).toMatch(/\[image image\/png, [\d.]+ KB: image 1 of this call, after the tool results\]/);
     expect(result.length).toBeLessThan(500);
   });
 

@@ -24,7 +24,7 @@ import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { startPendingSweeper } from '../../src/gateway/sweeper.js';
 import { createSilentLogger } from '../../src/log.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
-import { subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../../src/queue/signals.js';
 import { duplicateRedis } from '../../src/redis/client.js';
 import { pendingIndexKey, rateLimitKey, seenKey, sessionIndexKey } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
@@ -141,7 +141,7 @@ describe('on a Redis Cluster', () => {
   it('answers submitted messages through the worker, signals the turn, and compacts the session', async () => {
     let ended = (_signal: TurnSignal): void => undefined;
     const turnEnded = new Promise<TurnSignal>((resolve) => { ended = resolve; });
-    const unsubscribe = await subscribeTurnSignals(duplicateRedis(conn.redis), (signal) => {
+    const unsubscribe = await TURN_SIGNALS.subscribe(duplicateRedis(conn.redis), (signal) => {
       if (signal.type === 'turn-ended') ended(signal);
     }, config.redis.keyPrefix);
     const before = out.replies.length;
@@ -222,7 +222,7 @@ describe('on a Redis Cluster', () => {
     const before = out.replies.length;
     const sweeper = startPendingSweeper({ redis: conn.redis, producer, logger }, { keyPrefix: config.redis.keyPrefix, sweepAtStart: false });
     try {
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
     } finally {
       sweeper.stop();
     }

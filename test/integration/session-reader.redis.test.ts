@@ -69,6 +69,18 @@ describe('Redis session reader', () => {
     expect((await r.listSessions({ channel: 'web' })).items.map((row) => row.id)).toEqual(['web:abc']);
   });
 
+  it('counts the calls of a model without a price (the demo model\'s too), so no surface shows them as $0', async () => {
+    const entries = [toEntry({ role: 'user', content: 'hello' }, TOKENS), toEntry({ role: 'assistant', content: 'hi' }, TOKENS)];
+    await commitStep('web:demo', T0, {
+      append: entries, transcript: entries.map((e) => message(e, T0)),
+      usage: mergeUsage(callUsageDelta('chatgate-demo', { promptTokens: 900, completionTokens: 40, cachedTokens: 0 }, WINDOW), callUsageDelta('gpt-4o-mini', { promptTokens: 900, completionTokens: 40, cachedTokens: 0 }, WINDOW)),
+    });
+    const detail = (await reader().getSession('web:demo'))!;
+    expect(detail.ledger).toMatchObject({ calls: 2, unpricedCalls: 1 });
+    expect(detail.ledger.costUsd).toBeGreaterThan(0);
+    expect((await reader().listSessions()).items[0]).toMatchObject({ id: 'web:demo', unpricedCalls: 1 });
+  });
+
   it('returns null for an unknown session', async () => {
     expect(await reader().getSession('web:nobody')).toBeNull();
   });

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { StaleCommitError } from '../../src/errors.js';
+import { StaleCommitError, StoredFormatError } from '../../src/errors.js';
 import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
-import { createStepLog, type RecordedAnswer } from '../../src/redis/step-log.js';
+import { askedApprovalIds, createStepLog, STEP_LOG_FORMAT, type RecordedAnswer } from '../../src/redis/step-log.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { toUserMessage } from '../../workers/request.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
@@ -36,7 +36,7 @@ describe('step log', () => {
     await log.recordAnswer(answer('first'));
     await log.recordStarted('call_1');
     await log.recordResult('call_1', 'done');
-    expect(await log.read()).toEqual({ answer: answer('first'), results: new Map([['call_1', 'done']]), started: new Set(['call_1']), committed: false, approvals: new Map() });
+    expect(await log.read()).toEqual({ answer: answer('first'), results: new Map([['call_1', 'done']]), images: new Map(), started: new Set(['call_1']), committed: false, approvals: new Map() });
     await log.recordAnswer(answer('second'));
     expect(await log.read()).toMatchObject({ answer: answer('second'), results: new Map(), started: new Set() });
     expect(await createStepLog(t.redis, { keys, turnId: 'other', fence }).read()).toBeNull();
@@ -44,6 +44,32 @@ describe('step log', () => {
     await expect(createStepLog(t.redis, { keys, turnId: 'm1', fence: fence + 1 }).recordResult('call_2', 'x')).rejects.toBeInstanceOf(StaleCommitError);
     expect((await log.read())?.results.has('call_2')).toBe(false);
     expect(await t.redis.pttl(keys.steps)).toBeGreaterThan(0);
+  });
+
+  it('keeps the references of the images a call returned with its result', async () => {
+    const log = createStepLog(t.redis, { keys, turnId: 'm1', fence: (await acquireLease(t.redis, keys, 5_000))! });
+    await log.recordAnswer(answer('round'));
+    const refs = [{ id: 'abc-0', mimeType: 'image/png', fileName: 'call_1-1' }, { id: 'abc-1', mimeType: 'image/jpeg', fileName: 'call_1-2' }];
+    await log.recordResult('call_1', 'two images', refs);
+    await log.recordResult('call_2', 'no image');
+    const round = await log.read();
+    expect(round?.results).toEqual(new Map([['call_1', 'two images'], ['call_2', 'no image']]));
+    expect(round?.images).toEqual(new Map([['call_1', refs]]));
+  });
+
+  it('refuses a log of another format version, naming it and the version it reads', async () => {
+    const log = createStepLog(t.redis, { keys, turnId: 'm1', fence: (await acquireLease(t.redis, keys, 5_000))! });
+    await log.recordAnswer(answer('round'));
+    await log.recordApproval('call_1', 'ap1');
+    expect(await t.redis.hget(keys.steps, 'format')).toBe(String(STEP_LOG_FORMAT));
+    // What an older chatgate left: no format field, results as bare text.
+    await t.redis.hdel(keys.steps, 'format');
+    const refused = new RegExp(`^the step log ${keys.steps.replace(/[{}]/g, '\\$&')} has format version none; this chatgate reads version ${STEP_LOG_FORMAT}: `);
+    await expect(log.read()).rejects.toThrow(refused);
+    await expect(log.read()).rejects.toBeInstanceOf(StoredFormatError);
+    await expect(askedApprovalIds(t.redis, keys)).rejects.toThrow(refused);
+    await t.redis.hset(keys.steps, 'format', '3');
+    await expect(log.read()).rejects.toThrow(/has format version "3"; this chatgate reads version 2/);
   });
 });
 

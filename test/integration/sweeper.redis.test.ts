@@ -27,12 +27,12 @@ describe('pending sweeper', () => {
     await t.redis.zadd(index, 99_000, 'web:fresh'); // within the grace period: its ingest is still running
     const sweeper = startPendingSweeper({ redis: t.redis, producer, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 3_600_000, sweepAtStart: false, now: () => 100_000 });
     try {
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
       const waiting = await turns.getJobs(['waiting']);
       expect(waiting.map((job) => job.data)).toEqual([{ sessionId: 'web:stranded' }]);
       expect(await t.redis.zrange(index, '0', '-1')).toEqual(['web:fresh']);
       // A second sweep finds nothing left to do.
-      expect(await sweeper.sweep()).toBe(0);
+      expect(await sweeper.run()).toBe(0);
     } finally {
       sweeper.stop();
       await turns.close();
@@ -62,7 +62,7 @@ describe('pending sweeper', () => {
         clock = second * 1000 + 500;
         if (second % INTERVAL_S !== 0) continue;
         const before = await t.redis.zcard(index);
-        const enqueued = await sweeper.sweep();
+        const enqueued = await sweeper.run();
         // Entries marked within the grace period stay (their ingest may still be running); all older ones are gone.
         const left = await t.redis.zrangebyscore(index, '-inf', '+inf', 'WITHSCORES');
         const scores = left.filter((_, i) => i % 2 === 1).map(Number);
@@ -95,10 +95,10 @@ describe('pending sweeper', () => {
     await t.redis.zadd(index, 1_000, 'web:unlucky', 1_000, 'web:lucky');
     const sweeper = startPendingSweeper({ redis: t.redis, producer, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 3_600_000, sweepAtStart: false, now: () => 100_000 });
     try {
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
       expect(await t.redis.zrange(index, '0', '-1')).toEqual(['web:unlucky']);
       failFor = undefined;
-      expect(await sweeper.sweep()).toBe(1);
+      expect(await sweeper.run()).toBe(1);
       expect(await t.redis.zcard(index)).toBe(0);
       expect((await turns.getJobs(['waiting'])).map((job) => (job.data as { sessionId: string }).sessionId).sort()).toEqual(['web:lucky', 'web:unlucky']);
     } finally {

@@ -4,11 +4,12 @@
  * placeholder for any other (workers/tool-images.ts, workers/attachments.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOOL_IMAGES_MARK } from '../../src/core/messages.js';
 import { createSilentLogger } from '../../src/log.js';
 import { createAttachmentReader } from '../../workers/attachments.js';
 import { storeToolImages, toolImagesMessage } from '../../workers/tool-images.js';
 import { McpConnection } from '../../workers/tools/mcp/connection.js';
-import { resultImages } from '../../workers/tools/mcp/results.js';
+import { toToolResult } from '../../workers/tools/mcp/results.js';
 import { mcpServerEntry, mcpServers } from '../helpers/mcp.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -29,7 +30,7 @@ describe('tool-result images', () => {
   });
 
   it('reach a vision model as image parts marked as tool output, any other model as a placeholder', async () => {
-    const images = resultImages(await connection.call('get-tiny-image', {}, {}));
+    const { images } = toToolResult(await connection.call('get-tiny-image', {}, {}));
     expect(images).toEqual([{ mimeType: 'image/png', data: expect.stringMatching(/^iVBORw0KGgo/) }]);
     const refs = await storeToolImages(t.redis, 'test:1', 'turn-1', 'call_1', images, { keyPrefix: t.keyPrefix, ttlSeconds: 60 });
     // A resumed round stores the same bytes under the same references.
@@ -39,7 +40,7 @@ describe('tool-result images', () => {
 
     const [seen] = await reader(true).inline('test:1', [message], new Map());
     expect(seen).toEqual({ role: 'user', content: [
-      { type: 'text', text: 'Images returned by tool mcp__everything__get-tiny-image (call call_1), not sent by the user:' },
+      { type: 'text', text: `${TOOL_IMAGES_MARK} Images returned by tool mcp__everything__get-tiny-image (call call_1), not sent by the user:` },
       { type: 'image_url', image_url: { url: `data:image/png;base64,${images[0]!.data}`, detail: 'auto' } },
     ] });
 

@@ -57,12 +57,12 @@ describe('tool registry', () => {
 
   it('remembers and forgets notes, tells time, requests compaction', async () => {
     const registry = new ToolRegistry();
-    expect(await registry.execute(call('remember', { key: 'k', note: 'v' }), context)).toBe('remembered "k"');
+    expect((await registry.execute(call('remember', { key: 'k', note: 'v' }), context)).text).toBe('remembered "k"');
     expect(await context.notes.list()).toEqual({ k: 'v' });
-    expect(await registry.execute(call('forget', { key: 'k' }), context)).toBe('forgot "k"');
-    expect(await registry.execute(call('forget', { key: 'k' }), context)).toBe('no note "k"');
-    expect(JSON.parse(await registry.execute(call('current_time', { timezone: 'UTC' }), context))).toMatchObject({ utc: '2026-01-02T03:04:05.000Z' });
-    expect(await registry.execute(call('current_time', { timezone: 'Not/AZone' }), context)).toMatch(/^Error: tool current_time failed/);
+    expect((await registry.execute(call('forget', { key: 'k' }), context)).text).toBe('forgot "k"');
+    expect((await registry.execute(call('forget', { key: 'k' }), context)).text).toBe('no note "k"');
+    expect(JSON.parse((await registry.execute(call('current_time', { timezone: 'UTC' }), context)).text)).toMatchObject({ utc: '2026-01-02T03:04:05.000Z' });
+    expect((await registry.execute(call('current_time', { timezone: 'Not/AZone' }), context)).text).toMatch(/^Error: tool current_time failed/);
     await registry.execute(call('compact', { focus: 'orders' }), context);
     expect(compactions).toEqual(['orders']);
   });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { publishTurnSignal, subscribeTurnSignals, type TurnSignal } from '../../src/queue/signals.js';
+import { TURN_SIGNALS, type TurnSignal } from '../../src/queue/signals.js';
 import { turnSignalChannel } from '../../src/redis/keys.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -14,7 +14,7 @@ describe('turn signals', () => {
     const received: TurnSignal[] = [];
     let done = (): void => undefined;
     const last = new Promise<void>((resolve) => { done = resolve; });
-    const unsubscribe = await subscribeTurnSignals(t.redis.duplicate(), (signal) => {
+    const unsubscribe = await TURN_SIGNALS.subscribe(t.redis.duplicate(), (signal) => {
       received.push(signal);
       if (signal.chatId === 'boom') throw new Error('handler bug');
       if (signal.chatId === 'last') done();
@@ -24,8 +24,8 @@ describe('turn signals', () => {
     await t.redis.publish(channel, 'not json {');
     await t.redis.publish(channel, JSON.stringify({ type: 'typing' }));
     await t.redis.publish(channel, 'null');
-    await publishTurnSignal(t.redis, signal('boom'), t.keyPrefix);
-    await publishTurnSignal(t.redis, signal('last'), t.keyPrefix);
+    await TURN_SIGNALS.publish(t.redis, signal('boom'), t.keyPrefix);
+    await TURN_SIGNALS.publish(t.redis, signal('last'), t.keyPrefix);
     await last;
     await unsubscribe();
     expect(received.map((s) => s.chatId)).toEqual(['boom', 'last']);

@@ -30,7 +30,7 @@ describe('approval policy', () => {
     const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, parseApprovalRules('calc*=deny'));
     expect(tools.schemas().map((s) => s.function.name)).not.toContain('calculator');
     const result = await tools.execute({ id: 'c', type: 'function', function: { name: 'calculator', arguments: '{"expression":"1+1"}' } }, {} as never);
-    expect(result).toMatch(/^Error: unknown tool "calculator"/);
+    expect(result.text).toMatch(/^Error: unknown tool "calculator"/);
   });
 });
 

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { nameServerTools, TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
 import { attachmentUrl } from '../../src/core/attachments.js';
 import { toolImagesMessage } from '../../workers/tool-images.js';
-import { MAX_RESOURCE_CHARS, MAX_RESULT_IMAGE_BYTES, MAX_RESULT_IMAGES, McpToolError, resultImages, toResultText } from '../../workers/tools/mcp/results.js';
+import { TOOL_IMAGES_MARK } from '../../src/core/messages.js';
+import { MAX_RESOURCE_CHARS, MAX_RESULT_IMAGE_BYTES, MAX_RESULT_IMAGES, McpToolError, toToolResult } from '../../workers/tools/mcp/results.js';
+
+const toResultText = (result: Parameters<typeof toToolResult>[0]): string => toToolResult(result).text;
 
 describe('MCP tool names', () => {
   it('gives the same names whatever the order, within the chat-completions rule', () => {
@@ -50,14 +53,21 @@ describe('MCP results', () => {
 describe('MCP result images', () => {
   it('keeps the images a vision model takes: its types, bounded in size and count', () => {
     const png = { type: 'image' as const, mimeType: 'image/png', data: 'AAAA' };
-    const images = resultImages({ content: [
+    const result = toToolResult({ content: [
       { type: 'text', text: 'here' },
       { type: 'image', mimeType: 'image/tiff', data: 'AAAA' },
       { type: 'image', mimeType: 'image/png', data: 'A'.repeat(Math.ceil((MAX_RESULT_IMAGE_BYTES + 3) / 3) * 4) },
       ...Array.from({ length: MAX_RESULT_IMAGES + 2 }, () => png),
     ] });
-    expect(images).toEqual(Array.from({ length: MAX_RESULT_IMAGES }, () => ({ mimeType: 'image/png', data: 'AAAA' })));
-    expect(resultImages({ content: [{ type: 'text', text: 'no image' }] })).toEqual([]);
+    expect(result.images).toEqual(Array.from({ length: MAX_RESULT_IMAGES }, () => ({ mimeType: 'image/png', data: 'AAAA' })));
+    // The text names each image: those given to the model by their number, the others as not shown.
+    const lines = result.text.split('\n');
+    expect(lines.slice(1, 3)).toEqual([expect.stringMatching(/^\[image image\/tiff, 3 B: not shown to the model\]$/), expect.stringMatching(/^\[image image\/png, [\d.]+ KB: not shown to the model\]$/)]);
+    expect(lines.slice(3)).toEqual([
+      ...Array.from({ length: MAX_RESULT_IMAGES }, (_, k) => `[image image/png, 3 B: image ${k + 1} of this call, after the tool results]`),
+      '[image image/png, 3 B: not shown to the model]', '[image image/png, 3 B: not shown to the model]',
+    ]);
+    expect(toToolResult({ content: [{ type: 'text', text: 'no image' }] }).images).toEqual([]);
   });
 
   it('builds no message when no call returned an image, one user message for the round otherwise', () => {
@@ -69,7 +79,7 @@ describe('MCP result images', () => {
       { tool: 'b', callId: 'c2', images: [jpeg, png] },
     ]);
     expect(message).toEqual({ role: 'user', content: [
-      { type: 'text', text: 'Images returned by tool b (call c2), not sent by the user:' },
+      { type: 'text', text: `${TOOL_IMAGES_MARK} Images returned by tool b (call c2), not sent by the user:` },
       { type: 'image_url', image_url: { url: attachmentUrl(jpeg) } },
       { type: 'image_url', image_url: { url: attachmentUrl(png) } },
     ] });

@@ -28,6 +28,15 @@ describe('formatSessionUsage', () => {
     expect(text).toContain('pinned facts   ORD-48213-XK, #4471');
   });
 
+  it('says "price unknown" for calls of a model without a price, never $0', () => {
+    const unpriced = formatSessionUsage(seededSession('web:demo', { turns: 2, perTurn: 1_000, compactAt: [], costUsd: 0, unpricedCalls: 4 }));
+    expect(unpriced).toContain('cost           price unknown\n');
+    const part = formatSessionUsage(seededSession('web:mixed', { turns: 2, perTurn: 1_000, compactAt: [], costUsd: 0.0123, unpricedCalls: 1 }));
+    expect(part).toContain('cost           $0.0123 + price unknown (estimated)');
+    const row = seededSession('web:demo', { turns: 2, perTurn: 1_000, compactAt: [], costUsd: 0, unpricedCalls: 4 }).session;
+    expect(formatSessionsTable([row])).toContain('price unknown');
+  });
+
   it('measures fill against the usable window and shows the reserve beside the window', () => {
     const detail = seededSession('web:r', { turns: 1, perTurn: 1_000, compactAt: [] });
     detail.context = contextFigures(3_000, { contextWindow: 16_000, reservedOutputTokens: 4_000 }, { threshold: 0.5, hygieneThreshold: 0.85 });

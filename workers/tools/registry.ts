@@ -2,7 +2,7 @@ import { approvalFor, type ApprovalRule, type ToolApproval } from '../../src/cor
 import type { ToolCall } from '../../src/core/messages.js';
 import type { ToolSchema } from '../../src/llm/client.js';
 import { BUILTIN_TOOLS } from './builtins.js';
-import { toToolSchema, type ToolContext, type ToolDefinition } from './types.js';
+import { toToolSchema, ToolResult, type ToolContext, type ToolDefinition } from './types.js';
 
 /** Default timeout of one tool call in ms. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
@@ -60,10 +60,14 @@ export class ToolRegistry {
   }
 
   /**
-   * Runs one tool call and returns its result text; never throws. `signal` (the turn's `/stop`)
-   * aborts the tool's own signal and ends the wait for it at once.
+   * Runs one tool call and returns its result (its text, and the images the tool returned); never
+   * throws. `signal` (the turn's `/stop`) aborts the tool's own signal and ends the wait for it at once.
    */
-  async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<string> {
+  async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<ToolResult> {
+    return this.run(call, context, signal).then((result) => (typeof result === 'string' ? new ToolResult(result) : result));
+  }
+
+  private async run(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<string | ToolResult> {
     const name = call.function.name;
     const tool = this.approvalOf(name) === 'deny' ? undefined : this.tools.get(name);
     if (!tool) return `Error: unknown tool "${name}". Available tools: ${this.schemas().map((schema) => schema.function.name).join(', ')}.`;
@@ -81,7 +85,7 @@ export class ToolRegistry {
     return this.runWithTimeout(tool, parsed.data, context, signal);
   }
 
-  private async runWithTimeout(tool: ToolDefinition, args: unknown, context: Omit<ToolContext, 'signal'>, stop?: AbortSignal): Promise<string> {
+  private async runWithTimeout(tool: ToolDefinition, args: unknown, context: Omit<ToolContext, 'signal'>, stop?: AbortSignal): Promise<string | ToolResult> {
     if (stop?.aborted) return `Error: tool ${tool.name} was not run: the turn was stopped (/stop).`;
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
     const controller = new AbortController();
@@ -100,7 +104,7 @@ export class ToolRegistry {
     });
     try {
       const result = await Promise.race([Promise.resolve(tool.run(args, { ...context, signal: controller.signal })), ended]);
-      return typeof result === 'string' ? result : JSON.stringify(result ?? null);
+      return typeof result === 'string' || result instanceof ToolResult ? result : JSON.stringify(result ?? null);
     } catch (err) {
       return `Error: tool ${tool.name} failed: ${err instanceof Error ? err.message : String(err)}`;
     } finally {

@@ -31,6 +31,21 @@ export interface ToolContext {
   idempotencyKey: string;
 }
 
+/** An image a tool returned: its type and its bytes in base64. */
+export interface ToolImage {
+  mimeType: string;
+  data: string;
+}
+
+/**
+ * What a tool returns when it has images besides its text (an MCP tool's image content). The
+ * model reads the text as the tool result; the images follow the round's tool results as image
+ * parts for a model that sees images, else as one-line placeholders.
+ */
+export class ToolResult {
+  constructor(readonly text: string, readonly images: readonly ToolImage[] = []) {}
+}
+
 /** A tool: a name, a description, a zod schema and a function returning the result text. */
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   /** `^[a-zA-Z0-9_-]{1,64}$` (the chat-completions rule). */
@@ -56,7 +71,10 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * the operator's `CHATGATE_TOOL_APPROVAL` rules override it.
    */
   approval?: ToolApproval;
-  /** Runs the tool; a string is sent as is, anything else as JSON. Throwing becomes an error result. */
+  /**
+   * Runs the tool; a string is sent as is, a {@link ToolResult} as its text and images, anything
+   * else as JSON. Throwing becomes an error result.
+   */
   run(args: z.infer<S>, context: ToolContext): Promise<unknown> | unknown;
 }
 

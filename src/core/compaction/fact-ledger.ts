@@ -1,6 +1,6 @@
 import { scanFacts, scanMessage } from './facts.js';
 import type { MessageMemos } from './message-memo.js';
-import { hasToolCalls, isChatgateText, messageText, type ChatMessage } from '../messages.js';
+import { hasToolCalls, isChatgateText, isToolImagesMessage, messageText, type ChatMessage } from '../messages.js';
 import { FactOrigin, type FactLedger, type FactRecord, type FoundFact, type LedgerClock, type MinedFacts, type NoteTools, type ShapeStrength } from './compaction-types.js';
 
 /** Most facts a ledger keeps; beyond this the least salient (then least recently seen) are forgotten. */
@@ -78,7 +78,7 @@ export function mineMessages(
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i]!;
     if (message.role === 'system') continue;
-    if (message.role === 'user' && options.fresh) turnClock++;
+    if (message.role === 'user' && options.fresh && !isToolImagesMessage(message, messages[i - 1]?.role)) turnClock++;
     const mined = i === options.summaryIndex ? mineText(options.summaryRest ?? '', message.role) : minedFactsOf(message, options.memos);
     if (mined.length > 0) {
       factClock++;

@@ -1,4 +1,4 @@
-import { alignToGroupStart, groupEnd, hasToolCalls, lastUserIndex, messageText, type ChatMessage } from '../messages.js';
+import { alignToGroupStart, groupEnd, hasToolCalls, isToolImagesMessage, lastUserIndex, messageText, type ChatMessage } from '../messages.js';
 import type { TokenCounter } from '../tokens.js';
 import { trimToolResult } from './prune.js';
 import { factsOfMessage } from './facts.js';
@@ -80,7 +80,7 @@ function mandatoryTailStart(messages: readonly ChatMessage[], exchangeStart: num
         start = i;
         break;
       }
-      if (m.role === 'user') break;
+      if (m.role === 'user' && !isToolImagesMessage(m, messages[i - 1]?.role)) break;
     }
   }
   if (start === messages.length && start > 0) start = alignToGroupStart(messages, start - 1);

@@ -1,5 +1,5 @@
 import type { TokenCounter } from '../tokens.js';
-import { CHATGATE_MARK, hasToolCalls, messageText, type ChatMessage } from '../messages.js';
+import { CHATGATE_MARK, hasToolCalls, isToolImagesMessage, messageText, type ChatMessage } from '../messages.js';
 import { headEnd, toWellFormedText } from '../text.js';
 
 /** First line of every summary block chatgate writes. */
@@ -187,7 +187,7 @@ export function cutToTokens(text: string, maxTokens: number, tokens: TokenCounte
 export function fallbackSummary(turns: readonly ChatMessage[], previousSummary: string | null): string {
   const lines: string[] = ['(Automatic summary: the summariser was unavailable; built from the turns themselves.)'];
   if (previousSummary) lines.push('## Earlier summary', previousSummary);
-  const asks = turns.filter((m) => m.role === 'user').map((m) => oneLine(messageText(m), 300));
+  const asks = turns.filter((m, i) => m.role === 'user' && !isToolImagesMessage(m, turns[i - 1]?.role)).map((m) => oneLine(messageText(m), 300));
   if (asks.length > 0) {
     lines.push('## What the user asked (oldest first)');
     for (const ask of asks.slice(-6)) lines.push(`- ${ask}`);

@@ -6,7 +6,7 @@ import { defineTool, type ToolDefinition } from '../types.js';
 import { approvalOf } from './config.js';
 import type { McpConnection } from './connection.js';
 import { McpCallError } from './connection.js';
-import { McpToolError, toResultText } from './results.js';
+import { McpToolError, toToolResult } from './results.js';
 
 /** Longest tool description offered to the model, in code points. */
 export const MAX_DESCRIPTION_CHARS = 2000;
@@ -38,7 +38,7 @@ export function toMcpToolDefinition(connection: McpConnection, tool: Tool, name:
       const meta = readOnly ? undefined : { [IDEMPOTENCY_META_KEY]: context.idempotencyKey };
       let outcome: McpCallOutcome = 'ok';
       try {
-        return toResultText(await connection.call(tool.name, args, { signal: context.signal, meta }));
+        return toToolResult(await connection.call(tool.name, args, { signal: context.signal, meta }));
       } catch (err) {
         outcome = outcomeOf(err, context.signal);
         if (err instanceof McpToolError) throw new Error(`MCP server "${server.name}" reported an error: ${err.message}`, { cause: err });

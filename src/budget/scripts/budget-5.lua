@@ -1,0 +1,221 @@
+--[[
+  The budget counters: reserve a model call's worst case against every level at once, settle it
+  with the provider's usage, read the counters, or zero what a subject used.
+
+  Input:
+    KEYS[1] limits set by operators (hash: "<level>:<subject>" → JSON { "v": 1, "unlimited": true }
+      or { "v": 1, dailyUsd, monthlyUsd, dailyTokens, monthlyTokens }, src/budget/overrides.ts)
+    KEYS[2] the counters of one month (hash: "<level>:<subject>:<period id>" → JSON { "v": 1,
+      "um", "ut": used micro-USD and tokens, "r": { "<bucket>": [micro, tokens] }: reserved, by the
+      minute their leases end, "s": { "n<unit>"|"x<unit>": 1 }: notice and exhaustion said })
+    KEYS[3..5] exhaustion markers of the user, the chat, the deployment (string, JSON { "v": 1,
+      level, period, unit, limit, resetsAtMs, src: "override"|"config" }, kept until the period ends)
+
+    ARGV[1] options, JSON: { "op": "reserve"|"settle"|"state"|"reset", "now": ms, "expireAt": unix s
+      (of KEYS[2]), "counters": [ { "field", "override" (its field in KEYS[1]), "marker" (3..5),
+      "level", "period", "endsAtMs", "limitMicro", "limitTokens" (-1: none; configured) } ] }
+      reserve: "needMicro" (-1: unpriced), "needTokens", "leaseMs"
+      settle: "bucket", "needMicro", "needTokens" (what was reserved), "micro", "tokens" (used),
+        "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
+
+  Output (JSON):
+    reserve: { "ok": true, "bucket": n, "limits": [ [i, limitMicro, limitTokens, src] ] } (every
+      counter's limits in force): reserved on the counters with a limit (the others are not touched);
+      { "ok": false, "i": n, "unit", "limit", "first": bool }: counter i holds, nothing reserved
+      ("first": this refusal is the first word that it is used up)
+    settle: { "events": [ { "i", "kind": "near"|"exhausted", "unit", "limit" } ] }
+    state: { "state": [ [um, ut, rm, rt, limitMicro, limitTokens] ] }, one per counter
+    reset: { "ok": true }: used amounts and the "said" marks zeroed, reservations kept
+    error: invalid arguments, or a stored override or counter of another format version; nothing written
+
+  A call is let through while used + reserved is below each limit, so concurrent workers overrun
+  a limit by at most one call's worst case. A reservation whose worker died is dropped when its
+  lease's minute ends; a late settle of it releases nothing twice.
+]]
+--- @include "decode-options"
+local BUCKET_MS = 60000
+local opts, bad = decodeOptions('budget')
+if not opts then return bad end
+if type(opts.now) ~= 'number' or type(opts.counters) ~= 'table' or type(opts.expireAt) ~= 'number' then
+  return redis.error_reply('ERR budget: needs op, now, expireAt and counters')
+end
+local op = opts.op
+local counters = opts.counters
+for _, c in ipairs(counters) do
+  if type(c.field) ~= 'string' or type(c.override) ~= 'string' or type(c.marker) ~= 'number' or (c.period ~= 'day' and c.period ~= 'month')
+    or type(c.limitMicro) ~= 'number' or type(c.limitTokens) ~= 'number' or type(c.endsAtMs) ~= 'number' then
+    return redis.error_reply('ERR budget: a counter needs field, override, marker, level, period, endsAtMs and limits')
+  end
+end
+
+local function int(x)
+  return string.format('%d', x)
+end
+
+local function limitsOf(c, stored)
+  if not stored then return c.limitMicro, c.limitTokens, 'config' end
+  local ok, o = pcall(cjson.decode, stored)
+  if not ok or type(o) ~= 'table' or o.v ~= 1 then
+    error({ err = 'ERR budget limits of ' .. c.override .. ' are not in format version 1: set them again with chatgate budgets' })
+  end
+  if o.unlimited == true then return -1, -1, 'override' end
+  local usd = o[c.period == 'day' and 'dailyUsd' or 'monthlyUsd']
+  local tokens = o[c.period == 'day' and 'dailyTokens' or 'monthlyTokens']
+  return (type(usd) == 'number' and math.floor(usd * 1000000 + 0.5) or -1), (type(tokens) == 'number' and tokens or -1), 'override'
+end
+
+-- A counter decoded, its expired reservations dropped and the live ones summed (rm, rt).
+local function decodeCounter(c, raw)
+  if not raw then return { um = 0, ut = 0, r = {}, s = {}, rm = 0, rt = 0, new = true } end
+  local ok, o = pcall(cjson.decode, raw)
+  if not ok or type(o) ~= 'table' or o.v ~= 1 then
+    error({ err = 'ERR budget counter ' .. c.field .. ' is not in format version 1' })
+  end
+  local live, rm, rt = {}, 0, 0
+  for bucket, amounts in pairs(o.r or {}) do
+    if tonumber(bucket) * BUCKET_MS > opts.now then
+      live[bucket] = amounts
+      rm, rt = rm + amounts[1], rt + amounts[2]
+    end
+  end
+  return { um = o.um or 0, ut = o.ut or 0, r = live, s = o.s or {}, rm = rm, rt = rt }
+end
+
+local function hmget(key, fields)
+  if #fields == 0 then return {} end
+  return redis.call('HMGET', key, unpack(fields))
+end
+
+-- Writes the counters in one HSET; a counter new to the month's hash makes sure the hash expires.
+local function write(list)
+  local args, created = {}, false
+  for _, item in ipairs(list) do
+    local o = item.o
+    args[#args + 1] = item.c.field
+    args[#args + 1] = cjson.encode({ v = 1, um = o.um, ut = o.ut, r = o.r, s = o.s })
+    created = created or o.new
+  end
+  if #args == 0 then return end
+  redis.call('HSET', KEYS[2], unpack(args))
+  if created then redis.call('EXPIREAT', KEYS[2], int(opts.expireAt)) end
+end
+
+local function mark(c, unit, limit, src)
+  local marker = cjson.encode({ v = 1, level = c.level, period = c.period, unit = unit, limit = limit, resetsAtMs = c.endsAtMs, src = src })
+  redis.call('SET', KEYS[c.marker], marker, 'PXAT', int(c.endsAtMs))
+end
+
+if op == 'settle' then
+  if type(opts.bucket) ~= 'number' or type(opts.micro) ~= 'number' or type(opts.tokens) ~= 'number' or type(opts.needMicro) ~= 'number'
+    or type(opts.needTokens) ~= 'number' or type(opts.noticePercent) ~= 'number' then
+    return redis.error_reply('ERR budget: settle needs bucket, needMicro, needTokens, micro, tokens and noticePercent')
+  end
+  local fields = {}
+  for i, c in ipairs(counters) do fields[i] = c.field end
+  local raw = hmget(KEYS[2], fields)
+  local list, events = {}, {}
+  for i, c in ipairs(counters) do list[i] = { c = c, o = decodeCounter(c, raw[i]) } end
+  local key = int(opts.bucket)
+  for i, item in ipairs(list) do
+    local c, o = item.c, item.o
+    local held = o.r[key]
+    if held then
+      local m, t = math.max(held[1] - opts.needMicro, 0), math.max(held[2] - opts.needTokens, 0)
+      if m == 0 and t == 0 then o.r[key] = nil else o.r[key] = { m, t } end
+    end
+    o.um = o.um + opts.micro
+    o.ut = o.ut + opts.tokens
+    local function check(unit, used, limit)
+      if limit < 0 then return end
+      if used >= limit then
+        mark(c, unit, limit, c.src or 'config')
+        if not o.s['x' .. unit] then
+          o.s['x' .. unit] = 1
+          table.insert(events, { i = i, kind = 'exhausted', unit = unit, limit = limit })
+        end
+      elseif used * 100 >= limit * opts.noticePercent and not o.s['n' .. unit] then
+        o.s['n' .. unit] = 1
+        table.insert(events, { i = i, kind = 'near', unit = unit, limit = limit })
+      end
+    end
+    check('usd', o.um, c.limitMicro)
+    check('tokens', o.ut, c.limitTokens)
+  end
+  write(list)
+  if #events == 0 then return '{"events":[]}' end
+  return cjson.encode({ events = events })
+end
+
+-- Limits first: a stored override this script cannot read fails the call before anything is written.
+local overrideFields, overrideAt = {}, {}
+for _, c in ipairs(counters) do
+  if not overrideAt[c.override] then
+    overrideFields[#overrideFields + 1] = c.override
+    overrideAt[c.override] = #overrideFields
+  end
+end
+local stored = hmget(KEYS[1], overrideFields)
+local active, fields, limits = {}, {}, {}
+for i, c in ipairs(counters) do
+  c.i = i
+  c.lm, c.lt, c.src = limitsOf(c, stored[overrideAt[c.override]])
+  limits[i] = { i, c.lm, c.lt, c.src }
+  -- A reserve holds nothing on a counter without a limit in force: it neither reads nor writes it.
+  if c.lm >= 0 or c.lt >= 0 or op ~= 'reserve' then
+    active[#active + 1] = c
+    fields[#fields + 1] = c.field
+  end
+end
+local raw = hmget(KEYS[2], fields)
+local list = {}
+for k, c in ipairs(active) do list[k] = { c = c, o = decodeCounter(c, raw[k]) } end
+
+if op == 'state' then
+  local state = {}
+  for k, item in ipairs(list) do state[k] = { item.o.um, item.o.ut, item.o.rm, item.o.rt, item.c.lm, item.c.lt } end
+  return cjson.encode({ state = state })
+end
+if op == 'reset' then
+  local existing = {}
+  for _, item in ipairs(list) do
+    if not item.o.new then
+      item.o.um, item.o.ut, item.o.s = 0, 0, {}
+      existing[#existing + 1] = item
+    end
+  end
+  write(existing)
+  return '{"ok":true}'
+end
+if op ~= 'reserve' then return redis.error_reply('ERR budget: unknown op ' .. tostring(op)) end
+if type(opts.needMicro) ~= 'number' or type(opts.needTokens) ~= 'number' or type(opts.leaseMs) ~= 'number' then
+  return redis.error_reply('ERR budget: reserve needs needMicro, needTokens and leaseMs')
+end
+
+for _, item in ipairs(list) do
+  local c, o = item.c, item.o
+  local unit, limit, used = nil, nil, 0
+  if c.lm >= 0 and opts.needMicro >= 0 and o.um + o.rm >= c.lm then unit, limit, used = 'usd', c.lm, o.um
+  elseif c.lt >= 0 and o.ut + o.rt >= c.lt then unit, limit, used = 'tokens', c.lt, o.ut end
+  if unit then
+    -- Used up, not only held by calls in flight: the gateway answers at once until the period ends.
+    local first = false
+    if used >= limit then
+      mark(c, unit, limit, c.src)
+      if not o.s['x' .. unit] then
+        first = true
+        o.s['x' .. unit] = 1
+        write({ item })
+      end
+    end
+    return cjson.encode({ ok = false, i = c.i, unit = unit, limit = limit, first = first })
+  end
+end
+local bucket = math.ceil((opts.now + opts.leaseMs) / BUCKET_MS)
+local key = int(bucket)
+local micro = math.max(opts.needMicro, 0)
+for _, item in ipairs(list) do
+  local held = item.o.r[key] or { 0, 0 }
+  item.o.r[key] = { held[1] + micro, held[2] + opts.needTokens }
+end
+write(list)
+return cjson.encode({ ok = true, bucket = bucket, limits = limits })
