@@ -1,4 +1,5 @@
 import type { OutboundMessage } from '../src/core/inbound.js';
+import type { SessionMeta } from '../src/redis/session-store.js';
 import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
 import { runWithBudget } from '../src/budget/guard.js';
 import type { CompletionResult } from '../src/llm/answer.js';
@@ -18,14 +19,20 @@ import { applyResult } from './turn-round.js';
 export type { AgentDeps, AgentOptions, LeaseGuard, TurnInput } from './turn-loop.js';
 export { TURN_NOTICES };
 
+/** What a turn committed: its replies, and its session as the last commit left it (what the idle compaction decides on, without reading it back). */
+export interface AgentTurnResult {
+  replies: OutboundMessage[];
+  session: { meta: SessionMeta; messageCount: number };
+}
+
 /**
  * Runs one turn: puts the new inbound messages into the projection, then loops model call → tools
  * until the model answers, compacting before any call whose request reaches the trigger. Every
  * round is committed atomically; the final commit deletes the processing list and puts the replies
- * in the outbox. @returns the replies committed. @throws StaleCommitError when the lease was lost
+ * in the outbox. @returns the replies committed and the session's meta after the last commit. @throws StaleCommitError when the lease was lost
  * (checked before every model call and tool, so a turn that lost it stops at once, committing nothing more).
  */
-export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<OutboundMessage[]> {
+export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input: TurnInput): Promise<AgentTurnResult> {
   const last = input.items[input.items.length - 1]!;
   // The turn's usage is for its last sender, in the rollups as in the budgets.
   const user = `${last.channel}:${last.userId}`;
@@ -37,13 +44,14 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
     images: new Map(), turnId, replyIds: input.items.map((item) => item.id), steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
   const scope = { user, chat: turn.sessionId };
+  const committed = (replies: OutboundMessage[]): AgentTurnResult => ({ replies, session: { meta: loop.turn.meta, messageCount: loop.turn.entries.length } });
   try {
-    return await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop));
+    return committed(await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop)));
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
     if (isTurnStopped(err, loop.signal)) {
       loop.log.info({ calls: loop.calls }, 'turn stopped (/stop): the round in progress is dropped');
-      return finish(loop, null, TURN_NOTICES.stopped);
+      return committed(await finish(loop, null, TURN_NOTICES.stopped));
     }
     throw err;
   }

@@ -20,7 +20,7 @@ import type { ShardedQueue } from '../src/queue/sharded.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { holdLease } from '../src/redis/lease.js';
 import { createSessionNotes } from '../src/redis/notes.js';
-import { parseMeta, requestTokens, type SessionMeta, type SessionStore } from '../src/redis/session-store.js';
+import { requestTokens, type SessionMeta, type SessionStore } from '../src/redis/session-store.js';
 import type { PriceTable } from '../src/redis/usage.js';
 import { runCompactionStep } from '../src/session/compaction-step.js';
 import { TurnState } from '../src/session/turn-state.js';
@@ -64,23 +64,26 @@ export interface IdleCompactions {
    * After a turn committed: schedules the session's idle compaction when its next request (the
    * request now plus the turn's growth, `requestBeforeTurn` → now) is expected over the in-loop line.
    * Its summary counts for `user` (the turn's) and the chat, in the budgets as every model call.
+   * `session` is the session as the turn's last commit left it (its lease still held: nothing else
+   * changed it), so nothing is read back from Redis.
    */
-  schedule(sessionId: string, requestBeforeTurn: number, user?: string): Promise<void>;
+  schedule(sessionId: string, requestBeforeTurn: number, session: CommittedSession, user?: string): Promise<void>;
   /** Runs an idle compaction job. Never throws: a failure is logged and the job ends. @returns what happened. */
   run(job: Job<TurnJobData>): Promise<string>;
 }
 
-const META_FIELDS = ['version', 'lastPromptTokens', 'appendedTokensSince', 'projectionTokens', 'overheadTokens', 'limits'];
+/** A session as a turn's last commit left it: its meta and how many messages its projection holds. */
+export interface CommittedSession {
+  meta: SessionMeta;
+  messageCount: number;
+}
 
 /** Creates the idle compactions of a worker. */
 export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCompactionOptions): IdleCompactions {
   const log = deps.logger.child({ component: 'idle-compaction' });
   return {
-    async schedule(sessionId, requestBeforeTurn, user) {
+    async schedule(sessionId, requestBeforeTurn, { meta, messageCount }, user) {
       if (options.idleSeconds <= 0) return;
-      const keys = deps.store.keys(sessionId);
-      const [values, messageCount] = await Promise.all([deps.redis.hmget(keys.meta, ...META_FIELDS), deps.redis.llen(keys.history)]);
-      const meta = parseMeta(Object.fromEntries(META_FIELDS.flatMap((field, k) => (values[k] == null ? [] : [[field, values[k]!]]))));
       const now = requestTokens({ meta });
       const decision = decideIdleCompaction({ ...limits(meta, options), messageCount, requestTokens: now, expectedGrowthTokens: now - requestBeforeTurn, threshold: options.threshold });
       if (!decision.compact) return;

@@ -111,10 +111,10 @@ async function runTurn(runner: TurnRunner, turn: RunningTurn): Promise<'ok' | 'l
   try {
     const snapshot = await runner.store.load(job.data.sessionId);
     const requestBefore = requestTokens(snapshot);
-    await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items, signal: turn.signal });
+    const { session } = await runAgentTurn({ ...runner.deps, logger: log, onModelCall: turn.typing }, runner.agentOptions, { snapshot, fence: lease.fence, lease, items, signal: turn.signal });
     stopTimer({ outcome: 'ok' });
     const last = items[items.length - 1]!;
-    await runner.idle?.schedule(job.data.sessionId, requestBefore, `${last.channel}:${last.userId}`).catch((err: unknown) => log.warn({ err }, 'idle compaction not scheduled'));
+    await runner.idle?.schedule(job.data.sessionId, requestBefore, session, `${last.channel}:${last.userId}`).catch((err: unknown) => log.warn({ err }, 'idle compaction not scheduled'));
     return 'ok';
   } catch (err) {
     if (err instanceof StaleCommitError) {

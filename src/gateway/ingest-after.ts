@@ -4,7 +4,6 @@
  */
 import { automaticCompactionNotice } from '../core/compaction/compaction-text.js';
 import type { InboundMessage, OutboundMessage } from '../core/inbound.js';
-import { runCountedFor } from '../budget/guard.js';
 import { replyJobId } from '../queue/names.js';
 import { enqueueOutbound } from '../outbound/outbound-queue.js';
 import type { HygieneFigures } from '../redis/hygiene-figures.js';
@@ -36,7 +35,7 @@ async function runHygiene(ctx: IngestContext, sessionId: string, message: Inboun
   const channel = message.channel;
   try {
     // The summary counts for the sender whose message brought the session over the line, and the chat.
-    const result = await runCountedFor({ user: `${channel}:${message.userId}`, chat: sessionId }, () => (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId, figures));
+    const result = await (ctx.deps.hygiene ?? ctx.deps.ops).hygiene(sessionId, figures, `${channel}:${message.userId}`);
     if (!result) return;
     ctx.metrics.record({ type: 'hygiene_fired', channel });
     ctx.log.info({ sessionId, channel, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter }, 'hygiene compaction');

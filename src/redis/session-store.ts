@@ -10,7 +10,7 @@ import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, usageRollupKey, type SessionKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
 import type { TranscriptEntry } from './transcript.js';
-import { bucketOf, DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS, ROLLUP_FORMAT, rollupFields } from '../usage/rollup-format.js';
+import { bucketOf, DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS, ROLLUP_FORMAT, rollupFields, type RollupBucket } from '../usage/rollup-format.js';
 import type { UsageDelta } from './usage.js';
 
 /** A projection message stored with its token count (counted once, when stored). */
@@ -170,6 +170,7 @@ export function createSessionStore(deps: SessionStoreDeps, options: SessionStore
   const log = (deps.logger ?? createSilentLogger()).child({ component: 'session-store' });
   const keysOf = (sessionId: string): SessionKeys => sessionKeys(sessionId, resolved.keyPrefix);
   const index = indexRefresh();
+  const buckets = currentBuckets();
   return {
     keyPrefix: resolved.keyPrefix,
     keys: keysOf,
@@ -181,8 +182,9 @@ export function createSessionStore(deps: SessionStoreDeps, options: SessionStore
     async commit(sessionId, change) {
       const keys = keysOf(sessionId);
       const nowMs = resolved.now();
-      const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs, resolved.usageRetention);
-      const committing = runScriptWithOptions(redis, 'commitSession', commitKeys(keys, sessionId, resolved.keyPrefix, nowMs), commitOptions, items) as Promise<string[]>;
+      const rollupBuckets = buckets(nowMs);
+      const { options: commitOptions, items } = commitArgs(change, resolved.transcriptRetention, nowMs, rollupBuckets, resolved.usageRetention);
+      const committing = runScriptWithOptions(redis, 'commitSession', commitKeys(keys, sessionId, resolved.keyPrefix, rollupBuckets), commitOptions, items) as Promise<string[]>;
       // Sent with the commit, in its socket write (another slot on a cluster: not inside the script); a refused commit's score is harmless.
       const indexing = index.due(sessionId, nowMs) ? redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId) : null;
       const reply = await committing.catch(async (err: unknown) => {
@@ -203,10 +205,11 @@ export function createSessionStore(deps: SessionStoreDeps, options: SessionStore
     },
     async addUsage(sessionId, usage, user) {
       const nowMs = resolved.now();
-      const rollup = rollupArgs({ usage, user }, nowMs, resolved.usageRetention);
+      const rollupBuckets = buckets(nowMs);
+      const rollup = rollupArgs({ usage, user }, rollupBuckets, resolved.usageRetention);
       // The usage read model finds a session's rollups through the session index: keep its score fresh, as a commit does.
       await Promise.all([
-        runScriptWithOptions(redis, 'addUsage', [keysOf(sessionId).usage, ...rollupKeys(sessionId, resolved.keyPrefix, nowMs)], { usageIncr: usage.incr, rollup }),
+        runScriptWithOptions(redis, 'addUsage', [keysOf(sessionId).usage, ...rollupKeys(sessionId, resolved.keyPrefix, rollupBuckets)], { usageIncr: usage.incr, rollup }),
         redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId),
       ]);
       deps.onCommitted?.(sessionId, { usage, user });
@@ -245,26 +248,42 @@ function indexRefresh(): { due(sessionId: string, nowMs: number): boolean; done(
   };
 }
 
-function commitKeys(keys: SessionKeys, sessionId: string, prefix: string, nowMs: number): string[] {
-  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollupKeys(sessionId, prefix, nowMs)];
+/** The rollup buckets (hour and day) holding a commit's time. */
+interface CommitBuckets {
+  hour: RollupBucket;
+  day: RollupBucket;
 }
 
-/** The session's usage rollup keys of the hour and the day of `nowMs`. */
-function rollupKeys(sessionId: string, prefix: string, nowMs: number): string[] {
-  return (['hour', 'day'] as const).map((period) => usageRollupKey(sessionId, period, bucketOf(period, nowMs).label, prefix));
+/** The buckets of `nowMs`, worked out again only when the hour changes (every commit asks). */
+function currentBuckets(): (nowMs: number) => CommitBuckets {
+  let last: CommitBuckets | null = null;
+  return (nowMs) => {
+    const holds = (bucket: RollupBucket) => nowMs >= bucket.startMs && nowMs < bucket.endMs;
+    if (!last || !holds(last.hour) || !holds(last.day)) last = { hour: bucketOf('hour', nowMs), day: bucketOf('day', nowMs) };
+    return last;
+  };
+}
+
+function commitKeys(keys: SessionKeys, sessionId: string, prefix: string, buckets: CommitBuckets): string[] {
+  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollupKeys(sessionId, prefix, buckets)];
+}
+
+/** The session's usage rollup keys of the hour and the day. */
+function rollupKeys(sessionId: string, prefix: string, buckets: CommitBuckets): string[] {
+  return [buckets.hour, buckets.day].map((bucket) => usageRollupKey(sessionId, bucket.period, bucket.label, prefix));
 }
 
 /** The rollup part of a commit's options: the counters and when the hour's and the day's hashes expire. */
-function rollupArgs(change: Pick<CommitChange, 'usage' | 'user'>, nowMs: number, retention: UsageRetention): object | undefined {
+function rollupArgs(change: Pick<CommitChange, 'usage' | 'user'>, buckets: CommitBuckets, retention: UsageRetention): object | undefined {
   const fields = rollupFields(change.usage?.rollup ?? {}, change.user ?? '');
   if (Object.keys(fields).length === 0) return undefined;
   const dayMs = 86_400_000;
-  const expireAtMs = [bucketOf('hour', nowMs).endMs + retention.hourlyDays * dayMs, bucketOf('day', nowMs).endMs + retention.dailyDays * dayMs];
+  const expireAtMs = [buckets.hour.endMs + retention.hourlyDays * dayMs, buckets.day.endMs + retention.dailyDays * dayMs];
   return { format: ROLLUP_FORMAT, fields, expireAtMs };
 }
 
 /** The commit script's options (one JSON argument) and its items (src/redis/scripts/commit-session-9.lua). */
-function commitArgs(change: CommitChange, retention: number, nowMs: number, usageRetention: UsageRetention): { options: object; items: string[] } {
+function commitArgs(change: CommitChange, retention: number, nowMs: number, buckets: CommitBuckets, usageRetention: UsageRetention): { options: object; items: string[] } {
   const projection = change.projection;
   const mode = !projection ? 'none' : 'replace' in projection ? 'replace' : 'append';
   const entries = !projection ? [] : 'replace' in projection ? projection.replace : projection.append;
@@ -275,7 +294,7 @@ function commitArgs(change: CommitChange, retention: number, nowMs: number, usag
     projectionTokens: entries.reduce((sum, entry) => sum + entry.tokens, 0), transcriptRetention: retention,
     meta: serializeMeta(change.meta ?? {}), usageIncr: change.usage?.incr ?? {}, usageSet: change.usage?.set ?? {},
     finishTurn: change.finishTurn === true, nowMs, entries: entries.length, transcript: transcript.length, outbox: outbox.length,
-    rollup: rollupArgs(change, nowMs, usageRetention),
+    rollup: rollupArgs(change, buckets, usageRetention),
   };
   const items = [...entries, ...transcript, ...outbox].map((item) => JSON.stringify(item));
   return { options, items };

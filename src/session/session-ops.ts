@@ -60,8 +60,11 @@ export interface SessionOps {
    * is at or over the hygiene line, compacts it (layer `hygiene`). Returns null when it did not run.
    * `figures`: the pre-check's reads when the caller has them already (the ingest script returns
    * them with the accept); a session over the line is checked again under its lease either way.
+   * `user` (`<channel>:<userId>`): whom the summary counts for beside the chat, unless the caller
+   * set a call scope. The scope is entered only when a compaction runs: entering one turns on
+   * Node's promise hooks for the whole process, a cost on every message the gateway handles.
    */
-  hygiene(sessionId: string, figures?: HygieneFigures): Promise<CompactionResult | null>;
+  hygiene(sessionId: string, figures?: HygieneFigures, user?: string): Promise<CompactionResult | null>;
   /** A forced compaction (`/compact`, the CLI). */
   compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
   /** Empties the projection and the compaction state and drops the tool grants; the transcript keeps everything. */
@@ -127,7 +130,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
   const log = deps.logger.child({ component: 'session-ops' });
   const system: ChatMessage = { role: 'system', content: options.systemPrompt };
 
-  async function underLease<T>(sessionId: string, work: (turn: TurnState) => Promise<T>): Promise<IdleResult<T>> {
+  async function underLease<T>(sessionId: string, work: (turn: TurnState) => Promise<T>, user?: string): Promise<IdleResult<T>> {
     const keys = deps.store.keys(sessionId);
     // Renewed while the work runs, so a slow summary keeps the session; a dead gateway frees it soon.
     const lease = await holdLease(deps.redis, keys, options.leaseTtlMs);
@@ -135,7 +138,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     try {
       const snapshot = await deps.store.load(sessionId);
       // The summariser's calls count for this chat (and for the user the caller named, if any).
-      const value = await withDefaultCallScope({ chat: sessionId }, () => work(new TurnState(deps.store, sessionId, snapshot, lease.fence)));
+      const value = await withDefaultCallScope({ chat: sessionId, ...(user ? { user } : {}) }, () => work(new TurnState(deps.store, sessionId, snapshot, lease.fence)));
       return { busy: false, value };
     } finally {
       await lease.release();
@@ -153,7 +156,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     });
 
   return {
-    async hygiene(sessionId, figures) {
+    async hygiene(sessionId, figures, user) {
       if (!(await overHygieneLine(deps, sessionId, options, figures))) return null;
       const result = await underLease(sessionId, async (turn) => {
         // Read under the lease: a turn that ran meanwhile has taken (and answered) what was waiting.
@@ -164,7 +167,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
         if (!decide(turn.entries.length, tokens, limits, options).compact || !compressor.shouldCompress(tokens, turn.compaction)) return null;
         const compacted = await compactTurn(turn, 'hygiene', false, undefined, pending, compressor);
         return compacted.outcome === 'noop' ? null : compacted;
-      });
+      }, user);
       return result.busy ? null : result.value;
     },
     compact(sessionId, focus, layer = 'manual') {

@@ -42,8 +42,8 @@ describe('every model call is budgeted', () => {
     await t.cleanup();
   });
 
-  /** A session of 12 exchanges, idle, ready to compact. */
-  async function seed(sessionId: string): Promise<void> {
+  /** A session of 12 exchanges, idle, ready to compact (`lastPromptTokens` 3,000: under the hygiene line of 0.85 × 4,096). */
+  async function seed(sessionId: string, lastPromptTokens = 3000): Promise<void> {
     const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
     const fence = (await acquireLease(t.redis, store.keys(sessionId)))!;
     const entries = Array.from({ length: 12 }, (_, k) => [
@@ -53,7 +53,7 @@ describe('every model call is budgeted', () => {
     await store.commit(sessionId, {
       expectedVersion: 0, fence, projection: { append: entries },
       transcript: entries.map((e) => ({ type: 'message' as const, message: e.message, tokens: e.tokens, atMs: 1 })),
-      meta: { limits: LIMITS, lastPromptTokens: 3000, appendedTokensSince: 0, overheadTokens: 200 }, finishTurn: true,
+      meta: { limits: LIMITS, lastPromptTokens, appendedTokensSince: 0, overheadTokens: 200 }, finishTurn: true,
     });
     await releaseLease(t.redis, store.keys(sessionId), fence);
   }
@@ -95,6 +95,14 @@ describe('every model call is budgeted', () => {
     await runCountedFor(scope, () => btw('telegram:42', 'And the ticket?'));
     await expect(runCountedFor(scope, () => btw('telegram:42', 'Anything else?'))).rejects.toBeInstanceOf(BudgetError);
     expect(fake.requests).toHaveLength(2);
+  });
+
+  it('hygiene counts its summary for the sender the gateway names, and the chat', async () => {
+    const s = settings({ user: { day: { tokens: 1_000_000 } }, chat: { day: { tokens: 1_000_000 } } });
+    await seed('telegram:42', 3800);
+    const result = await opsWith(s).hygiene('telegram:42', undefined, 'telegram:42');
+    expect(result).toMatchObject({ outcome: 'compacted' });
+    expect(await usedTokens(s, { user: 'telegram:42', chat: 'telegram:42' })).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
   });
 
   it('a used-up budget gives the deterministic fallback: no model call, every message kept in the transcript', async () => {
