@@ -9,6 +9,8 @@ const SHARDED_FILES = [
 
 export default defineConfig({
   test: {
+    // Builds dist/ if the sources changed: the CLI processes tests spawn run compiled, as `chatgate` does.
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -42,7 +42,7 @@ export async function runFailoverBench(): Promise<void> {
 async function oneFailover(redis: Redis, telegram: FakeTelegramServer, env: Record<string, string>, keyPrefix: string, signal: 'SIGKILL' | 'SIGTERM'): Promise<string[]> {
   const start = async (): Promise<ChatgateProcess> => {
     const proc = spawnChatgate(['gateway', '--demo'], env);
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await proc.ready();
     return proc;
   };
   const holder = async (): Promise<string | undefined> => (await readChannelLeases(redis, keyPrefix))[0]?.holder;

@@ -8,7 +8,7 @@
 import { ContextCompressor, createCompactionState, countMessageTokens, countTextTokens, extractFacts, type ChatMessage, type Summarizer, type SummaryRequest } from '../src/index.js';
 import { messageText } from '../src/core/messages.js';
 import { buildSummaryPrompt } from '../src/llm/summarizer.js';
-import { toolResultCap } from '../workers/request.js';
+import { toolResultCap } from '../workers/model-request.js';
 import { printTable, seededRandom } from './util.js';
 import { Traffic, plantIds, type Plant, type Scenario } from './traffic.js';
 

@@ -33,5 +33,5 @@ export { GatewayError, ConfigError, ChannelError, LlmError, StaleCommitError, St
 export { createLogger } from './log.js';
 export { createMemoryMetrics, NOOP_METRICS } from './metrics.js';
 export type { DeliveryFailureReason, MetricEvent, Metrics, ModelCallOutcome } from './metrics.js';
-export { defineTool } from '../workers/tools/types.js';
-export type { ToolContext, ToolDefinition, NotesPort } from '../workers/tools/types.js';
+export { defineTool, ToolResult } from '../workers/tools/types.js';
+export type { ToolContext, ToolDefinition, ToolImage, NotesPort } from '../workers/tools/types.js';

@@ -46,7 +46,8 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const scope = { user, chat: turn.sessionId };
   const committed = (replies: OutboundMessage[]): AgentTurnResult => ({ replies, session: { meta: loop.turn.meta, messageCount: loop.turn.entries.length } });
   try {
-    return committed(await runWithBudget(scope, (text) => loop.notices.push(text), () => runLoop(loop)));
+    const run = () => runLoop(loop);
+    return committed(await (deps.budgeted === false ? run() : runWithBudget(scope, (text) => loop.notices.push(text), run)));
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
     if (isTurnStopped(err, loop.signal)) {
@@ -76,7 +77,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, promptTokens: loop.turn.requestTokens(request.overhead), logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
     } catch (err) {
       await stream?.drop();
       // A spend limit holds: the turn ends with the message that says which and until when.

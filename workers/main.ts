@@ -73,7 +73,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const agentOptions: AgentOptions = {
     systemPrompt: o.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, contextWindow: o.contextWindow, maxModelCalls: o.maxModelCalls,
     maxContextRetries: o.maxContextRetries, summaryModel: o.llm.summaryModel, prices: o.prices, reservedOutputTokens: o.reservedOutputTokens,
-    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs,
+    compactionNotice: o.compactionNotice, approvalTimeoutMs: o.approvalTimeoutMs, attachmentTtlSeconds: o.attachments?.ttlSeconds,
   };
   const stopSubscriber = duplicateRedis(redis);
   stopSubscriber.on('error', (err: Error) => logger.debug({ err }, 'turn stop connection error'));
@@ -81,7 +81,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
     deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger, budget }, o), liveReplies: turnLiveReplies(redis, logger, o),
-      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }), budgeted: Boolean(budget) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
   const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);

@@ -4,7 +4,7 @@ import type { TokenCounter } from '../src/core/tokens.js';
 import type { Logger } from '../src/log.js';
 import type { RecordedRound, StepLog } from '../src/redis/step-log.js';
 import type { Gate } from './approval-gate.js';
-import { capToolResult } from './request.js';
+import { capToolResult } from './model-request.js';
 import type { ToolRegistry } from './tools/registry.js';
 import type { ToolContext, ToolImage } from './tools/types.js';
 

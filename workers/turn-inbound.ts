@@ -4,7 +4,7 @@ import { StaleCommitError } from '../src/errors.js';
 import { steerInbox } from '../src/redis/inbox.js';
 import { toEntry } from '../src/redis/session-store.js';
 import { bringsImage, NO_VISION_NOTICE, transcriptFiles } from './attachments.js';
-import { toUserMessage, unansweredReplay } from './request.js';
+import { toUserMessage, unansweredReplay } from './model-request.js';
 import { buildRequest, ensureLease, limitsOf, messageEvent, type Loop } from './turn-loop.js';
 
 /** The turn's messages not yet in the projection (events, which the model never sees, left out). */

@@ -16,7 +16,7 @@ import type { TurnState } from '../src/session/turn-state.js';
 import type { ApprovalStore } from '../src/approvals/store.js';
 import type { AttachmentReader } from './attachments.js';
 import type { TurnLiveReplies } from './live-reply-publisher.js';
-import { notesMessage, overheadTokens } from './request.js';
+import { notesMessage, overheadTokens } from './model-request.js';
 import type { ToolRegistry } from './tools/registry.js';
 
 /** What the tool loop needs. */
@@ -37,6 +37,12 @@ export interface AgentDeps {
   liveReplies?: TurnLiveReplies;
   /** Where calls of `ask` tools are asked about and decided (src/approvals). Absent: such calls are refused. */
   approvals?: ApprovalStore;
+  /**
+   * Whether `llm` goes through the budget wrapper (src/budget/guard.ts), which needs each turn run
+   * in its call scope. Default true. False (no budget set) runs turns without one: entering a scope
+   * turns on Node's promise hooks, a cost on every promise of the process.
+   */
+  budgeted?: boolean;
 }
 
 /** Options of the tool loop. */
@@ -56,6 +62,8 @@ export interface AgentOptions {
   compactionNotice?: boolean;
   /** How long an asked tool call waits for the user's decision, ms. Default 10 min (src/approvals/store.ts). */
   approvalTimeoutMs?: number;
+  /** How long the images tools return stay in Redis, seconds. Default 86400 (`DEFAULT_ATTACHMENT_TTL_SECONDS`). */
+  attachmentTtlSeconds?: number;
 }
 
 /** The session lease as the loop sees it: `confirm()` renews it and says whether it is still held. */

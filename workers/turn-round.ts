@@ -7,7 +7,7 @@ import type { RecordedRound } from '../src/redis/step-log.js';
 import { searchTranscript } from '../src/redis/transcript.js';
 import { callUsageDelta, unreportedCallDelta, type UsageDelta } from '../src/redis/usage.js';
 import { TURN_NOTICES } from './notices.js';
-import { toolResultCap } from './request.js';
+import { toolResultCap } from './model-request.js';
 import type { Gate } from './approval-gate.js';
 import { storeToolImages, toolImagesMessage, type CallImages } from './tool-images.js';
 import { runToolCall, type ToolRound } from './tool-round.js';
@@ -68,7 +68,7 @@ async function runRound(loop: Loop, round: ToolRound, calls: readonly ToolCall[]
 function toolRound(loop: Loop, calls: number, recorded: RecordedRound | null, gate: Gate): ToolRound {
   const { deps, options } = loop;
   const storeImages: ToolRound['storeImages'] = (callId, images) =>
-    storeToolImages(deps.redis, loop.turn.sessionId, loop.turnId, callId, images, { keyPrefix: deps.store.keyPrefix, ttlSeconds: DEFAULT_ATTACHMENT_TTL_SECONDS });
+    storeToolImages(deps.redis, loop.turn.sessionId, loop.turnId, callId, images, { keyPrefix: deps.store.keyPrefix, ttlSeconds: options.attachmentTtlSeconds ?? DEFAULT_ATTACHMENT_TTL_SECONDS });
   return {
     tools: deps.tools, steps: loop.steps, log: loop.log, recorded, model: deps.llm.model, gate, tokenCounter: deps.compressor.tokenCounter,
     maxTokens: toolResultCap(options.contextWindow, calls),

@@ -79,9 +79,10 @@ export interface RunWorkerOptions extends Partial<QueueNames> {
   budgets?: BudgetSettings;
   /**
    * Attachments: `vision` overrides the table of known vision models (CHATGATE_VISION);
-   * `transcribeModel` turns voice and audio into text through the endpoint (unset: off).
+   * `transcribeModel` turns voice and audio into text through the endpoint (unset: off);
+   * `ttlSeconds` is how long the images tools return stay in Redis (default 86400, as the gateway's files).
    */
-  attachments?: { vision?: boolean; transcribeModel?: string };
+  attachments?: { vision?: boolean; transcribeModel?: string; ttlSeconds?: number };
   /** Life of the worker's heartbeat in Redis, ms, renewed every third (`chatgate status`, `/readyz`). Default 15 000. */
   heartbeatTtlMs?: number;
   /** chatgate version, shown in the heartbeat. Default `unknown`. */

@@ -10,6 +10,7 @@ import { sessionKeyOf } from '../../src/core/inbound.js';
 import { ChannelError } from '../../src/errors.js';
 import { createSilentLogger, type Logger } from '../../src/log.js';
 import type { RedisClient } from '../../src/redis/client.js';
+import { DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
 import { CHANNEL_ERROR_CODES, type Channel, type ChatTarget, type InboundHandler, type OutgoingText, type SentMessage } from '../channel.js';
 import { answerError, handleCompletion, type CompletionDeps } from './completion.js';
 import { createRedisReplyRelay, type ReplyRelay } from './relay.js';
@@ -63,7 +64,7 @@ export interface OpenAiApiChannel extends Channel {
   waiting(): number;
 }
 
-const DEFAULTS = { keyPrefix: 'cg:', maxWaitMs: 600_000, keepAliveMs: 15_000, maxBodyBytes: 4 * 1024 * 1024 };
+const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, maxWaitMs: 600_000, keepAliveMs: 15_000, maxBodyBytes: 4 * 1024 * 1024 };
 
 /** An answer is one message: far above any model output, so a reply is never split. */
 const MAX_MESSAGE_LENGTH = 10_000_000;

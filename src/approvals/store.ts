@@ -3,6 +3,7 @@ import { toApprovalRecord, type ApprovalDecider, type ApprovalGrant, type Approv
 import type { RedisClient } from '../redis/client.js';
 import { approvalsDueKey, sessionKeys, type SessionKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
+import { DEFAULT_TRANSCRIPT_RETENTION } from '../redis/session-store.js';
 
 /** Default of how long an asked call waits for a decision, in ms (10 min; `CHATGATE_APPROVAL_TIMEOUT_SECONDS`). */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 600_000;
@@ -12,7 +13,7 @@ const ID_LENGTH = 6;
 /** Options of {@link createApprovalStore}. */
 export interface ApprovalStoreOptions {
   keyPrefix: string;
-  /** Approximate transcript length kept (decisions join the transcript); 0 = unbounded. Default 0. */
+  /** Approximate transcript length kept (decisions join the transcript); 0 = unbounded. Default: the session store's, {@link DEFAULT_TRANSCRIPT_RETENTION}. */
   transcriptRetention?: number;
   now?: () => number;
 }
@@ -88,7 +89,7 @@ export function createApprovalStore(redis: RedisClient, options: ApprovalStoreOp
     },
     async decide(sessionId, id, request) {
       const keys = keysOf(sessionId);
-      const opts = { id, ...request, always: request.always === true, nowMs: now(), transcriptRetention: options.transcriptRetention ?? 0 };
+      const opts = { id, ...request, always: request.always === true, nowMs: now(), transcriptRetention: options.transcriptRetention ?? DEFAULT_TRANSCRIPT_RETENTION };
       const [outcome, json] = (await runScriptWithOptions(redis, 'decideApproval', [keys.approvals, keys.grants, keys.transcript], opts)) as [string, string];
       if (outcome === 'unknown') return { outcome: 'unknown' };
       return { outcome: outcome as 'applied' | 'decided' | 'not-due', record: toApprovalRecord(json) };

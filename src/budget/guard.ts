@@ -83,7 +83,8 @@ export function guardLlm(llm: LlmClient, deps: BudgetGuardDeps, options: BudgetG
     async complete(request) {
       const model = request.model ?? llm.model;
       const pricing = pricingOf(model, options.prices);
-      const promptTokens = countMessageTokens(request.messages, model, options.tokenCounter);
+      // A turn knows its request's size (never re-tokenize a whole history on the hot path); others are counted.
+      const promptTokens = request.promptTokens ?? countMessageTokens(request.messages, model, options.tokenCounter);
       const maxTokens = request.maxTokens || options.defaultMaxTokens;
       const need = { micro: worstCaseMicroUsd(pricing, promptTokens, maxTokens), tokens: promptTokens + maxTokens };
       return spend(`model call with ${model}`, model, need, async () => {

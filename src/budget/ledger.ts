@@ -69,8 +69,11 @@ export interface BudgetLedger {
   stateOf(level: BudgetLevel, subject: string): Promise<CounterState[]>;
   /** Zeroes what `subject` used this day and month at `level` (reservations in flight stay) and drops its marker. */
   resetUsage(level: BudgetLevel, subject: string): Promise<void>;
-  /** Drops `subject`'s exhaustion marker at `level` (its limits changed: the next call decides). */
-  forget(level: BudgetLevel, subject: string): Promise<void>;
+  /**
+   * Stores `subject`'s override at `level` (its JSON, or null to remove it) and drops its exhaustion
+   * marker (the next call decides). @returns whether an override was removed.
+   */
+  setOverride(level: BudgetLevel, subject: string, stored: string | null): Promise<boolean>;
 }
 
 /** One counter as the script takes it. */
@@ -106,6 +109,7 @@ interface ScriptReply {
   bucket?: number;
   limits?: Array<[number, number, number, 'override' | 'config']>;
   state?: number[][];
+  removed?: number;
   events?: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number }>;
 }
 
@@ -176,8 +180,10 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       await run('reset', key, scope, counters, {}, nowMs);
       await redis.del(keys.exhausted(level, subject));
     },
-    async forget(level, subject) {
-      await redis.del(keys.exhausted(level, subject));
+    async setOverride(level, subject, stored) {
+      const nowMs = now();
+      const reply = await run('override', keys.counters(windows.of('month', nowMs).id), scopeOf(level, subject), [], { override: `${level}:${subject}`, marker: MARKER_INDEX[level], ...(stored === null ? {} : { value: stored }) }, nowMs);
+      return reply.removed === 1;
     },
   };
 }

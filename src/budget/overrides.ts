@@ -81,16 +81,14 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
     limitsOf,
     async set(level, subject, patch) {
       const next = patch === 'unlimited' ? 'unlimited' : applyPatch((await limitsOf(level, subject)).limits, patch);
-      await redis.hset(keys.limits, `${level}:${subject}`, toStoredLimits(next));
-      // A marker left by the old limits would answer the subject's messages until its period ends.
-      await ledger.forget(level, subject);
+      // With the month's copy the scripts read, and without the marker the old limits left.
+      await ledger.setOverride(level, subject, toStoredLimits(next));
       return next;
     },
     async reset(level, subject, resetOptions = {}) {
-      const removed = (await redis.hdel(keys.limits, `${level}:${subject}`)) > 0;
-      // Reservations in flight stay (their settle releases them); used amounts, the "said" marks and the marker go.
+      const removed = await ledger.setOverride(level, subject, null);
+      // Reservations in flight stay (their settle releases them); used amounts and the "said" marks go.
       if (resetOptions.usage) await ledger.resetUsage(level, subject);
-      else await ledger.forget(level, subject);
       return removed;
     },
     async list() {

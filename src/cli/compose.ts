@@ -74,7 +74,7 @@ export function workerOptions(config: Config): RunWorkerOptions {
     leaseTtlMs: config.workers.leaseTtlMs,
     lockDurationMs: config.workers.turnLockMs,
     prices: configuredPrices(config),
-    attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel },
+    attachments: { vision: config.attachments.vision, transcribeModel: config.attachments.transcribeModel, ttlSeconds: config.attachments.ttlSeconds },
     budgets: config.budgets,
     heartbeatTtlMs: config.heartbeatTtlMs,
     version: packageVersion(),

@@ -25,22 +25,35 @@ export interface CommandEntry {
   usage?: string;
 }
 
+/** The command menu, in the order people are shown it (aliases included): each name with its one line. */
+const MENU: Readonly<Record<string, string>> = {
+  new: 'Start a fresh conversation (the old one stays in the transcript)',
+  stop: 'Stop the reply being written now',
+  retry: 'Ask your last message again and drop the answer it got',
+  mode: 'What a message does while I am answering: join my reply (steer), wait its turn (queue) or restart it (interrupt)',
+  btw: 'A side question, answered from this conversation without entering it',
+  compact: 'Summarise the conversation now, optionally around a focus',
+  usage: 'Tokens in and out, cost, how full the context is, compactions, budget left',
+  status: 'Model, context window, session age, whether I am busy',
+  pins: 'The notes I keep for you, the facts pinned from earlier turns, the tools you always approve',
+  approve: 'Let a tool call I asked about run (add "always" to allow that tool in this chat)',
+  deny: 'Refuse a tool call I asked about',
+  revoke: 'Make a tool you always approved ask again',
+  help: 'What I can do and these commands',
+};
+
+/** What follows a command that takes arguments, as `/help` shows it. */
+const USAGE: Readonly<Record<string, string>> = {
+  mode: '[steer|queue|interrupt|default]',
+  btw: '<question>',
+  compact: '[focus]',
+  approve: '<id> [always] | all',
+  deny: '<id> | all',
+  revoke: '<tool>',
+};
+
 /** The command menu, in the order people are shown it; aliases included. */
-export const COMMAND_MENU: readonly CommandEntry[] = [
-  { command: 'new', description: 'Start a fresh conversation (the old one stays in the transcript)' },
-  { command: 'stop', description: 'Stop the reply being written now' },
-  { command: 'retry', description: 'Ask your last message again and drop the answer it got' },
-  { command: 'mode', description: 'What a message does while I am answering: join my reply (steer), wait its turn (queue) or restart it (interrupt)', usage: '[steer|queue|interrupt|default]' },
-  { command: 'btw', description: 'A side question, answered from this conversation without entering it', usage: '<question>' },
-  { command: 'compact', description: 'Summarise the conversation now, optionally around a focus', usage: '[focus]' },
-  { command: 'usage', description: 'Tokens in and out, cost, how full the context is, compactions, budget left' },
-  { command: 'status', description: 'Model, context window, session age, whether I am busy' },
-  { command: 'pins', description: 'The notes I keep for you, the facts pinned from earlier turns, the tools you always approve' },
-  { command: 'approve', description: 'Let a tool call I asked about run (add "always" to allow that tool in this chat)', usage: '<id> [always] | all' },
-  { command: 'deny', description: 'Refuse a tool call I asked about', usage: '<id> | all' },
-  { command: 'revoke', description: 'Make a tool you always approved ask again', usage: '<tool>' },
-  { command: 'help', description: 'What I can do and these commands' },
-];
+export const COMMAND_MENU: readonly CommandEntry[] = Object.entries(MENU).map(([command, description]) => (USAGE[command] ? { command, description, usage: USAGE[command] } : { command, description }));
 
 /** Every name a command answers to (canonical names and aliases), lower case. */
 export const COMMAND_NAMES: readonly string[] = [...CHAT_COMMANDS, ...Object.keys(COMMAND_ALIASES)];

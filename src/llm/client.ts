@@ -25,6 +25,11 @@ export interface CompletionRequest {
   model?: string;
   /** Output limit of the answer in tokens (the output reserve); omitted when unset or 0. */
   maxTokens?: number;
+  /**
+   * The request's size in tokens as the caller already knows it (the session's `requestTokens`):
+   * the budget wrapper reserves by it instead of tokenizing the messages again. Not sent.
+   */
+  promptTokens?: number;
   /** Logger of the unit of work (a turn binds sessionId, channel, jobId); default the client's. */
   logger?: Logger;
   /**

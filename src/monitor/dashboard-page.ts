@@ -66,10 +66,14 @@ const int = (n) => Number(n).toLocaleString('en-US');
 ${formatMoney.toString()}
 const usd = (n, unpriced) => formatMoney(Number(n), unpriced || 0, 4);
 const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
-async function getJson(url) {
+// The JSON at url. With a panel: null when this server has no such API (404: the panel is hidden), else the panel is shown.
+async function getJson(url, panel) {
   const res = await fetch(url, { headers });
+  if (panel && res.status === 404) { $(panel).hidden = true; return null; }
   if (!res.ok) throw new Error(url + ': ' + res.status);
-  return res.json();
+  const body = await res.json();
+  if (panel) $(panel).hidden = false;
+  return body;
 }
 function cell(v, num) { return el('td', num ? { class: 'num' } : {}, v); }
 function renderSessions(page) {
@@ -123,11 +127,8 @@ function toolCalls(calls) {
       el('td', { class: 'code' + (c.result === null ? ' muted' : '') }, c.result === null ? '(no result yet)' : c.result))))));
 }
 async function refreshChannels() {
-  const res = await fetch('api/channels', { headers });
-  if (res.status === 404) { $('channels-panel').hidden = true; return; }
-  if (!res.ok) throw new Error('api/channels: ' + res.status);
-  const p = await res.json();
-  $('channels-panel').hidden = false;
+  const p = await getJson('api/channels', 'channels-panel');
+  if (!p) return;
   $('channels-verdict').className = 'verdict-' + p.status;
   $('channels-verdict').textContent = (p.status === 'down' ? 'DOWN: ' : '') + p.detail + (p.fix ? ' — fix: ' + p.fix : '');
   $('channels-body').replaceChildren(...p.rows.map((r) => el('tr', { 'data-channel': r.channel },
@@ -135,11 +136,8 @@ async function refreshChannels() {
     cell(r.sinceMs ? when(r.sinceMs) : ''), cell(r.reason || ''))));
 }
 async function refreshStatus() {
-  const res = await fetch('api/status', { headers });
-  if (res.status === 404) { $('status-panel').hidden = true; return; }
-  if (!res.ok) throw new Error('api/status: ' + res.status);
-  const r = await res.json();
-  $('status-panel').hidden = false;
+  const r = await getJson('api/status', 'status-panel');
+  if (!r) return;
   state.hygieneAt = r.sessions ? r.sessions.hygieneAt : null;
   $('status-verdict').className = r.ok ? 'verdict-ok' : 'verdict-down';
   $('status-verdict').textContent = r.ok ? 'Everything is up.' : 'DOWN: ' + r.checks.filter((c) => c.status === 'down').map((c) => c.name).join(', ');

@@ -4,7 +4,8 @@
  * `defineCommand` (EVALSHA, loading the script on NOSCRIPT). Every script's keys share one hash
  * tag, so each runs on Redis Cluster; options travel as one JSON argument (ARGV[1]), payload
  * items that are stored as they are follow it. Code shared by several scripts lives in
- * `scripts/includes/<name>.lua`, pulled in by a `--- @include "<name>"` line and assembled at load.
+ * `scripts/includes/<name>.lua`, pulled in by a `--- @include "<name>"` line and assembled at load;
+ * an include writes `'@script'` where the name of the script it is assembled into belongs.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,8 @@ import type { RedisClient } from './client.js';
 /** An include line: `--- @include "<name>"`, the name in lower-case-with-dashes. */
 const INCLUDE_LINE = /^--- @include "([a-z0-9]+(?:-[a-z0-9]+)*)"\s*$/;
 const INCLUDE_PREFIX = '--- @include';
+/** Where an include names the script it is assembled into: the Lua string `'@script'`. */
+const SCRIPT_NAME_SLOT = "'@script'";
 
 /** Script name → its file in `src/redis/scripts/` (the number before `.lua` is its key count). */
 const REDIS_SCRIPT_FILES = {
@@ -131,19 +134,21 @@ function loadAll(): Record<ScriptName, LoadedScript> {
   const entries = SCRIPT_FOLDERS.flatMap(({ dir, files }) => (Object.entries(files) as Array<[ScriptName, string]>).map(([name, file]): [ScriptName, LoadedScript] => {
     const match = /-(\d+)\.lua$/.exec(file);
     if (!match) throw new Error(`script file ${file} must be named <name>-<numKeys>.lua`);
-    return [name, { name, file, numberOfKeys: Number(match[1]), lua: assembleScript(file, dir) }];
+    return [name, { name, file, numberOfKeys: Number(match[1]), lua: assembleScript(file, dir, INCLUDES_DIR, name) }];
   }));
   return Object.fromEntries(entries) as Record<ScriptName, LoadedScript>;
 }
 
 /**
  * Script `file` of `dir` with its includes assembled: each line `--- @include "<name>"` is replaced
- * by `<name>.lua` of `includesDir` (itself assembled, so an include may include another). An
- * include pulled in a second time, directly or through another, is left out: its code comes once.
- * @throws Error naming the script and the file when an include does not exist, or when a line
- * starting `--- @include` is not of that form.
+ * by `<name>.lua` of `includesDir` (itself assembled, so an include may include another), with
+ * `'@script'` in it replaced by the script's name `scriptName` as a Lua string. An include pulled
+ * in a second time, directly or through another, is left out: its code comes once.
+ * @throws Error naming the script and the file when an include does not exist, when a line
+ * starting `--- @include` is not of that form, or when an include names the script and no
+ * `scriptName` is given.
  */
-export function assembleScript(file: string, dir: URL = SCRIPTS_DIR, includesDir: URL = INCLUDES_DIR): string {
+export function assembleScript(file: string, dir: URL = SCRIPTS_DIR, includesDir: URL = INCLUDES_DIR, scriptName?: string): string {
   const included = new Set<string>();
   const expand = (source: string): string => source.split('\n').map((line) => {
     if (!line.startsWith(INCLUDE_PREFIX)) return line;
@@ -151,9 +156,15 @@ export function assembleScript(file: string, dir: URL = SCRIPTS_DIR, includesDir
     if (name === undefined) throw new Error(`script ${file}: malformed include line '${line}' (write --- @include "<name>", <name> in lower-case-with-dashes)`);
     if (included.has(name)) return '';
     included.add(name);
-    return expand(readInclude(file, name, includesDir).replace(/\n$/, ''));
+    return expand(nameScript(file, name, readInclude(file, name, includesDir).replace(/\n$/, ''), scriptName));
   }).join('\n');
   return expand(readFileSync(new URL(file, dir), 'utf8'));
+}
+
+function nameScript(file: string, include: string, lua: string, scriptName: string | undefined): string {
+  if (!lua.includes(SCRIPT_NAME_SLOT)) return lua;
+  if (scriptName === undefined) throw new Error(`script ${file}: include "${include}" names the script, but no script name was given`);
+  return lua.replaceAll(SCRIPT_NAME_SLOT, `'${scriptName}'`);
 }
 
 function readInclude(file: string, name: string, includesDir: URL): string {

@@ -14,7 +14,7 @@ import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { startModelsFront } from '../helpers/cli-worker.js';
 import { mcpServerEntry } from '../helpers/mcp.js';
@@ -47,15 +47,13 @@ describe('an MCP write approved in the web chat (real processes, real filesystem
     });
     front = await startModelsFront(llm.baseURL);
     const env = {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-      OPENAI_BASE_URL: front.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
+      ...t.env, OPENAI_BASE_URL: front.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
       CHATGATE_MCP_CONFIG: config, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
     };
     gateway = spawnChatgate(['gateway'], env);
     worker = spawnChatgate(['worker'], env);
-    await gateway.waitFor('stderr', /Press Ctrl\+C to stop\./);
-    origin = new URL((await gateway.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
-    await worker.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    ({ origin } = await gateway.ready());
+    await worker.ready();
     browser = await launchChromium();
   }, PROCESS_TIMEOUT_MS);
 
@@ -70,11 +68,8 @@ describe('an MCP write approved in the web chat (real processes, real filesystem
   });
 
   const ask = async (conversation: string, text: string): Promise<Page> => {
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    await page.goto(`${origin}/chat?c=${conversation}`);
-    await page.locator('#status[data-state="connected"]').waitFor();
-    await page.fill('#input', text);
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${origin}/chat?c=${conversation}`);
+    await sendChat(page, text);
     await page.locator(QUESTION).locator('.choices button').first().waitFor({ timeout: 30_000 });
     expect(await page.locator(QUESTION).locator('.body').textContent()).toContain('mcp__filesystem__write_file');
     return page;

@@ -5,38 +5,25 @@
  * chat" survives a compaction, `/pins` lists it, `/revoke` and `/new` end it; `/stop` denies; `/approve all`
  * decides every question. Every decision (press, command, expiry, `/stop`) shows on its question, buttons gone.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { messageText } from '../../src/core/messages.js';
 import type { SessionDetail } from '../../src/core/session-view.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import { defineTool } from '../../workers/tools/types.js';
 import type { FakeHandler, FakeRequest } from '../fakes/openai-server.js';
+import { createFileWriter } from '../helpers/files.js';
 import type { Stack } from '../helpers/stack.js';
 import { useTelegramFixture } from '../helpers/telegram-stack.js';
 import { pollUntil } from '../helpers/waits.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'chatgate-approvals-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** The test's folder and `write_file`, a tool with a real effect there that asks first. */
+const { tool: writeFile, lines, remove } = createFileWriter('chatgate-approvals-');
+afterAll(remove);
 
-/** A library-defined tool with a real effect: it appends `text` to `file` in the test's folder. */
-const writeFile = defineTool({
-  name: 'write_file', description: 'Appends a line to a file.', sideEffects: true, approval: 'ask',
-  schema: z.object({ file: z.string(), text: z.string() }),
-  run({ file, text }) {
-    appendFileSync(join(dir, file), `${text}\n`);
-    return `wrote ${file}`;
-  },
-});
 
 const tg = useTelegramFixture();
 const say = (text: string) => tg.telegram.pushMessage({ text });
 const ask = (text: string): Promise<string> => tg.next(() => say(text));
-const lines = (file: string): string[] => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').trim().split('\n') : []);
 const toolResults = (request: FakeRequest): string[] => request.messages.filter((m) => m.role === 'tool').map((m) => messageText(m));
 
 /** The model: asked to write, it calls write_file once; after a tool result it answers with that result. */

@@ -6,31 +6,18 @@
  * shows the buttons says "Already decided…" and runs nothing; "Always in this chat" lets the next
  * call run without asking. On a phone-width screen the buttons are visible.
  */
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { messageText } from '../../src/core/messages.js';
-import { defineTool } from '../../workers/tools/types.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
 import { launchChromium } from '../helpers/browser.js';
+import { createFileWriter } from '../helpers/files.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'chatgate-web-approvals-'));
+/** The test's folder and `write_file`, a tool with a real effect there that asks first. */
+const { tool: writeFile, lines, remove } = createFileWriter('chatgate-web-approvals-');
 
-/** A library-defined tool with a real effect: it appends `text` to `file` in the test's folder. */
-const writeFile = defineTool({
-  name: 'write_file', description: 'Appends a line to a file.', sideEffects: true, approval: 'ask',
-  schema: z.object({ file: z.string(), text: z.string() }),
-  run({ file, text }) {
-    appendFileSync(join(dir, file), `${text}\n`);
-    return `wrote ${file}`;
-  },
-});
 
-const lines = (file: string): string[] => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').trim().split('\n') : []);
 const toolResults = (request: FakeRequest): string[] => request.messages.filter((m) => m.role === 'tool').map((m) => messageText(m));
 const QUESTION = '.msg.bot:has-text("Approval needed")';
 
@@ -56,7 +43,7 @@ describe('approvals in the web chat page (Chromium)', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.close();
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   });
 
   const open = async (conversation: string, viewport = { width: 900, height: 700 }, blockLive = false): Promise<Page> => {

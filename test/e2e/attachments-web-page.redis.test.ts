@@ -3,7 +3,7 @@ import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('web chat upload from the page', () => {
@@ -26,18 +26,14 @@ describe('web chat upload from the page', () => {
   });
 
   it('sends an attached CSV that the model reads with its name, and shows why a too-large file was not sent', async () => {
-    const page = await browser!.newPage();
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=upload-page`);
-    await page.locator('#status[data-state="connected"]').waitFor();
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=upload-page`);
     await page.setInputFiles('#file', { name: 'orders.csv', mimeType: 'text/csv', buffer: Buffer.from('order,total\nORD-48213-XK,12\n') });
-    await page.fill('#input', 'check these');
-    await page.keyboard.press('Enter');
+    await sendChat(page, 'check these');
     await page.locator('.msg.bot', { hasText: 'Read it.' }).waitFor();
     expect(messageText(stack.agentRequests().at(-1)!.messages.at(-1)!)).toBe('check these\n\n[file orders.csv (text, 28 bytes)]\norder,total\nORD-48213-XK,12\n[end of orders.csv]');
 
     await page.setInputFiles('#file', { name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.alloc(5000, 97) });
-    await page.fill('#input', 'and this');
-    await page.keyboard.press('Enter');
+    await sendChat(page, 'and this');
     const refused = page.locator('.msg.user.failed', { hasText: 'and this' });
     await refused.waitFor();
     expect(await refused.locator('.reason').textContent()).toContain('"big.txt" is 4.9 KB; the limit is 4 KB');

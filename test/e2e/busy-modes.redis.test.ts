@@ -8,8 +8,8 @@ import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeReply, FakeRequest } from '../fakes/openai-server.js';
-import { FIRST, gate, transcriptRoles, replyMatching, SECOND, sendDuringTurn, toolLoop, useChatDrivers, userTexts } from '../helpers/busy-chat.js';
-import { pollUntil } from '../helpers/waits.js';
+import { FIRST, transcriptRoles, replyMatching, SECOND, sendDuringTurn, toolLoop, useChatDrivers, userTexts } from '../helpers/busy-chat.js';
+import { gate, pollUntil } from '../helpers/waits.js';
 
 const DRIVERS = useChatDrivers();
 

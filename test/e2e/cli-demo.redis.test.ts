@@ -20,7 +20,7 @@ describe('the CLI next to a running demo (real processes)', () => {
   let demo: ChatgateProcess | undefined;
 
   /** Where the deployment is, and nothing about its LLM. */
-  const env = (): Record<string, string> => ({ REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv });
+  const env = (): Record<string, string> => ({ ...t.env });
   const expectQuiet = (result: CliResult) => {
     expect(result.stderr).not.toMatch(/^\s+at /m);
     expect(result.stderr).not.toContain('{"level"');
@@ -32,8 +32,7 @@ describe('the CLI next to a running demo (real processes)', () => {
   beforeAll(async () => {
     t = createTestRedis();
     demo = spawnChatgate(['start', '--demo'], { ...env(), CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0', CHATGATE_RATE_LIMIT_PER_MINUTE: '0' });
-    const origin = new URL((await demo.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
-    await demo.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    const { origin } = await demo.ready();
     for (const text of ['hello there', 'tell me more']) {
       const response = await fetch(`${origin}/api/chat/second-terminal/messages`, { method: 'POST', headers: { 'content-type': 'application/json', origin }, body: JSON.stringify({ text, userName: 'ana' }) });
       expect(response.status).toBe(202);

@@ -72,7 +72,7 @@ describe('the compiled CLI (scripts/build.mjs)', () => {
     const modules = join(WORK, 'worker-modules.txt');
     const proc = spawnCompiled(['worker', '--demo'], { ...roleEnv(t), CHATGATE_MODULE_LOG: modules });
     try {
-      await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+      await proc.ready();
     } finally {
       await stopChatgate(proc);
     }
@@ -96,7 +96,7 @@ function spawnCompiled(args: string[], env: Record<string, string>): ChatgatePro
 }
 
 function roleEnv(t: TestRedis): Record<string, string> {
-  return { REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn' };
+  return { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn' };
 }
 
 /** Long-polls the web chat until the demo model's reply arrives. @returns its text. */

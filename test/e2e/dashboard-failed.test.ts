@@ -1,10 +1,8 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
+import { serveApp, type ServedApp } from '../helpers/http.js';
 import { seededSession } from '../helpers/monitor-seed.js';
 
 const TOKEN = 'dashboard-token-0123456789';
@@ -14,17 +12,15 @@ describe('dashboard: failed messages of a session', () => {
     { ...seededSession('telegram:1001', { turns: 4, perTurn: 300, compactAt: [] }), failed: 3 },
     { ...seededSession('web:abc', { turns: 2, perTurn: 300, compactAt: [] }), failed: 0 },
   ]);
-  let server: ServerType;
+  let served: ServedApp;
   let base: string;
   let browser: Browser;
   let page: Page;
 
   beforeAll(async () => {
     const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN, dashboardPollMs: 250 });
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveApp(app, '0.0.0.0');
+    ({ base } = served);
     browser = await launchChromium();
     page = await browser.newPage();
     await page.goto(`${base}/dashboard?token=${TOKEN}`);
@@ -32,9 +28,7 @@ describe('dashboard: failed messages of a session', () => {
 
   afterAll(async () => {
     await browser?.close();
-    const closed = new Promise((resolve) => server.close(resolve));
-    (server as Server).closeAllConnections();
-    await closed;
+    await served?.close();
   });
 
   it('shows the count and the commands when a session has failed messages, nothing otherwise', async () => {

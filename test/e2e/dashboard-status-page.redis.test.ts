@@ -7,23 +7,16 @@
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { startDemo, type Demo } from '../helpers/cli-process.js';
 
 describe('the dashboard\'s first screen (Chromium, demo process)', () => {
-  let t: TestRedis;
-  let proc: ChatgateProcess | undefined;
+  let demo: Demo | undefined;
   let browser: Browser | undefined;
   let origin: string;
 
   beforeAll(async () => {
-    t = createTestRedis();
-    proc = spawnChatgate(['start', '--demo'], {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-      CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0',
-    });
-    origin = new URL((await proc.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    demo = await startDemo({ CHATGATE_DEMO_WORD_DELAY_MS: '0' });
+    ({ origin } = demo);
     // One session, so the sessions table has a row.
     const posted = await fetch(`${origin}/api/chat/dash/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello', clientMessageId: 'm1' }) });
     expect(posted.status).toBe(202);
@@ -32,8 +25,7 @@ describe('the dashboard\'s first screen (Chromium, demo process)', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await stopChatgate(proc);
-    await t?.cleanup();
+    await demo?.stop();
   });
 
   it('shows the status checks, the workers and the channels above the sessions', async () => {

@@ -3,13 +3,11 @@
  * arguments, result, grouped by turn), and the first screen names a dead worker's turns as being
  * recovered, one row per turn.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionView, type StatusPanel } from '../../src/monitor/index.js';
 import { launchChromium } from '../helpers/browser.js';
+import { serveApp, type ServedApp } from '../helpers/http.js';
 import { seededSession } from '../helpers/monitor-seed.js';
 
 const T0 = Date.UTC(2026, 0, 15, 9, 0, 0);
@@ -36,26 +34,22 @@ describe('dashboard: tool calls and dead workers\' turns (Chromium)', () => {
     ],
     deadWorkerTurns: [{ worker: DEAD, turns: 2, sessions: ['telegram:7', 'web:tools'] }],
   };
-  let server: ServerType;
+  let served: ServedApp;
   let base: string;
   let browser: Browser;
   let page: Page;
 
   beforeAll(async () => {
     const app = createMonitorApp({ sessions: reader, status: async () => status }, { dashboardPollMs: 250 });
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveApp(app);
+    ({ base } = served);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   });
 
   afterAll(async () => {
     await browser?.close();
-    const closed = new Promise((resolve) => server.close(resolve));
-    (server as Server).closeAllConnections();
-    await closed;
+    await served?.close();
   });
 
   it('names a dead worker\'s turns as being recovered, on the worker\'s row and one row per turn', async () => {

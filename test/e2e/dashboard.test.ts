@@ -1,11 +1,9 @@
 import { mkdirSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
+import { serveApp, type ServedApp } from '../helpers/http.js';
 import { seededSession, seededSessions } from '../helpers/monitor-seed.js';
 
 const SCREENSHOT = 'test-output/dashboard.png';
@@ -13,7 +11,7 @@ const TOKEN = 'dashboard-token-0123456789';
 
 describe('dashboard in headless Chromium', () => {
   const reader = new MemorySessionView(seededSessions());
-  let server: ServerType;
+  let served: ServedApp;
   let base: string;
   let browser: Browser;
   let page: Page;
@@ -21,19 +19,15 @@ describe('dashboard in headless Chromium', () => {
   beforeAll(async () => {
     // Bound off loopback with a token: the page must carry the token to its API calls.
     const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN, dashboardPollMs: 250 });
-    server = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, port: 0, hostname: '0.0.0.0' }, () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    served = await serveApp(app, '0.0.0.0');
+    ({ base } = served);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
   });
 
   afterAll(async () => {
     await browser?.close();
-    const closed = new Promise((resolve) => server.close(resolve));
-    (server as Server).closeAllConnections();
-    await closed;
+    await served?.close();
   });
 
   it('lists the seeded sessions', async () => {

@@ -50,7 +50,7 @@ describe('discord: a revoked bot token', () => {
     discord = await startFakeDiscord();
     const sink = createLogSink();
     const config = loadConfig({
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv, CHATGATE_HTTP_PORT: '0',
+      ...t.env, CHATGATE_HTTP_PORT: '0',
       OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
     });
     const channels = await createChannels({ logger: sink.logger, redis: t.redis }, { discord: { token: discord.token, apiRoot: discord.apiRoot }, host: '0.0.0.0', keyPrefix: t.keyPrefix });

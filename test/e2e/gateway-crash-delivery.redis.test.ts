@@ -30,10 +30,10 @@ describe('gateway killed during a delivery', () => {
 
   const startGatewayProcess = async (apiRoot: string): Promise<ChatgateProcess> => {
     const proc = spawnChatgate(['gateway', '--demo'], {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv, CHATGATE_HTTP_PORT: '0',
+      ...t.env, CHATGATE_HTTP_PORT: '0',
       TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: apiRoot, CHATGATE_LOG_LEVEL: 'info',
     });
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await proc.ready();
     return proc;
   };
   const reply = (n: number): OutboundMessage => ({ id: `reply-${n}`, sessionId: 'telegram:42', channel: 'telegram', chatId: '42', text: `reply number ${n}`, kind: 'reply' });

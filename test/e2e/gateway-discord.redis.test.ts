@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../../channels/discord/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { startGateway } from '../../src/gateway/index.js';
@@ -10,52 +10,47 @@ import { sessionKeys } from '../../src/redis/keys.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { FAKE_DISCORD_IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
+import { useFakeServer } from '../helpers/fake-fixture.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { waitUntil } from '../helpers/waits.js';
 
-let discord: FakeDiscordServer;
 let stack: Stack | undefined;
+const discord = useFakeServer(() => startFakeDiscord(), async () => {
+  await stack?.close();
+  stack = undefined;
+});
 
 const MESSAGES = /^\/channels\/\d+\/messages$/;
 const BOT = FAKE_DISCORD_IDS.bot;
 
 async function start(handler: FakeHandler, env: Record<string, string> = {}): Promise<Stack> {
-  const channel = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
+  const channel = createDiscordChannel({}, { token: discord().token, apiRoot: discord().apiRoot, readyTimeoutMs: 10_000 });
   // These tests count the messages posted; partial replies (edited in place) are tested in streaming-discord.
   stack = await startStack({ channels: { list: [channel] }, handler, env: { CHATGATE_LIVE_REPLIES: 'false', ...env } });
   return stack;
 }
 
 /** Bodies of the messages the bot posted, optionally in one channel only. */
-const posted = (channelId?: string) => discord.callsOf('POST', MESSAGES)
+const posted = (channelId?: string) => discord().callsOf('POST', MESSAGES)
   .filter((call) => channelId === undefined || call.path === `/channels/${channelId}/messages`)
   .map((call) => String(call.body?.content));
-const untilPosted = (condition: () => boolean) => waitUntil(discord, 'call', condition);
-const dm = (content: string, authorId: string = FAKE_DISCORD_IDS.user) => discord.dispatchMessage({ content, where: 'dm', author: { id: authorId, username: 'ada' } });
+const untilPosted = (condition: () => boolean) => waitUntil(discord(), 'call', condition);
+const dm = (content: string, authorId: string = FAKE_DISCORD_IDS.user) => discord().dispatchMessage({ content, where: 'dm', author: { id: authorId, username: 'ada' } });
 const mention = (content: string, authorId: string = FAKE_DISCORD_IDS.user) =>
-  discord.dispatchMessage({ content: `<@${BOT}> ${content}`, where: 'guild', mentions: [BOT], author: { id: authorId, username: 'ada' } });
+  discord().dispatchMessage({ content: `<@${BOT}> ${content}`, where: 'guild', mentions: [BOT], author: { id: authorId, username: 'ada' } });
 
-beforeEach(async () => {
-  discord = await startFakeDiscord();
-});
-
-afterEach(async () => {
-  await stack?.close();
-  stack = undefined;
-  await discord.close();
-});
 
 describe('gateway with Discord', () => {
   it('answers a DM and a guild mention end to end, with the typing indicator', async () => {
     const s = await start((request) => ({ content: `You said: ${messageText(request.messages.at(-1)!)}` }));
     dm('hi there');
-    const first = await discord.waitForCall('POST', MESSAGES);
+    const first = await discord().waitForCall('POST', MESSAGES);
     expect(first.path).toBe(`/channels/${FAKE_DISCORD_IDS.dmChannel}/messages`);
     expect(first.body).toMatchObject({ content: 'You said: hi there', allowed_mentions: { parse: [] } });
-    expect(discord.callsOf('POST', /\/typing$/).length).toBeGreaterThan(0);
+    expect(discord().callsOf('POST', /\/typing$/).length).toBeGreaterThan(0);
 
     mention('what about the guild?');
-    const second = await discord.waitForCall('POST', MESSAGES, 2);
+    const second = await discord().waitForCall('POST', MESSAGES, 2);
     expect(second.path).toBe(`/channels/${FAKE_DISCORD_IDS.textChannel}/messages`);
     // The mention is stripped before the text reaches the model (group turns carry the speaker's name);
     // the guild channel is its own session.
@@ -67,10 +62,10 @@ describe('gateway with Discord', () => {
   it('splits a long reply at the 2000-character limit and honours a 429', async () => {
     const long = Array.from({ length: 300 }, (_, i) => `Line ${i}: ${'word '.repeat(8)}`).join('\n');
     await start(() => ({ content: long }));
-    discord.failNext('POST', MESSAGES, { status: 429, retryAfterSeconds: 1 });
+    discord().failNext('POST', MESSAGES, { status: 429, retryAfterSeconds: 1 });
     dm('tell me everything');
     await untilPosted(() => posted().some((t) => t.includes('Line 299:')));
-    const calls = discord.callsOf('POST', MESSAGES);
+    const calls = discord().callsOf('POST', MESSAGES);
     // The first POST got the 429; the same chunk is posted again after retry_after.
     expect(calls[1].atMs - calls[0].atMs).toBeGreaterThanOrEqual(900);
     const delivered = posted().slice(1);
@@ -106,9 +101,9 @@ describe('gateway with Discord', () => {
 
   it('answers a re-dispatched MESSAGE_CREATE once, refuses unlisted users and over-size messages without the LLM', async () => {
     const s = await start(() => ({ content: 'ok' }), { CHATGATE_ALLOW_DISCORD: FAKE_DISCORD_IDS.user, CHATGATE_MAX_MESSAGE_CHARS: '100' });
-    const dispatched = recordMessageDispatches(discord);
+    const dispatched = recordMessageDispatches(discord());
     dm('once please');
-    redispatch(discord, dispatched[0]);
+    redispatch(discord(), dispatched[0]);
     dm('let me in', '900000000000000099');
     mention('let me in too', '900000000000000098');
     dm('x'.repeat(500));
@@ -131,10 +126,10 @@ describe('gateway with Discord', () => {
   });
 
   it('answers once when two gateways on the same bot (a rolling restart) both receive a message', async () => {
-    // discord.js drops a re-dispatched message still in its cache; a second client has an empty
+    // discord().js drops a re-dispatched message still in its cache; a second client has an empty
     // cache, so here every message reaches two gateways and only the dedupe in Redis stops the copy.
     const s = await start(() => ({ content: 'ok' }));
-    const second = createDiscordChannel({}, { token: discord.token, apiRoot: discord.apiRoot, readyTimeoutMs: 10_000 });
+    const second = createDiscordChannel({}, { token: discord().token, apiRoot: discord().apiRoot, readyTimeoutMs: 10_000 });
     const other = await startGateway({ redis: s.t.redis, logger: createSilentLogger(), metrics: s.metrics, sessions: new MemorySessionView(), channels: { list: [second] } }, gatewayOptions(s.config));
     const duplicatesBefore = await duplicateCount(s.metrics);
     try {

@@ -55,7 +55,7 @@ describe('several gateways: the channel lease fails over', () => {
   const start = async (role: 'gateway' | 'worker', leaseMs: number): Promise<ChatgateProcess> => {
     const proc = spawnChatgate([role, '--demo'], env(leaseMs));
     procs.push(proc);
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await proc.ready();
     return proc;
   };
   const holders = async (): Promise<Record<string, string | undefined>> =>

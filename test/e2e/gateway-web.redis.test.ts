@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { type Browser } from 'playwright-core';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
@@ -34,11 +34,8 @@ describe('web chat through the whole stack in headless Chromium', () => {
   });
 
   it('shows the model reply to a typed message, then the /usage figures', async () => {
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=${CONVERSATION}`);
-    await page.locator('#status', { hasText: 'connected' }).waitFor();
-    await page.fill('#input', 'hello from the browser');
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=${CONVERSATION}`);
+    await sendChat(page, 'hello from the browser');
 
     const reply = page.locator('.msg.bot:not(.live)').first();
     await reply.waitFor();

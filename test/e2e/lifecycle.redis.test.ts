@@ -54,8 +54,7 @@ describe('chatgate gateway: startup and shutdown', () => {
 
   it('stops with a web chat event stream open', async () => {
     proc = spawnChatgate(['gateway', '--demo'], env({ CHATGATE_HTTP_PORT: '0' }));
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
-    const chatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(proc.stderr.text)?.[1] ?? '';
+    const { webChatUrl: chatUrl } = await proc.ready();
     // Like the page's EventSource: one keep-alive connection, reconnecting as soon as a stream ends.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     let open = true;

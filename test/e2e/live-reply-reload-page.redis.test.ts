@@ -5,43 +5,31 @@
  */
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
-import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
+import { startDemo, type Demo } from '../helpers/cli-process.js';
 
 /** Slow enough that a reload lands mid-reply (the demo's small talk is ~60 words: ~7 s). */
 const WORD_DELAY_MS = 120;
 
 describe('reloading the web chat page mid-stream (Chromium, demo stack)', () => {
-  let t: TestRedis;
-  let proc: ChatgateProcess | undefined;
+  let demo: Demo | undefined;
   let browser: Browser | undefined;
   let chatUrl: string;
 
   beforeAll(async () => {
-    t = createTestRedis();
-    proc = spawnChatgate(['start', '--demo'], {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-      CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS),
-    });
-    chatUrl = (await proc.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!;
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    demo = await startDemo({ CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS) });
+    ({ webChatUrl: chatUrl } = demo);
     browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
-    await stopChatgate(proc);
-    await t?.cleanup();
+    await demo?.stop();
   });
 
   it('keeps growing the live bubble after a reload, before the final reply', async () => {
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    const url = `${new URL(chatUrl).origin}/chat?c=reload-stream`;
-    await page.goto(url);
-    await page.locator('#status[data-state="connected"]').waitFor();
-    await page.fill('#input', 'tell me about the demo');
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${new URL(chatUrl).origin}/chat?c=reload-stream`);
+    await sendChat(page, 'tell me about the demo');
     const live = page.locator('.msg.bot.live .body');
     await live.waitFor();
 

@@ -6,7 +6,7 @@
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const ANSWER = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + ' and **bold end**.';
@@ -34,11 +34,8 @@ describe('streaming in the web chat page (Chromium)', () => {
   });
 
   it('shows the reply growing in a live bubble, then the final reply in its place', async () => {
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=stream-page`);
-    await page.locator('#status[data-state="connected"]').waitFor();
-    await page.fill('#input', 'write slowly');
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=stream-page`);
+    await sendChat(page, 'write slowly');
     const live = page.locator('.msg.bot.live');
     await live.waitFor();
     const partial = (await live.locator('.body').textContent()) ?? '';
@@ -51,11 +48,8 @@ describe('streaming in the web chat page (Chromium)', () => {
   });
 
   it('a turn that ends with a notice instead of a reply leaves no live bubble behind', async () => {
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=stream-notice`);
-    await page.locator('#status[data-state="connected"]').waitFor();
-    await page.fill('#input', 'use a tool');
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=stream-notice`);
+    await sendChat(page, 'use a tool');
     await page.locator('.msg.bot:not(.live)', { hasText: 'model call' }).waitFor();
     expect(await page.locator('.msg.bot').count()).toBe(1);
     expect(await page.locator('.msg.bot.live').count()).toBe(0);

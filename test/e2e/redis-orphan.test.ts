@@ -9,16 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { closedPort, spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { closedPort, isRunning, spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 
 describe('the embedded redis-server', () => {
   const stateDir = mkdtempSync(join(tmpdir(), 'chatgate-orphan-'));
@@ -33,7 +24,7 @@ describe('the embedded redis-server', () => {
     });
     procs.push(proc);
     const [, pid] = await proc.waitFor('stderr', /started redis-server \(pid (\d+)\)/);
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await proc.ready();
     return { proc, redisPid: Number(pid) };
   };
 

@@ -21,11 +21,11 @@ describe('chatgate gateway and chatgate worker started apart', () => {
 
   it('both run on the same configuration (one CHATGATE_HTTP_PORT), the worker first, and a message is answered', async () => {
     const env = {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
+      ...t.env,
       CHATGATE_HTTP_PORT: String(await closedPort()), CHATGATE_LOG_LEVEL: 'warn',
     };
     worker = spawnChatgate(['worker', '--demo'], env);
-    await worker.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await worker.ready();
     expect(worker.stderr.text).toContain('No health or metrics server (set CHATGATE_WORKER_HTTP_PORT');
     gateway = spawnChatgate(['gateway', '--demo'], env);
     const [, chatUrl] = await gateway.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m);

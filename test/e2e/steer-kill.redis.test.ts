@@ -9,9 +9,9 @@ import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionKeys } from '../../src/redis/keys.js';
 import type { FakeHandler, FakeReply } from '../fakes/openai-server.js';
-import { FIRST, gate, replyMatching, SECOND, sendDuringTurn, toolLoop, transcriptRoles, useChatDrivers, userTexts, type ChatDriver } from '../helpers/busy-chat.js';
+import { FIRST, replyMatching, SECOND, sendDuringTurn, toolLoop, transcriptRoles, useChatDrivers, userTexts, type ChatDriver } from '../helpers/busy-chat.js';
 import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
-import { pollUntil } from '../helpers/waits.js';
+import { gate, pollUntil } from '../helpers/waits.js';
 
 const THIRD = 'and tell me when it is done';
 const DRIVERS = useChatDrivers();

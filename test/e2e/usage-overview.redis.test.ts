@@ -31,14 +31,12 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     llm = await startFakeOpenAI(() => ({ content: 'noted', usage: { prompt_tokens: 1200, completion_tokens: 80, cached_tokens: 200 } }));
     front = await startModelsFront(llm.baseURL);
     env = {
-      REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-      OPENAI_BASE_URL: front.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000', CHATGATE_BUDGET_USER_DAILY_USD: '5',
+      ...t.env, OPENAI_BASE_URL: front.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000', CHATGATE_BUDGET_USER_DAILY_USD: '5',
     };
     proc = spawnChatgate(['start'], { ...env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn' });
-    origin = new URL((await proc.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
+    ({ origin } = await proc.ready());
     // The banner names the overview first of the operator's pages.
     overviewUrl = (await proc.waitFor('stderr', /^Usage: +(http:\/\/\S+\/overview)$/m))[1]!;
-    await proc.waitFor('stderr', /Press Ctrl\+C to stop\./);
     for (const [chat, text] of [['alice', 'hello'], ['bob', 'what is 2+2?'], ['alice', 'and the time?']]) {
       const posted = await fetch(`${origin}/api/chat/${chat}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, clientMessageId: `${chat}-${text}` }) });
       expect(posted.status).toBe(202);

@@ -7,7 +7,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -22,30 +22,20 @@ describe('web chat page details (Chromium, demo processes)', () => {
   let origin: string;
 
   const env = (): Record<string, string> => ({
-    REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
-    CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS), CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
+    ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS), CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
   });
   /** Starts the worker (once): the first test runs without one. */
   const startWorker = async (): Promise<void> => {
     worker ??= spawnChatgate(['worker', '--demo'], env());
-    await worker.waitFor('stderr', /Press Ctrl\+C to stop\./);
+    await worker.ready();
   };
-  const open = async (conversation: string, viewport = { width: 900, height: 700 }): Promise<Page> => {
-    const page = await browser!.newPage({ viewport });
-    await page.goto(`${origin}/chat?c=${conversation}`);
-    await page.locator('#status[data-state="connected"]').waitFor();
-    return page;
-  };
-  const send = async (page: Page, text: string): Promise<void> => {
-    await page.fill('#input', text);
-    await page.keyboard.press('Enter');
-  };
+  const open = (conversation: string, viewport?: { width: number; height: number }): Promise<Page> => openChat(browser!, `${origin}/chat?c=${conversation}`, viewport);
+  const send = sendChat;
 
   beforeAll(async () => {
     t = createTestRedis();
     gateway = spawnChatgate(['gateway', '--demo'], env());
-    await gateway.waitFor('stderr', /Press Ctrl\+C to stop\./);
-    origin = new URL((await gateway.waitFor('stderr', /^Web chat: +(http:\/\/\S+)$/m))[1]!).origin;
+    ({ origin } = await gateway.ready());
     browser = await launchChromium();
   }, PROCESS_TIMEOUT_MS);
 

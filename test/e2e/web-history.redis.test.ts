@@ -9,7 +9,7 @@ import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscriptBefore } from '../../src/redis/transcript.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('web chat history in headless Chromium', () => {
@@ -37,8 +37,7 @@ describe('web chat history in headless Chromium', () => {
     await page.goto(`${stack.gateway.httpUrl}/chat?c=reload-test`);
     await page.locator('#status[data-state="connected"]').waitFor();
     for (const [k, text] of ['first question', 'second question'].entries()) {
-      await page.fill('#input', text);
-      await page.keyboard.press('Enter');
+      await sendChat(page, text);
       await page.locator('.msg.bot:not(.live)').nth(k).waitFor();
     }
     const shown = ['first question', 'You said first question.', 'second question', 'You said second question.'];
@@ -55,8 +54,7 @@ describe('web chat history in headless Chromium', () => {
     for (const time of await fresh.locator('.msg').evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.time))) expect(time).toMatch(/\d{1,2}:\d{2}/);
     expect(await fresh.locator('.msg.bot strong').allTextContents()).toEqual(['first question', 'second question']);
 
-    await fresh.fill('#input', 'third question');
-    await fresh.keyboard.press('Enter');
+    await sendChat(fresh, 'third question');
     await fresh.locator('.msg.bot:not(.live)').nth(2).waitFor();
     expect(await fresh.locator('.msg .body').allTextContents()).toEqual([...shown, 'third question', 'You said third question.']);
     // The answers in the history are named by the replies the page received live: that is how it drops a repeat.
@@ -85,9 +83,7 @@ describe('web chat history in headless Chromium', () => {
       ];
       for (const entry of entries) await stack.t.redis.xadd(keys.transcript, '*', 'data', JSON.stringify(entry));
     }
-    const page = await browser!.newPage({ viewport: { width: 900, height: 700 } });
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=paging-test`);
-    await page.locator('#status[data-state="connected"]').waitFor();
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=paging-test`);
     const expected = Array.from({ length: 60 }, (_, k) => [`question ${k}`, `answer ${k}`]).flat();
     expect(await page.locator('.msg .body').allTextContents()).toEqual(expected.slice(-50));
     // The button, activated from the keyboard: a mouse click first scrolls it into view, and that

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
 import type { FakeReply } from '../fakes/openai-server.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('the web chat stop button, through the whole stack', () => {
@@ -31,11 +31,8 @@ describe('the web chat stop button, through the whole stack', () => {
   });
 
   it('stops a reply being written, then answers the next message', async () => {
-    const page = await browser!.newPage();
-    await page.goto(`${stack.gateway.httpUrl}/chat?c=web-stop`);
-    await page.locator('#status', { hasText: 'connected' }).waitFor();
-    await page.fill('#input', 'write a very long story');
-    await page.keyboard.press('Enter');
+    const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=web-stop`);
+    await sendChat(page, 'write a very long story');
     await stack.llm.waitForRequest(() => true);
     await page.locator('#stop').waitFor({ state: 'visible' });
     await page.click('#stop');
@@ -43,8 +40,7 @@ describe('the web chat stop button, through the whole stack', () => {
     expect(stack.agentRequests()).toHaveLength(1);
 
     hang = false;
-    await page.fill('#input', 'just say hi');
-    await page.keyboard.press('Enter');
+    await sendChat(page, 'just say hi');
     await page.locator('.msg.bot', { hasText: 'You said just say hi' }).waitFor();
     expect(await page.locator('.msg.bot').allTextContents()).toEqual(['Stopped.', 'You said just say hi']);
     await page.close();

@@ -1,4 +1,4 @@
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's Chromium (installed by .ci/run); Playwright's own browser download does not work here. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -10,4 +10,18 @@ export function launchChromium(): Promise<Browser> {
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/** Opens `url` (a web chat page) in a new page of `browser` and resolves once the page says it is connected. */
+export async function openChat(browser: Browser, url: string, viewport = { width: 900, height: 700 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  await page.goto(url);
+  await page.locator('#status[data-state="connected"]').waitFor();
+  return page;
+}
+
+/** Types `text` into a web chat page's input and sends it with Enter. */
+export async function sendChat(page: Page, text: string): Promise<void> {
+  await page.fill('#input', text);
+  await page.keyboard.press('Enter');
 }

@@ -48,13 +48,6 @@ export function userTexts(messages: readonly ChatMessage[]): string[] {
   return messages.filter((m) => m.role === 'user').map((m) => messageText(m));
 }
 
-/** A promise the test opens when it wants. */
-export function gate(): { promise: Promise<void>; open(): void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => { open = resolve; });
-  return { promise, open };
-}
-
 /**
  * Registers the fixtures of the calling file (a fake Telegram per test, the web chat's stack closed
  * after each test) and returns the two ways to open a chat, named for `describe.each`.

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { createTestRedis, type TestRedis } from './redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -16,17 +17,31 @@ export interface ChatgateProcess {
   exited: Promise<number | null>;
   /** Resolves with the first match of `pattern` in the stream; rejects when the process exits first. */
   waitFor(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<RegExpExecArray>;
+  /**
+   * Resolves once the ready banner has ended (`Press Ctrl+C to stop.` on stderr), with the web chat
+   * URL it named and that URL's origin (both '' for a role without one); rejects when the process exits first.
+   */
+  ready(): Promise<{ webChatUrl: string; origin: string }>;
 }
 
-/** How {@link spawnChatgate} runs the CLI by default: the sources through tsx. */
-const SOURCE_CLI = ['--import', 'tsx', 'src/cli.ts'];
+/**
+ * Node's arguments up to the CLI's entry point: the compiled build in dist/, as `chatgate` and
+ * `npm start` run it (it starts on about half the CPU of the sources through tsx). Rebuilds dist/
+ * first when the sources changed since it was built (test/global-setup.ts builds it before a run).
+ * @throws Error when the build fails.
+ */
+export function compiledCli(): readonly string[] {
+  const built = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`scripts/build.mjs --if-stale failed (${built.status}): ${built.stderr}`);
+  return ['--enable-source-maps', 'dist/src/cli.js'];
+}
 
 /**
  * Spawns `node <cli> --no-dotenv <args>` with `env` on top of PATH and HOME (nothing else
  * inherited), in the project's folder. `cli` is node's arguments up to the entry point; default
- * `--import tsx src/cli.ts` (a compiled build: `['--enable-source-maps', 'dist/src/cli.js']`).
+ * {@link compiledCli} (the sources through tsx: `['--import', 'tsx', 'src/cli.ts']`).
  */
-export function spawnChatgate(args: string[], env: Record<string, string>, cli: readonly string[] = SOURCE_CLI): ChatgateProcess {
+export function spawnChatgate(args: string[], env: Record<string, string>, cli: readonly string[] = compiledCli()): ChatgateProcess {
   const child = spawn(process.execPath, [...cli, '--no-dotenv', ...args], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   });
@@ -49,7 +64,42 @@ export function spawnChatgate(args: string[], env: Record<string, string>, cli: 
     child.once('exit', onExit);
     check();
   });
-  return { child, stdout, stderr, exited, waitFor };
+  const ready = async () => {
+    await waitFor('stderr', /Press Ctrl\+C to stop\./);
+    const webChatUrl = /^Web chat: +(http:\/\/\S+)$/m.exec(stderr.text)?.[1] ?? '';
+    return { webChatUrl, origin: webChatUrl && new URL(webChatUrl).origin };
+  };
+  return { child, stdout, stderr, exited, waitFor, ready };
+}
+
+/** A running `chatgate start --demo` on its own test Redis prefixes (see {@link startDemo}). */
+export interface Demo {
+  t: TestRedis;
+  proc: ChatgateProcess;
+  /** The web chat URL the banner names, and its origin (where the dashboard and the APIs are). */
+  webChatUrl: string;
+  origin: string;
+  /** Stops the process (SIGTERM) and deletes the test's keys. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `chatgate start --demo` on fresh test Redis prefixes, HTTP on a free port, logging
+ * warnings only, `env` on top, and resolves once it is ready. @throws when it exits first.
+ */
+export async function startDemo(env: Record<string, string> = {}): Promise<Demo> {
+  const t = createTestRedis();
+  const proc = spawnChatgate(['start', '--demo'], { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', ...env });
+  const stop = async () => {
+    await stopChatgate(proc);
+    await t.cleanup();
+  };
+  try {
+    return { t, proc, ...await proc.ready(), stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /** What a finished `chatgate` run printed, and its exit code (null when killed by a signal). */
@@ -73,6 +123,16 @@ export async function stopChatgate(proc: ChatgateProcess | undefined): Promise<v
   if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   proc.child.kill('SIGTERM');
   await proc.exited;
+}
+
+/** Whether a process with this pid exists (signal 0). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A loopback port nothing listens on. */

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+import { compiledCli } from './cli-process.js';
 import { testShards } from './redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -16,12 +17,12 @@ export interface CliWorkerOptions {
   /** OpenAI-compatible base URL (ends in `/v1`); it must answer `GET /models` (see {@link startModelsFront}). */
   baseURL: string;
   /** Further `CHATGATE_*` options, e.g. `CHATGATE_LEASE_TTL_MS`. */
-  env?: Record<string, string>;
+  env?: Readonly<Record<string, string>>;
 }
 
 /**
- * Starts the real worker entry point, `node --import tsx src/cli.ts --no-dotenv worker`, with its
- * configuration in the environment (nothing else inherited but PATH and HOME), and resolves once
+ * Starts the real worker entry point, `chatgate --no-dotenv worker` from the compiled build
+ * ({@link compiledCli}), with its configuration in the environment (nothing else inherited but PATH and HOME), and resolves once
  * it logs `worker started`. Its stdout carries the JSON log lines.
  * @throws when the process exits first (with its stderr).
  */
@@ -32,7 +33,7 @@ export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildPr
     OPENAI_BASE_URL: options.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'gpt-4o-mini', CHATGATE_CONTEXT_WINDOW: '16000',
     CHATGATE_LOG_LEVEL: 'info', ...options.env,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'worker'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
   await new Promise<void>((resolve, reject) => {
@@ -43,6 +44,29 @@ export async function spawnCliWorker(options: CliWorkerOptions): Promise<ChildPr
       resolve();
     }, reject);
   });
+  return child;
+}
+
+/**
+ * What {@link spawnEffectWorker} needs: as {@link CliWorkerOptions} (the effect worker does not check
+ * `/models`: the fake's URL will do; `env` takes its switches `EFFECT_BLOCK: '1'` and `BOOK_APPROVAL: 'ask'`),
+ * and the shard count.
+ */
+export interface EffectWorkerOptions extends CliWorkerOptions {
+  queueShards: number;
+}
+
+/**
+ * Starts test/helpers/effect-worker.ts (a worker with the `lookup` and `book` tools) as a child
+ * process and resolves once it logs `worker started`.
+ */
+export async function spawnEffectWorker(options: EffectWorkerOptions): Promise<ChildProcess> {
+  const env = {
+    PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: options.redisUrl, KEY_PREFIX: options.keyPrefix, QUEUE_PREFIX: options.queuePrefix,
+    QUEUE_SHARDS: String(options.queueShards), OPENAI_BASE_URL: options.baseURL, ...options.env,
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  await waitForLine(child, '"worker started"');
   return child;
 }
 

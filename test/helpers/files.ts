@@ -1,7 +1,13 @@
 /**
  * Small real files for attachment tests: a valid PDF written by hand (one text line per page,
- * Helvetica, a correct xref table), a PNG and a JPEG header, an OGG header.
+ * Helvetica, a correct xref table), a PNG and a JPEG header, an OGG header. And a folder with a
+ * tool that writes into it, for approval tests.
  */
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { defineTool } from '../../workers/tools/types.js';
 
 /** A PDF with one page per entry of `pages`, each showing its text. */
 export function makePdf(pages: readonly string[]): Buffer {
@@ -45,4 +51,27 @@ export function oggBytes(size = 128): Buffer {
   const bytes = Buffer.alloc(size, 1);
   Buffer.from('OggS').copy(bytes);
   return bytes;
+}
+
+/**
+ * A new folder under the OS's temp folder (its name starts with `prefix`) and `tool`, a
+ * library-defined tool with a real effect that asks for approval: `write_file({ file, text })`
+ * appends the line `text` to `file` there. `lines(file)` reads a file's lines ([] when it does not
+ * exist); `remove()` deletes the folder.
+ */
+export function createFileWriter(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const tool = defineTool({
+    name: 'write_file', description: 'Appends a line to a file.', sideEffects: true, approval: 'ask',
+    schema: z.object({ file: z.string(), text: z.string() }),
+    run({ file, text }) {
+      appendFileSync(join(dir, file), `${text}\n`);
+      return `wrote ${file}`;
+    },
+  });
+  return {
+    dir, tool,
+    lines: (file: string): string[] => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8').trim().split('\n') : []),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }

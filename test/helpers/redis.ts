@@ -16,6 +16,8 @@ export interface TestRedis {
   names: { queuePrefix: string; queueShards: number };
   /** Env of a child process: CHATGATE_QUEUE_SHARDS. */
   shardEnv: { CHATGATE_QUEUE_SHARDS: string };
+  /** Env of a `chatgate` child process on this Redis: REDIS_URL, both prefixes and CHATGATE_QUEUE_SHARDS. */
+  env: { REDIS_URL: string; CHATGATE_KEY_PREFIX: string; CHATGATE_QUEUE_PREFIX: string; CHATGATE_QUEUE_SHARDS: string };
   /** Deletes every key under both prefixes and closes the connection. */
   cleanup(): Promise<void>;
 }
@@ -30,6 +32,7 @@ export function createTestRedis(): TestRedis {
   const queueShards = testShards();
   return {
     redis, keyPrefix, queuePrefix, url, queueShards, names: { queuePrefix, queueShards }, shardEnv: { CHATGATE_QUEUE_SHARDS: String(queueShards) },
+    env: { REDIS_URL: url, CHATGATE_KEY_PREFIX: keyPrefix, CHATGATE_QUEUE_PREFIX: queuePrefix, CHATGATE_QUEUE_SHARDS: String(queueShards) },
     async cleanup() {
       await deleteMatching(redis, `${keyPrefix}*`);
       await deleteMatching(redis, `${queuePrefix}*`);

@@ -51,7 +51,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const summary: FakeHandler = options.summary ?? (() => ({ content: 'Goal: help the user. Active state: conversation summarised.' }));
   const llm = await startFakeOpenAI((request) => (isSummaryRequest(request) ? summary(request) : options.handler(request)));
   const config = loadConfig({
-    REDIS_URL: t.url, CHATGATE_KEY_PREFIX: t.keyPrefix, CHATGATE_QUEUE_PREFIX: t.queuePrefix, ...t.shardEnv,
+    ...t.env,
     OPENAI_BASE_URL: llm.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'fake-model', CHATGATE_CONTEXT_WINDOW: '16000',
     CHATGATE_RESERVED_OUTPUT_TOKENS: '0', CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'silent', ...options.env,
   });

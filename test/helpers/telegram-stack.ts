@@ -1,6 +1,6 @@
-import { afterEach, beforeEach } from 'vitest';
 import { createTelegramChannel, type TelegramChannelDeps, type TelegramChannelOptions } from '../../channels/telegram/index.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
+import { useFakeServer } from './fake-fixture.js';
 import { startStack, type Stack, type StackOptions } from './stack.js';
 import { waitUntil } from './waits.js';
 
@@ -40,21 +40,11 @@ export interface TelegramFixture {
  * the fake) in the calling file or `describe`, and returns the fixture.
  */
 export function useTelegramFixture(): TelegramFixture {
-  let telegram: FakeTelegramServer | undefined;
   let stack: Stack | undefined;
-  beforeEach(async () => {
-    telegram = await startFakeTelegram();
-  });
-  afterEach(async () => {
+  const fake = useFakeServer(() => startFakeTelegram(), async () => {
     await stack?.close();
     stack = undefined;
-    await telegram?.close();
-    telegram = undefined;
   });
-  const fake = (): FakeTelegramServer => {
-    if (!telegram) throw new Error('the fake Telegram runs only inside a test of the file that uses the fixture');
-    return telegram;
-  };
   const sent = (): string[] => fake().callsOf('sendMessage').map((call) => String(call.params.text));
   const until = (condition: () => boolean): Promise<void> => waitUntil(fake(), 'call', condition);
   return {

@@ -10,6 +10,13 @@ export interface PollOptions {
   what?: string;
 }
 
+/** A promise and the function that resolves it: a gate a test opens, or a point a handler marks as reached. */
+export function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => { open = resolve; });
+  return { promise, open };
+}
+
 /**
  * Resolves once `condition` holds, checking now and on every `event` of `emitter` (the fakes emit
  * `call` on each request they record). Never a fixed sleep: the test's timeout bounds the wait.

@@ -3,9 +3,8 @@
  * decision (pressed twice, as from two gateways) resumes it on another worker process, which runs
  * the approved call exactly once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decideAndWake } from '../../src/approvals/decide.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
@@ -13,26 +12,15 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { createSilentLogger } from '../../src/log.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
-import { waitForLine } from '../helpers/cli-worker.js';
 import { pollUntil } from '../helpers/waits.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'web:k9';
 
 describe('a turn waiting for approval', () => {
   let rig: WorkerRig;
 
-  const startWorker = async (): Promise<ChildProcess> => {
-    const { t, fake } = rig;
-    const env = {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix, QUEUE_SHARDS: String(t.queueShards),
-      OPENAI_BASE_URL: fake.baseURL, BOOK_APPROVAL: 'ask',
-    };
-    const child = rig.track(spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
-    await waitForLine(child, '"worker started"');
-    return child;
-  };
+  const startWorker = (): Promise<ChildProcess> => rig.spawnEffectWorker({ BOOK_APPROVAL: 'ask' });
 
   beforeEach(async () => { rig = await openWorkerRig(); });
   afterEach(async () => { await rig.close(); });

@@ -6,7 +6,7 @@ import { createSilentLogger } from '../../src/log.js';
 import { attachmentIdOf, storeAttachment } from '../../src/redis/attachments.js';
 import { attachmentKey } from '../../src/redis/keys.js';
 import { createAttachmentReader, MAX_INLINE_IMAGES } from '../../workers/attachments.js';
-import { toUserMessage } from '../../workers/request.js';
+import { toUserMessage } from '../../workers/model-request.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { oggBytes, pngBytes } from '../helpers/files.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';

@@ -102,6 +102,21 @@ describe('budget ledger', () => {
     expect((await l.state(bob))[0]).toMatchObject({ limitTokens: 50, usedTokens: 10 });
   });
 
+  it('answers early from the marker only while the limit that was used up still holds', async () => {
+    const tight = ledger(settings({ user: { day: { tokens: 10 } } }));
+    const r = await tight.reserve(alice, { tokens: 1 });
+    if (!('id' in r)) throw new Error('refused');
+    await tight.settle(alice, r.id, { tokens: 10 });
+    expect(await tight.check(alice)).toMatchObject({ level: 'user', unit: 'tokens', limit: 10 });
+    // The operator raised the limit in the environment and restarted: the old marker no longer answers.
+    const raised = ledger(settings({ user: { day: { tokens: 100 } } }));
+    expect(await raised.check(alice)).toBeNull();
+    expect('id' in (await raised.reserve(alice, { tokens: 1 }))).toBe(true);
+    // A stored override set (or reset) through `chatgate budgets` drops the marker at once.
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 10 } } }) }).set('user', alice.user, { dailyTokens: 50 });
+    expect(await tight.check(alice)).toBeNull();
+  });
+
   it('reports the notice share once and the exhausted limit once', async () => {
     const l = ledger(settings({ user: { day: { tokens: 100 } }, noticePercent: 80 }));
     const call = async (tokens: number) => {

@@ -13,25 +13,16 @@ import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { stopTurn } from '../../src/turn-stop/stop-command.js';
 import type { FakeReply } from '../fakes/openai-server.js';
-import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 describe('a worker killed mid-turn', () => {
   let rig: WorkerRig;
-  let front: Awaited<ReturnType<typeof startModelsFront>>;
-  beforeEach(async () => {
-    rig = await openWorkerRig();
-    front = await startModelsFront(rig.fake.baseURL);
-  });
-  afterEach(async () => {
-    await rig.close();
-    await front.close();
-  });
+  beforeEach(async () => { rig = await openWorkerRig(); });
+  afterEach(async () => { await rig.close(); });
 
   const startWorker = async (): Promise<{ child: ChildProcess; lines: Array<Record<string, unknown>> }> => {
-    const { t } = rig;
     // A short heartbeat keeps the test quick; the lease and the queue lock keep their defaults.
-    const child = rig.track(await spawnCliWorker({ redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL, env: { CHATGATE_HEARTBEAT_TTL_MS: '1500' } }));
+    const child = await rig.spawnCliWorker({ CHATGATE_HEARTBEAT_TTL_MS: '1500' });
     const lines: Array<Record<string, unknown>> = [];
     createInterface({ input: child.stdout! }).on('line', (line) => {
       try {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDiscordChannel, NOT_ACCEPTED_REPLY, type DiscordChannel, type DiscordChannelOptions } from '../../channels/discord/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { measureText } from '../../src/core/split.js';
@@ -6,10 +6,14 @@ import { ChannelError } from '../../src/errors.js';
 import { createDelivery } from '../../src/outbound/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { createTypingIndicators } from '../../src/gateway/typing.js';
-import { FAKE_DISCORD_IDS as IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
+import { FAKE_DISCORD_IDS as IDS, startFakeDiscord } from '../fakes/discord-server.js';
+import { useFakeServer } from '../helpers/fake-fixture.js';
 
-let fake: FakeDiscordServer;
 let channel: DiscordChannel | undefined;
+const fake = useFakeServer(() => startFakeDiscord({ heartbeatIntervalMs: 200 }), async () => {
+  await channel?.stop();
+  channel = undefined;
+});
 
 /** Collects inbound messages; `next()` resolves with the next one not yet returned. */
 function inbox(handler?: (message: InboundMessage) => Promise<void>) {
@@ -30,7 +34,7 @@ function inbox(handler?: (message: InboundMessage) => Promise<void>) {
 }
 
 async function startChannel(onMessage: (message: InboundMessage) => Promise<void>, options: Partial<DiscordChannelOptions> = {}): Promise<DiscordChannel> {
-  channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot, ...options });
+  channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot, ...options });
   await channel.start(onMessage);
   return channel;
 }
@@ -40,37 +44,28 @@ const reply = (text: string, chatId: string, threadId?: string) => ({
 });
 const messagesPath = (channelId: string) => new RegExp(`^/channels/${channelId}/messages$`);
 
-beforeEach(async () => {
-  fake = await startFakeDiscord({ heartbeatIntervalMs: 200 });
-});
-
-afterEach(async () => {
-  await channel?.stop();
-  channel = undefined;
-  await fake.close();
-});
 
 describe('discord channel: gateway and inbound', () => {
   it('identifies with the required intents and heartbeats', async () => {
     await startChannel(inbox().onMessage);
     expect(channel!.botUserId).toBe(IDS.bot);
-    const identify = fake.gatewayReceived.find((payload) => payload.op === 2)!.d as { intents: number };
+    const identify = fake().gatewayReceived.find((payload) => payload.op === 2)!.d as { intents: number };
     // Guilds (1) | GuildMessages (512) | DirectMessages (4096) | MessageContent (32768)
     expect(identify.intents).toBe(1 | 512 | 4096 | 32768);
-    await fake.waitForGateway(1);
-    expect(fake.callsOf('GET', /^\/gateway\/bot$/)).toHaveLength(1);
+    await fake().waitForGateway(1);
+    expect(fake().callsOf('GET', /^\/gateway\/bot$/)).toHaveLength(1);
   });
 
   it('emits DMs, guild mentions, replies to the bot, commands and thread messages', async () => {
     const { onMessage, next, received } = inbox();
     await startChannel(onMessage);
-    fake.dispatchMessage({ where: 'dm', content: 'hello in private' });
+    fake().dispatchMessage({ where: 'dm', content: 'hello in private' });
     expect(await next()).toMatchObject({ channel: 'discord', chatId: IDS.dmChannel, userId: IDS.user, userName: 'Ada Lovelace', text: 'hello in private', chatType: 'private' });
-    fake.dispatchMessage({ where: 'guild', content: 'not for the bot' });
-    fake.dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> what is 2+2?`, mentions: [IDS.bot] });
-    fake.dispatchMessage({ where: 'guild', content: 'and 3+3?', replyTo: { messageId: '1234', authorId: IDS.bot } });
-    fake.dispatchMessage({ where: 'guild', content: '/usage' });
-    const threadMessageId = fake.dispatchMessage({ where: 'thread', content: `<@${IDS.bot}> in a thread`, mentions: [IDS.bot] });
+    fake().dispatchMessage({ where: 'guild', content: 'not for the bot' });
+    fake().dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> what is 2+2?`, mentions: [IDS.bot] });
+    fake().dispatchMessage({ where: 'guild', content: 'and 3+3?', replyTo: { messageId: '1234', authorId: IDS.bot } });
+    fake().dispatchMessage({ where: 'guild', content: '/usage' });
+    const threadMessageId = fake().dispatchMessage({ where: 'thread', content: `<@${IDS.bot}> in a thread`, mentions: [IDS.bot] });
     await next(5);
     // Order is kept per channel; the thread is another channel, so compare without order.
     const summary = received.slice(1).map((m) => [m.text, m.chatId, m.threadId, m.chatType, m.replyTo]);
@@ -86,24 +81,24 @@ describe('discord channel: gateway and inbound', () => {
   it('ignores bots and hands attachments without text to the gateway with their type, name and size, sending nothing itself', async () => {
     const { onMessage, received, next } = inbox();
     await startChannel(onMessage);
-    fake.dispatchMessage({ where: 'dm', content: 'from a bot', author: { id: '5', username: 'other', bot: true } });
-    fake.dispatchMessage({ where: 'dm', content: '', attachments: [{ filename: 'a.pdf', content_type: 'application/pdf' }] });
+    fake().dispatchMessage({ where: 'dm', content: 'from a bot', author: { id: '5', username: 'other', bot: true } });
+    fake().dispatchMessage({ where: 'dm', content: '', attachments: [{ filename: 'a.pdf', content_type: 'application/pdf' }] });
     expect(await next()).toMatchObject({ channel: 'discord', chatId: IDS.dmChannel, text: '', attachments: [{ kind: 'document', mimeType: 'application/pdf', fileName: 'a.pdf', size: 10 }] });
     expect(received).toHaveLength(1);
-    expect(fake.callsOf('POST', messagesPath(IDS.dmChannel))).toEqual([]);
+    expect(fake().callsOf('POST', messagesPath(IDS.dmChannel))).toEqual([]);
   });
 
   it('tells the user when a message could not be accepted', async () => {
     await startChannel(async () => {
       throw new Error('redis down');
     });
-    const messageId = fake.dispatchMessage({ where: 'dm', content: 'hello?' });
-    const sent = await fake.waitForCall('POST', messagesPath(IDS.dmChannel));
+    const messageId = fake().dispatchMessage({ where: 'dm', content: 'hello?' });
+    const sent = await fake().waitForCall('POST', messagesPath(IDS.dmChannel));
     expect(sent.body).toMatchObject({ content: NOT_ACCEPTED_REPLY, message_reference: { message_id: messageId } });
   });
 
   it('rejects a token the gateway refuses, with a ChannelError', async () => {
-    channel = createDiscordChannel({}, { token: 'wrong-token', apiRoot: fake.apiRoot });
+    channel = createDiscordChannel({}, { token: 'wrong-token', apiRoot: fake().apiRoot });
     const error = await channel.start(inbox().onMessage).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ChannelError);
     expect((error as Error).message).not.toContain('wrong-token');
@@ -117,7 +112,7 @@ describe('discord channel: outbound', () => {
     const text = Array.from({ length: 80 }, (_, i) => `Line ${i} 😀 @everyone ${'lorem ipsum '.repeat(4)}`).join('\n');
     const delivery = createDelivery({ channels: new Map([['discord', channel!]]), ledger: createMemoryDeliveryLedger() });
     const result = await delivery.deliver(reply(text, IDS.textChannel, IDS.thread));
-    const calls = fake.callsOf('POST', messagesPath(IDS.thread));
+    const calls = fake().callsOf('POST', messagesPath(IDS.thread));
     expect(result.chunks).toBeGreaterThan(1);
     expect(calls).toHaveLength(result.chunks);
     for (const call of calls) {
@@ -129,18 +124,18 @@ describe('discord channel: outbound', () => {
 
   it('surfaces a 429 at once by default, as a rate-limited ChannelError carrying retry_after', async () => {
     await startChannel(inbox().onMessage);
-    fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 30 });
+    fake().failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 30 });
     const error = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' }).catch((err: unknown) => err);
     expect(error).toMatchObject({ code: 'CHANNEL_RATE_LIMITED', retryable: true });
     expect((error as ChannelError).retryAfterMs).toBeGreaterThan(29_000);
-    expect(fake.callsOf('POST', messagesPath(IDS.dmChannel))).toHaveLength(1);
+    expect(fake().callsOf('POST', messagesPath(IDS.dmChannel))).toHaveLength(1);
   });
 
   it('waits a short 429 inside the call when maxRateLimitWaitMs allows it', async () => {
     await startChannel(inbox().onMessage, { maxRateLimitWaitMs: 5_000 });
-    fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 0.4 });
+    fake().failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 0.4 });
     const sent = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' });
-    const [first, second] = fake.callsOf('POST', messagesPath(IDS.dmChannel));
+    const [first, second] = fake().callsOf('POST', messagesPath(IDS.dmChannel));
     expect(second.body).toMatchObject({ content: 'hello' });
     expect(second.atMs - first.atMs).toBeGreaterThanOrEqual(400);
     expect(sent.messageId).toMatch(/^\d+$/);
@@ -148,7 +143,7 @@ describe('discord channel: outbound', () => {
 
   it('surfaces a rate limit longer than maxRateLimitWaitMs as a retryable ChannelError', async () => {
     await startChannel(inbox().onMessage, { maxRateLimitWaitMs: 100 });
-    fake.failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 5 });
+    fake().failNext('POST', messagesPath(IDS.dmChannel), { status: 429, retryAfterSeconds: 5 });
     const error = await channel!.send({ chatId: IDS.dmChannel }, { text: 'hello', mode: 'formatted' }).catch((err: unknown) => err);
     expect(error).toMatchObject({ code: 'CHANNEL_RATE_LIMITED', retryable: true });
     expect((error as ChannelError).retryAfterMs).toBeGreaterThan(4_000);
@@ -165,7 +160,7 @@ describe('discord channel: outbound', () => {
     await startChannel(inbox().onMessage, { typingIntervalMs: 30 });
     const typing = createTypingIndicators();
     typing.start('discord:thread', channel!, { chatId: IDS.textChannel, threadId: IDS.thread });
-    await fake.waitForCall('POST', new RegExp(`^/channels/${IDS.thread}/typing$`), 3);
+    await fake().waitForCall('POST', new RegExp(`^/channels/${IDS.thread}/typing$`), 3);
     typing.stop('discord:thread');
     expect(typing.active()).toEqual([]);
   });

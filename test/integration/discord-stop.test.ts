@@ -1,64 +1,53 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDiscordChannel, type DiscordChannel } from '../../channels/discord/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
-import { FAKE_DISCORD_IDS as IDS, startFakeDiscord, type FakeDiscordServer } from '../fakes/discord-server.js';
+import { FAKE_DISCORD_IDS as IDS, startFakeDiscord } from '../fakes/discord-server.js';
+import { useFakeServer } from '../helpers/fake-fixture.js';
+import { gate } from '../helpers/waits.js';
 
-let fake: FakeDiscordServer;
 let channel: DiscordChannel | undefined;
-
-/** A promise with its resolver. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => { resolve = r; });
-  return { promise, resolve };
-}
-
-beforeEach(async () => {
-  fake = await startFakeDiscord({ heartbeatIntervalMs: 200 });
-});
-
-afterEach(async () => {
+const fake = useFakeServer(() => startFakeDiscord({ heartbeatIntervalMs: 200 }), async () => {
   await channel?.stop();
   channel = undefined;
-  await fake.close();
 });
+
 
 describe('discord channel: stop', () => {
   it('waits for the messages queued behind a slow handler before destroying the client', async () => {
     const received: string[] = [];
-    const gate = deferred();
-    const firstStarted = deferred();
-    const markerSeen = deferred();
-    channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot });
+    const held = gate();
+    const firstStarted = gate();
+    const markerSeen = gate();
+    channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot });
     await channel.start(async (message: InboundMessage) => {
-      if (message.text === 'marker') return markerSeen.resolve();
+      if (message.text === 'marker') return markerSeen.open();
       if (message.text === 'one') {
-        firstStarted.resolve();
-        await gate.promise;
+        firstStarted.open();
+        await held.promise;
       }
       received.push(message.text);
     });
-    fake.dispatchMessage({ where: 'dm', content: 'one' });
-    fake.dispatchMessage({ where: 'dm', content: 'two' });
-    fake.dispatchMessage({ where: 'dm', content: 'three' });
+    fake().dispatchMessage({ where: 'dm', content: 'one' });
+    fake().dispatchMessage({ where: 'dm', content: 'two' });
+    fake().dispatchMessage({ where: 'dm', content: 'three' });
     // Another channel's chain: once its message is handled, 'two' and 'three' are queued behind 'one'.
-    fake.dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> marker`, mentions: [IDS.bot] });
+    fake().dispatchMessage({ where: 'guild', content: `<@${IDS.bot}> marker`, mentions: [IDS.bot] });
     await Promise.all([firstStarted.promise, markerSeen.promise]);
     const stopped = channel.stop();
-    gate.resolve();
+    held.open();
     await stopped;
     channel = undefined;
     expect(received).toEqual(['one', 'two', 'three']);
   });
 
   it('gives up after stopDrainTimeoutMs when a handler never returns', async () => {
-    const started = deferred();
-    channel = createDiscordChannel({}, { token: fake.token, apiRoot: fake.apiRoot, stopDrainTimeoutMs: 50 });
+    const started = gate();
+    channel = createDiscordChannel({}, { token: fake().token, apiRoot: fake().apiRoot, stopDrainTimeoutMs: 50 });
     await channel.start(() => {
-      started.resolve();
+      started.open();
       return new Promise<void>(() => undefined);
     });
-    fake.dispatchMessage({ where: 'dm', content: 'stuck' });
+    fake().dispatchMessage({ where: 'dm', content: 'stuck' });
     await started.promise;
     await channel.stop();
     channel = undefined;

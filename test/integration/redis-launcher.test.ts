@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pingRedis, resolveRedis, type ResolvedRedis } from '../../src/redis/launcher.js';
+import { isRunning } from '../helpers/cli-process.js';
 
 const SHARED_PORT = 6379;
 const stateDir = mkdtempSync(join(tmpdir(), 'cg-launcher-'));
@@ -30,15 +31,6 @@ async function rejection(promise: Promise<unknown>): Promise<CodedError> {
   );
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 afterAll(async () => {
   await Promise.all(started.map((r) => r.stop()));
   rmSync(stateDir, { recursive: true, force: true });
@@ -61,9 +53,9 @@ describe('resolveRedis', () => {
     client.disconnect();
 
     const pid = redis.pid as number;
-    expect(isAlive(pid)).toBe(true);
+    expect(isRunning(pid)).toBe(true);
     await redis.stop();
-    expect(isAlive(pid)).toBe(false);
+    expect(isRunning(pid)).toBe(false);
     expect(await pingRedis(redis.url, 500)).toMatch(/ECONNREFUSED/);
   });
 

@@ -2,9 +2,8 @@
  * Steering under kill -9: a message that joined a running turn (steer) is neither lost nor doubled
  * when the worker running the turn dies, and the turn resumed on another worker answers both.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
@@ -15,11 +14,9 @@ import { replyJobId } from '../../src/queue/names.js';
 import { holdLease } from '../../src/redis/lease.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeReply, FakeRequest } from '../fakes/openai-server.js';
-import { waitForLine } from '../helpers/cli-worker.js';
-import { pollUntil } from '../helpers/waits.js';
+import { gate, pollUntil } from '../helpers/waits.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'web:s1';
 
 function inbound(n: number, text: string): InboundMessage {
@@ -32,27 +29,17 @@ const tools = (request: FakeRequest) => request.messages.filter((m) => m.role ==
 describe('a steered message under kill -9', () => {
   let rig: WorkerRig;
 
-  const startWorker = async (block: boolean): Promise<ChildProcess> => {
-    const { t, fake } = rig;
-    const env = {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix, QUEUE_SHARDS: String(t.queueShards),
-      OPENAI_BASE_URL: fake.baseURL, EFFECT_BLOCK: block ? '1' : '0',
-    };
-    const child = rig.track(spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
-    await waitForLine(child, '"worker started"');
-    return child;
-  };
+  const startWorker = (block: boolean): Promise<ChildProcess> => rig.spawnEffectWorker({ EFFECT_BLOCK: block ? '1' : '0' });
 
   beforeEach(async () => { rig = await openWorkerRig(); });
   afterEach(async () => { await rig.close(); });
 
   it('joins the turn once, survives the worker dying in the next round, and the turn answers it once', async () => {
     const { t, fake, producer, out } = rig;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => { release = resolve; });
+    const held = gate();
     fake.setHandler(async (request): Promise<FakeReply> => {
       if (tools(request) === 0) {
-        await held;
+        await held.promise;
         return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: {} }] };
       }
       if (tools(request) === 1) return { toolCalls: [{ id: 'call_book', name: 'book', arguments: { slot: '9:30' } }] };
@@ -62,11 +49,9 @@ describe('a steered message under kill -9', () => {
     await producer.submitInbound(inbound(1, 'book me the first free slot'));
     await fake.waitForRequest(() => true);
     await producer.submitInbound(inbound(2, 'make it for two people'));
-    release();
+    held.open();
     // The book call runs in the round after the steered message joined: kill the worker there.
-    const signals = t.redis.duplicate();
-    await signals.blpop(`${t.keyPrefix}signal:book-started`, 0);
-    signals.disconnect();
+    await rig.signal('book-started');
     await startWorker(false);
     victim.kill('SIGKILL');
     await once(victim, 'exit');
@@ -110,11 +95,10 @@ describe('a steered message under kill -9', () => {
 
   it('keeps the reply named by the messages the turn started with, so it settles the live reply begun for them', async () => {
     const { fake, producer, out } = rig;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => { release = resolve; });
+    const held = gate();
     fake.setHandler(async (request): Promise<FakeReply> => {
       if (tools(request) === 0) {
-        await held;
+        await held.promise;
         return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: {} }] };
       }
       return { content: `Done for: ${users(request.messages).join(' | ')}` };
@@ -123,7 +107,7 @@ describe('a steered message under kill -9', () => {
     await producer.submitInbound(inbound(1, 'first'));
     await fake.waitForRequest(() => true);
     await producer.submitInbound(inbound(2, 'second'));
-    release();
+    held.open();
     await out.waitFor((replies) => replies.length >= 1);
     expect(out.replies.map((reply) => [reply.id, reply.text])).toEqual([[replyJobId(['web:s1:1'], 'reply'), 'Done for: first | second']]);
   });

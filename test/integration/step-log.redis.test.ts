@@ -8,7 +8,7 @@ import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { askedApprovalIds, createStepLog, STEP_LOG_FORMAT, type RecordedAnswer } from '../../src/redis/step-log.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
-import { toUserMessage } from '../../workers/request.js';
+import { toUserMessage } from '../../workers/model-request.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
 import { TokenCounter } from '../../src/core/tokens.js';

@@ -1,44 +1,25 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { messageText } from '../../src/core/messages.js';
-import type { TurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
-import type { FakeOpenAI, FakeRequest } from '../fakes/openai-server.js';
-import { waitForLine } from '../helpers/cli-worker.js';
-import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import type { FakeRequest } from '../fakes/openai-server.js';
 import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SESSION = 'web:r1';
 
 describe('a crashed turn resumes', () => {
   let rig: WorkerRig;
-  let t: TestRedis;
-  let fake: FakeOpenAI;
-  let producer: TurnProducer;
-  let out: OutboundCollector;
 
-  const startWorker = async (block: boolean): Promise<ChildProcess> => {
-    const env = {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: t.url, KEY_PREFIX: t.keyPrefix, QUEUE_PREFIX: t.queuePrefix, QUEUE_SHARDS: String(t.queueShards),
-      OPENAI_BASE_URL: fake.baseURL, EFFECT_BLOCK: block ? '1' : '0',
-    };
-    const child = rig.track(spawn(process.execPath, ['--import', 'tsx', 'test/helpers/effect-worker.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
-    await waitForLine(child, '"worker started"');
-    return child;
-  };
+  const startWorker = (block: boolean): Promise<ChildProcess> => rig.spawnEffectWorker({ EFFECT_BLOCK: block ? '1' : '0' });
 
-  beforeEach(async () => {
-    rig = await openWorkerRig();
-    ({ t, fake, producer, out } = rig);
-  });
+  beforeEach(async () => { rig = await openWorkerRig(); });
   afterEach(async () => { await rig.close(); });
 
   it('after a SIGKILL between a side-effecting tool call and the next model call: the tool ran once, nothing done is done again', async () => {
+    const { t, fake, producer, out } = rig;
     const hasTools = (r: FakeRequest) => r.messages.some((m) => m.role === 'tool');
     fake.setHandler((r) => (hasTools(r)
       ? { content: 'All set.' }
@@ -46,9 +27,7 @@ describe('a crashed turn resumes', () => {
     const victim = await startWorker(true);
     const message: InboundMessage = { id: 'web:r1:1', channel: 'web', chatId: 'r1', userId: 'u', userName: 'U', text: 'book me the first free slot', attachments: [], receivedAt: Date.now() };
     await producer.submitInbound(message);
-    const signals = t.redis.duplicate();
-    await signals.blpop(`${t.keyPrefix}signal:book-started`, 0);
-    signals.disconnect();
+    await rig.signal('book-started');
     await startWorker(false);
     victim.kill('SIGKILL');
     await once(victim, 'exit');

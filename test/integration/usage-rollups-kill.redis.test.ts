@@ -9,45 +9,26 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage, OutboundMessage } from '../../src/core/inbound.js';
 import { messageText, type ChatMessage } from '../../src/core/messages.js';
-import { openShardedQueue } from '../../src/queue/sharded.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
-import type { FakeOpenAI, FakeReply } from '../fakes/openai-server.js';
-import { spawnCliWorker, startModelsFront } from '../helpers/cli-worker.js';
-import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
+import type { FakeReply } from '../fakes/openai-server.js';
 import { pollUntil } from '../helpers/waits.js';
-import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
-import type { TurnProducer } from '../../src/queue/producer.js';
+import { FAST_LEASES, openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const SESSIONS = 8;
 const MESSAGES = 3;
 
 describe('usage rollups with workers killed mid-turn', () => {
   let rig: WorkerRig;
-  let t: TestRedis;
-  let fake: FakeOpenAI;
-  let producer: TurnProducer;
-  let out: OutboundCollector;
-  let front: Awaited<ReturnType<typeof startModelsFront>>;
+  const startWorker = (): Promise<ChildProcess> => rig.spawnCliWorker(FAST_LEASES);
 
-  const startWorker = async (): Promise<ChildProcess> => rig.track(await spawnCliWorker({
-    redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
-    env: { CHATGATE_WORKER_CONCURRENCY: '4', CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
-  }));
-
-  beforeEach(async () => {
-    rig = await openWorkerRig();
-    ({ t, fake, producer, out } = rig);
-    front = await startModelsFront(fake.baseURL);
-  });
-  afterEach(async () => {
-    await rig.close();
-    await front.close();
-  });
+  beforeEach(async () => { rig = await openWorkerRig(); });
+  afterEach(async () => { await rig.close(); });
 
   it('equal the sum of the ledgers after SIGKILLs, by chat, user and in total (test 6)', async () => {
+    const { t, fake, producer, out } = rig;
     // Each turn: a tool round (committed), then the answer. While `holding`, every call waits.
     let holding = false;
     const held: Array<(reply: FakeReply) => void> = [];
@@ -56,7 +37,7 @@ describe('usage rollups with workers killed mid-turn', () => {
       if (!holding) return answer;
       return { hold: new Promise<FakeReply>((resolve) => { held.push(() => resolve(answer)); }) };
     });
-    const workers = [await startWorker(), await startWorker(), await startWorker()];
+    const workers = await Promise.all([startWorker(), startWorker(), startWorker()]);
     for (let m = 0; m < MESSAGES; m++) {
       for (let s = 0; s < SESSIONS; s++) await producer.submitInbound(inbound(s, m));
     }
@@ -66,18 +47,16 @@ describe('usage rollups with workers killed mid-turn', () => {
       holding = true;
       await pollUntil(() => held.length >= 2, { timeoutMs: 30_000, what: 'two calls held' });
       const victims = workers.splice(0, 2);
-      for (const victim of victims) {
+      await Promise.all(victims.map((victim) => {
         victim.kill('SIGKILL');
-        await once(victim, 'exit');
-      }
-      workers.push(await startWorker(), await startWorker());
+        return once(victim, 'exit');
+      }));
+      workers.push(...await Promise.all([startWorker(), startWorker()]));
       holding = false;
       for (const release of held.splice(0)) release({ content: 'too late' });
     }
     await out.waitFor((replies) => covered(replies) === SESSIONS * MESSAGES);
-    const turns = openShardedQueue('turns', t.names, t.redis);
-    await pollUntil(async () => Object.values(await turns.getJobCounts('active', 'waiting', 'delayed', 'prioritized')).every((n) => n === 0), { intervalMs: 50, timeoutMs: 60_000, what: 'the turns queue drained' });
-    await turns.close();
+    await rig.turnsDrained(60_000);
 
     const reader = createUsageReader(t.redis, { keyPrefix: t.keyPrefix });
     const byChat = await reader.report({ since: '1d', by: 'chat' });

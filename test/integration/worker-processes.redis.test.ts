@@ -7,11 +7,9 @@ import type { TurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeOpenAI, FakeReply, FakeRequest } from '../fakes/openai-server.js';
-import { spawnCliWorker, startModelsFront, waitForLine } from '../helpers/cli-worker.js';
+import { waitForLine } from '../helpers/cli-worker.js';
 import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
-import { pollUntil } from '../helpers/waits.js';
-import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
-import { openShardedQueue } from '../../src/queue/sharded.js';
+import { FAST_LEASES, openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 const PROCESSES = 3;
 const SESSIONS = 30;
@@ -24,25 +22,14 @@ describe('worker processes', () => {
   let producer: TurnProducer;
   let out: OutboundCollector;
 
-  let front: Awaited<ReturnType<typeof startModelsFront>>;
-
   // The real entry point, `chatgate worker`, configured through the environment as in production.
-  const startWorker = async (): Promise<ChildProcess> => {
-    return rig.track(await spawnCliWorker({
-      redisUrl: t.url, keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, baseURL: front.baseURL,
-      env: { CHATGATE_WORKER_CONCURRENCY: '4', CHATGATE_LEASE_TTL_MS: '1500', CHATGATE_TURN_LOCK_MS: '1500' },
-    }));
-  };
+  const startWorker = (): Promise<ChildProcess> => rig.spawnCliWorker(FAST_LEASES);
 
   beforeEach(async () => {
     rig = await openWorkerRig();
     ({ t, fake, producer, out } = rig);
-    front = await startModelsFront(fake.baseURL);
   });
-  afterEach(async () => {
-    await rig.close();
-    await front.close();
-  });
+  afterEach(async () => { await rig.close(); });
 
   it('answers every message once, in order, with no overlapping turns, across 3 `chatgate worker` processes (test 1)', async () => {
     const inFlight = new Map<string, number>();
@@ -98,12 +85,7 @@ describe('worker processes', () => {
     await once(victim, 'exit');
 
     await out.waitFor((replies) => covered(replies) === 3);
-    const turns = openShardedQueue('turns', t.names, t.redis);
-    await pollUntil(async () => {
-      const counts = await turns.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-      return Object.values(counts).every((n) => n === 0);
-    }, { intervalMs: 50, what: 'the turns queue drained' });
-    await turns.close();
+    await rig.turnsDrained();
     expect(out.replies.flatMap(replySeqs).sort()).toEqual([0, 1, 2]);
     expect(new Set(out.replies.map((r) => r.id)).size).toBe(out.replies.length);
     expect(await userIdsInTranscript(t, 0)).toEqual(['web:c0:0', 'web:c0:1', 'web:c0:2']);

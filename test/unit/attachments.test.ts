@@ -8,7 +8,7 @@ import { IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS } from '../../src/core/tokens
 import { countMessageTokens } from '../../src/llm/encodings.js';
 import { MessageMemos } from '../../src/core/compaction/message-memo.js';
 import { boundDocumentText, documentBlock, extractPdfText } from '../../workers/documents.js';
-import { toUserMessage } from '../../workers/request.js';
+import { toUserMessage } from '../../workers/model-request.js';
 import { documentBudget } from '../../workers/attachment-parts.js';
 import { jpegBytes, makePdf, pngBytes } from '../helpers/files.js';
 

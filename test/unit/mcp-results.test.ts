@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nameServerTools, TOOL_NAME_RULE } from '../../workers/tools/mcp/names.js';
+import { nameServerTools, TOOL_NAME_RULE } from '../../workers/tools/mcp/tool-names.js';
 import { attachmentUrl } from '../../src/core/attachments.js';
 import { toolImagesMessage } from '../../workers/tool-images.js';
 import { TOOL_IMAGES_MARK } from '../../src/core/messages.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/core/messages.js';
 import { REPLY_PRIMING_TOKENS } from '../../src/core/tokens.js';
 import type { ToolSchema } from '../../src/llm/client.js';
-import { overheadTokens } from '../../workers/request.js';
+import { overheadTokens } from '../../workers/model-request.js';
 import { createTokenCounter } from '../../src/llm/encodings.js';
 
 // gpt-4 counts with cl100k_base, loaded on demand as the composition root wires it.

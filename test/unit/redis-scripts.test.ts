@@ -72,6 +72,12 @@ describe('assembleScript (--- @include "<name>")', () => {
     expect(() => assemble(dir)).toThrow(/script main-1\.lua includes "nowhere", but .*includes[\\/]nowhere\.lua does not exist/);
   });
 
+  it('writes the script\'s name where an include names it, and refuses an unnamed script', () => {
+    const dir = folder({ 'main-1.lua': '--- @include "named"\nreturn 1\n', 'includes/named.lua': "local me = '@script'\n" });
+    expect(assembleScript('main-1.lua', dir, new URL('includes/', dir), 'mainScript')).toBe("local me = 'mainScript'\nreturn 1\n");
+    expect(() => assemble(dir)).toThrow(/script main-1\.lua: include "named" names the script, but no script name was given/);
+  });
+
   it('refuses an include line of another form', () => {
     const dir = folder({ 'main-1.lua': '--- @include nowhere\nreturn 1\n' });
     expect(() => assemble(dir)).toThrow(/script main-1\.lua: malformed include line '--- @include nowhere'/);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CHATGATE_MARK } from '../../src/core/messages.js';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { TokenCounter, TOKENIZE_CHUNK_CHARS } from '../../src/core/tokens.js';
-import { capToolResult } from '../../workers/request.js';
+import { capToolResult } from '../../workers/model-request.js';
 
 const TOKENS = new TokenCounter();
 const MB = 1_000_000;

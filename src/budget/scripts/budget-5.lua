@@ -1,22 +1,24 @@
 --[[
   The budget counters: reserve a model call's worst case against every level at once, settle it
-  with the provider's usage, read the counters, or zero what a subject used.
+  with the provider's usage, read the counters, zero what a subject used, or change an operator's limits.
 
   Input:
     KEYS[1] limits set by operators (hash: "<level>:<subject>" → JSON { "v": 1, "unlimited": true }
       or { "v": 1, dailyUsd, monthlyUsd, dailyTokens, monthlyTokens }, src/budget/overrides.ts)
     KEYS[2] the counters of one month (hash: "<level>:<subject>:<period id>" → JSON { "v": 1,
       "um", "ut": used micro-USD and tokens, "r": { "<bucket>": [micro, tokens] }: reserved, by the
-      minute their leases end, "s": { "n<unit>"|"x<unit>": 1 }: notice and exhaustion said })
+      minute their leases end, "s": { "n<unit>"|"x<unit>": 1 }: notice and exhaustion said };
+      "limit:<level>:<subject>": this month's copy of KEYS[1]'s field, "$limits": the copy was made)
     KEYS[3..5] exhaustion markers of the user, the chat, the deployment (string, JSON { "v": 1,
       level, period, unit, limit, resetsAtMs, src: "override"|"config" }, kept until the period ends)
 
-    ARGV[1] options, JSON: { "op": "reserve"|"settle"|"state"|"reset", "now": ms, "expireAt": unix s
+    ARGV[1] options, JSON: { "op": "reserve"|"settle"|"state"|"reset"|"override", "now": ms, "expireAt": unix s
       (of KEYS[2]), "counters": [ { "field", "override" (its field in KEYS[1]), "marker" (3..5),
       "level", "period", "endsAtMs", "limitMicro", "limitTokens" (-1: none; configured) } ] }
       reserve: "needMicro" (-1: unpriced), "needTokens", "leaseMs"
       settle: "bucket", "needMicro", "needTokens" (what was reserved), "micro", "tokens" (used),
         "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
+      override: "override" (a field of KEYS[1]), "value" (its JSON; absent: remove it), "marker" (3..5)
 
   Output (JSON):
     reserve: { "ok": true, "bucket": n, "limits": [ [i, limitMicro, limitTokens, src] ] } (every
@@ -26,9 +28,11 @@
     settle: { "events": [ { "i", "kind": "near"|"exhausted", "unit", "limit" } ] }
     state: { "state": [ [um, ut, rm, rt, limitMicro, limitTokens] ] }, one per counter
     reset: { "ok": true }: used amounts and the "said" marks zeroed, reservations kept
+    override: { "removed": 0|1 }: the record and the month's copy changed, the subject's marker dropped
     error: invalid arguments, or a stored override or counter of another format version; nothing written
 
-  A call is let through while used + reserved is below each limit, so concurrent workers overrun
+  Reserve, state and reset read the counters and the limits in one HMGET; the month's first call
+  copies KEYS[1] into KEYS[2]. A call is let through while used + reserved is below each limit, so concurrent workers overrun
   a limit by at most one call's worst case. A reservation whose worker died is dropped when its
   lease's minute ends; a late settle of it releases nothing twice.
 ]]
@@ -105,6 +109,20 @@ local function mark(c, unit, limit, src)
   redis.call('SET', KEYS[c.marker], marker, 'PXAT', int(c.endsAtMs))
 end
 
+if op == 'override' then
+  -- An operator's limits changed: the record, this month's copy (when made) and the subject's marker.
+  if type(opts.override) ~= 'string' or type(opts.marker) ~= 'number' then return redis.error_reply('ERR budget: override needs override and marker') end
+  local removed = 0
+  if type(opts.value) == 'string' then redis.call('HSET', KEYS[1], opts.override, opts.value)
+  else removed = redis.call('HDEL', KEYS[1], opts.override) end
+  if redis.call('HEXISTS', KEYS[2], '$limits') == 1 then
+    if type(opts.value) == 'string' then redis.call('HSET', KEYS[2], 'limit:' .. opts.override, opts.value)
+    else redis.call('HDEL', KEYS[2], 'limit:' .. opts.override) end
+  end
+  redis.call('DEL', KEYS[opts.marker])
+  return cjson.encode({ removed = removed })
+end
+
 if op == 'settle' then
   if type(opts.bucket) ~= 'number' or type(opts.micro) ~= 'number' or type(opts.tokens) ~= 'number' or type(opts.needMicro) ~= 'number'
     or type(opts.needTokens) ~= 'number' or type(opts.noticePercent) ~= 'number' then
@@ -146,29 +164,47 @@ if op == 'settle' then
   return cjson.encode({ events = events })
 end
 
--- Limits first: a stored override this script cannot read fails the call before anything is written.
-local overrideFields, overrideAt = {}, {}
-for _, c in ipairs(counters) do
-  if not overrideAt[c.override] then
-    overrideFields[#overrideFields + 1] = c.override
-    overrideAt[c.override] = #overrideFields
+-- One read: the counters and this month's copy of the operators' limits ("$limits" says it was made).
+local COPIED = '$limits'
+local fields, fieldAt = { COPIED }, {}
+local function want(field)
+  if not fieldAt[field] then
+    fields[#fields + 1] = field
+    fieldAt[field] = #fields
   end
 end
-local stored = hmget(KEYS[1], overrideFields)
-local active, fields, limits = {}, {}, {}
+for _, c in ipairs(counters) do
+  want('limit:' .. c.override)
+  want(c.field)
+end
+local raw = redis.call('HMGET', KEYS[2], unpack(fields))
+local stored = function(c) return raw[fieldAt['limit:' .. c.override]] end
+local copy = nil
+if not raw[1] then
+  -- The month's first call copies the limits (once a month); `chatgate budgets` keeps both in step after.
+  local all = redis.call('HGETALL', KEYS[1])
+  local byField = {}
+  copy = { COPIED, '1' }
+  for k = 1, #all, 2 do
+    byField[all[k]] = all[k + 1]
+    copy[#copy + 1] = 'limit:' .. all[k]
+    copy[#copy + 1] = all[k + 1]
+  end
+  stored = function(c) return byField[c.override] or false end
+end
+-- Limits first: a stored override this script cannot read fails the call before anything is written.
+local list, limits = {}, {}
 for i, c in ipairs(counters) do
   c.i = i
-  c.lm, c.lt, c.src = limitsOf(c, stored[overrideAt[c.override]])
+  c.lm, c.lt, c.src = limitsOf(c, stored(c))
   limits[i] = { i, c.lm, c.lt, c.src }
-  -- A reserve holds nothing on a counter without a limit in force: it neither reads nor writes it.
-  if c.lm >= 0 or c.lt >= 0 or op ~= 'reserve' then
-    active[#active + 1] = c
-    fields[#fields + 1] = c.field
-  end
+  -- A reserve holds nothing on a counter without a limit in force: it does not write it.
+  if c.lm >= 0 or c.lt >= 0 or op ~= 'reserve' then list[#list + 1] = { c = c, o = decodeCounter(c, raw[fieldAt[c.field]]) } end
 end
-local raw = hmget(KEYS[2], fields)
-local list = {}
-for k, c in ipairs(active) do list[k] = { c = c, o = decodeCounter(c, raw[k]) } end
+if copy then
+  redis.call('HSET', KEYS[2], unpack(copy))
+  redis.call('EXPIREAT', KEYS[2], int(opts.expireAt))
+end
 
 if op == 'state' then
   local state = {}

@@ -16,9 +16,7 @@
     { "ok", messageId|nil } - go ahead; the message the stream is shown in, if any
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('beginLiveReplyCall')
-if not opts then return bad end
+--- @include "options"
 if type(opts['owner']) ~= 'string' or opts['owner'] == '' then return redis.error_reply('ERR beginLiveReplyCall: owner must be a non-empty string') end
 for _, name in ipairs({ 'ownerMs', 'callMs', 'ttlMs' }) do
   if type(opts[name]) ~= 'number' or opts[name] < 1 then return redis.error_reply('ERR beginLiveReplyCall: ' .. name .. ' must be a positive number') end

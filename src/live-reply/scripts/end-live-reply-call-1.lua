@@ -13,9 +13,7 @@
     0 - the caller is not the shower any more: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('endLiveReplyCall')
-if not opts then return bad end
+--- @include "options"
 if type(opts['owner']) ~= 'string' then return redis.error_reply('ERR endLiveReplyCall: owner must be a string') end
 local message = opts['message']
 if message ~= 'keep' and message ~= 'set' and message ~= 'clear' then return redis.error_reply('ERR endLiveReplyCall: message must be keep, set or clear') end

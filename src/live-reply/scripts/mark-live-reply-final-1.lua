@@ -12,9 +12,7 @@
     { messageId|nil, waitMs } - the message the stream is shown in, if any; ms the running call may still take (0: none)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('markLiveReplyFinal')
-if not opts then return bad end
+--- @include "options"
 if type(opts['ttlMs']) ~= 'number' or opts['ttlMs'] < 1 then return redis.error_reply('ERR markLiveReplyFinal: ttlMs must be a positive number') end
 
 local time = redis.call('TIME')

@@ -23,9 +23,7 @@
     0 - check: held back (and entered)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('enterOutboundOrder')
-if not opts then return bad end
+--- @include "options"
 local member, mode = opts['jobId'], opts['mode']
 local now, hold = tonumber(opts['nowMs']), tonumber(opts['holdMs'])
 if type(member) ~= 'string' or member == '' then return redis.error_reply('ERR enterOutboundOrder: jobId must be a non-empty string') end

@@ -15,9 +15,7 @@
     0 - the entry was no longer pending (another consumer settled it): only the deletes ran
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundAck')
-if not opts then return bad end
+--- @include "options"
 local group, entry, reply = opts['group'], opts['entryId'], opts['replyId']
 if type(group) ~= 'string' or type(entry) ~= 'string' then return redis.error_reply('ERR outboundAck: group and entryId must be strings') end
 if type(reply) ~= 'string' or reply == '' then return redis.error_reply('ERR outboundAck: replyId must be a non-empty string') end

@@ -19,9 +19,7 @@
     0 - the id is known (marker present): nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundAdd')
-if not opts then return bad end
+--- @include "options"
 local id, now, ttl, hold = opts['id'], tonumber(opts['nowMs']), tonumber(opts['markerTtlS']), tonumber(opts['holdMs'])
 if type(id) ~= 'string' or id == '' then return redis.error_reply('ERR outboundAdd: id must be a non-empty string') end
 if not now then return redis.error_reply('ERR outboundAdd: nowMs must be a number') end

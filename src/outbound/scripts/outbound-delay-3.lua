@@ -16,9 +16,7 @@
     0 - the entry was no longer pending: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundDelay')
-if not opts then return bad end
+--- @include "options"
 local group, entry, reply, due = opts['group'], opts['entryId'], opts['replyId'], tonumber(opts['dueMs'])
 if type(group) ~= 'string' or type(entry) ~= 'string' then return redis.error_reply('ERR outboundDelay: group and entryId must be strings') end
 if type(reply) ~= 'string' or reply == '' then return redis.error_reply('ERR outboundDelay: replyId must be a non-empty string') end

@@ -17,9 +17,7 @@
     0 - the entry was no longer pending (another consumer settled it): nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundFail')
-if not opts then return bad end
+--- @include "options"
 local group, entry, reply = opts['group'], opts['entryId'], opts['replyId']
 local now, keep = tonumber(opts['nowMs']), tonumber(opts['keepMs'])
 if type(group) ~= 'string' or type(entry) ~= 'string' then return redis.error_reply('ERR outboundFail: group and entryId must be strings') end

@@ -15,9 +15,7 @@
     { moved, nextDueMs } - how many entered the stream, and when the next delayed one is due (-1: none)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundPromote')
-if not opts then return bad end
+--- @include "options"
 local now, limit = tonumber(opts['nowMs']), tonumber(opts['limit'])
 if not now then return redis.error_reply('ERR outboundPromote: nowMs must be a number') end
 if not limit or limit < 1 or limit % 1 ~= 0 then return redis.error_reply('ERR outboundPromote: limit must be an integer >= 1') end

@@ -15,9 +15,7 @@
     the number of entries another consumer holds now (taken over)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('outboundRenew')
-if not opts then return bad end
+--- @include "options"
 local group, consumer = opts['group'], opts['consumer']
 if type(group) ~= 'string' or type(consumer) ~= 'string' or consumer == '' then return redis.error_reply('ERR outboundRenew: group and consumer must be strings') end
 

@@ -16,9 +16,7 @@
     0 - held by another: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('acquireLease')
-if not opts then return bad end
+--- @include "options"
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR acquireLease: ttlMs must be an integer >= 1') end
 local holder = opts['holder']

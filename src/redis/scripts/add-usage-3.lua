@@ -20,21 +20,19 @@
     1
     error - invalid arguments, or a stored counter that is not an integer: nothing written
 ]]
---- @include "decode-options"
+--- @include "options"
 --- @include "usage-ledger"
 local function fail(message) return redis.error_reply('ERR addUsage: ' .. message) end
 
-local o, bad = decodeOptions('addUsage')
-if not o then return bad end
-if type(o['usageIncr']) ~= 'table' then return fail('usageIncr must map fields to integers') end
-for field, n in pairs(o['usageIncr']) do
+if type(opts['usageIncr']) ~= 'table' then return fail('usageIncr must map fields to integers') end
+for field, n in pairs(opts['usageIncr']) do
   if type(field) ~= 'string' or type(n) ~= 'number' or n % 1 ~= 0 then return fail('usageIncr must map fields to integers') end
 end
-local badRollup = checkRollup(o['rollup'], fail)
+local badRollup = checkRollup(opts['rollup'], fail)
 if badRollup then return badRollup end
 
 local rollupKeys = {KEYS[2], KEYS[3]}
-local usage, rollupSums, badUsage = readUsage(KEYS[1], o['usageIncr'], rollupKeys, o['rollup'], fail)
+local usage, rollupSums, badUsage = readUsage(KEYS[1], opts['usageIncr'], rollupKeys, opts['rollup'], fail)
 if not usage then return badUsage end
-writeUsage(KEYS[1], usage, rollupKeys, o['rollup'], rollupSums)
+writeUsage(KEYS[1], usage, rollupKeys, opts['rollup'], rollupSums)
 return 1

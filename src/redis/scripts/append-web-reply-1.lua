@@ -28,9 +28,7 @@
     { stream id, 0 } - already appended under this delivery id, or an edit of that reply (nothing written)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('appendWebReply')
-if not opts then return bad end
+--- @include "options"
 local maxLen, ttl, at = tonumber(opts['maxLen']), tonumber(opts['ttlSeconds']), tonumber(opts['atMs'])
 if not maxLen or maxLen < 1 or maxLen % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: maxLen must be an integer >= 1') end
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR appendWebReply: ttlSeconds must be an integer >= 1') end

@@ -39,7 +39,7 @@
     { 0, 'version' | 'fence', what was found } - refused: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
+--- @include "fenced-options"
 --- @include "usage-ledger"
 local function fail(message) return redis.error_reply('ERR commitSession: ' .. message) end
 local function isInteger(value) return type(value) == 'number' and value % 1 == 0 end
@@ -69,23 +69,21 @@ local function hsetAll(key, map)
   if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 end
 
-local o, bad = decodeFencedOptions('commitSession')
-if not o then return bad end
-if not isInteger(o['expectedVersion']) then return fail('expectedVersion must be an integer') end
-if o['mode'] ~= 'replace' and o['mode'] ~= 'append' and o['mode'] ~= 'none' then return fail('mode must be replace, append or none') end
-if not isInteger(o['projectionTokens']) then return fail('projectionTokens must be an integer') end
-if not isInteger(o['transcriptRetention']) or o['transcriptRetention'] < 0 then return fail('transcriptRetention must be an integer >= 0') end
-if not isFieldMap(o['meta'], isScalar) then return fail('meta must map fields to strings') end
-if not isFieldMap(o['usageIncr'], isInteger) then return fail('usageIncr must map fields to integers') end
-if not isFieldMap(o['usageSet'], isScalar) then return fail('usageSet must map fields to strings') end
-if type(o['finishTurn']) ~= 'boolean' then return fail('finishTurn must be a boolean') end
-if not isInteger(o['nowMs']) then return fail('nowMs must be an integer') end
-local nEntries, nTranscript, nOutbox = o['entries'], o['transcript'], o['outbox']
+if not isInteger(opts['expectedVersion']) then return fail('expectedVersion must be an integer') end
+if opts['mode'] ~= 'replace' and opts['mode'] ~= 'append' and opts['mode'] ~= 'none' then return fail('mode must be replace, append or none') end
+if not isInteger(opts['projectionTokens']) then return fail('projectionTokens must be an integer') end
+if not isInteger(opts['transcriptRetention']) or opts['transcriptRetention'] < 0 then return fail('transcriptRetention must be an integer >= 0') end
+if not isFieldMap(opts['meta'], isScalar) then return fail('meta must map fields to strings') end
+if not isFieldMap(opts['usageIncr'], isInteger) then return fail('usageIncr must map fields to integers') end
+if not isFieldMap(opts['usageSet'], isScalar) then return fail('usageSet must map fields to strings') end
+if type(opts['finishTurn']) ~= 'boolean' then return fail('finishTurn must be a boolean') end
+if not isInteger(opts['nowMs']) then return fail('nowMs must be an integer') end
+local nEntries, nTranscript, nOutbox = opts['entries'], opts['transcript'], opts['outbox']
 if not (isInteger(nEntries) and isInteger(nTranscript) and isInteger(nOutbox)) or nEntries < 0 or nTranscript < 0 or nOutbox < 0 then
   return fail('entries, transcript and outbox must be counts')
 end
 if #ARGV ~= 1 + nEntries + nTranscript + nOutbox then return fail('expected ' .. (nEntries + nTranscript + nOutbox) .. ' items, got ' .. (#ARGV - 1)) end
-local badRollup = checkRollup(o['rollup'], fail)
+local badRollup = checkRollup(opts['rollup'], fail)
 if badRollup then return badRollup end
 local kinds = {}
 for i = 1, nTranscript do
@@ -95,37 +93,37 @@ for i = 1, nTranscript do
 end
 
 -- Reads first (one per hash), so a malformed stored counter is refused before anything is written.
-local now = string.format('%d', o['nowMs'])
+local now = string.format('%d', opts['nowMs'])
 local current = redis.call('HMGET', KEYS[3], 'version', 'projectionTokens', 'createdAtMs')
 local version = tonumber(current[1] or '0')
-if version ~= o['expectedVersion'] then return {0, 'version', tostring(version)} end
-local held, lease = holdsLease(KEYS[5], o['fence'])
+if version ~= opts['expectedVersion'] then return {0, 'version', tostring(version)} end
+local held, lease = holdsLease(KEYS[5], opts['fence'])
 if not held then return {0, 'fence', tostring(lease or 'none')} end
 -- The usage counters: read once, written with their sums in the one HSET of the usage hash
 -- (what an HINCRBY each would do; a field both incremented and set ends as set).
 local rollupKeys = {KEYS[8], KEYS[9]}
-local usage, rollupSums, badUsage = readUsage(KEYS[4], o['usageIncr'], rollupKeys, o['rollup'], fail)
+local usage, rollupSums, badUsage = readUsage(KEYS[4], opts['usageIncr'], rollupKeys, opts['rollup'], fail)
 if not usage then return badUsage end
-for field, value in pairs(o['usageSet']) do usage[field] = value end
+for field, value in pairs(opts['usageSet']) do usage[field] = value end
 -- Every meta field of the commit, written in one HSET at the end.
 local meta = {}
-for field, value in pairs(o['meta']) do meta[field] = value end
-if o['mode'] == 'replace' then
-  meta['projectionTokens'] = string.format('%d', o['projectionTokens'])
-elseif o['mode'] == 'append' then
+for field, value in pairs(opts['meta']) do meta[field] = value end
+if opts['mode'] == 'replace' then
+  meta['projectionTokens'] = string.format('%d', opts['projectionTokens'])
+elseif opts['mode'] == 'append' then
   local n, err = stored(current[2], 'projectionTokens')
   if not n then return err end
-  meta['projectionTokens'] = string.format('%d', n + o['projectionTokens'])
+  meta['projectionTokens'] = string.format('%d', n + opts['projectionTokens'])
 end
-if o['finishTurn'] then meta['turnInboundIds'] = '[]' end
+if opts['finishTurn'] then meta['turnInboundIds'] = '[]' end
 meta['lastActivityMs'] = now
 if not current[3] then meta['createdAtMs'] = now end
 meta['version'] = string.format('%d', version + 1)
 
-if o['mode'] == 'replace' then redis.call('DEL', KEYS[1]) end
+if opts['mode'] == 'replace' then redis.call('DEL', KEYS[1]) end
 pushAll(KEYS[1], 2, nEntries)
 local i = 2 + nEntries
-local retention = o['transcriptRetention']
+local retention = opts['transcriptRetention']
 for n = 1, nTranscript do
   if retention > 0 then
     redis.call('XADD', KEYS[2], 'MAXLEN', '~', retention, '*', 'type', kinds[n], 'data', ARGV[i])
@@ -135,7 +133,7 @@ for n = 1, nTranscript do
   i = i + 1
 end
 pushAll(KEYS[7], i, nOutbox)
-writeUsage(KEYS[4], usage, rollupKeys, o['rollup'], rollupSums)
-if o['finishTurn'] then redis.call('DEL', KEYS[6]) end
+writeUsage(KEYS[4], usage, rollupKeys, opts['rollup'], rollupSums)
+if opts['finishTurn'] then redis.call('DEL', KEYS[6]) end
 hsetAll(KEYS[3], meta)
 return {1, meta['version']}

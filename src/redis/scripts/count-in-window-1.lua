@@ -10,9 +10,7 @@
     the count in the window, this message included
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('countInWindow')
-if not opts then return bad end
+--- @include "options"
 local ttl = tonumber(opts['ttlSeconds'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR countInWindow: ttlSeconds must be an integer >= 1') end
 

@@ -17,9 +17,7 @@
     -1 - the lease is not held by fence: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('deadLetterProcessing')
-if not opts then return bad end
+--- @include "fenced-options"
 local retention = tonumber(opts['retention'])
 if not retention or retention < 1 or retention % 1 ~= 0 then return redis.error_reply('ERR deadLetterProcessing: retention must be an integer >= 1') end
 if type(ARGV[2]) ~= 'string' then return redis.error_reply('ERR deadLetterProcessing: the notice is missing') end

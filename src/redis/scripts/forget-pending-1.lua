@@ -11,9 +11,7 @@
     the number of sessions removed (the others were marked again meanwhile, or are gone: kept)
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('forgetPending')
-if not opts then return bad end
+--- @include "options"
 local entries = opts['entries']
 if type(entries) ~= 'table' then return redis.error_reply('ERR forgetPending: entries must be a list') end
 for _, entry in ipairs(entries) do

@@ -16,9 +16,7 @@
     0 - held by another (or, releasing, already gone): nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('holdClaim')
-if not opts then return bad end
+--- @include "options"
 local holder, ttl = opts['holder'], opts['ttlMs']
 if type(holder) ~= 'string' or holder == '' then return redis.error_reply('ERR holdClaim: holder must be a non-empty string') end
 if type(ttl) ~= 'number' or ttl % 1 ~= 0 or ttl < 0 then return redis.error_reply('ERR holdClaim: ttlMs must be an integer >= 0') end

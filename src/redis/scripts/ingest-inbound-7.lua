@@ -31,9 +31,7 @@
                       - accepted
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('ingestInbound')
-if not opts then return bad end
+--- @include "options"
 local function whole(v, min) v = tonumber(v); return v and v >= min and v % 1 == 0 and v or nil end
 local ttl = whole(opts['ttlSeconds'], 1)
 if not ttl then return redis.error_reply('ERR ingestInbound: ttlSeconds must be an integer >= 1') end

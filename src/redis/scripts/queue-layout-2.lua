@@ -25,9 +25,7 @@
     {'released', R}      - release: the caller is no user any more
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('queueLayout')
-if not opts then return bad end
+--- @include "options"
 local shards = tonumber(opts['shards'])
 if not shards or shards < 1 or shards % 1 ~= 0 then return redis.error_reply('ERR queueLayout: shards must be an integer >= 1') end
 local ttl = tonumber(opts['ttlMs'])

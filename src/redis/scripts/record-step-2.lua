@@ -16,9 +16,7 @@
     -2 - not a new round, and the log holds no round of this turn: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('recordStep')
-if not opts then return bad end
+--- @include "fenced-options"
 if type(opts['turnId']) ~= 'string' or opts['turnId'] == '' then return redis.error_reply('ERR recordStep: turnId must be a non-empty string') end
 if type(opts['field']) ~= 'string' or opts['field'] == '' or opts['field'] == 'turn' or opts['field'] == 'format' then return redis.error_reply('ERR recordStep: field must be a string other than turn and format') end
 local format = tonumber(opts['format'])

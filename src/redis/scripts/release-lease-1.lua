@@ -11,9 +11,7 @@
     0 - already gone or held by another: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('releaseLease')
-if not opts then return bad end
+--- @include "fenced-options"
 
 if holdsLease(KEYS[1], opts['fence']) then return redis.call('DEL', KEYS[1]) end
 return 0

@@ -11,9 +11,7 @@
     0 - lost (expired or another holder): nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('renewLease')
-if not opts then return bad end
+--- @include "fenced-options"
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 or ttl % 1 ~= 0 then return redis.error_reply('ERR renewLease: ttlMs must be an integer >= 1') end
 

@@ -19,9 +19,7 @@
     { 0 }                     - the lease is not held by `fence`: nothing moved
     error - invalid arguments, or chatSettings of an unknown version: nothing moved
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('steerInbox')
-if not opts then return bad end
+--- @include "fenced-options"
 
 local chatMode = nil
 local raw = redis.call('HGET', KEYS[4], 'chatSettings')

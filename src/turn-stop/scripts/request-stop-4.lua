@@ -19,9 +19,7 @@
     "idle"            - nothing to stop: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "decode-options"
-local opts, bad = decodeOptions('requestStop')
-if not opts then return bad end
+--- @include "options"
 local ttl = tonumber(opts['ttlMs'])
 if not ttl or ttl < 1 then return redis.error_reply('ERR requestStop: ttlMs must be a number >= 1') end
 

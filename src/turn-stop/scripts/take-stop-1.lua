@@ -13,9 +13,7 @@
     0 - no request, or one for another turn: nothing written
     error - invalid arguments: nothing written
 ]]
---- @include "lease-token"
-local opts, bad = decodeFencedOptions('takeStop')
-if not opts then return bad end
+--- @include "fenced-options"
 local first = opts['first']
 if first ~= nil and type(first) ~= 'string' then return redis.error_reply('ERR takeStop: first must be a string') end
 

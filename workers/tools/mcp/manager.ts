@@ -6,7 +6,7 @@ import type { McpServerBeat } from '../../../src/redis/heartbeats.js';
 import type { ToolRegistry } from '../registry.js';
 import type { McpServerConfig } from './config.js';
 import { McpConnection } from './connection.js';
-import { nameServerTools, toolKey, type ServerTool } from './names.js';
+import { nameServerTools, toolKey, type ServerTool } from './tool-names.js';
 import { toMcpToolDefinition } from './tool.js';
 
 /** What {@link startMcpServers} needs. */
