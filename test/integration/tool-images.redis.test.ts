@@ -21,7 +21,7 @@ import { createStepLog } from '../../src/redis/step-log.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createAttachmentReader } from '../../workers/attachments.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
-import { toUserMessage } from '../../workers/request.js';
+import { toUserMessage } from '../../workers/model-request.js';
 import { storeToolImages, toolImagesMessage } from '../../workers/tool-images.js';
 import { McpConnection } from '../../workers/tools/mcp/connection.js';
 import { toToolResult } from '../../workers/tools/mcp/results.js';
