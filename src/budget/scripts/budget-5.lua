@@ -9,8 +9,10 @@
       "um", "ut": used micro-USD and tokens, "r": { "<bucket>": [micro, tokens] }: reserved, by the
       minute their leases end, "s": { "n<unit>"|"x<unit>": 1 }: notice and exhaustion said };
       "limit:<level>:<subject>": this month's copy of KEYS[1]'s field, "$limits": the copy was made)
-    KEYS[3..5] exhaustion markers of the user, the chat, the deployment (string, JSON { "v": 1,
-      level, period, unit, limit, resetsAtMs, src: "override"|"config" }, kept until the period ends)
+    KEYS[3] the user's exhaustion marker (string, JSON { "v": 1, level, period, unit, limit,
+      resetsAtMs, src: "override"|"config" }, kept until the period ends)
+    KEYS[4] the chat's exhaustion marker (the same)
+    KEYS[5] the deployment's exhaustion marker (the same)
 
     ARGV[1] options, JSON: { "op": "reserve"|"settle"|"state"|"reset"|"override", "now": ms, "expireAt": unix s
       (of KEYS[2]), "counters": [ { "field", "override" (its field in KEYS[1]), "marker" (3..5),
@@ -20,7 +22,8 @@
         "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
       override: "override" (a field of KEYS[1]), "value" (its JSON; absent: remove it), "marker" (3..5)
 
-  Output (JSON):
+  Output:
+    JSON, one shape per op:
     reserve: { "ok": true, "bucket": n, "limits": [ [i, limitMicro, limitTokens, src] ] } (every
       counter's limits in force): reserved on the counters with a limit (the others are not touched);
       { "ok": false, "i": n, "unit", "limit", "first": bool }: counter i holds, nothing reserved
