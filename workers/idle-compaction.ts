@@ -4,19 +4,18 @@
  * quiet for `idleCompactSeconds`) a worker compacts the session under its lease, like a turn.
  * A message arriving first wins: the job finds it waiting and does nothing, or, arriving during the
  * summary, makes the job give the lease back at once — its commit is then refused by the fence and
- * the compaction dropped; the message's turn compacts in the loop as before, if it still needs to.
+ * the compaction dropped (its summary, paid for, still counted); the message's turn compacts in the
+ * loop as before, if it still needs to. The notice waits in the session for the next reply.
  */
 import type { Job } from 'bullmq';
 import { runCountedFor } from '../src/budget/guard.js';
 import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { decideIdleCompaction } from '../src/core/compaction/idle.js';
-import type { OutboundMessage } from '../src/core/inbound.js';
 import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
-import { enqueueOutbound, type OutboundSink } from '../src/outbound/outbound-queue.js';
-import { replyJobId, turnDedupId, type TurnJobData } from '../src/queue/names.js';
+import { turnDedupId, type TurnJobData } from '../src/queue/names.js';
 import type { ShardedQueue } from '../src/queue/sharded.js';
 import type { RedisClient } from '../src/redis/client.js';
 import { holdLease } from '../src/redis/lease.js';
@@ -38,7 +37,6 @@ export interface IdleCompactionDeps {
   store: SessionStore;
   compressor: ContextCompressor;
   queue: Pick<ShardedQueue<TurnJobData>, 'add'>;
-  outbound: OutboundSink;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -56,7 +54,7 @@ export interface IdleCompactionOptions {
   summaryModel: string;
   leaseTtlMs: number;
   prices?: PriceTable;
-  /** Tell the user in one line afterwards. Default true. */
+  /** Tell the user in one line, with the session's next reply. Default true. */
   compactionNotice?: boolean;
 }
 
@@ -135,8 +133,11 @@ async function runIdle(deps: IdleCompactionDeps, options: IdleCompactionOptions,
       compressor: deps.compressor, turn, system: { role: 'system', content: options.systemPrompt }, requestTokens: nextRequest, layer: 'idle', force: false,
       summaryModel: options.summaryModel, model: options.model, logger: log, prices: options.prices, metrics: deps.metrics, commitNoop: false,
       notes: () => createSessionNotes(deps.redis, keys).list(),
+      // Nobody is reading the quiet chat now: the notice comes with the next reply.
+      heldNotice: (done) => (options.compactionNotice === false ? null : automaticCompactionNotice({
+        outcome: done.outcome, requestTokensBefore: done.requestTokensBefore - growthTokens, requestTokensAfter: done.requestTokensAfter - growthTokens,
+      })),
     });
-    await notify(deps, options, turn, { outcome: result.outcome, requestTokensBefore: result.requestTokensBefore - growthTokens, requestTokensAfter: result.requestTokensAfter - growthTokens });
     return `compacted: ${result.outcome}`;
   } catch (err) {
     if (err instanceof StaleCommitError && yielded) return 'dropped: a message arrived first';
@@ -145,15 +146,6 @@ async function runIdle(deps: IdleCompactionDeps, options: IdleCompactionOptions,
     clearInterval(watch);
     if (!yielded) await lease.release();
   }
-}
-
-/** The compaction notice, as the in-loop one: sent after the commit, to the session's chat. */
-async function notify(deps: IdleCompactionDeps, options: IdleCompactionOptions, turn: TurnState, result: Parameters<typeof automaticCompactionNotice>[0]): Promise<void> {
-  const route = turn.meta.route;
-  const text = options.compactionNotice === false || !route ? null : automaticCompactionNotice(result);
-  if (!text || !route) return;
-  const notice: OutboundMessage = { id: replyJobId([turn.sessionId, `idle-${turn.meta.version}`], 'notice'), sessionId: turn.sessionId, ...route, text, kind: 'notice' };
-  await enqueueOutbound(deps.outbound, notice);
 }
 
 /** Whether the session changed since the job was scheduled, or a message waits for it. */

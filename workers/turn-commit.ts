@@ -22,15 +22,20 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   const replyId = replyJobId(ids, 'reply');
   const outbox: OutboundMessage[] = [];
   if (replyText) outbox.push(outbound(loop, replyId, replyText, 'reply', true));
+  const notices = [...loop.notices, ...(notice ? [notice] : [])];
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
-  [...loop.notices, ...(notice ? [notice] : [])].forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
+  notices.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
   // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
   if (!replyText && outbox[0]) outbox[0].liveReplyId = replyId;
+  // Notices held for this reply (an idle compaction's) come after it, never in its place, and are cleared with it.
+  const held = loop.turn.meta.heldNotices;
+  held.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', notices.length + k), text, 'notice', false)));
+  const cleared = held.length > 0 ? { heldNotices: [] } : {};
   const change = { outbox, finishTurn: true };
   // The answer's entry names its reply, so a history view can tell it from the same reply seen live.
   const answered = replyText ? { replyId } : {};
-  if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: final.meta });
-  else await loop.turn.commitOnly(change);
+  if (final) await loop.turn.append([final.entry], { ...change, transcript: [{ ...messageEvent(final.entry, undefined, final.promptTokens), ...answered }], usage: final.usage, meta: { ...final.meta, ...cleared } });
+  else await loop.turn.commitOnly({ ...change, meta: cleared });
   await clearSteps(loop);
   loop.log.debug({ calls: loop.calls, messages: loop.items.length, replies: outbox.length }, 'turn committed');
   return outbox;

@@ -10,7 +10,7 @@ import { parseCommand } from '../../src/core/commands.js';
 import { sessionKeyOf, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import type { Logger } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
-import type { ReplyRelay } from './relay.js';
+import { API_CLAIM_TTL_MS, type ReplyRelay } from './relay.js';
 import { sessionNameOf, toCompletionRequest, type CompletionRequest } from './request.js';
 import { apiError, chunkBody, completionBody, refusalError, toApiUsage, type ApiError, type ApiUsage } from './shapes.js';
 import { Waiter, type Waiters } from './waiter.js';
@@ -37,6 +37,12 @@ interface Pending {
   sessionId: string;
   chatId: string;
   waiter: Waiter;
+  /** The session's name (for messages). */
+  session: string;
+  /** The client went away: the request keeps its place in line, and gives up its claim on the session. */
+  orphan(): void;
+  /** Gives up the request's claim on its session (set once it has one). */
+  unclaim(): void;
   /** Text to stream, written by the waiter and drained by the event stream. */
   queue: string[];
   wake?: () => void;
@@ -49,11 +55,17 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   if (!onMessage) return answerError(c, apiError(503, 'the API is not started yet; retry', 'server_error', 'unavailable'));
   const request = await readRequest(c);
   if ('status' in request) return answerError(c, request);
-  const message = toMessage(c, user, request, deps.waiters);
+  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
+  const message = toMessage(c, user, session, request, deps.waiters);
   if ('status' in message) return answerError(c, message);
   const p: Pending = {
     id: `chatcmpl-${message.platformMessageId!.replace(/[^\w]/g, '')}`, created: Math.floor(Date.now() / 1000), model: request.model,
-    sessionId: sessionKeyOf(message), chatId: message.chatId, queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
+    sessionId: sessionKeyOf(message), chatId: message.chatId, session: session!, queue: [], usageBefore: { promptTokens: 0, completionTokens: 0 },
+    orphan() {
+      p.waiter.orphan();
+      p.unclaim();
+    },
+    unclaim: () => undefined,
     waiter: new Waiter(message.id, request.stream ? (delta) => {
       p.queue.push(delta);
       p.wake?.();
@@ -65,14 +77,11 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
 }
 
 /** The request as a message of its session, or why it cannot be one (a bad session name, a session still waiting). */
-function toMessage(c: Context, user: string, request: CompletionRequest, waiters: Waiters): InboundMessage | ApiError {
-  const session = sessionNameOf(c.req.header('x-chatgate-session'), request);
+function toMessage(c: Context, user: string, session: string | null, request: CompletionRequest, waiters: Waiters): InboundMessage | ApiError {
   if (session === null) return apiError(400, 'the session name (X-Chatgate-Session, metadata.session or user) must be 1–64 characters of A-Z a-z 0-9 _ . @ -', 'invalid_request_error', 'invalid_session', 'X-Chatgate-Session');
   const chatId = `${user}:${session}`;
   // One turn at a time: two requests' messages may be answered by one reply. A command may come any time (`/stop`).
-  if (parseCommand(request.text) === null && waiters.busy(chatId)) {
-    return { ...apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'), noRetry: true };
-  }
+  if (parseCommand(request.text) === null && waiters.busy(chatId)) return sessionBusy(session);
   const key = c.req.header('idempotency-key');
   const requestId = key !== undefined && IDEMPOTENCY_RE.test(key) ? key : randomUUID();
   return toWellFormedInbound({
@@ -88,10 +97,16 @@ function toMessage(c: Context, user: string, request: CompletionRequest, waiters
  */
 async function enter(p: Pending, message: InboundMessage, onMessage: InboundHandler, deps: CompletionDeps): Promise<ApiError | null> {
   const { chatId } = p;
+  try {
+    if (!(await claimSession(p, message, deps))) return sessionBusy(p.session);
+  } catch (err) {
+    return notTaken(err, p, deps);
+  }
   // In line before the message goes in: its answer may come before the verdict does.
   deps.waiters.add(chatId, p.waiter);
   const release = (): void => {
     p.waiter.cancel(new Error('released'));
+    p.unclaim();
     deps.waiters.remove(chatId, p.waiter);
     // The mark stays while any request of the chat waits here (an orphan too: its answer is dropped here, with its log line).
     if (!deps.waiters.has(chatId)) void deps.relay?.release(chatId);
@@ -103,8 +118,7 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
     verdict = (await onMessage(message)) ?? { outcome: 'accepted' };
   } catch (err) {
     release();
-    deps.log.warn({ err, sessionId: p.sessionId }, 'api request not taken');
-    return apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable');
+    return notTaken(err, p, deps);
   }
   const refused = refusalError(verdict);
   if (refused) {
@@ -124,9 +138,28 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
   return null;
 }
 
+/**
+ * A message that is no command claims its session on every gateway (a request of another gateway
+ * may wait for a turn's answer there), renewed while the request waits. @returns false when another has it.
+ */
+async function claimSession(p: Pending, message: InboundMessage, deps: CompletionDeps): Promise<boolean> {
+  const relay = deps.relay;
+  if (!relay || parseCommand(message.text) !== null) return true;
+  if (!(await relay.claim(p.chatId, message.id))) return false;
+  const renewal = setInterval(() => void relay.claim(p.chatId, message.id).catch(() => undefined), API_CLAIM_TTL_MS / 3);
+  p.unclaim = () => {
+    p.unclaim = () => undefined;
+    clearInterval(renewal);
+    void relay.unclaim(p.chatId, message.id);
+  };
+  return true;
+}
+
 /** The answer as one completion; a long wait starts the 200 response and keeps it alive with spaces (JSON allows them). */
 async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promise<Response> {
-  c.req.raw.signal.addEventListener('abort', () => p.waiter.orphan(), { once: true });
+  // The client may have gone while the message went in.
+  if (c.req.raw.signal.aborted) p.orphan();
+  else c.req.raw.signal.addEventListener('abort', () => p.orphan(), { once: true });
   const outcome = p.waiter.answer.then((text) => ({ text }), (err: unknown) => ({ err }));
   let keepAlive: NodeJS.Timeout | undefined;
   const early = await Promise.race([outcome, new Promise<null>((resolve) => (keepAlive = setTimeout(() => resolve(null), deps.options.keepAliveMs)))]);
@@ -146,7 +179,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
     },
     cancel() {
       clearInterval(spaces);
-      p.waiter.orphan();
+      p.orphan();
     },
   });
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
@@ -155,7 +188,7 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
 /** The answer as SSE chunks: the role, the text as it is written, the finish, the usage when asked, then `[DONE]`. */
 function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: CompletionDeps): Response {
   return streamSSE(c, async (stream) => {
-    stream.onAbort(() => p.waiter.orphan());
+    stream.onAbort(() => p.orphan());
     const send = (part: Parameters<typeof chunkBody>[3]) => stream.writeSSE({ data: JSON.stringify(chunkBody(p.id, p.model, p.created, part)) });
     await send({ delta: { role: 'assistant', content: '' } });
     let ended = false;
@@ -218,6 +251,17 @@ async function usageOf(p: Pending, deps: CompletionDeps): Promise<ApiUsage> {
 }
 
 class WaitTimeout extends Error {}
+
+/** The 503 of a request whose message could not be taken (`err`: why). */
+function notTaken(err: unknown, p: Pending, deps: CompletionDeps): ApiError {
+  deps.log.warn({ err, sessionId: p.sessionId }, 'api request not taken');
+  return apiError(503, 'the message could not be taken (the store is unavailable); retry', 'server_error', 'unavailable');
+}
+
+/** The 409 of a request sent while another request of its session waits for its answer (here or on another gateway). */
+function sessionBusy(session: string): ApiError {
+  return { ...apiError(409, `a request of session ${session} still waits for its answer: send one at a time per session`, 'invalid_request_error', 'session_busy'), noRetry: true };
+}
 
 function waitError(err: unknown): ApiError {
   // Sent again, the message would be added twice: the turn is still running.

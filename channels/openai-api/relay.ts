@@ -4,10 +4,12 @@
  * (`apiWaitingKey`, expiring with the longest wait); a gateway that delivers an answer it has no
  * request for looks at the mark: none → the request is gone and the answer is dropped (it stays in
  * the session's history); else it publishes the answer on `apiRepliesChannel`, and the gateway
- * holding the request hands it over.
+ * holding the request hands it over. It also keeps the rule of one request at a time per session
+ * across gateways: a request whose client waits for a turn's answer claims its chat (`apiAskingKey`).
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
-import { apiRepliesChannel, apiWaitingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { apiAskingKey, apiRepliesChannel, apiWaitingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import { defineTopic } from '../../src/redis/pubsub.js';
 import type { Logger } from '../../src/log.js';
 import type { Delivered } from './waiter.js';
@@ -16,6 +18,12 @@ import type { Delivered } from './waiter.js';
 interface RelayedAnswer extends Delivered {
   chatId: string;
 }
+
+/**
+ * How long a request's claim on its session lasts unless renewed, ms: the request renews it every
+ * third of this while it waits, so a gateway that died frees its sessions within this time.
+ */
+export const API_CLAIM_TTL_MS = 30_000;
 
 const API_ANSWERS = defineTopic<RelayedAnswer>({
   channel: apiRepliesChannel, what: 'api answer', component: 'api-relay', logged: ['chatId'],
@@ -30,6 +38,13 @@ export interface ReplyRelay {
   hold(chatId: string, ttlMs: number): Promise<void>;
   /** Removes the mark. Never throws. */
   release(chatId: string): Promise<void>;
+  /**
+   * Claims `chatId` for the request of message `messageId` on every gateway, or renews its claim, for
+   * {@link API_CLAIM_TTL_MS}. @returns false when another request (here or on another gateway) has it.
+   */
+  claim(chatId: string, messageId: string): Promise<boolean>;
+  /** Gives the claim up if the request of `messageId` still has it. Never throws. */
+  unclaim(chatId: string, messageId: string): Promise<void>;
   /** Hands `item` to the gateway whose request waits. @returns false when no request waits for `chatId` anywhere. */
   forward(chatId: string, item: Delivered): Promise<boolean>;
   stop(): Promise<void>;
@@ -49,6 +64,13 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
     },
     async release(chatId) {
       await redis.del(apiWaitingKey(chatId, keyPrefix)).catch(() => undefined);
+    },
+    async claim(chatId, messageId) {
+      return Number(await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: API_CLAIM_TTL_MS })) === 1;
+    },
+    async unclaim(chatId, messageId) {
+      await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: 0 })
+        .catch((err: unknown) => log?.warn({ err, chatId }, 'api session claim not released; it expires'));
     },
     async forward(chatId, item) {
       if ((await redis.exists(apiWaitingKey(chatId, keyPrefix))) === 0) return false;

@@ -70,13 +70,16 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
     return answer && message.answerInPlace ? { ...verdict, answer } : verdict;
   }
   return answerOnce(ctx, incoming, 'command', async () => {
+    // A summary or a side question takes a model call.
+    const callsModel = command.name === 'compact' || command.name === 'btw';
     const answer = async () => {
-      // `/compact`'s summary counts for the sender and this chat.
-      const reply = await runCountedFor({ user: userOf(message), chat: sessionId }, () => runCommand(commandDeps(ctx, message), sessionId, command));
+      const run = () => runCommand(commandDeps(ctx, message), sessionId, command);
+      // Its model call counts for the sender and this chat. Only then a call scope: entering one turns on Node's promise hooks for the process.
+      const reply = await (callsModel ? runCountedFor({ user: userOf(message), chat: sessionId }, run) : run());
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
-    if (command.name !== 'compact' && command.name !== 'btw') return answer();
-    // A summary or a side question takes a model call: answered in the background, the platform acknowledged now.
+    if (!callsModel) return answer();
+    // Answered in the background, the platform acknowledged now.
     const failure = command.name === 'compact'
       ? 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.'
       : 'The side question could not be answered right now (the model did not answer). Please ask again in a while.';

@@ -284,6 +284,14 @@ export function apiRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}api-replies`;
 }
 
+/**
+ * The API request of chat `chatId` (`<user>:<session>`) whose client waits for a turn's answer (its
+ * message id), on any gateway: one such request at a time per session.
+ */
+export function apiAskingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api:{${chatId}}:asking`;
+}
+
 /** Marker of an API request waiting for the answer of chat `chatId` (`<user>:<session>`), while it waits. */
 export function apiWaitingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}api:{${chatId}}:waiting`;

@@ -53,6 +53,11 @@ export interface SessionMeta {
    * the request's prefix stays the same. Null before the first rewrite that recorded them.
    */
   notesSnapshot: Record<string, string> | null;
+  /**
+   * Notices for the user kept for the session's next reply (an idle compaction's: nobody was there
+   * to read it). The turn that replies sends them after its reply and clears them in the same commit.
+   */
+  heldNotices: string[];
 }
 
 /** A session as loaded from Redis. */
@@ -63,7 +68,7 @@ export interface SessionSnapshot {
 }
 
 /** Meta fields a commit may set. */
-export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route' | 'limits' | 'notesSnapshot'>>;
+export type MetaUpdate = Partial<Pick<SessionMeta, 'compaction' | 'lastPromptTokens' | 'appendedTokensSince' | 'overheadTokens' | 'turnInboundIds' | 'route' | 'limits' | 'notesSnapshot' | 'heldNotices'>>;
 
 /** One atomic change to a session. */
 export interface CommitChange {
@@ -88,8 +93,8 @@ export interface CommitChange {
 export interface SessionStoreDeps {
   redis: RedisClient;
   logger?: Logger;
-  /** Told of each change once it is committed (src/usage counts its usage in the metrics). Must not throw. */
-  onCommitted?: (sessionId: string, change: CommitChange) => void;
+  /** Told of each change once it is committed, and of usage added outside a commit (src/usage counts its usage in the metrics). Must not throw. */
+  onCommitted?: (sessionId: string, change: Pick<CommitChange, 'usage' | 'user'>) => void;
 }
 
 /** Options of {@link createSessionStore}. */
@@ -130,6 +135,11 @@ export interface SessionStore {
    * @returns the new version. @throws StaleCommitError when refused (nothing is applied).
    */
   commit(sessionId: string, change: CommitChange): Promise<number>;
+  /**
+   * Adds `usage` to the session's ledger and its rollups (for `user`, `<channel>:<userId>`; none: '')
+   * outside a commit, unfenced: for model calls whose work is not committed. Its `set` fields are ignored.
+   */
+  addUsage(sessionId: string, usage: UsageDelta, user?: string): Promise<void>;
   /** Pending replies committed but not yet enqueued. */
   readOutbox(sessionId: string): Promise<OutboundMessage[]>;
   /** Removes replies that were enqueued. */
@@ -193,6 +203,17 @@ export function createSessionStore(deps: SessionStoreDeps, options: SessionStore
       deps.onCommitted?.(sessionId, change);
       return Number(reply[1]);
     },
+    async addUsage(sessionId, usage, user) {
+      const nowMs = resolved.now();
+      const rollupBuckets = buckets(nowMs);
+      const rollup = rollupArgs({ usage, user }, rollupBuckets, resolved.usageRetention);
+      // The usage read model finds a session's rollups through the session index: keep its score fresh, as a commit does.
+      await Promise.all([
+        runScriptWithOptions(redis, 'addUsage', [keysOf(sessionId).usage, ...rollupKeys(sessionId, resolved.keyPrefix, rollupBuckets)], { usageIncr: usage.incr, rollup }),
+        redis.zadd(sessionIndexKey(resolved.keyPrefix), nowMs, sessionId),
+      ]);
+      deps.onCommitted?.(sessionId, { usage, user });
+    },
     async readOutbox(sessionId) {
       const raw = await redis.lrange(keysOf(sessionId).outbox, 0, -1);
       return raw.map((item) => JSON.parse(item) as OutboundMessage);
@@ -244,12 +265,16 @@ function currentBuckets(): (nowMs: number) => CommitBuckets {
 }
 
 function commitKeys(keys: SessionKeys, sessionId: string, prefix: string, buckets: CommitBuckets): string[] {
-  const rollups = [buckets.hour, buckets.day].map((bucket) => usageRollupKey(sessionId, bucket.period, bucket.label, prefix));
-  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollups];
+  return [keys.history, keys.transcript, keys.meta, keys.usage, keys.lease, keys.processing, keys.outbox, ...rollupKeys(sessionId, prefix, buckets)];
+}
+
+/** The session's usage rollup keys of the hour and the day. */
+function rollupKeys(sessionId: string, prefix: string, buckets: CommitBuckets): string[] {
+  return [buckets.hour, buckets.day].map((bucket) => usageRollupKey(sessionId, bucket.period, bucket.label, prefix));
 }
 
 /** The rollup part of a commit's options: the counters and when the hour's and the day's hashes expire. */
-function rollupArgs(change: CommitChange, buckets: CommitBuckets, retention: UsageRetention): object | undefined {
+function rollupArgs(change: Pick<CommitChange, 'usage' | 'user'>, buckets: CommitBuckets, retention: UsageRetention): object | undefined {
   const fields = rollupFields(change.usage?.rollup ?? {}, change.user ?? '');
   if (Object.keys(fields).length === 0) return undefined;
   const dayMs = 86_400_000;
@@ -299,6 +324,7 @@ export function parseMeta(raw: Record<string, string>): SessionMeta {
     lastActivityMs: numberField(raw, 'lastActivityMs'),
     createdAtMs: numberField(raw, 'createdAtMs'),
     notesSnapshot: jsonField<Record<string, string> | null>(raw, 'notesSnapshot', null),
+    heldNotices: jsonField<string[]>(raw, 'heldNotices', []),
   };
 }
 

@@ -1,9 +1,10 @@
 /**
  * The durable step log of a running turn (DESIGN §5 "Effects"): its latest round — the model's
  * answer, the tool calls started and their results (with the references of the images they
- * returned) — recorded in Redis as each step completes, under the session's lease. A turn retried after a crash reads it and resumes the round instead
- * of asking the model again and running its tools twice. The worker records rounds with tool calls;
- * a final answer goes straight into the turn's last commit (workers/agent.processor.ts).
+ * returned) — recorded in Redis as each step completes, under the session's lease. A turn retried
+ * after a crash reads it and resumes the round instead of asking the model again and running its
+ * tools twice. The worker records rounds with tool calls; a final answer goes straight into the
+ * turn's last commit (workers/agent.processor.ts).
  */
 import type { AttachmentRef } from '../core/attachments.js';
 import type { AssistantMessage } from '../core/messages.js';

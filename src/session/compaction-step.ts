@@ -5,7 +5,8 @@ import type { CompactionLayer } from '../core/session-figures.js';
 import type { Logger } from '../log.js';
 import { toEntry } from '../redis/session-store.js';
 import type { TranscriptCompaction } from '../redis/transcript.js';
-import { compactionUsageDelta, mergeUsage, summaryUsageDelta, type PriceTable } from '../redis/usage.js';
+import { compactionUsageDelta, mergeUsage, summaryUsageDelta, type PriceTable, type UsageDelta } from '../redis/usage.js';
+import { StaleCommitError } from '../errors.js';
 import { NOOP_METRICS, type Metrics } from '../metrics.js';
 import type { TurnState } from './turn-state.js';
 
@@ -35,6 +36,11 @@ export interface CompactionStepInput {
   logger: Logger;
   /** Where the compaction is counted. Default {@link NOOP_METRICS}. */
   metrics?: Metrics;
+  /**
+   * A notice to keep for the session's next reply (meta `heldNotices`), committed with the rewrite
+   * of the projection; null: none. For a compaction nobody waits for (layer `idle`).
+   */
+  heldNotice?: (result: CompactionResult) => string | null;
   /** The session's `remember` notes, recorded with a rewrite of the projection (`notesSnapshot`, shown in later requests). */
   notes?: () => Promise<Record<string, string>>;
 }
@@ -59,16 +65,22 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     requestTokens: input.requestTokens, model: input.summaryModel, durationMs, reason: result.reason, atMs: Date.now(),
   };
   const summary = result.summarizerUsage;
+  const summaryUsage = summary ? summaryUsageDelta(input.summaryModel, { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedTokens: summary.cachedTokens ?? 0 }, input.prices) : null;
   const usage = mergeUsage(
     compactionUsageDelta(layer, result.outcome, result.tokensBefore - result.tokensAfter, { model: input.model ?? input.summaryModel, prices: input.prices }),
-    ...(summary ? [summaryUsageDelta(input.summaryModel, { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedTokens: summary.cachedTokens ?? 0 }, input.prices)] : []),
+    ...(summaryUsage ? [summaryUsage] : []),
   );
-  if (result.outcome === 'noop' || result.outcome === 'aborted') {
-    if (input.commitNoop !== false || result.outcome === 'aborted') await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
-  } else {
-    const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
-    const meta = input.notes ? { notesSnapshot: await input.notes() } : undefined;
-    await turn.replace(kept.map((message) => toEntry(message, input.compressor.tokenCounter, input.model)), result.state, { transcript: [event], usage, meta });
+  try {
+    await commitStep(input, result, event, usage);
+  } catch (err) {
+    // Refused (the lease went elsewhere, e.g. to a message's turn): the summary was paid for all the same.
+    if (err instanceof StaleCommitError && summaryUsage) {
+      await turn.addUsage(summaryUsage).then(
+        () => input.logger.info({ layer, summaryPromptTokens: summary!.promptTokens, summaryCompletionTokens: summary!.completionTokens }, 'compaction not committed; its summary counted'),
+        (countErr: unknown) => input.logger.warn({ err: countErr, layer }, 'compaction not committed; its summary could not be counted'),
+      );
+    }
+    throw err;
   }
   (input.metrics ?? NOOP_METRICS).record({ type: 'compaction', layer, outcome: result.outcome, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
   input.logger.info({
@@ -76,4 +88,17 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
     requestTokens: input.requestTokens, durationMs, reason: result.reason,
   }, 'compaction');
   return result;
+}
+
+/** Commits a compaction's outcome: the counters and event alone for a noop or aborted one, else the new projection with them. */
+async function commitStep(input: CompactionStepInput, result: CompactionResult, event: TranscriptCompaction, usage: UsageDelta): Promise<void> {
+  const { turn, system } = input;
+  if (result.outcome === 'noop' || result.outcome === 'aborted') {
+    if (input.commitNoop !== false || result.outcome === 'aborted') await turn.commitOnly({ transcript: [event], usage, meta: { compaction: result.state } });
+    return;
+  }
+  const kept = result.messages.filter((message, index) => !(index === 0 && message.role === 'system' && message.content === system.content));
+  const held = input.heldNotice?.(result);
+  const meta = { ...(input.notes ? { notesSnapshot: await input.notes() } : {}), ...(held ? { heldNotices: [...turn.meta.heldNotices, held] } : {}) };
+  await turn.replace(kept.map((message) => toEntry(message, input.compressor.tokenCounter, input.model)), result.state, { transcript: [event], usage, meta });
 }

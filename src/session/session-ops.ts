@@ -181,7 +181,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
         // that they were already in the old projection.
         await turn.replace([], createCompactionState(), {
-          meta: { turnInboundIds: [], limits: limitsOf(turn.meta), notesSnapshot: await createSessionNotes(deps.redis, deps.store.keys(sessionId)).list() },
+          meta: { turnInboundIds: [], heldNotices: [], limits: limitsOf(turn.meta), notesSnapshot: await createSessionNotes(deps.redis, deps.store.keys(sessionId)).list() },
           transcript: [{ type: 'reset', removedMessages, tokensBefore: turn.meta.projectionTokens, atMs: Date.now() }],
           usage: { incr: { resets: 1 }, set: {} },
         });

@@ -4,7 +4,7 @@
  * messages, as last committed) and the notes — then the question, and answers without tools. Neither
  * the question nor the answer enters the projection or the transcript, so the main thread never
  * sees them; a running turn is neither waited for nor changed (what it has not committed yet is not
- * seen). The call is counted in the session's usage ledger and, like every model call, in the budgets.
+ * seen). The call is counted in the session's usage ledger and rollups and, like every model call, in the budgets.
  */
 import type { ChatMessage } from '../core/messages.js';
 import { createLlmClient, type LlmClient } from '../llm/client.js';
@@ -48,13 +48,8 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
       { role: 'user', content: `${SIDE_QUESTION_PREFIX}${question}` },
     ];
     const result = await deps.llm.complete({ messages, logger: log, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
-    if (result.usage) {
-      // Counters only: the context fill is the main thread's, which this call did not change.
-      const { incr } = callUsageDelta(result.model, result.usage, options.contextWindow, options.prices);
-      const multi = deps.redis.multi();
-      for (const [field, value] of Object.entries(incr)) if (value) multi.hincrby(keys.usage, field, value);
-      await multi.exec();
-    }
+    // Counters only (addUsage sets nothing): the context fill is the main thread's, which this call did not change.
+    if (result.usage) await deps.store.addUsage(sessionId, callUsageDelta(result.model, result.usage, options.contextWindow, options.prices));
     log.info({ sessionId, promptTokens: result.usage?.promptTokens }, 'side question answered');
     const text = (result.message.content ?? '').trim();
     return text === '' ? 'I have no answer to that side question.' : text;

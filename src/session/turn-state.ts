@@ -3,6 +3,7 @@ import { toCompactionState } from '../core/compaction/compaction-state.js';
 import type { ChatMessage } from '../core/messages.js';
 import type { CommitChange, MetaUpdate, SessionMeta, SessionSnapshot, SessionStore, StoredEntry } from '../redis/session-store.js';
 import { requestTokens } from '../redis/session-store.js';
+import type { UsageDelta } from '../redis/usage.js';
 
 type Change = Omit<CommitChange, 'expectedVersion' | 'fence' | 'meta' | 'projection'> & { meta?: MetaUpdate };
 
@@ -52,6 +53,11 @@ export class TurnState {
     this.entries = entries;
     this.compaction = compaction;
     this.meta.projectionTokens = entries.reduce((sum, entry) => sum + entry.tokens, 0);
+  }
+
+  /** Adds usage to the session's ledger and rollups outside a commit (unfenced): for model calls whose work was not committed. */
+  async addUsage(usage: UsageDelta): Promise<void> {
+    await this.store.addUsage(this.sessionId, usage, this.user);
   }
 
   /** Commits without touching the projection. */

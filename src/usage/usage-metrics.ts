@@ -5,7 +5,7 @@ import type { CommitChange } from '../redis/session-store.js';
  * The session store's `onCommitted` hook that counts each committed change's usage in `metrics`,
  * by channel (the session id's prefix) and model, as the rollups hold it: every model call once.
  */
-export function recordCommittedUsage(metrics: Metrics | undefined): ((sessionId: string, change: CommitChange) => void) | undefined {
+export function recordCommittedUsage(metrics: Metrics | undefined): ((sessionId: string, change: Pick<CommitChange, 'usage'>) => void) | undefined {
   if (!metrics) return undefined;
   return (sessionId, change) => {
     const channel = sessionId.slice(0, Math.max(0, sessionId.indexOf(':'))) || 'unknown';

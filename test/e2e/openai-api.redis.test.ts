@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionKeys } from '../../src/redis/keys.js';
+import { readTranscript } from '../../src/redis/transcript.js';
 import type { FakeHandler, FakeRequest } from '../fakes/openai-server.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -164,6 +165,24 @@ describe('the OpenAI-compatible API', () => {
     for await (const chunk of next) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('fresh');
     expect(userTexts(stack.agentRequests().at(-1)!)).toEqual(['hold: think long', 'say fresh']);
+  });
+
+  it('keeps one request at a time while a turn runs in steer mode: the second gets 409 at once and joins nothing; the first its one answer', async () => {
+    let release: () => void = () => undefined;
+    gate = new Promise<void>((resolve) => (release = resolve));
+    const first = client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hold: plan the trip' }] }, session('steer'));
+    await stack.llm.waitForRequest((request) => userTexts(request).at(-1) === 'hold: plan the trip');
+    const second = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'say by train' }] }, session('steer')).catch((err: unknown) => err);
+    expect(second).toBeInstanceOf(OpenAI.ConflictError);
+    expect(second).toMatchObject({ status: 409, code: 'session_busy' });
+    release();
+    expect((await first).choices[0]!.message.content).toBe('the late answer');
+    // Sent again once the first is answered, it is a turn of its own with its own answer.
+    const again = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'say by train' }] }, session('steer'));
+    expect(again.choices[0]!.message.content).toBe('by train');
+    const transcript = await readTranscript(stack.t.redis, sessionKeys('api:alice:steer', stack.t.keyPrefix));
+    const said = transcript.flatMap((e) => (e.type === 'message' ? [`${e.message.role}:${String(e.message.content)}`] : []));
+    expect(said).toEqual(['user:hold: plan the trip', 'assistant:the late answer', 'user:say by train', 'assistant:by train']);
   });
 
   it.runIf(existsSync('/usr/bin/curl'))('answers plain curl, whole and streamed', async () => {

@@ -82,5 +82,5 @@ describe.each(DRIVERS)('a steered message under kill -9 of its worker, on %s', (
     for (const request of chat.stack.agentRequests().slice(1)) {
       expect(userTexts(request.messages).filter((text) => text === SECOND)).toHaveLength(1);
     }
-  }, 120_000);
+  }, 180_000);
 });

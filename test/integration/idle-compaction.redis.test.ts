@@ -10,6 +10,8 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { readUsage } from '../../src/redis/usage.js';
+import { parseMeta } from '../../src/redis/session-store.js';
+import { createUsageReader } from '../../src/usage/read-model.js';
 import type { FakeReply } from '../fakes/openai-server.js';
 import { isSummaryRequest } from '../helpers/stack.js';
 import { pollUntil } from '../helpers/waits.js';
@@ -47,12 +49,29 @@ describe('idle compaction', () => {
     await pollUntil(async () => (await readUsage(rig.t.redis, keys)).compactions['idle:compacted'] === 1, { intervalMs: 50 });
     const event = (await readTranscript(rig.t.redis, keys)).find((e) => e.type === 'compaction');
     expect(event).toMatchObject({ type: 'compaction', layer: 'idle', outcome: 'compacted' });
-    await rig.out.waitFor((replies) => replies.some((r) => r.text.startsWith('Compacted the earlier conversation')));
 
     const before = rig.fake.requests.length;
     await rig.producer.submitInbound(inbound('And a short third question?'));
-    await rig.out.waitFor((replies) => replies.filter((r) => r.text.startsWith('Answer.')).length >= 3);
+    await rig.out.waitFor((replies) => replies.some((r) => r.text.startsWith('Compacted the earlier conversation')));
     expect(rig.fake.requests.slice(before).some(isSummaryRequest)).toBe(false);
+  });
+
+  it('keeps the notice for the next reply instead of writing to the quiet chat, and sends it once, after that reply', async () => {
+    await rig.start({ idleCompactSeconds: 1 });
+    await twoExchanges();
+    const keys = sessionKeys(SESSION, rig.t.keyPrefix);
+    await pollUntil(async () => (await readUsage(rig.t.redis, keys)).compactions['idle:compacted'] === 1, { intervalMs: 50 });
+    // Committed with the compaction: held in the session, not sent.
+    const held = parseMeta(await rig.t.redis.hgetall(keys.meta)).heldNotices;
+    expect(held).toEqual([expect.stringMatching(/^Compacted the earlier conversation/)]);
+    expect(rig.out.replies.map((r) => r.kind)).toEqual(['reply', 'reply']);
+
+    await rig.producer.submitInbound(inbound('And a short third question?'));
+    await rig.out.waitFor((replies) => replies.length >= 4);
+    expect(rig.out.replies.slice(2).map((r) => [r.kind, r.text.slice(0, 7)])).toEqual([['reply', 'Answer.'], ['notice', 'Compact']]);
+    expect(rig.out.replies[3]!.text).toBe(held[0]);
+    // Cleared in the reply's commit: no later reply brings it again.
+    expect(parseMeta(await rig.t.redis.hgetall(keys.meta)).heldNotices).toEqual([]);
   });
 
   it('counts its summary for the turn\'s user and the chat, like every model call', async () => {
@@ -75,8 +94,11 @@ describe('idle compaction', () => {
     let summaries = 0;
     // The idle compaction's summary waits; any later one (the turn's own, in the loop) is answered at once.
     summary = async () => {
-      if (++summaries === 1) await held;
-      return { content: `Goal: keep talking (summary ${summaries}).` };
+      if (++summaries === 1) {
+        await held;
+        return { content: 'Goal: keep talking (dropped summary).', usage: { prompt_tokens: 7000, completion_tokens: 300 } };
+      }
+      return { content: `Goal: keep talking (summary ${summaries}).`, usage: { prompt_tokens: 5000, completion_tokens: 200 } };
     };
     await rig.start({ idleCompactSeconds: 1 });
     await twoExchanges();
@@ -89,7 +111,12 @@ describe('idle compaction', () => {
     await pollUntil(async () => (await rig.t.redis.exists(keys.lease)) === 0, { intervalMs: 50 });
     const layers = (await readTranscript(rig.t.redis, keys)).flatMap((e) => (e.type === 'compaction' ? [e.layer] : []));
     expect(layers).toEqual(['in-loop']);
+    // The dropped compaction's summary was paid for: the ledger and the rollups count it beside the turn's own.
+    await pollUntil(async () => (await readUsage(rig.t.redis, keys)).summaryCalls === 2, { intervalMs: 50, what: 'the dropped summary counted' });
     const usage = await readUsage(rig.t.redis, keys);
     expect(usage.compactions['idle:compacted'] ?? 0).toBe(0);
+    expect(usage).toMatchObject({ summaryPromptTokens: 12_000, summaryCompletionTokens: 500 });
+    const report = await createUsageReader(rig.t.redis, { keyPrefix: rig.t.keyPrefix }).report({ since: '1d', by: 'chat' });
+    expect(report.totals.compactionSpent).toMatchObject({ calls: 2, tokens: 12_500 });
   });
 });

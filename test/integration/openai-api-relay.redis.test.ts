@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOpenAiApiChannel, type OpenAiApiChannel } from '../../channels/openai-api/index.js';
-import { apiWaitingKey } from '../../src/redis/keys.js';
+import { apiAskingKey, apiWaitingKey } from '../../src/redis/keys.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -30,10 +30,11 @@ async function gateway(logger = createLogSink().logger): Promise<OpenAiApiChanne
   return channel;
 }
 
-const ask = (channel: OpenAiApiChannel, session: string) => channel.app.request('/v1/chat/completions', {
+const askInit = (session: string): RequestInit => ({
   method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-chatgate-session': session },
   body: JSON.stringify({ model: 'chatgate', messages: [{ role: 'user', content: 'hi' }] }),
 });
+const ask = (channel: OpenAiApiChannel, session: string) => channel.app.request('/v1/chat/completions', askInit(session));
 
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -53,6 +54,38 @@ describe('the API answer relay', () => {
     await until(async () => (await t.redis.exists(apiWaitingKey('alice:s1', t.keyPrefix))) === 0);
     expect(here.waiting()).toBe(0);
     expect(sink.lines.filter((line) => line.msg.includes('dropped'))).toEqual([]);
+  });
+
+  it('keeps one request at a time per session across gateways: another gateway answers 409 at once, until the answer came or the client went away', async () => {
+    const here = await gateway();
+    const there = await gateway();
+    const asking = apiAskingKey('alice:s2', t.keyPrefix);
+    const first = ask(here, 's2');
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    const busy = await ask(there, 's2');
+    expect(busy.status).toBe(409);
+    expect(busy.headers.get('x-should-retry')).toBe('false');
+    expect(await busy.json()).toMatchObject({ error: { code: 'session_busy' } });
+    expect(there.waiting()).toBe(0);
+    // Another session of the user, and a command of this one, are not held up.
+    const other = ask(there, 's3');
+    await until(() => there.waiting() === 1);
+    await there.send({ chatId: 'alice:s3' }, { text: 'other answer', mode: 'formatted', answersTurn: true });
+    expect((await (await other).json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('other answer');
+
+    await there.send({ chatId: 'alice:s2' }, { text: 'first answer', mode: 'formatted', answersTurn: true });
+    expect((await (await first).json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('first answer');
+    await until(async () => (await t.redis.exists(asking)) === 0);
+    // Free again: the other gateway's request is taken; its client going away frees the session for the first gateway.
+    const abort = new AbortController();
+    void Promise.resolve(there.app.request('/v1/chat/completions', { ...askInit('s2'), signal: abort.signal })).catch(() => undefined);
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    abort.abort();
+    await until(async () => (await t.redis.exists(asking)) === 0);
+    const next = ask(here, 's2');
+    await until(async () => (await t.redis.get(asking)) !== null);
+    await here.send({ chatId: 'alice:s2' }, { text: 'next answer', mode: 'formatted', answersTurn: true });
+    expect((await (await next).json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('next answer');
   });
 
   it('drops an answer no request waits for, with a log line', async () => {

@@ -87,6 +87,20 @@ describe('Lua scripts validate before they write', () => {
     }
   });
 
+  it('holdClaim: one holder at a time; its holder renews and releases it, another neither takes nor releases it', async () => {
+    const claim = (holder: string, ttlMs: number) => runScriptWithOptions(t.redis, 'holdClaim', [`${t.keyPrefix}claim`], { holder, ttlMs });
+    expect(await claim('a', 60_000)).toBe(1);
+    expect(await claim('b', 60_000)).toBe(0);
+    expect(await claim('b', 0)).toBe(0);
+    await t.redis.pexpire(`${t.keyPrefix}claim`, 1000);
+    expect(await claim('a', 60_000)).toBe(1);
+    expect(await t.redis.pttl(`${t.keyPrefix}claim`)).toBeGreaterThan(1000);
+    await expect(claim('a', -1)).rejects.toThrow(/ttlMs must be an integer >= 0/);
+    expect(await claim('a', 0)).toBe(1);
+    expect(await claim('b', 60_000)).toBe(1);
+    expect(await t.redis.get(`${t.keyPrefix}claim`)).toBe('b');
+  });
+
   it('accepts half an emoji into the inbox as U+FFFD, so the claim never dead-letters it', async () => {
     const half = { ...message, id: 'web:scripts:half', userName: 'Ann \ud83d', text: 'price \ud83d\ude00 and half \ude00' };
     expect((await acceptInbound(t.redis, { sessionId: SESSION, message: half, keyPrefix: t.keyPrefix, nowMs: 1 })).kind).toBe('accepted');

@@ -112,4 +112,20 @@ describe('usage rollups', () => {
     await expect(reader().report({ since: 'last week', by: 'user' })).rejects.toBeInstanceOf(UsageQueryError);
     await expect(reader().report({ since: '7d', by: 'team' })).rejects.toThrow(/by must be one of user, chat, channel, model/);
   });
+
+  it('adds usage outside a commit (a summary whose compaction was dropped) to the ledger and rollups, leaving the session as it was', async () => {
+    const keys = store.keys('web:d');
+    await store.addUsage('web:d', summaryUsageDelta('priced-model', { promptTokens: 3000, completionTokens: 500, cachedTokens: 0 }, PRICES), 'web:u');
+    expect(await readUsage(t.redis, keys)).toMatchObject({ summaryPromptTokens: 3000, summaryCompletionTokens: 500, summaryCalls: 1, costMicroUsd: 4000 });
+    expect(await t.redis.exists(keys.meta, keys.lease)).toBe(0);
+    const report = await reader().report({ since: '1d', by: 'user' });
+    expect(report.groups.map((g) => [g.key, g.figures.calls])).toEqual([['web:u', 1]]);
+    expect(report.totals.compactionSpent).toMatchObject({ calls: 1, tokens: 3500, costUsd: 0.004 });
+    expect(await metrics.registry.metrics()).toContain('chatgate_usage_cost_usd_total{channel="web",model="priced-model"} 0.004');
+    // A stored counter that is no integer: refused, nothing written.
+    await t.redis.hset(keys.usage, 'summaryCalls', 'x');
+    await expect(store.addUsage('web:d', summaryUsageDelta('priced-model', { promptTokens: 1, completionTokens: 1, cachedTokens: 0 }, PRICES))).rejects.toThrow(/usage field summaryCalls holds a non-integer/);
+    expect(await readUsage(t.redis, keys)).toMatchObject({ summaryPromptTokens: 3000 });
+    expect((await reader().report({ since: '1d', by: 'user' })).totals.calls).toBe(1);
+  });
 });

@@ -40,7 +40,7 @@
     error - invalid arguments: nothing written
 ]]
 --- @include "fenced-options"
---- @include "usage-rollup"
+--- @include "usage-ledger"
 local function fail(message) return redis.error_reply('ERR commitSession: ' .. message) end
 local function isInteger(value) return type(value) == 'number' and value % 1 == 0 end
 local function isFieldMap(value, valueOk)
@@ -101,23 +101,10 @@ local held, lease = holdsLease(KEYS[5], opts['fence'])
 if not held then return {0, 'fence', tostring(lease or 'none')} end
 -- The usage counters: read once, written with their sums in the one HSET of the usage hash
 -- (what an HINCRBY each would do; a field both incremented and set ends as set).
-local usage, usageFields = {}, {}
-for field in pairs(opts['usageIncr']) do usageFields[#usageFields + 1] = field end
-if #usageFields > 0 then
-  local values = redis.call('HMGET', KEYS[4], unpack(usageFields))
-  for k, field in ipairs(usageFields) do
-    local n, err = stored(values[k], 'usage field ' .. field)
-    if not n then return err end
-    usage[field] = string.format('%d', n + opts['usageIncr'][field])
-  end
-end
+local rollupKeys = {KEYS[8], KEYS[9]}
+local usage, rollupSums, badUsage = readUsage(KEYS[4], opts['usageIncr'], rollupKeys, opts['rollup'], fail)
+if not usage then return badUsage end
 for field, value in pairs(opts['usageSet']) do usage[field] = value end
-local rollupKeys, rollupSums = {KEYS[8], KEYS[9]}, nil
-if opts['rollup'] then
-  local err
-  rollupSums, err = readRollup(rollupKeys, opts['rollup'], fail)
-  if not rollupSums then return err end
-end
 -- Every meta field of the commit, written in one HSET at the end.
 local meta = {}
 for field, value in pairs(opts['meta']) do meta[field] = value end
@@ -146,8 +133,7 @@ for n = 1, nTranscript do
   i = i + 1
 end
 pushAll(KEYS[7], i, nOutbox)
-hsetAll(KEYS[4], usage)
-if rollupSums then writeRollup(rollupKeys, opts['rollup'], rollupSums) end
+writeUsage(KEYS[4], usage, rollupKeys, opts['rollup'], rollupSums)
 if opts['finishTurn'] then redis.call('DEL', KEYS[6]) end
 hsetAll(KEYS[3], meta)
 return {1, meta['version']}
