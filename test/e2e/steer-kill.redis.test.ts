@@ -2,7 +2,8 @@
  * Steering under kill -9, through the front ends: on the web chat (its HTTP API) and on the fake
  * Telegram, with `chatgate worker` processes. A message sent during a 3-round tool loop joins the
  * turn; the worker is SIGKILLed in the round after it joined; another worker resumes the turn and
- * answers both messages once, and the transcript holds each message once.
+ * answers both messages once, and the transcript holds each message once. In `interrupt` mode the
+ * turn the new message starts dies the same way and is resumed: one "Stopped.", one answer.
  */
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -82,5 +83,42 @@ describe.each(DRIVERS)('a steered message under kill -9 of its worker, on %s', (
     for (const request of chat.stack.agentRequests().slice(1)) {
       expect(userTexts(request.messages).filter((text) => text === SECOND)).toHaveLength(1);
     }
+  }, 180_000);
+
+  it('interrupt: the turn the new message starts survives its worker dying, and answers once', async () => {
+    const never = (): FakeReply => ({ hold: new Promise<FakeReply>(() => undefined) });
+    const reachedNewTurn = gate();
+    let victimCalls = 0;
+    const loop = toolLoop(never);
+    // The first turn waits until the interrupt stops it; the new turn's first call dies with its worker.
+    const handler: FakeHandler = (request) => {
+      if (userTexts(request.messages).includes(SECOND) && victimCalls++ === 0) {
+        reachedNewTurn.open();
+        return never();
+      }
+      return loop(request);
+    };
+    const chat = await open({ handler, noWorker: true }, 'interrupt-kill');
+    const victim = await startWorker(chat);
+    await chat.send('/mode interrupt');
+    await replyMatching(chat, (text) => text.includes('interrupt'));
+    await chat.send(FIRST);
+    await chat.stack.llm.waitForRequest(() => true);
+    await chat.send(SECOND);
+    await reachedNewTurn.promise;
+    await startWorker(chat);
+    victim.kill('SIGKILL');
+    await once(victim, 'exit');
+
+    await replyMatching(chat, (text) => text.startsWith('Done.'));
+    const keys = sessionKeys(chat.sessionId, chat.stack.t.keyPrefix);
+    await pollUntil(async () => (await chat.stack.t.redis.exists(keys.processing, keys.inbox)) === 0);
+    const replies = await chat.replies();
+    expect(replies.filter((text) => text === 'Stopped.')).toHaveLength(1);
+    expect(replies.filter((text) => text.startsWith('Done.'))).toEqual([`Done. I read: ${FIRST} | ${SECOND}`]);
+    expect(replies.indexOf('Stopped.')).toBeLessThan(replies.findIndex((text) => text.startsWith('Done.')));
+    // Each message once in the transcript: the stopped turn committed nothing, the resumed one both.
+    const users = (await transcriptRoles(chat)).filter((role) => role.startsWith('user:'));
+    expect(users).toEqual([`user:${FIRST}`, `user:${SECOND}`]);
   }, 180_000);
 });
