@@ -39,6 +39,11 @@ export interface IdleCompactionDeps {
   queue: Pick<ShardedQueue<TurnJobData>, 'add'>;
   logger: Logger;
   metrics?: Metrics;
+  /**
+   * A budget is set: the summary runs in a call scope so it counts for the turn's user and the
+   * chat. Without one no scope is entered (a scope turns on Node's promise hooks for the process).
+   */
+  budgeted?: boolean;
 }
 
 /** Options of the idle compactions. */
@@ -98,7 +103,7 @@ export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCom
       const { sessionId, idle } = job.data;
       try {
         const run = () => runIdle(deps, options, log.child({ sessionId, jobId: job.id }), sessionId, idle?.version ?? -1, idle?.growthTokens ?? 0);
-        return await runCountedFor({ user: idle?.user, chat: sessionId }, run);
+        return await (deps.budgeted ? runCountedFor({ user: idle?.user, chat: sessionId }, run) : run());
       } catch (err) {
         log.warn({ err, sessionId }, 'idle compaction failed; the next turn compacts in the loop if it must');
         return 'failed';

@@ -87,7 +87,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
   // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
   turnQueue.onError(() => undefined);
-  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, logger, metrics: turn.deps.metrics }, {
+  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, logger, metrics: turn.deps.metrics, budgeted: Boolean(budget) }, {
     idleSeconds: o.idleCompactSeconds, threshold: o.threshold, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
     systemPrompt: agentOptions.systemPrompt, model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, leaseTtlMs: o.leaseTtlMs, prices: o.prices, compactionNotice: o.compactionNotice,
   });
