@@ -1,16 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { StaleCommitError, StoredFormatError } from '../../src/errors.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
 import { sessionKeys, type SessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
 import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { askedApprovalIds, createStepLog, STEP_LOG_FORMAT, type RecordedAnswer } from '../../src/redis/step-log.js';
-import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { toUserMessage } from '../../workers/model-request.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 import { TokenCounter } from '../../src/core/tokens.js';
 
 const TOKENS = new TokenCounter();
@@ -74,27 +72,12 @@ describe('step log', () => {
 });
 
 describe('a turn retried after a crash', () => {
-  let t: TestRedis;
-  let fake: FakeOpenAI;
-  let producer: TurnProducer;
-  let out: OutboundCollector;
-  let worker: RunningWorker | null = null;
-
-  beforeEach(async () => {
-    t = createTestRedis();
-    fake = await startFakeOpenAI(() => ({ content: 'asked again' }));
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix });
-    out = await collectOutbound(t);
-  });
-  afterEach(async () => {
-    await worker?.close();
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  let rig: WorkerRig;
+  beforeEach(async () => { rig = await openWorkerRig(() => ({ content: 'asked again' })); });
+  afterEach(() => rig.close());
 
   it('replies with the final answer its step log recorded, without asking the model again', async () => {
+    const { t, fake, producer, out } = rig;
     const keys = sessionKeys(SESSION, t.keyPrefix);
     const message: InboundMessage = { id: 'web:s1:1', channel: 'web', chatId: 's1', userId: 'u', userName: 'U', text: 'hi', attachments: [], receivedAt: Date.now() };
     await producer.submitInbound(message);
@@ -106,9 +89,7 @@ describe('a turn retried after a crash', () => {
     await createStepLog(t.redis, { keys, turnId: message.id, fence }).recordAnswer(answer('recorded answer'));
     await releaseLease(t.redis, keys, fence);
 
-    worker = await runWorker({ redis: t.redis }, {
-      keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, contextWindow: 16_000, llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' },
-    });
+    await rig.start({ llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' } });
     await out.waitFor((replies) => replies.length === 1);
     expect(out.replies[0]).toMatchObject({ kind: 'reply', text: 'recorded answer' });
     expect(fake.requests).toHaveLength(0);

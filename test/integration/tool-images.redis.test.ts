@@ -12,7 +12,7 @@ import { parseAttachmentUrl } from '../../src/core/attachments.js';
 import { TOOL_IMAGES_MARK, type ChatMessage, type ContentPart } from '../../src/core/messages.js';
 import { TokenCounter } from '../../src/core/tokens.js';
 import { createSilentLogger } from '../../src/log.js';
-import { createTurnProducer, type TurnProducer } from '../../src/queue/producer.js';
+import type { TurnProducer } from '../../src/queue/producer.js';
 import { claimInbox } from '../../src/redis/inbox.js';
 import { attachmentKey, sessionKeys } from '../../src/redis/keys.js';
 import { acquireLease, releaseLease } from '../../src/redis/lease.js';
@@ -20,14 +20,14 @@ import { createSessionStore, toEntry } from '../../src/redis/session-store.js';
 import { createStepLog } from '../../src/redis/step-log.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { createAttachmentReader } from '../../workers/attachments.js';
-import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { toUserMessage } from '../../workers/model-request.js';
 import { storeToolImages, toolImagesMessage } from '../../workers/tool-images.js';
 import { McpConnection } from '../../workers/tools/mcp/connection.js';
 import { toToolResult } from '../../workers/tools/mcp/results.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import type { FakeOpenAI } from '../fakes/openai-server.js';
 import { mcpServerEntry, mcpServers } from '../helpers/mcp.js';
-import { collectOutbound, createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import { createTestRedis, type OutboundCollector, type TestRedis } from '../helpers/redis.js';
+import { openWorkerRig, type WorkerRig } from '../helpers/worker-rig.js';
 
 describe('tool-result images', () => {
   let t: TestRedis;
@@ -72,34 +72,22 @@ const TINY_IMAGE_TOOL = 'mcp__everything__get-tiny-image';
 const OTHER_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
 
 describe('a worker whose MCP tool returns an image', () => {
+  let rig: WorkerRig;
   let t: TestRedis;
   let fake: FakeOpenAI;
   let producer: TurnProducer;
   let out: OutboundCollector;
-  let worker: RunningWorker | null = null;
 
   beforeEach(async () => {
-    t = createTestRedis();
     // The model calls the image tool, then answers once it has a tool result.
-    fake = await startFakeOpenAI((request) => (request.messages.some((m) => m.role === 'tool') ? { content: 'a tiny image' } : { toolCalls: [{ name: TINY_IMAGE_TOOL, arguments: {}, id: 'call_img' }] }));
-    producer = createTurnProducer({ redis: t.redis }, { keyPrefix: t.keyPrefix, ...t.names });
-    out = await collectOutbound(t);
+    rig = await openWorkerRig((request) => (request.messages.some((m) => m.role === 'tool') ? { content: 'a tiny image' } : { toolCalls: [{ name: TINY_IMAGE_TOOL, arguments: {}, id: 'call_img' }] }));
+    ({ t, fake, producer, out } = rig);
   });
-  afterEach(async () => {
-    await worker?.close();
-    worker = null;
-    await out.close();
-    await producer.close();
-    await fake.close();
-    await t.cleanup();
-  });
+  afterEach(() => rig.close());
 
   const start = async (options: { vision: boolean; mcp: boolean }): Promise<void> => {
     const servers = options.mcp ? mcpServers({ everything: { command: process.execPath, args: [mcpServerEntry('server-everything')], approval: 'auto', connectTimeoutMs: 60_000 } }) : [];
-    worker = await runWorker({ redis: t.redis }, {
-      keyPrefix: t.keyPrefix, ...t.names, contextWindow: 16_000, liveReplies: false, llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' },
-      attachments: { vision: options.vision, ttlSeconds: 600 }, mcpServers: servers,
-    });
+    await rig.start({ liveReplies: false, llm: { baseURL: fake.baseURL, apiKey: 'k', model: 'gpt-4o-mini' }, attachments: { vision: options.vision, ttlSeconds: 600 }, mcpServers: servers });
   };
   const ask = async (): Promise<InboundMessage> => {
     const message: InboundMessage = { id: 'web:img:1', channel: 'web', chatId: 'img', userId: 'u', userName: 'U', text: 'show me a tiny image', attachments: [], receivedAt: Date.now() };
