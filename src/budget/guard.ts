@@ -1,3 +1,4 @@
+// NOTE FROM THE LEAD, about D3 (read, then delete this comment): do NOT change the admission rule. Keep "admit while used + reserved < limit": issue 23 allows an overrun by the calls in flight, and a strict worst-case rule would refuse every call of an expensive model under a small limit (gpt-4o with 4096 max_tokens needs $0.04 worst case: a $0.01 limit would never serve anything). Per-turn caps: keep too. Instead for D3: (1) say it plainly in docs/operating.md and .env.example: a limit is checked before each call, so the call that reaches it completes and the limit can be passed by that call (and by other calls already in flight), never by a further one; (2) make sure the user is told at once after the call that passed the limit (that is D2). Skip the strict tests.
 /**
  * The budget wrapper every model call goes through — the agent's, the summariser's (in a turn, in
  * the gateway's hygiene, `/compact`, `chatgate compact`) and a transcription's: it reserves the
@@ -113,19 +114,26 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   const refuse = (breach: BudgetBreach, what: string): never => {
     throw new BudgetError(what, budgetMessage(breach, now(), options.settings.timeZone));
   };
+  const emit = (events: BudgetEvent[], scope: CallScope, model: string): void => {
+    for (const event of events) alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
+  };
+  // A settle's events: the operator hears each; the turn's user reads one line after the reply (used up wins over the notice).
   const tell = (events: BudgetEvent[], scope: CallScope, model: string): void => {
-    for (const event of events) {
-      alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
-      if (event.kind === 'near') scope.turn?.onNotice(budgetNoticeMessage(event, options.settings.noticePercent));
-    }
+    emit(events, scope, model);
+    const event = events.find((e) => e.kind === 'exhausted') ?? events[0];
+    if (!event || !scope.turn) return;
+    const { timeZone } = options.settings;
+    scope.turn.onNotice(event.kind === 'exhausted' ? budgetMessage(event, now(), timeZone) : budgetNoticeMessage(event, now(), timeZone));
   };
   return async (what, model, scope = {}, need, call) => {
     const ledgerScope = { user: scope.user, chat: scope.chat };
-    if (scope.turn) checkTurnCaps(scope.turn, options.settings, need.micro !== undefined, (breach) => refuse(breach, what));
+    if (scope.turn) checkTurnCaps(scope.turn, options.settings, need, (breach) => refuse(breach, what));
     const reserved = await deps.ledger.reserve(ledgerScope, need);
     if ('breach' in reserved) {
-      if (reserved.event) tell([reserved.event], scope, model);
-      log.info({ budgetLevel: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, `${what} refused: budget used up`);
+      // The refusal is what the user reads (BudgetError); the operator hears the first one.
+      if (reserved.event) emit([reserved.event], scope, model);
+      const { level, period, unit, limit, used } = reserved.breach;
+      log.info({ budgetLevel: level, period, unit, limit, used, model }, `${what} refused: ${used !== undefined && used < limit ? 'no room left for its worst case' : 'budget used up'}`);
       return refuse(reserved.breach, what);
     }
     let used: CallNeed = { micro: 0, tokens: 0 };
@@ -143,10 +151,13 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   };
 }
 
-function checkTurnCaps(turn: TurnSpend, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
+/** The per-turn caps: a call goes only if what the turn used plus the call's worst case fits. */
+function checkTurnCaps(turn: TurnSpend, settings: BudgetSettings, need: CallNeed, refuse: (breach: BudgetBreach) => never): void {
   const cap = settings.turn;
-  if (cap.usd !== undefined && priced && turn.usedMicro >= cap.usd * 1_000_000) refuse({ level: 'turn', unit: 'usd', limit: cap.usd });
-  if (cap.tokens !== undefined && turn.usedTokens >= cap.tokens) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens });
+  if (cap.usd !== undefined && need.micro !== undefined && turn.usedMicro + need.micro > Math.round(cap.usd * 1_000_000)) {
+    refuse({ level: 'turn', unit: 'usd', limit: cap.usd, used: turn.usedMicro / 1_000_000 });
+  }
+  if (cap.tokens !== undefined && turn.usedTokens + need.tokens > cap.tokens) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens, used: turn.usedTokens });
 }
 
 /** The channel of a call's user (or chat): the part before the first `:`; bounded, a metric label. */
