@@ -57,6 +57,18 @@ describe('a used-up budget on the web chat', () => {
     expect(stack.agentRequests().map((r) => JSON.stringify(r.messages.at(-1)))).not.toContain('and again');
   });
 
+  it('answers /btw over the limit with the budget message, not a model failure', async () => {
+    const post = (text: string) => fetch(`${stack.gateway.httpUrl}/api/chat/api-a/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ userId: 'alice', text }),
+    });
+    const calls = stack.llm.requests.length;
+    expect((await post('/btw what was my first question?')).status).toBe(202);
+    const replies = async () => ((await (await fetch(`${stack.gateway.httpUrl}/api/chat/api-a/messages?after=0&timeoutMs=0`)).json()) as { messages: Array<{ text: string }> }).messages.map((m) => m.text);
+    await expect.poll(replies).toContainEqual(expect.stringMatching(BUDGET_TEXT));
+    expect((await replies()).join('\n')).not.toContain('could not be answered');
+    expect(stack.llm.requests.length - calls).toBe(0);
+  });
+
   it('shows the reason under the message in the page and keeps its text', async () => {
     const page = await openChat(browser!, `${stack.gateway.httpUrl}/chat?c=page-a`);
     // The page's user is new: its first message is answered, and that answer uses up the limit.
