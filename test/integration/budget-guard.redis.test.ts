@@ -70,5 +70,8 @@ describe('budget guard', () => {
     expect(result.message.content).toBe('Goal: a summary.');
     expect(notices).toEqual([expect.stringMatching(/^You have used today's budget of 1,150 tokens\. It resets at 00:00 UTC, in /)]);
     expect(await ledger.check(scope)).toMatchObject({ level: 'user', unit: 'tokens', limit: 1150 });
+    // The turn's next call (a tool loop) is refused without saying it twice; another turn reads the full message.
+    await expect(llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } })).rejects.toMatchObject({ notice: 'This request stopped here: that budget is used up.' });
+    await expect(llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope })).rejects.toMatchObject({ notice: expect.stringMatching(/^You have used today's budget of 1,150 tokens\./) });
   });
 });

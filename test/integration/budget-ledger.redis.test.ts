@@ -92,6 +92,11 @@ describe('budget ledger', () => {
     }
     expect(admitted).toBe(2);
     expect((await l.state(alice)).find((c) => c.level === 'chat' && c.period === 'day')).toMatchObject({ usedTokens: 42_000 });
+    // Used exactly up: even a call that needs no tokens (a transcription) is refused.
+    const last = await l.reserve(alice, { tokens: 8000 });
+    if (!('id' in last)) throw new Error('refused');
+    await l.settle(alice, last.id, { tokens: 8000 });
+    expect(await l.reserve(alice, { micro: 10, tokens: 0 })).toMatchObject({ breach: { unit: 'tokens', used: 50_000 } });
   });
 
   it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {

@@ -235,12 +235,13 @@ end
 for _, item in ipairs(list) do
   local c, o = item.c, item.o
   local unit, limit, used, need = nil, nil, 0, 0
-  if c.lm >= 0 and opts.needMicro >= 0 and o.um + o.rm + opts.needMicro > c.lm then unit, limit, used, need = 'usd', c.lm, o.um, opts.needMicro
-  elseif c.lt >= 0 and o.ut + o.rt + opts.needTokens > c.lt then unit, limit, used, need = 'tokens', c.lt, o.ut, opts.needTokens end
+  -- A limit reached holds even for a call that needs none of it (a transcription's tokens).
+  if c.lm >= 0 and opts.needMicro >= 0 and (o.um + o.rm + opts.needMicro > c.lm or o.um >= c.lm) then unit, limit, used, need = 'usd', c.lm, o.um, opts.needMicro
+  elseif c.lt >= 0 and (o.ut + o.rt + opts.needTokens > c.lt or o.ut >= c.lt) then unit, limit, used, need = 'tokens', c.lt, o.ut, opts.needTokens end
   if unit then
     -- No room even with no call in flight: the gateway answers at once until the period ends or the limit changes.
     local first = false
-    if used + need > limit then
+    if used + need > limit or used >= limit then
       mark(c, unit, limit, used, c.src)
       if not o.s['x' .. unit] then
         first = true
