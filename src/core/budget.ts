@@ -121,6 +121,36 @@ export function worstCaseMicroUsd(pricing: ModelPricing | undefined, promptToken
   return Math.ceil(estimateCostUsd(pricing, { promptTokens, completionTokens: maxOutputTokens }) * 1_000_000);
 }
 
+/** A limit no call fits in: even an answer with an empty prompt needs more (`need`, in the limit's unit). */
+export interface LimitBelowOneCall {
+  what: string;
+  limit: number;
+  need: number;
+  unit: 'usd' | 'tokens';
+}
+
+/**
+ * The configured limits smaller than one call's worst case with an empty prompt (`maxOutputTokens`
+ * at `pricing`'s output price): under them every call is refused. Per-user entries of the budgets
+ * file count too. A start-up warning; the words name the level and period.
+ */
+export function limitsBelowOneCall(settings: BudgetSettings, pricing: ModelPricing | undefined, maxOutputTokens: number): LimitBelowOneCall[] {
+  const needUsd = (worstCaseMicroUsd(pricing, 0, maxOutputTokens) ?? 0) / 1_000_000;
+  const found: LimitBelowOneCall[] = [];
+  const check = (what: string, limit: BudgetLimit | undefined) => {
+    if (limit?.usd !== undefined && pricing && limit.usd < needUsd) found.push({ what, limit: limit.usd, need: needUsd, unit: 'usd' });
+    if (limit?.tokens !== undefined && limit.tokens < maxOutputTokens) found.push({ what, limit: limit.tokens, need: maxOutputTokens, unit: 'tokens' });
+  };
+  const levels: Array<[string, LevelLimits]> = [['user', settings.user], ['chat', settings.chat], ['deployment', settings.deployment]];
+  for (const [subject, own] of Object.entries(settings.users)) if (own !== 'unlimited') levels.push([`user ${subject}`, own]);
+  for (const [level, limits] of levels) {
+    check(`${level} daily`, limits.day);
+    check(`${level} monthly`, limits.month);
+  }
+  check('turn', settings.turn);
+  return found;
+}
+
 /** What a refused call or message names: the level, period, the limit that holds and when it resets. */
 export interface BudgetBreach {
   level: BudgetLevel | 'turn';
