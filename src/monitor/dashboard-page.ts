@@ -45,7 +45,7 @@ ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-we
 #ledger td,#tool-calls td{white-space:normal;overflow-wrap:anywhere}#tool-calls td.code{font-family:ui-monospace,monospace;font-size:12px}#channels td{white-space:normal;overflow-wrap:anywhere}
 .state-disconnected,.state-connecting,.state-waiting,.verdict-down{color:var(--hygiene);font-weight:600}
 .check-warn td:first-child,.check-warn .verdict{color:var(--compress);font-weight:600}.check-down td:first-child,.check-down .verdict{color:var(--hygiene);font-weight:600}
-#status-checks td{white-space:normal;overflow-wrap:anywhere}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
+#status-checks td{white-space:normal;overflow-wrap:anywhere}#status-checks td:nth-child(-n+2){white-space:nowrap;overflow-wrap:normal}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
 .over-hygiene td.fill{color:var(--hygiene);font-weight:600}.dead{color:var(--hygiene)}
 @media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}#sessions .wide{display:none}}`;
 

@@ -64,11 +64,12 @@ function card(id, title, span) {
   const f = span.totals;
   return el('section', { class: 'card', id: id, 'data-since': span.since },
     el('h2', {}, title), el('div', { class: 'money', 'data-cost': f.costUsd }, money(f)),
-    el('div', { class: 'muted', 'data-tokens': tokens(f) }, int(tokens(f)) + ' tokens · ' + int(f.calls) + ' calls'));
+    el('div', { class: 'muted', 'data-tokens': tokens(f) }, int(tokens(f)) + ' tokens · ' + int(f.calls) + (f.calls === 1 ? ' call' : ' calls')));
 }
 // Drawn at the width of its section in CSS pixels, so its text is 12 px on a phone as on a desktop.
 function chart(series, width) {
-  const maxCost = Math.max(1e-9, ...series.map((p) => p.figures.costUsd));
+  // Without any cost the scale is a cent, not a billionth of a dollar.
+  const maxCost = Math.max(0, ...series.map((p) => p.figures.costUsd)) || 0.01;
   const maxTokens = Math.max(1, ...series.map((p) => tokens(p.figures)));
   const ticks = [0, 0.5, 1].map((s) => ({ s, cost: formatMoney(maxCost * s, 0), tokens: int(Math.round(maxTokens * s)) }));
   // Margins as wide as the longest axis label (about 7 px a character of 12 px text).
