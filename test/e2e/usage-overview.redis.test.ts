@@ -133,7 +133,7 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     expect(chart).toBeGreaterThan(300);
     // The chart's text is drawn in CSS pixels: as tall on the phone as its 12 px font.
     const labels = await page.locator('#usage-chart text').evaluateAll((ts) => {
-      const box = ts[0]!.ownerSVGElement!.getBoundingClientRect();
+      const box = (ts[0] as SVGTextElement).ownerSVGElement!.getBoundingClientRect();
       return ts.map((t) => ({ px: getComputedStyle(t).fontSize, rect: t.getBoundingClientRect(), box })).map(({ px, rect, box }) => ({ px, height: rect.height, inside: rect.left >= box.left && rect.right <= box.right }));
     });
     expect(labels.length).toBeGreaterThan(6);
