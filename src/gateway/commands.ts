@@ -152,7 +152,7 @@ function usageText(d: SessionDetail): string {
   return [
     `**Usage of this chat** (${d.limits.model})`,
     `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${countOf(l.calls, 'model call')}`,
-    `Estimated cost: ${formatMoney(l.costUsd, l.unpricedCalls, 4)}`,
+    `Estimated cost: ${formatMoney(l.costUsd, l.unpricedCalls)}`,
     `Context: next request ≈ ${describeContext(d.context)}`,
     `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${countOf(l.resets, 'reset')}` : ''}`,
     l.summaryCalls > 0 ? `Summaries: ${countOf(l.summaryCalls, 'call')}, ${countOf(l.summaryPromptTokens, 'token')} in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',

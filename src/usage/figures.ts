@@ -48,15 +48,30 @@ export function totalTokens(figures: UsageFigures): number {
 }
 
 /**
- * Money for people: `$1.23`; `price unknown` when nothing was priced but something ran; `$1.23 +
- * price unknown` when part was. Never `$0.00` for calls whose price is unknown. `decimals` fixes
- * the digits (a session's figures show 4); default 2, or 4 below a cent.
+ * Money for people, the one rule of every surface (CLI, API pages, chat commands, dashboard):
+ * 2 decimals from $1 (`$1.23`), below that 3 significant digits with trailing zeros dropped down
+ * to 2 decimals (`$0.50`, `$0.123`, `$0.024`, `$0.0108`), so two different small amounts never
+ * read the same. `price unknown` when nothing was priced but something ran; `$1.23 + price
+ * unknown` when part was. Never `$0.00` for calls whose price is unknown. Self-contained: the
+ * pages inline it with `toString()`.
  */
-export function formatMoney(usdValue: number, unknown: number, decimals?: number): string {
+export function formatMoney(usdValue: number, unknown = 0): string {
   if (unknown > 0 && usdValue === 0) return 'price unknown';
-  const digits = decimals ?? (usdValue > 0 && usdValue < 0.01 ? 4 : 2);
-  const text = `$${usdValue.toFixed(digits)}`;
-  return unknown > 0 ? `${text} + price unknown` : text;
+  const abs = Math.abs(usdValue);
+  const text = abs >= 1 || abs === 0 ? usdValue.toFixed(2)
+    : usdValue.toFixed(Math.min(20, 2 - Math.floor(Math.log10(abs)))).replace(/(\.\d\d\d*?)0+$/, '$1');
+  return unknown > 0 ? `$${text} + price unknown` : `$${text}`;
+}
+
+/**
+ * A column of {@link formatMoney} texts for a fixed-width table: plain amounts are padded on the
+ * right so their decimal points line up once the column is right-aligned (`$12.34 `, `$0.0108`);
+ * other cells ("price unknown", "-") are left as they are.
+ */
+export function alignMoneyColumn(cells: readonly string[]): string[] {
+  const fraction = (cell: string) => (/^\$[\d,]+\.\d+$/.test(cell) ? cell.length - cell.indexOf('.') : -1);
+  const widest = Math.max(0, ...cells.map(fraction));
+  return cells.map((cell) => (fraction(cell) > 0 ? cell.padEnd(cell.length + widest - fraction(cell)) : cell));
 }
 
 /** "compaction spent $0.04 and saved $0.91 in the last 7 days", or what it did without prices. */

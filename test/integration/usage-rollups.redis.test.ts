@@ -78,7 +78,7 @@ describe('usage rollups', () => {
     const report = await reader().report({ since: '7d', by: 'chat' });
     expect(report.totals).toMatchObject({ compactions: 2, tokensRemoved: 401_000, compactionSpent: { calls: 1, tokens: 32_000, costUsd: 0.034, unpricedCalls: 0 } });
     expect(report.totals.compactionSaved).toEqual({ tokens: 401_000, costUsd: 0.4, unpricedTokens: 1000 });
-    expect(compactionSentence(report.totals, report.span)).toBe('compaction spent $0.03 and saved $0.40 + price unknown (401,000 prompt tokens) in the last 7 days');
+    expect(compactionSentence(report.totals, report.span)).toBe('compaction spent $0.034 and saved $0.40 + price unknown (401,000 prompt tokens) in the last 7 days');
     const unpriced = report.groups.find((g) => g.key === 'web:d')!.figures;
     expect(compactionSentence(unpriced, 'today')).toBe('compaction spent $0.00 (no summariser call) and saved 1,000 prompt tokens (price unknown) today');
   });
