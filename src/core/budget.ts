@@ -2,7 +2,9 @@
  * Spend limits: the levels and periods a model call counts against, the period windows in a time
  * zone, the worst case of a call, and the words a user reads when a limit holds. Pure.
  */
+import { formatMoney } from './money.js';
 import { estimateCostUsd, type ModelPricing } from './models.js';
+import { countOf } from './plural.js';
 
 /** Who a limit is for: one user (`<channel>:<userId>`), one chat (a session) or the whole deployment. */
 export type BudgetLevel = 'user' | 'chat' | 'deployment';
@@ -299,9 +301,7 @@ export function limitsLeft(counter: CounterState): LimitLeft[] {
 
 /** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
 export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
-  if (unit === 'tokens') return `${Math.round(value).toLocaleString('en-US')} tokens`;
-  if (Math.abs(value) >= 1) return `$${value.toFixed(2)}`;
-  return `$${value.toFixed(4).replace(/(\.\d\d\d?)0+$/, '$1').replace(/(\.\d\d)0$/, '$1')}`;
+  return unit === 'tokens' ? countOf(Math.round(value), 'token') : formatMoney(value);
 }
 
 /**

@@ -6,7 +6,7 @@ import { describeCompaction } from '../core/compaction/compaction-text.js';
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 import type { SessionDetail, SessionView } from '../core/session-view.js';
 
 /** What the command handlers need. */

@@ -5,7 +5,7 @@
  * there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 import { CHART_SCRIPT } from './dashboard-chart.js';
 
 /** Options of {@link renderDashboardPage}. */

@@ -6,7 +6,7 @@
  * under a prefix) and links to the sessions dashboard. One column on a phone, where the chart is
  * drawn at its section's width so its text stays 12 CSS px.
  */
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 
 /** Options of {@link renderOverviewPage}. */
 export interface OverviewPageOptions {

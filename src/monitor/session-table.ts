@@ -1,7 +1,8 @@
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionDetail, SessionRow } from '../core/session-view.js';
-import { alignMoneyColumn, formatMoney } from '../usage/figures.js';
+import { alignMoneyColumn } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 
 /**
  * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the

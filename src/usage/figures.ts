@@ -3,6 +3,7 @@
  * into tokens, calls and USD, money that says "price unknown" instead of a made-up $0, the
  * `--since` grammar, and the one sentence on what compaction was worth.
  */
+import { formatMoney } from '../core/money.js';
 import { UsageQueryError } from '../errors.js';
 import type { RollupFigures, RollupBucket } from './rollup-format.js';
 
@@ -45,22 +46,6 @@ export function toUsageFigures(raw: RollupFigures): UsageFigures {
 /** All tokens of the figures (input, cached and output). */
 export function totalTokens(figures: UsageFigures): number {
   return figures.inputTokens + figures.cachedTokens + figures.outputTokens;
-}
-
-/**
- * Money for people, the one rule of every surface (CLI, API pages, chat commands, dashboard):
- * 2 decimals from $1 (`$1.23`), below that 3 significant digits with trailing zeros dropped down
- * to 2 decimals (`$0.50`, `$0.123`, `$0.024`, `$0.0108`), so two different small amounts never
- * read the same. `price unknown` when nothing was priced but something ran; `$1.23 + price
- * unknown` when part was. Never `$0.00` for calls whose price is unknown. Self-contained: the
- * pages inline it with `toString()`.
- */
-export function formatMoney(usdValue: number, unknown = 0): string {
-  if (unknown > 0 && usdValue === 0) return 'price unknown';
-  const abs = Math.abs(usdValue);
-  const text = abs >= 1 || abs === 0 ? usdValue.toFixed(2)
-    : usdValue.toFixed(Math.min(20, 2 - Math.floor(Math.log10(abs)))).replace(/(\.\d\d\d*?)0+$/, '$1');
-  return unknown > 0 ? `$${text} + price unknown` : `$${text}`;
 }
 
 /**

@@ -2,7 +2,8 @@
  * A usage report as text (a table for people) and CSV (for spreadsheets), pure. JSON is the
  * report itself. Cost cells say "price unknown" where no price was known, never $0.
  */
-import { alignMoneyColumn, compactionSentence, formatMoney, type UsageFigures } from './figures.js';
+import { alignMoneyColumn, compactionSentence, type UsageFigures } from './figures.js';
+import { formatMoney } from '../core/money.js';
 import type { UsageReport } from './read-model.js';
 
 const COLUMNS = ['calls', 'tokens in', 'cached', 'tokens out', 'cost', 'compactions', 'compaction spent', 'compaction saved'] as const;

@@ -7,7 +7,8 @@
 import { mkdirSync } from 'node:fs';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatMoney, totalTokens } from '../../src/usage/figures.js';
+import { totalTokens } from '../../src/usage/figures.js';
+import { formatMoney } from '../../src/core/money.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { launchChromium } from '../helpers/browser.js';

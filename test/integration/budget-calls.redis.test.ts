@@ -160,4 +160,11 @@ describe('every model call is budgeted', () => {
     await expect(createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).limitsOf('user', 'telegram:42')).rejects.toBeInstanceOf(StoredFormatError);
     expect(await t.redis.exists(budgetKeys(t.keyPrefix).counters(new Date().toISOString().slice(0, 7)))).toBe(0);
   });
+
+  it.each([[''], ['5'], [-1], [true]])('refuses a stored limit of %j instead of reading it as "no limit"', async (value) => {
+    const s = settings({ user: { day: { tokens: 10 } } });
+    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:42', JSON.stringify({ v: 1, dailyUsd: value }));
+    const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+    await expect(ledger.reserve({ user: 'telegram:42' }, { tokens: 1 })).rejects.toThrow(/budget limits of user:telegram:42 are unreadable: remove them with chatgate budgets reset/);
+  });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { alignMoneyColumn, formatMoney, toUsageFigures } from '../../src/usage/figures.js';
+import { alignMoneyColumn, toUsageFigures } from '../../src/usage/figures.js';
+import { formatMoney } from '../../src/core/money.js';
 import { formatUsageReport } from '../../src/usage/format.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { zeroFigures } from '../../src/usage/rollup-format.js';
