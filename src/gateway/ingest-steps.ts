@@ -4,10 +4,10 @@
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
-import { runCountedFor } from '../budget/guard.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { BudgetError } from '../errors.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
@@ -55,7 +55,11 @@ export const refuseTooLong: IngestStep = async (ctx, incoming) => {
   return refuseSize(ctx, incoming);
 };
 
-/** A chat command, answered once per message id (`/compact` in the background: a summary takes its time). */
+/**
+ * A chat command, answered once per message id (`/compact` and `/btw` in the background: a model
+ * call takes its time). With `answerInPlace` the answer is in the verdict, not a notice; a
+ * background command's still comes as a notice.
+ */
 export const answerCommand: IngestStep = async (ctx, incoming) => {
   const { command, message, sessionId } = incoming;
   if (command === null) return null;
@@ -69,14 +73,15 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
     });
     return answer && message.answerInPlace ? { ...verdict, answer } : verdict;
   }
-  return answerOnce(ctx, incoming, 'command', async () => {
+  let inPlace: string | undefined;
+  const verdict = await answerOnce(ctx, incoming, 'command', async () => {
     // A summary or a side question takes a model call.
     const callsModel = command.name === 'compact' || command.name === 'btw';
     const answer = async () => {
-      const run = () => runCommand(commandDeps(ctx, message), sessionId, command);
-      // Its model call counts for the sender and this chat. Only then a call scope: entering one turns on Node's promise hooks for the process.
-      const reply = await (callsModel ? runCountedFor({ user: userOf(message), chat: sessionId }, run) : run());
-      if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+      const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
+      if (reply === null) return;
+      if (message.answerInPlace && !callsModel) inPlace = reply;
+      else await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
     if (!callsModel) return answer();
     // Answered in the background, the platform acknowledged now.
@@ -84,10 +89,14 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       ? 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.'
       : 'The side question could not be answered right now (the model did not answer). Please ask again in a while.';
     void answer().catch(async (err: unknown) => {
-      ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
-      await notify(ctx, message, sessionId, failure, `cmd-${command.name}-failed`).catch(() => undefined);
+      // A used-up budget is no failure: the sender reads which limit holds and until when.
+      const overBudget = err instanceof BudgetError;
+      if (overBudget) ctx.log.info({ channel: message.channel, userId: message.userId, sessionId }, `${command.name} refused: budget used up`);
+      else ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
+      await notify(ctx, message, sessionId, overBudget ? err.notice : failure, `cmd-${command.name}-failed`).catch(() => undefined);
     });
   });
+  return inPlace === undefined ? verdict : { ...verdict, answer: { text: inPlace, settled: false } };
 };
 
 /** A budget used up (user, chat or deployment): answered at once from the counters, no turn queued, no model call. */
@@ -203,18 +212,23 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const { deps, options } = ctx;
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
-    ...deps.commands, ops: deps.ops,
+    ...deps.commands, ops: deps.ops, user: userOf(message),
     ...(deps.budget ? { budgets: { state: (sessionId: string) => deps.budget!.ledger.state({ user: userOf(message), chat: sessionId }), timeZone: deps.budget.timeZone } } : {}),
     stop: async (sessionId) => {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
       const denied = deps.approvals ? await denyPending(deps.approvals, sessionId) : 0;
-      return denied > 0 && answer === NOTHING_TO_STOP ? `Denied ${countOf(denied, 'tool call')} waiting for approval.` : answer;
+      if (denied > 0 && answer === NOTHING_TO_STOP) return `Denied ${countOf(denied, 'tool call')} waiting for approval.`;
+      // A stopped turn answers "Stopped." itself; an adapter that answers in place still needs an answer.
+      return answer ?? (message.answerInPlace ? STOPPING : null);
     },
     busyMode: busyModePort(ctx, message),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
 }
+
+/** `/stop`'s answer in place while a turn runs (the turn answers "Stopped."). */
+const STOPPING = 'Stopping the running turn.';
 
 /** The budget subject of a message's sender: `<channel>:<userId>`. */
 function userOf(message: InboundMessage): string {
