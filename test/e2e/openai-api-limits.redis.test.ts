@@ -46,10 +46,14 @@ describe('the API under the gateway limits', () => {
   });
 
   it('answers 429 insufficient_quota once the user\'s budget is used up, and 403 to a user off the allow-list', async () => {
-    const env = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '500', CHATGATE_ALLOW_API: 'alice' };
+    // A call needs room for its worst case (prompt + 4,096 output tokens): the first fits, the second no longer does.
+    const env = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '5000', CHATGATE_ALLOW_API: 'alice' };
     const client = await start(env, { budgets: loadConfig(env).budgets });
     expect((await ask(client, 'spend')).usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 100 });
-    const over = await ask(client, 'more').catch((err: unknown) => err);
+    // The turn finds no room for its next call: it answers with the budget message, calling no model.
+    expect((await ask(client, 'more')).choices[0]!.message.content).toMatch(/^You have nearly used today's budget of 5,000 tokens: 3,900 tokens are left, not enough for another answer\./);
+    // From then on the gateway answers at once.
+    const over = await ask(client, 'more again').catch((err: unknown) => err);
     expect(over).toMatchObject({ status: 429, code: 'insufficient_quota' });
     expect((over as Error).message).toContain('budget');
     const mallory = new OpenAI({ baseURL: `${stack!.gateway.httpUrl}/v1`, apiKey: OTHER_KEY, maxRetries: 0 });
