@@ -1,7 +1,6 @@
 import type { OutboundMessage } from '../src/core/inbound.js';
 import type { SessionMeta } from '../src/redis/session-store.js';
 import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
-import { runWithBudget } from '../src/budget/guard.js';
 import type { CompletionResult } from '../src/llm/answer.js';
 import { toLlmError } from '../src/llm/errors.js';
 import { createStepLog } from '../src/redis/step-log.js';
@@ -36,18 +35,19 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const last = input.items[input.items.length - 1]!;
   // The turn's usage is for its last sender, in the rollups as in the budgets.
   const user = `${last.channel}:${last.userId}`;
-  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence, user);
+  // Every model call of the turn (its summaries and transcriptions too) counts for its user and chat, and its spend for the per-turn caps.
+  const notices: string[] = [];
+  const spend = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
+  const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence, user, { user, chat: input.snapshot.sessionId, turn: spend });
   const turnId = input.items[0]!.id;
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
-    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices: [], compactionsSinceCall: 0, lease: input.lease,
+    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices, compactionsSinceCall: 0, lease: input.lease,
     images: new Map(), turnId, replyIds: input.items.map((item) => item.id), steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
-  const scope = { user, chat: turn.sessionId };
   const committed = (replies: OutboundMessage[]): AgentTurnResult => ({ replies, session: { meta: loop.turn.meta, messageCount: loop.turn.entries.length } });
   try {
-    const run = () => runLoop(loop);
-    return committed(await (deps.budgeted === false ? run() : runWithBudget(scope, (text) => loop.notices.push(text), run)));
+    return committed(await runLoop(loop));
   } catch (err) {
     // A stopped turn commits what earlier rounds committed and answers its messages with "Stopped.".
     if (isTurnStopped(err, loop.signal)) {
@@ -77,7 +77,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     loop.compactionsSinceCall = 0;
     let result: CompletionResult;
     try {
-      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, promptTokens: loop.turn.requestTokens(request.overhead), logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
+      result = await deps.llm.complete({ messages: request.messages, tools: request.tools, promptTokens: loop.turn.requestTokens(request.overhead), scope: loop.turn.callScope, logger: loop.log, signal: loop.signal, ...outputLimit(loop), ...liveReplyHooks(stream) });
     } catch (err) {
       await stream?.drop();
       // A spend limit holds: the turn ends with the message that says which and until when.

@@ -5,6 +5,7 @@
  * references are inlined as base64 `data:` URLs while the bytes are still stored, for a model that
  * sees images; otherwise (expired, or a model without vision) they become one-line placeholders.
  */
+import type { CallScope } from '../src/core/budget.js';
 import { attachmentUrl, DOCUMENT_TEXT_MAX_CHARS, imagePlaceholder, parseAttachmentUrl, readableKindOf, type AttachmentRef } from '../src/core/attachments.js';
 import type { Attachment, InboundMessage } from '../src/core/inbound.js';
 import type { ChatMessage, ContentPart } from '../src/core/messages.js';
@@ -37,7 +38,8 @@ export interface ReadFiles {
 export interface AttachmentReader {
   /** Whether the model is sent images. */
   readonly vision: boolean;
-  read(sessionId: string, message: InboundMessage): Promise<ReadFiles>;
+  /** Reads the message's files; a transcription counts for `scope` (the turn's) in the budgets. */
+  read(sessionId: string, message: InboundMessage, scope?: CallScope): Promise<ReadFiles>;
   /**
    * The request's messages with image references inlined (or placeholders). `cache` keeps the
    * data URLs of one turn, so the turn's later calls do not read Redis again.
@@ -69,11 +71,11 @@ export function createAttachmentReader(deps: AttachmentReaderDeps, options: Atta
   const log = deps.log.child({ component: 'attachments' });
   return {
     vision: options.vision,
-    async read(sessionId, message) {
+    async read(sessionId, message, scope) {
       const files: ReadFiles = { texts: [], images: [], notices: [] };
       const documents = message.attachments.filter((a) => ['text', 'pdf'].includes(readableKindOf(a, { transcription: true }) ?? '')).length;
       const maxChars = Math.max(1000, Math.floor((options.maxDocumentChars ?? DOCUMENT_TEXT_MAX_CHARS) / Math.max(1, documents)));
-      for (const attachment of message.attachments) await readOne({ ...deps, log }, sessionId, attachment, files, maxChars);
+      for (const attachment of message.attachments) await readOne({ ...deps, log }, { sessionId, scope }, attachment, files, maxChars);
       return files;
     },
     async inline(sessionId, messages, cache) {
@@ -106,7 +108,7 @@ export function bringsImage(message: InboundMessage): boolean {
   return message.attachments.some((a) => a.stored !== undefined && readableKindOf(a, { transcription: true }) === 'image');
 }
 
-async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment: Attachment, files: ReadFiles, maxChars: number): Promise<void> {
+async function readOne(deps: AttachmentReaderDeps, { sessionId, scope }: { sessionId: string; scope?: CallScope }, attachment: Attachment, files: ReadFiles, maxChars: number): Promise<void> {
   const name = attachment.fileName ?? attachment.kind;
   const kind = readableKindOf(attachment, { transcription: true });
   if (!attachment.stored || kind === null) {
@@ -123,7 +125,7 @@ async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment
     files.notices.push(`I could not read ${name}: it was kept for a limited time and is gone now. Please send it again.`);
     return;
   }
-  if (kind === 'audio') return transcribe(deps, name, attachment, bytes, files);
+  if (kind === 'audio') return transcribe(deps, { name, scope }, attachment, bytes, files);
   try {
     const doc = kind === 'pdf' ? await extractPdfText(bytes) : { text: decodeTextFile(bytes) };
     files.texts.push(documentBlock(name, kind, bytes.length, { ...boundDocumentText(doc.text, maxChars), ...('pages' in doc ? { pages: doc.pages } : {}) }));
@@ -134,7 +136,7 @@ async function readOne(deps: AttachmentReaderDeps, sessionId: string, attachment
   }
 }
 
-async function transcribe(deps: AttachmentReaderDeps, name: string, attachment: Attachment, bytes: Buffer, files: ReadFiles): Promise<void> {
+async function transcribe(deps: AttachmentReaderDeps, { name, scope }: { name: string; scope?: CallScope }, attachment: Attachment, bytes: Buffer, files: ReadFiles): Promise<void> {
   const what = attachment.kind === 'voice' ? 'voice message' : `audio file ${name}`;
   if (!deps.transcriber) {
     files.texts.push(`[${what}: not transcribed, transcription is off]`);
@@ -142,7 +144,7 @@ async function transcribe(deps: AttachmentReaderDeps, name: string, attachment: 
     return;
   }
   try {
-    const { text } = await deps.transcriber.transcribe({ bytes, fileName: name, mimeType: attachment.mimeType });
+    const { text } = await deps.transcriber.transcribe({ bytes, fileName: name, mimeType: attachment.mimeType }, scope ? { scope } : {});
     files.texts.push(text === '' ? `[${what}: no speech could be recognised]` : `[${what}, transcribed]\n${text}`);
   } catch (err) {
     if (err instanceof BudgetError) {

@@ -8,7 +8,6 @@
  * loop as before, if it still needs to. The notice waits in the session for the next reply.
  */
 import type { Job } from 'bullmq';
-import { runCountedFor } from '../src/budget/guard.js';
 import type { ContextCompressor } from '../src/core/compaction/compressor.js';
 import { automaticCompactionNotice } from '../src/core/compaction/compaction-text.js';
 import { decideIdleCompaction } from '../src/core/compaction/idle.js';
@@ -39,11 +38,6 @@ export interface IdleCompactionDeps {
   queue: Pick<ShardedQueue<TurnJobData>, 'add'>;
   logger: Logger;
   metrics?: Metrics;
-  /**
-   * A budget is set: the summary runs in a call scope so it counts for the turn's user and the
-   * chat. Without one no scope is entered (a scope turns on Node's promise hooks for the process).
-   */
-  budgeted?: boolean;
 }
 
 /** Options of the idle compactions. */
@@ -102,8 +96,7 @@ export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCom
     async run(job) {
       const { sessionId, idle } = job.data;
       try {
-        const run = () => runIdle(deps, options, log.child({ sessionId, jobId: job.id }), sessionId, idle?.version ?? -1, idle?.growthTokens ?? 0);
-        return await (deps.budgeted ? runCountedFor({ user: idle?.user, chat: sessionId }, run) : run());
+        return await runIdle(deps, options, log.child({ sessionId, jobId: job.id }), { sessionId, user: idle?.user }, idle?.version ?? -1, idle?.growthTokens ?? 0);
       } catch (err) {
         log.warn({ err, sessionId }, 'idle compaction failed; the next turn compacts in the loop if it must');
         return 'failed';
@@ -112,7 +105,7 @@ export function createIdleCompactions(deps: IdleCompactionDeps, options: IdleCom
   };
 }
 
-async function runIdle(deps: IdleCompactionDeps, options: IdleCompactionOptions, log: Logger, sessionId: string, version: number, growthTokens: number): Promise<string> {
+async function runIdle(deps: IdleCompactionDeps, options: IdleCompactionOptions, log: Logger, { sessionId, user }: { sessionId: string; user?: string }, version: number, growthTokens: number): Promise<string> {
   const keys = deps.store.keys(sessionId);
   if (await moved(deps.redis, keys, version)) return 'dropped: the session moved on';
   const lease = await holdLease(deps.redis, keys, options.leaseTtlMs);
@@ -130,7 +123,8 @@ async function runIdle(deps: IdleCompactionDeps, options: IdleCompactionOptions,
   try {
     const snapshot = await deps.store.load(sessionId);
     if (snapshot.meta.version !== version || (await moved(deps.redis, keys, version))) return 'dropped: the session moved on';
-    const turn = new TurnState(deps.store, sessionId, snapshot, lease.fence);
+    // Its summary counts for the user of the turn that scheduled it, and the chat; the rollups name no user.
+    const turn = new TurnState(deps.store, sessionId, snapshot, lease.fence, undefined, { chat: sessionId, ...(user ? { user } : {}) });
     const current = turn.requestTokens(snapshot.meta.overheadTokens);
     const nextRequest = current + growthTokens;
     if (!deps.compressor.shouldCompress(nextRequest, turn.compaction)) return 'nothing to do';

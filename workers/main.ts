@@ -81,13 +81,13 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const turn: TurnRunner = {
     redis, store, outbound, logger, keyPrefix: o.keyPrefix, agentOptions, leaseTtlMs: o.leaseTtlMs, leaseRetryMs: o.leaseRetryMs,
     deps: { redis, store, llm, compressor, tools, logger, metrics: heartbeat.observe(deps.metrics), attachments: createWorkerAttachments({ redis, logger, budget }, o), liveReplies: turnLiveReplies(redis, logger, o),
-      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }), budgeted: Boolean(budget) }, deadLettered: new Set(), closing: false, stops,
+      approvals: createApprovalStore(redis, { keyPrefix: o.keyPrefix, transcriptRetention: o.transcriptRetention }) }, deadLettered: new Set(), closing: false, stops,
     workerId: heartbeat.id,
   };
   const turnQueue = openShardedQueue<TurnJobData>(names.turnQueue, names, redis);
   // A lost connection is reported by the workers' own outage log; the recovery's next look tries again.
   turnQueue.onError(() => undefined);
-  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, logger, metrics: turn.deps.metrics, budgeted: Boolean(budget) }, {
+  turn.idle = createIdleCompactions({ redis, store, compressor, queue: turnQueue, logger, metrics: turn.deps.metrics }, {
     idleSeconds: o.idleCompactSeconds, threshold: o.threshold, contextWindow: o.contextWindow, reservedOutputTokens: o.reservedOutputTokens,
     systemPrompt: agentOptions.systemPrompt, model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, leaseTtlMs: o.leaseTtlMs, prices: o.prices, compactionNotice: o.compactionNotice,
   });

@@ -52,7 +52,7 @@ async function userMessagesOf(loop: Loop, fresh: InboundMessage[]): Promise<Chat
   if (!reader) return fresh.map((item) => toUserMessage(item));
   const users: ChatMessage[] = [];
   for (const item of fresh) {
-    const files = await reader.read(loop.turn.sessionId, item);
+    const files = await reader.read(loop.turn.sessionId, item, loop.turn.callScope);
     loop.notices.push(...files.notices);
     users.push(toUserMessage(item, files));
   }

@@ -37,12 +37,6 @@ export interface AgentDeps {
   liveReplies?: TurnLiveReplies;
   /** Where calls of `ask` tools are asked about and decided (src/approvals). Absent: such calls are refused. */
   approvals?: ApprovalStore;
-  /**
-   * Whether `llm` goes through the budget wrapper (src/budget/guard.ts), which needs each turn run
-   * in its call scope. Default true. False (no budget set) runs turns without one: entering a scope
-   * turns on Node's promise hooks, a cost on every promise of the process.
-   */
-  budgeted?: boolean;
 }
 
 /** Options of the tool loop. */

@@ -39,7 +39,7 @@ interface Pending {
   waiter: Waiter;
   /** The session's name (for messages). */
   session: string;
-  /** The client went away: the request keeps its place in line, and gives up its claim on the session. */
+  /** The client went away: the request keeps its place in line, and gives up its claim on the session (an answer no longer finds it from another gateway). */
   orphan(): void;
   /** Gives up the request's claim on its session (set once it has one). */
   unclaim(): void;
@@ -108,12 +108,9 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
     p.waiter.cancel(new Error('released'));
     p.unclaim();
     deps.waiters.remove(chatId, p.waiter);
-    // The mark stays while any request of the chat waits here (an orphan too: its answer is dropped here, with its log line).
-    if (!deps.waiters.has(chatId)) void deps.relay?.release(chatId);
   };
   let verdict: InboundVerdict;
   try {
-    await deps.relay?.hold(chatId, deps.options.maxWaitMs);
     p.usageBefore = (await deps.readUsage?.(p.sessionId)) ?? p.usageBefore;
     verdict = (await onMessage(message)) ?? { outcome: 'accepted' };
   } catch (err) {
@@ -139,14 +136,18 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
 }
 
 /**
- * A message that is no command claims its session on every gateway (a request of another gateway
- * may wait for a turn's answer there), renewed while the request waits. @returns false when another has it.
+ * Claims the session on every gateway, renewed while the request waits: the claim is also how an
+ * answer delivered by another gateway finds this one (relay.ts). A command's request is never
+ * refused and holds no one up: its claim yields, and when another request has the session that
+ * request's claim marks the chat (renewing takes the claim once it is free). @returns false when a
+ * message that is no command finds another request holding the session.
  */
 async function claimSession(p: Pending, message: InboundMessage, deps: CompletionDeps): Promise<boolean> {
   const relay = deps.relay;
-  if (!relay || parseCommand(message.text) !== null) return true;
-  if (!(await relay.claim(p.chatId, message.id))) return false;
-  const renewal = setInterval(() => void relay.claim(p.chatId, message.id).catch(() => undefined), API_CLAIM_TTL_MS / 3);
+  if (!relay) return true;
+  const command = parseCommand(message.text) !== null;
+  if (!(await relay.claim(p.chatId, message.id, command)) && !command) return false;
+  const renewal = setInterval(() => void relay.claim(p.chatId, message.id, command).catch(() => undefined), API_CLAIM_TTL_MS / 3);
   p.unclaim = () => {
     p.unclaim = () => undefined;
     clearInterval(renewal);

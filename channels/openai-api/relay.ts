@@ -1,14 +1,15 @@
 /**
  * How an answer reaches the request waiting for it when another gateway delivers it (the outbound
- * queue lets any gateway deliver any reply). A waiting request marks its chat in Redis
- * (`apiWaitingKey`, expiring with the longest wait); a gateway that delivers an answer it has no
- * request for looks at the mark: none → the request is gone and the answer is dropped (it stays in
- * the session's history); else it publishes the answer on `apiRepliesChannel`, and the gateway
- * holding the request hands it over. It also keeps the rule of one request at a time per session
- * across gateways: a request whose client waits for a turn's answer claims its chat (`apiAskingKey`).
+ * queue lets any gateway deliver any reply), and the rule of one request at a time per session
+ * across gateways. Both rest on one key per chat, the claim (`apiAskingKey`: the waiting request's
+ * message id, expiring unless renewed). A request waiting for a turn's answer claims its chat (a
+ * second one gets 409); a command's request claims it only as long as no such request wants it. A
+ * gateway that delivers an answer it has no request for looks at the claim: none → no request
+ * waits anywhere and the answer is dropped (it stays in the session's history); else it publishes
+ * the answer on `apiRepliesChannel`, and the gateway holding the request hands it over.
  */
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
-import { apiAskingKey, apiRepliesChannel, apiWaitingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { apiAskingKey, apiRepliesChannel, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import { defineTopic } from '../../src/redis/pubsub.js';
 import type { Logger } from '../../src/log.js';
@@ -34,15 +35,12 @@ const API_ANSWERS = defineTopic<RelayedAnswer>({
 export interface ReplyRelay {
   /** Starts listening for answers published by other gateways. */
   start(onAnswer: (chatId: string, item: Delivered) => void): Promise<void>;
-  /** Marks that a request for `chatId` waits (on this gateway) for at most `ttlMs`. */
-  hold(chatId: string, ttlMs: number): Promise<void>;
-  /** Removes the mark. Never throws. */
-  release(chatId: string): Promise<void>;
   /**
    * Claims `chatId` for the request of message `messageId` on every gateway, or renews its claim, for
-   * {@link API_CLAIM_TTL_MS}. @returns false when another request (here or on another gateway) has it.
+   * {@link API_CLAIM_TTL_MS}. `yields` (a command's request): the claim gives way to a request that
+   * does not yield. @returns false when another request (here or on another gateway) has it.
    */
-  claim(chatId: string, messageId: string): Promise<boolean>;
+  claim(chatId: string, messageId: string, yields?: boolean): Promise<boolean>;
   /** Gives the claim up if the request of `messageId` still has it. Never throws. */
   unclaim(chatId: string, messageId: string): Promise<void>;
   /** Hands `item` to the gateway whose request waits. @returns false when no request waits for `chatId` anywhere. */
@@ -59,21 +57,15 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
       subscriber.on('error', (err: Error) => log?.debug({ err }, 'api relay connection error'));
       unsubscribe = await API_ANSWERS.subscribe(subscriber, (answer) => onAnswer(answer.chatId, toDelivered(answer)), keyPrefix, log);
     },
-    async hold(chatId, ttlMs) {
-      await redis.set(apiWaitingKey(chatId, keyPrefix), '1', 'PX', ttlMs);
-    },
-    async release(chatId) {
-      await redis.del(apiWaitingKey(chatId, keyPrefix)).catch(() => undefined);
-    },
-    async claim(chatId, messageId) {
-      return Number(await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: API_CLAIM_TTL_MS })) === 1;
+    async claim(chatId, messageId, yields = false) {
+      return Number(await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: API_CLAIM_TTL_MS, yields })) === 1;
     },
     async unclaim(chatId, messageId) {
       await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: 0 })
         .catch((err: unknown) => log?.warn({ err, chatId }, 'api session claim not released; it expires'));
     },
     async forward(chatId, item) {
-      if ((await redis.exists(apiWaitingKey(chatId, keyPrefix))) === 0) return false;
+      if ((await redis.exists(apiAskingKey(chatId, keyPrefix))) === 0) return false;
       await API_ANSWERS.publish(redis, { chatId, ...item }, keyPrefix);
       return true;
     },

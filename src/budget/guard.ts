@@ -2,14 +2,13 @@
  * The budget wrapper every model call goes through — the agent's, the summariser's (in a turn, in
  * the gateway's hygiene, `/compact`, `chatgate compact`) and a transcription's: it reserves the
  * call's worst case on every level that applies, settles it with the provider's usage after, and
- * enforces the per-turn caps. Whom a call counts for comes from the call scope (src/llm/call-scope.ts);
+ * enforces the per-turn caps. Whom a call counts for comes with the call (`scope`, a `CallScope`);
  * a call made with none counts for the deployment alone.
  */
-import { budgetMessage, budgetNoticeMessage, hasBudgets, MIN_AUDIO_BYTES_PER_SECOND, transcriptionMicroUsd, TYPICAL_AUDIO_BYTES_PER_SECOND, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
+import { budgetMessage, budgetNoticeMessage, hasBudgets, type CallScope, type TurnSpend, MIN_AUDIO_BYTES_PER_SECOND, transcriptionMicroUsd, TYPICAL_AUDIO_BYTES_PER_SECOND, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
 import { estimateCostUsd, pricingOf, type PriceTable } from '../core/models.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { BudgetError } from '../errors.js';
-import { currentCallScope, runWithCallScope, type CallScope } from '../llm/call-scope.js';
 import type { LlmClient } from '../llm/client.js';
 import { countMessageTokens } from '../llm/encodings.js';
 import type { Transcriber } from '../llm/transcribe.js';
@@ -17,7 +16,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { RedisClient } from '../redis/client.js';
 import { createBudgetAlerts, type BudgetAlerts, type BudgetAlertsOptions } from './alerts.js';
-import { createBudgetLedger, type BudgetEvent, type BudgetLedger, type BudgetScope, type CallNeed } from './ledger.js';
+import { createBudgetLedger, type BudgetEvent, type BudgetLedger, type CallNeed } from './ledger.js';
 
 /** Options of {@link guardLlm} and {@link guardTranscriber}. */
 export interface BudgetGuardOptions {
@@ -59,19 +58,6 @@ export function createBudgetGuard(
 }
 
 /**
- * Runs `fn` (one turn) with its model calls counted for `scope` and the per-turn caps; `onNotice`
- * receives the user's notices (a limit at the notice share).
- */
-export function runWithBudget<T>(scope: BudgetScope, onNotice: (text: string) => void, fn: () => Promise<T>): Promise<T> {
-  return runWithCallScope({ ...scope, turn: { usedMicro: 0, usedTokens: 0, onNotice } }, fn);
-}
-
-/** Runs `fn` with its model calls (a compaction's summary) counted for `scope`, unless a turn's scope holds already. */
-export function runCountedFor<T>(scope: BudgetScope, fn: () => Promise<T>): Promise<T> {
-  return currentCallScope() ? fn() : runWithCallScope(scope, fn);
-}
-
-/**
  * `llm` with every call reserved and settled on `deps.ledger`.
  * @throws BudgetError (from `complete`) when a limit holds: the call is not made.
  */
@@ -87,7 +73,7 @@ export function guardLlm(llm: LlmClient, deps: BudgetGuardDeps, options: BudgetG
       const promptTokens = request.promptTokens ?? countMessageTokens(request.messages, model, options.tokenCounter);
       const maxTokens = request.maxTokens || options.defaultMaxTokens;
       const need = { micro: worstCaseMicroUsd(pricing, promptTokens, maxTokens), tokens: promptTokens + maxTokens };
-      return spend(`model call with ${model}`, model, need, async () => {
+      return spend(`model call with ${model}`, model, request.scope, need, async () => {
         const result = await llm.complete(request);
         const usage = result.usage ?? { promptTokens, completionTokens: 0, cachedTokens: 0 };
         return { result, used: { micro: pricing ? Math.round(estimateCostUsd(pricing, usage) * 1_000_000) : undefined, tokens: usage.promptTokens + usage.completionTokens } };
@@ -106,10 +92,10 @@ export function guardTranscriber(transcriber: Transcriber, deps: BudgetGuardDeps
   const model = transcriber.model;
   return {
     model,
-    transcribe(file, signal) {
+    transcribe(file, options = {}) {
       const need = { micro: transcriptionMicroUsd(model, file.bytes.length / MIN_AUDIO_BYTES_PER_SECOND), tokens: 0 };
-      return spend(`transcription of ${file.fileName}`, model, need, async () => {
-        const result = await transcriber.transcribe(file, signal);
+      return spend(`transcription of ${file.fileName}`, model, options.scope, need, async () => {
+        const result = await transcriber.transcribe(file, options);
         const seconds = result.usage?.seconds ?? file.bytes.length / TYPICAL_AUDIO_BYTES_PER_SECOND;
         return { result, used: { micro: transcriptionMicroUsd(model, seconds), tokens: (result.usage?.inputTokens ?? 0) + (result.usage?.outputTokens ?? 0) } };
       });
@@ -117,9 +103,9 @@ export function guardTranscriber(transcriber: Transcriber, deps: BudgetGuardDeps
   };
 }
 
-type Spend = <T>(what: string, model: string, need: CallNeed, call: () => Promise<{ result: T; used: CallNeed }>) => Promise<T>;
+type Spend = <T>(what: string, model: string, scope: CallScope | undefined, need: CallNeed, call: () => Promise<{ result: T; used: CallNeed }>) => Promise<T>;
 
-/** Reserve → call → settle for the current call scope; a failed call settles with nothing (its reservation is released). */
+/** Reserve → call → settle for the call's scope; a failed call settles with nothing (its reservation is released). */
 function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend {
   const log = deps.logger.child({ component: 'budget' });
   const now = options.now ?? Date.now;
@@ -133,8 +119,7 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
       if (event.kind === 'near') scope.turn?.onNotice(budgetNoticeMessage(event, options.settings.noticePercent));
     }
   };
-  return async (what, model, need, call) => {
-    const scope = currentCallScope() ?? {};
+  return async (what, model, scope = {}, need, call) => {
     const ledgerScope = { user: scope.user, chat: scope.chat };
     if (scope.turn) checkTurnCaps(scope.turn, options.settings, need.micro !== undefined, (breach) => refuse(breach, what));
     const reserved = await deps.ledger.reserve(ledgerScope, need);
@@ -158,7 +143,7 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   };
 }
 
-function checkTurnCaps(turn: NonNullable<CallScope['turn']>, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
+function checkTurnCaps(turn: TurnSpend, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
   const cap = settings.turn;
   if (cap.usd !== undefined && priced && turn.usedMicro >= cap.usd * 1_000_000) refuse({ level: 'turn', unit: 'usd', limit: cap.usd });
   if (cap.tokens !== undefined && turn.usedTokens >= cap.tokens) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens });

@@ -33,7 +33,7 @@ export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: st
       const ops = sessionOps(config, conn, logger, demo);
       const where = deployment ? `, the LLM ${describeDeployment(deployment)} uses` : '';
       progress(io, `compacting ${sessionId} (summary by ${limits.summaryModel}${demo ? ', the offline demo model' : ''}${where})…`);
-      const outcome = await ops.compact(sessionId, flags.focus, 'manual');
+      const outcome = await ops.compact(sessionId, { focus: flags.focus });
       if (outcome.busy) return busy(io, sessionId);
       const result = outcome.value;
       io.out(`${sessionId}: ${result.outcome}, ${formatTokens(result.requestTokensBefore)} → ${countOf(result.requestTokensAfter, 'token')} (${result.reason})`);

@@ -38,6 +38,26 @@ export interface BudgetSettings {
   alertWebhookUrl?: string;
 }
 
+/**
+ * Whom a model call counts for, passed with the call (a completion request, a summary request, a
+ * transcription) by the code that knows it: the user (`<channel>:<userId>`; absent when no user
+ * asked, as for `chatgate compact`) and the chat (the session id). A call with none counts for the
+ * deployment alone. Inside a turn, `turn` carries what the turn's calls spent so far (the per-turn
+ * caps) and where the user's notices go (a limit at the notice share).
+ */
+export interface CallScope {
+  user?: string;
+  chat?: string;
+  turn?: TurnSpend;
+}
+
+/** What one turn's model calls have spent, counted by the budget wrapper for the per-turn caps. */
+export interface TurnSpend {
+  usedMicro: number;
+  usedTokens: number;
+  onNotice: (text: string) => void;
+}
+
 /** The levels, in the order counters are kept and reported. */
 export const BUDGET_LEVELS: readonly BudgetLevel[] = ['user', 'chat', 'deployment'];
 /** The periods, in the order counters are kept. */

@@ -14,6 +14,8 @@ export interface CommandDeps {
   /** The session read model: `/usage`, `/status` and `/pins` show what every other surface shows. */
   view: SessionView;
   ops: SessionOps;
+  /** The sender (`<channel>:<userId>`): whom the model calls of `/compact` and `/btw` count for beside the chat. */
+  user?: string;
   /** Where the session's turn is, for `/status`: running, queued (with how many turns ahead) or none. */
   turnPosition: (sessionId: string) => Promise<TurnPosition>;
   /**
@@ -34,7 +36,7 @@ export interface CommandDeps {
    * `/btw <question>`: a side question answered from the session's context, outside its turn and
    * history. @returns the answer, or null when it comes later as a notice. Absent: not available.
    */
-  btw?: (sessionId: string, question: string) => Promise<string | null>;
+  btw?: (sessionId: string, question: string, user?: string) => Promise<string | null>;
   /**
    * `/usage`: the budget counters of the sender and this chat (and the deployment's), with the
    * limits in force, and the budgets' time zone. Absent: budgets are off, `/usage` says nothing of them.
@@ -83,9 +85,9 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
       return deps.busyMode ? modeCommand(deps.busyMode, sessionId, command.args) : UNAVAILABLE;
     case 'btw':
       if (!deps.btw) return UNAVAILABLE;
-      return command.args ? deps.btw(sessionId, command.args) : 'Ask your side question after the command: `/btw what was the ticket number again?` I answer it from this conversation, and neither it nor my answer enters the conversation.';
+      return command.args ? deps.btw(sessionId, command.args, deps.user) : 'Ask your side question after the command: `/btw what was the ticket number again?` I answer it from this conversation, and neither it nor my answer enters the conversation.';
     case 'compact': {
-      const result = await deps.ops.compact(sessionId, command.args || undefined);
+      const result = await deps.ops.compact(sessionId, { focus: command.args || undefined, user: deps.user });
       if (result.busy) return BUSY;
       const r = result.value;
       return describeCompaction({ ...r, focus: command.args || undefined });

@@ -4,7 +4,6 @@
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
-import { runCountedFor } from '../budget/guard.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
@@ -73,9 +72,7 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
     // A summary or a side question takes a model call.
     const callsModel = command.name === 'compact' || command.name === 'btw';
     const answer = async () => {
-      const run = () => runCommand(commandDeps(ctx, message), sessionId, command);
-      // Its model call counts for the sender and this chat. Only then a call scope: entering one turns on Node's promise hooks for the process.
-      const reply = await (callsModel ? runCountedFor({ user: userOf(message), chat: sessionId }, run) : run());
+      const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
       if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
     if (!callsModel) return answer();
@@ -203,7 +200,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const { deps, options } = ctx;
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
-    ...deps.commands, ops: deps.ops,
+    ...deps.commands, ops: deps.ops, user: userOf(message),
     ...(deps.budget ? { budgets: { state: (sessionId: string) => deps.budget!.ledger.state({ user: userOf(message), chat: sessionId }), timeZone: deps.budget.timeZone } } : {}),
     stop: async (sessionId) => {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);

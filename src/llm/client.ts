@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { CallScope } from '../core/budget.js';
 import type { ChatMessage } from '../core/messages.js';
 import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -30,6 +31,8 @@ export interface CompletionRequest {
    * the budget wrapper reserves by it instead of tokenizing the messages again. Not sent.
    */
   promptTokens?: number;
+  /** Whom the call counts for in the budgets (src/budget/guard.ts). None: the deployment alone. Not sent. */
+  scope?: CallScope;
   /** Logger of the unit of work (a turn binds sessionId, channel, jobId); default the client's. */
   logger?: Logger;
   /**

@@ -38,7 +38,7 @@ export function createSummarizer(deps: { llm: LlmClient; logger?: Logger }, opti
   const mainModel = deps.llm.model;
   const summaryModel = options.summaryModel ?? mainModel;
   const ask = async (model: string, request: SummaryRequest): Promise<SummaryOutput> => {
-    const result = await deps.llm.complete({ model, messages: buildSummaryPrompt(request), maxTokens: Math.ceil(request.targetTokens * 1.5) });
+    const result = await deps.llm.complete({ model, messages: buildSummaryPrompt(request), maxTokens: Math.ceil(request.targetTokens * 1.5), ...(request.scope ? { scope: request.scope } : {}) });
     return { text: (result.message.content ?? '').trim(), usage: result.usage ?? undefined };
   };
   return {

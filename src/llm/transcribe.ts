@@ -3,6 +3,7 @@
  * multipart upload): what turns a voice message or an audio file into the text the model reads.
  */
 import { OpenAI, toFile } from 'openai';
+import type { CallScope } from '../core/budget.js';
 import { LlmError } from '../errors.js';
 import { toLlmError } from './errors.js';
 
@@ -38,10 +39,16 @@ export interface Transcript {
   usage?: TranscriptionUsage;
 }
 
+/** Options of one transcription: aborts it (`signal`), and whom it counts for in the budgets (`scope`). */
+export interface TranscribeOptions {
+  signal?: AbortSignal;
+  scope?: CallScope;
+}
+
 /** Transcribes audio; `@throws` LlmError (its kind says whether to tell the user to retry). */
 export interface Transcriber {
   readonly model: string;
-  transcribe(file: AudioFile, signal?: AbortSignal): Promise<Transcript>;
+  transcribe(file: AudioFile, options?: TranscribeOptions): Promise<Transcript>;
 }
 
 /** Creates a transcriber on the endpoint. */
@@ -49,7 +56,7 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
   const sdk = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? 'none', timeout: options.timeoutMs ?? 120_000, maxRetries: options.maxRetries ?? 2 });
   return {
     model: options.model,
-    async transcribe(file, signal) {
+    async transcribe(file, { signal } = {}) {
       try {
         const upload = await toFile(file.bytes, file.fileName, file.mimeType ? { type: file.mimeType } : undefined);
         const result = await sdk.audio.transcriptions.create({ file: upload, model: options.model, response_format: 'json' }, { signal });

@@ -285,14 +285,11 @@ export function apiRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
 }
 
 /**
- * The API request of chat `chatId` (`<user>:<session>`) whose client waits for a turn's answer (its
- * message id), on any gateway: one such request at a time per session.
+ * String: the claim of the API request of chat `chatId` (`<user>:<session>`) that waits for its
+ * answer, on any gateway (its message id, after `~` for a command's request, whose claim yields;
+ * expires unless renewed). One request waiting for a turn's answer at a time per session; no claim:
+ * no request waits for the chat's answer anywhere (channels/openai-api/relay.ts).
  */
 export function apiAskingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}api:{${chatId}}:asking`;
-}
-
-/** Marker of an API request waiting for the answer of chat `chatId` (`<user>:<session>`), while it waits. */
-export function apiWaitingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
-  return `${prefix}api:{${chatId}}:waiting`;
 }

@@ -55,7 +55,7 @@ export async function runCompactionStep(input: CompactionStepInput): Promise<Com
   const startedMs = Date.now();
   const pending = input.pending ?? [];
   const compressed = await input.compressor.compress([system, ...turn.messages(), ...pending], {
-    requestTokens: input.requestTokens, force: input.force, focus: input.focus, state: turn.compaction,
+    requestTokens: input.requestTokens, force: input.force, focus: input.focus, state: turn.compaction, scope: turn.callScope,
   });
   // The compressor keeps the latest user messages verbatim and last: the pending ones come off again.
   const result = pending.length === 0 ? compressed : { ...compressed, messages: compressed.messages.slice(0, compressed.messages.length - pending.length) };

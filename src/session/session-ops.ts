@@ -1,7 +1,6 @@
 import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import type { UsageRetention } from '../redis/session-store.js';
 import { ContextCompressor } from '../core/compaction/compressor.js';
-import { withDefaultCallScope } from '../llm/call-scope.js';
 import { createLlmClient, type LlmClient } from '../llm/client.js';
 import { createSummarizer } from '../llm/summarizer.js';
 import type { CompactionResult } from '../core/compaction/compaction-types.js';
@@ -60,13 +59,11 @@ export interface SessionOps {
    * is at or over the hygiene line, compacts it (layer `hygiene`). Returns null when it did not run.
    * `figures`: the pre-check's reads when the caller has them already (the ingest script returns
    * them with the accept); a session over the line is checked again under its lease either way.
-   * `user` (`<channel>:<userId>`): whom the summary counts for beside the chat, unless the caller
-   * set a call scope. The scope is entered only when a compaction runs: entering one turns on
-   * Node's promise hooks for the whole process, a cost on every message the gateway handles.
+   * `user` (`<channel>:<userId>`): whom the summary counts for in the budgets beside the chat.
    */
   hygiene(sessionId: string, figures?: HygieneFigures, user?: string): Promise<CompactionResult | null>;
-  /** A forced compaction (`/compact`, the CLI). */
-  compact(sessionId: string, focus?: string, layer?: CompactionLayer): Promise<IdleResult<CompactionResult>>;
+  /** A forced compaction (`/compact`, the CLI); its summary counts for `user` (the sender of `/compact`) and the chat. */
+  compact(sessionId: string, options?: { focus?: string; layer?: CompactionLayer; user?: string }): Promise<IdleResult<CompactionResult>>;
   /** Empties the projection and the compaction state and drops the tool grants; the transcript keeps everything. */
   reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
 }
@@ -137,8 +134,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     if (lease === null) return { busy: true };
     try {
       const snapshot = await deps.store.load(sessionId);
-      // The summariser's calls count for this chat (and for the user the caller named, if any).
-      const value = await withDefaultCallScope({ chat: sessionId, ...(user ? { user } : {}) }, () => work(new TurnState(deps.store, sessionId, snapshot, lease.fence)));
+      // The summariser's calls count for this chat (and for the user the caller named, if any); the rollups name no user.
+      const value = await work(new TurnState(deps.store, sessionId, snapshot, lease.fence, undefined, { chat: sessionId, ...(user ? { user } : {}) }));
       return { busy: false, value };
     } finally {
       await lease.release();
@@ -170,8 +167,8 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
       }, user);
       return result.busy ? null : result.value;
     },
-    compact(sessionId, focus, layer = 'manual') {
-      return underLease(sessionId, (turn) => compactTurn(turn, layer, true, focus));
+    compact(sessionId, { focus, layer = 'manual', user } = {}) {
+      return underLease(sessionId, (turn) => compactTurn(turn, layer, true, focus), user);
     },
     reset(sessionId) {
       return underLease(sessionId, async (turn) => {

@@ -34,10 +34,13 @@ export interface SideQuestionOptions {
 /** The framing of the question: the model answers it from the conversation, briefly, as an aside. */
 const SIDE_QUESTION_PREFIX = '[Side question, asked beside the conversation: answer it briefly from the conversation so far. It is not part of the conversation and no tools are available.]\n';
 
+/** Answers a side question; its call counts for `user` (who asked) and the chat. */
+export type SideQuestion = (sessionId: string, question: string, user?: string) => Promise<string>;
+
 /** Answers a side question for a session. @returns the answer text. @throws LlmError when the model call fails. */
-export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestionOptions): (sessionId: string, question: string) => Promise<string> {
+export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestionOptions): SideQuestion {
   const log = deps.logger.child({ component: 'side-question' });
-  return async (sessionId, question) => {
+  return async (sessionId, question, user) => {
     const keys = deps.store.keys(sessionId);
     const [snapshot, notes] = await Promise.all([deps.store.load(sessionId), createSessionNotes(deps.redis, keys).list()]);
     const noteLines = Object.entries(notes).map(([key, text]) => `- ${key}: ${text}`);
@@ -47,9 +50,10 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
       ...snapshot.entries.map((entry) => entry.message),
       { role: 'user', content: `${SIDE_QUESTION_PREFIX}${question}` },
     ];
-    const result = await deps.llm.complete({ messages, logger: log, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
+    const scope = { chat: sessionId, ...(user ? { user } : {}) };
+    const result = await deps.llm.complete({ messages, logger: log, scope, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
     // Counters only (addUsage sets nothing): the context fill is the main thread's, which this call did not change.
-    if (result.usage) await deps.store.addUsage(sessionId, callUsageDelta(result.model, result.usage, options.contextWindow, options.prices));
+    if (result.usage) await deps.store.addUsage(sessionId, callUsageDelta(result.model, result.usage, options.contextWindow, options.prices), user);
     log.info({ sessionId, promptTokens: result.usage?.promptTokens }, 'side question answered');
     const text = (result.message.content ?? '').trim();
     return text === '' ? 'I have no answer to that side question.' : text;
@@ -63,7 +67,7 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
 export function createLlmSideQuestion(
   deps: Omit<SideQuestionDeps, 'llm'> & { guardLlm?: (llm: LlmClient) => LlmClient },
   options: SideQuestionOptions & { baseURL: string; apiKey?: string; model: string; timeoutMs: number },
-): (sessionId: string, question: string) => Promise<string> {
+): SideQuestion {
   const client = createLlmClient({ baseURL: options.baseURL, apiKey: options.apiKey, model: options.model, timeoutMs: options.timeoutMs, retry: { maxRetries: 1 }, stream: false }, { logger: deps.logger });
   const { guardLlm, ...rest } = deps;
   return createSideQuestion({ ...rest, llm: guardLlm ? guardLlm(client) : client }, options);

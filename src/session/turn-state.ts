@@ -1,3 +1,4 @@
+import type { CallScope } from '../core/budget.js';
 import type { CompactionState } from '../core/compaction/compaction-types.js';
 import { toCompactionState } from '../core/compaction/compaction-state.js';
 import type { ChatMessage } from '../core/messages.js';
@@ -16,12 +17,17 @@ export class TurnState {
   entries: StoredEntry[];
   meta: SessionMeta;
   compaction: CompactionState;
+  /** Whom this work's model calls count for in the budgets: passed with each call (a summary's too). */
+  readonly callScope: CallScope;
 
   /**
    * @param user who the turn's usage is for in the rollups (`<channel>:<userId>`, the budget's user);
    * none for work no user asked for (gateway hygiene, the CLI).
+   * @param callScope whom its model calls count for; default the chat and `user`. Gateway hygiene
+   * and idle compaction name the user who caused them here, while their usage has none in the rollups.
    */
-  constructor(private readonly store: SessionStore, readonly sessionId: string, snapshot: SessionSnapshot, readonly fence: number, readonly user?: string) {
+  constructor(private readonly store: SessionStore, readonly sessionId: string, snapshot: SessionSnapshot, readonly fence: number, readonly user?: string, callScope?: CallScope) {
+    this.callScope = callScope ?? { chat: sessionId, ...(user ? { user } : {}) };
     this.entries = snapshot.entries;
     this.meta = snapshot.meta;
     this.compaction = toCompactionState(snapshot.meta.compaction);

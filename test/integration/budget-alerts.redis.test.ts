@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createBudgetGuard, runWithBudget } from '../../src/budget/guard.js';
+import { createBudgetGuard } from '../../src/budget/guard.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { BudgetError } from '../../src/errors.js';
 import { createLlmClient } from '../../src/llm/client.js';
@@ -71,7 +71,8 @@ describe('budget events', () => {
     const guard = createBudgetGuard({ redis: t.redis, logger: log.logger, metrics }, { keyPrefix: t.keyPrefix, settings, defaultMaxTokens: 50, alerts: { retryBaseMs: 1, attempts } })!;
     const llm = guard.llm(createLlmClient({ baseURL: fake.baseURL, apiKey: 'k', model: MODEL, stream: false, retry: { maxRetries: 0 } }));
     const notices: string[] = [];
-    const call = () => runWithBudget(scope, (text) => notices.push(text), () => llm.complete({ messages: [{ role: 'user', content: 'hi' }] }));
+    const turn = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
+    const call = () => llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } });
     return { log, metrics, guard, call, notices };
   };
 

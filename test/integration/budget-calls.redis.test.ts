@@ -3,7 +3,7 @@
  * the CLI's (no user), /btw side questions, transcriptions; a used-up budget gives compaction's deterministic fallback.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createBudgetGuard, runCountedFor, runWithBudget } from '../../src/budget/guard.js';
+import { createBudgetGuard } from '../../src/budget/guard.js';
 import { createBudgetLedger, type BudgetScope } from '../../src/budget/ledger.js';
 import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
@@ -72,7 +72,7 @@ describe('every model call is budgeted', () => {
     const ops = opsWith(s);
     await seed('telegram:42');
     await seed('telegram:7');
-    const asked = await runCountedFor({ user: 'telegram:42', chat: 'telegram:42' }, () => ops.compact('telegram:42'));
+    const asked = await ops.compact('telegram:42', { user: 'telegram:42' });
     expect(asked).toMatchObject({ busy: false, value: { outcome: 'compacted' } });
     expect(await usedTokens(s, { user: 'telegram:42', chat: 'telegram:42' })).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
     const cli = await ops.compact('telegram:7');
@@ -90,10 +90,10 @@ describe('every model call is budgeted', () => {
     });
     await seed('telegram:42');
     const scope = { user: 'telegram:42', chat: 'telegram:42' };
-    expect(await runCountedFor(scope, () => btw('telegram:42', 'Which order was it?'))).toContain('ORD-48213-XK');
+    expect(await btw('telegram:42', 'Which order was it?', 'telegram:42')).toContain('ORD-48213-XK');
     expect(await usedTokens(s, scope)).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
-    await runCountedFor(scope, () => btw('telegram:42', 'And the ticket?'));
-    await expect(runCountedFor(scope, () => btw('telegram:42', 'Anything else?'))).rejects.toBeInstanceOf(BudgetError);
+    await btw('telegram:42', 'And the ticket?', 'telegram:42');
+    await expect(btw('telegram:42', 'Anything else?', 'telegram:42')).rejects.toBeInstanceOf(BudgetError);
     expect(fake.requests).toHaveLength(2);
   });
 
@@ -112,7 +112,7 @@ describe('every model call is budgeted', () => {
     if (!('id' in spent)) throw new Error('refused');
     await ledger.settle({}, spent.id, { tokens: 500 });
     await seed('telegram:42');
-    const result = await runCountedFor({ user: 'telegram:42', chat: 'telegram:42' }, () => opsWith(s).compact('telegram:42'));
+    const result = await opsWith(s).compact('telegram:42', { user: 'telegram:42' });
     expect(result).toMatchObject({ busy: false, value: { outcome: 'fallback', reason: expect.stringContaining("today's budget") } });
     expect(fake.requests).toHaveLength(0);
     const transcript = await readTranscript(t.redis, createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).keys('telegram:42'));
@@ -127,11 +127,11 @@ describe('every model call is budgeted', () => {
     const transcriber = guard.transcriber(createTranscriber({ baseURL: fake.baseURL, apiKey: 'k', model: 'whisper-1', maxRetries: 0 }));
     const scope = { user: 'telegram:42', chat: 'telegram:42' };
     const voice = { bytes: Buffer.alloc(4000, 1), fileName: 'voice.ogg', mimeType: 'audio/ogg' };
-    expect(await runCountedFor(scope, () => transcriber.transcribe(voice))).toEqual({ text: 'hello', usage: { seconds: 6 } });
+    expect(await transcriber.transcribe(voice, { scope })).toEqual({ text: 'hello', usage: { seconds: 6 } });
     const [day] = await createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s }).state(scope);
     expect(day).toMatchObject({ level: 'user', period: 'day', usedUsd: 0.0006 }); // 6 s of whisper-1 at $0.006 a minute
-    await runCountedFor(scope, () => transcriber.transcribe(voice));
-    await expect(runCountedFor(scope, () => transcriber.transcribe(voice))).rejects.toBeInstanceOf(BudgetError);
+    await transcriber.transcribe(voice, { scope });
+    await expect(transcriber.transcribe(voice, { scope })).rejects.toBeInstanceOf(BudgetError);
     expect(fake.transcriptions).toHaveLength(2);
   });
 
@@ -145,7 +145,7 @@ describe('every model call is budgeted', () => {
     const reader = createAttachmentReader({ redis: t.redis, keyPrefix: t.keyPrefix, log: createSilentLogger(), transcriber }, { vision: false });
     const stored = await storeAttachment(t.redis, 'web:u', attachmentIdOf('m1', 0), oggBytes(), { keyPrefix: t.keyPrefix, ttlSeconds: 60 });
     const message = { id: 'm1', channel: 'web' as const, chatId: 'u', userId: 'u', userName: 'U', text: '', receivedAt: 0, attachments: [{ kind: 'voice' as const, ref: 'r', fileName: 'voice.ogg', mimeType: 'audio/ogg', stored }] };
-    const files = await runWithBudget({ user: 'web:u', chat: 'web:u' }, () => undefined, () => reader.read('web:u', message));
+    const files = await reader.read('web:u', message, { user: 'web:u', chat: 'web:u' });
     expect(files.texts).toEqual(['[voice message: not transcribed, the budget is used up]']);
     expect(files.notices).toEqual([expect.stringMatching(/^I did not transcribe your voice message: You have used today's budget of \$0\.001\. It resets at 00:00 UTC, in /)]);
     expect(fake.transcriptions).toHaveLength(0);

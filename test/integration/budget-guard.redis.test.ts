@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { guardLlm, runWithBudget } from '../../src/budget/guard.js';
+import { guardLlm } from '../../src/budget/guard.js';
 import { createBudgetLedger } from '../../src/budget/ledger.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { BudgetError } from '../../src/errors.js';
@@ -30,12 +30,13 @@ describe('budget guard', () => {
     const summarizer = createSummarizer({ llm });
     const request = { turns: [{ role: 'user' as const, content: 'hello there' }], previousSummary: null, targetTokens: 100 };
     const notices: string[] = [];
-    await runWithBudget(scope, (text) => notices.push(text), () => summarizer.summarize(request));
+    const inTurn = (onNotice: (text: string) => void) => ({ ...request, scope: { ...scope, turn: { usedMicro: 0, usedTokens: 0, onNotice } } });
+    await summarizer.summarize(inTurn((text) => notices.push(text)));
     expect((await ledger.state(scope))[0]).toMatchObject({ usedTokens: 1200, limitTokens: 1500 });
     expect(notices).toEqual(["You have used 80% of today's budget of 1,500 tokens."]);
-    const second = await runWithBudget(scope, () => undefined, () => summarizer.summarize(request));
+    const second = await summarizer.summarize(inTurn(() => undefined));
     expect(typeof second === 'string' ? second : second.text).toBe('Goal: a summary.');
-    await expect(runWithBudget(scope, () => undefined, () => summarizer.summarize(request))).rejects.toBeInstanceOf(BudgetError);
+    await expect(summarizer.summarize(inTurn(() => undefined))).rejects.toBeInstanceOf(BudgetError);
     expect(fake.requests).toHaveLength(2);
   });
 });

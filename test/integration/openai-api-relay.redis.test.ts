@@ -1,11 +1,12 @@
 /**
  * The API channel across gateways, on real Redis: an answer delivered by another gateway's channel
- * reaches the request waiting here (pub/sub, with the request's mark in Redis); an answer nobody
- * waits for is dropped with a log line; the mark goes when the request ends.
+ * reaches the request waiting here (pub/sub, with the request's claim on its session in Redis); an
+ * answer nobody waits for is dropped with a log line; the claim goes when the request ends.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOpenAiApiChannel, type OpenAiApiChannel } from '../../channels/openai-api/index.js';
-import { apiAskingKey, apiWaitingKey } from '../../src/redis/keys.js';
+import { createRedisReplyRelay } from '../../channels/openai-api/relay.js';
+import { apiAskingKey } from '../../src/redis/keys.js';
 import { createLogSink } from '../helpers/log-sink.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -25,33 +26,34 @@ afterEach(async () => {
 
 async function gateway(logger = createLogSink().logger): Promise<OpenAiApiChannel> {
   const channel = createOpenAiApiChannel({ redis: t.redis, log: logger }, { keys: [{ key: KEY, user: 'alice' }], keyPrefix: t.keyPrefix });
-  await channel.start(async () => ({ outcome: 'accepted' }));
+  await channel.start(async (message) => ({ outcome: message.text.startsWith('/') ? 'command' : 'accepted' }));
   channels.push(channel);
   return channel;
 }
 
-const askInit = (session: string): RequestInit => ({
+const askInit = (session: string, text = 'hi'): RequestInit => ({
   method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-chatgate-session': session },
-  body: JSON.stringify({ model: 'chatgate', messages: [{ role: 'user', content: 'hi' }] }),
+  body: JSON.stringify({ model: 'chatgate', messages: [{ role: 'user', content: text }] }),
 });
-const ask = (channel: OpenAiApiChannel, session: string) => channel.app.request('/v1/chat/completions', askInit(session));
+const ask = (channel: OpenAiApiChannel, session: string, text?: string) => channel.app.request('/v1/chat/completions', askInit(session, text));
+const contentOf = async (response: Response | Promise<Response>) => ((await (await response).json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
 
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 describe('the API answer relay', () => {
-  it('hands an answer another gateway delivers to the request waiting here, then clears the mark', async () => {
+  it('hands an answer another gateway delivers to the request waiting here, then clears the claim', async () => {
     const here = await gateway();
     const sink = createLogSink();
     const there = await gateway(sink.logger);
     const response = ask(here, 's1');
-    await until(async () => here.waiting() === 1 && (await t.redis.exists(apiWaitingKey('alice:s1', t.keyPrefix))) === 1);
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(apiAskingKey('alice:s1', t.keyPrefix))) === 1);
     await there.send({ chatId: 'alice:s1' }, { text: 'compaction notice', mode: 'formatted' });
     await there.send({ chatId: 'alice:s1' }, { text: 'from the other gateway', mode: 'formatted', answersTurn: true });
     const body = await (await response).json() as { choices: Array<{ message: { content: string } }> };
     expect(body.choices[0]!.message.content).toBe('from the other gateway');
-    await until(async () => (await t.redis.exists(apiWaitingKey('alice:s1', t.keyPrefix))) === 0);
+    await until(async () => (await t.redis.exists(apiAskingKey('alice:s1', t.keyPrefix))) === 0);
     expect(here.waiting()).toBe(0);
     expect(sink.lines.filter((line) => line.msg.includes('dropped'))).toEqual([]);
   });
@@ -86,6 +88,74 @@ describe('the API answer relay', () => {
     await until(async () => (await t.redis.get(asking)) !== null);
     await here.send({ chatId: 'alice:s2' }, { text: 'next answer', mode: 'formatted', answersTurn: true });
     expect((await (await next).json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('next answer');
+  });
+
+  it('keeps a live request of another gateway marked when an abandoned request of its chat is answered here', async () => {
+    const sink = createLogSink();
+    const here = await gateway(sink.logger);
+    const there = await gateway();
+    const asking = apiAskingKey('alice:s5', t.keyPrefix);
+    // R1 waits here; its client goes away, which frees the session (R1 stays in line here, orphaned).
+    const abort = new AbortController();
+    void Promise.resolve(here.app.request('/v1/chat/completions', { ...askInit('s5'), signal: abort.signal })).catch(() => undefined);
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    abort.abort();
+    await until(async () => (await t.redis.exists(asking)) === 0);
+    // R2 of the same chat waits on the other gateway.
+    const second = ask(there, 's5');
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    // R1's answer is delivered here: dropped, and its request leaves the line.
+    await here.send({ chatId: 'alice:s5' }, { text: 'abandoned answer', mode: 'formatted', answersTurn: true });
+    await until(() => here.waiting() === 0);
+    expect(sink.lines.filter((line) => line.msg.startsWith('api answer dropped: its request went away'))).toHaveLength(1);
+    // R2's answer is delivered here too: R2 still waits on the other gateway, so it is relayed to it.
+    await here.send({ chatId: 'alice:s5' }, { text: 'live answer', mode: 'formatted', answersTurn: true });
+    expect(sink.lines.filter((line) => line.msg.startsWith('api answer dropped: no request waits'))).toEqual([]);
+    expect(await contentOf(second)).toBe('live answer');
+    await until(async () => (await t.redis.exists(asking)) === 0);
+  });
+
+  it('answers a command across gateways, and a command holds no request of its session up', async () => {
+    const [here, there, third] = [await gateway(), await gateway(), await gateway()];
+    const asking = apiAskingKey('alice:s6', t.keyPrefix);
+    // Alone, a command's request claims the session, so its answer finds it from another gateway.
+    const usage = ask(there, 's6', '/usage');
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    await here.send({ chatId: 'alice:s6' }, { text: 'usage figures', mode: 'formatted' });
+    expect(await contentOf(usage)).toBe('usage figures');
+    await until(async () => (await t.redis.exists(asking)) === 0);
+    // A request for a turn takes the session from a waiting command; the command is not refused while it waits either.
+    const status = ask(there, 's6', '/status');
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    const turn = ask(here, 's6');
+    await until(async () => here.waiting() === 1 && !(await t.redis.get(asking))!.startsWith('~'));
+    await third.send({ chatId: 'alice:s6' }, { text: 'status figures', mode: 'formatted' });
+    expect(await contentOf(status)).toBe('status figures');
+    const stop = ask(third, 's6', '/stop');
+    await until(() => third.waiting() === 1);
+    expect((await ask(third, 's6')).status).toBe(409);
+    await there.send({ chatId: 'alice:s6' }, { text: 'stopped', mode: 'formatted' });
+    expect(await contentOf(stop)).toBe('stopped');
+    await third.send({ chatId: 'alice:s6' }, { text: 'turn answer', mode: 'formatted', answersTurn: true });
+    expect(await contentOf(turn)).toBe('turn answer');
+    await until(async () => (await t.redis.exists(asking)) === 0);
+  });
+
+  it('claims: a yielding claim gives way to one that does not, and comes back when the session is free', async () => {
+    const relay = createRedisReplyRelay(t.redis, t.keyPrefix);
+    const asking = apiAskingKey('alice:s7', t.keyPrefix);
+    expect(await relay.claim('alice:s7', 'cmd', true)).toBe(true);
+    expect(await relay.claim('alice:s7', 'cmd2', true)).toBe(false);
+    expect(await relay.claim('alice:s7', 'turn')).toBe(true);
+    expect(await relay.claim('alice:s7', 'cmd', true)).toBe(false);
+    expect(await relay.claim('alice:s7', 'turn2')).toBe(false);
+    await relay.unclaim('alice:s7', 'cmd');
+    expect(await t.redis.get(asking)).toBe('turn');
+    await relay.unclaim('alice:s7', 'turn');
+    expect(await relay.claim('alice:s7', 'cmd', true)).toBe(true);
+    expect(await t.redis.get(asking)).toBe('~cmd');
+    await relay.unclaim('alice:s7', 'cmd');
+    expect(await t.redis.exists(asking)).toBe(0);
   });
 
   it('drops an answer no request waits for, with a log line', async () => {

@@ -1,3 +1,4 @@
+import type { CallScope } from '../budget.js';
 import type { ChatMessage } from '../messages.js';
 
 /** What the summariser is asked to do for one compaction. */
@@ -21,6 +22,8 @@ export interface SummaryRequest {
   autoFocus?: string;
   /** The latest user request inside the compacted part, which the engine adds to the summary verbatim. */
   latestRequest?: string;
+  /** Whom the summariser's model call counts for in the budgets (from {@link CompressOptions.scope}). */
+  scope?: CallScope;
 }
 
 /** Tokens a summariser call used, as its provider reported them. */
@@ -99,6 +102,8 @@ export interface CompressOptions {
   force?: boolean;
   /** The session's state; default: the state this compressor kept from its previous call. */
   state?: CompactionState;
+  /** Whom a summary's model call counts for (the session's user and chat, a turn's spend). */
+  scope?: CallScope;
 }
 
 /** The result of one `compress()` call. The input is never mutated. */

@@ -1,3 +1,4 @@
+import type { CallScope } from '../budget.js';
 import type { CompactionOutcome, CompactionResult, CompactionState, CompressOptions, Summarizer, SummaryOutput, SummaryRequest, SummaryUsage, NoteTools } from './compaction-types.js';
 import { createCompactionState, recordCompaction, toCompactionState } from './compaction-state.js';
 import { autoFocusOf, hasMiddleTurns, latestRequestOf, middleTurns, mineHistory, mustKeepFacts, selectPinned, watermarkOf } from './compaction-inputs.js';
@@ -146,10 +147,10 @@ export class ContextCompressor {
         return this.finish(mined, pruned, 'pruned', [], 'pruning alone was enough', NO_CALL);
       }
     }
-    return this.summarise(mined, pruned, layout, { force, overLimit, focus: options.focus });
+    return this.summarise(mined, pruned, layout, { force, overLimit, focus: options.focus, scope: options.scope });
   }
 
-  private async summarise(base: Base, pruned: ChatMessage[], layout: Layout, flags: { force: boolean; overLimit: boolean; focus?: string }): Promise<CompactionResult> {
+  private async summarise(base: Base, pruned: ChatMessage[], layout: Layout, flags: { force: boolean; overLimit: boolean; focus?: string; scope?: CallScope }): Promise<CompactionResult> {
     const { now } = this.options;
     const previous = base.summary;
     const turns = middleTurns(pruned, layout, previous);
@@ -169,7 +170,7 @@ export class ContextCompressor {
       return this.unchanged(base, 'aborted', 'summariser cooling down after it was unreachable or unauthorised');
     }
     const started = now();
-    const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, this.summaryRequest(base, pruned, layout, turns, flags.focus, latestRequest));
+    const attempt = coolingDown ? null : await callSummarizer(this.options.summarizer, this.summaryRequest(base, pruned, layout, turns, flags, latestRequest));
     call = { ms: coolingDown ? 0 : Math.max(0, now() - started), usage: attempt && 'text' in attempt ? attempt.usage : undefined };
     if (attempt && 'text' in attempt) {
       body = attempt.text;
@@ -188,7 +189,7 @@ export class ContextCompressor {
     return this.finishDraft({ ...base, state }, draft, layout, outcome, reason, call);
   }
 
-  private summaryRequest(base: Base, pruned: ChatMessage[], layout: Layout, turns: ChatMessage[], focus: string | undefined, latestRequest: string | null): SummaryRequest {
+  private summaryRequest(base: Base, pruned: ChatMessage[], layout: Layout, turns: ChatMessage[], { focus, scope }: { focus?: string; scope?: CallScope }, latestRequest: string | null): SummaryRequest {
     const { model, contextWindow, now } = this.options;
     const previousSummary = base.summary?.body ?? null;
     const kept = presentFacts(this.keptMessages(pruned, layout), this.tokens.memos);
@@ -204,6 +205,7 @@ export class ContextCompressor {
       if (autoFocus) request.autoFocus = autoFocus;
     }
     if (latestRequest) request.latestRequest = latestRequest;
+    if (scope) request.scope = scope;
     return request;
   }
 
