@@ -1,0 +1,20 @@
+import type { TestProject } from 'vitest/node';
+import { launchChromiumServer } from './helpers/browser.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Where the run's shared Chromium listens (unset when the e2e project's setup did not run). */
+    chromiumWsEndpoint?: string;
+  }
+}
+
+/**
+ * The e2e project's global setup: one headless Chromium for the whole run, which the browser tests
+ * connect to (`openChromium`) instead of each launching its own (a launch and close cost ~2–3 s).
+ * @returns the teardown, which closes it.
+ */
+export default async function startSharedChromium(project: TestProject): Promise<() => Promise<void>> {
+  const server = await launchChromiumServer();
+  project.provide('chromiumWsEndpoint', server.wsEndpoint());
+  return () => server.close();
+}
