@@ -125,7 +125,7 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
   // An approval that resumes the turn waits for the turn's answer; one that changed nothing is answered now.
   const decided = verdict.answer;
   const resumes = decided !== undefined && decided.settled && !decided.repeat;
-  deps.waiters.decide(chatId, p.waiter, verdict.outcome === 'command' && !resumes ? 'command' : 'turn');
+  deps.waiters.decide(chatId, p.waiter, resumes ? 'resumed' : verdict.outcome === 'command' ? 'command' : 'turn');
   if (decided && !resumes) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {

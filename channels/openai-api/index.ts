@@ -44,8 +44,8 @@ export interface OpenAiApiChannelDeps {
   redis?: RedisClient;
   /**
    * The inbound message ids before the answer `replyId` in the session's transcript (its newest
-   * entries), or null when it is not there: which requests a turn's answer covers when several
-   * wait (waiter.ts). Default: the first request in line takes it.
+   * entries), or null when it is not there: which requests a turn's answer is for (waiter.ts).
+   * Default: the first request in line takes it.
    */
   answeredBy?: (sessionId: string, replyId: string) => Promise<ReadonlySet<string> | null>;
   /**
@@ -79,7 +79,7 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
   const state: { onMessage?: InboundHandler } = {};
   /** Hands an answer to its request in this process; false when none here wants it. */
   const hand = async (chatId: string, item: Delivered): Promise<boolean> => {
-    const covered = item.replyId && deps.answeredBy && waiters.contested(chatId) ? await coveredBy(deps.answeredBy, chatId, item.replyId, log) : undefined;
+    const covered = item.replyId && deps.answeredBy && waiters.awaitsTurn(chatId) ? await coveredBy(deps.answeredBy, chatId, item.replyId, log) : undefined;
     const handed = waiters.deliver(chatId, item, covered);
     if (handed === 'orphaned') log.info({ chatId }, 'api answer dropped: its request went away (the answer stays in the session)');
     return handed !== 'unwanted';
@@ -115,17 +115,15 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId };
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
       if (await hand(target.chatId, item)) return { messageId };
-      // The chat's request waits here and this is no answer to it (a compaction notice): not part of the completion.
-      if (waiters.has(target.chatId)) {
-        log.debug({ chatId: target.chatId }, 'api notice not part of an answer: not shown');
-        return { messageId };
-      }
+      // No request here takes it: a request of the chat may wait on another gateway (another request's answer, a command's).
       try {
         if (relay && (await relay.forward(target.chatId, item))) return { messageId };
       } catch (err) {
         throw new ChannelError(`send failed for api:${target.chatId} (relay)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
       }
-      log.info({ chatId: target.chatId, answersTurn: item.answersTurn }, 'api answer dropped: no request waits for it (the answer stays in the session)');
+      // The chat's request waits here and this is no answer to it (a compaction notice): not part of the completion.
+      if (waiters.has(target.chatId)) log.debug({ chatId: target.chatId }, 'api notice not part of an answer: not shown');
+      else log.info({ chatId: target.chatId, answersTurn: item.answersTurn }, 'api answer dropped: no request waits for it (the answer stays in the session)');
       return { messageId };
     },
     async sendTyping() {

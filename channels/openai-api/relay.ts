@@ -4,10 +4,11 @@
  * across gateways. Both rest on one key per chat, the claim (`apiAskingKey`: the waiting request's
  * message id, expiring unless renewed). A request waiting for a turn's answer claims its chat (a
  * second one gets 409); a command's request claims it only as long as no such request wants it. A
- * gateway that delivers an answer it has no request for looks at the claim: none → no request
+ * gateway that delivers an answer none of its requests takes looks at the claim: none → no request
  * waits anywhere and the answer is dropped (it stays in the session's history); else it publishes
  * the answer on `apiRepliesChannel`, and the gateway holding the request hands it over.
  */
+import { randomUUID } from 'node:crypto';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
 import { apiAskingKey, apiRepliesChannel, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
@@ -18,6 +19,8 @@ import type { Delivered } from './waiter.js';
 /** An answer on its way to the gateway whose request waits for it. */
 interface RelayedAnswer extends Delivered {
   chatId: string;
+  /** The relay that published it (which does not take it again). */
+  origin?: string;
 }
 
 /**
@@ -51,11 +54,15 @@ export interface ReplyRelay {
 /** The relay over `redis` (its subscriber is a connection of its own). */
 export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, log?: Logger): ReplyRelay {
   let unsubscribe: (() => Promise<void>) | undefined;
+  const origin = randomUUID();
   return {
     async start(onAnswer) {
       const subscriber = duplicateRedis(redis);
       subscriber.on('error', (err: Error) => log?.debug({ err }, 'api relay connection error'));
-      unsubscribe = await API_ANSWERS.subscribe(subscriber, (answer) => onAnswer(answer.chatId, toDelivered(answer)), keyPrefix, log);
+      // The publisher's own requests did not take it before it was published.
+      unsubscribe = await API_ANSWERS.subscribe(subscriber, (answer) => {
+        if (answer.origin !== origin) onAnswer(answer.chatId, toDelivered(answer));
+      }, keyPrefix, log);
     },
     async claim(chatId, messageId, yields = false) {
       return Number(await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: API_CLAIM_TTL_MS, yields })) === 1;
@@ -66,7 +73,7 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
     },
     async forward(chatId, item) {
       if ((await redis.exists(apiAskingKey(chatId, keyPrefix))) === 0) return false;
-      await API_ANSWERS.publish(redis, { chatId, ...item }, keyPrefix);
+      await API_ANSWERS.publish(redis, { chatId, origin, ...item }, keyPrefix);
       return true;
     },
     async stop() {

@@ -2,8 +2,8 @@
  * The HTTP requests waiting for their answers, by chat, in arrival order. The channel's `send` and
  * `sendDraft` feed them; a request reads {@link Waiter.answer} (and, streaming, the text as it is
  * written). A request that went away stays in line, orphaned, until its answer comes: the answer is
- * then dropped, so it never answers the next request. When several requests wait for a turn's
- * answer, the session's transcript says which messages the answer followed (`covered`).
+ * then dropped, so it never answers the next request. A turn's answer says which messages it
+ * followed, from the session's transcript (`covered`): it answers the requests among them only.
  */
 
 /** How many delivered messages a chat keeps for requests whose verdict is not known yet. */
@@ -20,8 +20,11 @@ export interface Delivered {
   replyId?: string;
 }
 
-/** What a request waits for: its turn's answer, or (a chat command) the command's answer. */
-export type WaitMode = 'pending' | 'turn' | 'command';
+/**
+ * What a request waits for: its turn's answer, the answer of a turn its approval resumed (which
+ * follows no message of its own: the first answer in line is taken), or a chat command's answer.
+ */
+export type WaitMode = 'pending' | 'turn' | 'resumed' | 'command';
 
 /** What became of a delivered message. */
 export type Handed = 'answered' | 'orphaned' | 'kept' | 'unwanted';
@@ -103,7 +106,7 @@ export class Waiter {
 
 /** The waiting requests of every chat; see the module comment. */
 export class Waiters {
-  private readonly chats = new Map<string, { line: Waiter[]; unclaimed: Delivered[] }>();
+  private readonly chats = new Map<string, { line: Waiter[]; unclaimed: Array<{ item: Delivered; covered?: ReadonlySet<string> }> }>();
 
   /** Requests waiting (orphans included). */
   get size(): number {
@@ -133,8 +136,8 @@ export class Waiters {
   decide(chatId: string, waiter: Waiter, mode: Exclude<WaitMode, 'pending'>): void {
     waiter.mode = mode;
     const chat = this.chats.get(chatId);
-    const index = chat?.unclaimed.findIndex((item) => waiter.wants(item)) ?? -1;
-    if (chat && index !== -1) waiter.take(chat.unclaimed.splice(index, 1)[0]!);
+    const index = chat?.unclaimed.findIndex(({ item, covered }) => waiter.wants(item) && takers([waiter], covered).length > 0) ?? -1;
+    if (chat && index !== -1) waiter.take(chat.unclaimed.splice(index, 1)[0]!.item);
     // Kept only for requests still without a verdict: none left, nothing is kept.
     if (chat && !chat.line.some((other) => other.mode === 'pending')) chat.unclaimed = [];
   }
@@ -147,28 +150,28 @@ export class Waiters {
     if (chat.line.length === 0) this.chats.delete(chatId);
   }
 
-  /** Whether several requests of `chatId` wait for a turn's answer (then {@link deliver} wants to know which messages it covered). */
-  contested(chatId: string): boolean {
-    return (this.chats.get(chatId)?.line.filter((waiter) => !waiter.finished && waiter.mode !== 'command').length ?? 0) > 1;
+  /** Whether a request of `chatId` here waits (or may wait) for a turn's answer: then {@link deliver} wants to know which messages an answer followed. */
+  awaitsTurn(chatId: string): boolean {
+    return this.chats.get(chatId)?.line.some((waiter) => !waiter.finished && waiter.mode !== 'command') ?? false;
   }
 
   /**
-   * Hands a delivered message to the first request in line it answers. `covered`: the messages a
-   * turn's answer followed in the transcript; every waiting request among them takes it.
+   * Hands a delivered message to the requests it answers. `covered`, known for a turn's answer:
+   * the messages it followed in the transcript; the requests among them take it, never another
+   * (an abandoned request's answer is not the next request's). Otherwise the first request in
+   * line that wants it takes it.
    */
   deliver(chatId: string, item: Delivered, covered?: ReadonlySet<string>): Handed {
     const chat = this.chats.get(chatId);
     if (!chat) return 'unwanted';
-    const wanting = chat.line.filter((candidate) => !candidate.finished && candidate.wants(item));
-    const mine = covered ? wanting.filter((candidate) => covered.has(candidate.messageId)) : [];
-    const takers = mine.length > 0 ? mine : wanting.slice(0, 1);
-    if (takers.length > 0) {
-      for (const waiter of takers) waiter.take(item);
-      return takers.some((waiter) => !waiter.orphaned) ? 'answered' : 'orphaned';
+    const taking = takers(chat.line.filter((candidate) => !candidate.finished && candidate.wants(item)), covered);
+    if (taking.length > 0) {
+      for (const waiter of taking) waiter.take(item);
+      return taking.some((waiter) => !waiter.orphaned) ? 'answered' : 'orphaned';
     }
     // A request whose verdict is not known yet may be the one it answers.
     if (!chat.line.some((candidate) => candidate.mode === 'pending')) return 'unwanted';
-    chat.unclaimed.push(item);
+    chat.unclaimed.push({ item, ...(covered ? { covered } : {}) });
     if (chat.unclaimed.length > MAX_UNCLAIMED) chat.unclaimed.shift();
     return 'kept';
   }
@@ -187,4 +190,11 @@ export class Waiters {
     for (const chat of this.chats.values()) for (const waiter of chat.line) waiter.cancel(err);
     this.chats.clear();
   }
+}
+
+/** Which of `wanting` (in line order) take an answer that followed the messages `covered` (unknown: the first in line). */
+function takers(wanting: readonly Waiter[], covered: ReadonlySet<string> | undefined): Waiter[] {
+  if (!covered) return wanting.slice(0, 1);
+  const mine = wanting.filter((waiter) => covered.has(waiter.messageId));
+  return mine.length > 0 ? mine : wanting.filter((waiter) => waiter.mode === 'resumed').slice(0, 1);
 }

@@ -90,8 +90,9 @@ export interface InboundMessage {
    */
   event?: InboundEvent;
   /**
-   * The adapter shows a command's answer itself (a button press: Telegram's callback answer, a
-   * Discord interaction reply) from the handler's verdict: the gateway sends no notice for it.
+   * The adapter shows a command's answer itself, from the handler's verdict (a button press:
+   * Telegram's callback answer, a Discord interaction reply; every command of the API channel):
+   * the gateway sends no notice for it. `/compact` and `/btw` answer later, as notices all the same.
    */
   answerInPlace?: boolean;
   /**

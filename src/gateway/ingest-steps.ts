@@ -54,7 +54,11 @@ export const refuseTooLong: IngestStep = async (ctx, incoming) => {
   return refuseSize(ctx, incoming);
 };
 
-/** A chat command, answered once per message id (`/compact` in the background: a summary takes its time). */
+/**
+ * A chat command, answered once per message id (`/compact` and `/btw` in the background: a model
+ * call takes its time). With `answerInPlace` the answer is in the verdict, not a notice; a
+ * background command's still comes as a notice.
+ */
 export const answerCommand: IngestStep = async (ctx, incoming) => {
   const { command, message, sessionId } = incoming;
   if (command === null) return null;
@@ -68,12 +72,15 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
     });
     return answer && message.answerInPlace ? { ...verdict, answer } : verdict;
   }
-  return answerOnce(ctx, incoming, 'command', async () => {
+  let inPlace: string | undefined;
+  const verdict = await answerOnce(ctx, incoming, 'command', async () => {
     // A summary or a side question takes a model call.
     const callsModel = command.name === 'compact' || command.name === 'btw';
     const answer = async () => {
       const reply = await runCommand(commandDeps(ctx, message), sessionId, command);
-      if (reply !== null) await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
+      if (reply === null) return;
+      if (message.answerInPlace && !callsModel) inPlace = reply;
+      else await notify(ctx, message, sessionId, reply, `cmd-${command.name}`);
     };
     if (!callsModel) return answer();
     // Answered in the background, the platform acknowledged now.
@@ -85,6 +92,7 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       await notify(ctx, message, sessionId, failure, `cmd-${command.name}-failed`).catch(() => undefined);
     });
   });
+  return inPlace === undefined ? verdict : { ...verdict, answer: { text: inPlace, settled: false } };
 };
 
 /** A budget used up (user, chat or deployment): answered at once from the counters, no turn queued, no model call. */
@@ -206,12 +214,17 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
       const denied = deps.approvals ? await denyPending(deps.approvals, sessionId) : 0;
-      return denied > 0 && answer === NOTHING_TO_STOP ? `Denied ${countOf(denied, 'tool call')} waiting for approval.` : answer;
+      if (denied > 0 && answer === NOTHING_TO_STOP) return `Denied ${countOf(denied, 'tool call')} waiting for approval.`;
+      // A stopped turn answers "Stopped." itself; an adapter that answers in place still needs an answer.
+      return answer ?? (message.answerInPlace ? STOPPING : null);
     },
     busyMode: busyModePort(ctx, message),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };
 }
+
+/** `/stop`'s answer in place while a turn runs (the turn answers "Stopped."). */
+const STOPPING = 'Stopping the running turn.';
 
 /** The budget subject of a message's sender: `<channel>:<userId>`. */
 function userOf(message: InboundMessage): string {

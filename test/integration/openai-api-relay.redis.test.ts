@@ -4,7 +4,7 @@
  * answer nobody waits for is dropped with a log line; the claim goes when the request ends.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAiApiChannel, type OpenAiApiChannel } from '../../channels/openai-api/index.js';
+import { createOpenAiApiChannel, type OpenAiApiChannel, type OpenAiApiChannelDeps } from '../../channels/openai-api/index.js';
 import { createRedisReplyRelay } from '../../channels/openai-api/relay.js';
 import { apiAskingKey } from '../../src/redis/keys.js';
 import { createLogSink } from '../helpers/log-sink.js';
@@ -24,15 +24,15 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-async function gateway(logger = createLogSink().logger): Promise<OpenAiApiChannel> {
-  const channel = createOpenAiApiChannel({ redis: t.redis, log: logger }, { keys: [{ key: KEY, user: 'alice' }], keyPrefix: t.keyPrefix });
+async function gateway(logger = createLogSink().logger, answeredBy?: OpenAiApiChannelDeps['answeredBy']): Promise<OpenAiApiChannel> {
+  const channel = createOpenAiApiChannel({ redis: t.redis, log: logger, answeredBy }, { keys: [{ key: KEY, user: 'alice' }], keyPrefix: t.keyPrefix });
   await channel.start(async (message) => ({ outcome: message.text.startsWith('/') ? 'command' : 'accepted' }));
   channels.push(channel);
   return channel;
 }
 
-const askInit = (session: string, text = 'hi'): RequestInit => ({
-  method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-chatgate-session': session },
+const askInit = (session: string, text = 'hi', idempotencyKey?: string): RequestInit => ({
+  method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-chatgate-session': session, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) },
   body: JSON.stringify({ model: 'chatgate', messages: [{ role: 'user', content: text }] }),
 });
 const ask = (channel: OpenAiApiChannel, session: string, text?: string) => channel.app.request('/v1/chat/completions', askInit(session, text));
@@ -115,6 +115,29 @@ describe('the API answer relay', () => {
     await until(async () => (await t.redis.exists(asking)) === 0);
   });
 
+  it('matches a turn\'s answer to its request by the messages it followed: an abandoned request\'s answer goes to it, not to the next request', async () => {
+    // The transcript as the gateway reads it: which messages each answer followed.
+    const followed = new Map<string, ReadonlySet<string>>();
+    const answeredBy = async (_sessionId: string, replyId: string) => followed.get(replyId) ?? null;
+    const sink = createLogSink();
+    const [here, there] = [await gateway(sink.logger, answeredBy), await gateway(createLogSink().logger, answeredBy)];
+    const asking = apiAskingKey('alice:s9', t.keyPrefix);
+    const abort = new AbortController();
+    void Promise.resolve(here.app.request('/v1/chat/completions', { ...askInit('s9', 'hi', 'r1'), signal: abort.signal })).catch(() => undefined);
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    abort.abort();
+    await until(async () => (await t.redis.exists(asking)) === 0);
+    const next = there.app.request('/v1/chat/completions', askInit('s9', 'hi', 'r2'));
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    // The abandoned answer is delivered where the next request waits: relayed to its own request, dropped there.
+    followed.set('reply-old-0', new Set(['api:alice:s9:r1']));
+    await there.send({ chatId: 'alice:s9' }, { text: 'old answer', mode: 'formatted', answersTurn: true, deliveryId: 'reply-old-0#0' });
+    await sink.waitFor((line) => line.msg.startsWith('api answer dropped: its request went away'));
+    followed.set('reply-new-0', new Set(['api:alice:s9:r1', 'api:alice:s9:r2']));
+    await here.send({ chatId: 'alice:s9' }, { text: 'new answer', mode: 'formatted', answersTurn: true, deliveryId: 'reply-new-0#0' });
+    expect(await contentOf(next)).toBe('new answer');
+  });
+
   it('answers a command across gateways, and a command holds no request of its session up', async () => {
     const [here, there, third] = [await gateway(), await gateway(), await gateway()];
     const asking = apiAskingKey('alice:s6', t.keyPrefix);
@@ -139,6 +162,22 @@ describe('the API answer relay', () => {
     await third.send({ chatId: 'alice:s6' }, { text: 'turn answer', mode: 'formatted', answersTurn: true });
     expect(await contentOf(turn)).toBe('turn answer');
     await until(async () => (await t.redis.exists(asking)) === 0);
+  });
+
+  it('relays a command\'s notice from a gateway where a request waits for a turn to the gateway where the command waits', async () => {
+    const sink = createLogSink();
+    const [here, there] = [await gateway(sink.logger), await gateway()];
+    const asking = apiAskingKey('alice:s8', t.keyPrefix);
+    const turn = ask(here, 's8');
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    // A command answered in the background (the stub ingest answers no command in place), sent to the other gateway.
+    const compact = ask(there, 's8', '/compact');
+    await until(() => there.waiting() === 1);
+    await here.send({ chatId: 'alice:s8' }, { text: 'compacted', mode: 'formatted' });
+    expect(await contentOf(compact)).toBe('compacted');
+    expect(sink.lines.filter((line) => line.msg.includes('not shown'))).toEqual([]);
+    await here.send({ chatId: 'alice:s8' }, { text: 'turn answer', mode: 'formatted', answersTurn: true });
+    expect(await contentOf(turn)).toBe('turn answer');
   });
 
   it('claims: a yielding claim gives way to one that does not, and comes back when the session is free', async () => {

@@ -93,10 +93,29 @@ describe('Waiters', () => {
       waiters.decide('c', waiter, 'turn');
     }
     gone.orphan();
-    expect(waiters.contested('c')).toBe(true);
+    expect(waiters.awaitsTurn('c')).toBe(true);
     expect(waiters.deliver('c', { ...item('both', true), replyId: 'reply-x-0' }, new Set(['m0', 'm1', 'm2']))).toBe('answered');
     await expect(next.answer).resolves.toBe('both');
     await expect(gone.answer).resolves.toBe('both');
+  });
+
+  it('a turn\'s answer goes only to the requests whose messages it followed; a resumed turn\'s to the first in line', async () => {
+    const waiters = new Waiters();
+    const next = new Waiter('m2');
+    waiters.add('c', next);
+    // An answer that arrives before the verdict is kept with the messages it followed.
+    expect(waiters.deliver('c', { ...item('old answer', true), replyId: 'reply-a-0' }, new Set(['m0', 'm1']))).toBe('kept');
+    waiters.decide('c', next, 'turn');
+    expect(next.finished).toBe(false);
+    expect(waiters.deliver('c', { ...item('another old answer', true), replyId: 'reply-b-0' }, new Set(['m1']))).toBe('unwanted');
+    expect(waiters.deliver('c', { ...item('own answer', true), replyId: 'reply-c-0' }, new Set(['m1', 'm2']))).toBe('answered');
+    await expect(next.answer).resolves.toBe('own answer');
+    waiters.remove('c', next);
+    const approve = new Waiter('m3');
+    waiters.add('c', approve);
+    waiters.decide('c', approve, 'resumed');
+    expect(waiters.deliver('c', { ...item('resumed answer', true), replyId: 'reply-d-0' }, new Set(['m1', 'm2']))).toBe('answered');
+    await expect(approve.answer).resolves.toBe('resumed answer');
   });
 
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
