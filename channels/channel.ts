@@ -84,6 +84,12 @@ export interface DraftUpdate {
   text: string;
   /** What was added since the previous update (the whole text when `seq` is 0). */
   appended: string;
+  /**
+   * The ids of the inbound messages the turn writing it answers (its own, and messages that joined
+   * it): a channel that shows it to one request (the OpenAI-compatible API) shows it to theirs only.
+   * Absent: not known.
+   */
+  answers?: readonly string[];
 }
 
 /** What the platform answered to a successful send. */

@@ -53,7 +53,17 @@ export function createProgram(options: ProgramOptions): Command {
   program.command('status').description('what runs and how it stands: gateway, workers, channels, LLM, queues, failed messages, full sessions (exit 1 when something is down)')
     .option('--json', 'print JSON')
     .action((flags: { json?: boolean }) => run(async () => (await status()).statusCommand(io, flags)));
+  pointHelpAt(program.commands, 'chatgate');
   return program;
+}
+
+/** Makes a flag error under a command name that command's help (`chatgate budgets set --help`), not the program's. */
+function pointHelpAt(commands: readonly Command[], parent: string): void {
+  for (const command of commands) {
+    const path = `${parent} ${command.name()}`;
+    command.showHelpAfterError(`(run \`${path} --help\` for its ${command.commands.length > 0 ? 'commands' : 'options'})`);
+    pointHelpAt(command.commands, path);
+  }
 }
 
 type Runner = (action: () => Promise<number>) => Promise<void>;

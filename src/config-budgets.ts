@@ -1,13 +1,35 @@
 /**
  * The budget and price parts of the configuration: `CHATGATE_BUDGET_*`, the budgets file
- * (`CHATGATE_BUDGETS_FILE`) and the prices file (`CHATGATE_PRICES`). Used only by src/config.ts.
+ * (`CHATGATE_BUDGETS_FILE`) and the prices file (`CHATGATE_PRICES`). Used by src/config.ts; the
+ * CLI's `budgets set` checks its subjects and limits with the same rules.
  */
 import { readFileSync } from 'node:fs';
 import { FLAT_LIMIT_FIELDS, fromFlatLimits, type BudgetLimit, type BudgetSettings, type FlatLimits, type LevelLimits } from './core/budget.js';
+import { CHANNEL_NAMES } from './core/inbound.js';
 import { parsePriceTable, type PriceTable } from './core/models.js';
+import { FLAT_LIMIT_RULES, numberIssues } from './core/option-checks.js';
 
 /** The version of the budgets file format this chatgate reads. */
 export const BUDGETS_FILE_VERSION = 1;
+
+/** The keys of the budgets file. */
+const FILE_KEYS = ['version', 'users'];
+
+const CHANNEL = `(?:${CHANNEL_NAMES.join('|')})`;
+const ID_PART = '[\\w.@-]+';
+/** A user, `<channel>:<userId>`, and a chat, its session id `<channel>:<chatId>[:<thread>][:u<userId>]` (the API's `api:<user>:<session>`). */
+const SUBJECT_RE = { user: new RegExp(`^${CHANNEL}:${ID_PART}$`), chat: new RegExp(`^${CHANNEL}:${ID_PART}(?::${ID_PART})*$`) };
+
+/** How a user or chat subject is written, completing "a user is …". */
+export const BUDGET_SUBJECT_FORMS = {
+  user: `<channel>:<userId> with a channel of ${CHANNEL_NAMES.join(', ')} (e.g. telegram:42, web:alice, api:alice)`,
+  chat: `a session id, <channel>:<chatId>… with a channel of ${CHANNEL_NAMES.join(', ')} (e.g. web:c1, telegram:-1001234, telegram:-1001234:7 for a topic, discord:1234567890, api:alice:default)`,
+} as const;
+
+/** Whether `id` is a user or chat subject of a channel chatgate has (a limit on any other never applies). */
+export function isBudgetSubject(level: 'user' | 'chat', id: string): boolean {
+  return SUBJECT_RE[level].test(id);
+}
 
 /** Budget settings from validated option values; `issues` collects what is wrong with the budgets file. */
 export function buildBudgets(v: Record<string, unknown>, issues: string[]): BudgetSettings {
@@ -50,26 +72,48 @@ export function toLevelLimits(value: unknown): LevelLimits | 'unlimited' | { iss
   if (value === 'unlimited') return 'unlimited';
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { issue: 'must be "unlimited" or an object of dailyUsd, monthlyUsd, dailyTokens, monthlyTokens' };
   const record = value as Record<string, unknown>;
-  const bad = Object.entries(record).filter(([key, n]) => !(FLAT_LIMIT_FIELDS as readonly string[]).includes(key) || typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n));
-  if (bad.length > 0) return { issue: `bad ${bad.map(([key]) => key).join(', ')} (fields ${FLAT_LIMIT_FIELDS.join(', ')}, numbers ≥ 0)` };
+  const unknown = Object.keys(record).filter((key) => !(FLAT_LIMIT_FIELDS as readonly string[]).includes(key));
+  if (unknown.length > 0) return { issue: `${unknownKeys(unknown, FLAT_LIMIT_FIELDS, 'field')}; the fields are ${FLAT_LIMIT_FIELDS.join(', ')}` };
+  const bad = numberIssues(record, FLAT_LIMIT_RULES);
+  if (bad.length > 0) return { issue: bad.join('; ') };
   return fromFlatLimits(record as FlatLimits);
 }
 
 function readBudgetsFile(path: string, issues: string[]): BudgetSettings['users'] {
-  const parsed = readJson(path, 'CHATGATE_BUDGETS_FILE', issues) as { version?: unknown; users?: unknown } | undefined;
+  const parsed = readJson(path, 'CHATGATE_BUDGETS_FILE', issues);
   if (parsed === undefined) return {};
-  if (parsed === null || typeof parsed !== 'object' || parsed.version !== BUDGETS_FILE_VERSION || typeof parsed.users !== 'object' || parsed.users === null) {
-    issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path} must be { "version": ${BUDGETS_FILE_VERSION}, "users": { "<channel>:<userId>": … } } (got version ${JSON.stringify(parsed?.version) ?? 'none'})`);
+  const problem = fileShapeIssue(parsed);
+  if (problem) {
+    issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path}: ${problem}; the file is { "version": ${BUDGETS_FILE_VERSION}, "users": { "<channel>:<userId>": … } }`);
     return {};
   }
   const users: Record<string, LevelLimits | 'unlimited'> = {};
-  for (const [user, value] of Object.entries(parsed.users as Record<string, unknown>)) {
+  for (const [user, value] of Object.entries((parsed as { users: Record<string, unknown> }).users)) {
     const limits = toLevelLimits(value);
-    if (!/^[a-z]+:[\w.@-]+$/.test(user)) issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path}: "${user}" must be <channel>:<userId>`);
-    else if (typeof limits === 'object' && 'issue' in limits) issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path}: "${user}" ${limits.issue}`);
+    if (!isBudgetSubject('user', user)) issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path}: "${user}" must be ${BUDGET_SUBJECT_FORMS.user}`);
+    else if (typeof limits === 'object' && 'issue' in limits) issues.push(`\`CHATGATE_BUDGETS_FILE\` ${path}: "${user}": ${limits.issue}`);
     else users[user] = limits;
   }
   return users;
+}
+
+/** What is wrong with the budgets file's outer shape, or undefined: keys first, so a misspelt key is named as such. */
+function fileShapeIssue(parsed: unknown): string | undefined {
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return `must be a JSON object (got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)})`;
+  const record = parsed as Record<string, unknown>;
+  const unknown = Object.keys(record).filter((key) => !FILE_KEYS.includes(key));
+  if (unknown.length > 0) return `${unknownKeys(unknown, FILE_KEYS)}; the keys are ${FILE_KEYS.join(', ')}`;
+  if (record.version !== BUDGETS_FILE_VERSION) return `\`version\` must be ${BUDGETS_FILE_VERSION} (got ${JSON.stringify(record.version) ?? 'none'})`;
+  if (record.users === null || typeof record.users !== 'object' || Array.isArray(record.users)) return `\`users\` must be an object (got ${JSON.stringify(record.users) ?? 'none'})`;
+  return undefined;
+}
+
+/** "unknown key `user` (did you mean `users`?)", for each key not in `allowed`. */
+function unknownKeys(keys: readonly string[], allowed: readonly string[], noun = 'key'): string {
+  return keys.map((key) => {
+    const near = allowed.find((a) => a.toLowerCase() === key.toLowerCase() || a.toLowerCase() === `${key.toLowerCase()}s` || `${a.toLowerCase()}s` === key.toLowerCase());
+    return `unknown ${noun} \`${key}\`${near ? ` (did you mean \`${near}\`?)` : ''}`;
+  }).join(', ');
 }
 
 function readJson(path: string, option: string, issues: string[]): unknown {

@@ -9,6 +9,7 @@ import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
 import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
+import { parseRuled, ruleText, TOKEN_LIMIT, USD_LIMIT, type NumberRule } from './core/option-checks.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -44,6 +45,16 @@ function decimal(check: (n: z.ZodNumber) => z.ZodNumber): z.ZodType<number, stri
 /** An integer passing `check`. */
 function integer(check: (n: z.ZodNumber) => z.ZodNumber): z.ZodType<number, string> {
   return z.string().regex(INTEGER).transform(Number).pipe(check(z.number().int()));
+}
+
+/** A number passing `rule`, read as src/core/option-checks.ts reads it (one rule for the environment and the CLI). */
+function ruled(rule: NumberRule): z.ZodType<number, string> {
+  return z.string().transform((text, ctx) => {
+    const n = parseRuled(text, rule);
+    if (n !== undefined) return n;
+    ctx.addIssue({ code: 'custom', message: ruleText(rule) });
+    return z.NEVER;
+  });
 }
 
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
@@ -132,8 +143,8 @@ function isTimeZone(value: string): boolean {
 
 /** `CHATGATE_BUDGET_<LEVEL>_<DAILY|MONTHLY>_<USD|TOKENS>`: one option per level, period and unit. */
 const BUDGET_LIMIT_OPTIONS: OptionSpec[] = (['USER', 'CHAT', 'DEPLOYMENT'] as const).flatMap((level) => (['DAILY', 'MONTHLY'] as const).flatMap((period) => [
-  { env: `CHATGATE_BUDGET_${level}_${period}_USD`, group: 'Budgets' as const, schema: decimal((n) => n.min(0)), rule: 'a number ≥ 0', unit: 'USD', doc: `Spend limit of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'} (estimated at list prices). Unset: no limit.` },
-  { env: `CHATGATE_BUDGET_${level}_${period}_TOKENS`, group: 'Budgets' as const, schema: integer((n) => n.min(0)), rule: 'an integer ≥ 0', unit: 'tokens', doc: `Token limit (prompt + completion) of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'}. Unset: no limit.` },
+  { env: `CHATGATE_BUDGET_${level}_${period}_USD`, group: 'Budgets' as const, schema: ruled(USD_LIMIT), rule: ruleText(USD_LIMIT), unit: 'USD', doc: `Spend limit of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'} (estimated at list prices). Unset: no limit.` },
+  { env: `CHATGATE_BUDGET_${level}_${period}_TOKENS`, group: 'Budgets' as const, schema: ruled(TOKEN_LIMIT), rule: ruleText(TOKEN_LIMIT), unit: 'tokens', doc: `Token limit (prompt + completion) of ${BUDGET_WHO[level]} per ${period === 'DAILY' ? 'day' : 'month'}. Unset: no limit.` },
 ]));
 // Defaults are the components' own (written once, in GATEWAY_DEFAULTS and WORKER_DEFAULTS).
 

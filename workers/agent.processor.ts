@@ -66,7 +66,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
   // Only decisions in the inbox and no turn waiting for them (a late second press): nothing to answer.
   if (loop.items.every((item) => item.event !== undefined)) return finish(loop, null, null);
   await appendInbound(loop);
-  const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items)) : null;
+  const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items), loop.items.map((item) => item.id)) : null;
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
     const request = await buildRequest(loop);
@@ -98,8 +98,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     }
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
-    // The round is committed: messages sent meanwhile in `steer` mode join before the next call.
-    await steerIn(loop);
+    // The round is committed: messages sent meanwhile in `steer` mode join before the next call (and its live text names them).
+    if ((await steerIn(loop)) > 0) stream?.answering(loop.items.map((item) => item.id));
   }
 }
 

@@ -25,10 +25,12 @@ export interface TurnLiveReply {
   drop(): Promise<void>;
   /** Stops publishing (the final reply follows through the outbound queue); waits for a publish in flight. */
   end(): Promise<void>;
+  /** The turn now answers `ids` (messages joined it): later updates name them. */
+  answering(ids: readonly string[]): void;
 }
 
-/** Makes the {@link TurnLiveReply} of one turn. */
-export type TurnLiveReplies = (target: LiveReplyTarget) => TurnLiveReply;
+/** Makes the {@link TurnLiveReply} of one turn, shown at `target`, answering the inbound messages `answers`. */
+export type TurnLiveReplies = (target: LiveReplyTarget, answers: readonly string[]) => TurnLiveReply;
 
 /** Options of {@link createTurnLiveReplies}. */
 export interface TurnLiveRepliesOptions {
@@ -40,12 +42,12 @@ export interface TurnLiveRepliesOptions {
 /** Creates the factory of turn streams publishing on `redis`. */
 export function createTurnLiveReplies(deps: { redis: RedisClient; logger: Logger }, options: TurnLiveRepliesOptions): TurnLiveReplies {
   const intervalMs = options.intervalMs ?? DEFAULT_LIVE_REPLY_PUBLISH_INTERVAL_MS;
-  return (target) => createTurnLiveReply(deps, target, options.keyPrefix, intervalMs);
+  return (target, answers) => createTurnLiveReply(deps, target, answers, options.keyPrefix, intervalMs);
 }
 
-function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, target: LiveReplyTarget, keyPrefix: string, intervalMs: number): TurnLiveReply {
+function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, target: LiveReplyTarget, answers: readonly string[], keyPrefix: string, intervalMs: number): TurnLiveReply {
   const instance = randomUUID().slice(0, 8);
-  const state = { runs: 0, seq: 0, text: '', published: '', ended: false, lastAtMs: 0 };
+  const state = { runs: 0, seq: 0, text: '', published: '', ended: false, lastAtMs: 0, answers: [...answers] };
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> | undefined;
   const run = (): string => `${instance}.${state.runs}`;
@@ -70,7 +72,7 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
     }
     state.published = state.text;
     state.lastAtMs = Date.now();
-    void send({ ...target, run: run(), seq: state.seq++, text: state.text, state: 'open', atMs: state.lastAtMs });
+    void send({ ...target, run: run(), seq: state.seq++, text: state.text, state: 'open', atMs: state.lastAtMs, answers: state.answers });
   };
   const schedule = (): void => {
     if (timer || state.ended) return;
@@ -94,7 +96,7 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
     restart: reset,
     async drop() {
       const shown = state.seq > 0;
-      const dropped = { ...target, run: run(), seq: state.seq, text: '', state: 'dropped' as const, atMs: Date.now() };
+      const dropped = { ...target, run: run(), seq: state.seq, text: '', state: 'dropped' as const, atMs: Date.now(), answers: state.answers };
       reset();
       await inFlight;
       if (shown) await send(dropped);
@@ -103,6 +105,9 @@ function createTurnLiveReply(deps: { redis: RedisClient; logger: Logger }, targe
       state.ended = true;
       clearTimeout(timer);
       await inFlight;
+    },
+    answering(ids) {
+      state.answers = [...ids];
     },
   };
 }

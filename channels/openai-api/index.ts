@@ -130,10 +130,10 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       // An HTTP request shows no typing; a long wait is kept alive by the request itself.
     },
     async sendDraft(target, draft) {
-      return waiters.draft(target.chatId, draft.text);
+      return waiters.draft(target.chatId, draft);
     },
-    async clearDraft(target) {
-      waiters.draft(target.chatId, null);
+    async clearDraft(target, liveReplyId) {
+      waiters.clearDraft(target.chatId, liveReplyId);
     },
   };
 }

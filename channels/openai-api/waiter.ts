@@ -3,8 +3,10 @@
  * `sendDraft` feed them; a request reads {@link Waiter.answer} (and, streaming, the text as it is
  * written). A request that went away stays in line, orphaned, until its answer comes: the answer is
  * then dropped, so it never answers the next request. A turn's answer says which messages it
- * followed, from the session's transcript (`covered`): it answers the requests among them only.
+ * followed, from the session's transcript (`covered`): it answers the requests among them only. A
+ * live reply names the messages its turn answers: its text is streamed to those requests only.
  */
+import type { DraftUpdate } from '../channel.js';
 
 /** How many delivered messages a chat keeps for requests whose verdict is not known yet. */
 const MAX_UNCLAIMED = 16;
@@ -38,7 +40,8 @@ export class Waiter {
   orphaned = false;
   private settle!: { resolve: (text: string) => void; reject: (err: Error) => void };
   private done = false;
-  /** The text of the live reply streamed so far, and whether the next text starts a new paragraph. */
+  /** The live reply streamed (its id), its text so far, and whether the next text starts a new paragraph. */
+  private showing: string | undefined;
   private shown = '';
   private breakNext = false;
 
@@ -63,24 +66,20 @@ export class Waiter {
   /** Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written first). */
   take(item: Delivered): void {
     if (this.done) return;
-    this.draft(item.text);
+    this.stream(item.text);
     this.done = true;
     this.settle.resolve(item.text);
   }
 
-  /** The live reply's whole text so far. Text that does not continue what was streamed starts a new paragraph. */
-  draft(text: string): void {
-    if (this.done || !this.onText || this.orphaned) return;
-    if (text.startsWith(this.shown)) this.write(text.slice(this.shown.length));
-    else {
-      if (this.shown !== '') this.breakNext = true;
-      this.write(text);
-    }
-    this.shown = text;
+  /** The whole text so far of the live reply `liveReplyId`. */
+  draft(liveReplyId: string, text: string): void {
+    this.showing = liveReplyId;
+    this.stream(text);
   }
 
-  /** The live reply so far was no answer (tool calls follow): what comes next starts a new paragraph. */
-  clearDraft(): void {
+  /** The live reply `liveReplyId` so far was no answer (tool calls follow): what comes next starts a new paragraph. */
+  clearDraft(liveReplyId: string): void {
+    if (liveReplyId !== this.showing) return;
     if (this.shown !== '') this.breakNext = true;
     this.shown = '';
   }
@@ -95,6 +94,17 @@ export class Waiter {
     if (this.done) return;
     this.done = true;
     this.settle.reject(err);
+  }
+
+  /** Streams `text`, the whole text so far. Text that does not continue what was streamed starts a new paragraph. */
+  private stream(text: string): void {
+    if (this.done || !this.onText || this.orphaned) return;
+    if (text.startsWith(this.shown)) this.write(text.slice(this.shown.length));
+    else {
+      if (this.shown !== '') this.breakNext = true;
+      this.write(text);
+    }
+    this.shown = text;
   }
 
   private write(delta: string): void {
@@ -176,13 +186,21 @@ export class Waiters {
     return 'kept';
   }
 
-  /** The live reply of the chat's turn: shown to the first request in line that waits for a turn. */
-  draft(chatId: string, text: string | null): boolean {
-    const waiter = this.chats.get(chatId)?.line.find((candidate) => !candidate.finished && candidate.mode !== 'command');
-    if (!waiter) return false;
-    if (text === null) waiter.clearDraft();
-    else waiter.draft(text);
-    return true;
+  /**
+   * A live reply's text so far: shown to the requests waiting for a turn whose messages its turn
+   * answers (`answers`; not known: the first in line), never to another's.
+   * @returns whether a request here takes it.
+   */
+  draft(chatId: string, draft: Pick<DraftUpdate, 'liveReplyId' | 'text' | 'answers'>): boolean {
+    const waiting = this.chats.get(chatId)?.line.filter((candidate) => !candidate.finished && candidate.mode !== 'command') ?? [];
+    const showing = takers(waiting, draft.answers ? new Set(draft.answers) : undefined);
+    for (const waiter of showing) waiter.draft(draft.liveReplyId, draft.text);
+    return showing.length > 0;
+  }
+
+  /** The live reply `liveReplyId` was no answer (tool calls follow): the request showing it starts a new paragraph next. */
+  clearDraft(chatId: string, liveReplyId: string): void {
+    for (const waiter of this.chats.get(chatId)?.line ?? []) waiter.clearDraft(liveReplyId);
   }
 
   /** Cancels every wait (the channel stops). */
@@ -192,7 +210,7 @@ export class Waiters {
   }
 }
 
-/** Which of `wanting` (in line order) take an answer that followed the messages `covered` (unknown: the first in line). */
+/** Which of `wanting` (in line order) take an answer (or a live reply) that followed the messages `covered` (unknown: the first in line). */
 function takers(wanting: readonly Waiter[], covered: ReadonlySet<string> | undefined): Waiter[] {
   if (!covered) return wanting.slice(0, 1);
   const mine = wanting.filter((waiter) => covered.has(waiter.messageId));

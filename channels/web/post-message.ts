@@ -104,7 +104,7 @@ function answerVerdict(c: Context, id: string, verdict: InboundVerdict | void): 
   return refusalOf(c, verdict) ?? c.json({ id, accepted: true }, 202);
 }
 
-/** The answer to a refusal (403, 429 with Retry-After, 413, 415), or undefined when the gateway took the message. */
+/** The answer to a refusal (403, 429 with Retry-After or for a used-up budget, 413, 415), or undefined when the gateway took the message. */
 export function refusalOf(c: Context, verdict: InboundVerdict | void): Response | undefined {
   const error = verdict?.reason ?? 'message refused';
   switch (verdict?.outcome) {
@@ -115,6 +115,9 @@ export function refusalOf(c: Context, verdict: InboundVerdict | void): Response 
       c.header('Retry-After', String(retryAfterS));
       return c.json({ error, refused: 'rate_limited', retryAfterMs: retryAfterS * 1000 }, 429);
     }
+    case 'over_budget':
+      // The reason says which limit and when it resets; sending again before then gets the same answer.
+      return c.json({ error, refused: 'over_budget' }, 429);
     case 'too_long':
       return c.json({ error, refused: 'too_long' }, 413);
     case 'too_large':

@@ -7,7 +7,8 @@
  * else the environment (`CHATGATE_BUDGET_<LEVEL>_*`). The scripts apply the same order.
  */
 import { BUDGET_LEVELS, BUDGET_PERIODS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
-import { StoredFormatError } from '../errors.js';
+import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/option-checks.js';
+import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
 import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT } from './ledger.js';
@@ -38,7 +39,7 @@ export type LimitsPatch = { [K in keyof FlatLimits]?: number | null };
 export interface BudgetAdmin {
   /** Every counter of the current day and month with a limit in force, by level then subject. */
   list(): Promise<BudgetRow[]>;
-  /** The limits in force for a subject and where they come from. @throws StoredFormatError on an override of another version. */
+  /** The limits in force for a subject and where they come from. @throws what {@link parseStoredLimits} throws for its stored override. */
   limitsOf(level: BudgetLevel, subject: string): Promise<{ limits: LevelLimits | 'unlimited'; source: LimitSource }>;
   /** Stores an override: the limits in force with `patch` applied (or `unlimited`). @returns what is stored. */
   set(level: BudgetLevel, subject: string, patch: LimitsPatch | 'unlimited'): Promise<LevelLimits | 'unlimited'>;
@@ -51,7 +52,11 @@ export function toStoredLimits(limits: LevelLimits | 'unlimited'): string {
   return JSON.stringify(limits === 'unlimited' ? { v: STORED_LIMITS_VERSION, unlimited: true } : { v: STORED_LIMITS_VERSION, ...toFlatLimits(limits) });
 }
 
-/** A stored override read back. @throws StoredFormatError when it is not version {@link STORED_LIMITS_VERSION}. */
+/**
+ * A stored override read back.
+ * @throws StoredFormatError when it is not version {@link STORED_LIMITS_VERSION}; GatewayError
+ * `STORED_LIMITS_INVALID` when a limit in it breaks its rule (a number ≥ 0, tokens an integer).
+ */
 export function parseStoredLimits(field: string, raw: string): LevelLimits | 'unlimited' {
   let o: Record<string, unknown> | null = null;
   try {
@@ -63,7 +68,14 @@ export function parseStoredLimits(field: string, raw: string): LevelLimits | 'un
     throw new StoredFormatError(`budget override ${field}`, o?.v, STORED_LIMITS_VERSION, `set it again with \`chatgate budgets set\` or remove it with \`chatgate budgets reset\``);
   }
   if (o.unlimited === true) return 'unlimited';
-  return fromFlatLimits(Object.fromEntries(FLAT_LIMIT_FIELDS.filter((key) => typeof o![key] === 'number').map((key) => [key, o![key]])));
+  const flat = Object.fromEntries(FLAT_LIMIT_FIELDS.filter((key) => o![key] !== undefined).map((key) => [key, o![key]]));
+  const bad = numberIssues(flat, FLAT_LIMIT_RULES);
+  if (bad.length > 0) {
+    const [level, subject] = [field.slice(0, field.indexOf(':')), field.slice(field.indexOf(':') + 1)];
+    const reset = `chatgate budgets reset ${level}${level === 'deployment' ? '' : ` ${subject}`}`;
+    throw new GatewayError('STORED_LIMITS_INVALID', `the stored budget limits of ${level === 'deployment' ? 'the deployment' : `${level} ${subject}`} are unreadable (${bad.join('; ')}): remove them with \`${reset}\`, then set them again with \`chatgate budgets set\``);
+  }
+  return fromFlatLimits(flat as FlatLimits);
 }
 
 /** Creates the admin over `redis` (on a Cluster every budget key is on the `{budget}` slot). */
@@ -139,8 +151,14 @@ function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
+/** `current` with `patch` applied. @throws RangeError when a patched limit breaks its rule (nothing is stored then). */
 function applyPatch(current: LevelLimits | 'unlimited', patch: LimitsPatch): LevelLimits {
   const flat: Record<string, number | undefined> = { ...toFlatLimits(current === 'unlimited' ? {} : current) };
-  for (const key of FLAT_LIMIT_FIELDS) if (patch[key] !== undefined) flat[key] = patch[key] ?? undefined;
+  for (const key of FLAT_LIMIT_FIELDS) {
+    const value: unknown = patch[key];
+    if (value === undefined) continue;
+    if (value !== null && !fitsRule(value, FLAT_LIMIT_RULES[key])) throw new RangeError(`\`${key}\` must be ${ruleText(FLAT_LIMIT_RULES[key])} or null (got ${JSON.stringify(value)})`);
+    flat[key] = value ?? undefined;
+  }
   return fromFlatLimits(flat);
 }

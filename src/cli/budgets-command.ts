@@ -3,8 +3,9 @@
  * when they run, so other commands never load the budget modules).
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { parseRuled, ruleText, TOKEN_LIMIT, USD_LIMIT, type NumberRule } from '../core/option-checks.js';
 import type { CliIo } from './context.js';
-import type { BudgetsSetFlags } from './budgets.js';
+import type { BudgetsSetFlags, LimitFlag } from './budgets.js';
 
 type Runner = (action: () => Promise<number>) => Promise<void>;
 
@@ -16,13 +17,13 @@ export function addBudgetsCommand(program: Command, io: CliIo, run: Runner): voi
   budgets.command('list').description('every limit in force today and this month: used, limit, left, when it resets')
     .option('--json', 'print JSON')
     .action((flags: { json?: boolean }) => run(async () => (await actions()).listCommand(io, flags)));
-  const limit = (flag: string, what: string, parse: (value: string) => number | null) => new Option(flag, `${what} (\`none\` removes it)`).argParser(parse);
+  const limit = (flag: string, what: string, parse: (value: string) => LimitFlag) => new Option(flag, `${what} (\`none\` removes it)`).argParser(parse);
   budgets.command('set').description('store limits for one user, chat or the deployment (wins over the budgets file and the environment)')
     .argument('<level>', 'user, chat or deployment').argument('[id]', 'the user (<channel>:<userId>) or chat (session id); none for the deployment')
-    .addOption(limit('--daily-usd <usd>', 'spend per day, USD', amount(false)))
-    .addOption(limit('--monthly-usd <usd>', 'spend per month, USD', amount(false)))
-    .addOption(limit('--daily-tokens <n>', 'tokens per day', amount(true)))
-    .addOption(limit('--monthly-tokens <n>', 'tokens per month', amount(true)))
+    .addOption(limit('--daily-usd <usd>', 'spend per day, USD', amount(USD_LIMIT)))
+    .addOption(limit('--monthly-usd <usd>', 'spend per month, USD', amount(USD_LIMIT)))
+    .addOption(limit('--daily-tokens <n>', 'tokens per day', amount(TOKEN_LIMIT)))
+    .addOption(limit('--monthly-tokens <n>', 'tokens per month', amount(TOKEN_LIMIT)))
     .option('--unlimited', 'no limit at all for this subject (operators)')
     .option('--json', 'print JSON')
     .action((level: string, id: string | undefined, flags: BudgetsSetFlags) => run(async () => (await actions()).setCommand(io, level, id, flags)));
@@ -33,12 +34,15 @@ export function addBudgetsCommand(program: Command, io: CliIo, run: Runner): voi
     .action((level: string, id: string | undefined, flags: { usage?: boolean; json?: boolean }) => run(async () => (await actions()).resetCommand(io, level, id, flags)));
 }
 
-/** commander parser of a limit: a number ≥ 0 (an integer for tokens) or `none`. */
-function amount(integer: boolean): (value: string) => number | null {
+/**
+ * commander parser of a limit: a number keeping `rule` (the environment's and the budgets file's) or
+ * `none`, kept as the word: commander turns a parser's null into "".
+ */
+function amount(rule: NumberRule): (value: string) => LimitFlag {
   return (value) => {
-    if (value.trim() === 'none') return null;
-    const ok = integer ? /^\d+$/.test(value.trim()) : /^\d+(\.\d+)?$/.test(value.trim());
-    if (!ok) throw new InvalidArgumentError(integer ? 'must be an integer ≥ 0 or `none`' : 'must be a number ≥ 0 (e.g. 2.50) or `none`');
-    return Number(value);
+    if (value.trim() === 'none') return 'none';
+    const n = parseRuled(value, rule);
+    if (n === undefined) throw new InvalidArgumentError(`must be ${ruleText(rule)}${rule.integer ? '' : ' (e.g. 2.50)'} or \`none\``);
+    return n;
   };
 }

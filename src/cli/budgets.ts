@@ -6,21 +6,23 @@ import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, hasBudgets, t
 import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
+import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
+import { countOf } from '../core/plural.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
-/** Flags of `chatgate budgets set` (a limit's value is null for `none`). */
+/** A limit flag's value: the limit, or `none` to remove it. */
+export type LimitFlag = number | 'none';
+
+/** Flags of `chatgate budgets set`. */
 export interface BudgetsSetFlags {
-  dailyUsd?: number | null;
-  monthlyUsd?: number | null;
-  dailyTokens?: number | null;
-  monthlyTokens?: number | null;
+  dailyUsd?: LimitFlag;
+  monthlyUsd?: LimitFlag;
+  dailyTokens?: LimitFlag;
+  monthlyTokens?: LimitFlag;
   unlimited?: boolean;
   json?: boolean;
 }
-
-/** A user subject: `<channel>:<userId>`, as in the budgets file. */
-const USER_ID = /^[a-z]+:[\w.@-]+$/;
 
 /** `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month). */
 export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<number> {
@@ -44,7 +46,10 @@ export function setCommand(io: CliIo, levelArg: string, id: string | undefined, 
   const subject = checkSubject(io, levelArg, id);
   if (!subject) return Promise.resolve(EXIT.usage);
   const patch: LimitsPatch = {};
-  for (const key of FLAT_LIMIT_FIELDS) if (flags[key] !== undefined) patch[key] = flags[key];
+  for (const key of FLAT_LIMIT_FIELDS) {
+    const value = flags[key];
+    if (value !== undefined) patch[key] = value === 'none' ? null : value;
+  }
   if (flags.unlimited && Object.keys(patch).length > 0) return usage(io, '--unlimited cannot be combined with a limit');
   if (!flags.unlimited && Object.keys(patch).length === 0) return usage(io, 'say what to set: --daily-usd, --monthly-usd, --daily-tokens, --monthly-tokens (a value or `none`) or --unlimited');
   return withAdmin(io, async (admin, config) => {
@@ -52,7 +57,7 @@ export function setCommand(io: CliIo, levelArg: string, id: string | undefined, 
     // Processes without a configured limit never look at the counters: a stored limit alone holds nothing.
     if (!hasBudgets(config.budgets)) io.err('chatgate budgets: note: this configuration sets no limit, and gateways and workers started with none do not check budgets; set a CHATGATE_BUDGET_* limit or CHATGATE_BUDGETS_FILE where they run');
     if (flags.json) io.out(JSON.stringify({ level: subject.level, subject: subject.id, limits: flatLimits(stored), source: 'override' }, null, 2));
-    else io.out(`${subject.level} ${subject.id}: ${describeLimits(stored)} (stored in Redis; wins over the budgets file and the environment until \`chatgate budgets reset\`)`);
+    else io.out(`${subjectName(subject)}: ${describeLimits(stored)} (stored in Redis; wins over the budgets file and the environment until \`chatgate budgets reset\`)`);
     return EXIT.ok;
   });
 }
@@ -70,7 +75,7 @@ export function resetCommand(io: CliIo, levelArg: string, id: string | undefined
     }
     const what = removed ? 'stored limits removed' : 'no stored limits to remove';
     const counters = flags.usage ? `; today's and this month's use start again at 0 (${config.budgets.timeZone})` : '';
-    io.out(`${subject.level} ${subject.id}: ${what}${counters}; in force now (${now.source}): ${describeLimits(now.limits)}`);
+    io.out(`${subjectName(subject)}: ${what}${counters}; in force now (${now.source}): ${describeLimits(now.limits)}`);
     return EXIT.ok;
   });
 }
@@ -88,8 +93,19 @@ function checkSubject(io: CliIo, levelArg: string, id: string | undefined): { le
   const level = levelArg as BudgetLevel;
   if (level === 'deployment') return id === undefined || id === DEPLOYMENT_SUBJECT ? { level, id: DEPLOYMENT_SUBJECT } : fail(`the deployment takes no id (got "${id}")`);
   if (id === undefined || id.trim() === '') return fail(`say which ${level}: chatgate budgets … ${level} <${level === 'user' ? 'channel>:<userId' : 'session id'}>`);
-  if (level === 'user' && !USER_ID.test(id)) return fail(`a user is <channel>:<userId>, e.g. telegram:42 (got "${id}")`);
+  // A limit on a subject no session is named after would never apply.
+  if (!isBudgetSubject(level, id)) return fail(`a ${level} is ${BUDGET_SUBJECT_FORMS[level]} (got "${id}")`);
   return { level, id };
+}
+
+/** "user telegram:42", "chat web:c1", "the deployment". */
+function subjectName(subject: { level: BudgetLevel; id: string }): string {
+  return subject.level === 'deployment' ? 'the deployment' : `${subject.level} ${subject.id}`;
+}
+
+/** `$2.00`, `1 token`, `100,000 tokens`. */
+function amountText(unit: 'usd' | 'tokens', value: number): string {
+  return unit === 'tokens' ? countOf(value, 'token') : formatAmount(unit, value);
 }
 
 function usage(io: CliIo, text: string): Promise<number> {
@@ -104,14 +120,15 @@ function flatLimits(limits: LevelLimits | 'unlimited'): FlatLimits | 'unlimited'
 /** "daily $5.00 and 100,000 tokens, monthly none", "unlimited", "no limit". */
 function describeLimits(limits: LevelLimits | 'unlimited'): string {
   if (limits === 'unlimited') return 'unlimited';
-  const one = (l?: { usd?: number; tokens?: number }) => [l?.usd !== undefined ? formatAmount('usd', l.usd) : '', l?.tokens !== undefined ? formatAmount('tokens', l.tokens) : ''].filter(Boolean).join(' and ') || 'none';
+  const one = (l?: { usd?: number; tokens?: number }) => [l?.usd !== undefined ? amountText('usd', l.usd) : '', l?.tokens !== undefined ? amountText('tokens', l.tokens) : ''].filter(Boolean).join(' and ') || 'none';
   if (!limits.day && !limits.month) return 'no limit';
   return `daily ${one(limits.day)}, monthly ${one(limits.month)}`;
 }
 
 function table(rows: readonly BudgetRow[], nowMs: number): string {
   const head = ['level', 'subject', 'period', 'used', 'limit', 'left', 'resets in', 'from'];
-  const body = rows.map((r) => [r.level, r.subject, r.period, formatAmount(r.unit, r.used), formatAmount(r.unit, r.limit), formatAmount(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
+  // The deployment's counters have no subject of their own.
+  const body = rows.map((r) => [r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, amountText(r.unit, r.used), amountText(r.unit, r.limit), amountText(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
   const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
   return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');
 }

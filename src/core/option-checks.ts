@@ -1,3 +1,6 @@
+const DECIMAL_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)$/;
+const INTEGER_TEXT = /^[+-]?\d+$/;
+
 /** The rule of one numeric option. Bounds are inclusive unless named `above`/`below`. */
 export interface NumberRule {
   integer?: boolean;
@@ -26,6 +29,20 @@ export const SHARED_OPTION_RULES: Readonly<Record<string, NumberRule>> = Object.
   heartbeatTtlMs: int(300),
 });
 
+/** A spend limit in USD: a number ≥ 0. One rule for CHATGATE_BUDGET_*, the budgets file, `chatgate budgets set` and the stored limits. */
+export const USD_LIMIT: NumberRule = Object.freeze({ min: 0 });
+
+/** A spend limit in tokens: an integer ≥ 0 (the same four places as {@link USD_LIMIT}). */
+export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0));
+
+/** The rules of the flat limit fields of the budgets file and the stored limits. */
+export const FLAT_LIMIT_RULES: Readonly<Record<'dailyUsd' | 'monthlyUsd' | 'dailyTokens' | 'monthlyTokens', NumberRule>> = Object.freeze({
+  dailyUsd: USD_LIMIT,
+  monthlyUsd: USD_LIMIT,
+  dailyTokens: TOKEN_LIMIT,
+  monthlyTokens: TOKEN_LIMIT,
+});
+
 /**
  * One message per option of `values` that breaks its rule in `rules`, naming the option and the
  * rule: `` `threshold` must be a number in (0, 1) (got 1.5) ``. Options that are undefined are skipped. Pure.
@@ -36,20 +53,34 @@ export function numberIssues(values: object, rules: Readonly<Record<string, Numb
   for (const [name, rule] of Object.entries(rules)) {
     const value = record[name];
     if (value === undefined) continue;
-    if (typeof value !== 'number' || !fits(value, rule)) issues.push(`\`${name}\` must be ${describe(rule)} (got ${String(value)})`);
+    if (!fitsRule(value, rule)) issues.push(`\`${name}\` must be ${ruleText(rule)} (got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))})`);
   }
   return issues;
 }
 
-function fits(value: number, rule: NumberRule): boolean {
-  if (Number.isNaN(value) || (rule.integer && !Number.isInteger(value))) return false;
+/** Whether `value` is a finite number that keeps `rule`. */
+export function fitsRule(value: unknown, rule: NumberRule): value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || (rule.integer && !Number.isInteger(value))) return false;
   if (rule.min !== undefined && value < rule.min) return false;
   if (rule.max !== undefined && value > rule.max) return false;
   if (rule.above !== undefined && value <= rule.above) return false;
   return rule.below === undefined || value < rule.below;
 }
 
-function describe(rule: NumberRule): string {
+/**
+ * A number written as text (an environment value, a command-line flag) that keeps `rule`: decimal
+ * digits with an optional sign and, unless the rule wants an integer, a point (`2.50`, `.5`).
+ * @returns the number, or undefined when the text is no such number or breaks the rule.
+ */
+export function parseRuled(text: string, rule: NumberRule): number | undefined {
+  const trimmed = text.trim();
+  if (!(rule.integer ? INTEGER_TEXT : DECIMAL_TEXT).test(trimmed)) return undefined;
+  const n = Number(trimmed);
+  return fitsRule(n, rule) ? n : undefined;
+}
+
+/** What `rule` asks for, completing "must be …": `an integer ≥ 0`, `a number in (0, 1)`. */
+export function ruleText(rule: NumberRule): string {
   const kind = rule.integer ? 'an integer' : 'a number';
   const low = rule.min !== undefined ? `[${rule.min}` : rule.above !== undefined ? `(${rule.above}` : undefined;
   const high = rule.max !== undefined ? `${rule.max}]` : rule.below !== undefined ? `${rule.below})` : undefined;

@@ -7,6 +7,7 @@ import { budgetMessage } from '../core/budget.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
+import { BudgetError } from '../errors.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
@@ -88,8 +89,11 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
       ? 'The compaction failed unexpectedly; nothing was changed. Please try /compact again in a while.'
       : 'The side question could not be answered right now (the model did not answer). Please ask again in a while.';
     void answer().catch(async (err: unknown) => {
-      ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
-      await notify(ctx, message, sessionId, failure, `cmd-${command.name}-failed`).catch(() => undefined);
+      // A used-up budget is no failure: the sender reads which limit holds and until when.
+      const overBudget = err instanceof BudgetError;
+      if (overBudget) ctx.log.info({ channel: message.channel, userId: message.userId, sessionId }, `${command.name} refused: budget used up`);
+      else ctx.outage.error({ err, sessionId }, `${command.name} command failed`);
+      await notify(ctx, message, sessionId, overBudget ? err.notice : failure, `cmd-${command.name}-failed`).catch(() => undefined);
     });
   });
   return inPlace === undefined ? verdict : { ...verdict, answer: { text: inPlace, settled: false } };

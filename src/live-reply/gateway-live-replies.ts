@@ -121,7 +121,7 @@ function createRegistry(deps: { channels: ReadonlyMap<ChannelName, Channel>; vie
       live.lastAtMs = Date.now();
       live.swept = false;
       if (update.state === 'dropped') live.view.drop();
-      else live.view.show(update.text, restart);
+      else live.view.show(update.text, restart, update.answers);
     },
     async takeOver(message: OutboundMessage): Promise<string | undefined> {
       const liveReplyId = message.liveReplyId ?? message.id;

@@ -42,6 +42,8 @@ export class LiveReplyView {
   messageId: string | undefined;
   /** The worker's latest text; '' after a drop. */
   private wanted = '';
+  /** The inbound messages the turn answers, from its latest update (a draft names them). */
+  private answers: readonly string[] = [];
   private cleared = true;
   private shown = '';
   private draftSeq = 0;
@@ -54,11 +56,12 @@ export class LiveReplyView {
     this.target = { chatId: partial.chatId, ...(partial.threadId ? { threadId: partial.threadId } : {}), ...(partial.chatType ? { chatType: partial.chatType } : {}) };
   }
 
-  /** The text so far changed (a new run starts over: `restart`). */
-  show(text: string, restart: boolean): void {
+  /** The text so far changed (a new run starts over: `restart`); `answers`: the messages its turn answers. */
+  show(text: string, restart: boolean, answers: readonly string[]): void {
     if (this.final) return;
     if (restart) this.draftSeq = 0;
     this.wanted = text;
+    this.answers = answers;
     this.cleared = false;
     this.schedule();
   }
@@ -116,7 +119,7 @@ export class LiveReplyView {
       return;
     }
     const continues = this.draftSeq > 0 && text.startsWith(this.shown);
-    const draft = { liveReplyId: this.partial.liveReplyId, seq: continues ? this.draftSeq : 0, text, appended: continues ? text.slice(this.shown.length) : text };
+    const draft = { liveReplyId: this.partial.liveReplyId, seq: continues ? this.draftSeq : 0, text, appended: continues ? text.slice(this.shown.length) : text, answers: this.answers };
     try {
       const shown = await channel.sendDraft(this.target, draft);
       if (!shown) this.mode = channel.editMessage ? 'edit' : 'off';

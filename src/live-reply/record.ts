@@ -34,6 +34,8 @@ export interface LiveReplyTarget {
  * names one attempt of the answer: a new run (a retried call, a crashed worker's successor, the
  * next round after tool calls) starts the stream again at `seq` 0. `dropped`: the text so far was
  * no reply (the round turned into tool calls, or the call failed): nothing of it may stay shown.
+ * `answers`: the ids of the inbound messages the turn answers (its own, and those that joined it
+ * since), so a chat that waits per message (the API channel) shows the text to theirs only.
  */
 export interface LiveReplyUpdate extends LiveReplyTarget {
   run: string;
@@ -41,12 +43,13 @@ export interface LiveReplyUpdate extends LiveReplyTarget {
   text: string;
   state: 'open' | 'dropped';
   atMs: number;
+  answers: readonly string[];
 }
 
 /** Live reply updates: workers publish, every gateway subscribes on a dedicated connection (pass `duplicateRedis(redis)`). */
 export const LIVE_REPLY_UPDATES = defineTopic<LiveReplyUpdate>({
   channel: liveRepliesChannel, what: 'live reply update', component: 'live-reply-updates', logged: ['sessionId', 'liveReplyId'],
-  fields: { liveReplyId: 'string', sessionId: 'string', channel: 'string', chatId: 'string', run: 'string', seq: 'integer', text: 'string', state: ['open', 'dropped'] },
+  fields: { liveReplyId: 'string', sessionId: 'string', channel: 'string', chatId: 'string', run: 'string', seq: 'integer', text: 'string', state: ['open', 'dropped'], answers: 'strings' },
 });
 
 /** The chat message a stream is shown in, and whether the final reply took it over. */

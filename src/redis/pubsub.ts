@@ -8,8 +8,8 @@ import { createSilentLogger, type Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX } from './keys.js';
 
-/** The rule of one field of a message: its `typeof`, a whole number, or the strings it may be. */
-export type FieldRule = 'string' | 'number' | 'boolean' | 'integer' | readonly string[];
+/** The rule of one field of a message: its `typeof`, a whole number, a list of strings, or the strings it may be. */
+export type FieldRule = 'string' | 'number' | 'boolean' | 'integer' | 'strings' | readonly string[];
 
 /** What one topic carries: its channel (by key prefix), the fields a message needs, and how it is logged. */
 export interface TopicSpec<T> {
@@ -78,6 +78,7 @@ function readMessage<T>(spec: TopicSpec<T>, payload: string): T | null {
 
 function fits(value: unknown, rule: FieldRule): boolean {
   if (rule === 'integer') return Number.isInteger(value);
+  if (rule === 'strings') return Array.isArray(value) && value.every((item) => typeof item === 'string');
   if (typeof rule === 'string') return typeof value === rule;
   return typeof value === 'string' && rule.includes(value);
 }

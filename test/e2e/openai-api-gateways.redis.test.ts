@@ -28,7 +28,8 @@ beforeEach(async () => {
   stack = await startStack({
     handler: (request) => {
       const text = String(request.messages.at(-1)!.content);
-      if (text.startsWith('hold:')) return { hold: gate.then(() => ({ content: 'the late answer' })) };
+      // Written in two pieces, so its live text is shown before the answer is done.
+      if (text.startsWith('hold:')) return { hold: gate.then(() => ({ content: 'the late answer', pieces: ['the ', 'late answer'], pieceDelayMs: 200 })) };
       return { content: text.replace(/^say /, '') };
     },
     env: { CHATGATE_API_KEYS: `${KEY}=alice`, CHATGATE_RATE_LIMIT_PER_MINUTE: '1000' },
@@ -75,6 +76,24 @@ describe('the API channel with two gateways', () => {
     release();
     expect((await next).choices[0]!.message.content).toBe('fresh');
     expect(userTexts(stack.agentRequests().at(-1)!)).toEqual(['hold: think long', 'say fresh']);
+  });
+
+  it('streams a request only its own turn\'s live text, not an abandoned request\'s from another gateway', async () => {
+    const abort = new AbortController();
+    const gone = ask(clientOf(other!), 'g3', 'hold: think long', abort.signal).catch((err: unknown) => err);
+    await stack.llm.waitForRequest((request) => userTexts(request).at(-1) === 'hold: think long');
+    abort.abort();
+    expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // The abandoned request's orphan stays in line on the other gateway; the new request streams here.
+    const claim = apiAskingKey('alice:g3', stack.t.keyPrefix);
+    await until(async () => (await stack.t.redis.exists(claim)) === 0);
+    const streamed = () => clientOf(stack.gateway).chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: 'say fresh' }], stream: true }, session('g3'));
+    let next: Awaited<ReturnType<typeof streamed>> | undefined;
+    while (!next) next = await streamed().catch((err: unknown) => (err instanceof OpenAI.ConflictError ? undefined : Promise.reject(err)));
+    release();
+    let text = '';
+    for await (const chunk of next) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('fresh');
   });
 
   it('answers /usage and /stop at once on their gateway while a request waits for a turn on the other', async () => {

@@ -100,9 +100,14 @@ describe('chatgate budgets', () => {
   it('refuses bad input with exit 2 and a line that says what is wrong', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['set', 'admin', 'x', '--daily-usd', '1'], /the level must be user, chat or deployment \(got "admin"\)/],
-      [['set', 'user', '42', '--daily-usd', '1'], /a user is <channel>:<userId>, e\.g\. telegram:42 \(got "42"\)/],
-      [['set', 'user', 'telegram:42', '--daily-usd', 'lots'], /--daily-usd.*must be a number ≥ 0 \(e\.g\. 2\.50\) or `none`/],
+      [['set', 'user', '42', '--daily-usd', '1'], /a user is <channel>:<userId> with a channel of telegram, discord, web, api \(e\.g\. telegram:42.*\(got "42"\)/],
+      [['set', 'user', 'slack:42', '--daily-usd', '1'], /a user is <channel>:<userId> .*\(got "slack:42"\)/],
+      [['set', 'chat', 'c1', '--daily-usd', '1'], /a chat is a session id, <channel>:<chatId>… .*\(e\.g\. web:c1, telegram:-1001234.*\(got "c1"\)/],
+      [['reset', 'chat', 'web:'], /a chat is a session id.*\(got "web:"\)/],
+      [['set', 'user', 'telegram:42', '--daily-usd', 'lots'], /--daily-usd.*must be a number ≥ 0 \(e\.g\. 2\.50\) or `none`\n\(run `chatgate budgets set --help` for its options\)/],
       [['set', 'user', 'telegram:42', '--daily-tokens', '1.5'], /--daily-tokens.*must be an integer ≥ 0 or `none`/],
+      [['set', 'user', 'telegram:42', '--daily-usd', '-1'], /--daily-usd.*must be a number ≥ 0/],
+      [['show'], /unknown command 'show'\n\(run `chatgate budgets --help` for its commands\)/],
       [['set', 'user', 'telegram:42'], /say what to set: --daily-usd/],
       [['set', 'user', 'telegram:42', '--unlimited', '--daily-usd', '1'], /--unlimited cannot be combined with a limit/],
       [['set', 'deployment', 'everyone', '--daily-usd', '1'], /the deployment takes no id \(got "everyone"\)/],
@@ -114,6 +119,44 @@ describe('chatgate budgets', () => {
       expect(result.code, cases[k]![0].join(' ')).toBe(2);
       expect(result.stderr).toMatch(cases[k]![1]);
     });
+    expect(await redis.exists(budgetKeys(keyPrefix).limits)).toBe(0);
+  });
+
+  it('takes a limit off with `none` (list then shows none for it) and refuses to read a malformed stored limit', async () => {
+    const limits = { CHATGATE_BUDGET_USER_DAILY_USD: '0.5' };
+    await spend({ user: 'web:bob', chat: 'web:c1' }, { micro: 100_000, tokens: 10 });
+    const set = await runHere(['set', 'user', 'web:bob', '--daily-usd', 'none', '--daily-tokens', '1'], limits);
+    expect(set).toMatchObject({ code: 0, stdout: expect.stringContaining('user web:bob: daily 1 token, monthly none (stored in Redis') });
+    expect(JSON.parse((await redis.hget(budgetKeys(keyPrefix).limits, 'user:web:bob'))!)).toEqual({ v: 1, dailyTokens: 1 });
+    const removed = await runHere(['set', 'user', 'web:bob', '--daily-tokens', 'none'], limits);
+    expect(removed).toMatchObject({ code: 0, stdout: expect.stringContaining('user web:bob: no limit (stored') });
+    expect(JSON.parse((await redis.hget(budgetKeys(keyPrefix).limits, 'user:web:bob'))!)).toEqual({ v: 1 });
+    const listed = await runHere(['list', '--json'], limits);
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as Array<{ subject: string }>).filter((r) => r.subject === 'web:bob')).toEqual([]);
+
+    await redis.hset(budgetKeys(keyPrefix).limits, 'user:web:bob', JSON.stringify({ v: 1, dailyUsd: '' }));
+    for (const args of [['list'], ['set', 'user', 'web:bob', '--daily-usd', '1']]) {
+      const refused = await runHere(args, limits);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe('chatgate: the stored budget limits of user web:bob are unreadable (`dailyUsd` must be a number ≥ 0 (got "")): remove them with `chatgate budgets reset user web:bob`, then set them again with `chatgate budgets set`');
+    }
+    expect((await runHere(['reset', 'user', 'web:bob', '--usage'], limits)).code).toBe(0);
+    expect((await runHere(['list'], limits)).stdout).toMatch(/^user\s+web:bob\s+day\s+\$0\.00\s+\$0\.50/m);
+    await runHere(['reset', 'user', 'web:bob'], limits);
+  });
+
+  it('takes the chat subjects every channel names its sessions by, and says "the deployment" and "1 token"', async () => {
+    for (const chat of ['web:c1', 'telegram:-1001234', 'telegram:-1001234:7', 'telegram:-1001234:u42', 'discord:1234567890:987', 'api:alice:default']) {
+      const set = await runHere(['set', 'chat', chat, '--monthly-usd', '3']);
+      expect(set.code, `${chat}: ${set.stderr}`).toBe(0);
+      expect((await runHere(['reset', 'chat', chat])).stdout).toContain(`chat ${chat}: stored limits removed`);
+    }
+    const deployment = await runHere(['set', 'deployment', '--daily-tokens', '1', '--daily-usd', '0.01'], { CHATGATE_BUDGET_USER_DAILY_USD: '1' });
+    expect(deployment.stdout).toContain('the deployment: daily $0.01 and 1 token, monthly none');
+    const table = (await runHere(['list'], { CHATGATE_BUDGET_USER_DAILY_USD: '1' })).stdout;
+    expect(table).toMatch(/^deployment\s+\(whole\)\s+day\s+\d[\d,]* tokens?\s+1 token\s+0 tokens/m);
+    expect((await runHere(['reset', 'deployment'])).stdout).toMatch(/^the deployment: stored limits removed/);
     expect(await redis.exists(budgetKeys(keyPrefix).limits)).toBe(0);
   });
 

@@ -239,6 +239,10 @@ describe('chatgate CLI against real Redis', () => {
     for (const r of [unknownCommand, badSort, badLimit, missingArg]) expect(r.code).toBe(2);
     expect(badSort.stderr).toContain('Allowed choices are activity, fill');
     expect(missingArg.stderr).toContain('Allowed choices are user, chat, channel, model');
+    // Each points at the help of the command that was given.
+    expect(missingArg.stderr).toContain('(run `chatgate usage --help` for its options)');
+    expect(badLimit.stderr).toContain('(run `chatgate sessions --help` for its options)');
+    expect(unknownCommand.stderr).toContain('(run `chatgate --help` for the commands)');
     expect(badConfig.code).toBe(1);
     expect(badConfig.stderr).toContain('`CHATGATE_THRESHOLD` must be a number in (0, 1) (got 1.5)');
   });

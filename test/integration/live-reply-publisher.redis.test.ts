@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { duplicateRedis } from '../../src/redis/client.js';
-import { sessionKeys } from '../../src/redis/keys.js';
+import { liveRepliesChannel, sessionKeys } from '../../src/redis/keys.js';
 import { LIVE_REPLY_UPDATES, type LiveReplyUpdate } from '../../src/live-reply/record.js';
 import { replyJobId } from '../../src/queue/names.js';
 import type { TurnProducer } from '../../src/queue/producer.js';
@@ -9,6 +9,7 @@ import { readUsage } from '../../src/redis/usage.js';
 import { createTurnLiveReplies } from '../../workers/live-reply-publisher.js';
 import { createSilentLogger } from '../../src/log.js';
 import type { FakeOpenAI } from '../fakes/openai-server.js';
+import { createLogSink } from '../helpers/log-sink.js';
 import type { OutboundCollector, TestRedis } from '../helpers/redis.js';
 import { openWorkerRig, type WorkerRig, type WorkerStartOptions } from '../helpers/worker-rig.js';
 
@@ -67,7 +68,7 @@ describe('partial replies from the worker', () => {
     expect(mine.length).toBeGreaterThan(0);
     // 54 text chunks arrive; publishing at most every 20 ms sends far fewer updates.
     expect(mine.length).toBeLessThan(54);
-    expect(mine[0]).toMatchObject({ sessionId: SESSION, channel: 'telegram', chatId: '42', chatType: 'private', seq: 0, state: 'open' });
+    expect(mine[0]).toMatchObject({ sessionId: SESSION, channel: 'telegram', chatId: '42', chatType: 'private', seq: 0, state: 'open', answers: [message.id] });
     expectOrdered(mine);
     for (const update of mine) expect(text.startsWith(update.text)).toBe(true);
     expect(fake.requests[0]!.stream).toBe(true);
@@ -96,6 +97,39 @@ describe('partial replies from the worker', () => {
     expectOrdered(updates);
   });
 
+  it('names the messages its turn answers in every update, a message that joined the turn (steer) too', async () => {
+    let go: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (go = resolve));
+    fake.setHandler((request) => request.index === 0
+      ? { hold: held.then(() => ({ toolCalls: [{ name: 'current_time', arguments: {} }] })) }
+      : { content: 'It is late; yes, by train.', pieceDelayMs: 30 });
+    await start();
+    const first = { ...inbound('what time is it?'), busyMode: 'steer' as const };
+    await producer.submitInbound(first);
+    await fake.waitForRequest((request) => request.index === 0);
+    const second = { ...inbound('and by train?'), busyMode: 'steer' as const };
+    await producer.submitInbound(second);
+    go();
+    await out.waitFor((r) => r.length === 1);
+    expect(fake.requests[1]!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['what time is it?', 'and by train?']);
+    const shown = updates.filter((u) => u.state === 'open');
+    expect(shown.length).toBeGreaterThan(0);
+    for (const update of shown) expect(update.answers).toEqual([first.id, second.id]);
+  });
+
+  it('refuses an update that does not say which messages its turn answers (a worker of another format), with a log line', async () => {
+    const sink = createLogSink();
+    const seen: LiveReplyUpdate[] = [];
+    const stop = await LIVE_REPLY_UPDATES.subscribe(duplicateRedis(t.redis), (update) => seen.push(update), t.keyPrefix, sink.logger);
+    const update = { liveReplyId: 'reply-y-0', sessionId: SESSION, channel: 'telegram' as const, chatId: '42', run: 'r', seq: 0, text: 'Hi', state: 'open' as const, atMs: Date.now() };
+    await t.redis.publish(liveRepliesChannel(t.keyPrefix), JSON.stringify(update));
+    await LIVE_REPLY_UPDATES.publish(t.redis, { ...update, seq: 1, answers: ['telegram:42:y'] }, t.keyPrefix);
+    while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await stop();
+    expect(seen.map((u) => u.seq)).toEqual([1]);
+    expect(sink.lines.filter((line) => line.msg === 'malformed live reply update ignored')).toHaveLength(1);
+  });
+
   it('restarts the stream at seq 0 when a call dies mid-stream and is retried: the dead attempt\'s text never reaches the reply', async () => {
     fake.setHandler((request) => request.index === 0 ? { content: 'DEAD ATTEMPT TEXT that never finishes', cutAfter: 4, pieceDelayMs: 15 } : { content: 'the real answer', pieceDelayMs: 30 });
     await start();
@@ -122,7 +156,7 @@ describe('partial replies from the worker', () => {
 
   it('a turn stream publishes the latest text only (no backlog), and nothing after it ended', async () => {
     const stream = createTurnLiveReplies({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, intervalMs: 30 })(
-      { liveReplyId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' },
+      { liveReplyId: 'reply-x-0', sessionId: SESSION, channel: 'telegram', chatId: '42' }, ['telegram:42:x'],
     );
     for (let i = 0; i < 200; i++) stream.append(`${i} `);
     await new Promise<void>((resolve) => {

@@ -21,7 +21,7 @@ const SESSION = `telegram:${GROUP}`;
 const STREAM = 'reply-0123456789abcdef01234567-0';
 
 const update = (run: string, seq: number, text: string, state: LiveReplyUpdate['state'] = 'open'): LiveReplyUpdate => ({
-  liveReplyId: STREAM, sessionId: SESSION, channel: 'telegram', chatId: GROUP, chatType: 'group', run, seq, text, state, atMs: Date.now(),
+  liveReplyId: STREAM, sessionId: SESSION, channel: 'telegram', chatId: GROUP, chatType: 'group', run, seq, text, state, atMs: Date.now(), answers: ['telegram:1'],
 });
 const finalReply = (text: string): OutboundMessage => ({ id: STREAM, sessionId: SESSION, channel: 'telegram', chatId: GROUP, text, kind: 'reply' });
 
@@ -135,7 +135,7 @@ describe('live replies on Discord', () => {
 
   it('edits one message in place (within 2000 characters), honours a 429, then edits the final into it and sends the rest', async () => {
     const chat = FAKE_DISCORD_IDS.textChannel;
-    const discordUpdate = (seq: number, text: string): LiveReplyUpdate => ({ liveReplyId: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, chatType: 'group', run: 'a', seq, text, state: 'open', atMs: Date.now() });
+    const discordUpdate = (seq: number, text: string): LiveReplyUpdate => ({ liveReplyId: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, chatType: 'group', run: 'a', seq, text, state: 'open', atMs: Date.now(), answers: ['discord:1'] });
     const long = Array.from({ length: 200 }, (_, i) => `Line ${i}: ${'word '.repeat(4)}`).join('\n');
     fake.failNext('PATCH', /\/messages\/\d+$/, { status: 429, retryAfterSeconds: 0.2 });
     liveReplies.onUpdate(discordUpdate(0, long.slice(0, 300)));
@@ -160,7 +160,7 @@ describe('two gateways on one Discord chat', () => {
   const channels: DiscordChannel[] = [];
   const running: GatewayLiveReplies[] = [];
   const chat = FAKE_DISCORD_IDS.dmChannel;
-  const dmUpdate = (seq: number, text: string): LiveReplyUpdate => ({ liveReplyId: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, chatType: 'private', run: 'a', seq, text, state: 'open', atMs: Date.now() });
+  const dmUpdate = (seq: number, text: string): LiveReplyUpdate => ({ liveReplyId: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, chatType: 'private', run: 'a', seq, text, state: 'open', atMs: Date.now(), answers: ['discord:1'] });
   const final = (text: string): OutboundMessage => ({ id: STREAM, sessionId: `discord:${chat}`, channel: 'discord', chatId: chat, text, kind: 'reply' });
 
   /** One gateway: its own discord.js client and its own live-reply side (logging at debug), on the shared Redis. */

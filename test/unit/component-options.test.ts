@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { gatewayOptions, workerOptions } from '../../src/cli/compose.js';
 import { DEFAULT_MODEL_TIMEOUT_MS } from '../../src/llm/client.js';
 import { loadConfig } from '../../src/config.js';
-import { numberIssues } from '../../src/core/option-checks.js';
+import { numberIssues, parseRuled, TOKEN_LIMIT, USD_LIMIT } from '../../src/core/option-checks.js';
 import { GATEWAY_DEFAULTS, gatewayOptionIssues } from '../../src/gateway/gateway-options.js';
 import { ConfigError } from '../../src/errors.js';
 import { startGateway } from '../../src/gateway/index.js';
@@ -20,12 +20,21 @@ describe('numberIssues', () => {
     [{ above: 0, below: 1 }, 1.5, '`n` must be a number in (0, 1) (got 1.5)'],
     [{ integer: true, min: 0, max: 65535 }, 70_000, '`n` must be an integer in [0, 65535] (got 70000)'],
     [{ below: 1 }, Number.NaN, '`n` must be a number < 1 (got NaN)'],
+    [{ min: 0 }, Number.POSITIVE_INFINITY, '`n` must be a number ≥ 0 (got Infinity)'],
+    [{ min: 0 }, '', '`n` must be a number ≥ 0 (got "")'],
   ])('%j rejects %s', (rule, value, message) => {
     expect(numberIssues({ n: value }, { n: rule })).toEqual([message]);
   });
 
   it('accepts values inside their rules and skips undefined ones', () => {
     expect(numberIssues({ a: 1, b: 0.5, c: undefined }, { a: { integer: true, min: 1 }, b: { above: 0, below: 1 }, c: { min: 5 } })).toEqual([]);
+  });
+
+  it.each([
+    [USD_LIMIT, '2.50', 2.5], [USD_LIMIT, ' .5 ', 0.5], [USD_LIMIT, '0', 0], [USD_LIMIT, '-1', undefined], [USD_LIMIT, 'lots', undefined], [USD_LIMIT, '', undefined], [USD_LIMIT, '9'.repeat(400), undefined],
+    [TOKEN_LIMIT, '100000', 100_000], [TOKEN_LIMIT, '1.5', undefined], [TOKEN_LIMIT, '1e3', undefined], [TOKEN_LIMIT, 'none', undefined],
+  ])('parseRuled(%j, %j) is %s (the rule of the environment and the CLI)', (rule, text, expected) => {
+    expect(parseRuled(text, rule)).toBe(expected);
   });
 });
 

@@ -20,11 +20,11 @@ describe('budget and price options', () => {
     const c = loadConfig({
       CHATGATE_BUDGET_USER_DAILY_USD: '0.5', CHATGATE_BUDGET_USER_MONTHLY_TOKENS: '2000000', CHATGATE_BUDGET_DEPLOYMENT_DAILY_USD: '20',
       CHATGATE_BUDGET_TURN_MAX_TOKENS: '50000', CHATGATE_BUDGET_TIMEZONE: 'Europe/Berlin', CHATGATE_BUDGET_NOTICE_PERCENT: '90',
-      CHATGATE_BUDGETS_FILE: file('budgets.json', { version: 1, users: { 'telegram:1': 'unlimited', 'discord:7': { dailyUsd: 5 } } }),
+      CHATGATE_BUDGETS_FILE: file('budgets.json', { version: 1, users: { 'telegram:1': 'unlimited', 'discord:7': { dailyUsd: 5 }, 'api:alice': { monthlyTokens: 100 } } }),
     });
     expect(c.budgets).toMatchObject({
       user: { day: { usd: 0.5 }, month: { tokens: 2_000_000 } }, deployment: { day: { usd: 20 } }, turn: { tokens: 50_000 }, timeZone: 'Europe/Berlin', noticePercent: 90,
-      users: { 'telegram:1': 'unlimited', 'discord:7': { day: { usd: 5 } } },
+      users: { 'telegram:1': 'unlimited', 'discord:7': { day: { usd: 5 } }, 'api:alice': { month: { tokens: 100 } } },
     });
   });
 
@@ -37,8 +37,15 @@ describe('budget and price options', () => {
   it.each([
     ['CHATGATE_PRICES', () => file('prices.json', { 'my-llm': { input: 'cheap', output: 3 } }), /`CHATGATE_PRICES` file .*"my-llm" must be .*bad: input/],
     ['CHATGATE_PRICES', () => file('prices.json', '{ not json'), /`CHATGATE_PRICES` must name a readable JSON file/],
-    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { users: {} }), /`CHATGATE_BUDGETS_FILE` .* must be \{ "version": 1/],
-    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'telegram:1': { dailyUSD: 5 } } }), /"telegram:1" bad dailyUSD/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { users: {} }), /`CHATGATE_BUDGETS_FILE` .*: `version` must be 1 \(got none\); the file is \{ "version": 1/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'telegram:1': { dailyUSD: 5 } } }), /"telegram:1": unknown field `dailyUSD` \(did you mean `dailyUsd`\?\)/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: {}, chats: { 'web:c1': { dailyUsd: 1 } } }), /: unknown key `chats`; the keys are version, users/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, user: { 'telegram:1': { dailyUsd: 1 } } }), /: unknown key `user` \(did you mean `users`\?\)/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'telegram:1': { dailyTokens: 1.5 } } }), /"telegram:1": `dailyTokens` must be an integer ≥ 0 \(got 1\.5\)/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'telegram:1': { monthlyUsd: '5' } } }), /"telegram:1": `monthlyUsd` must be a number ≥ 0 \(got "5"\)/],
+    ['CHATGATE_BUDGETS_FILE', () => file('budgets.json', { version: 1, users: { 'c1:42': { dailyUsd: 1 } } }), /"c1:42" must be <channel>:<userId> with a channel of telegram, discord, web, api/],
+    ['CHATGATE_BUDGET_USER_DAILY_TOKENS', () => '1.5', /`CHATGATE_BUDGET_USER_DAILY_TOKENS` must be an integer ≥ 0 \(got 1\.5\)/],
+    ['CHATGATE_BUDGET_CHAT_MONTHLY_USD', () => '-1', /`CHATGATE_BUDGET_CHAT_MONTHLY_USD` must be a number ≥ 0 \(got -1\)/],
     ['CHATGATE_BUDGET_TIMEZONE', () => 'Mars/Olympus', /`CHATGATE_BUDGET_TIMEZONE` must be an IANA time zone/],
   ])('refuses a bad %s with one clear message', (env, value, message) => {
     expect(() => loadConfig({ [env]: value() })).toThrow(message);

@@ -124,14 +124,43 @@ describe('Waiters', () => {
     const waiter = new Waiter('m1', (delta) => pieces.push(delta));
     waiters.add('c', waiter);
     waiters.decide('c', waiter, 'turn');
-    waiters.draft('c', 'Let me');
-    waiters.draft('c', 'Let me check');
-    waiters.draft('c', null);
-    waiters.draft('c', 'It is');
-    waiters.draft('c', 'It is 4');
+    const draft = (text: string) => waiters.draft('c', { liveReplyId: 'reply-a-0', text, answers: ['m1'] });
+    draft('Let me');
+    draft('Let me check');
+    // Another stream's drop changes nothing here.
+    waiters.clearDraft('c', 'reply-b-0');
+    draft('Let me check the');
+    waiters.clearDraft('c', 'reply-a-0');
+    draft('It is');
+    draft('It is 4');
     waiters.deliver('c', item('It is 4.', true));
     await expect(waiter.answer).resolves.toBe('It is 4.');
-    expect(pieces).toEqual(['Let me', ' check', '\n\nIt is', ' 4', '.']);
+    expect(pieces).toEqual(['Let me', ' check', ' the', '\n\nIt is', ' 4', '.']);
+  });
+
+  it('streams a request only the live text of a turn that answers its message; a resumed turn\'s to the first in line', async () => {
+    const pieces: string[] = [];
+    const waiters = new Waiters();
+    const gone = new Waiter('m1');
+    const next = new Waiter('m2', (delta) => pieces.push(delta));
+    for (const waiter of [gone, next]) {
+      waiters.add('c', waiter);
+      waiters.decide('c', waiter, 'turn');
+    }
+    gone.orphan();
+    waiters.remove('c', gone);
+    // The abandoned request's turn writes on another gateway: its text is no one's here.
+    expect(waiters.draft('c', { liveReplyId: 'reply-a-0', text: 'the late', answers: ['m1'] })).toBe(false);
+    expect(waiters.draft('c', { liveReplyId: 'reply-b-0', text: 'fre', answers: ['m1', 'm2'] })).toBe(true);
+    waiters.deliver('c', { ...item('fresh', true), replyId: 'reply-b-0' }, new Set(['m1', 'm2']));
+    await expect(next.answer).resolves.toBe('fresh');
+    expect(pieces).toEqual(['fre', 'sh']);
+    waiters.remove('c', next);
+    const approve = new Waiter('m3', (delta) => pieces.push(delta));
+    waiters.add('c', approve);
+    waiters.decide('c', approve, 'resumed');
+    expect(waiters.draft('c', { liveReplyId: 'reply-c-0', text: 'done', answers: ['m2', 'approval:a1'] })).toBe(true);
+    expect(pieces.at(-1)).toBe('done');
   });
 });
 

@@ -16,6 +16,8 @@ export function reasonOf(status, body, retryAfterHeader, hadFile) {
       if (body && body.refused === 'unsupported') return { note: 'Not sent: ' + error, retry: false };
       return { note: hadFile ? 'Not sent: this gateway does not accept file uploads (' + (error || 'unsupported') + ').' : 'Not sent: ' + (error || 'unsupported request.'), retry: false };
     case 429: {
+      // A used-up budget: the reason says until when; the user may send again after it resets.
+      if (body && body.refused === 'over_budget') return { note: 'Not sent: ' + error, retry: true };
       const ms = Number(body && body.retryAfterMs) || Number(retryAfterHeader) * 1000 || 5000;
       return { note: 'Not sent: ' + (error || 'too many messages.'), retry: true, retryAt: Date.now() + ms };
     }
