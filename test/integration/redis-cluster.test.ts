@@ -35,6 +35,7 @@ import { readTranscript } from '../../src/redis/transcript.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import { compiledCli } from '../helpers/cli-process.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { collectOutbound } from '../helpers/redis.js';
 import { pollUntil } from '../helpers/waits.js';
@@ -283,7 +284,7 @@ describe('chatgate start on a Redis Cluster', () => {
       CHATGATE_QUEUE_PREFIX: '{stq}', CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
     };
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start', '--demo'], { cwd: root, env });
+    const child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'start', '--demo'], { cwd: root, env });
     const output = { stdout: '', stderr: '' };
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
