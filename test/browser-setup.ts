@@ -10,7 +10,7 @@ declare module 'vitest' {
 
 /**
  * The e2e project's global setup: one headless Chromium for the whole run, which the browser tests
- * connect to (`openChromium`) instead of each launching its own (a launch and close cost ~2–3 s).
+ * connect to (`launchChromium` in helpers/browser.ts) instead of each launching its own (a launch and close cost ~2–3 s).
  * @returns the teardown, which closes it.
  */
 export default async function startSharedChromium(project: TestProject): Promise<() => Promise<void>> {

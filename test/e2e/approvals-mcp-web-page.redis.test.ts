@@ -14,7 +14,7 @@ import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { startModelsFront } from '../helpers/cli-worker.js';
 import { mcpServerEntry } from '../helpers/mcp.js';
@@ -54,7 +54,7 @@ describe('an MCP write approved in the web chat (real processes, real filesystem
     worker = spawnChatgate(['worker'], env);
     ({ origin } = await gateway.ready());
     await worker.ready();
-    browser = await openChromium();
+    browser = await launchChromium();
   }, PROCESS_TIMEOUT_MS);
 
   afterAll(async () => {

@@ -10,7 +10,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageText } from '../../src/core/messages.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { createFileWriter } from '../helpers/files.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -37,7 +37,7 @@ describe('approvals in the web chat page (Chromium)', () => {
       tools: [writeFile],
       env: { CHATGATE_RATE_LIMIT_PER_MINUTE: '0' },
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

@@ -3,7 +3,7 @@ import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('web chat upload from the page', () => {
@@ -17,7 +17,7 @@ describe('web chat upload from the page', () => {
       handler: () => ({ content: 'Read it.' }),
       env: { CHATGATE_MAX_ATTACHMENT_BYTES: '4096' },
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

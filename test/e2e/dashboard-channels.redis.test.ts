@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChannelsPanel } from '../../src/gateway/channel-health.js';
 import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 import { writeHeartbeat, type GatewayBeat, type HeartbeatRecord } from '../../src/redis/heartbeats.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 describe('dashboard: Channels panel', () => {
@@ -34,7 +34,7 @@ describe('dashboard: Channels panel', () => {
 
   beforeAll(async () => {
     t = createTestRedis();
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { type Browser, type Page } from 'playwright-core';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionView } from '../../src/monitor/index.js';
 import { serveApp, type ServedApp } from '../helpers/http.js';
@@ -21,7 +21,7 @@ describe('dashboard: failed messages of a session', () => {
     const app = createMonitorApp({ sessions: reader }, { host: '0.0.0.0', monitorToken: TOKEN, dashboardPollMs: 250 });
     served = await serveApp(app, '0.0.0.0');
     ({ base } = served);
-    browser = await openChromium();
+    browser = await launchChromium();
     page = await browser.newPage();
     await page.goto(`${base}/dashboard?token=${TOKEN}`);
   });

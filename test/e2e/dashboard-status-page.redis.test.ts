@@ -6,7 +6,7 @@
  */
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { startDemo, type Demo } from '../helpers/cli-process.js';
 
 describe('the dashboard\'s first screen (Chromium, demo process)', () => {
@@ -20,7 +20,7 @@ describe('the dashboard\'s first screen (Chromium, demo process)', () => {
     // One session, so the sessions table has a row.
     const posted = await fetch(`${origin}/api/chat/dash/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hello', clientMessageId: 'm1' }) });
     expect(posted.status).toBe(202);
-    browser = await openChromium();
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {

@@ -6,7 +6,7 @@
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMonitorApp, MemorySessionView, type StatusPanel } from '../../src/monitor/index.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { serveApp, type ServedApp } from '../helpers/http.js';
 import { seededSession } from '../helpers/monitor-seed.js';
 
@@ -43,7 +43,7 @@ describe('dashboard: tool calls and dead workers\' turns (Chromium)', () => {
     const app = createMonitorApp({ sessions: reader, status: async () => status }, { dashboardPollMs: 250 });
     served = await serveApp(app);
     ({ base } = served);
-    browser = await openChromium();
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   });
 

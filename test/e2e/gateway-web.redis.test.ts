@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { type Browser } from 'playwright-core';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
@@ -25,7 +25,7 @@ describe('web chat through the whole stack in headless Chromium', () => {
       channels: { list: [web], mount: (app) => app.route('/', web.app) },
       handler: (request) => ({ content: `You said **${messageText(request.messages.at(-1)!)}**. Anything else?` }),
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

@@ -5,7 +5,7 @@
  */
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startDemo, type Demo } from '../helpers/cli-process.js';
 
 /** Slow enough that a reload lands mid-reply (the demo's small talk is ~60 words: ~7 s). */
@@ -19,7 +19,7 @@ describe('reloading the web chat page mid-stream (Chromium, demo stack)', () => 
   beforeAll(async () => {
     demo = await startDemo({ CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS) });
     ({ webChatUrl: chatUrl } = demo);
-    browser = await openChromium();
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {

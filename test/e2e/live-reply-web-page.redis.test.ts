@@ -6,7 +6,7 @@
 import { type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const ANSWER = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + ' and **bold end**.';
@@ -25,7 +25,7 @@ describe('streaming in the web chat page (Chromium)', () => {
       // One model call a turn: a turn whose call asks for a tool ends with the "stopped after 1 model call" notice.
       worker: { liveReplyPublishIntervalMs: 20, maxModelCalls: 1 },
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatShare } from '../../src/core/session-figures.js';
 import type { SessionDetail, SessionPage } from '../../src/core/session-view.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { runChatgate, type CliResult } from '../helpers/cli-process.js';
 import { prose } from '../helpers/histories.js';
 import { isSummaryRequest, type Stack } from '../helpers/stack.js';
@@ -26,7 +26,7 @@ beforeAll(async () => {
     env: { CHATGATE_CONTEXT_WINDOW: '8000', CHATGATE_RESERVED_OUTPUT_TOKENS: '1000', CHATGATE_THRESHOLD: '0.3' },
     handler: (request) => ({ content: `Answer ${request.index}: ${prose(250, String(request.index))}` }),
   });
-  browser = await openChromium();
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatMoney, totalTokens } from '../../src/usage/figures.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { startModelsFront } from '../helpers/cli-worker.js';
 import { runChatgate, spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -42,7 +42,7 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
       expect(posted.status).toBe(202);
     }
     await pollUntil(async () => (await api('/api/usage?since=1d&by=chat')).groups.length === 2 && (await api('/api/usage?since=1d&by=chat')).totals.calls >= 3, { timeoutMs: 60_000 });
-    browser = await openChromium();
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {

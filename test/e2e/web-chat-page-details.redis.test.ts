@@ -7,7 +7,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -36,7 +36,7 @@ describe('web chat page details (Chromium, demo processes)', () => {
     t = createTestRedis();
     gateway = spawnChatgate(['gateway', '--demo'], env());
     ({ origin } = await gateway.ready());
-    browser = await openChromium();
+    browser = await launchChromium();
   }, PROCESS_TIMEOUT_MS);
 
   afterAll(async () => {

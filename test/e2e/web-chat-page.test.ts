@@ -12,7 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { TranscriptRow } from '../../channels/web/history.js';
 import type { InboundMessage, InboundVerdict } from '../../src/core/inbound.js';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 
 const XSS_REPLY = [
   'Look: <img src=x onerror="window.__xss = 1"> and <script>window.__xss = 2</script>',
@@ -76,7 +76,7 @@ describe('web chat page in headless Chromium', () => {
       const s = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await openChromium();
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 900, height: 700 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
     page = await context.newPage();

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { type Browser, type Page } from 'playwright-core';
-import { openChromium } from '../helpers/browser.js';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { InboundMessage } from '../../src/core/inbound.js';
@@ -43,7 +43,7 @@ describe('web chat in headless Chromium', () => {
       const s = serve({ fetch: channel.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
     });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await openChromium();
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 900, height: 700 } });
   });
 

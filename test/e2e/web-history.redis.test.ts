@@ -9,7 +9,7 @@ import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import { readTranscriptBefore } from '../../src/redis/transcript.js';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('web chat history in headless Chromium', () => {
@@ -23,7 +23,7 @@ describe('web chat history in headless Chromium', () => {
       channels: { list: [web], mount: (app) => app.route('/', web.app) },
       handler: (request) => ({ content: `You said **${messageText(request.messages.at(-1)!)}**.` }),
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

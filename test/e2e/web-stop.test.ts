@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebChannel } from '../../channels/web/index.js';
 import { messageText } from '../../src/core/messages.js';
 import type { FakeReply } from '../fakes/openai-server.js';
-import { openChromium, openChat, sendChat } from '../helpers/browser.js';
+import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 describe('the web chat stop button, through the whole stack', () => {
@@ -22,7 +22,7 @@ describe('the web chat stop button, through the whole stack', () => {
       channels: { list: [web], mount: (app) => app.route('/', web.app) },
       handler: (request) => (hang ? { hold: new Promise<FakeReply>(() => undefined) } : { content: `You said ${messageText(request.messages.at(-1)!)}` }),
     });
-    browser = await openChromium();
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

@@ -20,7 +20,7 @@ export function launchChromiumServer(): Promise<BrowserServer> {
  * when there is one, else a Chromium of its own. Its `close()` closes the contexts the file opened
  * (and the browser, when it is the file's own).
  */
-export function openChromium(): Promise<Browser> {
+export function launchChromium(): Promise<Browser> {
   const wsEndpoint = inject('chromiumWsEndpoint');
   return wsEndpoint ? chromium.connect(wsEndpoint) : chromium.launch(LAUNCH_OPTIONS);
 }
