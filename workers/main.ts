@@ -113,6 +113,8 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
       await Promise.all(workers.map((worker) => worker.close()));
       await turnQueue.close();
       await Promise.all(failures.map((f) => f.settled()));
+      // Budget alerts still retried get a short wait; those left are named in a warn line.
+      if (budget) await budget.alerts.close();
       await heartbeat.stop();
       await mcp.close();
       await layout.release();

@@ -12,8 +12,11 @@ import type { BudgetEvent } from './ledger.js';
 /** The version of the webhook's JSON body. */
 export const BUDGET_ALERT_VERSION = 1;
 
-/** Default attempts of one webhook POST. */
+/** Default attempts of one webhook POST (the first and 4 more, after 1, 2, 4 and 8 s). */
 export const DEFAULT_ALERT_ATTEMPTS = 5;
+
+/** Default wait of {@link BudgetAlerts.close} for the POSTs still under way, ms. */
+export const DEFAULT_ALERT_CLOSE_WAIT_MS = 2000;
 
 /** One event as the operator receives it. */
 export interface BudgetAlert extends BudgetEvent {
@@ -42,13 +45,23 @@ export interface BudgetAlerts {
   emit(alert: BudgetAlert): void;
   /** Resolves when every POST started so far has ended (delivered or given up). */
   idle(): Promise<void>;
+  /**
+   * At shutdown: waits up to `waitMs` (default {@link DEFAULT_ALERT_CLOSE_WAIT_MS}) for the POSTs
+   * still under way, then logs at warn how many were not delivered and their subjects. Never throws.
+   */
+  close(waitMs?: number): Promise<void>;
 }
 
 /** Creates the alerts of one process. */
 export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, options: BudgetAlertsOptions = {}): BudgetAlerts {
   const log = deps.logger.child({ component: 'budget' });
   const metrics = deps.metrics ?? NOOP_METRICS;
-  const pending = new Set<Promise<void>>();
+  const pending = new Map<Promise<void>, BudgetAlert>();
+  // Aborted by close(): the retries still waiting stop (close names them).
+  const stop = new AbortController();
+  const idle = async () => {
+    while (pending.size > 0) await Promise.all([...pending.keys()]);
+  };
   return {
     emit(alert) {
       const { subject, level, period, unit, limit, kind, model, channel } = alert;
@@ -56,13 +69,21 @@ export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, 
       log.warn({ budgetLevel: level, subject, period, unit, limit, model }, kind === 'near' ? 'budget near its limit' : 'budget used up');
       metrics.record({ type: 'budget_event', kind, channel, model });
       if (!options.webhookUrl) return;
-      const sent = post(options.webhookUrl, alert, options, log)
-        .catch((err: unknown) => log.warn({ err }, 'budget alert not delivered to the webhook'))
+      const sent = post(options.webhookUrl, alert, options, log, stop.signal)
+        .catch((err: unknown) => log.warn({ err, kind, budgetLevel: level, subject }, 'budget alert not delivered to the webhook'))
         .finally(() => pending.delete(sent));
-      pending.add(sent);
+      pending.set(sent, alert);
     },
-    async idle() {
-      while (pending.size > 0) await Promise.all([...pending]);
+    idle,
+    async close(waitMs = DEFAULT_ALERT_CLOSE_WAIT_MS) {
+      if (pending.size === 0) return;
+      const timer = new AbortController();
+      await Promise.race([idle(), sleep(waitMs, undefined, { signal: timer.signal }).catch(() => undefined)]);
+      timer.abort();
+      if (pending.size === 0) return;
+      const left = [...pending.values()];
+      stop.abort();
+      log.warn({ undelivered: left.length, subjects: left.map((a) => `${a.level}:${a.subject}`), kinds: left.map((a) => a.kind) }, 'budget alerts not delivered to the webhook: shutting down while they were retried');
     },
   };
 }
@@ -76,13 +97,13 @@ export function alertBody(alert: BudgetAlert): Record<string, unknown> {
   };
 }
 
-async function post(url: string, alert: BudgetAlert, options: BudgetAlertsOptions, log: Logger): Promise<void> {
+async function post(url: string, alert: BudgetAlert, options: BudgetAlertsOptions, log: Logger, stop: AbortSignal): Promise<void> {
   const attempts = options.attempts ?? DEFAULT_ALERT_ATTEMPTS;
   const body = JSON.stringify(alertBody(alert));
   let last = '';
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(options.timeoutMs ?? 5000) });
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.any([stop, AbortSignal.timeout(options.timeoutMs ?? 5000)]) });
       await response.body?.cancel();
       if (response.ok) return;
       last = `HTTP ${response.status}`;
@@ -90,10 +111,12 @@ async function post(url: string, alert: BudgetAlert, options: BudgetAlertsOption
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
-    if (attempt < attempts) await sleep((options.retryBaseMs ?? 1000) * 2 ** (attempt - 1));
+    if (stop.aborted) return;
+    if (attempt < attempts) await sleep((options.retryBaseMs ?? 1000) * 2 ** (attempt - 1), undefined, { signal: stop }).catch(() => undefined);
+    if (stop.aborted) return;
   }
   // Said once per alert, not per attempt; the URL may carry a secret, so only its origin is named.
-  log.warn({ kind: alert.kind, budgetLevel: alert.level, webhook: new URL(url).origin, reason: last }, 'budget alert not delivered to the webhook');
+  log.warn({ kind: alert.kind, budgetLevel: alert.level, subject: alert.subject, webhook: new URL(url).origin, reason: last }, 'budget alert not delivered to the webhook');
 }
 
 function retried(status: number): boolean {

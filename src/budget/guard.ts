@@ -18,6 +18,9 @@ import type { RedisClient } from '../redis/client.js';
 import { createBudgetAlerts, type BudgetAlerts, type BudgetAlertsOptions } from './alerts.js';
 import { createBudgetLedger, type BudgetEvent, type BudgetLedger, type CallNeed } from './ledger.js';
 
+/** A refusal in a turn already told, after an earlier reply, that this limit is used up. */
+const ALREADY_TOLD = 'This request stopped here: that budget is used up.';
+
 /** Options of {@link guardLlm} and {@link guardTranscriber}. */
 export interface BudgetGuardOptions {
   settings: BudgetSettings;
@@ -110,23 +113,35 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   const log = deps.logger.child({ component: 'budget' });
   const now = options.now ?? Date.now;
   const alerts = deps.alerts ?? createBudgetAlerts({ logger: deps.logger });
-  const refuse = (breach: BudgetBreach, what: string): never => {
-    throw new BudgetError(what, budgetMessage(breach, now(), options.settings.timeZone));
+  // What each turn was told of a limit used up, so a later refusal in that turn does not say it twice.
+  const told = new WeakMap<TurnSpend, string>();
+  const refuse = (breach: BudgetBreach, what: string, turn?: TurnSpend): never => {
+    const text = budgetMessage(breach, now(), options.settings.timeZone);
+    throw new BudgetError(what, turn && told.get(turn) === text ? ALREADY_TOLD : text);
   };
+  const emit = (events: BudgetEvent[], scope: CallScope, model: string): void => {
+    for (const event of events) alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
+  };
+  // A settle's events: the operator hears each; the turn's user reads one line after the reply (used up wins over the notice).
   const tell = (events: BudgetEvent[], scope: CallScope, model: string): void => {
-    for (const event of events) {
-      alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
-      if (event.kind === 'near') scope.turn?.onNotice(budgetNoticeMessage(event, options.settings.noticePercent));
-    }
+    emit(events, scope, model);
+    const event = events.find((e) => e.kind === 'exhausted') ?? events[0];
+    if (!event || !scope.turn) return;
+    const { timeZone } = options.settings;
+    const text = event.kind === 'exhausted' ? budgetMessage(event, now(), timeZone) : budgetNoticeMessage(event, now(), timeZone);
+    if (event.kind === 'exhausted') told.set(scope.turn, text);
+    scope.turn.onNotice(text);
   };
   return async (what, model, scope = {}, need, call) => {
     const ledgerScope = { user: scope.user, chat: scope.chat };
-    if (scope.turn) checkTurnCaps(scope.turn, options.settings, need.micro !== undefined, (breach) => refuse(breach, what));
+    if (scope.turn) checkTurnCaps(scope.turn, options.settings, need, (breach) => refuse(breach, what));
     const reserved = await deps.ledger.reserve(ledgerScope, need);
     if ('breach' in reserved) {
-      if (reserved.event) tell([reserved.event], scope, model);
-      log.info({ budgetLevel: reserved.breach.level, period: reserved.breach.period, unit: reserved.breach.unit, model }, `${what} refused: budget used up`);
-      return refuse(reserved.breach, what);
+      // The refusal is what the user reads (BudgetError); the operator hears the first one.
+      if (reserved.event) emit([reserved.event], scope, model);
+      const { level, period, unit, limit, used } = reserved.breach;
+      log.info({ budgetLevel: level, period, unit, limit, used, model }, `${what} refused: ${used !== undefined && used < limit ? 'no room left for its worst case' : 'budget used up'}`);
+      return refuse(reserved.breach, what, scope.turn);
     }
     let used: CallNeed = { micro: 0, tokens: 0 };
     try {
@@ -143,10 +158,15 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   };
 }
 
-function checkTurnCaps(turn: TurnSpend, settings: BudgetSettings, priced: boolean, refuse: (breach: BudgetBreach) => never): void {
+/** The per-turn caps: a call goes only if what the turn used plus the call's worst case fits. */
+function checkTurnCaps(turn: TurnSpend, settings: BudgetSettings, need: CallNeed, refuse: (breach: BudgetBreach) => never): void {
   const cap = settings.turn;
-  if (cap.usd !== undefined && priced && turn.usedMicro >= cap.usd * 1_000_000) refuse({ level: 'turn', unit: 'usd', limit: cap.usd });
-  if (cap.tokens !== undefined && turn.usedTokens >= cap.tokens) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens });
+  // A cap reached holds even for a call that needs none of it (a transcription's tokens).
+  const over = (used: number, needed: number, limit: number) => used + needed > limit || used >= limit;
+  if (cap.usd !== undefined && need.micro !== undefined && over(turn.usedMicro, need.micro, Math.round(cap.usd * 1_000_000))) {
+    refuse({ level: 'turn', unit: 'usd', limit: cap.usd, used: turn.usedMicro / 1_000_000 });
+  }
+  if (cap.tokens !== undefined && over(turn.usedTokens, need.tokens, cap.tokens)) refuse({ level: 'turn', unit: 'tokens', limit: cap.tokens, used: turn.usedTokens });
 }
 
 /** The channel of a call's user (or chat): the part before the first `:`; bounded, a metric label. */

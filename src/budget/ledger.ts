@@ -36,10 +36,12 @@ export interface CallNeed {
   tokens: number;
 }
 
-/** A limit reached, or brought to the notice share, by a settled call. */
+/** A limit reached, or brought to the notice share, by a settled call (or found without room for a call's worst case). */
 export interface BudgetEvent extends BudgetBreach {
   kind: 'near' | 'exhausted';
   subject: string;
+  /** What was used, in the limit's unit. */
+  used: number;
 }
 
 /** Options of {@link createBudgetLedger}. */
@@ -55,8 +57,9 @@ export interface BudgetLedgerOptions {
 /** The budget counters of one deployment. */
 export interface BudgetLedger {
   /**
-   * Reserves `need` against every level of `scope` with a limit in force. @returns a reservation id
-   * (opaque), or the limit that holds (with `event` when this refusal is the first word that it is used up).
+   * Reserves `need` against every level of `scope` with a limit in force, if used + reserved + `need`
+   * fits in each. @returns a reservation id (opaque), or the limit that holds (with `event` when this
+   * refusal is the first word that it is used up, or has no room for `need` even with no call in flight).
    */
   reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: string } | { breach: BudgetBreach; event?: BudgetEvent }>;
   /** Settles reservation `id` with the call's real cost; @returns the limits it brought to notice or used up. */
@@ -106,11 +109,12 @@ interface ScriptReply {
   i?: number;
   unit?: 'usd' | 'tokens';
   limit?: number;
+  used?: number;
   bucket?: number;
   limits?: Array<[number, number, number, 'override' | 'config']>;
   state?: number[][];
   removed?: number;
-  events?: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number }>;
+  events?: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number; used: number }>;
 }
 
 const MARKER_INDEX: Readonly<Record<BudgetLevel, number>> = { user: 3, chat: 4, deployment: 5 };
@@ -139,7 +143,7 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
     const nowMs = now();
     const { key, counters } = specsAt(scope, nowMs, levels);
     const reply = await run('state', key, scope, counters, {}, nowMs);
-    return counters.map((c, k) => toState(c, listOf(reply.state)[k] ?? [0, 0, 0, 0, -1, -1]));
+    return counters.map((c, k) => toState(c, listOf(reply.state)[k] ?? [0, 0, 0, 0, -1, -1, 0]));
   };
   return {
     async reserve(scope, need) {
@@ -152,14 +156,17 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
         return { id: JSON.stringify(reservation) };
       }
       const counter = counters[reply.i! - 1]!;
-      const breach = toBreach(counter, reply.unit!, reply.limit!);
-      return reply.first ? { breach, event: { ...breach, kind: 'exhausted', subject: counter.subject } } : { breach };
+      const breach = toBreach(counter, reply.unit!, reply.limit!, reply.used!);
+      return reply.first ? { breach, event: { ...breach, used: breach.used!, kind: 'exhausted', subject: counter.subject } } : { breach };
     },
     async settle(scope, id, used) {
       const r = JSON.parse(id) as Reservation;
-      const args = { bucket: r.bucket, needMicro: r.needMicro, needTokens: r.needTokens, micro: used.micro ?? 0, tokens: used.tokens, noticePercent: settings.noticePercent };
+      const args = { bucket: r.bucket, needMicro: r.needMicro, needTokens: r.needTokens, micro: used.micro ?? 0, tokens: used.tokens, unpriced: used.micro === undefined, noticePercent: settings.noticePercent };
       const reply = await run('settle', r.key, scope, r.counters, args, now());
-      return listOf(reply.events).map((e) => ({ ...toBreach(r.counters[e.i - 1]!, e.unit, e.limit), kind: e.kind, subject: r.counters[e.i - 1]!.subject }));
+      return listOf(reply.events).map((e) => {
+        const breach = toBreach(r.counters[e.i - 1]!, e.unit, e.limit, e.used);
+        return { ...breach, used: breach.used!, kind: e.kind, subject: r.counters[e.i - 1]!.subject };
+      });
     },
     async check(scope) {
       const raw = await redis.mget(...markerKeys(scope));
@@ -239,7 +246,8 @@ function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: str
     const configured = m.unit === 'usd' ? (limit?.usd === undefined ? -1 : Math.round(limit.usd * 1_000_000)) : limit?.tokens ?? -1;
     if (configured !== m.limit) return null;
   }
-  return { level, period: m.period, unit: m.unit, limit: m.unit === 'usd' ? m.limit / 1_000_000 : m.limit, resetsAtMs: m.resetsAtMs };
+  const scale = m.unit === 'usd' ? 1_000_000 : 1;
+  return { level, period: m.period, unit: m.unit, limit: m.limit / scale, ...(typeof m.used === 'number' ? { used: m.used / scale } : {}), resetsAtMs: m.resetsAtMs };
 }
 
 interface Marker {
@@ -247,6 +255,8 @@ interface Marker {
   period: BudgetPeriod;
   unit: 'usd' | 'tokens';
   limit: number;
+  /** Absent in markers written before it was kept. */
+  used?: number;
   resetsAtMs: number;
   src: 'override' | 'config';
 }
@@ -265,14 +275,15 @@ function listOf<T>(value: T[] | undefined): T[] {
   return Array.isArray(value) ? value : [];
 }
 
-function toBreach(c: CounterSpec, unit: 'usd' | 'tokens', limit: number): BudgetBreach {
-  return { level: c.level, period: c.period, unit, limit: unit === 'usd' ? limit / 1_000_000 : limit, resetsAtMs: c.endsAtMs };
+function toBreach(c: CounterSpec, unit: 'usd' | 'tokens', limit: number, used: number): BudgetBreach {
+  const scale = unit === 'usd' ? 1_000_000 : 1;
+  return { level: c.level, period: c.period, unit, limit: limit / scale, used: used / scale, resetsAtMs: c.endsAtMs };
 }
 
 function toState(c: CounterSpec, s: number[]): CounterState {
-  const [um = 0, ut = 0, , , lm = -1, lt = -1] = s;
+  const [um = 0, ut = 0, , , lm = -1, lt = -1, uu = 0] = s;
   return {
-    level: c.level, period: c.period, subject: c.subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: c.endsAtMs,
+    level: c.level, period: c.period, subject: c.subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: c.endsAtMs, ...(uu > 0 ? { unpricedTokens: uu } : {}),
     ...(lm >= 0 ? { limitUsd: lm / 1_000_000 } : {}), ...(lt >= 0 ? { limitTokens: lt } : {}),
   };
 }

@@ -127,25 +127,40 @@ export interface BudgetBreach {
   period?: BudgetPeriod;
   unit: 'usd' | 'tokens';
   limit: number;
+  /**
+   * What was used when it held, in the limit's unit. Below `limit`: the limit is not reached but the
+   * call's worst case does not fit in what is left. Absent: used up.
+   */
+  used?: number;
   /** When the period ends (absent for a turn cap). */
   resetsAtMs?: number;
 }
 
-/** The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min." */
+/**
+ * The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It
+ * resets at 00:00 UTC, in 3 h 12 min."; when `breach.used` is below the limit, "This chat has nearly
+ * used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at …".
+ */
 export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
   const amount = formatAmount(breach.unit, breach.limit);
-  if (breach.level === 'turn') return `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
-  const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has' }[breach.level];
-  const when = breach.period === 'month' ? "this month's" : "today's";
-  const resets = breach.resetsAtMs === undefined ? '' : ` It resets at ${clockTime(breach.resetsAtMs, timeZone)} ${timeZone}, in ${duration(breach.resetsAtMs - nowMs)}.`;
-  return `${who} used ${when} budget of ${amount}.${resets}`;
+  const short = breach.used !== undefined && breach.used < breach.limit;
+  if (breach.level === 'turn') {
+    return short ? `This request was stopped before its next step: it could go over the limit of one turn (${amount}). Send a new message to go on.`
+      : `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
+  }
+  const who = WHO_HAS[breach.level];
+  const left = short ? `: ${leftOf(breach.unit, breach.limit - breach.used!)}, not enough for another answer` : '';
+  return `${who} ${short ? 'nearly used' : 'used'} ${periodBudget(breach)} of ${amount}${left}.${resetsIn(breach, nowMs, timeZone)}`;
 }
 
-/** The one notice at the notice percent, e.g. "This chat has used 80% of today's budget of $2.00." */
-export function budgetNoticeMessage(breach: BudgetBreach, percent: number): string {
-  const amount = formatAmount(breach.unit, breach.limit);
-  const who = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' }[breach.level];
-  return `${who} used ${percent}% of ${breach.period === 'month' ? "this month's" : "today's"} budget of ${amount}.`;
+/**
+ * The one notice at the notice share, with the real share (rounded down), what is left and when it
+ * resets, e.g. "This chat has used 96% of today's budget of $2.00: $0.08 is left. It resets at 00:00 UTC, in 3 h 12 min."
+ */
+export function budgetNoticeMessage(breach: BudgetBreach & { used: number }, nowMs: number, timeZone: string): string {
+  const percent = Math.floor((breach.used * 100) / breach.limit);
+  const left = leftOf(breach.unit, Math.max(0, breach.limit - breach.used));
+  return `${WHO_HAS[breach.level]} used ${percent}% of ${periodBudget(breach)} of ${formatAmount(breach.unit, breach.limit)}: ${left}.${resetsIn(breach, nowMs, timeZone)}`;
 }
 
 /** A duration as a person reads it: `3 h 12 min`, `45 min`, `1 d 2 h`. */
@@ -157,6 +172,21 @@ export function duration(ms: number): string {
   if (days > 0) return hours > 0 ? `${days} d ${hours} h` : `${days} d`;
   if (hours > 0) return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
   return `${rest} min`;
+}
+
+const WHO_HAS: Readonly<Record<BudgetLevel | 'turn', string>> = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' };
+
+/** "$0.03 is left", "500 tokens are left". */
+function leftOf(unit: 'usd' | 'tokens', value: number): string {
+  return `${formatAmount(unit, value)} ${unit === 'tokens' ? 'are' : 'is'} left`;
+}
+
+function periodBudget(breach: BudgetBreach): string {
+  return breach.period === 'month' ? "this month's budget" : "today's budget";
+}
+
+function resetsIn(breach: BudgetBreach, nowMs: number, timeZone: string): string {
+  return breach.resetsAtMs === undefined ? '' : ` It resets at ${clockTime(breach.resetsAtMs, timeZone)} ${timeZone}, in ${duration(breach.resetsAtMs - nowMs)}.`;
 }
 
 function clockTime(ms: number, timeZone: string): string {
@@ -210,6 +240,8 @@ export interface CounterState {
   subject: string;
   usedUsd: number;
   usedTokens: number;
+  /** Tokens of calls of a model with no price: counted in `usedTokens`, not in `usedUsd`. */
+  unpricedTokens?: number;
   /** Limits in force (stored override, else configured); undefined: none. */
   limitUsd?: number;
   limitTokens?: number;
@@ -222,12 +254,15 @@ export interface LimitLeft {
   used: number;
   limit: number;
   left: number;
+  /** USD only: tokens of calls of a model with no price, not in `used` (absent: none). */
+  unpricedTokens?: number;
 }
 
 /** The limits set on a counter, each with what is left of it. */
 export function limitsLeft(counter: CounterState): LimitLeft[] {
   const rows: LimitLeft[] = [];
-  if (counter.limitUsd !== undefined) rows.push({ unit: 'usd', used: counter.usedUsd, limit: counter.limitUsd, left: Math.max(0, counter.limitUsd - counter.usedUsd) });
+  const unpriced = counter.unpricedTokens ? { unpricedTokens: counter.unpricedTokens } : {};
+  if (counter.limitUsd !== undefined) rows.push({ unit: 'usd', used: counter.usedUsd, limit: counter.limitUsd, left: Math.max(0, counter.limitUsd - counter.usedUsd), ...unpriced });
   if (counter.limitTokens !== undefined) rows.push({ unit: 'tokens', used: counter.usedTokens, limit: counter.limitTokens, left: Math.max(0, counter.limitTokens - counter.usedTokens) });
   return rows;
 }
@@ -240,14 +275,25 @@ export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
 }
 
 /**
+ * What a limit's counter used, e.g. `$0.42`, `1,200 tokens`; a USD amount that leaves out calls of a
+ * model with no price says so: `$0.00 + 1,234 tokens at no known price` (never a made-up $0).
+ */
+export function formatUsed(l: Pick<LimitLeft, 'unit' | 'used' | 'unpricedTokens'>): string {
+  const amount = formatAmount(l.unit, l.used);
+  return l.unit === 'usd' && l.unpricedTokens ? `${amount} + ${formatAmount('tokens', l.unpricedTokens)} at no known price` : amount;
+}
+
+/**
  * `/usage`'s lines of what is left, one per limit that applies (counters without one are left
- * out), e.g. "You, today: $0.42 of $2.00 used, $1.58 left; resets at 00:00 UTC, in 3 h 12 min".
+ * out), e.g. "You, today: $0.42 of $2.00 used, $1.58 left; resets at 00:00 UTC, in 3 h 12 min". Calls
+ * of a model with no price count in tokens only: "$0.00 of $0.01 used and 1,234 tokens at no known price, …".
  */
 export function describeBudgetsLeft(counters: readonly CounterState[], nowMs: number, timeZone: string): string[] {
   const who = { user: 'You', chat: 'This chat', deployment: 'This bot' };
   return counters.flatMap((c) => limitsLeft(c).map((l) => {
     const when = c.period === 'day' ? 'today' : 'this month';
-    const used = l.unit === 'usd' ? `${formatAmount('usd', l.used)} of ${formatAmount('usd', l.limit)}` : `${Math.round(l.used).toLocaleString('en-US')} of ${formatAmount('tokens', l.limit)}`;
-    return `${who[c.level]}, ${when}: ${used} used, ${formatAmount(l.unit, l.left)} left; resets at ${clockTime(c.resetsAtMs, timeZone)} ${timeZone}, in ${duration(c.resetsAtMs - nowMs)}`;
+    const unpriced = l.unpricedTokens ? ` and ${formatAmount('tokens', l.unpricedTokens)} at no known price` : '';
+    const used = l.unit === 'usd' ? `${formatAmount('usd', l.used)} of ${formatAmount('usd', l.limit)} used${unpriced}` : `${Math.round(l.used).toLocaleString('en-US')} of ${formatAmount('tokens', l.limit)} used`;
+    return `${who[c.level]}, ${when}: ${used}, ${formatAmount(l.unit, l.left)} left; resets at ${clockTime(c.resetsAtMs, timeZone)} ${timeZone}, in ${duration(c.resetsAtMs - nowMs)}`;
   }));
 }

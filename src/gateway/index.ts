@@ -161,6 +161,8 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   closers.push(async () => expiry.stop());
   // The summariser's calls (hygiene, `/compact`) go through the budget wrapper, as every model call.
   const budgetGuard = o.budgets && createBudgetGuard({ redis: failFastRedis, logger, metrics }, { keyPrefix, settings: o.budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter });
+  // At shutdown, budget alerts still retried get a short wait; those left are named in a warn line.
+  if (budgetGuard) closers.push(() => budgetGuard.alerts.close());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter, guardLlm: budgetGuard?.llm }, {
     ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
   });

@@ -106,7 +106,7 @@ export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, no
   const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId });
   if (breach === null) return null;
   const reason = budgetMessage(breach, nowMs, budget.timeZone);
-  ctx.log.info({ channel: message.channel, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');
+  ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');
   await refuse(ctx, message, sessionId, reason, 'budget');
   return { outcome: 'over_budget', reason };
 };

@@ -21,9 +21,10 @@ describe('a used-up budget on the web chat', () => {
 
   beforeAll(async () => {
     // $10 per 1M tokens; each answer reports 1,100 tokens ($0.011): the first answer uses up $0.01.
+    // Its worst case (the prompt as counted + 300 output tokens, about $0.008) fits, so it is made.
     const prices = join(mkdtempSync(join(tmpdir(), 'cg-budget-web-')), 'prices.json');
     writeFileSync(prices, JSON.stringify({ 'fake-model': { input: 10, output: 10 } }));
-    const env = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01', CHATGATE_PRICES: prices };
+    const env = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01', CHATGATE_PRICES: prices, CHATGATE_RESERVED_OUTPUT_TOKENS: '300' };
     const config = loadConfig(env);
     stack = await startStack({
       env,

@@ -21,15 +21,19 @@ afterEach(async () => {
 
 const BUDGET = /^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in (\d+ h )?\d+ min\.$|^You have used today's budget of \$0\.01\. It resets at 00:00 UTC, in \d+ h\.$/;
 
-/** A stack whose model costs $10 per 1M tokens; each answer reports 1,100 tokens ($0.011). */
+/**
+ * A stack whose model costs $10 per 1M tokens; each answer reports 1,100 tokens ($0.011), more
+ * than its worst case (the prompt as counted + 300 output tokens, about $0.008), so one answer
+ * uses $0.01 up.
+ */
 async function start(gatewayLimit: boolean, limits: Record<string, string> = { CHATGATE_BUDGET_USER_DAILY_USD: '0.01' }): Promise<Stack> {
   const prices = join(mkdtempSync(join(tmpdir(), 'cg-budget-')), 'prices.json');
   writeFileSync(prices, JSON.stringify({ 'fake-model': { input: 10, output: 10 } }));
-  const env = { ...limits, CHATGATE_PRICES: prices };
+  const env = { ...limits, CHATGATE_PRICES: prices, CHATGATE_RESERVED_OUTPUT_TOKENS: '300' };
   const config = loadConfig(env);
   telegram = await startFakeTelegram();
   stack = await startTelegramStack(telegram, {
-    env: gatewayLimit ? env : { CHATGATE_PRICES: prices },
+    env: gatewayLimit ? env : { CHATGATE_PRICES: prices, CHATGATE_RESERVED_OUTPUT_TOKENS: '300' },
     handler: (request) => ({ content: `Answer ${request.index}`, usage: { prompt_tokens: 1000, completion_tokens: 100 } }),
     worker: { budgets: config.budgets, prices: config.llm.prices },
   });
@@ -45,16 +49,21 @@ async function userTexts(): Promise<string[]> {
 const texts = () => telegram.callsOf('sendMessage').map((c) => String(c.params.text));
 
 async function say(from: number, text: string): Promise<string> {
+  return (await sayAndRead(from, text, 1))[0]!;
+}
+
+/** Sends `text` and waits for the first `count` messages sent after it. */
+async function sayAndRead(from: number, text: string, count: number): Promise<string[]> {
   const before = texts().length;
   telegram.pushMessage({ text, from: { id: from, is_bot: false, first_name: 'U' }, chat: { id: from, type: 'private' } });
-  await waitUntil(telegram, 'call', () => texts().length > before);
-  return texts()[before]!;
+  await waitUntil(telegram, 'call', () => texts().length >= before + count);
+  return texts().slice(before, before + count);
 }
 
 describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => {
-  it('after the limit the user gets the budget message at once, no model call for them; another user is served', async () => {
+  it('the answer that uses the limit up is followed by one line saying so; after it the gateway answers at once; another user is served', async () => {
     await start(true);
-    expect(await say(42, 'hello')).toBe('Answer 0');
+    expect(await sayAndRead(42, 'hello', 2)).toEqual(['Answer 0', expect.stringMatching(BUDGET)]);
     expect(await say(42, 'and again')).toMatch(BUDGET);
     await stack.gateway.ingest.idle();
     expect(stack.llm.requests).toHaveLength(1);
@@ -65,7 +74,7 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
 
   it('a turn that hits the limit in the worker ends with one clear message, without a model call', async () => {
     await start(false);
-    expect(await say(42, 'hello')).toBe('Answer 0');
+    expect(await sayAndRead(42, 'hello', 2)).toEqual(['Answer 0', expect.stringMatching(BUDGET)]);
     expect(await say(42, 'and again')).toMatch(BUDGET);
     expect(stack.llm.requests).toHaveLength(1);
     expect((await userTexts()).join()).toContain('and again'); // the turn ran and ended with the message

@@ -64,11 +64,11 @@ describe('budget events', () => {
     await t.cleanup();
   });
 
-  const start = (webhookUrl: string, attempts = 5) => {
+  const start = (webhookUrl: string, attempts = 5, retryBaseMs = 1) => {
     const log = createLogSink('info');
     const metrics = createMemoryMetrics();
     const settings: BudgetSettings = { ...NO_BUDGETS, user: { day: { tokens: 1000 } }, alertWebhookUrl: webhookUrl };
-    const guard = createBudgetGuard({ redis: t.redis, logger: log.logger, metrics }, { keyPrefix: t.keyPrefix, settings, defaultMaxTokens: 50, alerts: { retryBaseMs: 1, attempts } })!;
+    const guard = createBudgetGuard({ redis: t.redis, logger: log.logger, metrics }, { keyPrefix: t.keyPrefix, settings, defaultMaxTokens: 50, alerts: { retryBaseMs, attempts } })!;
     const llm = guard.llm(createLlmClient({ baseURL: fake.baseURL, apiKey: 'k', model: MODEL, stream: false, retry: { maxRetries: 0 } }));
     const notices: string[] = [];
     const turn = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
@@ -97,7 +97,11 @@ describe('budget events', () => {
       { type: 'budget_event', kind: 'near', channel: 'telegram', model: MODEL },
       { type: 'budget_event', kind: 'exhausted', channel: 'telegram', model: MODEL },
     ]);
-    expect(notices).toEqual(["You have used 80% of today's budget of 1,000 tokens."]);
+    // After the reply of each call that brought it, one line: the real share, then used up (the refusal is the BudgetError's).
+    expect(notices).toEqual([
+      expect.stringMatching(/^You have used 80% of today's budget of 1,000 tokens: 200 tokens are left\. It resets at 00:00 UTC, in /),
+      expect.stringMatching(/^You have used today's budget of 1,000 tokens\. It resets at 00:00 UTC, in /),
+    ]);
     expect(fake.requests).toHaveLength(3);
   });
 
@@ -110,7 +114,19 @@ describe('budget events', () => {
     expect(receiver.bodies).toHaveLength(3);
     const failures = log.lines.filter((l) => l.msg === 'budget alert not delivered to the webhook');
     expect(failures).toHaveLength(1);
-    expect(failures[0]).toMatchObject({ level: 40, reason: 'HTTP 503', webhook: new URL(receiver.url).origin });
+    expect(failures[0]).toMatchObject({ level: 40, reason: 'HTTP 503', webhook: new URL(receiver.url).origin, subject: 'telegram:42' });
     expect(JSON.stringify(log.lines)).not.toContain('s3cret');
+  });
+
+  it('at shutdown, names the alerts still being retried that were not delivered', async () => {
+    receiver = await startReceiver(() => 503);
+    const { log, guard, call } = start(receiver.url, 5, 60_000);
+    await call();
+    await call(); // the notice share: its POST failed once and waits a minute to try again
+    await pollUntil(() => receiver!.bodies.length === 1);
+    await guard.alerts.close(10);
+    expect(log.lines.filter((l) => l.msg.startsWith('budget alerts not delivered'))).toEqual([
+      expect.objectContaining({ level: 40, undelivered: 1, subjects: ['user:telegram:42'], kinds: ['near'] }),
+    ]);
   });
 });

@@ -81,8 +81,9 @@ describe('every model call is budgeted', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
-  it('/btw reserves and settles its call for the sender and the chat, and is refused once the budget is used', async () => {
-    const s = settings({ user: { day: { tokens: 1500 } } });
+  it('/btw reserves and settles its call for the sender and the chat, and is refused once its worst case no longer fits', async () => {
+    // Each answer reports 1,000 tokens; a call's worst case (the session as counted + 100) is about 1,200.
+    const s = settings({ user: { day: { tokens: 2600 } } });
     const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, prices: PRICES, defaultMaxTokens: 100 })!;
     const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
     const btw = createLlmSideQuestion({ redis: t.redis, store, logger: createSilentLogger(), guardLlm: guard.llm }, {
@@ -93,7 +94,7 @@ describe('every model call is budgeted', () => {
     expect(await btw('telegram:42', 'Which order was it?', 'telegram:42')).toContain('ORD-48213-XK');
     expect(await usedTokens(s, scope)).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
     await btw('telegram:42', 'And the ticket?', 'telegram:42');
-    await expect(btw('telegram:42', 'Anything else?', 'telegram:42')).rejects.toBeInstanceOf(BudgetError);
+    await expect(btw('telegram:42', 'Anything else?', 'telegram:42')).rejects.toThrow(/You have nearly used today's budget of 2,600 tokens: 600 tokens are left, not enough for another answer\./);
     expect(fake.requests).toHaveLength(2);
   });
 

@@ -22,7 +22,7 @@ describe('budget ledger', () => {
   });
   const ledger = (s: BudgetSettings, more: Partial<BudgetLedgerOptions> = {}, redis: Redis = t.redis) => createBudgetLedger(redis, { keyPrefix: t.keyPrefix, settings: s, ...more });
 
-  it('holds a user limit across many connections racing: overrun at most one call in flight', async () => {
+  it('holds a user limit across many connections racing: never over it while usage stays within the worst case', async () => {
     const s = settings({ user: { day: { usd: 0.01 } } });
     const worst = 1500; // micro-USD
     const connections = Array.from({ length: 8 }, () => new Redis(t.url));
@@ -43,12 +43,60 @@ describe('budget ledger', () => {
       }
     }));
     const [day] = await ledger(s).state(alice);
-    expect(day!.usedUsd * 1e6).toBeLessThan(10_000 + worst);
-    expect(day!.usedUsd * 1e6).toBeGreaterThanOrEqual(10_000);
-    expect(admitted).toBe(Math.round(day!.usedUsd * 1e6 / worst));
+    // 6 × 1,500 fit in 10,000; a 7th would not, whatever was in flight when it asked.
+    expect(Math.round(day!.usedUsd * 1e6)).toBe(9000);
+    expect(admitted).toBe(6);
     expect(refused).toBe(48 - admitted);
-    expect(await ledger(s).check(alice)).toMatchObject({ level: 'user', period: 'day', unit: 'usd', limit: 0.01 });
+    // No room for another worst case even with nothing in flight: the marker answers the next message at once.
+    expect(await ledger(s).reserve(alice, { micro: worst, tokens: 100 })).toMatchObject({ breach: { unit: 'usd', limit: 0.01, used: 0.009 } });
+    expect(await ledger(s).check(alice)).toMatchObject({ level: 'user', period: 'day', unit: 'usd', limit: 0.01, used: 0.009 });
     expect(await ledger(s).check(bob)).toBeNull();
+  });
+
+  it('a lone caller never goes over: a call is let through only if its worst case fits in what is left', async () => {
+    const s = settings({ user: { day: { usd: 0.01, tokens: 100_000 } } });
+    const l = ledger(s);
+    const outcomes: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const r = await l.reserve(alice, { micro: 3000, tokens: 1000 });
+      if ('breach' in r) {
+        outcomes.push(`refused ${r.breach.unit} ${r.breach.used}`);
+        continue;
+      }
+      outcomes.push('admitted');
+      await l.settle(alice, r.id, { micro: 2000 + k, tokens: 1000 });
+    }
+    // 4 calls used 8,006 micro-USD: the 1,994 left cannot hold a worst case of 3,000, so the 5th is refused.
+    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'refused usd 0.008006', 'refused usd 0.008006', 'refused usd 0.008006', 'refused usd 0.008006']);
+    const [day] = await l.state(alice);
+    expect(day!.usedUsd).toBeLessThanOrEqual(0.01);
+    // The marker a refusal left goes when the limit changes: a stored override drops it, a new configured limit ignores it.
+    expect(await l.check(alice)).toMatchObject({ unit: 'usd', limit: 0.01, used: 0.008006 });
+    expect(await ledger(settings({ user: { day: { usd: 0.02 } } })).check(alice)).toBeNull();
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).set('user', alice.user, { dailyUsd: 0.05 });
+    expect(await l.check(alice)).toBeNull();
+    expect('id' in (await l.reserve(alice, { micro: 3000, tokens: 1000 }))).toBe(true);
+  });
+
+  it('a tokens limit: the call whose worst case would go over is refused, the limit is never passed', async () => {
+    const l = ledger(settings({ chat: { day: { tokens: 50_000 } } }));
+    let admitted = 0;
+    for (let k = 0; k < 3; k++) {
+      const r = await l.reserve(alice, { tokens: 21_000 });
+      if ('breach' in r) {
+        expect(r.breach).toMatchObject({ level: 'chat', unit: 'tokens', limit: 50_000, used: 42_000 });
+        continue;
+      }
+      admitted++;
+      await l.settle(alice, r.id, { tokens: 21_000 });
+    }
+    expect(admitted).toBe(2);
+    expect((await l.state(alice)).find((c) => c.level === 'chat' && c.period === 'day')).toMatchObject({ usedTokens: 42_000 });
+    // Used exactly up: even a call that needs no tokens (a transcription) is refused.
+    const last = await l.reserve(alice, { tokens: 8000 });
+    if (!('id' in last)) throw new Error('refused');
+    await l.settle(alice, last.id, { tokens: 8000 });
+    expect(await l.reserve(alice, { micro: 10, tokens: 0 })).toMatchObject({ breach: { unit: 'tokens', used: 50_000 } });
   });
 
   it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {
@@ -85,7 +133,7 @@ describe('budget ledger', () => {
       await l.settle(alice, r.id, { tokens: 1000 });
     }
     const [day] = await l.state(alice);
-    expect(day).toMatchObject({ usedUsd: 0, usedTokens: 3000, limitUsd: 0.001, limitTokens: 5000 });
+    expect(day).toMatchObject({ usedUsd: 0, usedTokens: 3000, unpricedTokens: 3000, limitUsd: 0.001, limitTokens: 5000 });
   });
 
   it('takes per-user limits from the budgets file and from the stored override, which wins', async () => {

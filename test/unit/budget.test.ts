@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetMessage, budgetNoticeMessage, describeBudgetsLeft, duration, formatAmount, periodWindow, transcriptionMicroUsd, worstCaseMicroUsd } from '../../src/core/budget.js';
+import { budgetMessage, budgetNoticeMessage, describeBudgetsLeft, duration, formatAmount, formatUsed, limitsLeft, periodWindow, transcriptionMicroUsd, worstCaseMicroUsd } from '../../src/core/budget.js';
 import { parsePriceTable, pricingOf } from '../../src/core/models.js';
 
 describe('budget periods', () => {
@@ -21,7 +21,20 @@ describe('budget messages', () => {
       .toBe("This chat has used today's budget of $2.00. It resets at 00:00 UTC, in 3 h 12 min.");
     expect(budgetMessage({ level: 'user', period: 'month', unit: 'tokens', limit: 1_000_000, resetsAtMs: Date.UTC(2027, 0, 1) }, now, 'UTC'))
       .toBe("You have used this month's budget of 1,000,000 tokens. It resets at 00:00 UTC, in 29 d 3 h.");
-    expect(budgetNoticeMessage({ level: 'deployment', period: 'day', unit: 'usd', limit: 50 }, 80)).toBe("This bot has used 80% of today's budget of $50.00.");
+  });
+  it('says when the limit is not reached but the next call\'s worst case does not fit', () => {
+    expect(budgetMessage({ level: 'chat', period: 'day', unit: 'usd', limit: 2, used: 1.97, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("This chat has nearly used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 1000, used: 1000, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("You have used today's budget of 1,000 tokens. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetMessage({ level: 'turn', unit: 'tokens', limit: 50_000, used: 42_000 }, now, 'UTC'))
+      .toBe('This request was stopped before its next step: it could go over the limit of one turn (50,000 tokens). Send a new message to go on.');
+  });
+  it('the notice states the real share (rounded down), what is left and when it resets', () => {
+    expect(budgetNoticeMessage({ level: 'deployment', period: 'day', unit: 'usd', limit: 50, used: 40, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("This bot has used 80% of today's budget of $50.00: $10.00 is left. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetNoticeMessage({ level: 'user', period: 'day', unit: 'usd', limit: 0.01, used: 0.00968, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("You have used 96% of today's budget of $0.01: $0.0003 is left. It resets at 00:00 UTC, in 3 h 12 min.");
   });
   it.each([[59_000, '1 min'], [3_600_000, '1 h'], [3_660_000, '1 h 1 min'], [86_400_000, '1 d']])('duration %s ms reads %s', (ms, text) => {
     expect(duration(ms)).toBe(text);
@@ -60,6 +73,12 @@ describe('what is left (/usage)', () => {
       'You, today: 3,000 of 2,000 tokens used, 0 tokens left; resets at 00:00 UTC, in 3 h 12 min',
       'This bot, this month: $12.50 of $100.00 used, $87.50 left; resets at 00:00 UTC, in 29 d 3 h',
     ]);
+  });
+
+  it('never shows a made-up $0 for calls of a model with no price: their tokens are named', () => {
+    const counter = { level: 'user' as const, period: 'day' as const, subject: 'telegram:42', usedUsd: 0, usedTokens: 1234, unpricedTokens: 1234, limitUsd: 0.01, resetsAtMs: resets };
+    expect(describeBudgetsLeft([counter], now, 'UTC')).toEqual(['You, today: $0.00 of $0.01 used and 1,234 tokens at no known price, $0.01 left; resets at 00:00 UTC, in 3 h 12 min']);
+    expect(limitsLeft(counter).map(formatUsed)).toEqual(['$0.00 + 1,234 tokens at no known price']);
   });
 
   it.each([[0, '$0.00'], [0.011, '$0.011'], [0.0001, '$0.0001'], [0.12345, '$0.1235'], [9.989, '$9.99'], [2, '$2.00']])('formats %s USD as %s', (usd, text) => {

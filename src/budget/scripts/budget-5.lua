@@ -6,10 +6,10 @@
     KEYS[1] limits set by operators (hash: "<level>:<subject>" → JSON { "v": 1, "unlimited": true }
       or { "v": 1, dailyUsd, monthlyUsd, dailyTokens, monthlyTokens }, src/budget/overrides.ts)
     KEYS[2] the counters of one month (hash: "<level>:<subject>:<period id>" → JSON { "v": 1,
-      "um", "ut": used micro-USD and tokens, "r": { "<bucket>": [micro, tokens] }: reserved, by the
+      "um", "ut": used micro-USD and tokens, "uu": tokens of unpriced calls (in "ut" only), "r": { "<bucket>": [micro, tokens] }: reserved, by the
       minute their leases end, "s": { "n<unit>"|"x<unit>": 1 }: notice and exhaustion said };
       "limit:<level>:<subject>": this month's copy of KEYS[1]'s field, "$limits": the copy was made)
-    KEYS[3] the user's exhaustion marker (string, JSON { "v": 1, level, period, unit, limit,
+    KEYS[3] the user's exhaustion marker (string, JSON { "v": 1, level, period, unit, limit, used,
       resetsAtMs, src: "override"|"config" }, kept until the period ends)
     KEYS[4] the chat's exhaustion marker (the same)
     KEYS[5] the deployment's exhaustion marker (the same)
@@ -19,24 +19,26 @@
       "level", "period", "endsAtMs", "limitMicro", "limitTokens" (-1: none; configured) } ] }
       reserve: "needMicro" (-1: unpriced), "needTokens", "leaseMs"
       settle: "bucket", "needMicro", "needTokens" (what was reserved), "micro", "tokens" (used),
-        "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
+        "unpriced" (the model has no price: its tokens also count in "uu"), "noticePercent"; the counters are the reserve's, with the limits and "src" it answered
       override: "override" (a field of KEYS[1]), "value" (its JSON; absent: remove it), "marker" (3..5)
 
   Output:
     JSON, one shape per op:
     reserve: { "ok": true, "bucket": n, "limits": [ [i, limitMicro, limitTokens, src] ] } (every
       counter's limits in force): reserved on the counters with a limit (the others are not touched);
-      { "ok": false, "i": n, "unit", "limit", "first": bool }: counter i holds, nothing reserved
+      { "ok": false, "i": n, "unit", "limit", "used", "first": bool }: counter i holds, nothing reserved
       ("first": this refusal is the first word that it is used up)
-    settle: { "events": [ { "i", "kind": "near"|"exhausted", "unit", "limit" } ] }
-    state: { "state": [ [um, ut, rm, rt, limitMicro, limitTokens] ] }, one per counter
+    settle: { "events": [ { "i", "kind": "near"|"exhausted", "unit", "limit", "used" } ] }
+    state: { "state": [ [um, ut, rm, rt, limitMicro, limitTokens, uu] ] }, one per counter
     reset: { "ok": true }: used amounts and the "said" marks zeroed, reservations kept
     override: { "removed": 0|1 }: the record and the month's copy changed, the subject's marker dropped
     error: invalid arguments, or a stored override or counter of another format version; nothing written
 
   Reserve, state and reset read the counters and the limits in one HMGET; the month's first call
-  copies KEYS[1] into KEYS[2]. A call is let through while used + reserved is below each limit, so concurrent workers overrun
-  a limit by at most one call's worst case. A reservation whose worker died is dropped when its
+  copies KEYS[1] into KEYS[2]. A call is let through only if used + reserved + its worst case fits
+  in each limit, so no worker overruns a limit unless a provider reports more than the worst case.
+  A call that does not fit even with nothing in flight leaves the exhaustion marker, as a limit used
+  up does (the next message is answered at once). A reservation whose worker died is dropped when its
   lease's minute ends; a late settle of it releases nothing twice.
 ]]
 --- @include "decode-options"
@@ -73,7 +75,7 @@ end
 
 -- A counter decoded, its expired reservations dropped and the live ones summed (rm, rt).
 local function decodeCounter(c, raw)
-  if not raw then return { um = 0, ut = 0, r = {}, s = {}, rm = 0, rt = 0, new = true } end
+  if not raw then return { um = 0, ut = 0, uu = 0, r = {}, s = {}, rm = 0, rt = 0, new = true } end
   local ok, o = pcall(cjson.decode, raw)
   if not ok or type(o) ~= 'table' or o.v ~= 1 then
     error({ err = 'ERR budget counter ' .. c.field .. ' is not in format version 1' })
@@ -85,7 +87,7 @@ local function decodeCounter(c, raw)
       rm, rt = rm + amounts[1], rt + amounts[2]
     end
   end
-  return { um = o.um or 0, ut = o.ut or 0, r = live, s = o.s or {}, rm = rm, rt = rt }
+  return { um = o.um or 0, ut = o.ut or 0, uu = o.uu or 0, r = live, s = o.s or {}, rm = rm, rt = rt }
 end
 
 local function hmget(key, fields)
@@ -99,14 +101,14 @@ local function write(list)
   for _, item in ipairs(list) do
     local o = item.o
     args[#args + 1] = item.c.field
-    args[#args + 1] = cjson.encode({ v = 1, um = o.um, ut = o.ut, r = o.r, s = o.s })
+    args[#args + 1] = cjson.encode({ v = 1, um = o.um, ut = o.ut, uu = o.uu, r = o.r, s = o.s })
   end
   if #args == 0 then return end
   redis.call('HSET', KEYS[2], unpack(args))
 end
 
-local function mark(c, unit, limit, src)
-  local marker = cjson.encode({ v = 1, level = c.level, period = c.period, unit = unit, limit = limit, resetsAtMs = c.endsAtMs, src = src })
+local function mark(c, unit, limit, used, src)
+  local marker = cjson.encode({ v = 1, level = c.level, period = c.period, unit = unit, limit = limit, used = used, resetsAtMs = c.endsAtMs, src = src })
   redis.call('SET', KEYS[c.marker], marker, 'PXAT', int(c.endsAtMs))
 end
 
@@ -144,17 +146,18 @@ if op == 'settle' then
     end
     o.um = o.um + opts.micro
     o.ut = o.ut + opts.tokens
+    if opts.unpriced then o.uu = o.uu + opts.tokens end
     local function check(unit, used, limit)
       if limit < 0 then return end
       if used >= limit then
-        mark(c, unit, limit, c.src or 'config')
+        mark(c, unit, limit, used, c.src or 'config')
         if not o.s['x' .. unit] then
           o.s['x' .. unit] = 1
-          table.insert(events, { i = i, kind = 'exhausted', unit = unit, limit = limit })
+          table.insert(events, { i = i, kind = 'exhausted', unit = unit, limit = limit, used = used })
         end
       elseif used * 100 >= limit * opts.noticePercent and not o.s['n' .. unit] then
         o.s['n' .. unit] = 1
-        table.insert(events, { i = i, kind = 'near', unit = unit, limit = limit })
+        table.insert(events, { i = i, kind = 'near', unit = unit, limit = limit, used = used })
       end
     end
     check('usd', o.um, c.limitMicro)
@@ -209,14 +212,14 @@ end
 
 if op == 'state' then
   local state = {}
-  for k, item in ipairs(list) do state[k] = { item.o.um, item.o.ut, item.o.rm, item.o.rt, item.c.lm, item.c.lt } end
+  for k, item in ipairs(list) do state[k] = { item.o.um, item.o.ut, item.o.rm, item.o.rt, item.c.lm, item.c.lt, item.o.uu } end
   return cjson.encode({ state = state })
 end
 if op == 'reset' then
   local existing = {}
   for _, item in ipairs(list) do
     if not item.o.new then
-      item.o.um, item.o.ut, item.o.s = 0, 0, {}
+      item.o.um, item.o.ut, item.o.uu, item.o.s = 0, 0, 0, {}
       existing[#existing + 1] = item
     end
   end
@@ -230,21 +233,22 @@ end
 
 for _, item in ipairs(list) do
   local c, o = item.c, item.o
-  local unit, limit, used = nil, nil, 0
-  if c.lm >= 0 and opts.needMicro >= 0 and o.um + o.rm >= c.lm then unit, limit, used = 'usd', c.lm, o.um
-  elseif c.lt >= 0 and o.ut + o.rt >= c.lt then unit, limit, used = 'tokens', c.lt, o.ut end
+  local unit, limit, used, need = nil, nil, 0, 0
+  -- A limit reached holds even for a call that needs none of it (a transcription's tokens).
+  if c.lm >= 0 and opts.needMicro >= 0 and (o.um + o.rm + opts.needMicro > c.lm or o.um >= c.lm) then unit, limit, used, need = 'usd', c.lm, o.um, opts.needMicro
+  elseif c.lt >= 0 and (o.ut + o.rt + opts.needTokens > c.lt or o.ut >= c.lt) then unit, limit, used, need = 'tokens', c.lt, o.ut, opts.needTokens end
   if unit then
-    -- Used up, not only held by calls in flight: the gateway answers at once until the period ends.
+    -- No room even with no call in flight: the gateway answers at once until the period ends or the limit changes.
     local first = false
-    if used >= limit then
-      mark(c, unit, limit, c.src)
+    if used + need > limit or used >= limit then
+      mark(c, unit, limit, used, c.src)
       if not o.s['x' .. unit] then
         first = true
         o.s['x' .. unit] = 1
         write({ item })
       end
     end
-    return cjson.encode({ ok = false, i = c.i, unit = unit, limit = limit, first = first })
+    return cjson.encode({ ok = false, i = c.i, unit = unit, limit = limit, used = used, first = first })
   end
 end
 local bucket = math.ceil((opts.now + opts.leaseMs) / BUCKET_MS)
