@@ -6,7 +6,7 @@ import { createSilentLogger, type Logger } from '../src/log.js';
 import { createLlmClient } from '../src/llm/client.js';
 import { createSummarizer } from '../src/llm/summarizer.js';
 import { createBudgetGuard } from '../src/budget/guard.js';
-import type { BudgetSettings } from '../src/core/budget.js';
+import { formatAmount, limitsBelowOneCall, type BudgetSettings } from '../src/core/budget.js';
 import { pricingOf, type PriceTable } from '../src/core/models.js';
 import { createTokenCounter } from '../src/llm/encodings.js';
 import { stripUndefined } from '../src/core/option-checks.js';
@@ -131,7 +131,7 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
   const tokenCounter = deps.tokenCounter ?? createTokenCounter([o.llm.model, o.llm.summaryModel]);
   // Every model call of this worker (the agent's, the summariser's, a transcription) goes through the budget wrapper.
   const budget = o.budgets && createBudgetGuard({ redis, logger, metrics: deps.metrics }, { keyPrefix: o.keyPrefix, settings: o.budgets, prices: o.prices, defaultMaxTokens: o.reservedOutputTokens || 4096, tokenCounter });
-  if (budget && o.budgets) warnUnpriced(logger, o.budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices);
+  if (budget && o.budgets) warnBudgetSetup(logger, o.budgets, [o.llm.model, o.llm.summaryModel ?? o.llm.model], o.prices, o.reservedOutputTokens || 4096);
   const llm = budget ? budget.llm(client) : client;
   const summarizer = createSummarizer({ llm, logger }, { summaryModel: o.llm.summaryModel });
   const compressor = new ContextCompressor({
@@ -143,10 +143,17 @@ function createAgentParts(deps: WorkerDeps, o: ResolvedRunWorkerOptions, logger:
 }
 
 /** A USD limit cannot hold for a model without a price: said once at start (its calls count in tokens only). */
-function warnUnpriced(logger: Logger, budgets: BudgetSettings, models: string[], prices: PriceTable | undefined): void {
+function warnBudgetSetup(logger: Logger, budgets: BudgetSettings, models: string[], prices: PriceTable | undefined, maxOutputTokens: number): void {
   const usd = [budgets.user, budgets.chat, budgets.deployment].some((l) => l.day?.usd !== undefined || l.month?.usd !== undefined) || budgets.turn.usd !== undefined;
   const unpriced = [...new Set(models)].filter((model) => !pricingOf(model, prices));
   if (usd && unpriced.length > 0) logger.warn({ models: unpriced }, 'USD budget set but the model has no price: its calls count in tokens only (add it to CHATGATE_PRICES)');
+  // A call goes only if its worst case fits: a limit below one answer's worst case serves nothing.
+  for (const model of new Set(models)) {
+    for (const small of limitsBelowOneCall(budgets, pricingOf(model, prices), maxOutputTokens)) {
+      const amount = (value: number) => formatAmount(small.unit, value);
+      logger.warn({ model, limit: small.what, unit: small.unit }, `the ${small.what} budget of ${amount(small.limit)} is below one answer's worst case with ${model} (${amount(small.need)} for ${maxOutputTokens} output tokens): every call under it is refused. Raise it, or lower CHATGATE_RESERVED_OUTPUT_TOKENS`);
+    }
+  }
 }
 
 /** The live replies of this worker's turns, unless they are off. */

@@ -26,6 +26,8 @@ export interface BudgetRow {
   period: BudgetPeriod;
   unit: 'usd' | 'tokens';
   used: number;
+  /** For a USD row: tokens of calls to a model with no price, which its `used` leaves out. */
+  unpricedTokens?: number;
   limit: number;
   left: number;
   resetsAtMs: number;

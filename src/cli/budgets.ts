@@ -2,12 +2,11 @@
  * The actions of `chatgate budgets`: list what every limit has used and has left, store a
  * subject's limits in Redis (they win over the budgets file and the environment), remove them.
  */
-import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, formatUsed, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
-import { countOf } from '../core/plural.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
@@ -103,11 +102,6 @@ function subjectName(subject: { level: BudgetLevel; id: string }): string {
   return subject.level === 'deployment' ? 'the deployment' : `${subject.level} ${subject.id}`;
 }
 
-/** `$2.00`, `1 token`, `100,000 tokens`. */
-function amountText(unit: 'usd' | 'tokens', value: number): string {
-  return unit === 'tokens' ? countOf(value, 'token') : formatAmount(unit, value);
-}
-
 function usage(io: CliIo, text: string): Promise<number> {
   io.err(`chatgate budgets set: ${text}`);
   return Promise.resolve(EXIT.usage);
@@ -120,7 +114,7 @@ function flatLimits(limits: LevelLimits | 'unlimited'): FlatLimits | 'unlimited'
 /** "daily $5.00 and 100,000 tokens, monthly none", "unlimited", "no limit". */
 function describeLimits(limits: LevelLimits | 'unlimited'): string {
   if (limits === 'unlimited') return 'unlimited';
-  const one = (l?: { usd?: number; tokens?: number }) => [l?.usd !== undefined ? amountText('usd', l.usd) : '', l?.tokens !== undefined ? amountText('tokens', l.tokens) : ''].filter(Boolean).join(' and ') || 'none';
+  const one = (l?: { usd?: number; tokens?: number }) => [l?.usd !== undefined ? formatAmount('usd', l.usd) : '', l?.tokens !== undefined ? formatAmount('tokens', l.tokens) : ''].filter(Boolean).join(' and ') || 'none';
   if (!limits.day && !limits.month) return 'no limit';
   return `daily ${one(limits.day)}, monthly ${one(limits.month)}`;
 }
@@ -128,7 +122,7 @@ function describeLimits(limits: LevelLimits | 'unlimited'): string {
 function table(rows: readonly BudgetRow[], nowMs: number): string {
   const head = ['level', 'subject', 'period', 'used', 'limit', 'left', 'resets in', 'from'];
   // The deployment's counters have no subject of their own.
-  const body = rows.map((r) => [r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, amountText(r.unit, r.used), amountText(r.unit, r.limit), amountText(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
+  const body = rows.map((r) => [r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, formatUsed(r), formatAmount(r.unit, r.limit), formatAmount(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
   const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
   return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');
 }

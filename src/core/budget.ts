@@ -2,7 +2,9 @@
  * Spend limits: the levels and periods a model call counts against, the period windows in a time
  * zone, the worst case of a call, and the words a user reads when a limit holds. Pure.
  */
+import { formatMoney } from './money.js';
 import { estimateCostUsd, type ModelPricing } from './models.js';
+import { countOf } from './plural.js';
 
 /** Who a limit is for: one user (`<channel>:<userId>`), one chat (a session) or the whole deployment. */
 export type BudgetLevel = 'user' | 'chat' | 'deployment';
@@ -119,6 +121,36 @@ export function periodWindow(period: BudgetPeriod, nowMs: number, timeZone: stri
 export function worstCaseMicroUsd(pricing: ModelPricing | undefined, promptTokens: number, maxOutputTokens: number): number | undefined {
   if (!pricing) return undefined;
   return Math.ceil(estimateCostUsd(pricing, { promptTokens, completionTokens: maxOutputTokens }) * 1_000_000);
+}
+
+/** A limit no call fits in: even an answer with an empty prompt needs more (`need`, in the limit's unit). */
+export interface LimitBelowOneCall {
+  what: string;
+  limit: number;
+  need: number;
+  unit: 'usd' | 'tokens';
+}
+
+/**
+ * The configured limits smaller than one call's worst case with an empty prompt (`maxOutputTokens`
+ * at `pricing`'s output price): under them every call is refused. Per-user entries of the budgets
+ * file count too. A start-up warning; the words name the level and period.
+ */
+export function limitsBelowOneCall(settings: BudgetSettings, pricing: ModelPricing | undefined, maxOutputTokens: number): LimitBelowOneCall[] {
+  const needUsd = (worstCaseMicroUsd(pricing, 0, maxOutputTokens) ?? 0) / 1_000_000;
+  const found: LimitBelowOneCall[] = [];
+  const check = (what: string, limit: BudgetLimit | undefined) => {
+    if (limit?.usd !== undefined && pricing && limit.usd < needUsd) found.push({ what, limit: limit.usd, need: needUsd, unit: 'usd' });
+    if (limit?.tokens !== undefined && limit.tokens < maxOutputTokens) found.push({ what, limit: limit.tokens, need: maxOutputTokens, unit: 'tokens' });
+  };
+  const levels: Array<[string, LevelLimits]> = [['user', settings.user], ['chat', settings.chat], ['deployment', settings.deployment]];
+  for (const [subject, own] of Object.entries(settings.users)) if (own !== 'unlimited') levels.push([`user ${subject}`, own]);
+  for (const [level, limits] of levels) {
+    check(`${level} daily`, limits.day);
+    check(`${level} monthly`, limits.month);
+  }
+  check('turn', settings.turn);
+  return found;
 }
 
 /** What a refused call or message names: the level, period, the limit that holds and when it resets. */
@@ -269,9 +301,7 @@ export function limitsLeft(counter: CounterState): LimitLeft[] {
 
 /** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
 export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
-  if (unit === 'tokens') return `${Math.round(value).toLocaleString('en-US')} tokens`;
-  if (Math.abs(value) >= 1) return `$${value.toFixed(2)}`;
-  return `$${value.toFixed(4).replace(/(\.\d\d\d?)0+$/, '$1').replace(/(\.\d\d)0$/, '$1')}`;
+  return unit === 'tokens' ? countOf(Math.round(value), 'token') : formatMoney(value);
 }
 
 /**

@@ -6,7 +6,7 @@ import { describeCompaction } from '../core/compaction/compaction-text.js';
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionOps } from '../session/session-ops.js';
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 import type { SessionDetail, SessionView } from '../core/session-view.js';
 
 /** What the command handlers need. */
@@ -152,7 +152,7 @@ function usageText(d: SessionDetail): string {
   return [
     `**Usage of this chat** (${d.limits.model})`,
     `Tokens: ${fmt(l.promptTokens)} in (${fmt(l.cachedTokens)} cached, ${formatShare(l.cacheShare)}), ${fmt(l.completionTokens)} out, ${countOf(l.calls, 'model call')}`,
-    `Estimated cost: ${formatMoney(l.costUsd, l.unpricedCalls, 4)}`,
+    `Estimated cost: ${formatMoney(l.costUsd, l.unpricedCalls)}`,
     `Context: next request ≈ ${describeContext(d.context)}`,
     `Compactions: ${l.compactions}${attempts ? ` (attempts: ${attempts})` : ''}; ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${countOf(l.resets, 'reset')}` : ''}`,
     l.summaryCalls > 0 ? `Summaries: ${countOf(l.summaryCalls, 'call')}, ${countOf(l.summaryPromptTokens, 'token')} in, ${fmt(l.summaryCompletionTokens)} out (included in the cost)` : '',

@@ -5,7 +5,7 @@
  * there is none), `api/sessions` and, for the open session, `api/sessions/:id` (relative URLs, so the monitor may be mounted under a prefix).
  */
 
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 import { CHART_SCRIPT } from './dashboard-chart.js';
 
 /** Options of {@link renderDashboardPage}. */
@@ -23,7 +23,7 @@ const STYLE = `
 --fill:#6ea8ff;--compress:#f0a23b;--hygiene:#ff6b5e;--compaction:#b58cff;--noop:#7d8793;--bar:#0e1114}}
 *{box-sizing:border-box}body{font:14px/1.4 system-ui,sans-serif;margin:0;background:var(--bg);color:var(--ink)}
 header{background:var(--bar);color:#fff;padding:10px 14px;display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center}
-header h1{font-size:16px;margin:0}header a{color:var(--link);margin-left:auto}main{padding:12px;display:grid;gap:12px;min-width:0}
+header h1{font-size:16px;margin:0}header a{color:var(--link)}header nav{margin-left:auto;display:flex;gap:14px}main{padding:12px;display:grid;gap:12px;min-width:0}
 section{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:12px;min-width:0}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--soft);white-space:nowrap}
@@ -45,7 +45,7 @@ ul{padding-left:18px;overflow-wrap:anywhere}.paused{color:var(--hygiene);font-we
 #ledger td,#tool-calls td{white-space:normal;overflow-wrap:anywhere}#tool-calls td.code{font-family:ui-monospace,monospace;font-size:12px}#channels td{white-space:normal;overflow-wrap:anywhere}
 .state-disconnected,.state-connecting,.state-waiting,.verdict-down{color:var(--hygiene);font-weight:600}
 .check-warn td:first-child,.check-warn .verdict{color:var(--compress);font-weight:600}.check-down td:first-child,.check-down .verdict{color:var(--hygiene);font-weight:600}
-#status-checks td{white-space:normal;overflow-wrap:anywhere}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
+#status-checks td{white-space:normal;overflow-wrap:anywhere}#status-checks td:nth-child(-n+2){white-space:nowrap;overflow-wrap:normal}.fix{color:var(--muted);font-size:12px}.over-hygiene{background:color-mix(in srgb,var(--hygiene) 14%,transparent)}
 .over-hygiene td.fill{color:var(--hygiene);font-weight:600}.dead{color:var(--hygiene)}
 @media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 6px}#sessions .wide{display:none}}`;
 
@@ -64,7 +64,7 @@ function el(tag, attrs, ...children) {
 const pct = (f) => (f * 100).toFixed(1) + '%';
 const int = (n) => Number(n).toLocaleString('en-US');
 ${formatMoney.toString()}
-const usd = (n, unpriced) => formatMoney(Number(n), unpriced || 0, 4);
+const usd = (n, unpriced) => formatMoney(Number(n), unpriced || 0);
 const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 // The JSON at url. With a panel: null when this server has no such API (404: the panel is hidden), else the panel is shown.
 async function getJson(url, panel) {
@@ -172,6 +172,7 @@ async function tick() {
   catch (err) { showError(err); }
 }
 $('sort').addEventListener('change', (e) => { state.sort = e.target.value; tick(); });
+$('overview-link').href = 'overview' + location.search;
 tick();
 setInterval(tick, POLL_MS);
 `;
@@ -185,7 +186,7 @@ export function renderDashboardPage(options: DashboardPageOptions = {}): string 
 <title>${title}</title><style>${STYLE}</style></head>
 <body><header><h1>${title}</h1><label>sort by <select id="sort"><option value="lastActivity">last activity</option>
 <option value="fill">context fill</option></select></label><span id="sessions-total" class="muted"></span>
-<span id="status" class="muted"></span><a href="admin/queues">queues</a></header>
+<span id="status" class="muted"></span><nav><a id="overview-link" href="overview">Usage overview</a><a href="admin/queues">queues</a></nav></header>
 <main><section id="status-panel" hidden><h2>Status</h2><p id="status-verdict"></p><div class="scroll"><table id="status-checks"><tbody id="status-body"></tbody></table></div>
 <h2>Gateways and workers</h2><div class="scroll"><table id="processes"><thead><tr><th>role</th><th>process</th><th>state</th><th>last beat (UTC)</th><th>version</th></tr></thead>
 <tbody id="processes-body"></tbody></table></div>

@@ -3,9 +3,10 @@
  * days, a chart of cost and tokens a day, the top users, chats and models by cost, what compaction
  * was worth and how full the budgets are. Dependency-free HTML, CSS and JS served inline (the chart
  * is SVG drawn in the page); it reads `api/usage/overview` (relative, so the monitor may be mounted
- * under a prefix) and links to the sessions dashboard. One column on a phone.
+ * under a prefix) and links to the sessions dashboard. One column on a phone, where the chart is
+ * drawn at its section's width so its text stays 12 CSS px.
  */
-import { formatMoney } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 
 /** Options of {@link renderOverviewPage}. */
 export interface OverviewPageOptions {
@@ -26,12 +27,15 @@ h2{font-size:15px;margin:0 0 8px}.muted{color:var(--muted)}
 .card .money{font-size:22px;font-weight:600;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px}
 table{border-collapse:collapse;width:100%;table-layout:fixed}th,td{text-align:left;padding:4px 6px;border-bottom:1px solid var(--soft);overflow-wrap:anywhere}
+td.id{overflow-wrap:normal;overflow:hidden;text-overflow:ellipsis}th.share{width:34%}
 th{font-weight:600;color:var(--muted)}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-#usage-chart{width:100%;height:auto;display:block}svg text{font-size:11px;fill:var(--muted)}
+#usage-chart{display:block;max-width:100%}svg text{font-size:12px;fill:var(--muted)}
 .cost-bar{fill:var(--cost)}.tokens-line{stroke:var(--tokens);fill:none;stroke-width:2}.grid-line{stroke:var(--soft)}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;color:var(--muted)}.key{display:inline-block;width:12px;height:10px;margin-right:4px}
 .k-cost{background:var(--cost)}.k-tokens{height:0;border-top:2px solid var(--tokens)}
-meter{width:100%}.full{color:var(--warn);font-weight:600}#error{color:var(--warn)}
+.bar{display:block;height:8px;background:var(--soft);border-radius:4px;overflow:hidden;margin-bottom:2px}.bar i{display:block;height:100%;background:var(--cost)}
+.bar[data-state=near] i{background:var(--tokens)}.bar[data-state=over] i{background:var(--warn)}
+.full{color:var(--warn);font-weight:600}#error{color:var(--warn);margin:0}#error:empty{display:none}
 @media (max-width:600px){main{padding:8px}section{padding:8px}th,td{padding:3px 4px}.cards{grid-template-columns:1fr}}`;
 
 const SCRIPT = `
@@ -49,22 +53,34 @@ function el(tag, attrs, ...children) {
 const int = (n) => Number(n).toLocaleString('en-US');
 const tokens = (f) => f.inputTokens + f.cachedTokens + f.outputTokens;
 const money = (f) => formatMoney(f.costUsd, f.unpricedCalls);
+// An id may break after a ':' only ("api:alice:default"); a longer part ends in an ellipsis, the title has it all.
+function idCell(text) {
+  const parts = String(text).split(':');
+  const td = el('td', { class: 'id', title: text });
+  parts.forEach((part, k) => { if (k > 0) td.append(':', document.createElement('wbr')); td.append(part); });
+  return td;
+}
 function card(id, title, span) {
   const f = span.totals;
   return el('section', { class: 'card', id: id, 'data-since': span.since },
     el('h2', {}, title), el('div', { class: 'money', 'data-cost': f.costUsd }, money(f)),
-    el('div', { class: 'muted', 'data-tokens': tokens(f) }, int(tokens(f)) + ' tokens · ' + int(f.calls) + ' calls'));
+    el('div', { class: 'muted', 'data-tokens': tokens(f) }, int(tokens(f)) + ' tokens · ' + int(f.calls) + (f.calls === 1 ? ' call' : ' calls')));
 }
-function chart(series) {
-  const W = 640, H = 220, L = 48, R = 52, T = 12, B = 26, n = Math.max(1, series.length);
-  const maxCost = Math.max(1e-9, ...series.map((p) => p.figures.costUsd));
+// Drawn at the width of its section in CSS pixels, so its text is 12 px on a phone as on a desktop.
+function chart(series, width) {
+  // Without any cost the scale is a cent, not a billionth of a dollar.
+  const maxCost = Math.max(0, ...series.map((p) => p.figures.costUsd)) || 0.01;
   const maxTokens = Math.max(1, ...series.map((p) => tokens(p.figures)));
+  const ticks = [0, 0.5, 1].map((s) => ({ s, cost: formatMoney(maxCost * s, 0), tokens: int(Math.round(maxTokens * s)) }));
+  // Margins as wide as the longest axis label (about 7 px a character of 12 px text).
+  const margin = (texts) => 10 + 7 * Math.max(...texts.map((t) => t.length));
+  const W = Math.max(240, Math.round(width)), H = W < 480 ? 180 : 220, L = margin(ticks.map((t) => t.cost)), R = margin(ticks.map((t) => t.tokens)), T = 12, B = 26, n = Math.max(1, series.length);
   const slot = (W - L - R) / n, y = (share) => T + (1 - share) * (H - T - B);
-  const svg = el('svg', { svg: 1, id: 'usage-chart', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'cost and tokens a day, last 30 days' });
-  for (const s of [0, 0.5, 1]) {
-    svg.append(el('line', { svg: 1, class: 'grid-line', x1: L, x2: W - R, y1: y(s), y2: y(s) }));
-    svg.append(el('text', { svg: 1, x: 2, y: y(s) + 4 }, '$' + (maxCost * s).toFixed(maxCost < 1 ? 3 : 2)));
-    svg.append(el('text', { svg: 1, x: W - R + 4, y: y(s) + 4 }, int(Math.round(maxTokens * s))));
+  const svg = el('svg', { svg: 1, id: 'usage-chart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'cost and tokens a day, last 30 days' });
+  for (const t of ticks) {
+    svg.append(el('line', { svg: 1, class: 'grid-line', x1: L, x2: W - R, y1: y(t.s), y2: y(t.s) }));
+    svg.append(el('text', { svg: 1, x: L - 4, y: y(t.s) + 4, 'text-anchor': 'end' }, t.cost));
+    svg.append(el('text', { svg: 1, x: W - R + 4, y: y(t.s) + 4 }, t.tokens));
   }
   series.forEach((p, i) => {
     const h = (p.figures.costUsd / maxCost) * (H - T - B);
@@ -80,30 +96,50 @@ function chart(series) {
   return svg;
 }
 function topTable(id, title, groups, noun) {
-  const rows = groups.map((g) => el('tr', {}, el('td', {}, g.key || '(no user)'), el('td', { class: 'num' }, money(g.figures)), el('td', { class: 'num' }, int(tokens(g.figures)))));
+  const rows = groups.map((g) => el('tr', {}, idCell(g.key || '(no user)'), el('td', { class: 'num' }, money(g.figures)), el('td', { class: 'num' }, int(tokens(g.figures)))));
   return el('section', { id: id }, el('h2', {}, title), el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, noun), el('th', { class: 'num' }, 'cost'), el('th', { class: 'num' }, 'tokens'))),
     el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 3, class: 'muted' }, 'no usage in the last 7 days'))]))));
 }
-function budgets(list) {
-  if (list.length === 0) return el('p', { class: 'muted' }, 'No budgets set (CHATGATE_BUDGET_* options, docs/operating.md).');
-  return el('table', {}, el('thead', {}, el('tr', {}, ...['limit', 'used', 'full'].map((h) => el('th', {}, h)))), el('tbody', {}, ...list.map((b) => {
-    const share = Math.max(b.usdShare || 0, b.tokenShare || 0);
-    const used = b.limitUsd ? '$' + b.usedUsd.toFixed(2) + ' of $' + b.limitUsd.toFixed(2) : int(b.usedTokens) + ' of ' + int(b.limitTokens) + ' tokens';
-    return el('tr', { class: share >= 1 ? 'full' : '' }, el('td', {}, b.level + (b.subject ? ' ' + b.subject : '') + ', per ' + b.period), el('td', {}, used),
-      el('td', {}, el('meter', { min: 0, max: 1, value: Math.min(1, share), high: 0.8 }), ' ' + Math.round(share * 100) + '%'));
-  })));
+// Fullest first (the API's order); red from 100 %, amber from the notice share.
+function budgets(b) {
+  if (b.rows.length === 0) return [el('p', { class: 'muted' }, 'No budgets set (CHATGATE_BUDGET_* options, docs/operating.md).')];
+  const rows = b.rows.map((r) => {
+    const usd = r.limitUsd !== undefined && (r.tokenShare === undefined || (r.usdShare || 0) >= r.tokenShare);
+    const used = usd ? formatMoney(r.usedUsd, 0) + ' of ' + formatMoney(r.limitUsd, 0) : int(r.usedTokens) + ' of ' + int(r.limitTokens) + ' tokens';
+    const state = r.share >= 1 ? 'over' : r.share >= b.noticeShare ? 'near' : 'ok';
+    const pct = r.share > 0 && r.share < 0.01 ? '<1' : int(Math.round(r.share * 100));
+    return el('tr', { class: state === 'over' ? 'full' : '', 'data-share': r.share },
+      idCell(r.level + (r.subject && r.level !== 'deployment' ? ' ' + r.subject : '') + ', per ' + r.period), el('td', {}, used),
+      el('td', {}, el('span', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(r.share * 100), 'data-state': state },
+        el('i', { style: 'width:' + Math.min(100, r.share * 100).toFixed(1) + '%' })), pct + '%'));
+  });
+  const table = el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'limit'), el('th', {}, 'used'), el('th', { class: 'share' }, 'full'))), el('tbody', {}, ...rows));
+  const note = b.more > 0 ? b.more + ' more with a limit, less full: chatgate budgets list shows every one.' : 'chatgate budgets list shows every limit and what is left.';
+  return [table, el('p', { class: 'muted', id: 'budgets-more' }, note)];
 }
+let last, drawnWidth = 0;
 function render(o) {
+  last = o;
   $('cards').replaceChildren(card('today', 'Today', o.today), card('week', 'Last 7 days', o.week), card('month', 'Last 30 days', o.month));
-  $('chart').replaceChildren(el('h2', {}, 'Cost and tokens a day (30 days, UTC)'), chart(o.series),
+  $('chart').replaceChildren(el('h2', {}, 'Cost and tokens a day (30 days, UTC)'), chart(o.series, drawnWidth = chartWidth()),
     el('div', { class: 'legend' }, el('span', {}, el('i', { class: 'key k-cost' }), 'cost'), el('span', {}, el('i', { class: 'key k-tokens' }), 'tokens')));
   $('tops').replaceChildren(topTable('top-users', 'Top users (7 days)', o.top.user, 'user'), topTable('top-chats', 'Top chats (7 days)', o.top.chat, 'chat'), topTable('top-models', 'Top models (7 days)', o.top.model, 'model'));
   $('compaction-sentence').textContent = o.compaction.sentence.charAt(0).toUpperCase() + o.compaction.sentence.slice(1) + '.';
   $('compaction-chats').replaceChildren(...o.compaction.chats.map((g) => el('li', {}, g.key + ': spent ' + (g.figures.compactionSpent.calls ? formatMoney(g.figures.compactionSpent.costUsd, g.figures.compactionSpent.unpricedCalls) : '$0.00')
     + ', saved ' + formatMoney(g.figures.compactionSaved.costUsd, g.figures.compactionSaved.unpricedTokens) + ' (' + int(g.figures.compactionSaved.tokens) + ' prompt tokens)')));
-  $('budgets').replaceChildren(el('h2', {}, 'Budgets'), budgets(o.budgets));
+  $('budgets').replaceChildren(el('h2', {}, 'Budgets, fullest first'), ...budgets(o.budgets));
   $('updated').textContent = 'updated ' + new Date(o.generatedAtMs).toISOString().slice(11, 19) + ' UTC';
 }
+function chartWidth() {
+  const box = $('chart'), style = getComputedStyle(box);
+  return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+}
+addEventListener('resize', () => {
+  const width = chartWidth();
+  if (!last || Math.abs(width - drawnWidth) < 1) return;
+  drawnWidth = width;
+  $('usage-chart').replaceWith(chart(last.series, width));
+});
 async function refresh() {
   try {
     const res = await fetch('api/usage/overview', { headers });

@@ -1,7 +1,8 @@
 import { countOf } from '../core/plural.js';
 import { describeContext, formatShare, formatTokens } from '../core/session-figures.js';
 import type { SessionDetail, SessionRow } from '../core/session-view.js';
-import { formatMoney } from '../usage/figures.js';
+import { alignMoneyColumn } from '../usage/figures.js';
+import { formatMoney } from '../core/money.js';
 
 /**
  * Plain-text views of sessions for the CLI (`chatgate sessions`, `chatgate usage <session>`): the
@@ -23,10 +24,12 @@ export function formatSessionsTable(rows: readonly SessionRow[]): string {
     formatInt(row.contextWindow),
     formatInt(row.promptTokens),
     formatInt(row.completionTokens),
-    formatMoney(row.costUsd, row.unpricedCalls, 4),
+    formatMoney(row.costUsd, row.unpricedCalls),
     formatInt(row.compactions),
     formatUtc(row.lastActivityAt),
   ]);
+  const cost = COLUMNS.indexOf('cost');
+  alignMoneyColumn(cells.map((line) => line[cost]!)).forEach((text, k) => { cells[k]![cost] = text; });
   const widths = COLUMNS.map((header, i) => Math.max(header.length, ...cells.map((line) => line[i]!.length)));
   const render = (line: readonly string[]) =>
     line.map((cell, i) => (RIGHT_ALIGNED.has(COLUMNS[i]!) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
@@ -44,7 +47,7 @@ export function formatSessionUsage(detail: SessionDetail): string {
     `context        ${describeContext(detail.context)}`,
     `tokens         prompt ${formatInt(l.promptTokens)} (cached ${formatInt(l.cachedTokens)}, ${formatShare(l.cacheShare)}), completion ${formatInt(l.completionTokens)}`,
     `model calls    ${formatInt(l.calls)}`,
-    `cost           ${formatMoney(l.costUsd, l.unpricedCalls, 4)}${l.costUsd > 0 ? ' (estimated)' : ''}`,
+    `cost           ${formatMoney(l.costUsd, l.unpricedCalls)}${l.costUsd > 0 ? ' (estimated)' : ''}`,
     `compactions    ${formatInt(l.compactions)}${byLayer ? ` (attempts: ${byLayer})` : ''}, ${countOf(l.tokensRemoved, 'token')} removed${l.resets > 0 ? `; ${formatInt(l.resets)} reset${l.resets === 1 ? '' : 's'}` : ''}`,
     `messages       ${formatInt(s.messages)}, last activity ${formatUtc(s.lastActivityAt)} UTC`,
   ];

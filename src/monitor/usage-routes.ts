@@ -9,6 +9,8 @@ export interface UsageMonitorDeps {
   reader: UsageReader;
   /** The budget counters of a user and chat (src/budget's ledger `state`). Absent: no budgets. */
   budgets?: BudgetStates;
+  /** Percent of a limit from which the overview calls it near (CHATGATE_BUDGET_NOTICE_PERCENT). Default 80. */
+  budgetNoticePercent?: number;
 }
 
 /** The monitor's paths of usage, to put behind the access guard. */
@@ -27,7 +29,7 @@ export function addUsageRoutes(app: Hono, deps: UsageMonitorDeps, options: { pol
       throw err;
     }
   });
-  app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, deps.budgets)));
+  app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, { budgets: deps.budgets, noticePercent: deps.budgetNoticePercent })));
   app.get('/overview', (c) => {
     c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
     return c.html(renderOverviewPage(options));

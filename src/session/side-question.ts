@@ -50,13 +50,15 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
       ...snapshot.entries.map((entry) => entry.message),
       { role: 'user', content: `${SIDE_QUESTION_PREFIX}${question}` },
     ];
-    const scope = { chat: sessionId, ...(user ? { user } : {}) };
+    // Counted like a turn of one call: a limit it brings to the notice share or uses up is told below the answer.
+    const notices: string[] = [];
+    const scope = { chat: sessionId, ...(user ? { user } : {}), turn: { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) } };
     const result = await deps.llm.complete({ messages, logger: log, scope, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
     // Counters only (addUsage sets nothing): the context fill is the main thread's, which this call did not change.
     if (result.usage) await deps.store.addUsage(sessionId, callUsageDelta(result.model, result.usage, options.contextWindow, options.prices), user);
     log.info({ sessionId, promptTokens: result.usage?.promptTokens }, 'side question answered');
     const text = (result.message.content ?? '').trim();
-    return text === '' ? 'I have no answer to that side question.' : text;
+    return [text === '' ? 'I have no answer to that side question.' : text, ...notices].join('\n\n');
   };
 }
 

@@ -3,6 +3,7 @@
  * into tokens, calls and USD, money that says "price unknown" instead of a made-up $0, the
  * `--since` grammar, and the one sentence on what compaction was worth.
  */
+import { formatMoney } from '../core/money.js';
 import { UsageQueryError } from '../errors.js';
 import type { RollupFigures, RollupBucket } from './rollup-format.js';
 
@@ -48,15 +49,14 @@ export function totalTokens(figures: UsageFigures): number {
 }
 
 /**
- * Money for people: `$1.23`; `price unknown` when nothing was priced but something ran; `$1.23 +
- * price unknown` when part was. Never `$0.00` for calls whose price is unknown. `decimals` fixes
- * the digits (a session's figures show 4); default 2, or 4 below a cent.
+ * A column of {@link formatMoney} texts for a fixed-width table: plain amounts are padded on the
+ * right so their decimal points line up once the column is right-aligned (`$12.34 `, `$0.0108`);
+ * other cells ("price unknown", "-") are left as they are.
  */
-export function formatMoney(usdValue: number, unknown: number, decimals?: number): string {
-  if (unknown > 0 && usdValue === 0) return 'price unknown';
-  const digits = decimals ?? (usdValue > 0 && usdValue < 0.01 ? 4 : 2);
-  const text = `$${usdValue.toFixed(digits)}`;
-  return unknown > 0 ? `${text} + price unknown` : text;
+export function alignMoneyColumn(cells: readonly string[]): string[] {
+  const fraction = (cell: string) => (/^\$[\d,]+\.\d+$/.test(cell) ? cell.length - cell.indexOf('.') : -1);
+  const widest = Math.max(0, ...cells.map(fraction));
+  return cells.map((cell) => (fraction(cell) > 0 ? cell.padEnd(cell.length + widest - fraction(cell)) : cell));
 }
 
 /** "compaction spent $0.04 and saved $0.91 in the last 7 days", or what it did without prices. */

@@ -2,17 +2,20 @@
  * A usage report as text (a table for people) and CSV (for spreadsheets), pure. JSON is the
  * report itself. Cost cells say "price unknown" where no price was known, never $0.
  */
-import { compactionSentence, formatMoney, type UsageFigures } from './figures.js';
+import { alignMoneyColumn, compactionSentence, type UsageFigures } from './figures.js';
+import { formatMoney } from '../core/money.js';
 import type { UsageReport } from './read-model.js';
 
 const COLUMNS = ['calls', 'tokens in', 'cached', 'tokens out', 'cost', 'compactions', 'compaction spent', 'compaction saved'] as const;
+/** The money columns of a table line (the group key is column 0). */
+const MONEY_COLUMNS = [5, 7, 8] as const;
 
 /** The report as a table: one line a group (highest cost first), the total, and what compaction was worth. */
 export function formatUsageReport(report: UsageReport): string {
   const title = `Usage ${report.span} (from ${new Date(report.fromMs).toISOString().slice(0, 16).replace('T', ' ')} UTC, by ${report.period}), by ${report.by}`;
   if (report.totals.calls === 0 && report.totals.compactions === 0) return `${title}\n(no usage)`;
   const header = [report.by, ...COLUMNS];
-  const lines = [...report.groups.map((g) => [keyText(g.key), ...cells(g.figures)]), ['total', ...cells(report.totals)]];
+  const lines = alignMoney([...report.groups.map((g) => [keyText(g.key), ...cells(g.figures)]), ['total', ...cells(report.totals)]]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((line) => line[i]!.length)));
   const render = (line: readonly string[]) => line.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd();
   return [title, render(header), ...lines.map(render), '', `${capitalise(compactionSentence(report.totals, report.span))}.`].join('\n');
@@ -42,6 +45,15 @@ function cells(f: UsageFigures): string[] {
     f.compactionSpent.calls === 0 ? '-' : formatMoney(f.compactionSpent.costUsd, f.compactionSpent.unpricedCalls),
     f.compactions === 0 ? '-' : formatMoney(f.compactionSaved.costUsd, f.compactionSaved.unpricedTokens),
   ];
+}
+
+/** Lines up the decimal points of the money columns. */
+function alignMoney(lines: string[][]): string[][] {
+  for (const column of MONEY_COLUMNS) {
+    const aligned = alignMoneyColumn(lines.map((line) => line[column]!));
+    lines.forEach((line, k) => { line[column] = aligned[k]!; });
+  }
+  return lines;
 }
 
 function int(n: number): string {

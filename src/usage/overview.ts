@@ -13,6 +13,16 @@ export const USAGE_OVERVIEW_FORMAT = 1;
 /** Rows of each top list. */
 const TOP = 5;
 
+/** Budget rows beside those at or over the notice share (always shown, up to {@link BUDGET_ROWS_MAX}). */
+const BUDGET_ROWS = 8;
+const BUDGET_ROWS_MAX = 50;
+
+/** Subjects (users, chats with usage in 30 days, by cost) whose counters are read; the CLI lists every one. */
+const BUDGET_SUBJECTS_MAX = 500;
+
+/** The notice share when none is given (CHATGATE_BUDGET_NOTICE_PERCENT's default). */
+const DEFAULT_NOTICE_PERCENT = 80;
+
 /** One span of the overview: its `since` (as `chatgate usage --since` takes it) and totals. */
 export interface OverviewSpan {
   since: string;
@@ -24,6 +34,26 @@ export interface OverviewSpan {
 export interface OverviewBudget extends CounterState {
   usdShare?: number;
   tokenShare?: number;
+  /** The larger of the two shares. */
+  share: number;
+}
+
+/** The budgets part of the overview: the fullest counters first, and what is left out. */
+export interface OverviewBudgets {
+  /** Every counter at or over the notice share, then the fullest others (the deployment's always), fullest first. */
+  rows: OverviewBudget[];
+  /** Counters with a limit read but not in `rows` (`chatgate budgets list` shows every one). */
+  more: number;
+  /** The share from which a counter is near its limit (CHATGATE_BUDGET_NOTICE_PERCENT / 100). */
+  noticeShare: number;
+}
+
+/** Options of {@link readUsageOverview}. */
+export interface UsageOverviewOptions {
+  /** The budget counters of a user and chat. Absent: no budgets. */
+  budgets?: BudgetStates;
+  /** Percent of a limit from which it is near (the budgets' notice). Default 80. */
+  noticePercent?: number;
 }
 
 /** What the overview page shows. */
@@ -39,15 +69,19 @@ export interface UsageOverview {
   top: { user: UsageGroup[]; chat: UsageGroup[]; model: UsageGroup[] };
   /** "compaction spent $0.04 and saved $0.91 in the last 7 days", and the chats where it did most. */
   compaction: { sentence: string; chats: UsageGroup[] };
-  /** Counters with a limit: the deployment's, and those of the top users and chats. Empty without budgets. */
-  budgets: OverviewBudget[];
+  /** How full the budgets are. Without budgets: no rows. */
+  budgets: OverviewBudgets;
 }
 
 /** The budget counters of a user and chat (src/budget's ledger `state`). */
 export type BudgetStates = (scope: { user: string; chat: string }) => Promise<CounterState[]>;
 
-/** Reads the overview: the rollups of 1, 7 and 30 days (each as `--since` reads it) and the budget counters. */
-export async function readUsageOverview(reader: UsageReader, budgets?: BudgetStates): Promise<UsageOverview> {
+/**
+ * Reads the overview: the rollups of 1, 7 and 30 days (each as `--since` reads it) and the budget
+ * counters of the deployment and of every user and chat with usage in 30 days (up to
+ * {@link BUDGET_SUBJECTS_MAX} by cost: one ledger read each pair).
+ */
+export async function readUsageOverview(reader: UsageReader, options: UsageOverviewOptions = {}): Promise<UsageOverview> {
   const [today, week, month] = await Promise.all([reader.digest('1d'), reader.digest('7d'), reader.digest('30d')]);
   const span = (read: UsageDigest): OverviewSpan => ({ since: read.since.text, span: spanWords(read.since), totals: read.totals });
   const top = { user: week.groups.user.slice(0, TOP), chat: week.groups.chat.slice(0, TOP), model: week.groups.model.slice(0, TOP) };
@@ -60,27 +94,34 @@ export async function readUsageOverview(reader: UsageReader, budgets?: BudgetSta
       sentence: compactionSentence(week.totals, 'in the last 7 days'),
       chats: week.groups.chat.filter((g) => worth(g) > 0).sort((a, b) => worth(b) - worth(a)).slice(0, TOP),
     },
-    budgets: budgets ? await readBudgets(budgets, top.user.map((g) => g.key), top.chat.map((g) => g.key)) : [],
+    budgets: await readBudgets(options, month.groups.user.map((g) => g.key), month.groups.chat.map((g) => g.key)),
   };
 }
 
-/** The deployment's counters, then the top users' and chats' — each counter once, only those with a limit. */
-async function readBudgets(states: BudgetStates, users: string[], chats: string[]): Promise<OverviewBudget[]> {
-  const scopes = [{ user: '', chat: '' }, ...users.filter(Boolean).map((user) => ({ user, chat: '' })), ...chats.map((chat) => ({ user: '', chat }))];
+/** The counters with a limit of the deployment, `users` and `chats` — each once — fullest first, bounded. */
+async function readBudgets(options: UsageOverviewOptions, users: string[], chats: string[]): Promise<OverviewBudgets> {
+  const noticeShare = (options.noticePercent ?? DEFAULT_NOTICE_PERCENT) / 100;
+  if (!options.budgets) return { rows: [], more: 0, noticeShare };
+  // One ledger read gives a user's, a chat's and the deployment's counters: pair them up.
+  const named = users.filter(Boolean).slice(0, BUDGET_SUBJECTS_MAX);
+  const pairs = Math.max(1, named.length, Math.min(chats.length, BUDGET_SUBJECTS_MAX));
+  const scopes = Array.from({ length: pairs }, (_, k) => ({ user: named[k] ?? '', chat: chats[k] ?? '' }));
   const seen = new Set<string>();
-  const out: OverviewBudget[] = [];
-  for (const list of await Promise.all(scopes.map((scope) => states(scope)))) {
+  const all: OverviewBudget[] = [];
+  for (const list of await Promise.all(scopes.map((scope) => options.budgets!(scope)))) {
     for (const state of list) {
       const id = `${state.level}|${state.period}|${state.subject}`;
       const anonymous = !state.subject && state.level !== 'deployment';
       if (seen.has(id) || anonymous || (state.limitUsd === undefined && state.limitTokens === undefined)) continue;
       seen.add(id);
-      out.push({
-        ...state,
-        ...(state.limitUsd ? { usdShare: state.usedUsd / state.limitUsd } : {}),
-        ...(state.limitTokens ? { tokenShare: state.usedTokens / state.limitTokens } : {}),
-      });
+      const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
+      const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
+      all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0) });
     }
   }
-  return out;
+  all.sort((a, b) => b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
+  const near = all.filter((b) => b.share >= noticeShare).length;
+  const shown = Math.min(BUDGET_ROWS_MAX, Math.max(near, BUDGET_ROWS));
+  const rows = all.filter((b, k) => k < shown || b.level === 'deployment');
+  return { rows, more: all.length - rows.length, noticeShare };
 }

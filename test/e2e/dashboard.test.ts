@@ -39,7 +39,9 @@ describe('dashboard in headless Chromium', () => {
     await rows.first().waitFor();
     expect(await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.session))).toEqual(['discord:2002', 'telegram:1001', 'web:abc']);
     const telegram = page.locator('tr[data-session="telegram:1001"] td');
-    expect(await telegram.allTextContents()).toEqual(['telegram:1001', 'telegram', '120', '17.8%', '128,000', expect.any(String), '10,500', '$0.4567', '2', '2026-01-15 10:00:00']);
+    expect(await telegram.allTextContents()).toEqual(['telegram:1001', 'telegram', '120', '17.8%', '128,000', expect.any(String), '10,500', '$0.457', '2', '2026-01-15 10:00:00']);
+    // The usage overview is one click away, as the dashboard is from it.
+    expect(await page.locator('header #overview-link').evaluate((a) => (a as HTMLAnchorElement).href)).toBe(`${base}/overview`);
   });
 
   it('re-sorts by context fill', async () => {
@@ -63,7 +65,7 @@ describe('dashboard in headless Chromium', () => {
     expect(await page.locator('#fill-chart').textContent()).toContain('hygiene 85%');
     const points = await page.locator('#fill-chart .fill-line').getAttribute('points');
     expect(points?.split(' ')).toHaveLength(30);
-    expect(await page.locator('#ledger').textContent()).toContain('$0.4567');
+    expect(await page.locator('#ledger').textContent()).toContain('$0.457');
     expect(await page.locator('#pinned li').allTextContents()).toEqual(['ORD-48213-XK', '#4471']);
     expect(await page.locator('#compaction-timeline tbody tr').count()).toBe(2);
     expect(page.url()).toContain('#session=telegram%3A1001');

@@ -1,11 +1,14 @@
 /**
  * The usage overview in headless Chromium against a real `chatgate start` (a fake endpoint serving
  * the priced gpt-4o-mini) with a user budget: the page, `chatgate usage --by user --json` and `GET /api/usage` show
- * the same totals (one read model), on a desktop and on a 390 px phone.
+ * the same totals (one read model), on a desktop and on a 390 px phone; the budgets fullest first,
+ * with a user over a limit who is not among the top 5 by cost.
  */
+import { mkdirSync } from 'node:fs';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatMoney, totalTokens } from '../../src/usage/figures.js';
+import { totalTokens } from '../../src/usage/figures.js';
+import { formatMoney } from '../../src/core/money.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { launchChromium } from '../helpers/browser.js';
@@ -37,11 +40,21 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     ({ origin } = await proc.ready());
     // The banner names the overview first of the operator's pages.
     overviewUrl = (await proc.waitFor('stderr', /^Usage: +(http:\/\/\S+\/overview)$/m))[1]!;
-    for (const [chat, text] of [['alice', 'hello'], ['bob', 'what is 2+2?'], ['alice', 'and the time?']]) {
+    // Seven users with two calls each, bob and gina with one: gina is not among the top 5 by cost.
+    // Two rounds: a message sent while its chat is busy joins the turn under way.
+    const post = async (chat: string, text: string) => {
       const posted = await fetch(`${origin}/api/chat/${chat}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, clientMessageId: `${chat}-${text}` }) });
       expect(posted.status).toBe(202);
-    }
-    await pollUntil(async () => (await api('/api/usage?since=1d&by=chat')).groups.length === 2 && (await api('/api/usage?since=1d&by=chat')).totals.calls >= 3, { timeoutMs: 60_000 });
+    };
+    const calls = async () => (await api('/api/usage?since=1d&by=chat')).totals.calls;
+    const twice = ['alice', 'carol', 'dave', 'erin', 'frank', 'hank', 'ivan'];
+    for (const chat of [...twice, 'bob', 'gina']) await post(chat, 'hello');
+    await pollUntil(async () => (await calls()) >= 9, { timeoutMs: 60_000 });
+    for (const chat of twice) await post(chat, 'and the time?');
+    await pollUntil(async () => (await calls()) >= 16, { timeoutMs: 60_000 });
+    // Over her limit after the fact: 1,280 tokens used of 1,000.
+    const set = await runChatgate(['budgets', 'set', 'user', 'web:gina', '--daily-tokens', '1000'], env);
+    expect(set.code, set.stderr).toBe(0);
     browser = await launchChromium();
   }, 120_000);
 
@@ -53,8 +66,13 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     await t?.cleanup();
   });
 
+  async function shoot(page: Page, name: string): Promise<void> {
+    mkdirSync('test-output', { recursive: true });
+    await page.screenshot({ path: `test-output/${name}.png`, fullPage: true });
+  }
+
   async function openOverview(width: number): Promise<Page> {
-    const page = await browser!.newPage({ viewport: { width, height: 900 } });
+    const page = await browser!.newPage({ viewport: { width, height: 900 }, colorScheme: 'light' });
     await page.goto(overviewUrl);
     await page.locator('body[data-ready="1"] #week .money').waitFor();
     return page;
@@ -68,7 +86,7 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     expect(fromApi.totals).toEqual(fromCli.totals);
     expect(fromApi.groups).toEqual(fromCli.groups);
     expect(fromCli.totals.costUsd).toBeGreaterThan(0);
-    expect(fromCli.groups.map((g) => g.key).sort()).toEqual(['web:alice', 'web:bob']);
+    expect(fromCli.groups.map((g) => g.key).sort()).toEqual(['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'gina', 'hank', 'ivan'].map((u) => `web:${u}`));
 
     const page = await openOverview(1280);
     expect(await page.locator('#week .money').textContent()).toBe(formatMoney(fromCli.totals.costUsd, fromCli.totals.unpricedCalls));
@@ -76,10 +94,27 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     // Everything happened today: today, 7 and 30 days agree.
     expect(await page.locator('#today .money').textContent()).toBe(await page.locator('#week .money').textContent());
     expect(await page.locator('#month .money').textContent()).toBe(await page.locator('#week .money').textContent());
-    expect(await page.locator('#top-users tbody td:first-child').allTextContents()).toEqual(fromCli.groups.map((g) => g.key));
+    expect(await page.locator('#top-users tbody td:first-child').allTextContents()).toEqual(fromCli.groups.slice(0, 5).map((g) => g.key));
     expect(await page.locator('#top-models tbody td:first-child').allTextContents()).toEqual(['gpt-4o-mini']);
     expect(await page.locator('#usage-chart rect.cost-bar').count()).toBe(30);
     expect(await page.locator('#budgets').textContent()).toMatch(/user web:alice, per day.*of \$5\.00/);
+    // Fullest first: gina, over her limit though not a top user, in red; the rest below, and how many are left out.
+    const rows = page.locator('#budgets tbody tr');
+    const shares = await rows.evaluateAll((trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.share)));
+    expect(shares).toEqual([...shares].sort((a, b) => b - a));
+    expect(await page.locator('#top-users').textContent()).not.toContain('web:gina');
+    const gina = rows.first();
+    expect(await gina.locator('td').first().textContent()).toBe('user web:gina, per day');
+    expect(await gina.textContent()).toMatch(/1,280 of 1,000 tokens.*128%/);
+    expect(await rows.nth(1).textContent()).toMatch(/\$0\.000426 of \$5\.00<1%$/);
+    expect(await gina.getAttribute('class')).toBe('full');
+    expect(await gina.locator('.bar').getAttribute('data-state')).toBe('over');
+    expect(await gina.locator('.bar i').evaluate((i) => getComputedStyle(i).backgroundColor)).toBe('rgb(180, 35, 24)');
+    expect(await rows.nth(1).locator('.bar').getAttribute('data-state')).toBe('ok');
+    expect(await page.locator('#budgets-more').textContent()).toMatch(/^1 more with a limit.*chatgate budgets list/);
+    // No error: no blank band where its paragraph would be.
+    expect(await page.locator('#error').evaluate((p) => getComputedStyle(p).display)).toBe('none');
+    await shoot(page, 'overview-1280');
     expect(await page.locator('#compaction-sentence').textContent()).toMatch(/compaction/i);
     // The sessions dashboard stays one click away.
     await page.locator('#sessions-link').click();
@@ -97,6 +132,19 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     const chart = await page.locator('#usage-chart').evaluate((el) => el.getBoundingClientRect().width);
     expect(chart).toBeLessThanOrEqual(390);
     expect(chart).toBeGreaterThan(300);
+    // The chart's text is drawn in CSS pixels: as tall on the phone as its 12 px font.
+    const labels = await page.locator('#usage-chart text').evaluateAll((ts) => {
+      const box = (ts[0] as SVGTextElement).ownerSVGElement!.getBoundingClientRect();
+      return ts.map((t) => ({ px: getComputedStyle(t).fontSize, rect: t.getBoundingClientRect(), box })).map(({ px, rect, box }) => ({ px, height: rect.height, inside: rect.left >= box.left && rect.right <= box.right }));
+    });
+    expect(labels.length).toBeGreaterThan(6);
+    for (const label of labels) expect(label).toEqual({ px: '12px', height: expect.any(Number), inside: true });
+    expect(Math.min(...labels.map((l) => l.height))).toBeGreaterThanOrEqual(12);
+    expect(await page.locator('#error').evaluate((p) => getComputedStyle(p).display)).toBe('none');
+    // Ids break after a ':' only, never inside a word.
+    const id = page.locator('#top-users tbody td.id').first();
+    expect(await id.getAttribute('title')).toBe(await id.textContent());
+    await shoot(page, 'overview-390');
     await page.close();
   });
 });

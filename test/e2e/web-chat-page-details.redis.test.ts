@@ -89,7 +89,7 @@ describe('web chat page details (Chromium, demo processes)', () => {
     await page.close();
   });
 
-  it('on a phone, the composer shows its whole placeholder', async () => {
+  it('on a phone, the composer shows its whole placeholder and the header its buttons', async () => {
     const page = await open('phone', { width: 390, height: 760 });
     const fits = await page.locator('#input').evaluate((input: HTMLTextAreaElement) => {
       // A copy of the placeholder in a box of the textarea's content width: its height is what the text needs.
@@ -104,6 +104,15 @@ describe('web chat page details (Chromium, demo processes)', () => {
       return { needed, available: input.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom) };
     });
     expect(fits.needed).toBeLessThanOrEqual(fits.available);
+    // The header's buttons are whole and on the screen, their labels on one line.
+    for (const id of ['#new-chat', '#past-chats']) {
+      const box = await page.locator(id).evaluate((b) => ({ ...b.getBoundingClientRect().toJSON(), clipped: b.scrollWidth > b.clientWidth }));
+      expect(box.left).toBeGreaterThanOrEqual(0);
+      expect(box.right).toBeLessThanOrEqual(390);
+      expect(box.clipped).toBe(false);
+      expect(box.height).toBeLessThan(40);
+    }
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await page.close();
   });
 

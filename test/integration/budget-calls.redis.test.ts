@@ -83,7 +83,7 @@ describe('every model call is budgeted', () => {
 
   it('/btw reserves and settles its call for the sender and the chat, and is refused once its worst case no longer fits', async () => {
     // Each answer reports 1,000 tokens; a call's worst case (the session as counted + 100) is about 1,200.
-    const s = settings({ user: { day: { tokens: 2600 } } });
+    const s = settings({ user: { day: { tokens: 2400 } } });
     const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, prices: PRICES, defaultMaxTokens: 100 })!;
     const store = createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix });
     const btw = createLlmSideQuestion({ redis: t.redis, store, logger: createSilentLogger(), guardLlm: guard.llm }, {
@@ -93,8 +93,9 @@ describe('every model call is budgeted', () => {
     const scope = { user: 'telegram:42', chat: 'telegram:42' };
     expect(await btw('telegram:42', 'Which order was it?', 'telegram:42')).toContain('ORD-48213-XK');
     expect(await usedTokens(s, scope)).toEqual({ user: 1000, chat: 1000, deployment: 1000 });
-    await btw('telegram:42', 'And the ticket?', 'telegram:42');
-    await expect(btw('telegram:42', 'Anything else?', 'telegram:42')).rejects.toThrow(/You have nearly used today's budget of 2,600 tokens: 600 tokens are left, not enough for another answer\./);
+    // The second brings the limit past the notice share: the answer says so below it.
+    expect(await btw('telegram:42', 'And the ticket?', 'telegram:42')).toMatch(/\n\nYou have used 83% of today's budget of 2,400 tokens: 400 tokens are left\./);
+    await expect(btw('telegram:42', 'Anything else?', 'telegram:42')).rejects.toThrow(/You have nearly used today's budget of 2,400 tokens: 400 tokens are left, not enough for another answer\./);
     expect(fake.requests).toHaveLength(2);
   });
 
@@ -159,5 +160,12 @@ describe('every model call is budgeted', () => {
     await expect(ledger.reserve({ user: 'telegram:42' }, { tokens: 1 })).rejects.toThrow(/user:telegram:42 are not in format version 1/);
     await expect(createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).limitsOf('user', 'telegram:42')).rejects.toBeInstanceOf(StoredFormatError);
     expect(await t.redis.exists(budgetKeys(t.keyPrefix).counters(new Date().toISOString().slice(0, 7)))).toBe(0);
+  });
+
+  it.each([[''], ['5'], [-1], [true]])('refuses a stored limit of %j instead of reading it as "no limit"', async (value) => {
+    const s = settings({ user: { day: { tokens: 10 } } });
+    await t.redis.hset(budgetKeys(t.keyPrefix).limits, 'user:telegram:42', JSON.stringify({ v: 1, dailyUsd: value }));
+    const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+    await expect(ledger.reserve({ user: 'telegram:42' }, { tokens: 1 })).rejects.toThrow(/budget limits of user:telegram:42 are unreadable: remove them with chatgate budgets reset/);
   });
 });

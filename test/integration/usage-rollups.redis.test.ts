@@ -4,7 +4,8 @@ import { usageRollupKey } from '../../src/redis/keys.js';
 import { acquireLease } from '../../src/redis/lease.js';
 import { createSessionStore, type SessionStore } from '../../src/redis/session-store.js';
 import { callUsageDelta, compactionUsageDelta, mergeUsage, readUsage, summaryUsageDelta, unreportedCallDelta } from '../../src/redis/usage.js';
-import { compactionSentence, formatMoney } from '../../src/usage/figures.js';
+import { compactionSentence } from '../../src/usage/figures.js';
+import { formatMoney } from '../../src/core/money.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
 import { recordCommittedUsage } from '../../src/usage/usage-metrics.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
@@ -78,7 +79,7 @@ describe('usage rollups', () => {
     const report = await reader().report({ since: '7d', by: 'chat' });
     expect(report.totals).toMatchObject({ compactions: 2, tokensRemoved: 401_000, compactionSpent: { calls: 1, tokens: 32_000, costUsd: 0.034, unpricedCalls: 0 } });
     expect(report.totals.compactionSaved).toEqual({ tokens: 401_000, costUsd: 0.4, unpricedTokens: 1000 });
-    expect(compactionSentence(report.totals, report.span)).toBe('compaction spent $0.03 and saved $0.40 + price unknown (401,000 prompt tokens) in the last 7 days');
+    expect(compactionSentence(report.totals, report.span)).toBe('compaction spent $0.034 and saved $0.40 + price unknown (401,000 prompt tokens) in the last 7 days');
     const unpriced = report.groups.find((g) => g.key === 'web:d')!.figures;
     expect(compactionSentence(unpriced, 'today')).toBe('compaction spent $0.00 (no summariser call) and saved 1,000 prompt tokens (price unknown) today');
   });

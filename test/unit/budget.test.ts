@@ -34,7 +34,7 @@ describe('budget messages', () => {
     expect(budgetNoticeMessage({ level: 'deployment', period: 'day', unit: 'usd', limit: 50, used: 40, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
       .toBe("This bot has used 80% of today's budget of $50.00: $10.00 is left. It resets at 00:00 UTC, in 3 h 12 min.");
     expect(budgetNoticeMessage({ level: 'user', period: 'day', unit: 'usd', limit: 0.01, used: 0.00968, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
-      .toBe("You have used 96% of today's budget of $0.01: $0.0003 is left. It resets at 00:00 UTC, in 3 h 12 min.");
+      .toBe("You have used 96% of today's budget of $0.01: $0.00032 is left. It resets at 00:00 UTC, in 3 h 12 min.");
   });
   it.each([[59_000, '1 min'], [3_600_000, '1 h'], [3_660_000, '1 h 1 min'], [86_400_000, '1 d']])('duration %s ms reads %s', (ms, text) => {
     expect(duration(ms)).toBe(text);
@@ -81,7 +81,7 @@ describe('what is left (/usage)', () => {
     expect(limitsLeft(counter).map(formatUsed)).toEqual(['$0.00 + 1,234 tokens at no known price']);
   });
 
-  it.each([[0, '$0.00'], [0.011, '$0.011'], [0.0001, '$0.0001'], [0.12345, '$0.1235'], [9.989, '$9.99'], [2, '$2.00']])('formats %s USD as %s', (usd, text) => {
+  it.each([[0, '$0.00'], [0.011, '$0.011'], [0.0001, '$0.0001'], [0.12345, '$0.123'], [9.989, '$9.99'], [2, '$2.00']])('formats %s USD as %s', (usd, text) => {
     expect(formatAmount('usd', usd)).toBe(text);
   });
 

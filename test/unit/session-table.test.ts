@@ -9,7 +9,7 @@ describe('formatSessionsTable', () => {
     expect(formatSessionsTable(rows).split('\n')).toEqual([
       'session        channel   model        messages   fill   window  tokens in  tokens out     cost  compactions  last activity (UTC)',
       'web:abc        web       gpt-4o-mini        80  79.7%  128,000  1,090,000       7,000  $0.0123            0  2026-01-15 09:00:00',
-      'telegram:1001  telegram  gpt-4o-mini       120  17.8%  128,000  1,173,940      10,500  $0.4567            2  2026-01-15 10:00:00',
+      'telegram:1001  telegram  gpt-4o-mini       120  17.8%  128,000  1,173,940      10,500  $0.457             2  2026-01-15 10:00:00',
       'discord:2002   discord   gpt-4o-mini        12   3.9%  128,000     12,000       1,050  $0.0123            0  2026-01-15 11:00:00',
     ]);
   });
@@ -23,7 +23,7 @@ describe('formatSessionUsage', () => {
   it('reports the ledger, the fill against both triggers and the compactions', () => {
     const text = formatSessionUsage(seededSession('telegram:1001', { turns: 30, perTurn: 4_000, compactAt: [16, 30], costUsd: 0.4567 }));
     expect(text).toContain('context        22,740 of 128,000 tokens (17.8%; window 128,000); compaction at 50% (64,000), hygiene at 85% (108,800)');
-    expect(text).toContain('cost           $0.4567 (estimated)');
+    expect(text).toContain('cost           $0.457 (estimated)');
     expect(text).toContain('compactions    2 (attempts: in-loop compacted=2; hygiene compacted=0), 99,260 tokens removed');
     expect(text).toContain('pinned facts   ORD-48213-XK, #4471');
   });

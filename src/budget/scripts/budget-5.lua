@@ -70,7 +70,13 @@ local function limitsOf(c, stored)
   if o.unlimited == true then return -1, -1, 'override' end
   local usd = o[c.period == 'day' and 'dailyUsd' or 'monthlyUsd']
   local tokens = o[c.period == 'day' and 'dailyTokens' or 'monthlyTokens']
-  return (type(usd) == 'number' and math.floor(usd * 1000000 + 0.5) or -1), (type(tokens) == 'number' and tokens or -1), 'override'
+  -- Absent is no limit; anything else but a number ≥ 0 is refused, never read as "no limit".
+  for _, v in ipairs({ usd, tokens }) do
+    if v ~= nil and (type(v) ~= 'number' or v < 0) then
+      error({ err = 'ERR budget limits of ' .. c.override .. ' are unreadable: remove them with chatgate budgets reset, then set them again' })
+    end
+  end
+  return (usd ~= nil and math.floor(usd * 1000000 + 0.5) or -1), (tokens ~= nil and tokens or -1), 'override'
 end
 
 -- A counter decoded, its expired reservations dropped and the live ones summed (rm, rt).
