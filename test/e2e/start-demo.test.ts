@@ -74,6 +74,7 @@ describe('chatgate start --demo on a machine without Redis', () => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
       CHATGATE_REDIS_FALLBACK_PORT: String(await closedPort()), CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+      CHATGATE_DEMO_WORD_DELAY_MS: '0', // the whole reply at once (~4 s at the default pace)
     };
     child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'start', '--demo'], { cwd: ROOT, env });
     const stdout = { text: '' };

@@ -282,6 +282,7 @@ describe('chatgate start on a Redis Cluster', () => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_CLUSTER_NODES: cluster.seeds, CHATGATE_KEY_PREFIX: 'st:',
       CHATGATE_QUEUE_PREFIX: '{stq}', CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+      CHATGATE_DEMO_WORD_DELAY_MS: '0', // the whole reply at once (~4 s at the default pace)
     };
     const root = fileURLToPath(new URL('../..', import.meta.url));
     const child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'start', '--demo'], { cwd: root, env });
