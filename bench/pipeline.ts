@@ -17,7 +17,7 @@ import { createWebClient, type LoadResult } from './pipeline/load.js';
 import { runSweeperCapacity } from './pipeline/sweeper.js';
 import { printClusterShare, runClusterShare } from './pipeline/cluster-share.js';
 import { startMonitor } from './pipeline/monitor.js';
-import { cpuMs, machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
+import { BUDGET_ENV, cpuMs, machine, roleEnv, rssMiB, startRole, type RoleProcess } from './pipeline/procs.js';
 import { commandStats, freePort, resetStats, startBenchRedis, type BenchRedis, type CommandStat } from './pipeline/redis.js';
 import { percentile, printTable } from './util.js';
 
@@ -31,10 +31,6 @@ const MONITOR_RATE = Number(process.env.PIPELINE_MONITOR_RATE ?? 0);
 const INGEST_MESSAGES = Number(process.env.PIPELINE_INGEST_MESSAGES ?? 1500);
 /** PIPELINE_BUDGETS=1: limits at every level (never reached), so each model call reserves and settles. */
 const BUDGETS = process.env.PIPELINE_BUDGETS === '1';
-const BUDGET_ENV = {
-  CHATGATE_BUDGET_USER_DAILY_USD: '1000', CHATGATE_BUDGET_CHAT_DAILY_USD: '1000', CHATGATE_BUDGET_DEPLOYMENT_MONTHLY_USD: '100000',
-  CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000000',
-};
 
 /** One measured phase: the load's result, CPU per role and Redis's command counts. */
 interface Phase {

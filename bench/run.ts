@@ -1,4 +1,5 @@
 /** `npm run bench`: every benchmark, or the ones named (`npm run bench -- compressor`). */
+import { runBudgetsBench } from './budgets.js';
 import { runCompressorBench } from './compressor.js';
 import { runConcurrencyBench } from './concurrency.js';
 import { runDeadWorkerBench } from './dead-worker.js';
@@ -19,6 +20,8 @@ if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.
 if (wanted.has('failover')) await runFailoverBench();
 if (wanted.has('dead-worker')) await runDeadWorkerBench();
+// Two stacks, budgets off against on, about 2 minutes: only when named.
+if (wanted.has('budgets')) await runBudgetsBench();
 // Slow model, minutes of waiting: only when named.
 if (wanted.has('concurrency')) await runConcurrencyBench();
 // Half an hour by default (SOAK_MINUTES): only when named.

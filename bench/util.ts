@@ -19,6 +19,34 @@ export function percentile(values: number[], p: number): number {
   return sorted[index];
 }
 
+/** The median of a list of numbers (the mean of the middle two when their count is even). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * The typical ratio of paired measurements (B/A per pair) with a ~95% interval: the
+ * Hodges–Lehmann estimate on log ratios (the median of all pairwise means), its interval from the
+ * exact Wilcoxon signed-rank distribution. Distribution-free; one outlying pair moves it little.
+ * `coverage` is the interval's exact confidence (below 95% with fewer than 6 pairs).
+ */
+export function ratioInterval(ratios: number[]): { estimate: number; low: number; high: number; coverage: number } {
+  const logs = ratios.map(Math.log);
+  const n = logs.length;
+  const walsh: number[] = [];
+  for (let i = 0; i < n; i++) for (let j = i; j < n; j++) walsh.push((logs[i] + logs[j]) / 2);
+  walsh.sort((a, b) => a - b);
+  // mass[t] = P(signed-rank statistic = t) when the median ratio is 1.
+  let mass = [1];
+  for (let i = 1; i <= n; i++) mass = Array.from({ length: mass.length + i }, (_, t) => ((mass[t] ?? 0) + (mass[t - i] ?? 0)) / 2);
+  let k = 0; // the interval drops the k lowest and k highest pairwise means
+  let tail = mass[0];
+  while (k + 1 < walsh.length / 2 && tail + mass[k + 1] <= 0.025) tail += mass[++k];
+  return { estimate: Math.exp(median(walsh)), low: Math.exp(walsh[k]), high: Math.exp(walsh[walsh.length - 1 - k]), coverage: 1 - 2 * tail };
+}
+
 /** Prints rows as an aligned text table. */
 export function printTable(headers: string[], rows: Array<Array<string | number>>): void {
   const cells = [headers, ...rows.map((r) => r.map(String))];

@@ -7,7 +7,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -101,6 +101,23 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
 }
 
+/**
+ * CPU time the process's live threads have used so far, ms, to the nanosecond (the sum of
+ * /proc/<pid>/task/<tid>/schedstat): for rounds too short for `cpuMs`'s 10-ms ticks. Threads
+ * that have exited are not counted; Node's threads live as long as the process.
+ */
+export function cpuExactMs(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // The thread exited between the listing and the read.
+    }
+  }
+  return ns / 1e6;
+}
+
 /** Resident memory of the process, MiB. */
 export function rssMiB(pid: number): number {
   const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -125,6 +142,12 @@ function runtimeOf(value: string | undefined): keyof typeof RUNTIMES {
   if (value === 'tsx') return 'tsx';
   throw new Error(`PIPELINE_RUNTIME must be compiled or tsx (got ${value})`);
 }
+
+/** Limits at every budget level, never reached, so each model call reserves and settles (`PIPELINE_BUDGETS=1`, bench `budgets`). */
+export const BUDGET_ENV: Readonly<Record<string, string>> = {
+  CHATGATE_BUDGET_USER_DAILY_USD: '1000', CHATGATE_BUDGET_CHAT_DAILY_USD: '1000', CHATGATE_BUDGET_DEPLOYMENT_MONTHLY_USD: '100000',
+  CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000000',
+};
 
 /**
  * The environment of the bench's gateway (`port` for its HTTP server); a worker takes it with
