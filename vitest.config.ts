@@ -23,7 +23,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'] } },
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'] } },
+      // One Chromium for the run: the browser tests connect to it rather than each launching one.
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], globalSetup: ['test/global-setup.ts', 'test/browser-setup.ts'] } },
       // The ordering, exactly-once and crash tests again with the queues split into 4 shards.
       { extends: true, test: { name: 'shards', env: { CHATGATE_TEST_SHARDS: '4' }, include: SHARDED_FILES } },
     ],

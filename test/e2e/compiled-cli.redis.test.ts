@@ -96,7 +96,8 @@ function spawnCompiled(args: string[], env: Record<string, string>): ChatgatePro
 }
 
 function roleEnv(t: TestRedis): Record<string, string> {
-  return { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn' };
+  // The demo model's reply at once (~4 s at the default pace).
+  return { ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: '0' };
 }
 
 /** Long-polls the web chat until the demo model's reply arrives. @returns its text. */

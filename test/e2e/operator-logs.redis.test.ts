@@ -8,23 +8,24 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
-import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
+import { compiledCli, spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { startModelsFront } from '../helpers/cli-worker.js';
 import { duplicateJsonKeys } from '../helpers/json-keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Runs a script that logs one line in `format` and exits at once with code 3 (a crash). */
+/** Runs a script that logs one line in `format` through the compiled logger and exits at once with code 3 (a crash). */
 function crashAfterOneLine(format: 'json' | 'pretty'): Promise<{ code: number | null; stdout: string }> {
+  compiledCli();
   const script = [
-    "import { createLogger } from './src/log.ts';",
+    "import { createLogger } from './dist/src/log.js';",
     `const log = createLogger({ format: '${format}' });`,
     "log.fatal({ reason: 'disk full' }, 'the last line before the crash');",
     'process.exit(3);',
   ].join('\n');
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
     child.once('error', reject);

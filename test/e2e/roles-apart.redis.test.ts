@@ -23,6 +23,7 @@ describe('chatgate gateway and chatgate worker started apart', () => {
     const env = {
       ...t.env,
       CHATGATE_HTTP_PORT: String(await closedPort()), CHATGATE_LOG_LEVEL: 'warn',
+      CHATGATE_DEMO_WORD_DELAY_MS: '0', // the whole reply at once (~4 s at the default pace)
     };
     worker = spawnChatgate(['worker', '--demo'], env);
     await worker.ready();

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isRunning } from '../helpers/cli-process.js';
+import { compiledCli, isRunning } from '../helpers/cli-process.js';
 import { createTestRedis } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -74,8 +74,9 @@ describe('chatgate start --demo on a machine without Redis', () => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '',
       CHATGATE_REDIS_FALLBACK_PORT: String(await closedPort()), CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+      CHATGATE_DEMO_WORD_DELAY_MS: '0', // the whole reply at once (~4 s at the default pace)
     };
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start', '--demo'], { cwd: ROOT, env });
+    child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'start', '--demo'], { cwd: ROOT, env });
     const stdout = { text: '' };
     const stderr = { text: '' };
     child.stdout.on('data', (chunk: Buffer) => { stdout.text += chunk.toString(); });

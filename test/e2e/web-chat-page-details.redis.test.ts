@@ -1,6 +1,7 @@
 /**
  * The web chat page's everyday details in headless Chromium against real `chatgate gateway --demo`
- * and `chatgate worker --demo` processes (the demo model writes a word every 120 ms): a message sent
+ * and `chatgate worker --demo` processes (the demo model answers at once, and writes a word every
+ * 120 ms for the `/stop` test, whose reply must still be running when it is stopped): a message sent
  * with no worker running says it waits, and so does `/status`; `/pins` shows two lists; the phone
  * layout shows the whole placeholder; sending while scrolled up shows the message; past
  * conversations can be reopened; `/stop` keeps the partial text and the bubbles keep their order.
@@ -11,22 +12,32 @@ import { launchChromium, openChat, sendChat } from '../helpers/browser.js';
 import { spawnChatgate, stopChatgate, type ChatgateProcess } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
-const WORD_DELAY_MS = 120;
+/** The `/stop` test's pace: a demo reply (~150 words) takes ~18 s, time enough to stop it. */
+const SLOW_WORD_DELAY_MS = 120;
 const PROCESS_TIMEOUT_MS = 120_000;
 
 describe('web chat page details (Chromium, demo processes)', () => {
   let t: TestRedis;
   let gateway: ChatgateProcess | undefined;
   let worker: ChatgateProcess | undefined;
+  let workerWordDelayMs = 0;
   let browser: Browser | undefined;
   let origin: string;
 
-  const env = (): Record<string, string> => ({
-    ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(WORD_DELAY_MS), CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
+  const env = (wordDelayMs = 0): Record<string, string> => ({
+    ...t.env, CHATGATE_HTTP_PORT: '0', CHATGATE_LOG_LEVEL: 'warn', CHATGATE_DEMO_WORD_DELAY_MS: String(wordDelayMs), CHATGATE_RATE_LIMIT_PER_MINUTE: '0',
   });
-  /** Starts the worker (once): the first test runs without one. */
-  const startWorker = async (): Promise<void> => {
-    worker ??= spawnChatgate(['worker', '--demo'], env());
+  /**
+   * Starts the worker (the first test runs without one), its demo model writing a word every
+   * `wordDelayMs`; a running worker with another pace is stopped first.
+   */
+  const startWorker = async (wordDelayMs = 0): Promise<void> => {
+    if (worker && workerWordDelayMs !== wordDelayMs) {
+      await stopChatgate(worker);
+      worker = undefined;
+    }
+    workerWordDelayMs = wordDelayMs;
+    worker ??= spawnChatgate(['worker', '--demo'], env(wordDelayMs));
     await worker.ready();
   };
   const open = (conversation: string, viewport?: { width: number; height: number }): Promise<Page> => openChat(browser!, `${origin}/chat?c=${conversation}`, viewport);
@@ -142,7 +153,7 @@ describe('web chat page details (Chromium, demo processes)', () => {
   }, PROCESS_TIMEOUT_MS);
 
   it('after /stop keeps the partial text, and shows /stop before "Stopped."', async () => {
-    await startWorker();
+    await startWorker(SLOW_WORD_DELAY_MS);
     const page = await open('stop-partial');
     await send(page, 'tell me a long story');
     const live = page.locator('.msg.bot.live .body');

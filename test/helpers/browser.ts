@@ -1,15 +1,28 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { inject } from 'vitest';
+import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 
 /** Debian's Chromium (installed by .ci/run); Playwright's own browser download does not work here. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
-/** Launches headless Debian Chromium with the flags this machine needs (no sandbox as root, no background networking). */
+const LAUNCH_OPTIONS = {
+  executablePath: CHROMIUM_PATH,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+};
+
+/** Launches headless Debian Chromium with the flags this machine needs (no sandbox as root, no background networking) as a server tests connect to. */
+export function launchChromiumServer(): Promise<BrowserServer> {
+  return chromium.launchServer(LAUNCH_OPTIONS);
+}
+
+/**
+ * A browser for one test file: a connection to the run's shared Chromium (test/browser-setup.ts)
+ * when there is one, else a Chromium of its own. Its `close()` closes the contexts the file opened
+ * (and the browser, when it is the file's own).
+ */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  const wsEndpoint = inject('chromiumWsEndpoint');
+  return wsEndpoint ? chromium.connect(wsEndpoint) : chromium.launch(LAUNCH_OPTIONS);
 }
 
 /** Opens `url` (a web chat page) in a new page of `browser` and resolves once the page says it is connected. */

@@ -3,7 +3,7 @@
  * (side-effecting). Each run of a tool is counted in Redis (`<prefix>runs:<tool>`, `book` pushes its
  * idempotency key). With BOOK_APPROVAL=ask, `book` asks the user first. With EFFECT_BLOCK=1, `book` signals `<prefix>signal:book-started` after its
  * effect and then never returns, so a test can SIGKILL the process right there.
- * Run: `node --import tsx test/helpers/effect-worker.ts` with REDIS_URL, KEY_PREFIX, QUEUE_PREFIX, OPENAI_BASE_URL.
+ * Run (test/helpers/cli-worker.ts compiles it next to dist/): `node --import tsx test/helpers/effect-worker.ts` also works, with REDIS_URL, KEY_PREFIX, QUEUE_PREFIX, OPENAI_BASE_URL.
  */
 import { Redis } from 'ioredis';
 import { z } from 'zod';

@@ -35,6 +35,7 @@ import { readTranscript } from '../../src/redis/transcript.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { runWorker, type RunningWorker } from '../../workers/main.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeRequest } from '../fakes/openai-server.js';
+import { compiledCli } from '../helpers/cli-process.js';
 import { startTestCluster, type TestCluster } from '../helpers/redis-cluster.js';
 import { collectOutbound } from '../helpers/redis.js';
 import { pollUntil } from '../helpers/waits.js';
@@ -281,9 +282,10 @@ describe('chatgate start on a Redis Cluster', () => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_CLUSTER_NODES: cluster.seeds, CHATGATE_KEY_PREFIX: 'st:',
       CHATGATE_QUEUE_PREFIX: '{stq}', CHATGATE_HTTP_PORT: '0', CHATGATE_STATE_DIR: stateDir, CHATGATE_LOG_LEVEL: 'warn',
+      CHATGATE_DEMO_WORD_DELAY_MS: '0', // the whole reply at once (~4 s at the default pace)
     };
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--no-dotenv', 'start', '--demo'], { cwd: root, env });
+    const child = spawn(process.execPath, [...compiledCli(), '--no-dotenv', 'start', '--demo'], { cwd: root, env });
     const output = { stdout: '', stderr: '' };
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
