@@ -1,7 +1,7 @@
 /**
  * The web chat page's everyday details in headless Chromium against real `chatgate gateway --demo`
  * and `chatgate worker --demo` processes (the demo model answers at once, and writes a word every
- * 120 ms for the `/stop` test, whose reply must still be running when it is stopped): a message sent
+ * 120 ms where a reply must still be running: the `/stop` test, the last message of the scroll test): a message sent
  * with no worker running says it waits, and so does `/status`; `/pins` shows two lists; the phone
  * layout shows the whole placeholder; sending while scrolled up shows the message; past
  * conversations can be reopened; `/stop` keeps the partial text and the bubbles keep their order.
@@ -125,6 +125,8 @@ describe('web chat page details (Chromium, demo processes)', () => {
     }
     const log = page.locator('#log');
     expect(await log.evaluate((el) => el.scrollHeight > el.clientHeight * 1.5)).toBe(true);
+    // Its reply written slowly: a whole reply at once would push the message up out of view again.
+    await startWorker(SLOW_WORD_DELAY_MS);
     await log.evaluate((el) => { el.scrollTop = 0; });
     await send(page, 'where did my message go?');
     await expect.poll(() => page.locator('.msg.user', { hasText: 'where did my message go?' }).evaluate((el) => {
