@@ -18,6 +18,8 @@ export interface FinalCall {
  * processing list deleted — one atomic, lease-fenced commit. @returns the replies committed.
  */
 export async function finish(loop: Loop, final: FinalCall | null, notice: string | null, replyText = ''): Promise<OutboundMessage[]> {
+  // The last call's budget settle may still be in flight: its notices (a limit reached) go with this commit.
+  await loop.turn.callScope.turn?.settling;
   const ids = loop.replyIds;
   const replyId = replyJobId(ids, 'reply');
   const outbox: OutboundMessage[] = [];

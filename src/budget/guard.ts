@@ -133,6 +133,8 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
     scope.turn.onNotice(text);
   };
   return async (what, model, scope = {}, need, call) => {
+    // A turn's next call reserves once its previous one has settled (its reservation released).
+    if (scope.turn?.settling) await scope.turn.settling;
     const ledgerScope = { user: scope.user, chat: scope.chat };
     if (scope.turn) checkTurnCaps(scope.turn, options.settings, need, (breach) => refuse(breach, what));
     const reserved = await deps.ledger.reserve(ledgerScope, need);
@@ -153,7 +155,11 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
         scope.turn.usedMicro += used.micro ?? 0;
         scope.turn.usedTokens += used.tokens;
       }
-      await deps.ledger.settle(ledgerScope, reserved.id, used).then((events) => tell(events, scope, model), (err: unknown) => log.warn({ err }, 'budget not settled: its reservation is released when its lease ends'));
+      const settling = deps.ledger.settle(ledgerScope, reserved.id, used).then((events) => tell(events, scope, model), (err: unknown) => log.warn({ err }, 'budget not settled: its reservation is released when its lease ends'));
+      // A turn has its answer at once (its live reply ends without waiting on Redis); its next call
+      // and its commit wait for the settle (turnSettled), so its notices are in before it commits.
+      if (scope.turn) scope.turn.settling = settling;
+      else await settling;
     }
   };
 }

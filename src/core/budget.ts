@@ -58,6 +58,8 @@ export interface TurnSpend {
   usedMicro: number;
   usedTokens: number;
   onNotice: (text: string) => void;
+  /** The settle of the turn's last call, in flight: awaited before its next call and before it commits (never rejects). */
+  settling?: Promise<void>;
 }
 
 /** The levels, in the order counters are kept and reported. */

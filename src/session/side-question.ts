@@ -6,6 +6,7 @@
  * sees them; a running turn is neither waited for nor changed (what it has not committed yet is not
  * seen). The call is counted in the session's usage ledger and rollups and, like every model call, in the budgets.
  */
+import type { TurnSpend } from '../core/budget.js';
 import type { ChatMessage } from '../core/messages.js';
 import { createLlmClient, type LlmClient } from '../llm/client.js';
 import type { Logger } from '../log.js';
@@ -52,8 +53,10 @@ export function createSideQuestion(deps: SideQuestionDeps, options: SideQuestion
     ];
     // Counted like a turn of one call: a limit it brings to the notice share or uses up is told below the answer.
     const notices: string[] = [];
-    const scope = { chat: sessionId, ...(user ? { user } : {}), turn: { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) } };
+    const turn: TurnSpend = { usedMicro: 0, usedTokens: 0, onNotice: (text) => notices.push(text) };
+    const scope = { chat: sessionId, ...(user ? { user } : {}), turn };
     const result = await deps.llm.complete({ messages, logger: log, scope, ...(options.reservedOutputTokens > 0 ? { maxTokens: options.reservedOutputTokens } : {}) });
+    await turn.settling;
     // Counters only (addUsage sets nothing): the context fill is the main thread's, which this call did not change.
     if (result.usage) await deps.store.addUsage(sessionId, callUsageDelta(result.model, result.usage, options.contextWindow, options.prices), user);
     log.info({ sessionId, promptTokens: result.usage?.promptTokens }, 'side question answered');

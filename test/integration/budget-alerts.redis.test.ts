@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createBudgetGuard } from '../../src/budget/guard.js';
-import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
+import { NO_BUDGETS, type BudgetSettings, type TurnSpend } from '../../src/core/budget.js';
 import { BudgetError } from '../../src/errors.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { createMemoryMetrics } from '../../src/metrics.js';
@@ -71,8 +71,13 @@ describe('budget events', () => {
     const guard = createBudgetGuard({ redis: t.redis, logger: log.logger, metrics }, { keyPrefix: t.keyPrefix, settings, defaultMaxTokens: 50, alerts: { retryBaseMs, attempts } })!;
     const llm = guard.llm(createLlmClient({ baseURL: fake.baseURL, apiKey: 'k', model: MODEL, stream: false, retry: { maxRetries: 0 } }));
     const notices: string[] = [];
-    const turn = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
-    const call = () => llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } });
+    const turn: TurnSpend = { usedMicro: 0, usedTokens: 0, onNotice: (text) => notices.push(text) };
+    // As a turn does before it commits: the call's settle (and its events) landed.
+    const call = async () => {
+      const result = await llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } });
+      await turn.settling;
+      return result;
+    };
     return { log, metrics, guard, call, notices };
   };
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { guardLlm } from '../../src/budget/guard.js';
 import { createBudgetLedger } from '../../src/budget/ledger.js';
-import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
+import { NO_BUDGETS, type BudgetSettings, type TurnSpend } from '../../src/core/budget.js';
 import { BudgetError } from '../../src/errors.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
@@ -65,9 +65,12 @@ describe('budget guard', () => {
     const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: tight });
     const llm = guardLlm(createLlmClient({ baseURL: fake.baseURL, apiKey: 'k', model: 'fake-model', stream: false }), { ledger, logger: createSilentLogger() }, { settings: tight, defaultMaxTokens: 100 });
     const notices: string[] = [];
-    const turn = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
+    const turn: TurnSpend = { usedMicro: 0, usedTokens: 0, onNotice: (text) => notices.push(text) };
     const result = await llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } }); // reports 1,200 tokens: 0% → 104%
     expect(result.message.content).toBe('Goal: a summary.');
+    // The answer comes before the settle; a turn waits for it before it commits.
+    expect(turn.settling).toBeInstanceOf(Promise);
+    await turn.settling;
     expect(notices).toEqual([expect.stringMatching(/^You have used today's budget of 1,150 tokens\. It resets at 00:00 UTC, in /)]);
     expect(await ledger.check(scope)).toMatchObject({ level: 'user', unit: 'tokens', limit: 1150 });
     // The turn's next call (a tool loop) is refused without saying it twice; another turn reads the full message.
