@@ -157,7 +157,7 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
       }
       const settling = deps.ledger.settle(ledgerScope, reserved.id, used).then((events) => tell(events, scope, model), (err: unknown) => log.warn({ err }, 'budget not settled: its reservation is released when its lease ends'));
       // A turn has its answer at once (its live reply ends without waiting on Redis); its next call
-      // and its commit wait for the settle (turnSettled), so its notices are in before it commits.
+      // and its commit (workers/turn-commit.ts `finish`) wait for `settling`, so its notices go with the reply.
       if (scope.turn) scope.turn.settling = settling;
       else await settling;
     }

@@ -301,7 +301,7 @@ export function limitsLeft(counter: CounterState): LimitLeft[] {
   return rows;
 }
 
-/** An amount as a person reads it: `$1.58`, `$0.039` (up to 4 decimals below a dollar), `38,000 tokens`. */
+/** An amount as a person reads it: `$1.58`, `$0.039` (the one money rule, src/core/money.ts), `1 token`, `38,000 tokens`. */
 export function formatAmount(unit: 'usd' | 'tokens', value: number): string {
   return unit === 'tokens' ? countOf(Math.round(value), 'token') : formatMoney(value);
 }
