@@ -1,7 +1,8 @@
 /**
  * The budget counters in Redis: reserve a call's worst case against every level in one script
  * call, settle it with the provider's usage in one more, read what is left. A level used up leaves
- * a small marker until its period ends, so the gateway's early answer is one read.
+ * a small marker until its period ends, which the script announces: the gateway's early answer
+ * reads its copy of the markers (markers.ts), not Redis.
  * Keys: `budgetKeys` (one hash tag).
  */
 import { BUDGET_LEVELS, BUDGET_PERIODS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits, type PeriodWindow } from '../core/budget.js';
@@ -11,6 +12,7 @@ export type { CounterState } from '../core/budget.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
+import { readMarkers, type MarkerReader } from './markers.js';
 
 /** A month's counters are kept this long after it ends. */
 const KEEP_AFTER_PERIOD_S = 35 * 86_400;
@@ -52,6 +54,8 @@ export interface BudgetLedgerOptions {
   reservationLeaseMs?: number;
   /** Clock (epoch ms); injected by tests. Default `Date.now`. */
   now?: () => number;
+  /** Where `check` reads the exhaustion markers: a gateway's copy (`watchBudgetMarkers`). Default: one MGET each time. */
+  markers?: MarkerReader;
 }
 
 /** The budget counters of one deployment. */
@@ -64,7 +68,7 @@ export interface BudgetLedger {
   reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: string } | { breach: BudgetBreach; event?: BudgetEvent }>;
   /** Settles reservation `id` with the call's real cost; @returns the limits it brought to notice or used up. */
   settle(scope: BudgetScope, id: string, used: CallNeed): Promise<BudgetEvent[]>;
-  /** The limit used up for `scope`, if any (one read of the exhaustion markers: the gateway's early answer). */
+  /** The limit used up for `scope`, if any, from the exhaustion markers (`options.markers`): the gateway's early answer. */
   check(scope: BudgetScope): Promise<BudgetBreach | null>;
   /** Every counter of `scope` with its limits. */
   state(scope: BudgetScope): Promise<CounterState[]>;
@@ -125,6 +129,7 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
   const now = options.now ?? Date.now;
   const leaseMs = options.reservationLeaseMs ?? DEFAULT_RESERVATION_LEASE_MS;
   const settings = options.settings;
+  const markers = options.markers ?? readMarkers(redis);
   const windows = createWindowCache(settings.timeZone);
   const markerKeys = (scope: BudgetScope) => BUDGET_LEVELS.map((level) => keys.exhausted(level, subjectAt(scope, level) ?? '-'));
   const run = async (op: string, key: string, scope: BudgetScope, counters: CounterSpec[], extra: object, nowMs: number): Promise<ScriptReply> => {
@@ -169,7 +174,7 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       });
     },
     async check(scope) {
-      const raw = await redis.mget(...markerKeys(scope));
+      const raw = await markers.read(markerKeys(scope));
       const nowMs = now();
       for (const [k, level] of BUDGET_LEVELS.entries()) {
         const subject = subjectAt(scope, level);
@@ -185,7 +190,9 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       const scope = scopeOf(level, subject);
       const { key, counters } = specsAt(scope, nowMs, [level]);
       await run('reset', key, scope, counters, {}, nowMs);
-      await redis.del(keys.exhausted(level, subject));
+      // Dropped and announced together: a gateway's copy (markers.ts) never keeps a dropped marker.
+      const marker = keys.exhausted(level, subject);
+      await redis.multi().del(marker).publish(keys.markerChannel, JSON.stringify({ key: marker })).exec();
     },
     async setOverride(level, subject, stored) {
       const nowMs = now();

@@ -1,7 +1,8 @@
 import { recordCommittedUsage } from '../usage/usage-metrics.js';
 import { createBudgetGuard } from '../budget/guard.js';
-import { createBudgetLedger } from '../budget/ledger.js';
-import { hasBudgets } from '../core/budget.js';
+import { createBudgetLedger, type BudgetLedger } from '../budget/ledger.js';
+import { watchBudgetMarkers } from '../budget/markers.js';
+import { hasBudgets, type BudgetSettings } from '../core/budget.js';
 import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
@@ -182,7 +183,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
     keyPrefix, maxBytes: o.maxAttachmentBytes, ttlSeconds: o.attachmentTtlSeconds, transcription: o.transcribeModel !== undefined,
   });
   const retry = createRetry({ redis: failFastRedis, store, logger }, { leaseTtlMs: o.sessionLeaseTtlMs });
-  const budget = o.budgets && hasBudgets(o.budgets) ? { ledger: createBudgetLedger(failFastRedis, { keyPrefix, settings: o.budgets }), timeZone: o.budgets.timeZone } : undefined;
+  const budget = o.budgets && hasBudgets(o.budgets) ? await startBudgetCheck(failFastRedis, logger, keyPrefix, o.budgets, closers) : undefined;
   const ingest = createIngest({ redis: ingestRedis, producer, ops, hygiene, outbound, logger, metrics, attachments, retry, approvals, budget, commands: { view, turnPosition: (id) => turnPosition(turns.forSession(id), id), noWorker: () => noLiveWorker(failFastRedis, keyPrefix), btw: sideQuestion(o, { redis: failFastRedis, store, logger, guardLlm: budgetGuard?.llm }) } }, {
     keyPrefix, allow: o.allow, rateLimitPerMinute: o.rateLimitPerMinute, maxMessageChars: o.maxMessageChars, groupMode: o.groupMode, compactionNotice: o.compactionNotice, dedupeTtlSeconds: o.seenTtlSeconds, busyMode: o.busyMode,
   });
@@ -221,6 +222,15 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Replies go out once every channel can send (and stop first, while the channels still can).
   await startDelivery(deps, keyPrefix, channelMap, names, closers, o);
   return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
+}
+
+/** The early answer's ledger, with a copy of the exhaustion markers: a message costs no Redis command for it. */
+async function startBudgetCheck(redis: RedisClient, logger: Logger, keyPrefix: string, settings: BudgetSettings, closers: Array<() => Promise<unknown>>): Promise<{ ledger: BudgetLedger; timeZone: string }> {
+  const subscriber = duplicateRedis(redis, { maxRetriesPerRequest: null });
+  subscriber.on('error', (err: Error) => logger.debug({ err }, 'budget marker connection error'));
+  const markers = await watchBudgetMarkers({ redis, subscriber, logger }, { keyPrefix });
+  closers.push(() => markers.close());
+  return { ledger: createBudgetLedger(redis, { keyPrefix, settings, markers }), timeZone: settings.timeZone };
 }
 
 /** The outbound consumer and the typing indicators (driven by the workers' turn signals). */

@@ -270,10 +270,12 @@ export function channelLeaseReleasedChannel(prefix: string = DEFAULT_KEY_PREFIX)
  * Keys of the budgets, all under the one hash tag `{budget}` so one script reserves against every
  * level at once (on Redis Cluster they all live on one node; docs/scaling.md).
  */
-export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { limits: string; counters: (monthId: string) => string; exhausted: (level: string, subject: string) => string } {
+export function budgetKeys(prefix: string = DEFAULT_KEY_PREFIX): { limits: string; counters: (monthId: string) => string; exhausted: (level: string, subject: string) => string; markerChannel: string } {
   const base = `${prefix}{budget}:`;
   return {
     limits: `${base}limits`,
+    // Pub/sub: every exhaustion marker set or dropped (the budget script names it KEYS[1] .. ':markers').
+    markerChannel: `${base}limits:markers`,
     counters: (monthId) => `${base}counters:${monthId}`,
     exhausted: (level, subject) => `${base}exhausted:${level}:${subject}`,
   };

@@ -13,6 +13,8 @@
       resetsAtMs, src: "override"|"config" }, kept until the period ends)
     KEYS[4] the chat's exhaustion marker (the same)
     KEYS[5] the deployment's exhaustion marker (the same)
+    Every marker set or dropped is published on KEYS[1] .. ':markers' as JSON { key, marker } (no
+    marker: dropped), for the gateways' copies.
 
     ARGV[1] options, JSON: { "op": "reserve"|"settle"|"state"|"reset"|"override", "now": ms, "expireAt": unix s
       (of KEYS[2]), "counters": [ { "field", "override" (its field in KEYS[1]), "marker" (3..5),
@@ -113,9 +115,13 @@ local function write(list)
   redis.call('HSET', KEYS[2], unpack(args))
 end
 
+-- Every marker set or dropped is announced: the gateways keep a copy (src/budget/markers.ts).
+local MARKERS = KEYS[1] .. ':markers'
+
 local function mark(c, unit, limit, used, src)
   local marker = cjson.encode({ v = 1, level = c.level, period = c.period, unit = unit, limit = limit, used = used, resetsAtMs = c.endsAtMs, src = src })
   redis.call('SET', KEYS[c.marker], marker, 'PXAT', int(c.endsAtMs))
+  redis.call('PUBLISH', MARKERS, cjson.encode({ key = KEYS[c.marker], marker = marker }))
 end
 
 if op == 'override' then
@@ -129,6 +135,7 @@ if op == 'override' then
     else redis.call('HDEL', KEYS[2], 'limit:' .. opts.override) end
   end
   redis.call('DEL', KEYS[opts.marker])
+  redis.call('PUBLISH', MARKERS, cjson.encode({ key = KEYS[opts.marker] }))
   return cjson.encode({ removed = removed })
 end
 
