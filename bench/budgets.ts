@@ -50,6 +50,8 @@ interface Round {
   cpu: { gateway: number; worker: number; redis?: number };
   /** Commands Redis ran (both stacks; the other one idle). */
   commands: number;
+  /** The same by command name (scripts' inner commands under their own names). */
+  byCommand: Map<string, number>;
   modelCalls: number;
 }
 
@@ -110,7 +112,7 @@ async function round(stack: Stack, redis: BenchRedis, llm: BenchLlm): Promise<Ro
   return {
     stack: stack.label, messages: load.messages, seconds: load.seconds, refused: load.refused, p50Ms: percentile(load.latencies, 50),
     cpu: { gateway: per(after.gateway - before.gateway), worker: per(after.worker - before.worker), ...(after.redis === undefined ? {} : { redis: per(after.redis - before.redis!) }) },
-    commands: await commandCount(redis), modelCalls: llm.calls() - callsBefore,
+    ...await commandCounts(redis), modelCalls: llm.calls() - callsBefore,
   };
 }
 
@@ -120,16 +122,17 @@ function cpuOf(stack: Stack, redis: BenchRedis): { gateway: number; worker: numb
   return { gateway: of('gateway'), worker: of('worker'), ...(redis.pid === undefined ? {} : { redis: cpuExactMs(redis.pid) }) };
 }
 
-/** Commands since the last reset, the bench's own (CONFIG RESETSTAT, INFO) left out. */
-async function commandCount(redis: BenchRedis): Promise<number> {
-  return (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command)).reduce((sum, s) => sum + s.calls, 0);
+/** Commands since the last reset, in all and by name, the bench's own (CONFIG RESETSTAT, INFO) left out. */
+async function commandCounts(redis: BenchRedis): Promise<{ commands: number; byCommand: Map<string, number> }> {
+  const stats = (await commandStats(redis.admin)).filter((s) => !['config', 'info'].includes(s.command));
+  return { commands: stats.reduce((sum, s) => sum + s.calls, 0), byCommand: new Map(stats.map((s) => [s.command, s.calls])) };
 }
 
 /** Commands a second Redis runs with both stacks idle (blocking reads, timers): in every round's count. */
 async function idleCommandsPerSecond(redis: BenchRedis): Promise<number> {
   await resetStats(redis.admin);
   await sleep(2000);
-  return (await commandCount(redis)) / 2;
+  return (await commandCounts(redis)).commands / 2;
 }
 
 function report(rounds: Round[], context: Context): void {
@@ -156,9 +159,19 @@ function report(rounds: Round[], context: Context): void {
   ]);
   const extra = pairs.map((p) => p.b.commands / p.b.modelCalls - p.a.commands / p.a.modelCalls);
   console.log(`\nB − A Redis commands a model call: median ${f(median(extra), 1)} (pairs ${f(Math.min(...extra), 1)}–${f(Math.max(...extra), 1)}; target ≤ 6). With both stacks idle Redis ran ${f(context.idle, 1)} commands/s, in every round's count.`);
+  console.log(`By command (median of the pairs' B − A a model call; BullMQ's scripts are EVALSHAs too, and its polling varies with timing): ${extraByCommand(pairs)}.`);
   const busiest = Math.max(...load);
   if (busiest > 2 * availableParallelism()) console.log(`Load average ${f(busiest, 1)} on ${availableParallelism()} cores: the CPU intervals are wide; a run at a lower load resolves more.`);
   console.log(`(budgets bench took ${f(context.seconds, 0)} s)`);
+}
+
+/** The commands whose count a model call differs between B and A by 0.05 or more, the largest first. */
+function extraByCommand(pairs: Array<{ a: Round; b: Round }>): string {
+  const names = new Set(pairs.flatMap((p) => [...p.a.byCommand.keys(), ...p.b.byCommand.keys()]));
+  const per = (r: Round, name: string) => (r.byCommand.get(name) ?? 0) / r.modelCalls;
+  const rows = [...names].map((name) => ({ name, extra: median(pairs.map((p) => per(p.b, name) - per(p.a, name))) }))
+    .filter((row) => Math.abs(row.extra) >= 0.05).sort((x, y) => Math.abs(y.extra) - Math.abs(x.extra));
+  return rows.length === 0 ? 'none' : rows.map((row) => `${row.name} ${row.extra > 0 ? '+' : ''}${f(row.extra, 2)}`).join(', ');
 }
 
 /** One row of the summary: `value` of A and of B over the rounds, and B/A within the pairs. */
