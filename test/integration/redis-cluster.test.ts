@@ -41,7 +41,8 @@ import { collectOutbound } from '../helpers/redis.js';
 import { pollUntil } from '../helpers/waits.js';
 import { TokenCounter } from '../../src/core/tokens.js';
 import { createBudgetLedger } from '../../src/budget/ledger.js';
-import { listCommand, setCommand } from '../../src/cli/budgets.js';
+import { listCommand, resetCommand, setCommand } from '../../src/cli/budgets.js';
+import { watchBudgetMarkers } from '../../src/budget/markers.js';
 
 const TOKENS = new TokenCounter();
 
@@ -192,18 +193,36 @@ describe('on a Redis Cluster', () => {
 
   it('reserves and settles budgets in one script on the {budget} slot, and `chatgate budgets` lists and sets them', async () => {
     const limits = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000' };
-    const ledger = createBudgetLedger(conn.redis, { keyPrefix: config.redis.keyPrefix, settings: loadCliConfig(cliIo(limits)).budgets });
-    const scope = { user: 'web:u1', chat: 'web:budget' };
-    const reserved = await ledger.reserve(scope, { tokens: 100 });
-    if (!('id' in reserved)) throw new Error('refused');
-    await ledger.settle(scope, reserved.id, { tokens: 1000 });
-    expect(await ledger.check(scope)).toMatchObject({ level: 'user', unit: 'tokens', limit: 1000 });
-    const set = cliIo(limits);
-    expect(await setCommand(set, 'user', 'web:u1', { dailyTokens: 5000 })).toBe(0);
-    expect(await ledger.check(scope)).toBeNull();
-    const list = cliIo(limits);
-    expect(await listCommand(list, { json: true })).toBe(0);
-    expect(JSON.parse(list.lines.join('\n'))).toEqual([expect.objectContaining({ level: 'user', subject: 'web:u1', period: 'day', used: 1000, limit: 5000, left: 4000, source: 'override' })]);
+    const settings = loadCliConfig(cliIo(limits)).budgets;
+    const ledger = createBudgetLedger(conn.redis, { keyPrefix: config.redis.keyPrefix, settings });
+    // A gateway's copy of the exhaustion markers hears the script's announcements through the cluster.
+    const markers = await watchBudgetMarkers({ redis: conn.redis, subscriber: duplicateRedis(conn.redis), logger }, { keyPrefix: config.redis.keyPrefix });
+    try {
+      const gateway = createBudgetLedger(conn.redis, { keyPrefix: config.redis.keyPrefix, settings, markers });
+      const scope = { user: 'web:u1', chat: 'web:budget' };
+      expect(markers.live).toBe(true);
+      expect(await gateway.check(scope)).toBeNull();
+      const reserved = await ledger.reserve(scope, { tokens: 100 });
+      if (!('id' in reserved)) throw new Error('refused');
+      await ledger.settle(scope, reserved.id, { tokens: 1000 });
+      expect(await ledger.check(scope)).toMatchObject({ level: 'user', unit: 'tokens', limit: 1000 });
+      await pollUntil(async () => (await gateway.check(scope)) !== null, { timeoutMs: 5000, what: 'the gateway hears the marker' });
+      const set = cliIo(limits);
+      expect(await setCommand(set, 'user', 'web:u1', { dailyTokens: 5000 })).toBe(0);
+      expect(await ledger.check(scope)).toBeNull();
+      await pollUntil(async () => (await gateway.check(scope)) === null, { timeoutMs: 5000, what: 'the gateway hears the marker dropped' });
+      const list = cliIo(limits);
+      expect(await listCommand(list, { json: true })).toBe(0);
+      expect(JSON.parse(list.lines.join('\n'))).toEqual([expect.objectContaining({ level: 'user', subject: 'web:u1', period: 'day', used: 1000, limit: 5000, left: 4000, source: 'override' })]);
+      // Back to 1,000: the next call leaves the marker again; a reset of the usage drops it (DEL and PUBLISH in one MULTI).
+      expect(await setCommand(cliIo(limits), 'user', 'web:u1', { dailyTokens: 1000 })).toBe(0);
+      expect(await ledger.reserve(scope, { tokens: 100 })).toMatchObject({ breach: { level: 'user' } });
+      await pollUntil(async () => (await gateway.check(scope)) !== null, { timeoutMs: 5000, what: 'the gateway hears the marker again' });
+      expect(await resetCommand(cliIo(limits), 'user', 'web:u1', { usage: true })).toBe(0);
+      await pollUntil(async () => (await gateway.check(scope)) === null, { timeoutMs: 5000, what: 'the gateway hears the reset' });
+    } finally {
+      await markers.close();
+    }
   });
 
   it('accepts a message once, counts the rate window, and the sweeper gives a stranded inbox its turn', async () => {
