@@ -5,7 +5,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
-import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/context.js';
+import { CliExit, errorText, EXIT, intOption, packageVersion, processIo, type CliIo } from './cli/io.js';
 import type { SessionsFlags } from './cli/sessions.js';
 import type { UsageReportFlags } from './cli/usage-report.js';
 import { USAGE_DIMENSIONS } from './usage/read-model.js';

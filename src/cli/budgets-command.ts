@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseRuled, ruleText, TOKEN_LIMIT, USD_LIMIT, type NumberRule } from '../core/option-checks.js';
-import type { CliIo } from './context.js';
+import type { CliIo } from './io.js';
 import type { BudgetsSetFlags, LimitFlag } from './budgets.js';
 
 type Runner = (action: () => Promise<number>) => Promise<void>;

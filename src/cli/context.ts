@@ -1,29 +1,14 @@
-import { readFileSync } from 'node:fs';
+/** What the commands share once they run: the configuration, loggers and the Redis connection. */
 import { Redis } from 'ioredis';
-import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, GatewayError } from '../errors.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log.js';
 import { coalesceWrites, createRedisCluster, watchConnection, type RedisClient } from '../redis/client.js';
 import { resolveRedis, type ResolvedRedis } from '../redis/launcher.js';
+import { CliExit, EXIT, progress, type CliIo } from './io.js';
 
-/** Exit codes of every command. */
-export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
-
-/** Where a command writes: results to `out`, progress and errors to `err`. */
-export interface CliIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: Readonly<Record<string, string | undefined>>;
-}
-
-/** A failure already explained to the user: the command ends with `exitCode`. */
-export class CliExit extends Error {
-  constructor(readonly exitCode: number, message = `exit ${exitCode}`) {
-    super(message);
-    this.name = 'CliExit';
-  }
-}
+// The light part lives in ./io.js (what `chatgate --help` loads); the commands import both from here.
+export { CliExit, errorText, EXIT, intOption, packageVersion, processIo, progress, type CliIo } from './io.js';
 
 /** Where a command's Redis is: what the launcher found, or `cluster` (REDIS_CLUSTER_NODES). */
 export interface CliResolvedRedis extends Omit<ResolvedRedis, 'source'> {
@@ -38,20 +23,6 @@ export interface CliRedis {
   resolved: CliResolvedRedis;
   /** Closes the connection and stops a redis-server this command started. */
   close(): Promise<void>;
-}
-
-/** The process's I/O. */
-export function processIo(): CliIo {
-  return {
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-    env: process.env,
-  };
-}
-
-/** Writes a progress line to stderr. */
-export function progress(io: CliIo, text: string): void {
-  io.err(`chatgate: ${text}`);
 }
 
 /**
@@ -169,26 +140,3 @@ async function connectCluster(io: CliIo, seeds: NonNullable<Config['redis']['clu
   };
 }
 
-/** commander argument parser: an integer in [min, max] (a bad value is a usage error, exit 2). */
-export function intOption(min: number, max: number): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`must be an integer in [${min}, ${max}]`);
-    const n = Number(value);
-    if (n < min || n > max) throw new InvalidArgumentError(`must be an integer in [${min}, ${max}]`);
-    return n;
-  };
-}
-
-/** A message for any thrown value. */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** chatgate's version, from its package.json (`unknown` when it cannot be read). */
-export function packageVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-}
