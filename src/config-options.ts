@@ -2,11 +2,11 @@ import { DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS } from './usage/rollup-format.j
 import { z } from 'zod';
 import { GATEWAY_DEFAULTS } from './gateway/gateway-options.js';
 import { WORKER_DEFAULTS } from '../workers/worker-options.js';
-import { DEFAULT_MODEL_TIMEOUT_MS } from './llm/client.js';
+import { DEFAULT_MODEL_TIMEOUT_MS } from './core/retry.js';
 import { parseApprovalRules, type ApprovalRule } from './core/approval.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from './redis/heartbeats.js';
 import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
-import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/session-store.js';
+import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/transcript.js';
 import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
 import { parseRuled, ruleText, TOKEN_LIMIT, USD_LIMIT, type NumberRule } from './core/option-checks.js';

@@ -45,6 +45,9 @@ export interface RetryPolicy {
 export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
 
 /** Defaults of {@link RetryPolicy}. */
+/** Default timeout of one model call attempt in ms (`CHATGATE_MODEL_TIMEOUT_MS`). */
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({ maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30_000, jitterRatio: 0.2 });
 
 /** Wait when a 429 carries no retry-after, in ms. */

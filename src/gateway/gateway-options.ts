@@ -6,7 +6,7 @@ import type { AllowList, ChannelName, GroupSessionMode } from '../core/inbound.j
 import { DEFAULT_ATTACHMENT_TTL_SECONDS, DEFAULT_MAX_ATTACHMENT_BYTES } from '../core/attachments.js';
 import { DEFAULT_COMPRESS_THRESHOLD, DEFAULT_HYGIENE_THRESHOLD } from '../core/compaction/hygiene.js';
 import { int, numberIssues, SHARE, SHARED_OPTION_RULES, type NumberRule } from '../core/option-checks.js';
-import { DEFAULT_HTTP_TIMEOUTS, httpTimeoutIssues, type HttpTimeouts } from '../monitor/index.js';
+import { DEFAULT_HTTP_TIMEOUTS, httpTimeoutIssues, type HttpTimeouts } from '../monitor/http-timeouts.js';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { DEFAULT_LEASE_TTL_MS } from '../redis/lease.js';

@@ -6,7 +6,7 @@ import type { ChatMessage } from '../core/messages.js';
 import { LlmError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createSilentLogger, lazyChild } from '../log.js';
-import { DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
+import { DEFAULT_MODEL_TIMEOUT_MS, DEFAULT_RETRY_POLICY, decideRetry, type RetryPolicy } from '../core/retry.js';
 import { toCompletionResult, type CompletionResult } from './answer.js';
 import { toFailureClass, toLlmError } from './errors.js';
 import { createHttpFetch } from './http-fetch.js';
@@ -77,8 +77,8 @@ export interface LlmClientOptions {
   stream?: boolean;
 }
 
-/** Default timeout of one model call attempt in ms. */
-export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+// Defined beside the retry policy so the configuration reads it without loading the openai SDK.
+export { DEFAULT_MODEL_TIMEOUT_MS };
 
 /** The request fields that carry an output limit. */
 export type MaxTokensField = 'max_tokens' | 'max_completion_tokens';

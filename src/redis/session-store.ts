@@ -9,7 +9,7 @@ import { createSilentLogger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, sessionIndexKey, sessionKeys, usageRollupKey, type SessionKeys } from './keys.js';
 import { runScriptWithOptions } from './scripts.js';
-import type { TranscriptEntry } from './transcript.js';
+import { DEFAULT_TRANSCRIPT_RETENTION, type TranscriptEntry } from './transcript.js';
 import { bucketOf, DEFAULT_DAILY_DAYS, DEFAULT_HOURLY_DAYS, ROLLUP_FORMAT, rollupFields, type RollupBucket } from '../usage/rollup-format.js';
 import type { UsageDelta } from './usage.js';
 
@@ -114,11 +114,8 @@ export interface UsageRetention {
   dailyDays: number;
 }
 
-/**
- * Transcript entries kept per session by default (`CHATGATE_TRANSCRIPT_MAXLEN` reads this): the
- * newest 10,000 (about 4 MB at 385 B an entry; 5,000 exchanges), the oldest trimmed as new ones come.
- */
-export const DEFAULT_TRANSCRIPT_RETENTION = 10_000;
+// Defined in ./transcript.js so the configuration reads it without loading the tokenizer.
+export { DEFAULT_TRANSCRIPT_RETENTION };
 
 const DEFAULTS = {
   keyPrefix: DEFAULT_KEY_PREFIX, transcriptRetention: DEFAULT_TRANSCRIPT_RETENTION,

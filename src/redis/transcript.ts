@@ -6,6 +6,12 @@ import { messageText } from '../core/messages.js';
 import type { RedisClient } from './client.js';
 import type { SessionKeys } from './keys.js';
 
+/**
+ * Transcript entries kept per session by default (`CHATGATE_TRANSCRIPT_MAXLEN` reads this): the
+ * newest 10,000 (about 4 MB at 385 B an entry; 5,000 exchanges), the oldest trimmed as new ones come.
+ */
+export const DEFAULT_TRANSCRIPT_RETENTION = 10_000;
+
 /** A message as recorded in the transcript. */
 export interface TranscriptMessage {
   type: 'message';
