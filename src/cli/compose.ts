@@ -4,7 +4,7 @@ import type { SessionLimits } from '../core/session-figures.js';
 import type { GatewayOptions } from '../gateway/gateway-options.js';
 import type { LlmSessionOpsOptions } from '../session/session-ops.js';
 import type { RunWorkerOptions } from '../../workers/worker-options.js';
-import { packageVersion } from './context.js';
+import { packageVersion } from './io.js';
 
 /**
  * The one place the configuration meets the components: each function maps {@link Config} to one

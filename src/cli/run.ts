@@ -1,16 +1,15 @@
 import { DEMO_MODEL, type Config } from '../config.js';
 import type { GatewayHandle } from '../gateway/index.js';
-import { startDemoModel, type DemoModel } from '../llm/demo-model.js';
+import type { DemoModel } from '../llm/demo-model.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { createWorkerMonitorApp, serveHttp } from '../monitor/worker-app.js';
-import { runWorker, type RunningWorker } from '../../workers/main.js';
+import type { RunningWorker } from '../../workers/main.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metrics.js';
 import { gatewayOptions, workerOptions } from './compose.js';
+// What only one role or mode uses (the gateway and its channels, the worker and its tools, the demo
+// model, the worker's HTTP server) loads where it starts: a process loads only what it runs.
 import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
-import { readerFor } from './sessions.js';
-import { usageReaderFor } from './usage-report.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
 import type { UsageMonitorDeps } from '../monitor/usage-routes.js';
@@ -171,6 +170,7 @@ function raceAbort<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Starts the demo model (demo mode) or checks that the endpoint answers. @returns the config to use. */
 async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups: Array<() => Promise<void>>): Promise<Config> {
   if (config.demo) {
+    const { startDemoModel } = await import('../llm/demo-model.js');
     const demo: DemoModel = await startDemoModel({ logger, model: config.llm.model, wordDelayMs: config.demoWordDelayMs });
     cleanups.push(() => demo.close());
     progress(io, `DEMO MODE: replies come from the built-in offline demo model at ${demo.baseUrl}, not from a real LLM`);
@@ -213,12 +213,14 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
     const { startGateway } = await import('../gateway/index.js');
     // The status report reads channel health, which loads the channel contract: the gateway's alone.
     const { buildStatusReport } = await import('./status-report.js');
-    const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), usage: usageMonitor(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
+    const { readerFor } = await import('./sessions.js');
+    const handle = await startGateway({ redis, logger, metrics, tokenCounter, sessions: readerFor(config, { redis }), status: () => buildStatusReport(config, redis), usage: await usageMonitor(config, redis), signal, onProgress: (text) => progress(io, text) }, gatewayOptions(config));
     gateway = handle;
     cleanups.push(() => handle.close());
   }
   if (roles.worker) {
     progress(io, `starting ${config.workers.concurrency} worker slot(s)…`);
+    const { runWorker } = await import('../../workers/main.js');
     const worker: RunningWorker = await runWorker({ redis, logger, metrics, tokenCounter }, workerOptions(config));
     cleanups.push(() => worker.close());
     // A worker alone has no gateway HTTP server: its metrics get a server of their own, on a port of
@@ -235,6 +237,7 @@ async function startRoles(io: CliIo, config: Config, redis: RedisClient, logger:
  */
 async function startWorkerHttp(io: CliIo, config: Config, port: number, deps: { redis: RedisClient; logger: Logger; metrics: PrometheusMetrics }, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
   const { redis, logger, metrics } = deps;
+  const { createWorkerMonitorApp, serveHttp } = await import('../monitor/worker-app.js');
   const app = createWorkerMonitorApp(
     { logger, metrics, checks: { redis: async () => (await redis.ping()) === 'PONG' } },
     { host: config.http.host, monitorToken: config.http.monitorToken },
@@ -280,7 +283,8 @@ function roleName(roles: RunRoles): string {
 }
 
 /** The monitor's usage routes: the rollups' read model and, with budgets, their counters. */
-function usageMonitor(config: Config, redis: RedisClient): UsageMonitorDeps {
+async function usageMonitor(config: Config, redis: RedisClient): Promise<UsageMonitorDeps> {
+  const { usageReaderFor } = await import('./usage-report.js');
   const ledger = hasBudgets(config.budgets) ? createBudgetLedger(redis, { keyPrefix: config.redis.keyPrefix, settings: config.budgets }) : undefined;
   return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (scope) => ledger.state(scope), budgetNoticePercent: config.budgets.noticePercent } : {}) };
 }
