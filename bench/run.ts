@@ -9,6 +9,7 @@ import { runSessionsBench } from './sessions.js';
 import { runIdleCompactionBench } from './sessions-idle.js';
 import { runSoakBench } from './soak.js';
 import { runStorageBench } from './storage.js';
+import { runStartupBench } from './startup.js';
 
 const wanted = new Set(process.argv.slice(2));
 const all = wanted.size === 0;
@@ -20,6 +21,7 @@ if (all || wanted.has('storage')) await runStorageBench();
 // Needs Redis and starts processes: only when named.
 if (wanted.has('failover')) await runFailoverBench();
 if (wanted.has('dead-worker')) await runDeadWorkerBench();
+if (wanted.has('startup')) await runStartupBench();
 // Two stacks, budgets off against on, about 2 minutes: only when named.
 if (wanted.has('budgets')) await runBudgetsBench();
 // Slow model, minutes of waiting: only when named.
