@@ -23,7 +23,7 @@ import type { AgentOptions } from './agent.processor.js';
 import { ToolRegistry } from './tools/registry.js';
 import { createApprovalStore } from '../src/approvals/store.js';
 import { BUILTIN_TOOLS } from './tools/builtins.js';
-import { startMcpServers } from './tools/mcp/manager.js';
+import type { McpServers } from './tools/mcp/manager.js';
 import { onTurnFailed, processTurnJob, type TurnRunner } from './turn-job.js';
 import { createIdleCompactions } from './idle-compaction.js';
 import { startTurnStops } from './turn-stop.js';
@@ -64,7 +64,10 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
   const layout = await holdQueueLayout({ redis, logger }, names, { ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, onMoved: pauseConsumers });
   const shards = consumedShards(names, o.workerShards, o.concurrency);
   const outbound = openOutboundQueue(redis, names);
-  const mcp = startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version });
+  // The MCP SDK (~250 ms of CPU to load) loads only when a server is configured.
+  const mcp: McpServers = (o.mcpServers ?? []).length > 0
+    ? (await import('./tools/mcp/manager.js')).startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version })
+    : { ready: async () => undefined, status: () => [], close: async () => undefined };
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
     keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, version: o.version,
     llm: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, baseUrl: o.llm.baseURL, demo: o.demo ?? false },
