@@ -1,6 +1,5 @@
 import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../core/inbound.js';
 import type { Config } from '../config.js';
-import { startDemoModel } from '../llm/demo-model.js';
 import { resolveQueueNames } from '../queue/names.js';
 import { openShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue } from '../outbound/outbound-queue.js';
@@ -176,7 +175,8 @@ async function checkQueues(redis: RedisClient, config: Config): Promise<Verdict>
 
 /** The LLM endpoint and model in use: the built-in demo model started here in demo mode. */
 async function checkLlm({ config, deployment }: CommandConfig): Promise<Verdict> {
-  const demo = config.demo ? await startDemoModel({ model: config.llm.model }) : null;
+  // Loaded on use: the demo model brings the tokenizer, which a doctor without it never needs.
+  const demo = config.demo ? await (await import('../llm/demo-model.js')).startDemoModel({ model: config.llm.model }) : null;
   try {
     const llm = demo ? { ...config.llm, baseUrl: demo.baseUrl } : config.llm;
     const whose = deployment ? `; the LLM ${describeDeployment(deployment)} uses` : '';

@@ -2,19 +2,10 @@ import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './messages.js';
 import { MessageMemos } from './compaction/message-memo.js';
 import { headEnd } from './text.js';
+import { IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS, REPLY_PRIMING_TOKENS, TOOL_CALL_FRAMING_TOKENS } from './token-framing.js';
 
-/** Tokens every message costs beyond its content (role and separators), as OpenAI frames chat. */
-export const MESSAGE_FRAMING_TOKENS = 4;
-/** Tokens that prime the assistant's reply, added once per request. */
-export const REPLY_PRIMING_TOKENS = 3;
-/** Tokens charged per tool call beyond its name and arguments. */
-export const TOOL_CALL_FRAMING_TOKENS = 8;
-/**
- * Flat estimate for one image part: what a typical photo costs at `detail: auto` on OpenAI's
- * vision models (resized to 768 px on its short side: 4 tiles × 170 + 85). Only an estimate
- * until the call: the provider's reported usage is what the next request is counted from.
- */
-export const IMAGE_PART_TOKENS = 765;
+// The framing constants live in ./token-framing.js, which readers of stored figures import without the tokenizer.
+export { IMAGE_PART_TOKENS, MESSAGE_FRAMING_TOKENS, REPLY_PRIMING_TOKENS, TOOL_CALL_FRAMING_TOKENS } from './token-framing.js';
 
 /** The BPE encodings chatgate counts with. */
 export type EncodingName = 'o200k_base' | 'cl100k_base';

@@ -1,5 +1,5 @@
 import { isEffectiveCompaction, fillOf, type SessionLimits } from '../core/session-figures.js';
-import { REPLY_PRIMING_TOKENS } from '../core/tokens.js';
+import { REPLY_PRIMING_TOKENS } from '../core/token-framing.js';
 import { hasToolCalls, isToolImagesMessage, messageText } from '../core/messages.js';
 import { TOOL_CALL_TEXT_MAX, type CompactionEvent, type FillPoint, type ResetEvent, type SessionToolCall } from '../core/session-view.js';
 import { truncateText } from '../core/text.js';
