@@ -137,16 +137,6 @@ describe('Waiters', () => {
     await expect(approve.answer).resolves.toBe('both');
   });
 
-  it('gives an approval question only to the requests of the turn it names', async () => {
-    const waiters = new Waiters();
-    const next = new Waiter('m2');
-    waiters.add('c', next);
-    waiters.decide('c', next, 'turn');
-    expect(waiters.deliver('c', { ...item('approve?', false, true), answers: ['m1'] }, new Set(['m1']))).toBe('unwanted');
-    expect(waiters.deliver('c', { ...item('approve this?', false, true), answers: ['m1', 'm2'] }, new Set(['m1', 'm2']))).toBe('answered');
-    await expect(next.answer).resolves.toBe('approve this?');
-  });
-
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
     const pieces: string[] = [];
     const waiters = new Waiters();
