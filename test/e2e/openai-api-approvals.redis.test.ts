@@ -15,7 +15,7 @@ import type { ApprovalRecord } from '../../src/core/approval.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
 import { deliveryKey } from '../../src/outbound/delivery-ledger.js';
-import { apiAskingKey } from '../../src/redis/keys.js';
+import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -110,7 +110,8 @@ describe('approvals over the API channel with two gateways', () => {
     await until(async () => (await stack.t.redis.exists(claim)) === 0);
     const here = clientOf(stack.gateway);
     const next = askWhenFree(here, 'q1', 'say fresh');
-    await until(async () => (await stack.t.redis.exists(claim)) === 1);
+    // Its message waits in the inbox behind the held turn (which takes it when it resumes).
+    await until(async () => (await stack.t.redis.llen(sessionKeys('api:alice:q1', stack.t.keyPrefix).inbox)) === 1);
     release();
     const [asked] = await approvalsOf('q1', (records) => records.length === 1);
     // The question is no answer of `next`. Deciding it resumes the turn, which takes `next`'s message too: one answer for both.
