@@ -67,6 +67,12 @@ export interface OutgoingText {
    * OpenAI-compatible API) ends its wait on it; other notices (compaction, approvals) lack it.
    */
   answersTurn?: boolean;
+  /**
+   * Set on every chunk of a turn's reply and of its approval questions: the ids of the inbound
+   * messages it answers (the turn's, and the messages whose decisions resumed it). A channel that
+   * hands a message to one request (the OpenAI-compatible API) hands it to theirs only.
+   */
+  answers?: readonly string[];
 }
 
 /** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */

@@ -1,4 +1,4 @@
-import type { OutboundMessage } from '../src/core/inbound.js';
+import { answeredIds, type OutboundMessage } from '../src/core/inbound.js';
 import type { SessionMeta } from '../src/redis/session-store.js';
 import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
 import type { CompletionResult } from '../src/llm/answer.js';
@@ -66,7 +66,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
   // Only decisions in the inbox and no turn waiting for them (a late second press): nothing to answer.
   if (loop.items.every((item) => item.event !== undefined)) return finish(loop, null, null);
   await appendInbound(loop);
-  const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items), loop.items.map((item) => item.id)) : null;
+  const stream = deps.liveReplies ? deps.liveReplies(liveReplyTargetOf(loop.turn.sessionId, loop.items), answeredIds(loop.items)) : null;
   for (;;) {
     if (loop.calls >= options.maxModelCalls) return finish(loop, null, TURN_NOTICES.maxCalls(loop.calls));
     const request = await buildRequest(loop);
@@ -99,7 +99,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     const done = await applyResult(loop, result, request.overhead, null);
     if (done) return done;
     // The round is committed: messages sent meanwhile in `steer` mode join before the next call (and its live text names them).
-    if ((await steerIn(loop)) > 0) stream?.answering(loop.items.map((item) => item.id));
+    if ((await steerIn(loop)) > 0) stream?.answering(answeredIds(loop.items));
   }
 }
 

@@ -1,4 +1,4 @@
-import type { OutboundMessage } from '../src/core/inbound.js';
+import { answeredIds, type OutboundMessage } from '../src/core/inbound.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { StoredEntry } from '../src/redis/session-store.js';
 import type { UsageDelta } from '../src/redis/usage.js';
@@ -23,7 +23,8 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   const ids = loop.replyIds;
   const replyId = replyJobId(ids, 'reply');
   const outbox: OutboundMessage[] = [];
-  if (replyText) outbox.push(outbound(loop, replyId, replyText, 'reply', true));
+  // The reply names the messages it answers, the decisions' that resumed the turn included (the transcript has no such message).
+  if (replyText) outbox.push({ ...outbound(loop, replyId, replyText, 'reply', true), answers: answeredIds(loop.items) });
   const notices = [...loop.notices, ...(notice ? [notice] : [])];
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   notices.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));

@@ -1,5 +1,5 @@
 import { approvalChoices, approvalPrompt, type ApprovalRecord } from '../src/core/approval.js';
-import type { OutboundMessage } from '../src/core/inbound.js';
+import { answeredIds, type OutboundMessage } from '../src/core/inbound.js';
 import type { ToolCall } from '../src/core/messages.js';
 import { questionReplyId } from '../src/approvals/question-id.js';
 import { DEFAULT_APPROVAL_TIMEOUT_MS } from '../src/approvals/store.js';
@@ -22,7 +22,9 @@ export async function gateOf(loop: Loop, calls: readonly ToolCall[], recorded: R
  * no lease). The decision's inbox event (or the expiry) brings the turn back, on any worker.
  */
 export async function park(loop: Loop, waiting: readonly ApprovalRecord[]): Promise<OutboundMessage[]> {
-  const outbox = waiting.map((record) => ({ ...outbound(loop, questionReplyId(record), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id) }));
+  // Each question names the turn's messages (and its decisions'): an API request takes it only when it is theirs.
+  const answers = answeredIds(loop.items);
+  const outbox = waiting.map((record) => ({ ...outbound(loop, questionReplyId(record), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id), answers }));
   await loop.turn.commitOnly({ outbox });
   loop.log.info({ approvals: waiting.map((record) => record.id) }, 'turn waits for approval');
   return outbox;

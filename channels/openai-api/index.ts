@@ -79,7 +79,9 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
   const state: { onMessage?: InboundHandler } = {};
   /** Hands an answer to its request in this process; false when none here wants it. */
   const hand = async (chatId: string, item: Delivered): Promise<boolean> => {
-    const covered = item.replyId && deps.answeredBy && waiters.awaitsTurn(chatId) ? await coveredBy(deps.answeredBy, chatId, item.replyId, log) : undefined;
+    const followed = item.replyId && deps.answeredBy && waiters.awaitsTurn(chatId) ? await coveredBy(deps.answeredBy, chatId, item.replyId, log) : undefined;
+    // The messages it names itself (an `/approve` whose decision resumed the turn; a question's turn) count with the transcript's.
+    const covered = item.answers ? new Set([...item.answers, ...(followed ?? [])]) : followed;
     const handed = waiters.deliver(chatId, item, covered);
     if (handed === 'orphaned') log.info({ chatId }, 'api answer dropped: its request went away (the answer stays in the session)');
     return handed !== 'unwanted';
@@ -112,7 +114,8 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
     },
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       const replyId = message.answersTurn && message.deliveryId ? { replyId: message.deliveryId.replace(/#\d+$/, '') } : {};
-      const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId };
+      const answers = message.answers ? { answers: message.answers } : {};
+      const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId, ...answers };
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
       if (await hand(target.chatId, item)) return { messageId };
       // No request here takes it: a request of the chat may wait on another gateway (another request's answer, a command's).

@@ -3,8 +3,10 @@
  * `sendDraft` feed them; a request reads {@link Waiter.answer} (and, streaming, the text as it is
  * written). A request that went away stays in line, orphaned, until its answer comes: the answer is
  * then dropped, so it never answers the next request. A turn's answer says which messages it
- * followed, from the session's transcript (`covered`): it answers the requests among them only. A
- * live reply names the messages its turn answers: its text is streamed to those requests only.
+ * followed, from the session's transcript and its own `answers` (`covered`): it answers the requests
+ * among them only; so does an approval question. A live reply names the messages its turn answers:
+ * its text is streamed to those requests only. A turn resumed by an approval names the `/approve`
+ * message among them.
  */
 import type { DraftUpdate } from '../channel.js';
 
@@ -20,11 +22,13 @@ export interface Delivered {
   asks: boolean;
   /** The reply's id (its delivery id without the chunk index), for a message that answers a turn. */
   replyId?: string;
+  /** The messages it answers, as it names them (a turn's reply, an approval question; OutgoingText.answers). */
+  answers?: readonly string[];
 }
 
 /**
  * What a request waits for: its turn's answer, the answer of a turn its approval resumed (which
- * follows no message of its own: the first answer in line is taken), or a chat command's answer.
+ * names the approval's message as one it answers), or a chat command's answer.
  */
 export type WaitMode = 'pending' | 'turn' | 'resumed' | 'command';
 
@@ -175,15 +179,16 @@ export class Waiters {
     const chat = this.chats.get(chatId);
     if (!chat) return 'unwanted';
     const taking = takers(chat.line.filter((candidate) => !candidate.finished && candidate.wants(item)), covered);
-    if (taking.length > 0) {
-      for (const waiter of taking) waiter.take(item);
-      return taking.some((waiter) => !waiter.orphaned) ? 'answered' : 'orphaned';
+    for (const waiter of taking) waiter.take(item);
+    // A request whose verdict is not known yet may be one it answers (as well: an `/approve` whose decision resumed the turn).
+    const awaited = chat.line.some((candidate) => candidate.mode === 'pending' && (taking.length === 0 || covered?.has(candidate.messageId) === true));
+    if (awaited) {
+      chat.unclaimed.push({ item, ...(covered ? { covered } : {}) });
+      if (chat.unclaimed.length > MAX_UNCLAIMED) chat.unclaimed.shift();
     }
-    // A request whose verdict is not known yet may be the one it answers.
-    if (!chat.line.some((candidate) => candidate.mode === 'pending')) return 'unwanted';
-    chat.unclaimed.push({ item, ...(covered ? { covered } : {}) });
-    if (chat.unclaimed.length > MAX_UNCLAIMED) chat.unclaimed.shift();
-    return 'kept';
+    if (taking.some((waiter) => !waiter.orphaned)) return 'answered';
+    if (awaited) return 'kept';
+    return taking.length > 0 ? 'orphaned' : 'unwanted';
   }
 
   /**
@@ -210,9 +215,12 @@ export class Waiters {
   }
 }
 
-/** Which of `wanting` (in line order) take an answer (or a live reply) that followed the messages `covered` (unknown: the first in line). */
+/**
+ * Which of `wanting` (in line order) take an answer (or a live reply) that answers the messages
+ * `covered` (an `/approve`'s request among them when its decision resumed the turn): theirs only;
+ * not known: the first in line.
+ */
 function takers(wanting: readonly Waiter[], covered: ReadonlySet<string> | undefined): Waiter[] {
   if (!covered) return wanting.slice(0, 1);
-  const mine = wanting.filter((waiter) => covered.has(waiter.messageId));
-  return mine.length > 0 ? mine : wanting.filter((waiter) => waiter.mode === 'resumed').slice(0, 1);
+  return wanting.filter((waiter) => covered.has(waiter.messageId));
 }

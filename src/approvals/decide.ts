@@ -23,12 +23,13 @@ export interface ApprovalDeps {
  * gateway adds nothing) and a turn job is made pending, so the turn resumes on any worker, in order
  * with the session's other work. An approval decided before is woken again too: that heals a
  * gateway that died between a decision and its wake-up. A decision made now is shown on its question
- * (`showDecision`), the one way every channel's question loses its buttons.
+ * (`showDecision`), the one way every channel's question loses its buttons. `messageId`: the
+ * message that asked for the decision (a command, a press), which the resumed turn answers.
  */
-export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: string, request: DecisionRequest): Promise<DecisionOutcome> {
+export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: string, request: DecisionRequest, messageId?: string): Promise<DecisionOutcome> {
   const result = await deps.store.decide(sessionId, id, request);
   if (result.outcome === 'applied' || result.outcome === 'decided') {
-    await deps.producer.submitInbound(decisionEvent(result.record));
+    await deps.producer.submitInbound(decisionEvent(result.record, messageId));
     if (result.outcome === 'applied') {
       deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
       await deps.showDecision?.(result.record).catch((err: unknown) => deps.logger.warn({ err, sessionId, approvalId: id }, 'decided question not edited'));
@@ -37,12 +38,12 @@ export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: s
   return result;
 }
 
-/** The inbox event of a decision: in the chat the question was asked in, as its asker (the same session key). */
-export function decisionEvent(record: ApprovalRecord): InboundMessage {
+/** The inbox event of a decision: in the chat the question was asked in, as its asker (the same session key); `messageId` as in {@link decideAndWake}. */
+export function decisionEvent(record: ApprovalRecord, messageId?: string): InboundMessage {
   const { route } = record;
   return {
     id: `approval:${record.id}`, channel: route.channel, chatId: route.chatId, ...(route.threadId ? { threadId: route.threadId } : {}),
     userId: record.askedBy.userId, userName: record.askedBy.userName, chatType: record.chatType, text: '', attachments: [],
-    receivedAt: record.decidedAtMs ?? Date.now(), event: { type: 'approval', approvalId: record.id, state: record.state },
+    receivedAt: record.decidedAtMs ?? Date.now(), event: { type: 'approval', approvalId: record.id, state: record.state, ...(messageId ? { messageId } : {}) },
   };
 }

@@ -109,6 +109,16 @@ export interface InboundEvent {
   approvalId: string;
   /** The decision that was made (`approved`, `denied`, `expired`). */
   state: string;
+  /** The id of the message that made the decision (a typed `/approve`, a press), when one did: the resumed turn answers it too. */
+  messageId?: string;
+}
+
+/**
+ * The ids of the messages a turn of `items` answers: each item's own, and for a decision event the
+ * message that made the decision (an API request waits for the resumed turn's answer by that id).
+ */
+export function answeredIds(items: readonly Pick<InboundMessage, 'id' | 'event'>[]): string[] {
+  return items.flatMap((item) => (item.event?.messageId ? [item.id, item.event.messageId] : [item.id]));
 }
 
 /**
@@ -158,6 +168,12 @@ export interface OutboundMessage {
    * its reply (a notice). A reply's own `id` is its stream id.
    */
   liveReplyId?: string;
+  /**
+   * The ids of the inbound messages this message answers ({@link answeredIds} of its turn), on a
+   * turn's reply and its approval questions: a channel that hands it to one request (the
+   * OpenAI-compatible API) hands it to theirs only. Absent: not known.
+   */
+  answers?: string[];
 }
 
 /** One button under a message: its label and the chat command a press sends (e.g. `/approve k3x9ab`). */

@@ -55,7 +55,8 @@ export async function answerApprovalCommand(deps: ApprovalCommandDeps, sessionId
     }
     const by = { userId: message.userId, userName: message.userName };
     const always = target.kind === 'one' && target.always;
-    const result = await decideAndWake(deps, sessionId, record.id, { decision: approve ? 'approved' : 'denied', via: 'user', by, always });
+    // The resumed turn's answer names this message: an API request waits for it by that id.
+    const result = await decideAndWake(deps, sessionId, record.id, { decision: approve ? 'approved' : 'denied', via: 'user', by, always }, message.id);
     if (result.outcome === 'applied') applied++;
     if (result.outcome === 'unknown') lines.push(`There is no approval ${record.id} in this chat.`);
     else lines.push(result.outcome === 'applied' ? decisionLine(result.record) : `Already decided — ${decisionLine(result.record)}`);

@@ -138,6 +138,18 @@ describe('the API answer relay', () => {
     expect(await contentOf(next)).toBe('new answer');
   });
 
+  it('relays an approval question with the messages it names: only the request among them takes it', async () => {
+    const [here, there] = [await gateway(), await gateway()];
+    const asking = apiAskingKey('alice:s10', t.keyPrefix);
+    const next = there.app.request('/v1/chat/completions', askInit('s10', 'hi', 'r2'));
+    await until(async () => there.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    // An abandoned request's turn asks: relayed, and no answer of the request waiting there.
+    const question = (text: string, answers: string[]) => ({ text, mode: 'formatted' as const, choices: [{ label: 'Approve', command: '/approve a1' }], answers });
+    await here.send({ chatId: 'alice:s10' }, question('old question', ['api:alice:s10:r1']));
+    await here.send({ chatId: 'alice:s10' }, question('its question', ['api:alice:s10:r1', 'api:alice:s10:r2']));
+    expect(await contentOf(next)).toBe('its question');
+  });
+
   it('answers a command across gateways, and a command holds no request of its session up', async () => {
     const [here, there, third] = [await gateway(), await gateway(), await gateway()];
     const asking = apiAskingKey('alice:s6', t.keyPrefix);

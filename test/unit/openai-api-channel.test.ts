@@ -99,7 +99,7 @@ describe('Waiters', () => {
     await expect(gone.answer).resolves.toBe('both');
   });
 
-  it('a turn\'s answer goes only to the requests whose messages it followed; a resumed turn\'s to the first in line', async () => {
+  it('a turn\'s answer goes only to the requests whose messages it followed; a resumed turn\'s to the /approve requests it names', async () => {
     const waiters = new Waiters();
     const next = new Waiter('m2');
     waiters.add('c', next);
@@ -111,11 +111,30 @@ describe('Waiters', () => {
     expect(waiters.deliver('c', { ...item('own answer', true), replyId: 'reply-c-0' }, new Set(['m1', 'm2']))).toBe('answered');
     await expect(next.answer).resolves.toBe('own answer');
     waiters.remove('c', next);
-    const approve = new Waiter('m3');
-    waiters.add('c', approve);
-    waiters.decide('c', approve, 'resumed');
-    expect(waiters.deliver('c', { ...item('resumed answer', true), replyId: 'reply-d-0' }, new Set(['m1', 'm2']))).toBe('answered');
+    const gone = new Waiter('m3');
+    const approve = new Waiter('m4');
+    for (const waiter of [gone, approve]) {
+      waiters.add('c', waiter);
+      waiters.decide('c', waiter, 'resumed');
+    }
+    gone.orphan();
+    // Not the answer of the turn these decisions resumed: no one's here.
+    expect(waiters.deliver('c', { ...item('other answer', true), replyId: 'reply-d-0' }, new Set(['m1', 'm2']))).toBe('unwanted');
+    expect(waiters.deliver('c', { ...item('resumed answer', true), replyId: 'reply-e-0' }, new Set(['m1', 'approval:a1', 'm3', 'approval:a2', 'm4']))).toBe('answered');
     await expect(approve.answer).resolves.toBe('resumed answer');
+  });
+
+  it('keeps an answer for a request whose verdict is not known yet when it names it, though another request took it', async () => {
+    const waiters = new Waiters();
+    const turn = new Waiter('m1');
+    const approve = new Waiter('m2');
+    waiters.add('c', turn);
+    waiters.decide('c', turn, 'turn');
+    waiters.add('c', approve);
+    expect(waiters.deliver('c', { ...item('both', true), replyId: 'reply-a-0' }, new Set(['m1', 'approval:a1', 'm2']))).toBe('answered');
+    waiters.decide('c', approve, 'resumed');
+    await expect(turn.answer).resolves.toBe('both');
+    await expect(approve.answer).resolves.toBe('both');
   });
 
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
@@ -138,7 +157,7 @@ describe('Waiters', () => {
     expect(pieces).toEqual(['Let me', ' check', ' the', '\n\nIt is', ' 4', '.']);
   });
 
-  it('streams a request only the live text of a turn that answers its message; a resumed turn\'s to the first in line', async () => {
+  it('streams a request only the live text of a turn that answers its message; a resumed turn\'s to the /approve request it names', async () => {
     const pieces: string[] = [];
     const waiters = new Waiters();
     const gone = new Waiter('m1');
@@ -159,7 +178,8 @@ describe('Waiters', () => {
     const approve = new Waiter('m3', (delta) => pieces.push(delta));
     waiters.add('c', approve);
     waiters.decide('c', approve, 'resumed');
-    expect(waiters.draft('c', { liveReplyId: 'reply-c-0', text: 'done', answers: ['m2', 'approval:a1'] })).toBe(true);
+    expect(waiters.draft('c', { liveReplyId: 'reply-c-0', text: 'other', answers: ['m2', 'approval:a0'] })).toBe(false);
+    expect(waiters.draft('c', { liveReplyId: 'reply-d-0', text: 'done', answers: ['m2', 'approval:a1', 'm3'] })).toBe(true);
     expect(pieces.at(-1)).toBe('done');
   });
 });

@@ -1,0 +1,142 @@
+/**
+ * Approvals over the API channel with two real gateways on one Redis and one worker (the fake
+ * OpenAI server as the model), with requests that went away: an approval question goes to the
+ * request whose turn asks it, and a resumed turn's answer and live text go to the `/approve`
+ * requests that resumed it, by identity, never to another request in line.
+ */
+import OpenAI from 'openai';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { questionReplyId } from '../../src/approvals/question-id.js';
+import { createApprovalStore } from '../../src/approvals/store.js';
+import { gatewayOptions } from '../../src/cli/compose.js';
+import { readerFor } from '../../src/cli/sessions.js';
+import { loadConfig } from '../../src/config.js';
+import type { ApprovalRecord } from '../../src/core/approval.js';
+import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
+import { createSilentLogger } from '../../src/log.js';
+import { deliveryKey } from '../../src/outbound/delivery-ledger.js';
+import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
+import type { FakeRequest } from '../fakes/openai-server.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+const KEY = 'sk-approvals-0123456789abcdef';
+const APPROVAL = { CHATGATE_TOOL_APPROVAL: 'calculator=ask' };
+
+/** Released by the test that holds a model call. */
+let gate: Promise<void> = Promise.resolve();
+let release: () => void = () => undefined;
+
+let stack: Stack;
+/** The second gateway (the stack's is the first); closed by the test that closes it earlier. */
+let other: GatewayHandle | undefined;
+
+beforeEach(async () => {
+  gate = new Promise<void>((resolve) => (release = resolve));
+  stack = await startStack({
+    handler: (request) => {
+      const last = request.messages.at(-1)!;
+      // The answer after the tools, written in pieces: its live text comes before it.
+      if (last.role === 'tool') return { content: 'computed 42', pieces: ['computed ', '42'], pieceDelayMs: 200 };
+      const text = String(last.content);
+      const call = (k: number) => ({ name: 'calculator', arguments: { expression: '6*7' }, id: `call_${request.index}_${k}` });
+      if (text.startsWith('hold:')) return { hold: gate.then(() => ({ toolCalls: [call(0)] })) };
+      if (text.startsWith('twice:')) return { toolCalls: [call(0), call(1)] };
+      return { content: text.replace(/^say /, '') };
+    },
+    env: { CHATGATE_API_KEYS: `${KEY}=alice`, CHATGATE_RATE_LIMIT_PER_MINUTE: '1000', ...APPROVAL },
+    worker: { toolApproval: loadConfig(APPROVAL).approvals.rules },
+  });
+  other = await startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
+});
+
+afterEach(async () => {
+  release();
+  await other?.close();
+  other = undefined;
+  await stack.close();
+});
+
+const clientOf = (gateway: GatewayHandle) => new OpenAI({ baseURL: `${gateway.httpUrl}/v1`, apiKey: KEY, maxRetries: 0 });
+const session = (name: string, signal?: AbortSignal) => ({ headers: { 'X-Chatgate-Session': name }, ...(signal ? { signal } : {}) });
+const ask = (client: OpenAI, name: string, content: string, signal?: AbortSignal) => client.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content }] }, session(name, signal));
+const userTexts = (request: FakeRequest) => request.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+const textOf = (completion: OpenAI.Chat.Completions.ChatCompletion) => completion.choices[0]!.message.content ?? '';
+
+/** The session's approvals, oldest first, once `ready` holds for them. */
+async function approvalsOf(name: string, ready: (records: ApprovalRecord[]) => boolean): Promise<ApprovalRecord[]> {
+  const store = createApprovalStore(stack.t.redis, { keyPrefix: stack.t.keyPrefix });
+  for (;;) {
+    const records = await store.list(`api:alice:${name}`);
+    if (ready(records)) return records;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Sends `content` until the session is free (409 while the claim of a request that went away lasts). */
+async function askWhenFree(client: OpenAI, name: string, content: string): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+  for (;;) {
+    const answer = await ask(client, name, content).catch((err: unknown) => (err instanceof OpenAI.ConflictError ? null : Promise.reject(err)));
+    if (answer) return answer;
+  }
+}
+
+/** Two questions open (one model answer with two asked calls); the first `/approve` goes away before the turn can resume. @returns the second approval's id. */
+async function secondQuestionAfterAbandonedApproval(client: OpenAI, name: string): Promise<string> {
+  expect(textOf(await ask(client, name, 'twice: compute both'))).toContain('**Approval needed**');
+  const [first, second] = await approvalsOf(name, (records) => records.length === 2);
+  // Both questions are out (the request took one) before the first decision is sent.
+  for (const record of [first!, second!]) {
+    await until(async () => (await stack.t.redis.exists(deliveryKey({ sessionId: record.sessionId, replyId: questionReplyId(record) }, stack.t.keyPrefix))) === 1);
+  }
+  const abort = new AbortController();
+  const gone = ask(client, name, `/approve ${first!.id}`, abort.signal).catch((err: unknown) => err);
+  await approvalsOf(name, (records) => records.some((record) => record.id === first!.id && record.state === 'approved'));
+  abort.abort();
+  expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+  return second!.id;
+}
+
+describe('approvals over the API channel with two gateways', () => {
+  it('gives an approval question to the request whose turn asks it, not to a newer request', async () => {
+    const abort = new AbortController();
+    const gone = ask(clientOf(other!), 'q1', 'hold: compute it', abort.signal).catch((err: unknown) => err);
+    await stack.llm.waitForRequest((request) => userTexts(request).at(-1) === 'hold: compute it');
+    abort.abort();
+    expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // The first gateway goes: the stack's gateway is the one left to deliver the abandoned turn's question.
+    await other!.close();
+    other = undefined;
+    const claim = apiAskingKey('alice:q1', stack.t.keyPrefix);
+    await until(async () => (await stack.t.redis.exists(claim)) === 0);
+    const here = clientOf(stack.gateway);
+    const next = askWhenFree(here, 'q1', 'say fresh');
+    // Its message waits in the inbox behind the held turn (which takes it when it resumes).
+    await until(async () => (await stack.t.redis.llen(sessionKeys('api:alice:q1', stack.t.keyPrefix).inbox)) === 1);
+    release();
+    const [asked] = await approvalsOf('q1', (records) => records.length === 1);
+    // The question is no answer of `next`. Deciding it resumes the turn, which takes `next`'s message too: one answer for both.
+    expect(textOf(await ask(here, 'q1', `/approve ${asked!.id}`))).toBe('fresh');
+    expect(textOf(await next)).toBe('fresh');
+  });
+
+  it('gives a resumed turn\'s answer to the /approve request that resumed it, not to an abandoned one before it', async () => {
+    const here = clientOf(stack.gateway);
+    const second = await secondQuestionAfterAbandonedApproval(here, 'r1');
+    // The turn resumes now: its answer follows both decisions, and the abandoned request's is dropped.
+    expect(textOf(await ask(here, 'r1', `/approve ${second}`))).toBe('computed 42');
+  });
+
+  it('streams a resumed turn\'s live text to the /approve request that resumed it', async () => {
+    const here = clientOf(stack.gateway);
+    const second = await secondQuestionAfterAbandonedApproval(here, 'r2');
+    const stream = await here.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: `/approve ${second}` }], stream: true }, session('r2'));
+    const pieces: string[] = [];
+    for await (const chunk of stream) if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
+    // The live text came in its pieces, then the answer added nothing.
+    expect(pieces).toEqual(['computed ', '42']);
+  });
+});
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 5));
+}
