@@ -76,6 +76,8 @@ export function toLevelLimits(value: unknown): LevelLimits | 'unlimited' | { iss
   if (unknown.length > 0) return { issue: `${unknownKeys(unknown, FLAT_LIMIT_FIELDS, 'field')}; the fields are ${FLAT_LIMIT_FIELDS.join(', ')}` };
   const bad = numberIssues(record, FLAT_LIMIT_RULES);
   if (bad.length > 0) return { issue: bad.join('; ') };
+  // `{}` would silently replace the user level's limits with none.
+  if (FLAT_LIMIT_FIELDS.every((field) => record[field] === undefined)) return { issue: `sets no limit: write "unlimited" for no limit, or remove the entry to keep the user level's (fields: ${FLAT_LIMIT_FIELDS.join(', ')})` };
   return fromFlatLimits(record as FlatLimits);
 }
 

@@ -29,11 +29,15 @@ export const SHARED_OPTION_RULES: Readonly<Record<string, NumberRule>> = Object.
   heartbeatTtlMs: int(300),
 });
 
-/** A spend limit in USD: a number ≥ 0. One rule for CHATGATE_BUDGET_*, the budgets file, `chatgate budgets set` and the stored limits. */
-export const USD_LIMIT: NumberRule = Object.freeze({ min: 0 });
+/**
+ * A spend limit in USD: a number in [0, 1e9]. One rule for CHATGATE_BUDGET_*, the budgets file,
+ * `chatgate budgets set` and the stored limits; the ledger counts micro-USD, which stay exact
+ * integers (below Number.MAX_SAFE_INTEGER) up to it.
+ */
+export const USD_LIMIT: NumberRule = Object.freeze({ min: 0, max: 1_000_000_000 });
 
-/** A spend limit in tokens: an integer ≥ 0 (the same four places as {@link USD_LIMIT}). */
-export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0));
+/** A spend limit in tokens: an integer in [0, Number.MAX_SAFE_INTEGER], counted exactly (the same four places as {@link USD_LIMIT}). */
+export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0, Number.MAX_SAFE_INTEGER));
 
 /** The rules of the flat limit fields of the budgets file and the stored limits. */
 export const FLAT_LIMIT_RULES: Readonly<Record<'dailyUsd' | 'monthlyUsd' | 'dailyTokens' | 'monthlyTokens', NumberRule>> = Object.freeze({
@@ -53,7 +57,7 @@ export function numberIssues(values: object, rules: Readonly<Record<string, Numb
   for (const [name, rule] of Object.entries(rules)) {
     const value = record[name];
     if (value === undefined) continue;
-    if (!fitsRule(value, rule)) issues.push(`\`${name}\` must be ${ruleText(rule)} (got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))})`);
+    if (!fitsRule(value, rule)) issues.push(`\`${name}\` must be ${ruleText(rule)} (got ${typeof value === 'number' ? plainNumber(value) : (JSON.stringify(value) ?? String(value))})`);
   }
   return issues;
 }
@@ -88,6 +92,11 @@ export function ruleText(rule: NumberRule): string {
   if (low) return `${kind} ${low.startsWith('[') ? '≥' : '>'} ${low.slice(1)}`;
   if (high) return `${kind} ${high.endsWith(']') ? '≤' : '<'} ${high.slice(0, -1)}`;
   return kind;
+}
+
+/** A number as written by a person, never in exponent notation (`1e+21` reads `1000000000000000000000`). */
+export function plainNumber(n: number): string {
+  return Number.isFinite(n) ? n.toLocaleString('en-US', { useGrouping: false, maximumFractionDigits: 20 }) : String(n);
 }
 
 /** A copy of `value` without its `undefined` fields, so spreading it over defaults keeps the defaults. */
