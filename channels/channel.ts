@@ -67,6 +67,8 @@ export interface OutgoingText {
    * OpenAI-compatible API) ends its wait on it; other notices (compaction, approvals) lack it.
    */
   answersTurn?: boolean;
+  /** Set on every chunk of a notice answering the turn because a spend limit holds (OutboundMessage.refusal). */
+  refusal?: 'over_budget';
 }
 
 /** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */

@@ -86,5 +86,8 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
 
 /** The answer as it was delivered: flags that are not `true` are false, unknown fields left out. */
 function toDelivered(answer: RelayedAnswer): Delivered {
-  return { text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}) };
+  return {
+    text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}),
+    ...(answer.refusal === 'over_budget' ? { refusal: answer.refusal } : {}),
+  };
 }

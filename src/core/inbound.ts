@@ -158,6 +158,12 @@ export interface OutboundMessage {
    * its reply (a notice). A reply's own `id` is its stream id.
    */
   liveReplyId?: string;
+  /**
+   * Set on the notice that answers a turn in place of its reply because a spend limit holds: a
+   * channel with statuses (the OpenAI-compatible API) answers it as it answers the gateway's own
+   * over-budget refusal (429).
+   */
+  refusal?: 'over_budget';
 }
 
 /** One button under a message: its label and the chat command a press sends (e.g. `/approve k3x9ab`). */
