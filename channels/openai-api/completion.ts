@@ -172,18 +172,23 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
   }
   const encoder = new TextEncoder();
   let spaces: NodeJS.Timeout | undefined;
+  // Set when the client went away: nothing more is written (writing to a cancelled stream throws).
+  let gone = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       spaces = setInterval(() => controller.enqueue(encoder.encode(' ')), deps.options.keepAliveMs);
       void outcome.then(async (result) => {
         clearInterval(spaces);
+        if (gone) return;
         // The 200 has started: an error is its body.
         const json = 'err' in result ? waitError(result.err).body : p.waiter.refusal ? overBudgetError(result.text).body : completionBody(p.id, p.model, p.created, result.text, await usageOf(p, deps));
+        if (gone) return;
         controller.enqueue(encoder.encode(JSON.stringify(json)));
         controller.close();
-      });
+      }).catch((err: unknown) => deps.log.warn({ err, sessionId: p.sessionId }, 'api answer not written'));
     },
     cancel() {
+      gone = true;
       clearInterval(spaces);
       p.orphan();
     },
