@@ -50,8 +50,8 @@ export const KNOWN_MODELS: readonly ModelInfo[] = Object.freeze([
   { pattern: 'qwen2.5*', contextWindow: 32_768 },
   { pattern: 'mistral-nemo*', contextWindow: 131_072 },
   { pattern: 'mistral*', contextWindow: 32_768 },
-  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows; no
-  // price, so its calls read "price unknown" as any unpriced model's would, never a made-up $0.
+  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows. No
+  // list price: `start --demo` prices it at $0 itself (src/cli/run.ts, it is free), so only token limits trip.
   { pattern: DEMO_MODEL, contextWindow: 8_192 },
 ]);
 
