@@ -28,6 +28,11 @@ describe('budget and price options', () => {
     });
   });
 
+  it('spells a time zone as IANA does, whatever case it was written in', () => {
+    expect(loadConfig({ CHATGATE_BUDGET_TIMEZONE: 'utc' }).budgets.timeZone).toBe('UTC');
+    expect(loadConfig({ CHATGATE_BUDGET_TIMEZONE: 'europe/berlin' }).budgets.timeZone).toBe('Europe/Berlin');
+  });
+
   it('adds and overrides prices from CHATGATE_PRICES', () => {
     const c = loadConfig({ CHATGATE_MODEL: 'my-llm', CHATGATE_CONTEXT_WINDOW: '8192', CHATGATE_PRICES: file('prices.json', { 'my-llm': { input: 1, output: 3 } }) });
     expect(c.llm.pricing).toEqual({ input: 1, output: 3 });
