@@ -73,6 +73,8 @@ export interface OutgoingText {
    * hands a message to one request (the OpenAI-compatible API) hands it to theirs only.
    */
   answers?: readonly string[];
+  /** Set on every chunk of a notice answering the turn because a spend limit holds (OutboundMessage.refusal). */
+  refusal?: 'over_budget';
 }
 
 /** Where a partial reply is shown: the chat, and whether it is private (Telegram drafts exist only there). */

@@ -43,7 +43,7 @@ export function buildBudgets(v: Record<string, unknown>, issues: string[]): Budg
     chat: level('CHAT'),
     deployment: level('DEPLOYMENT'),
     turn: limit(v.CHATGATE_BUDGET_TURN_MAX_USD, v.CHATGATE_BUDGET_TURN_MAX_TOKENS) ?? {},
-    timeZone: v.CHATGATE_BUDGET_TIMEZONE as string,
+    timeZone: canonicalTimeZone(v.CHATGATE_BUDGET_TIMEZONE as string),
     noticePercent: v.CHATGATE_BUDGET_NOTICE_PERCENT as number,
     users: file ? readBudgetsFile(file, issues) : {},
     ...(v.CHATGATE_ALERT_WEBHOOK_URL ? { alertWebhookUrl: v.CHATGATE_ALERT_WEBHOOK_URL as string } : {}),
@@ -76,6 +76,8 @@ export function toLevelLimits(value: unknown): LevelLimits | 'unlimited' | { iss
   if (unknown.length > 0) return { issue: `${unknownKeys(unknown, FLAT_LIMIT_FIELDS, 'field')}; the fields are ${FLAT_LIMIT_FIELDS.join(', ')}` };
   const bad = numberIssues(record, FLAT_LIMIT_RULES);
   if (bad.length > 0) return { issue: bad.join('; ') };
+  // `{}` would silently replace the user level's limits with none.
+  if (FLAT_LIMIT_FIELDS.every((field) => record[field] === undefined)) return { issue: `sets no limit: write "unlimited" for no limit, or remove the entry to keep the user level's (fields: ${FLAT_LIMIT_FIELDS.join(', ')})` };
   return fromFlatLimits(record as FlatLimits);
 }
 
@@ -123,6 +125,11 @@ function readJson(path: string, option: string, issues: string[]): unknown {
     issues.push(`\`${option}\` must name a readable JSON file (${path}: ${(err as Error).message})`);
     return undefined;
   }
+}
+
+/** A time zone as IANA spells it (`utc` → `UTC`, `europe/berlin` → `Europe/Berlin`): the words "resets at 00:00 UTC" name it so. */
+function canonicalTimeZone(timeZone: string): string {
+  return new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
 }
 
 function limit(usd: unknown, tokens: unknown): BudgetLimit | undefined {

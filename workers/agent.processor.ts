@@ -37,12 +37,13 @@ export async function runAgentTurn(deps: AgentDeps, options: AgentOptions, input
   const user = `${last.channel}:${last.userId}`;
   // Every model call of the turn (its summaries and transcriptions too) counts for its user and chat, and its spend for the per-turn caps.
   const notices: string[] = [];
-  const spend = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => notices.push(text) };
+  const budgetNotices: string[] = [];
+  const spend = { usedMicro: 0, usedTokens: 0, onNotice: (text: string) => { notices.push(text); budgetNotices.push(text); } };
   const turn = new TurnState(deps.store, input.snapshot.sessionId, input.snapshot, input.fence, user, { user, chat: input.snapshot.sessionId, turn: spend });
   const turnId = input.items[0]!.id;
   const loop: Loop = {
     deps, options, turn, items: input.items, system: { role: 'system', content: options.systemPrompt },
-    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices, compactionsSinceCall: 0, lease: input.lease,
+    log: deps.logger, calls: 0, contextFailures: 0, manual: null, notices, budgetNotices, compactionsSinceCall: 0, lease: input.lease,
     images: new Map(), turnId, replyIds: input.items.map((item) => item.id), steps: createStepLog(deps.redis, { keys: deps.store.keys(turn.sessionId), turnId, fence: input.fence }), stepsKept: false, signal: input.signal,
   };
   const committed = (replies: OutboundMessage[]): AgentTurnResult => ({ replies, session: { meta: loop.turn.meta, messageCount: loop.turn.entries.length } });
@@ -81,7 +82,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     } catch (err) {
       await stream?.drop();
       // A spend limit holds: the turn ends with the message that says which and until when.
-      if (err instanceof BudgetError) return finish(loop, null, err.notice);
+      if (err instanceof BudgetError) return finish(loop, null, err.notice, '', 'over_budget');
       const error = toLlmError(err, 'chat completion');
       if (isTurnStopped(error, loop.signal)) throw error;
       metricsOf(loop).record({ type: 'model_call', channel: channelOf(loop), outcome: error.kind });

@@ -88,6 +88,8 @@ export interface Loop {
   contextFailures: number;
   manual: { focus?: string } | null;
   notices: string[];
+  /** The budget's notices among `notices` (a limit at its notice share or used up by a call of the turn). */
+  budgetNotices: string[];
   /** Compactions since the last model call; bounds compaction to one in-loop run per call. */
   compactionsSinceCall: number;
   lease?: LeaseGuard;

@@ -12,7 +12,7 @@ import type { Logger } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { API_CLAIM_TTL_MS, type ReplyRelay } from './relay.js';
 import { sessionNameOf, toCompletionRequest, type CompletionRequest } from './request.js';
-import { apiError, chunkBody, completionBody, refusalError, toApiUsage, type ApiError, type ApiUsage } from './shapes.js';
+import { apiError, chunkBody, completionBody, overBudgetError, refusalError, toApiUsage, type ApiError, type ApiUsage } from './shapes.js';
 import { Waiter, type Waiters } from './waiter.js';
 
 /** A client's own request id (`Idempotency-Key`): a retry with the same one is recognised as the same message. */
@@ -73,7 +73,7 @@ export async function handleCompletion(c: Context, user: string, deps: Completio
   };
   const refused = await enter(p, message, onMessage, deps);
   if (refused) return answerError(c, refused);
-  return request.stream ? streamAnswer(c, p, request, deps) : wholeAnswer(c, p, deps);
+  return request.stream ? streamAnswer(c, p, request, deps, await firstTextOrAnswer(c, p, deps)) : wholeAnswer(c, p, deps);
 }
 
 /** The request as a message of its session, or why it cannot be one (a bad session name, a session still waiting). */
@@ -165,20 +165,30 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
   let keepAlive: NodeJS.Timeout | undefined;
   const early = await Promise.race([outcome, new Promise<null>((resolve) => (keepAlive = setTimeout(() => resolve(null), deps.options.keepAliveMs)))]);
   clearTimeout(keepAlive);
-  if (early) return 'err' in early ? answerError(c, waitError(early.err)) : c.json(completionBody(p.id, p.model, p.created, early.text, await usageOf(p, deps)));
+  if (early) {
+    if ('err' in early) return answerError(c, waitError(early.err));
+    if (p.waiter.refusal) return answerError(c, overBudgetError(early.text));
+    return c.json(completionBody(p.id, p.model, p.created, early.text, await usageOf(p, deps)));
+  }
   const encoder = new TextEncoder();
   let spaces: NodeJS.Timeout | undefined;
+  // Set when the client went away: nothing more is written (writing to a cancelled stream throws).
+  let gone = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       spaces = setInterval(() => controller.enqueue(encoder.encode(' ')), deps.options.keepAliveMs);
       void outcome.then(async (result) => {
         clearInterval(spaces);
-        const json = 'err' in result ? waitError(result.err).body : completionBody(p.id, p.model, p.created, result.text, await usageOf(p, deps));
+        if (gone) return;
+        // The 200 has started: an error is its body.
+        const json = 'err' in result ? waitError(result.err).body : p.waiter.refusal ? overBudgetError(result.text).body : completionBody(p.id, p.model, p.created, result.text, await usageOf(p, deps));
+        if (gone) return;
         controller.enqueue(encoder.encode(JSON.stringify(json)));
         controller.close();
-      });
+      }).catch((err: unknown) => deps.log.warn({ err, sessionId: p.sessionId }, 'api answer not written'));
     },
     cancel() {
+      gone = true;
       clearInterval(spaces);
       p.orphan();
     },
@@ -186,8 +196,32 @@ async function wholeAnswer(c: Context, p: Pending, deps: CompletionDeps): Promis
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
 }
 
-/** The answer as SSE chunks: the role, the text as it is written, the finish, the usage when asked, then `[DONE]`. */
-function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: CompletionDeps): Response {
+/**
+ * Waits, before a stream starts, for its first text, its answer or `keepAliveMs`: an answer that is
+ * a refusal (a spend limit holds) is then answered 429 like the gateway's own refusal. @returns that
+ * answer when it came first.
+ */
+async function firstTextOrAnswer(c: Context, p: Pending, deps: CompletionDeps): Promise<string | null> {
+  if (p.queue.length > 0 || c.req.raw.signal.aborted) return null;
+  let timer: NodeJS.Timeout | undefined;
+  let gone: (() => void) | undefined;
+  const text = new Promise<null>((resolve) => (p.wake = () => resolve(null)));
+  const answer = p.waiter.answer.then((t) => t, () => null);
+  // A client gone meanwhile: the stream starts, and its abort orphans the request.
+  const aborted = new Promise<null>((resolve) => {
+    gone = () => resolve(null);
+    c.req.raw.signal.addEventListener('abort', gone, { once: true });
+  });
+  const first = await Promise.race([answer, text, aborted, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), deps.options.keepAliveMs)))]);
+  clearTimeout(timer);
+  c.req.raw.signal.removeEventListener('abort', gone!);
+  p.wake = undefined;
+  return first;
+}
+
+/** The answer as SSE chunks: the role, the text as it is written, the finish, the usage when asked, then `[DONE]`. A refusal that came first is a 429. */
+function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: CompletionDeps, answered: string | null): Response {
+  if (answered !== null && p.waiter.refusal) return answerError(c, overBudgetError(answered));
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => p.orphan());
     const send = (part: Parameters<typeof chunkBody>[3]) => stream.writeSSE({ data: JSON.stringify(chunkBody(p.id, p.model, p.created, part)) });
@@ -211,8 +245,10 @@ function streamAnswer(c: Context, p: Pending, request: CompletionRequest, deps: 
       clearInterval(keepAlive);
     }
     if (stream.aborted) return;
-    if (failure !== undefined) {
-      await stream.writeSSE({ data: JSON.stringify(waitError(failure).body) });
+    if (failure !== undefined || p.waiter.refusal) {
+      // A refusal after the stream started (its first text came later than keepAliveMs): OpenAI's error event.
+      const error = failure !== undefined ? waitError(failure) : overBudgetError(await p.waiter.answer);
+      await stream.writeSSE({ data: JSON.stringify(error.body) });
     } else {
       await send({ finish: true });
       if (request.includeUsage) await send({ usage: await usageOf(p, deps) });

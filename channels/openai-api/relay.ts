@@ -87,5 +87,8 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
 /** The answer as it was delivered: flags that are not `true` are false, unknown fields left out. */
 function toDelivered(answer: RelayedAnswer): Delivered {
   const answers = Array.isArray(answer.answers) && answer.answers.every((id) => typeof id === 'string') ? { answers: answer.answers } : {};
-  return { text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}), ...answers };
+  return {
+    text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}), ...answers,
+    ...(answer.refusal === 'over_budget' ? { refusal: answer.refusal } : {}),
+  };
 }

@@ -38,13 +38,21 @@ export function refusalError(verdict: InboundVerdict): ApiError | null {
   switch (verdict.outcome) {
     case 'denied': return apiError(403, reason, 'permission_error', 'user_not_allowed');
     case 'rate_limited': return { ...apiError(429, reason, 'rate_limit_error', 'rate_limit_exceeded'), retryAfterSeconds: Math.max(1, Math.ceil((verdict.retryAfterMs ?? 1000) / 1000)) };
-    case 'over_budget': return { ...apiError(429, reason, 'insufficient_quota', 'insufficient_quota'), noRetry: true };
+    case 'over_budget': return overBudgetError(reason);
     case 'too_long': return apiError(400, reason, 'invalid_request_error', 'message_too_long', 'messages');
     case 'too_large':
     case 'unsupported': return apiError(400, reason, 'invalid_request_error', 'unsupported_content', 'messages');
     case 'duplicate': return { ...apiError(409, 'this request was already taken (same Idempotency-Key); its answer is in the session', 'invalid_request_error', 'duplicate_request'), noRetry: true };
     default: return null;
   }
+}
+
+/**
+ * The 429 of a spend limit that holds, `message` saying which and when it resets: the same for the
+ * gateway's early answer and for a turn the worker refused (the first request over the limit).
+ */
+export function overBudgetError(message: string): ApiError {
+  return { ...apiError(429, message, 'insufficient_quota', 'insufficient_quota'), noRetry: true };
 }
 
 /** A whole completion (non-streaming). */

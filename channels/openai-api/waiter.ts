@@ -24,6 +24,8 @@ export interface Delivered {
   replyId?: string;
   /** The messages it answers, as it names them (a turn's reply, an approval question; OutgoingText.answers). */
   answers?: readonly string[];
+  /** It answers the turn because a spend limit holds (OutgoingText.refusal): the request is answered 429. */
+  refusal?: 'over_budget';
 }
 
 /**
@@ -42,6 +44,8 @@ export class Waiter {
   mode: WaitMode = 'pending';
   /** The client went away: the answer is taken from the line and dropped. */
   orphaned = false;
+  /** Set with the answer when it is a refusal (a spend limit holds), before {@link answer} resolves. */
+  refusal: Delivered['refusal'];
   private settle!: { resolve: (text: string) => void; reject: (err: Error) => void };
   private done = false;
   /** The live reply streamed (its id), its text so far, and whether the next text starts a new paragraph. */
@@ -70,7 +74,9 @@ export class Waiter {
   /** Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written first). */
   take(item: Delivered): void {
     if (this.done) return;
-    this.stream(item.text);
+    this.refusal = item.refusal;
+    // A refusal is answered as an error, never streamed as text.
+    if (!item.refusal) this.stream(item.text);
     this.done = true;
     this.settle.resolve(item.text);
   }

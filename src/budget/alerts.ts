@@ -64,9 +64,9 @@ export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, 
   };
   return {
     emit(alert) {
-      const { subject, level, period, unit, limit, kind, model, channel } = alert;
+      const { subject, level, period, unit, limit, used, kind, model, channel } = alert;
       // `budgetLevel`: pino's own `level` field must stay the log level.
-      log.warn({ budgetLevel: level, subject, period, unit, limit, model }, kind === 'near' ? 'budget near its limit' : 'budget used up');
+      log.warn({ budgetLevel: level, subject, period, unit, limit, used, model }, alertWords(alert));
       metrics.record({ type: 'budget_event', kind, channel, model });
       if (!options.webhookUrl) return;
       const sent = post(options.webhookUrl, alert, options, log, stop.signal)
@@ -88,11 +88,20 @@ export function createBudgetAlerts(deps: { logger: Logger; metrics?: Metrics }, 
   };
 }
 
-/** The webhook's JSON body. */
+/**
+ * What an event says: `budget near its limit`, `budget used up`, or `budget too low for another
+ * call` for a limit not used up that has no room for one call's worst case (it holds all the same).
+ */
+export function alertWords(alert: Pick<BudgetAlert, 'kind' | 'used' | 'limit'>): string {
+  if (alert.kind === 'near') return 'budget near its limit';
+  return alert.used < alert.limit ? 'budget too low for another call' : 'budget used up';
+}
+
+/** The webhook's JSON body: `used` below `limit` in a `budget.exhausted` is a limit too low for another call. */
 export function alertBody(alert: BudgetAlert): Record<string, unknown> {
   return {
     version: BUDGET_ALERT_VERSION, type: `budget.${alert.kind}`, level: alert.level, subject: alert.subject, period: alert.period ?? null,
-    unit: alert.unit, limit: alert.limit, resetsAt: alert.resetsAtMs === undefined ? null : new Date(alert.resetsAtMs).toISOString(),
+    unit: alert.unit, limit: alert.limit, used: alert.used, resetsAt: alert.resetsAtMs === undefined ? null : new Date(alert.resetsAtMs).toISOString(),
     model: alert.model, channel: alert.channel, at: new Date(alert.atMs).toISOString(),
   };
 }

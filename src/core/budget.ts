@@ -192,9 +192,8 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
  * resets, e.g. "This chat has used 96% of today's budget of $2.00: $0.08 is left. It resets at 00:00 UTC, in 3 h 12 min."
  */
 export function budgetNoticeMessage(breach: BudgetBreach & { used: number }, nowMs: number, timeZone: string): string {
-  const percent = Math.floor((breach.used * 100) / breach.limit);
   const left = leftOf(breach.unit, Math.max(0, breach.limit - breach.used));
-  return `${WHO_HAS[breach.level]} used ${percent}% of ${periodBudget(breach)} of ${formatAmount(breach.unit, breach.limit)}: ${left}.${resetsIn(breach, nowMs, timeZone)}`;
+  return `${WHO_HAS[breach.level]} used ${percentUsed(breach.used, breach.limit)} of ${periodBudget(breach)} of ${formatAmount(breach.unit, breach.limit)}: ${left}.${resetsIn(breach, nowMs, timeZone)}`;
 }
 
 /** A duration as a person reads it: `3 h 12 min`, `45 min`, `1 d 2 h`. */
@@ -210,9 +209,21 @@ export function duration(ms: number): string {
 
 const WHO_HAS: Readonly<Record<BudgetLevel | 'turn', string>> = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' };
 
-/** "$0.03 is left", "500 tokens are left". */
+/**
+ * The share of a limit used, as a person reads it: rounded down, so a limit not used up never reads
+ * `100%` (99.6% reads `99%`), and a little used reads `<1%`, not `0%`. Self-contained: the overview
+ * page inlines it with `toString()`.
+ */
+export function percentUsed(used: number, limit: number): string {
+  // A limit of 0 holds from the start: used up.
+  if (used >= limit) return limit > 0 ? `${Math.floor((used * 100) / limit)}%` : '100%';
+  const percent = Math.min(99, Math.floor((used * 100) / limit));
+  return percent === 0 && used > 0 ? '<1%' : `${percent}%`;
+}
+
+/** "$0.03 is left", "1 token is left", "500 tokens are left". */
 function leftOf(unit: 'usd' | 'tokens', value: number): string {
-  return `${formatAmount(unit, value)} ${unit === 'tokens' ? 'are' : 'is'} left`;
+  return `${formatAmount(unit, value)} ${unit === 'tokens' && Math.round(value) !== 1 ? 'are' : 'is'} left`;
 }
 
 function periodBudget(breach: BudgetBreach): string {
@@ -319,13 +330,23 @@ export function formatUsed(l: Pick<LimitLeft, 'unit' | 'used' | 'unpricedTokens'
  * `/usage`'s lines of what is left, one per limit that applies (counters without one are left
  * out), e.g. "You, today: $0.42 of $2.00 used, $1.58 left; resets at 00:00 UTC, in 3 h 12 min". Calls
  * of a model with no price count in tokens only: "$0.00 of $0.01 used and 1,234 tokens at no known price, …".
+ * `blocked` (the marker that holds, `ledger.check`) turns its limit's line into "…: blocked, used
+ * up; resets at …" (or "not enough left for another answer"): never "left" to a user who is refused.
  */
-export function describeBudgetsLeft(counters: readonly CounterState[], nowMs: number, timeZone: string): string[] {
+export function describeBudgetsLeft(counters: readonly CounterState[], nowMs: number, timeZone: string, blocked?: BudgetBreach | null): string[] {
   const who = { user: 'You', chat: 'This chat', deployment: 'This bot' };
-  return counters.flatMap((c) => limitsLeft(c).map((l) => {
+  let shown = false;
+  const lines = counters.flatMap((c) => limitsLeft(c).map((l) => {
     const when = c.period === 'day' ? 'today' : 'this month';
     const unpriced = l.unpricedTokens ? ` and ${formatAmount('tokens', l.unpricedTokens)} at no known price` : '';
     const used = l.unit === 'usd' ? `${formatAmount('usd', l.used)} of ${formatAmount('usd', l.limit)} used${unpriced}` : `${Math.round(l.used).toLocaleString('en-US')} of ${formatAmount('tokens', l.limit)} used`;
-    return `${who[c.level]}, ${when}: ${used}, ${formatAmount(l.unit, l.left)} left; resets at ${clockTime(c.resetsAtMs, timeZone)} ${timeZone}, in ${duration(c.resetsAtMs - nowMs)}`;
+    const resets = `resets at ${clockTime(c.resetsAtMs, timeZone)} ${timeZone}, in ${duration(c.resetsAtMs - nowMs)}`;
+    const holds = blocked && blocked.level === c.level && blocked.period === c.period && blocked.unit === l.unit;
+    if (!holds) return `${who[c.level]}, ${when}: ${used}, ${formatAmount(l.unit, l.left)} left; ${resets}`;
+    shown = true;
+    const why = blocked.used !== undefined && blocked.used < blocked.limit && l.used < l.limit ? 'not enough left for another answer' : 'used up';
+    return `${who[c.level]}, ${when}: ${used}; blocked, ${why}; ${resets}`;
   }));
+  // A marker whose counter is not listed (its limit's unit or level has no line) still shows.
+  return blocked && !shown ? [budgetMessage(blocked, nowMs, timeZone), ...lines] : lines;
 }

@@ -50,8 +50,8 @@ export const KNOWN_MODELS: readonly ModelInfo[] = Object.freeze([
   { pattern: 'qwen2.5*', contextWindow: 32_768 },
   { pattern: 'mistral-nemo*', contextWindow: 131_072 },
   { pattern: 'mistral*', contextWindow: 32_768 },
-  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows; no
-  // price, so its calls read "price unknown" as any unpriced model's would, never a made-up $0.
+  // The built-in offline demo model (`chatgate start --demo`): a small window so compaction shows. No
+  // list price: `start --demo` prices it at $0 itself (src/cli/run.ts, it is free), so only token limits trip.
   { pattern: DEMO_MODEL, contextWindow: 8_192 },
 ]);
 
@@ -86,36 +86,69 @@ export function estimateCostUsd(pricing: ModelPricing | undefined, usage: UsageT
 export type PriceTable = Readonly<Record<string, ModelPricing>>;
 
 /**
- * The price of `model`: `prices` first (an exact name, then a pattern with a trailing `*`), else the
- * table. Undefined when unknown: "price unknown", never $0.
+ * The price of `model`: `prices` first (an exact name, then a pattern with a trailing `*`; case, a
+ * provider prefix and an Ollama tag are ignored, as in the table), else the table. Undefined when unknown: "price unknown", never $0.
  */
 export function pricingOf(model: string, prices: PriceTable = {}): ModelPricing | undefined {
   const name = normaliseModelName(model);
-  const exact = prices[model] ?? prices[name];
+  const exact = prices[model] ?? prices[name] ?? Object.entries(prices).find(([key]) => !key.endsWith('*') && normaliseModelName(key) === name)?.[1];
   if (exact) return exact;
   const pattern = Object.keys(prices).find((key) => key.endsWith('*') && matches(normaliseModelName(key.slice(0, -1)) + '*', name));
   return pattern ? prices[pattern] : lookupModel(model)?.pricing;
 }
 
+/** The fields of a prices file entry. */
+const PRICE_FIELDS = ['input', 'output', 'cachedInput'] as const;
+
 /**
  * Validates a prices file (`CHATGATE_PRICES`): an object of model name → `{ input, output, cachedInput? }`,
- * each a number ≥ 0 in USD per 1M tokens. @returns the table, or the problems found, each naming the entry.
+ * each a number ≥ 0 in USD per 1M tokens. Names are matched as models are (case-insensitively), so
+ * two names that differ in case only are refused. @returns the table, or the problems found, each
+ * naming the entry and the field.
  */
 export function parsePriceTable(value: unknown): { prices: PriceTable } | { issues: string[] } {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { issues: ['must be a JSON object of model name → { "input": n, "output": n, "cachedInput": n }'] };
   const issues: string[] = [];
   const prices: Record<string, ModelPricing> = {};
+  const seen = new Map<string, string>();
   for (const [model, entry] of Object.entries(value as Record<string, unknown>)) {
-    const record = (entry ?? {}) as Record<string, unknown>;
-    const bad = ['input', 'output', 'cachedInput'].filter((field) => (field !== 'cachedInput' || record[field] !== undefined) && !(typeof record[field] === 'number' && (record[field] as number) >= 0 && Number.isFinite(record[field])));
-    const extra = typeof entry === 'object' && entry !== null ? Object.keys(record).filter((k) => !['input', 'output', 'cachedInput'].includes(k)) : [];
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || bad.length > 0 || extra.length > 0) {
-      issues.push(`"${model}" must be { "input": n, "output": n, "cachedInput"?: n } with numbers ≥ 0 (USD per 1M tokens)${bad.length ? `; bad: ${bad.join(', ')}` : ''}${extra.length ? `; unknown: ${extra.join(', ')}` : ''}`);
-      continue;
+    const problem = priceEntryIssue(entry);
+    const same = seen.get(model.toLowerCase());
+    if (problem) issues.push(`"${model}": ${problem}`);
+    else if (same !== undefined) issues.push(`"${model}": the same model as "${same}" (names are matched case-insensitively)`);
+    else {
+      const record = entry as Record<string, number>;
+      prices[model] = { input: record.input!, output: record.output!, ...(record.cachedInput !== undefined ? { cachedInput: record.cachedInput } : {}) };
     }
-    prices[model] = { input: record.input as number, output: record.output as number, ...(record.cachedInput !== undefined ? { cachedInput: record.cachedInput as number } : {}) };
+    seen.set(model.toLowerCase(), model);
   }
   return issues.length > 0 ? { issues } : { prices };
+}
+
+/** What is wrong with one entry of a prices file, or undefined. */
+function priceEntryIssue(entry: unknown): string | undefined {
+  const shape = 'must be { "input": n, "output": n, "cachedInput"?: n } with numbers ≥ 0 (USD per 1M tokens)';
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `${shape} (got ${JSON.stringify(entry)})`;
+  const record = entry as Record<string, unknown>;
+  const unknown = Object.keys(record).filter((key) => !(PRICE_FIELDS as readonly string[]).includes(key));
+  if (unknown.length > 0) {
+    const distance = (f: string, key: string) => (f.toLowerCase().includes(key.toLowerCase()) ? 0 : editDistance(f.toLowerCase(), key.toLowerCase()));
+    const near = (key: string) => [...PRICE_FIELDS].sort((x, y) => distance(x, key) - distance(y, key)).find((f) => distance(f, key) <= 2);
+    return unknown.map((key) => `unknown key \`${key}\`${near(key) ? ` (did you mean \`${near(key)}\`?)` : ''}`).join(', ') + `; the keys are ${PRICE_FIELDS.join(', ')}`;
+  }
+  const bad = PRICE_FIELDS.filter((field) => (field !== 'cachedInput' || record[field] !== undefined) && !(typeof record[field] === 'number' && Number.isFinite(record[field]) && record[field] >= 0));
+  return bad.length > 0 ? `${shape}; bad: ${bad.map((field) => `\`${field}\` (got ${JSON.stringify(record[field]) ?? 'none'})`).join(', ')}` : undefined;
+}
+
+/** Levenshtein distance of two short strings (a misspelt key's nearest field). */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 function normaliseModelName(model: string): string {

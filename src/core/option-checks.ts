@@ -10,6 +10,8 @@ export interface NumberRule {
   above?: number;
   /** Exclusive upper bound. */
   below?: number;
+  /** At most this many decimals (a USD limit: whole micro-USD, the ledger's unit). */
+  decimals?: number;
 }
 
 /** The rule of an integer option: at least `min`, and at most `max` when given. */
@@ -29,11 +31,16 @@ export const SHARED_OPTION_RULES: Readonly<Record<string, NumberRule>> = Object.
   heartbeatTtlMs: int(300),
 });
 
-/** A spend limit in USD: a number ≥ 0. One rule for CHATGATE_BUDGET_*, the budgets file, `chatgate budgets set` and the stored limits. */
-export const USD_LIMIT: NumberRule = Object.freeze({ min: 0 });
+/**
+ * A spend limit in USD: a number in [0, 1e9] with at most 6 decimals. One rule for
+ * CHATGATE_BUDGET_*, the budgets file, `chatgate budgets set` and the stored limits; the ledger
+ * counts whole micro-USD, exact integers (below Number.MAX_SAFE_INTEGER) up to 1e9 USD, so a
+ * finer limit (`0.0000001`) would silently become another one ($0).
+ */
+export const USD_LIMIT: NumberRule = Object.freeze({ min: 0, max: 1_000_000_000, decimals: 6 });
 
-/** A spend limit in tokens: an integer ≥ 0 (the same four places as {@link USD_LIMIT}). */
-export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0));
+/** A spend limit in tokens: an integer in [0, Number.MAX_SAFE_INTEGER], counted exactly (the same four places as {@link USD_LIMIT}). */
+export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0, Number.MAX_SAFE_INTEGER));
 
 /** The rules of the flat limit fields of the budgets file and the stored limits. */
 export const FLAT_LIMIT_RULES: Readonly<Record<'dailyUsd' | 'monthlyUsd' | 'dailyTokens' | 'monthlyTokens', NumberRule>> = Object.freeze({
@@ -53,7 +60,7 @@ export function numberIssues(values: object, rules: Readonly<Record<string, Numb
   for (const [name, rule] of Object.entries(rules)) {
     const value = record[name];
     if (value === undefined) continue;
-    if (!fitsRule(value, rule)) issues.push(`\`${name}\` must be ${ruleText(rule)} (got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))})`);
+    if (!fitsRule(value, rule)) issues.push(`\`${name}\` must be ${ruleText(rule)} (got ${typeof value === 'number' ? plainNumber(value) : (JSON.stringify(value) ?? String(value))})`);
   }
   return issues;
 }
@@ -64,6 +71,7 @@ export function fitsRule(value: unknown, rule: NumberRule): value is number {
   if (rule.min !== undefined && value < rule.min) return false;
   if (rule.max !== undefined && value > rule.max) return false;
   if (rule.above !== undefined && value <= rule.above) return false;
+  if (rule.decimals !== undefined && Number(value.toFixed(rule.decimals)) !== value) return false;
   return rule.below === undefined || value < rule.below;
 }
 
@@ -84,10 +92,16 @@ export function ruleText(rule: NumberRule): string {
   const kind = rule.integer ? 'an integer' : 'a number';
   const low = rule.min !== undefined ? `[${rule.min}` : rule.above !== undefined ? `(${rule.above}` : undefined;
   const high = rule.max !== undefined ? `${rule.max}]` : rule.below !== undefined ? `${rule.below})` : undefined;
-  if (low && high) return `${kind} in ${low}, ${high}`;
-  if (low) return `${kind} ${low.startsWith('[') ? '≥' : '>'} ${low.slice(1)}`;
-  if (high) return `${kind} ${high.endsWith(']') ? '≤' : '<'} ${high.slice(0, -1)}`;
-  return kind;
+  const decimals = rule.decimals !== undefined ? ` with at most ${rule.decimals} decimals` : '';
+  if (low && high) return `${kind} in ${low}, ${high}${decimals}`;
+  if (low) return `${kind} ${low.startsWith('[') ? '≥' : '>'} ${low.slice(1)}${decimals}`;
+  if (high) return `${kind} ${high.endsWith(']') ? '≤' : '<'} ${high.slice(0, -1)}${decimals}`;
+  return `${kind}${decimals}`;
+}
+
+/** A number as written by a person, never in exponent notation (`1e+21` reads `1000000000000000000000`). */
+export function plainNumber(n: number): string {
+  return Number.isFinite(n) ? n.toLocaleString('en-US', { useGrouping: false, maximumFractionDigits: 20 }) : String(n);
 }
 
 /** A copy of `value` without its `undefined` fields, so spreading it over defaults keeps the defaults. */

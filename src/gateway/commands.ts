@@ -1,5 +1,5 @@
 import { isBusyMode, type BusyMode } from '../core/busy-mode.js';
-import { describeBudgetsLeft, type CounterState } from '../core/budget.js';
+import { describeBudgetsLeft, type BudgetBreach, type CounterState } from '../core/budget.js';
 import type { ChatCommand } from '../core/commands.js';
 import { HELP_TEXT, START_TEXT } from '../core/commands.js';
 import { describeCompaction } from '../core/compaction/compaction-text.js';
@@ -39,9 +39,10 @@ export interface CommandDeps {
   btw?: (sessionId: string, question: string, user?: string) => Promise<string | null>;
   /**
    * `/usage`: the budget counters of the sender and this chat (and the deployment's), with the
-   * limits in force, and the budgets' time zone. Absent: budgets are off, `/usage` says nothing of them.
+   * limits in force, the limit that holds (an exhaustion marker, as the early answer reads it; null:
+   * none) and the budgets' time zone. Absent: budgets are off, `/usage` says nothing of them.
    */
-  budgets?: { state: (sessionId: string) => Promise<CounterState[]>; timeZone: string; now?: () => number };
+  budgets?: { state: (sessionId: string) => Promise<CounterState[]>; blocked?: (sessionId: string) => Promise<BudgetBreach | null>; timeZone: string; now?: () => number };
 }
 
 /** The chat's busy mode as `/mode` reads and sets it. */
@@ -142,7 +143,8 @@ async function usageWithBudgets(deps: CommandDeps, sessionId: string): Promise<s
 async function budgetLines(deps: CommandDeps, sessionId: string): Promise<string[]> {
   const budgets = deps.budgets;
   if (!budgets) return [];
-  return describeBudgetsLeft(await budgets.state(sessionId), (budgets.now ?? Date.now)(), budgets.timeZone);
+  const [counters, blocked] = await Promise.all([budgets.state(sessionId), budgets.blocked?.(sessionId) ?? null]);
+  return describeBudgetsLeft(counters, (budgets.now ?? Date.now)(), budgets.timeZone, blocked);
 }
 
 function usageText(d: SessionDetail): string {

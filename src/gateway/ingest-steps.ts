@@ -213,7 +213,7 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
   const accept = (retried: InboundMessage) => acceptInbound(deps.redis, { sessionId: sessionKeyOf(retried, options.groupMode), message: retried, keyPrefix: options.keyPrefix, dedupeTtlSeconds: ctx.ttl, nowMs: ctx.now() });
   return {
     ...deps.commands, ops: deps.ops, user: userOf(message),
-    ...(deps.budget ? { budgets: { state: (sessionId: string) => deps.budget!.ledger.state({ user: userOf(message), chat: sessionId }), timeZone: deps.budget.timeZone } } : {}),
+    ...(deps.budget ? { budgets: budgetPort(deps.budget, userOf(message)) } : {}),
     stop: async (sessionId) => {
       const answer = await stopTurn(deps.redis, sessionId, options.keyPrefix, ctx.log);
       // Questions the turn waits on are denied: the woken turn ends, answering "Stopped.".
@@ -238,4 +238,13 @@ function userOf(message: InboundMessage): string {
 function isAllowed(list: AllowList | undefined, userId: string): boolean {
   if (list === undefined || list === '*') return true;
   return list.includes('*') || list.includes(userId);
+}
+
+/** `/usage`'s view of the budgets of `user` in a chat: the counters and the marker that holds, if any. */
+function budgetPort(budget: NonNullable<IngestContext['deps']['budget']>, user: string): NonNullable<CommandDeps['budgets']> {
+  return {
+    state: (sessionId) => budget.ledger.state({ user, chat: sessionId }),
+    blocked: (sessionId) => budget.ledger.check({ user, chat: sessionId }),
+    timeZone: budget.timeZone,
+  };
 }

@@ -100,18 +100,16 @@ function topTable(id, title, groups, noun) {
   return el('section', { id: id }, el('h2', {}, title), el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, noun), el('th', { class: 'num' }, 'cost'), el('th', { class: 'num' }, 'tokens'))),
     el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 3, class: 'muted' }, 'no usage in the last 7 days'))]))));
 }
-// Fullest first (the API's order); red from 100 %, amber from the notice share.
+// Blocked, then fullest first (the API's order); red from 100 % or blocked, amber from the notice share.
 function budgets(b) {
   if (b.rows.length === 0) return [el('p', { class: 'muted' }, 'No budgets set (CHATGATE_BUDGET_* options, docs/operating.md).')];
   const rows = b.rows.map((r) => {
-    const usd = r.limitUsd !== undefined && (r.tokenShare === undefined || (r.usdShare || 0) >= r.tokenShare);
-    const used = usd ? formatMoney(r.usedUsd, 0) + ' of ' + formatMoney(r.limitUsd, 0) : int(r.usedTokens) + ' of ' + int(r.limitTokens) + ' tokens';
-    const state = r.share >= 1 ? 'over' : r.share >= b.noticeShare ? 'near' : 'ok';
-    const pct = r.share > 0 && r.share < 0.01 ? '<1' : int(Math.round(r.share * 100));
-    return el('tr', { class: state === 'over' ? 'full' : '', 'data-share': r.share },
-      idCell(r.level + (r.subject && r.level !== 'deployment' ? ' ' + r.subject : '') + ', per ' + r.period), el('td', {}, used),
-      el('td', {}, el('span', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(r.share * 100), 'data-state': state },
-        el('i', { style: 'width:' + Math.min(100, r.share * 100).toFixed(1) + '%' })), pct + '%'));
+    const state = r.blocked || r.share >= 1 ? 'over' : r.share >= b.noticeShare ? 'near' : 'ok';
+    const blocked = r.blocked ? [el('br'), el('span', { class: 'blocked' }, r.blocked === 'no room' ? 'blocked: no room for another call' : 'blocked: used up')] : [];
+    return el('tr', { class: state === 'over' ? 'full' : '', 'data-share': r.share, ...(r.blocked ? { 'data-blocked': r.blocked } : {}) },
+      idCell(r.level + (r.subject && r.level !== 'deployment' ? ' ' + r.subject : '') + ', per ' + r.period), el('td', {}, r.usedText, ...blocked),
+      el('td', {}, el('span', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.min(100, Math.floor(r.share * 100)), 'data-state': state },
+        el('i', { style: 'width:' + Math.min(100, r.share * 100).toFixed(1) + '%' })), r.percentText));
   });
   const table = el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'limit'), el('th', {}, 'used'), el('th', { class: 'share' }, 'full'))), el('tbody', {}, ...rows));
   const note = b.more > 0 ? b.more + ' more with a limit, less full: chatgate budgets list shows every one.' : 'chatgate budgets list shows every limit and what is left.';

@@ -1,8 +1,11 @@
 /**
  * The dashboard overview's figures (`GET /api/usage/overview`), read through the usage read model
  * so they are the CLI's and `/api/usage`'s: today, 7 and 30 days, the daily series of 30 days, the
- * top users, chats and models of 7 days, what compaction was worth, and how full the budgets are.
+ * top users, chats and models of 7 days, what compaction was worth, and how full the budgets are
+ * (a subject refused now, a marker holding, first).
  */
+import { formatAmount, percentUsed, type BudgetBreach } from '../core/budget.js';
+import { formatMoney } from '../core/money.js';
 import type { CounterState } from '../budget/ledger.js';
 import { compactionSentence, spanWords, type UsageFigures } from './figures.js';
 import type { UsageDigest, UsageGroup, UsagePoint, UsageReader } from './read-model.js';
@@ -36,6 +39,18 @@ export interface OverviewBudget extends CounterState {
   tokenShare?: number;
   /** The larger of the two shares. */
   share: number;
+  /**
+   * The fuller limit as the page shows it: `$0.42 of $2.00`, `1,280 of 1,000 tokens`; tokens of
+   * calls with no price are named (`$0.00 of $0.01 + 1,234 tokens, price unknown`), never a made-up $0.
+   */
+  usedText: string;
+  /** Its share, rounded down (`99%` until it is used up, `<1%`): src/core/budget.ts `percentUsed`. */
+  percentText: string;
+  /**
+   * Set when a marker holds on this counter (its user, chat or the bot is refused until it resets):
+   * `used up`, or `no room` when what is left does not fit another call's worst case.
+   */
+  blocked?: 'used up' | 'no room';
 }
 
 /** The budgets part of the overview: the fullest counters first, and what is left out. */
@@ -54,6 +69,8 @@ export interface UsageOverviewOptions {
   budgets?: BudgetStates;
   /** Percent of a limit from which it is near (the budgets' notice). Default 80. */
   noticePercent?: number;
+  /** The limit that holds for a scope (src/budget's ledger `check`, the exhaustion markers). Absent: no row is shown blocked. */
+  blocked?: BudgetCheck;
 }
 
 /** What the overview page shows. */
@@ -72,6 +89,9 @@ export interface UsageOverview {
   /** How full the budgets are. Without budgets: no rows. */
   budgets: OverviewBudgets;
 }
+
+/** The limit that holds for a scope: a user's or chat's first, then the deployment's (src/budget's ledger `check`). */
+export type BudgetCheck = (scope: { user?: string; chat?: string }) => Promise<BudgetBreach | null>;
 
 /** The budget counters of a user and chat (src/budget's ledger `state`). */
 export type BudgetStates = (scope: { user: string; chat: string }) => Promise<CounterState[]>;
@@ -116,12 +136,37 @@ async function readBudgets(options: UsageOverviewOptions, users: string[], chats
       seen.add(id);
       const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
       const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
-      all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0) });
+      all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0), ...rowTexts(state, usdShare, tokenShare) });
     }
   }
-  all.sort((a, b) => b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
-  const near = all.filter((b) => b.share >= noticeShare).length;
+  if (options.blocked) await markBlocked(all, options.blocked);
+  // Blocked first: those are the subjects being refused now.
+  all.sort((a, b) => Number(Boolean(b.blocked)) - Number(Boolean(a.blocked)) || b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
+  const near = all.filter((b) => b.blocked || b.share >= noticeShare).length;
   const shown = Math.min(BUDGET_ROWS_MAX, Math.max(near, BUDGET_ROWS));
   const rows = all.filter((b, k) => k < shown || b.level === 'deployment');
   return { rows, more: all.length - rows.length, noticeShare };
+}
+
+/** Marks the counters a marker holds on: one check for each level and subject (a marker is per level and subject; it names its period). */
+async function markBlocked(rows: OverviewBudget[], check: BudgetCheck): Promise<void> {
+  const subjects = new Map<string, { level: OverviewBudget['level']; subject: string }>();
+  for (const row of rows) subjects.set(`${row.level}|${row.subject}`, { level: row.level, subject: row.subject });
+  const holds = await Promise.all([...subjects.values()].map(async ({ level, subject }) => {
+    const breach = await check(level === 'user' ? { user: subject } : level === 'chat' ? { chat: subject } : {});
+    return breach && breach.level === level ? { key: `${level}|${subject}`, breach } : null;
+  }));
+  const byKey = new Map(holds.flatMap((h) => (h ? [[h.key, h.breach] as const] : [])));
+  for (const row of rows) {
+    const breach = byKey.get(`${row.level}|${row.subject}`);
+    if (breach && breach.period === row.period) row.blocked = breach.used !== undefined && breach.used < breach.limit ? 'no room' : 'used up';
+  }
+}
+
+/** What the page shows of a counter's fuller limit (USD when it is at least as full, or the only one). */
+function rowTexts(state: CounterState, usdShare: number | undefined, tokenShare: number | undefined): { usedText: string; percentText: string } {
+  const usd = state.limitUsd !== undefined && (state.limitTokens === undefined || (usdShare ?? 0) >= (tokenShare ?? 0));
+  if (!usd) return { usedText: `${state.usedTokens.toLocaleString('en-US')} of ${formatAmount('tokens', state.limitTokens!)}`, percentText: percentUsed(state.usedTokens, state.limitTokens!) };
+  const unpriced = state.unpricedTokens ? ` + ${formatAmount('tokens', state.unpricedTokens)}, price unknown` : '';
+  return { usedText: `${formatMoney(state.usedUsd)} of ${formatMoney(state.limitUsd!)}${unpriced}`, percentText: percentUsed(state.usedUsd, state.limitUsd!) };
 }

@@ -93,6 +93,18 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
     expect(stack.llm.requests).toHaveLength(1);
   });
 
+  it('/usage of a user who is blocked says so and when it resets, never what is "left"', async () => {
+    await start(true, { CHATGATE_BUDGET_USER_DAILY_USD: '0.015' });
+    expect(await say(42, 'hello')).toBe('Answer 0');
+    // $0.011 used: the next answer's worst case (about $0.008) does not fit in the $0.004 left.
+    expect(await say(42, 'and again')).toMatch(/^You have nearly used today's budget of \$0\.015: \$0\.004 is left, not enough for another answer\./);
+    expect(await say(42, 'once more')).toMatch(/^You have nearly used/); // the gateway's early answer: its copy holds the marker
+    const usage = (await say(42, '/usage')).split('\n');
+    expect(usage.slice(usage.indexOf('<b>Budgets left</b>') + 1)).toEqual([
+      expect.stringMatching(/^• You, today: \$0\.011 of \$0\.015 used; blocked, not enough left for another answer; resets at 00:00 UTC, in /),
+    ]);
+  });
+
   it('the gateway\'s /compact reserves and settles its summary for the sender and the chat', async () => {
     await start(true, { CHATGATE_BUDGET_USER_DAILY_TOKENS: '1000000', CHATGATE_BUDGET_CHAT_DAILY_TOKENS: '1000000' });
     for (let i = 0; i < 8; i++) await say(42, `question ${i}: ${'and some detail about it '.repeat(30)}`);

@@ -50,17 +50,41 @@ describe('the API under the gateway limits', () => {
     const env = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '5000', CHATGATE_ALLOW_API: 'alice' };
     const client = await start(env, { budgets: loadConfig(env).budgets });
     expect((await ask(client, 'spend')).usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 100 });
-    // The turn finds no room for its next call: it answers with the budget message, calling no model.
-    expect((await ask(client, 'more')).choices[0]!.message.content).toMatch(/^You have nearly used today's budget of 5,000 tokens: 3,900 tokens are left, not enough for another answer\./);
+    // The turn finds no room for its next call: it answers with the budget message, calling no model,
+    // as the gateway's early answer does (the same 429 and body), whole or streamed.
+    const refused = await ask(client, 'more').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(refused).toMatchObject({ status: 429, code: 'insufficient_quota', type: 'insufficient_quota' });
+    expect((refused as Error).message).toMatch(/^429 You have nearly used today's budget of 5,000 tokens: 3,900 tokens are left, not enough for another answer\./);
     // From then on the gateway answers at once.
     const over = await ask(client, 'more again').catch((err: unknown) => err);
-    expect(over).toMatchObject({ status: 429, code: 'insufficient_quota' });
-    expect((over as Error).message).toContain('budget');
+    expect(over).toMatchObject({ status: 429, code: 'insufficient_quota', type: 'insufficient_quota' });
+    expect((over as Error).message).toMatch(/^429 You have nearly used today's budget of 5,000 tokens: 3,900 tokens are left, not enough for another answer\./);
     const mallory = new OpenAI({ baseURL: `${stack!.gateway.httpUrl}/v1`, apiKey: OTHER_KEY, maxRetries: 0 });
     const denied = await ask(mallory, 'let me in').catch((err: unknown) => err);
     expect(denied).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(denied).toMatchObject({ status: 403, code: 'user_not_allowed' });
     expect(stack!.agentRequests()).toHaveLength(1);
+  });
+
+  it('a streamed request over the budget is a 429 too, before any chunk', async () => {
+    const env = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '5000' };
+    const client = await start(env, { budgets: loadConfig(env).budgets });
+    expect((await ask(client, 'spend')).usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 100 });
+    const stream = (content: string) => client.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content }], stream: true });
+    for (const content of ['more', 'more again']) {
+      const refused = await stream(content).catch((err: unknown) => err);
+      expect(refused, content).toMatchObject({ status: 429, code: 'insufficient_quota' });
+      expect((refused as Error).message).toMatch(/^429 You have nearly used today's budget of 5,000 tokens/);
+    }
+    expect(stack!.agentRequests()).toHaveLength(1);
+  });
+
+  it('gives an API user the notice at the notice share at the end of the answer (an API answer is all they see)', async () => {
+    const env = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '5000', CHATGATE_BUDGET_NOTICE_PERCENT: '20' };
+    const client = await start(env, { budgets: loadConfig(env).budgets });
+    const answer = (await ask(client, 'spend')).choices[0]!.message.content!;
+    expect(answer).toMatch(/^answer 0\n\nYou have used 22% of today's budget of 5,000 tokens: 3,900 tokens are left\. It resets at 00:00 UTC, in /);
   });
 
   it('answers a tool call that asks for approval with the question; /approve answers with the turn\'s answer', async () => {

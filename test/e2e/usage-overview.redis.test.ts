@@ -9,6 +9,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totalTokens } from '../../src/usage/figures.js';
 import { formatMoney } from '../../src/core/money.js';
+import type { UsageOverview } from '../../src/usage/overview.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
 import { launchChromium } from '../helpers/browser.js';
@@ -55,6 +56,9 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     // Over her limit after the fact: 1,280 tokens used of 1,000.
     const set = await runChatgate(['budgets', 'set', 'user', 'web:gina', '--daily-tokens', '1000'], env);
     expect(set.code, set.stderr).toBe(0);
+    // Her next message is refused (the worker's reserve): a marker holds, and the overview shows her blocked.
+    await post('gina', 'and more?');
+    await pollUntil(async () => ((await api('/api/usage/overview')) as unknown as UsageOverview).budgets.rows.some((r) => r.subject === 'web:gina' && r.blocked === 'used up'), { timeoutMs: 60_000 });
     browser = await launchChromium();
   }, 120_000);
 
@@ -106,6 +110,8 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     const gina = rows.first();
     expect(await gina.locator('td').first().textContent()).toBe('user web:gina, per day');
     expect(await gina.textContent()).toMatch(/1,280 of 1,000 tokens.*128%/);
+    expect(await gina.getAttribute('data-blocked')).toBe('used up');
+    expect(await gina.locator('td').nth(1).textContent()).toBe('1,280 of 1,000 tokensblocked: used up');
     expect(await rows.nth(1).textContent()).toMatch(/\$0\.000426 of \$5\.00<1%$/);
     expect(await gina.getAttribute('class')).toBe('full');
     expect(await gina.locator('.bar').getAttribute('data-state')).toBe('over');

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createBudgetAlerts } from '../../src/budget/alerts.js';
 import { createBudgetGuard } from '../../src/budget/guard.js';
 import { NO_BUDGETS, type BudgetSettings, type TurnSpend } from '../../src/core/budget.js';
 import { BudgetError } from '../../src/errors.js';
@@ -108,6 +109,20 @@ describe('budget events', () => {
       expect.stringMatching(/^You have used today's budget of 1,000 tokens\. It resets at 00:00 UTC, in /),
     ]);
     expect(fake.requests).toHaveLength(3);
+  });
+
+  it('says "too low for another call", not "used up", of a limit whose room no call fits in; the body carries `used`', async () => {
+    receiver = await startReceiver(() => 204);
+    const log = createLogSink('info');
+    const alerts = createBudgetAlerts({ logger: log.logger }, { webhookUrl: receiver.url, retryBaseMs: 1 });
+    const event = { kind: 'exhausted' as const, level: 'user' as const, subject: 'telegram:42', period: 'day' as const, unit: 'tokens' as const, limit: 1000, model: MODEL, channel: 'telegram', atMs: Date.UTC(2026, 11, 2) };
+    alerts.emit({ ...event, used: 990 });
+    alerts.emit({ ...event, used: 1010 });
+    await alerts.idle();
+    expect(log.lines.filter((l) => l.level === 40).map((l) => [l.msg, l.used])).toEqual([['budget too low for another call', 990], ['budget used up', 1010]]);
+    // Two POSTs under way at once: either may land first.
+    expect(receiver.bodies).toHaveLength(2);
+    expect(receiver.bodies).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'budget.exhausted', limit: 1000, used: 990 }), expect.objectContaining({ type: 'budget.exhausted', limit: 1000, used: 1010 })]));
   });
 
   it('gives up after its attempts with one warning that names the origin, not the URL\'s secret', async () => {

@@ -104,9 +104,10 @@ describe('chatgate budgets', () => {
       [['set', 'user', 'slack:42', '--daily-usd', '1'], /a user is <channel>:<userId> .*\(got "slack:42"\)/],
       [['set', 'chat', 'c1', '--daily-usd', '1'], /a chat is a session id, <channel>:<chatId>… .*\(e\.g\. web:c1, telegram:-1001234.*\(got "c1"\)/],
       [['reset', 'chat', 'web:'], /a chat is a session id.*\(got "web:"\)/],
-      [['set', 'user', 'telegram:42', '--daily-usd', 'lots'], /--daily-usd.*must be a number ≥ 0 \(e\.g\. 2\.50\) or `none`\n\(run `chatgate budgets set --help` for its options\)/],
-      [['set', 'user', 'telegram:42', '--daily-tokens', '1.5'], /--daily-tokens.*must be an integer ≥ 0 or `none`/],
-      [['set', 'user', 'telegram:42', '--daily-usd', '-1'], /--daily-usd.*must be a number ≥ 0/],
+      [['set', 'user', 'telegram:42', '--daily-usd', 'lots'], /--daily-usd.*must be a number in \[0, 1000000000\] with at most 6 decimals \(e\.g\. 2\.50\) or `none`\n\(run `chatgate budgets set --help` for its options\)/],
+      [['set', 'user', 'telegram:42', '--daily-tokens', '1.5'], /--daily-tokens.*must be an integer in \[0, 9007199254740991\] or `none`/],
+      [['set', 'user', 'telegram:42', '--daily-tokens', '9007199254740992'], /--daily-tokens.*must be an integer in \[0, 9007199254740991\]/],
+      [['set', 'user', 'telegram:42', '--daily-usd', '-1'], /--daily-usd.*must be a number in \[0, 1000000000\]/],
       [['show'], /unknown command 'show'\n\(run `chatgate budgets --help` for its commands\)/],
       [['set', 'user', 'telegram:42'], /say what to set: --daily-usd/],
       [['set', 'user', 'telegram:42', '--unlimited', '--daily-usd', '1'], /--unlimited cannot be combined with a limit/],
@@ -139,7 +140,7 @@ describe('chatgate budgets', () => {
     for (const args of [['list'], ['set', 'user', 'web:bob', '--daily-usd', '1']]) {
       const refused = await runHere(args, limits);
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toBe('chatgate: the stored budget limits of user web:bob are unreadable (`dailyUsd` must be a number ≥ 0 (got "")): remove them with `chatgate budgets reset user web:bob`, then set them again with `chatgate budgets set`');
+      expect(refused.stderr).toBe('chatgate: the stored budget limits of user web:bob are unreadable (`dailyUsd` must be a number in [0, 1000000000] with at most 6 decimals (got "")): remove them with `chatgate budgets reset user web:bob`, then set them again with `chatgate budgets set`');
     }
     expect((await runHere(['reset', 'user', 'web:bob', '--usage'], limits)).code).toBe(0);
     expect((await runHere(['list'], limits)).stdout).toMatch(/^user\s+web:bob\s+day\s+\$0\.00\s+\$0\.50/m);

@@ -53,7 +53,7 @@ describe('prices', () => {
   });
   it('refuses a bad prices file naming each bad entry', () => {
     expect(parsePriceTable({ a: { input: 1, output: -1 }, b: { input: 1, output: 1, cached: 1 }, c: 'x' })).toEqual({
-      issues: [expect.stringContaining('"a" must be'), expect.stringContaining('unknown: cached'), expect.stringContaining('"c" must be')],
+      issues: [expect.stringContaining('"a": must be'), expect.stringContaining('"b": unknown key `cached` (did you mean `cachedInput`?)'), expect.stringContaining('"c": must be')],
     });
     expect(parsePriceTable([])).toEqual({ issues: [expect.stringContaining('JSON object')] });
   });

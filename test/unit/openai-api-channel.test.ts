@@ -252,6 +252,35 @@ describe('the API channel over HTTP (no gateway)', () => {
     await channel.stop();
   });
 
+  it('a client gone after the long wait\'s 200 started: its answer, when it comes, is dropped without a crash', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], keepAliveMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown) => rejections.push(err);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const response = await post(channel.app, { model: 'x', messages: [user('slow')] });
+      expect(response.status).toBe(200);
+      await response.body!.cancel();
+      await channel.send({ chatId: 'alice:default' }, { text: 'too late', mode: 'formatted', answersTurn: true });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      await channel.stop();
+    }
+  });
+
+  it('a refusal after the long wait\'s 200 started is an insufficient_quota error body', async () => {
+    const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], keepAliveMs: 1 });
+    await channel.start(async () => ({ outcome: 'accepted' }));
+    const response = await post(channel.app, { model: 'x', messages: [user('slow')] });
+    expect(response.status).toBe(200);
+    await channel.send({ chatId: 'alice:default' }, { text: "You have used today's budget of 1,000 tokens.", mode: 'formatted', answersTurn: true, refusal: 'over_budget' });
+    expect(JSON.parse(await response.text())).toEqual({ error: { message: "You have used today's budget of 1,000 tokens.", type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    await channel.stop();
+  });
+
   it('answers 504 when no answer comes within maxWaitMs', async () => {
     const channel = createOpenAiApiChannel({}, { keys: [{ key: KEY, user: 'alice' }], maxWaitMs: 1 });
     await channel.start(async () => ({ outcome: 'accepted' }));
