@@ -41,7 +41,7 @@ try {
   const redisMs = cpuExactMs(redis.pid!) - redis0;
   const stats = await commandStats(redis.admin);
   const script = stats.filter((s) => s.command === 'evalsha' || s.command === 'eval').reduce((sum, s) => sum + s.usec, 0);
-  const commands = stats.filter((s) => !s.command.startsWith('config') && !s.command.startsWith('info')).map((s) => `${s.command} ${(s.calls / CALLS).toFixed(2)}`).join(', ');
+  const commands = stats.filter((s) => !s.command.startsWith('config') && !s.command.startsWith('info')).map((s) => `${s.command} ${(s.calls / CALLS).toFixed(2)} (${(s.usec / s.calls).toFixed(1)} µs each)`).join(', ');
   console.log(`budgets-micro: ${CALLS} calls (reserve + settle), ${CONCURRENCY} at once, 3 levels × 2 periods with limits`);
   console.log(`Node CPU µs a call: ${(((node.user + node.system) / CALLS)).toFixed(1)}`);
   console.log(`Redis CPU µs a call: ${((redisMs * 1000) / CALLS).toFixed(1)} (scripts' own time: ${(script / CALLS).toFixed(1)})`);
