@@ -11,7 +11,7 @@ import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/opti
 import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT } from './ledger.js';
+import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, type BudgetSubject } from './ledger.js';
 
 /** The format version of a stored override. */
 export const STORED_LIMITS_VERSION = 1;
@@ -85,12 +85,13 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
   const keys = budgetKeys(options.keyPrefix);
   const now = options.now ?? Date.now;
   const ledger = createBudgetLedger(redis, options);
-  const limitsOf = async (level: BudgetLevel, subject: string) => {
-    const raw = await redis.hget(keys.limits, `${level}:${subject}`);
-    if (raw !== null) return { limits: parseStoredLimits(`${level}:${subject}`, raw), source: 'override' as const };
+  /** The limits in force of a subject, from its stored override (`raw`, null: none) or the configuration. */
+  const limitsIn = (level: BudgetLevel, subject: string, raw: string | null | undefined) => {
+    if (raw != null) return { limits: parseStoredLimits(`${level}:${subject}`, raw), source: 'override' as const };
     const fromFile = level === 'user' && options.settings.users[subject] !== undefined;
     return { limits: configuredLimits(options.settings, level, subject), source: fromFile ? 'file' as const : 'environment' as const };
   };
+  const limitsOf = async (level: BudgetLevel, subject: string) => limitsIn(level, subject, await redis.hget(keys.limits, `${level}:${subject}`));
   return {
     limitsOf,
     async set(level, subject, patch) {
@@ -107,16 +108,18 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
     },
     async list() {
       const nowMs = now();
+      // One read of the stored overrides, one scan of the month's counters, the states in batches.
+      const stored = await redis.hgetall(keys.limits);
+      const subjects = await subjectsOf(redis, keys, stored, options.settings, nowMs);
+      const states = await ledger.statesOf(subjects);
       const rows: BudgetRow[] = [];
-      for (const level of BUDGET_LEVELS) {
-        for (const subject of await subjectsOf(redis, keys, level, options.settings, nowMs)) {
-          const { limits, source } = await limitsOf(level, subject);
-          if (limits === 'unlimited') continue;
-          for (const counter of await ledger.stateOf(level, subject)) {
-            const limit = limits[counter.period];
-            const withLimits = { ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens };
-            for (const l of limitsLeft(withLimits)) rows.push({ level, subject, period: counter.period, ...l, resetsAtMs: counter.resetsAtMs, source });
-          }
+      for (const [k, { level, subject }] of subjects.entries()) {
+        const { limits, source } = limitsIn(level, subject, stored[`${level}:${subject}`]);
+        if (limits === 'unlimited') continue;
+        for (const counter of states[k]!) {
+          const limit = limits[counter.period];
+          const withLimits = { ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens };
+          for (const l of limitsLeft(withLimits)) rows.push({ level, subject, period: counter.period, ...l, resetsAtMs: counter.resetsAtMs, source });
         }
       }
       return rows;
@@ -124,17 +127,22 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
   };
 }
 
-/** The subjects of a level worth listing: those with a counter this day or month, an override or a file entry. */
-async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys>, level: BudgetLevel, settings: BudgetSettings, nowMs: number): Promise<string[]> {
-  if (level === 'deployment') return [DEPLOYMENT_SUBJECT];
-  const found = new Set<string>(level === 'user' ? Object.keys(settings.users) : []);
-  for (const field of await redis.hkeys(keys.limits)) if (field.startsWith(`${level}:`)) found.add(field.slice(level.length + 1));
-  const month = periodWindow('month', nowMs, settings.timeZone).id;
-  for (const period of BUDGET_PERIODS) {
-    const id = periodWindow(period, nowMs, settings.timeZone).id;
-    for (const field of await scanFields(redis, keys.counters(month), `${escapeGlob(level)}:*:${id}`)) found.add(field.slice(level.length + 1, field.length - id.length - 1));
+/** The subjects worth listing, by level then name: those with a counter this day or month, an override or a file entry. */
+async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys>, stored: Record<string, string>, settings: BudgetSettings, nowMs: number): Promise<BudgetSubject[]> {
+  const found = new Map<BudgetLevel, Set<string>>(BUDGET_LEVELS.map((level) => [level, new Set<string>()]));
+  const add = (field: string, end = field.length) => {
+    const at = field.indexOf(':');
+    found.get(field.slice(0, at) as BudgetLevel)?.add(field.slice(at + 1, end));
+  };
+  for (const subject of Object.keys(settings.users)) found.get('user')!.add(subject);
+  for (const field of Object.keys(stored)) add(field);
+  const ids = BUDGET_PERIODS.map((period) => periodWindow(period, nowMs, settings.timeZone).id);
+  // Counter fields are `<level>:<subject>:<period id>`; the month's copy of the limits (`limit2:…`) is not a level.
+  for (const field of await scanFields(redis, keys.counters(ids[1]!), '*')) {
+    const id = ids.find((i) => field.endsWith(`:${i}`));
+    if (id !== undefined) add(field, field.length - id.length - 1);
   }
-  return [...found].sort();
+  return BUDGET_LEVELS.flatMap((level) => (level === 'deployment' ? [DEPLOYMENT_SUBJECT] : [...found.get(level)!].sort()).map((subject) => ({ level, subject })));
 }
 
 /** The fields of hash `key` matching `pattern`. */
@@ -147,10 +155,6 @@ async function scanFields(redis: RedisClient, key: string, pattern: string): Pro
     for (let k = 0; k < batch.length; k += 2) found.push(batch[k]!);
   } while (cursor !== '0');
   return found;
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 /** `current` with `patch` applied. @throws RangeError when a patched limit breaks its rule (nothing is stored then). */

@@ -282,5 +282,5 @@ function roleName(roles: RunRoles): string {
 /** The monitor's usage routes: the rollups' read model and, with budgets, their counters. */
 function usageMonitor(config: Config, redis: RedisClient): UsageMonitorDeps {
   const ledger = hasBudgets(config.budgets) ? createBudgetLedger(redis, { keyPrefix: config.redis.keyPrefix, settings: config.budgets }) : undefined;
-  return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (scope) => ledger.state(scope), budgetNoticePercent: config.budgets.noticePercent } : {}) };
+  return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (subjects) => ledger.statesOf(subjects), budgetNoticePercent: config.budgets.noticePercent } : {}) };
 }

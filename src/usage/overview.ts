@@ -20,6 +20,9 @@ const BUDGET_ROWS_MAX = 50;
 /** Subjects (users, chats with usage in 30 days, by cost) whose counters are read; the CLI lists every one. */
 const BUDGET_SUBJECTS_MAX = 500;
 
+/** The deployment's subject (src/budget's `DEPLOYMENT_SUBJECT`; this folder imports the ledger's types only). */
+const DEPLOYMENT = 'all';
+
 /** The notice share when none is given (CHATGATE_BUDGET_NOTICE_PERCENT's default). */
 const DEFAULT_NOTICE_PERCENT = 80;
 
@@ -73,13 +76,13 @@ export interface UsageOverview {
   budgets: OverviewBudgets;
 }
 
-/** The budget counters of a user and chat (src/budget's ledger `state`). */
-export type BudgetStates = (scope: { user: string; chat: string }) => Promise<CounterState[]>;
+/** The budget counters (day, month) of each subject, in order (src/budget's ledger `statesOf`: a few hundred a script call). */
+export type BudgetStates = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<CounterState[][]>;
 
 /**
  * Reads the overview: the rollups of 1, 7 and 30 days (each as `--since` reads it) and the budget
  * counters of the deployment and of every user and chat with usage in 30 days (up to
- * {@link BUDGET_SUBJECTS_MAX} by cost: one ledger read each pair).
+ * {@link BUDGET_SUBJECTS_MAX} of each by cost, read in batches).
  */
 export async function readUsageOverview(reader: UsageReader, options: UsageOverviewOptions = {}): Promise<UsageOverview> {
   const [today, week, month] = await Promise.all([reader.digest('1d'), reader.digest('7d'), reader.digest('30d')]);
@@ -102,22 +105,17 @@ export async function readUsageOverview(reader: UsageReader, options: UsageOverv
 async function readBudgets(options: UsageOverviewOptions, users: string[], chats: string[]): Promise<OverviewBudgets> {
   const noticeShare = (options.noticePercent ?? DEFAULT_NOTICE_PERCENT) / 100;
   if (!options.budgets) return { rows: [], more: 0, noticeShare };
-  // One ledger read gives a user's, a chat's and the deployment's counters: pair them up.
-  const named = users.filter(Boolean).slice(0, BUDGET_SUBJECTS_MAX);
-  const pairs = Math.max(1, named.length, Math.min(chats.length, BUDGET_SUBJECTS_MAX));
-  const scopes = Array.from({ length: pairs }, (_, k) => ({ user: named[k] ?? '', chat: chats[k] ?? '' }));
-  const seen = new Set<string>();
+  const subjects = [
+    { level: 'deployment' as const, subject: DEPLOYMENT },
+    ...[...new Set(users.filter(Boolean))].slice(0, BUDGET_SUBJECTS_MAX).map((subject) => ({ level: 'user' as const, subject })),
+    ...[...new Set(chats.filter(Boolean))].slice(0, BUDGET_SUBJECTS_MAX).map((subject) => ({ level: 'chat' as const, subject })),
+  ];
   const all: OverviewBudget[] = [];
-  for (const list of await Promise.all(scopes.map((scope) => options.budgets!(scope)))) {
-    for (const state of list) {
-      const id = `${state.level}|${state.period}|${state.subject}`;
-      const anonymous = !state.subject && state.level !== 'deployment';
-      if (seen.has(id) || anonymous || (state.limitUsd === undefined && state.limitTokens === undefined)) continue;
-      seen.add(id);
-      const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
-      const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
-      all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0) });
-    }
+  for (const state of (await options.budgets(subjects)).flat()) {
+    if (state.limitUsd === undefined && state.limitTokens === undefined) continue;
+    const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
+    const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
+    all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0) });
   }
   all.sort((a, b) => b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
   const near = all.filter((b) => b.share >= noticeShare).length;

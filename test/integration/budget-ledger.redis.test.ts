@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBudgetLedger, type BudgetLedgerOptions } from '../../src/budget/ledger.js';
 import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
@@ -208,5 +208,44 @@ describe('budget ledger: stored counters', () => {
     await l.resetUsage('user', 'telegram:42');
     expect(await t.redis.hget(key, 'user:telegram:42:2026-12-02')).toBe('2 0 0 0 0');
     expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
+  });
+});
+
+describe('budget ledger: reading many subjects', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await t.cleanup();
+  });
+
+  it('reads 450 subjects in three script calls, in order, and `chatgate budgets list` uses it', async () => {
+    const s = settings({ user: { day: { tokens: 1_000_000 } }, chat: { month: { usd: 5 } } });
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+    const users = Array.from({ length: 300 }, (_, k) => `web:u${String(k).padStart(3, '0')}`);
+    for (const [k, user] of users.entries()) {
+      if (k % 3 !== 0) continue;
+      const r = await l.reserve({ user, chat: `web:c${k}` }, { tokens: k + 1 });
+      if (!('id' in r)) throw new Error('refused');
+      await l.settle({ user }, r.id, { tokens: k + 1 });
+    }
+    const calls = vi.spyOn(t.redis as unknown as { budget: (...args: unknown[]) => Promise<unknown> }, 'budget');
+    const subjects = [...users.map((subject) => ({ level: 'user' as const, subject })), ...users.slice(0, 150).map((_, k) => ({ level: 'chat' as const, subject: `web:c${k}` }))];
+    const states = await l.statesOf(subjects);
+    expect(calls).toHaveBeenCalledTimes(3);
+    expect(states).toHaveLength(450);
+    expect(states[3]).toMatchObject([{ level: 'user', subject: 'web:u003', period: 'day', usedTokens: 4, limitTokens: 1_000_000 }, { period: 'month', usedTokens: 4 }]);
+    expect(states[301]).toMatchObject([{ level: 'chat', subject: 'web:c1', usedTokens: 0 }, { period: 'month', limitUsd: 5 }]);
+    expect(states[303]![0]).toMatchObject({ level: 'chat', subject: 'web:c3', usedTokens: 4 });
+
+    calls.mockClear();
+    const rows = await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).list();
+    // 100 users and 100 chats with counters, the deployment: two script calls.
+    expect(calls).toHaveBeenCalledTimes(2);
+    expect(rows.filter((r) => r.level === 'user')).toHaveLength(100);
+    expect(rows.find((r) => r.subject === 'web:u297')).toMatchObject({ period: 'day', unit: 'tokens', used: 298, limit: 1_000_000 });
+    expect(rows.filter((r) => r.level === 'chat' && r.period === 'month')).toHaveLength(100);
   });
 });
