@@ -249,3 +249,26 @@ describe('budget ledger: reading many subjects', () => {
     expect(rows.filter((r) => r.level === 'chat' && r.period === 'month')).toHaveLength(100);
   });
 });
+
+describe('budget ledger: the month\'s copy of the limits', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('copies 5,000 stored overrides on the month\'s first call', async () => {
+    const keys = budgetKeys(t.keyPrefix);
+    const overrides: string[] = [];
+    for (let k = 0; k < 5000; k++) overrides.push(`user:web:u${k}`, JSON.stringify({ v: 1, dailyTokens: 100 + k }));
+    await t.redis.hset(keys.limits, ...overrides);
+    const now = Date.UTC(2026, 11, 2, 10);
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 10 } } }), now: () => now });
+    expect(await l.reserve({ user: 'web:u4999' }, { tokens: 5000 })).toHaveProperty('id');
+    expect(await l.reserve({ user: 'web:u0' }, { tokens: 101 })).toMatchObject({ breach: { unit: 'tokens', limit: 100 } });
+    expect(await t.redis.hlen(keys.counters('2026-12'))).toBe(5000 + 1 + 2);
+    expect(await t.redis.hget(keys.counters('2026-12'), 'limit2:user:web:u4999')).toBe('2 -1 5099 -1 -1');
+  });
+});
