@@ -272,3 +272,49 @@ describe('budget ledger: the month\'s copy of the limits', () => {
     expect(await t.redis.hget(keys.counters('2026-12'), 'limit2:user:web:u4999')).toBe('2 -1 5099 -1 -1');
   });
 });
+
+describe('budget ledger: markers', () => {
+  let t: TestRedis;
+  let sub: Redis;
+  beforeEach(() => {
+    t = createTestRedis();
+    sub = new Redis(t.url);
+  });
+  afterEach(async () => {
+    sub.disconnect();
+    await t.cleanup();
+  });
+
+  /** Every announcement on the markers channel while `body` runs (a last message of its own closes the list). */
+  const announced = async (body: () => Promise<void>): Promise<string[]> => {
+    const channel = budgetKeys(t.keyPrefix).markerChannel;
+    const heard: string[] = [];
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => { end = resolve; });
+    sub.on('message', (_channel: string, message: string) => (message === 'end' ? end() : heard.push(message)));
+    await sub.subscribe(channel);
+    await body();
+    await t.redis.publish(channel, 'end');
+    await ended;
+    return heard;
+  };
+
+  it('a settle over a limit sets and announces the marker once, not again on each later settle', async () => {
+    const l = ledger2(t, settings({ user: { day: { tokens: 100 } } }));
+    const heard = await announced(async () => {
+      const calls = [await l.reserve(alice, { tokens: 30 }), await l.reserve(alice, { tokens: 30 }), await l.reserve(alice, { tokens: 30 })];
+      for (const [k, r] of calls.entries()) {
+        if (!('id' in r)) throw new Error('refused');
+        await l.settle(alice, r.id, { tokens: 60 + k });
+      }
+    });
+    expect(heard).toHaveLength(1);
+    expect(JSON.parse(heard[0]!)).toMatchObject({ key: budgetKeys(t.keyPrefix).exhausted('user', alice.user) });
+    expect(JSON.parse(JSON.parse(heard[0]!).marker as string)).toMatchObject({ v: 1, level: 'user', period: 'day', unit: 'tokens', limit: 100, used: 121, src: 'config' });
+    expect(await l.check(alice)).toMatchObject({ level: 'user', unit: 'tokens', limit: 100 });
+  });
+});
+
+function ledger2(t: TestRedis, s: BudgetSettings) {
+  return createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+}
