@@ -318,3 +318,32 @@ describe('budget ledger: markers', () => {
 function ledger2(t: TestRedis, s: BudgetSettings) {
   return createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
 }
+
+describe('budget ledger: an operator changes a limit', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('after a raise the notice share and the used-up limit are reported again, on the day and the month', async () => {
+    const s = settings({ user: { day: { tokens: 100 }, month: { tokens: 200 } }, noticePercent: 80 });
+    const l = ledger2(t, s);
+    const call = async (tokens: number) => {
+      const r = await l.reserve(alice, { tokens: 1 });
+      if (!('id' in r)) throw new Error('refused');
+      return (await l.settle(alice, r.id, { tokens })).map((e) => `${e.period} ${e.kind}`);
+    };
+    expect(await call(85)).toEqual(['day near']);
+    expect(await call(20)).toEqual(['day exhausted']);
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).set('user', alice.user, { dailyTokens: 1000, monthlyTokens: 2000 });
+    expect(await call(700)).toEqual(['day near']);
+    expect(await call(200)).toEqual(['day exhausted']);
+    // Back to the configured limits: both are over them, and both are said again.
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).reset('user', alice.user);
+    expect((await l.state(alice)).map((c) => c.usedTokens)).toEqual([1005, 1005, 1005, 1005, 1005, 1005]);
+    expect(await l.reserve(alice, { tokens: 1 })).toMatchObject({ breach: { period: 'day', unit: 'tokens', limit: 100 }, event: { kind: 'exhausted' } });
+  });
+});
