@@ -11,7 +11,7 @@ import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/opti
 import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, type BudgetSubject } from './ledger.js';
+import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, markerBreach, STATES_PER_CALL, type BudgetSubject } from './ledger.js';
 
 /** The format version of a stored override. */
 export const STORED_LIMITS_VERSION = 1;
@@ -28,10 +28,13 @@ export interface BudgetRow {
   used: number;
   /** For a USD row: tokens of calls to a model with no price, which its `used` leaves out. */
   unpricedTokens?: number;
-  limit: number;
-  left: number;
+  /** Null: the subject is unlimited (a stored override or the budgets file says so). */
+  limit: number | null;
+  left: number | null;
   resetsAtMs: number;
   source: LimitSource;
+  /** An exhaustion marker holds for this limit: the subject's messages are answered at once until it goes. */
+  blocked?: true;
 }
 
 /** A change of a subject's limits: a number sets a limit, null removes it, absent keeps it. */
@@ -39,7 +42,7 @@ export type LimitsPatch = { [K in keyof FlatLimits]?: number | null };
 
 /** The operator's side of the budgets. */
 export interface BudgetAdmin {
-  /** Every counter of the current day and month with a limit in force, by level then subject. */
+  /** Every counter of the current day and month with a limit in force, and those of unlimited subjects, by level then subject. */
   list(): Promise<BudgetRow[]>;
   /** The limits in force for a subject and where they come from. @throws what {@link parseStoredLimits} throws for its stored override. */
   limitsOf(level: BudgetLevel, subject: string): Promise<{ limits: LevelLimits | 'unlimited'; source: LimitSource }>;
@@ -111,16 +114,26 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
       // One read of the stored overrides, one scan of the month's counters, the states in batches.
       const stored = await redis.hgetall(keys.limits);
       const subjects = await subjectsOf(redis, keys, stored, options.settings, nowMs);
-      const states = await ledger.statesOf(subjects);
+      const [states, markers] = await Promise.all([ledger.statesOf(subjects), readMarkersOf(redis, subjects.map((x) => keys.exhausted(x.level, x.subject)))]);
       const rows: BudgetRow[] = [];
       for (const [k, { level, subject }] of subjects.entries()) {
         const { limits, source } = limitsIn(level, subject, stored[`${level}:${subject}`]);
-        if (limits === 'unlimited') continue;
+        const own: BudgetRow[] = [];
         for (const counter of states[k]!) {
+          const at = { level, subject, period: counter.period, resetsAtMs: counter.resetsAtMs, source };
+          if (limits === 'unlimited') {
+            const unpriced = counter.unpricedTokens ? { unpricedTokens: counter.unpricedTokens } : {};
+            own.push({ ...at, unit: 'usd', used: counter.usedUsd, ...unpriced, limit: null, left: null }, { ...at, unit: 'tokens', used: counter.usedTokens, limit: null, left: null });
+            continue;
+          }
           const limit = limits[counter.period];
-          const withLimits = { ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens };
-          for (const l of limitsLeft(withLimits)) rows.push({ level, subject, period: counter.period, ...l, resetsAtMs: counter.resetsAtMs, source });
+          for (const l of limitsLeft({ ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens })) own.push({ ...at, ...l });
         }
+        // The limit whose marker holds (the gateway answers the subject's messages at once).
+        const raw = markers[k];
+        const breach = raw == null ? null : markerBreach(options.settings, level, subject, raw, nowMs);
+        if (breach) for (const row of own) if (row.period === breach.period && row.unit === breach.unit) row.blocked = true;
+        rows.push(...own);
       }
       return rows;
     },
@@ -143,6 +156,13 @@ async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys
     if (id !== undefined) add(field, field.length - id.length - 1);
   }
   return BUDGET_LEVELS.flatMap((level) => (level === 'deployment' ? [DEPLOYMENT_SUBJECT] : [...found.get(level)!].sort()).map((subject) => ({ level, subject })));
+}
+
+/** The exhaustion markers at `markerKeys` (null: none), in MGETs of a few hundred. */
+async function readMarkersOf(redis: RedisClient, markerKeys: readonly string[]): Promise<Array<string | null>> {
+  const out: Array<string | null> = [];
+  for (let from = 0; from < markerKeys.length; from += STATES_PER_CALL) out.push(...await redis.mget(...markerKeys.slice(from, from + STATES_PER_CALL)));
+  return out;
 }
 
 /** The fields of hash `key` matching `pattern`. */
