@@ -274,7 +274,7 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       const month = windows.of('month', nowMs);
       const { specs, scriptKeys } = scopeSpecs(scopeOf(level, subject), month, [level]);
       const spec = specs[0]!;
-      const args: Array<string | number> = ['override', nowMs, expireAt(month), spec.override, spec.marker, `${spec.override}:${windows.of('day', nowMs).id}`, `${spec.override}:${month.id}`];
+      const args: Array<string | number> = ['override', nowMs, expireAt(month), spec.override, spec.marker];
       if (stored !== null) args.push(stored);
       return (await runScript(redis, 'budget', scriptKeys, args)) === 1;
     },

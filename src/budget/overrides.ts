@@ -6,7 +6,7 @@
  * Precedence, per level and subject: the stored override, else the budgets file (users only),
  * else the environment (`CHATGATE_BUDGET_<LEVEL>_*`). The scripts apply the same order.
  */
-import { BUDGET_LEVELS, BUDGET_PERIODS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/option-checks.js';
 import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
@@ -140,21 +140,17 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
   };
 }
 
-/** The subjects worth listing, by level then name: those with a counter this day or month, an override or a file entry. */
+/** The subjects worth listing, by level then name: those with counters this month, an override or a file entry. */
 async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys>, stored: Record<string, string>, settings: BudgetSettings, nowMs: number): Promise<BudgetSubject[]> {
   const found = new Map<BudgetLevel, Set<string>>(BUDGET_LEVELS.map((level) => [level, new Set<string>()]));
-  const add = (field: string, end = field.length) => {
+  const add = (field: string) => {
     const at = field.indexOf(':');
-    found.get(field.slice(0, at) as BudgetLevel)?.add(field.slice(at + 1, end));
+    found.get(field.slice(0, at) as BudgetLevel)?.add(field.slice(at + 1));
   };
   for (const subject of Object.keys(settings.users)) found.get('user')!.add(subject);
   for (const field of Object.keys(stored)) add(field);
-  const ids = BUDGET_PERIODS.map((period) => periodWindow(period, nowMs, settings.timeZone).id);
-  // Counter fields are `<level>:<subject>:<period id>`; the month's copy of the limits (`limit2:…`) is not a level.
-  for (const field of await scanFields(redis, keys.counters(ids[1]!), '*')) {
-    const id = ids.find((i) => field.endsWith(`:${i}`));
-    if (id !== undefined) add(field, field.length - id.length - 1);
-  }
+  // A subject's counters are the field `<level>:<subject>` of the month's hash (beside `limit2:…` and `$limits2`, no level).
+  for (const field of await scanFields(redis, keys.counters(periodWindow('month', nowMs, settings.timeZone).id), '*')) add(field);
   return BUDGET_LEVELS.flatMap((level) => (level === 'deployment' ? [DEPLOYMENT_SUBJECT] : [...found.get(level)!].sort()).map((subject) => ({ level, subject })));
 }
 

@@ -7,10 +7,13 @@
     KEYS[1] limits set by operators (hash: "<level>:<subject>" → JSON { "v": 1, "unlimited": true }
       or { "v": 1, dailyUsd, monthlyUsd, dailyTokens, monthlyTokens }, src/budget/overrides.ts)
     KEYS[2] the counters of one month (hash):
-      "<level>:<subject>:<period id>" → a counter, format 2: one line of integers
-        "2 <um> <ut> <uu> <said>[ <bucket> <micro> <tokens>]…": used micro-USD and tokens, tokens of
-        unpriced calls (in ut only), the notices said (bits: 1 near usd, 2 near tokens, 4 usd used
-        up, 8 tokens used up), then what is reserved, by the minute its lease ends;
+      "<level>:<subject>" → its day and month counters, format 2: one line of integers
+        "2 <day> <um> <ut> <uu> <said> <um> <ut> <uu> <said>[ <bucket> <micro> <tokens>]…": the day
+        the day's part counts (its id's digits: 20261202; another day's part reads as 0), then for
+        the day and for the month used micro-USD and tokens, tokens of unpriced calls (in ut only),
+        the notices said (bits: 1 near usd, 2 near tokens, 4 usd used up, 8 tokens used up), then
+        what the subject's calls in flight reserved, by the minute their leases end (held against
+        both periods);
       "limit2:<level>:<subject>" → this month's copy of KEYS[1]'s field as a line
         "2 <day micro> <day tokens> <month micro> <month tokens>" (-1: none; unlimited: all -1),
         "!v" (another format version) or "!n" (unreadable); "$limits2": the copy was made
@@ -28,11 +31,10 @@
       month micro, month tokens (-1: none). Counter 2k-1 is subject k's day, 2k its month.
     settle: [4] bucket, [5] reserved micro, [6] reserved tokens, [7] used micro, [8] used tokens,
       [9] unpriced (1: its tokens also count in uu), [10] notice percent, [11] day id, [12] day
-      ends, [13] month id, [14] month ends (the reserve's), then 8 a subject of the reserve: marker
+      ends, [13] month id, [14] month ends (the reserve's; a day's part of another day then is left), then 8 a subject of the reserve: marker
       (3..5), "<level>:<subject>", then the reserve's reply for its day and month counters (limit
       micro, limit tokens, src: 1 override) as it came
-    override: [4] "<level>:<subject>", [5] marker (3..5), [6] its day counter's field, [7] its
-      month counter's field, [8] the new record's JSON (absent: remove it)
+    override: [4] "<level>:<subject>", [5] marker (3..5), [6] the new record's JSON (absent: remove it)
 
   Output (integers; units 1 usd, 2 tokens):
     reserve: { 1, bucket, then 3 a counter: limit micro, limit tokens (in force; -1: none), src
@@ -45,7 +47,7 @@
     reset: 1 (used amounts and the notices said zeroed, reservations kept; an unreadable counter
       starts again at 0)
     override: 1 when a record was removed, else 0 (the month's copy changed, the notices said of
-      the subject's day and month counters cleared, its marker dropped)
+      the subject's day and month cleared, its marker dropped)
     error: invalid arguments, or a stored override or counter of another format version; nothing written
 
   Reserve, state and reset read the counters and the limits in one HMGET; the month's first call
@@ -60,54 +62,65 @@ local COPIED = '$limits2'
 local LIMIT = 'limit2:'
 local NEAR_USD, NEAR_TOKENS, OUT_USD, OUT_TOKENS = 1, 2, 4, 8
 local UNITS = { 'usd', 'tokens' }
+local PERIODS = { 'day', 'month' }
 local MARKERS = KEYS[1] .. ':markers'
+-- Locals: a global's lookup costs more in Redis's Lua. Numbers from strings by `+ 0` (faster than tonumber).
+local match, format, gmatch, sub = string.match, string.format, string.gmatch, string.sub
+local tonumber, floor = tonumber, math.floor
+local LINE = '^2 (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)(.*)$'
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
 if not now or not tonumber(ARGV[3]) then return redis.error_reply('ERR budget: needs op, now and expireAt') end
 
 local function int(x)
-  return string.format('%d', x)
+  return format('%d', x)
 end
 
 local function has(said, flag)
   return said % (flag * 2) >= flag
 end
 
--- The command that zeroes a counter's field ("<level>:<subject>:<period id>").
+-- The command that zeroes a subject's counters ("<level>:<subject>").
 local function resetHint(field)
-  local level, subject = string.match(field, '^([^:]+):(.*):[^:]+$')
+  local level, subject = match(field, '^([^:]+):(.*)$')
   if level == 'deployment' then return 'chatgate budgets reset deployment --usage' end
   return 'chatgate budgets reset ' .. tostring(level) .. ' ' .. tostring(subject) .. ' --usage'
 end
 
--- A counter read: { um, ut, uu, said, r = { bucket, micro, tokens, … } live only, rm, rt }.
-local function readCounter(field, raw)
-  if not raw then return { um = 0, ut = 0, uu = 0, said = 0, r = {}, rm = 0, rt = 0 } end
-  local um, ut, uu, said, rest = string.match(raw, '^2 (%d+) (%d+) (%d+) (%d+)(.*)$')
-  if not um then
-    error({ err = 'ERR budget counter ' .. field .. ' is not in format version 2 (an older chatgate wrote it): zero it with ' .. resetHint(field) })
+-- A subject's counters read for day `day` (a number): { day, um, ut, uu, said (day), um, ut, uu,
+-- said (month) } at 1..9, r = { bucket, micro, tokens, … } (live only), rm, rt.
+local function readCounters(field, raw, day)
+  if not raw then return { day, 0, 0, 0, 0, 0, 0, 0, 0, r = {}, rm = 0, rt = 0 } end
+  local d, a, b, c, e, f, g, h, i, rest = match(raw, LINE)
+  if not d then
+    error({ err = 'ERR budget counters ' .. field .. ' are not in format version 2 (an older chatgate wrote them): zero them with ' .. resetHint(field) })
   end
+  local o
+  if d + 0 == day then o = { day, a + 0, b + 0, c + 0, e + 0, f + 0, g + 0, h + 0, i + 0 }
+  else o = { d + 0, 0, 0, 0, 0, f + 0, g + 0, h + 0, i + 0, old = { a + 0, b + 0, c + 0, e + 0 } } end
   local r, n, rm, rt = {}, 0, 0, 0
   if rest ~= '' then
-    for b, m, t in string.gmatch(rest, ' (%d+) (%d+) (%d+)') do
-      b = tonumber(b)
-      if b * BUCKET_MS > now then
-        m, t = tonumber(m), tonumber(t)
-        r[n + 1], r[n + 2], r[n + 3] = b, m, t
+    for bk, m, t in gmatch(rest, ' (%d+) (%d+) (%d+)') do
+      bk = bk + 0
+      if bk * BUCKET_MS > now then
+        m, t = m + 0, t + 0
+        r[n + 1], r[n + 2], r[n + 3] = bk, m, t
         n = n + 3
         rm, rt = rm + m, rt + t
       end
     end
   end
-  return { um = tonumber(um), ut = tonumber(ut), uu = tonumber(uu), said = tonumber(said), r = r, rm = rm, rt = rt }
+  o.r, o.rm, o.rt = r, rm, rt
+  return o
 end
 
--- A counter's line; reservations released to nothing are left out.
-local function line(c)
-  local text = string.format('2 %d %d %d %d', c.um, c.ut, c.uu, c.said)
-  local r = c.r
+-- The line of a subject's counters; reservations released to nothing are left out.
+local function line(o)
+  local day = o.old or o
+  local text = format('2 %d %d %d %d %d %d %d %d %d', o[1], day[o.old and 1 or 2], day[o.old and 2 or 3], day[o.old and 3 or 4], day[o.old and 4 or 5], o[6], o[7], o[8], o[9])
+  local r = o.r
   for j = 1, #r, 3 do
-    if r[j + 1] > 0 or r[j + 2] > 0 then text = text .. string.format(' %d %d %d', r[j], r[j + 1], r[j + 2]) end
+    if r[j + 1] > 0 or r[j + 2] > 0 then text = text .. format(' %d %d %d', r[j], r[j + 1], r[j + 2]) end
   end
   return text
 end
@@ -124,17 +137,18 @@ local function limitsLine(json)
     -- Absent is no limit; anything else but a number ≥ 0 is refused, never read as "no limit".
     if x == nil then v[k] = -1
     elseif type(x) ~= 'number' or x < 0 then return '!n'
-    elseif k % 2 == 1 then v[k] = math.floor(x * 1000000 + 0.5)
+    elseif k % 2 == 1 then v[k] = floor(x * 1000000 + 0.5)
     else v[k] = x end
   end
-  return string.format('2 %d %d %d %d', v[1], v[2], v[3], v[4])
+  return format('2 %d %d %d %d', v[1], v[2], v[3], v[4])
 end
 
--- The limits in force of a subject: its copied override line, else the configured ones.
-local function limitsOf(override, stored, dm, dt, mm, mt)
-  if not stored then return dm, dt, mm, mt, 0 end
-  local a, b, c, d = string.match(stored, '^2 (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
-  if a then return tonumber(a), tonumber(b), tonumber(c), tonumber(d), 1 end
+-- The limits in force of a subject, { day micro, day tokens, month micro, month tokens, src (1 override) }:
+-- its copied override line, else the configured ones (ARGV from `at`).
+local function limitsOf(override, stored, at)
+  if not stored then return { ARGV[at] + 0, ARGV[at + 1] + 0, ARGV[at + 2] + 0, ARGV[at + 3] + 0, 0 } end
+  local a, b, c, d = match(stored, '^2 (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+  if a then return { a + 0, b + 0, c + 0, d + 0, 1 } end
   if stored == '!n' then
     error({ err = 'ERR budget limits of ' .. override .. ' are unreadable: remove them with chatgate budgets reset, then set them again' })
   end
@@ -148,11 +162,11 @@ local function publish(key, marker)
 end
 
 -- Sets the marker of KEYS[at] unless the same one (but for "used") holds; announced.
-local function mark(at, level, period, unit, limit, used, endsAt, src)
-  local head = '{"v":1,"level":"' .. level .. '","period":"' .. period .. '","unit":"' .. unit .. '","limit":' .. int(limit)
+local function mark(at, override, period, unit, limit, used, endsAt, src)
+  local head = '{"v":1,"level":"' .. match(override, '^[^:]+') .. '","period":"' .. period .. '","unit":"' .. unit .. '","limit":' .. int(limit)
     .. ',"resetsAtMs":' .. int(endsAt) .. ',"src":"' .. src .. '","used":'
   local held = redis.call('GET', KEYS[at])
-  if held and string.sub(held, 1, #head) == head then return end
+  if held and sub(held, 1, #head) == head then return end
   local marker = head .. int(used) .. '}'
   redis.call('SET', KEYS[at], marker, 'PXAT', int(endsAt))
   publish(KEYS[at], marker)
@@ -160,97 +174,103 @@ end
 
 if op == 'override' then
   -- An operator's limits changed: the record, this month's copy (when made), the notices said, the marker.
-  local field, at, dayField, monthField, value = ARGV[4], tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
-  if not field or not at or not KEYS[at] or not dayField or not monthField then
-    return redis.error_reply('ERR budget: override needs the field, marker and the day and month counters')
-  end
+  local field, at, value = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+  if not field or not at or not KEYS[at] then return redis.error_reply('ERR budget: override needs the field and the marker') end
   local removed = 0
   if value then redis.call('HSET', KEYS[1], field, value) else removed = redis.call('HDEL', KEYS[1], field) end
-  local raw = redis.call('HMGET', KEYS[2], COPIED, dayField, monthField)
+  local raw = redis.call('HMGET', KEYS[2], COPIED, field)
   if raw[1] then
     if value then redis.call('HSET', KEYS[2], LIMIT .. field, limitsLine(value)) else redis.call('HDEL', KEYS[2], LIMIT .. field) end
   end
   -- With new limits the 80% notice and the used-up alert may come again.
-  local out = {}
-  for k, counter in ipairs({ dayField, monthField }) do
-    local head, said, rest = string.match(raw[k + 1] or '', '^(2 %d+ %d+ %d+) (%d+)(.*)$')
-    if head and said ~= '0' then
-      out[#out + 1] = counter
-      out[#out + 1] = head .. ' 0' .. rest
-    end
-  end
-  if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+  local d, a, b, c, e, f, g, h, i, rest = match(raw[2] or '', LINE)
+  if d and (e ~= '0' or i ~= '0') then redis.call('HSET', KEYS[2], field, table.concat({ '2', d, a, b, c, '0', f, g, h, '0' }, ' ') .. rest) end
   redis.call('DEL', KEYS[at])
   publish(KEYS[at])
   return removed
 end
 
+-- The day a call counts in: its id's digits as a number (2026-12-02: 20261202).
+local function dayOf(id)
+  return (string.gsub(id, '%-', '')) + 0
+end
+
 if op == 'settle' then
   local bucket, needMicro, needTokens = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
   local micro, tokens, unpriced, noticePercent = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1', tonumber(ARGV[10])
-  local dayId, monthId = ARGV[11], ARGV[13]
-  local ends = { tonumber(ARGV[12]), tonumber(ARGV[14]) }
+  local dayEnds, monthEnds = tonumber(ARGV[12]), tonumber(ARGV[14])
   local n = (#ARGV - 14) / 8
-  if not (bucket and needMicro and needTokens and micro and tokens and noticePercent and dayId and monthId and ends[1] and ends[2]) or n ~= math.floor(n) then
+  if not (bucket and needMicro and needTokens and micro and tokens and noticePercent and ARGV[11] and dayEnds and monthEnds) or n ~= floor(n) then
     return redis.error_reply('ERR budget: settle needs bucket, reserved and used amounts, unpriced, notice percent, the day and month and 8 arguments a subject')
   end
+  local day = dayOf(ARGV[11])
   local events = {}
   if n == 0 then return events end
   local fields = {}
-  for s = 1, n do
-    local override = ARGV[8 * s + 8]
-    fields[2 * s - 1], fields[2 * s] = override .. ':' .. dayId, override .. ':' .. monthId
-  end
+  for s = 1, n do fields[s] = ARGV[8 * s + 8] end
   local raw = redis.call('HMGET', KEYS[2], unpack(fields))
   local out = {}
-  for i = 1, 2 * n do
-    local s = math.floor((i + 1) / 2)
-    local isDay = i % 2 == 1
-    local at = 8 * s + 7 + (isDay and 2 or 5)
-    local field, markerAt, period, endsAt, src = fields[i], tonumber(ARGV[8 * s + 7]), isDay and 'day' or 'month', ends[isDay and 1 or 2], ARGV[at + 2] == '1' and 'override' or 'config'
-    local c = readCounter(field, raw[i])
-    local r = c.r
+  for s = 1, n do
+    local field, markerAt = fields[s], ARGV[8 * s + 7] + 0
+    local o = readCounters(field, raw[s], day)
+    if o[1] < day then
+      -- The line's day ended before this call's: the day's part starts again for this call's day.
+      o[1], o[2], o[3], o[4], o[5], o.old = day, 0, 0, 0, 0, nil
+    end
+    local r = o.r
     for j = 1, #r, 3 do
       if r[j] == bucket then
-        r[j + 1], r[j + 2] = math.max(r[j + 1] - needMicro, 0), math.max(r[j + 2] - needTokens, 0)
+        r[j + 1], r[j + 2] = r[j + 1] - needMicro, r[j + 2] - needTokens
+        if r[j + 1] < 0 then r[j + 1] = 0 end
+        if r[j + 2] < 0 then r[j + 2] = 0 end
       end
     end
-    c.um, c.ut = c.um + micro, c.ut + tokens
-    if unpriced then c.uu = c.uu + tokens end
-    for unit = 1, 2 do
-      local used, limit = unit == 1 and c.um or c.ut, tonumber(ARGV[at + unit - 1])
-      local out_, near = unit == 1 and OUT_USD or OUT_TOKENS, unit == 1 and NEAR_USD or NEAR_TOKENS
-      if limit < 0 then
-        -- no limit of this unit
-      elseif used >= limit then
-        mark(markerAt, string.match(field, '^[^:]+'), period, UNITS[unit], limit, used, endsAt, src)
-        if not has(c.said, out_) then
-          c.said = c.said + out_
-          events[#events + 1], events[#events + 2], events[#events + 3], events[#events + 4], events[#events + 5] = i, 2, unit, limit, used
+    -- Periods: 1 the day (at 2..5; a day after this call's has no part of it), 2 the month (at 6..9).
+    for p = 1, 2 do
+      if p == 2 or not o.old then
+        local at = p == 1 and 2 or 6
+        o[at], o[at + 1] = o[at] + micro, o[at + 1] + tokens
+        if unpriced then o[at + 2] = o[at + 2] + tokens end
+        local i = 2 * s - 2 + p
+        local limits = 8 * s + 6 + 3 * p
+        local src = ARGV[limits + 2] == '1' and 'override' or 'config'
+        for unit = 1, 2 do
+          local used, limit = o[at + unit - 1], ARGV[limits + unit - 1] + 0
+          local out_, near = unit == 1 and OUT_USD or OUT_TOKENS, unit == 1 and NEAR_USD or NEAR_TOKENS
+          if limit < 0 then
+            -- no limit of this unit
+          elseif used >= limit then
+            mark(markerAt, field, PERIODS[p], UNITS[unit], limit, used, p == 1 and dayEnds or monthEnds, src)
+            if not has(o[at + 3], out_) then
+              o[at + 3] = o[at + 3] + out_
+              events[#events + 1], events[#events + 2], events[#events + 3], events[#events + 4], events[#events + 5] = i, 2, unit, limit, used
+            end
+          elseif used * 100 >= limit * noticePercent and not has(o[at + 3], near) then
+            o[at + 3] = o[at + 3] + near
+            events[#events + 1], events[#events + 2], events[#events + 3], events[#events + 4], events[#events + 5] = i, 1, unit, limit, used
+          end
         end
-      elseif used * 100 >= limit * noticePercent and not has(c.said, near) then
-        c.said = c.said + near
-        events[#events + 1], events[#events + 2], events[#events + 3], events[#events + 4], events[#events + 5] = i, 1, unit, limit, used
       end
     end
-    out[2 * i - 1], out[2 * i] = field, line(c)
+    out[2 * s - 1], out[2 * s] = field, line(o)
   end
   redis.call('HSET', KEYS[2], unpack(out))
   return events
 end
 
-local dayId, dayEnds, monthId, monthEnds = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local dayEnds, monthEnds = tonumber(ARGV[5]), tonumber(ARGV[7])
 local needMicro, needTokens, leaseMs = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local subjects = (#ARGV - 10) / 6
-if not (dayId and dayEnds and monthId and monthEnds and needMicro and needTokens and leaseMs) or subjects ~= math.floor(subjects) then
+if not (ARGV[4] and dayEnds and ARGV[6] and monthEnds and needMicro and needTokens and leaseMs) or subjects ~= floor(subjects) then
   return redis.error_reply('ERR budget: ' .. tostring(op) .. ' needs the day and month, the need, the lease and 6 arguments a subject')
 end
+local day = dayOf(ARGV[4])
 
 -- One read: this month's copy of the operators' limits ("$limits2" says it was made) and the counters.
 local fields = { COPIED }
 for s = 1, subjects do
   local override = ARGV[6 * s + 6]
-  fields[3 * s - 1], fields[3 * s], fields[3 * s + 1] = LIMIT .. override, override .. ':' .. dayId, override .. ':' .. monthId
+  fields[2 * s], fields[2 * s + 1] = LIMIT .. override, override
 end
 local raw = redis.call('HMGET', KEYS[2], unpack(fields))
 local copied = nil
@@ -262,21 +282,12 @@ if not raw[1] then
 end
 
 -- Limits first: a stored override this script cannot read fails the call before anything is written.
--- Counter i = 2s-1 (day), 2s (month): its field, limits in force, source and the period's facts.
-local field, lm, lt, src, period, ends, markerAt = {}, {}, {}, {}, {}, {}, {}
+local limits = {}
 for s = 1, subjects do
-  local at = 6 * s + 5
-  local override = ARGV[at + 1]
-  local stored = raw[3 * s - 1]
+  local override = fields[2 * s + 1]
+  local stored = raw[2 * s]
   if copied then stored = copied[override] end
-  local dm, dt, mm, mt, from = limitsOf(override, stored, tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]))
-  local d, m = 2 * s - 1, 2 * s
-  field[d], field[m] = fields[3 * s], fields[3 * s + 1]
-  lm[d], lt[d], lm[m], lt[m] = dm, dt, mm, mt
-  src[d], src[m] = from, from
-  period[d], period[m] = 'day', 'month'
-  ends[d], ends[m] = dayEnds, monthEnds
-  markerAt[d], markerAt[m] = tonumber(ARGV[at]), tonumber(ARGV[at])
+  limits[s] = limitsOf(override, stored, 6 * s + 7)
 end
 if copied then
   -- In chunks: unpack takes a few thousand values at most.
@@ -292,31 +303,29 @@ if copied then
   if #chunk > 0 then redis.call('HSET', KEYS[2], unpack(chunk)) end
   redis.call('EXPIREAT', KEYS[2], ARGV[3])
 end
-local counters = 2 * subjects
-local function rawOf(i)
-  return raw[i + math.floor((i + 1) / 2) + 1]
-end
 
 if op == 'state' then
   local out = {}
-  for i = 1, counters do
-    local c = readCounter(field[i], rawOf(i))
-    local at = 7 * (i - 1)
-    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] = c.um, c.ut, c.rm, c.rt, lm[i], lt[i], c.uu
+  for s = 1, subjects do
+    local o, l = readCounters(fields[2 * s + 1], raw[2 * s + 1], day), limits[s]
+    local at = 14 * (s - 1)
+    if o.old then o[2], o[3], o[4] = 0, 0, 0 end
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5], out[at + 6], out[at + 7] = o[2], o[3], o.rm, o.rt, l[1], l[2], o[4]
+    out[at + 8], out[at + 9], out[at + 10], out[at + 11], out[at + 12], out[at + 13], out[at + 14] = o[6], o[7], o.rm, o.rt, l[3], l[4], o[8]
   end
   return out
 end
 if op == 'reset' then
   local out = {}
-  for i = 1, counters do
-    local text = rawOf(i)
+  for s = 1, subjects do
+    local text = raw[2 * s + 1]
     if text then
-      local ok, c = pcall(readCounter, field[i], text)
-      -- An unreadable counter (another format version) starts again at 0, its reservations with it.
-      if not ok then c = { r = {} } end
-      c.um, c.ut, c.uu, c.said = 0, 0, 0, 0
-      out[#out + 1] = field[i]
-      out[#out + 1] = line(c)
+      local ok, o = pcall(readCounters, fields[2 * s + 1], text, day)
+      -- Unreadable counters (another format version) start again at 0, their reservations with them.
+      if not ok then o = { r = {} } end
+      o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o.old = day, 0, 0, 0, 0, 0, 0, 0, 0, nil
+      out[#out + 1] = fields[2 * s + 1]
+      out[#out + 1] = line(o)
     end
   end
   if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
@@ -324,50 +333,54 @@ if op == 'reset' then
 end
 if op ~= 'reserve' then return redis.error_reply('ERR budget: unknown op ' .. tostring(op)) end
 
--- Only counters with a limit in force are read and reserved on.
-local held = {}
-for i = 1, counters do
-  if lm[i] >= 0 or lt[i] >= 0 then
-    local c = readCounter(field[i], rawOf(i))
-    local unit, limit, used, need = nil, nil, 0, 0
-    -- A limit reached holds even for a call that needs none of it (a transcription's tokens).
-    if lm[i] >= 0 and needMicro >= 0 and (c.um + c.rm + needMicro > lm[i] or c.um >= lm[i]) then unit, limit, used, need = 1, lm[i], c.um, needMicro
-    elseif lt[i] >= 0 and (c.ut + c.rt + needTokens > lt[i] or c.ut >= lt[i]) then unit, limit, used, need = 2, lt[i], c.ut, needTokens end
-    if unit then
-      local first, inFlight = 0, 1
-      -- No room even with no call in flight: the gateway answers at once until the period ends or the limit changes.
-      if used + need > limit or used >= limit then
-        inFlight = 0
-        mark(markerAt[i], string.match(field[i], '^[^:]+'), period[i], UNITS[unit], limit, used, ends[i], src[i] == 1 and 'override' or 'config')
-        local flag = unit == 1 and OUT_USD or OUT_TOKENS
-        if not has(c.said, flag) then
-          first = 1
-          c.said = c.said + flag
-          redis.call('HSET', KEYS[2], field[i], line(c))
-        end
-      end
-      return { 0, i, unit, limit, used, first, inFlight }
-    end
-    held[#held + 1] = i
-    held[#held + 1] = c
-  end
-end
+-- Only subjects with a limit in force are read and reserved on; the day's part of another day counts 0.
+local out = {}
 local bucket = math.ceil((now + leaseMs) / BUCKET_MS)
-local micro = math.max(needMicro, 0)
-local out, reply = {}, { 1, bucket }
-for k = 1, #held, 2 do
-  local i, c = held[k], held[k + 1]
-  local r, found = c.r, false
-  for j = 1, #r, 3 do
-    if r[j] == bucket then
-      r[j + 1], r[j + 2], found = r[j + 1] + micro, r[j + 2] + needTokens, true
+local micro = needMicro > 0 and needMicro or 0
+for s = 1, subjects do
+  local l = limits[s]
+  if l[1] >= 0 or l[2] >= 0 or l[3] >= 0 or l[4] >= 0 then
+    local field = fields[2 * s + 1]
+    local o = readCounters(field, raw[2 * s + 1], day)
+    if o.old then o[1], o[2], o[3], o[4], o[5], o.old = day, 0, 0, 0, 0, nil end
+    for p = 1, 2 do
+      local at, lm, lt = p == 1 and 2 or 6, l[2 * p - 1], l[2 * p]
+      local um, ut = o[at], o[at + 1]
+      local unit, limit, used, need = nil, nil, 0, 0
+      -- A limit reached holds even for a call that needs none of it (a transcription's tokens).
+      if lm >= 0 and needMicro >= 0 and (um + o.rm + needMicro > lm or um >= lm) then unit, limit, used, need = 1, lm, um, needMicro
+      elseif lt >= 0 and (ut + o.rt + needTokens > lt or ut >= lt) then unit, limit, used, need = 2, lt, ut, needTokens end
+      if unit then
+        local first, inFlight = 0, 1
+        -- No room even with no call in flight: the gateway answers at once until the period ends or the limit changes.
+        if used + need > limit or used >= limit then
+          inFlight = 0
+          mark(ARGV[6 * s + 5] + 0, field, PERIODS[p], UNITS[unit], limit, used, p == 1 and dayEnds or monthEnds, l[5] == 1 and 'override' or 'config')
+          local flag = unit == 1 and OUT_USD or OUT_TOKENS
+          if not has(o[at + 3], flag) then
+            first = 1
+            o[at + 3] = o[at + 3] + flag
+            redis.call('HSET', KEYS[2], field, line(o))
+          end
+        end
+        return { 0, 2 * s - 2 + p, unit, limit, used, first, inFlight }
+      end
     end
+    local r, found = o.r, false
+    for j = 1, #r, 3 do
+      if r[j] == bucket then
+        r[j + 1], r[j + 2], found = r[j + 1] + micro, r[j + 2] + needTokens, true
+      end
+    end
+    if not found then r[#r + 1], r[#r + 2], r[#r + 3] = bucket, micro, needTokens end
+    out[#out + 1] = field
+    out[#out + 1] = line(o)
   end
-  if not found then r[#r + 1], r[#r + 2], r[#r + 3] = bucket, micro, needTokens end
-  out[k], out[k + 1] = field[i], line(c)
 end
 if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
-for i = 1, counters do
-  reply[3 * i], reply[3 * i + 1], reply[3 * i + 2] = lm[i], lt[i], src[i]
+local reply = { 1, bucket }
+for s = 1, subjects do
+  local l, at = limits[s], 6 * s - 3
+  reply[at], reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = l[1], l[2], l[5], l[3], l[4], l[5]
 end
 return reply
