@@ -100,14 +100,16 @@ describe('budget ledger', () => {
   });
 
   it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {
-    let now = Date.UTC(2026, 11, 2, 20, 48);
+    // Tomorrow (UTC), 20:48: the marker's expiry (Redis's own clock) is still ahead.
+    const tomorrow = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000;
+    let now = tomorrow + (20 * 60 + 48) * 60_000;
     const l = ledger(settings({ chat: { day: { tokens: 1000 } } }), { now: () => now });
     const r = await l.reserve(alice, { tokens: 600 });
     if (!('id' in r)) throw new Error('refused');
     await l.settle(alice, r.id, { tokens: 1200 });
     const breach = await l.check(alice);
-    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: Date.UTC(2026, 11, 3) });
-    now = Date.UTC(2026, 11, 3, 0, 0, 1);
+    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: tomorrow + 86_400_000 });
+    now = tomorrow + 86_400_000 + 1000;
     expect(await l.check(alice)).toBeNull();
     expect('id' in (await l.reserve(alice, { tokens: 600 }))).toBe(true);
   });
@@ -188,32 +190,37 @@ describe('budget ledger: stored counters', () => {
     await t.cleanup();
   });
 
-  it('keeps a subject\'s counters as one line of integers (format 2) and refuses another version until they are reset', async () => {
+  it('keeps a subject\'s counters as packed integers (format 2) and refuses another version until they are reset', async () => {
     let now = Date.UTC(2026, 11, 2, 10);
     const s = settings({ user: { day: { tokens: 1000 } } });
     const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s, now: () => now });
     const key = budgetKeys(t.keyPrefix).counters('2026-12');
+    /** The stored counters as numbers (little-endian doubles). */
+    const stored = async (field: string) => {
+      const raw = await t.redis.hgetBuffer(key, field);
+      return raw && Array.from({ length: raw.length / 8 }, (_, k) => raw.readDoubleLE(8 * k));
+    };
     const r = await l.reserve(alice, { tokens: 100 });
     if (!('id' in r)) throw new Error('refused');
-    // Reserved on the subject with a limit only: the day, its and the month's used amounts, then the minute its lease ends and what it holds.
-    expect(await t.redis.hget(key, 'user:telegram:42')).toBe(`2 20261202 0 0 0 0 0 0 0 0 ${Math.ceil((now + 15 * 60_000) / 60_000)} 0 100`);
-    expect(await t.redis.hget(key, 'chat:telegram:42')).toBeNull();
+    // Reserved on the subject with a limit only: the version, the day, its and the month's used amounts, then the minute its lease ends and what it holds.
+    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 0, 0, 0, 0, 0, 0, 0, Math.ceil((now + 15 * 60_000) / 60_000), 0, 100]);
+    expect(await stored('chat:telegram:42')).toBeNull();
     await l.settle(alice, r.id, { tokens: 40 });
     // Settled: the reservation released, the use counted on every counter (unpriced: its tokens in uu too).
-    expect(await t.redis.hget(key, 'user:telegram:42')).toBe('2 20261202 0 40 40 0 0 40 40 0');
-    expect(await t.redis.hget(key, 'deployment:all')).toBe('2 20261202 0 40 40 0 0 40 40 0');
+    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
+    expect(await stored('deployment:all')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
     // The next day its day's part starts again; the month's goes on.
     now = Date.UTC(2026, 11, 3, 10);
     const next = await l.reserve(alice, { tokens: 1000 });
     if (!('id' in next)) throw new Error('refused');
     await l.settle(alice, next.id, { tokens: 5 });
-    expect(await t.redis.hget(key, 'user:telegram:42')).toBe('2 20261203 0 5 5 0 0 45 45 0');
+    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 5, 5, 0, 0, 45, 45, 0]);
     expect((await l.state(alice)).filter((c) => c.level === 'user').map((c) => c.usedTokens)).toEqual([5, 45]);
 
     await t.redis.hset(key, 'user:telegram:42', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
     await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters user:telegram:42 are not in format version 2 .*: zero them with chatgate budgets reset user telegram:42 --usage/);
     await l.resetUsage('user', 'telegram:42');
-    expect(await t.redis.hget(key, 'user:telegram:42')).toBe('2 20261203 0 0 0 0 0 0 0 0');
+    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 0, 0, 0, 0, 0, 0, 0]);
     expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
   });
 });
