@@ -7,13 +7,13 @@
     KEYS[1] limits set by operators (hash: "<level>:<subject>" → JSON { "v": 1, "unlimited": true }
       or { "v": 1, dailyUsd, monthlyUsd, dailyTokens, monthlyTokens }, src/budget/overrides.ts)
     KEYS[2] the counters of one month (hash):
-      "<level>:<subject>" → its day and month counters, format 2: integers as little-endian
-        doubles (struct "<d"), 2, <day>, <um> <ut> <uu> <said> of the day, the same of the month,
-        then <bucket> <micro> <tokens> a reservation: the format version, the day the day's part
-        counts (its id's digits: 20261202; another day's part reads as 0), used micro-USD and
-        tokens, tokens of unpriced calls (in ut only), the notices said (bits: 1 near usd, 2 near
-        tokens, 4 usd used up, 8 tokens used up), then what the subject's calls in flight reserved,
-        by the minute their leases end (held against both periods);
+      "<level>:<subject>" → its day and month counters, format 2: integers packed as
+        little-endian doubles (struct "<d"): 2 (the format), the day the day's part counts (its
+        id's digits, 20261202; another day's part reads as 0), then of the day and of the month
+        used micro-USD, used tokens, tokens of unpriced calls (in the used tokens only) and the
+        notices said (bits: 1 near usd, 2 near tokens, 4 usd used up, 8 tokens used up), then
+        bucket, micro, tokens a reservation: what the subject's calls in flight hold, by the
+        minute their leases end (against both periods);
       "limit2:<level>:<subject>" → this month's copy of KEYS[1]'s field as a line
         "2 <day micro> <day tokens> <month micro> <month tokens>" (-1: none; unlimited: all -1),
         "!v" (another format version) or "!n" (unreadable); "$limits2": the copy was made
@@ -21,22 +21,26 @@
       resetsAtMs, src: "override"|"config" }, kept until the period ends)
     KEYS[4] the chat's exhaustion marker (the same)
     KEYS[5] the deployment's exhaustion marker (the same)
-    A marker set (only when new or changed other than its "used") or dropped is published on
-    KEYS[1] .. ':markers' as JSON { key, marker } (no marker: dropped), for the gateways' copies.
+    A marker set (only when new or changed other than its "used") or dropped is published on the
+    channel KEYS[1] .. ':markers' as JSON { key, marker } (no marker: dropped), for the gateways' copies.
 
     ARGV[1] op, ARGV[2] now (ms), ARGV[3] expireAt (unix s, of KEYS[2]), then by op:
-    reserve, state, reset: [4] day id, [5] day ends (ms), [6] month id, [7] month ends (ms),
-      [8] need micro-USD (-1: unpriced), [9] need tokens, [10] lease ms (state, reset: 0 0 0),
-      then 6 a subject: marker (3..5), "<level>:<subject>", the configured day micro, day tokens,
-      month micro, month tokens (-1: none). Counter 2k-1 is subject k's day, 2k its month.
-    settle: [4] bucket, [5] reserved micro, [6] reserved tokens, [7] used micro, [8] used tokens,
-      [9] unpriced (1: its tokens also count in uu), [10] notice percent, [11] day id, [12] day
-      ends, [13] month id, [14] month ends (the reserve's; a day's part of another day then is left), then 8 a subject of the reserve: marker
-      (3..5), "<level>:<subject>", then the reserve's reply for its day and month counters (limit
-      micro, limit tokens, src: 1 override) as it came
-    override: [4] "<level>:<subject>", [5] marker (3..5), [6] the new record's JSON (absent: remove it)
+    reserve, state, reset: ARGV[4] day id, ARGV[5] day ends (ms), ARGV[6] month id, ARGV[7] month
+      ends (ms), ARGV[8] need micro-USD (-1: unpriced), ARGV[9] need tokens, ARGV[10] lease ms
+      (state, reset: 0 0 0), then 6 a subject: marker (3..5), "<level>:<subject>", the configured
+      day micro, day tokens, month micro, month tokens (-1: none). Counter 2k-1 is subject k's
+      day, 2k its month.
+    settle: ARGV[4] bucket, ARGV[5] reserved micro, ARGV[6] reserved tokens, ARGV[7] used micro,
+      ARGV[8] used tokens, ARGV[9] unpriced (1: its tokens also count in uu), ARGV[10] notice
+      percent, ARGV[11] day id, ARGV[12] day ends, ARGV[13] month id, ARGV[14] month ends (the
+      reserve's: a day's part of a later day is left), then 8 a subject of the reserve: marker
+      (3..5), "<level>:<subject>", then the reserve's reply for its day and month (limit micro,
+      limit tokens, src: 1 override) as it came
+    override: ARGV[4] "<level>:<subject>", ARGV[5] marker (3..5), ARGV[6] the new record's JSON
+      (absent: remove it)
 
-  Output (integers; units 1 usd, 2 tokens):
+  Output:
+    Integers; a unit is 1 (usd) or 2 (tokens).
     reserve: { 1, bucket, then 3 a counter: limit micro, limit tokens (in force; -1: none), src
       (1 override, 0 config) }: reserved on the counters with a limit (the others are not read);
       the settle counts the use on every counter. Or { 0, i, unit, limit, used, first, inFlight }:
