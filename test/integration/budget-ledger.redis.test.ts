@@ -361,3 +361,24 @@ describe('budget ledger: an operator changes a limit', () => {
     expect(await l.reserve(alice, { tokens: 1 })).toMatchObject({ breach: { period: 'day', unit: 'tokens', limit: 100 }, event: { kind: 'exhausted' } });
   });
 });
+
+describe('budget ledger: a month an older chatgate counted in', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('refuses calls until `chatgate budgets reset … --usage` drops the format 1 counters', async () => {
+    const now = Date.UTC(2026, 11, 2, 10);
+    const key = budgetKeys(t.keyPrefix).counters('2026-12');
+    await t.redis.hset(key, '$limits', '1', 'limit:user:telegram:42', JSON.stringify({ v: 1, dailyTokens: 5 }), 'user:telegram:42:2026-12-02', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 1000 } } }), now: () => now });
+    await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters of this month are in format version 1 .*: zero them with chatgate budgets reset deployment --usage/);
+    await l.resetUsage('deployment', 'all');
+    expect((await t.redis.hkeys(key)).sort()).toEqual(['$limits2']);
+    expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
+  });
+});

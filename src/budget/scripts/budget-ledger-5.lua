@@ -52,7 +52,8 @@
       starts again at 0)
     override: 1 when a record was removed, else 0 (the month's copy changed, the notices said of
       the subject's day and month cleared, its marker dropped)
-    error: invalid arguments, or a stored override or counter of another format version; nothing written
+    error: invalid arguments, or a stored override or counter of another format version (a month
+      an older chatgate counted in: until a reset drops its format 1 fields); nothing written
 
   Reserve, state and reset read the counters and the limits in one HMGET; the month's first call
   copies KEYS[1] into KEYS[2] (in chunks). A call is let through only if used + reserved + its
@@ -290,6 +291,22 @@ end
 local raw = redis.call('HMGET', KEYS[2], unpack(fields))
 local copied = nil
 if not raw[1] then
+  -- A month an older chatgate counted in (format 1: "$limits" and JSON counters) is refused until
+  -- `chatgate budgets reset … --usage` drops what it wrote: its use so far is not read.
+  if redis.call('HEXISTS', KEYS[2], '$limits') == 1 then
+    if op ~= 'reset' then
+      error({ err = 'ERR budget counters of this month are in format version 1 (an older chatgate wrote them): zero them with chatgate budgets reset deployment --usage (this month\'s use so far starts again at 0)' })
+    end
+    local all, old = redis.call('HGETALL', KEYS[2]), {}
+    for k = 1, #all, 2 do
+      if all[k] == '$limits' or sub(all[k], 1, 6) == 'limit:' or sub(all[k + 1], 1, 1) == '{' then old[#old + 1] = all[k] end
+      if #old >= 500 then
+        redis.call('HDEL', KEYS[2], unpack(old))
+        old = {}
+      end
+    end
+    if #old > 0 then redis.call('HDEL', KEYS[2], unpack(old)) end
+  end
   -- The month's first call copies the limits (once a month); `chatgate budgets` keeps both in step after.
   local all = redis.call('HGETALL', KEYS[1])
   copied = {}
