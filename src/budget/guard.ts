@@ -6,7 +6,7 @@
  * a call made with none counts for the deployment alone.
  */
 import { budgetMessage, budgetNoticeMessage, hasBudgets, type CallScope, type TurnSpend, MIN_AUDIO_BYTES_PER_SECOND, transcriptionMicroUsd, TYPICAL_AUDIO_BYTES_PER_SECOND, worstCaseMicroUsd, type BudgetBreach, type BudgetSettings } from '../core/budget.js';
-import { estimateCostUsd, pricingOf, type PriceTable } from '../core/models.js';
+import { estimateCostUsd, pricingOf, type ModelPricing, type PriceTable } from '../core/models.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { BudgetError } from '../errors.js';
 import type { LlmClient } from '../llm/client.js';
@@ -66,12 +66,20 @@ export function createBudgetGuard(
  */
 export function guardLlm(llm: LlmClient, deps: BudgetGuardDeps, options: BudgetGuardOptions): LlmClient {
   const spend = createSpend(deps, options);
+  // A model's price, looked up once (the price table does not change in a process).
+  const prices = new Map<string, ModelPricing | undefined>();
+  const priceOf = (model: string): ModelPricing | undefined => {
+    if (prices.has(model)) return prices.get(model);
+    const pricing = pricingOf(model, options.prices);
+    if (prices.size < 1000) prices.set(model, pricing);
+    return pricing;
+  };
   return {
     model: llm.model,
     timeoutMs: llm.timeoutMs,
     async complete(request) {
       const model = request.model ?? llm.model;
-      const pricing = pricingOf(model, options.prices);
+      const pricing = priceOf(model);
       // A turn knows its request's size (never re-tokenize a whole history on the hot path); others are counted.
       const promptTokens = request.promptTokens ?? countMessageTokens(request.messages, model, options.tokenCounter);
       const maxTokens = request.maxTokens || options.defaultMaxTokens;
@@ -142,7 +150,8 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
       // The refusal is what the user reads (BudgetError); the operator hears the first one.
       if (reserved.event) emit([reserved.event], scope, model);
       const { level, period, unit, limit, used } = reserved.breach;
-      log.info({ budgetLevel: level, period, unit, limit, used, model }, `${what} refused: ${used !== undefined && used < limit ? 'no room left for its worst case' : 'budget used up'}`);
+      const why = reserved.breach.inFlight ? 'calls in flight hold the room left' : used !== undefined && used < limit ? 'no room left for its worst case' : 'budget used up';
+      log.info({ budgetLevel: level, period, unit, limit, used, model }, `${what} refused: ${why}`);
       return refuse(reserved.breach, what, scope.turn);
     }
     let used: CallNeed = { micro: 0, tokens: 0 };

@@ -5,13 +5,13 @@
  * reads its copy of the markers (markers.ts), not Redis.
  * Keys: `budgetKeys` (one hash tag).
  */
-import { BUDGET_LEVELS, BUDGET_PERIODS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits, type PeriodWindow } from '../core/budget.js';
+import { BUDGET_LEVELS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits, type PeriodWindow } from '../core/budget.js';
 import { StoredFormatError } from '../errors.js';
 
 export type { CounterState } from '../core/budget.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { runScriptWithOptions } from '../redis/scripts.js';
+import { runScript } from '../redis/scripts.js';
 import { readMarkers, type MarkerReader } from './markers.js';
 
 /** A month's counters are kept this long after it ends. */
@@ -58,70 +58,85 @@ export interface BudgetLedgerOptions {
   markers?: MarkerReader;
 }
 
+/** A reservation, as `reserve` hands it to `settle` (opaque). */
+export interface ReservationId {
+  readonly [reservationBrand]: true;
+}
+declare const reservationBrand: unique symbol;
+
+/** One subject of the script's counters, at one level. */
+export interface BudgetSubject {
+  level: BudgetLevel;
+  subject: string;
+}
+
+/** The most subjects one `statesOf` script call reads (more go in several calls). */
+export const STATES_PER_CALL = 200;
+
 /** The budget counters of one deployment. */
 export interface BudgetLedger {
   /**
    * Reserves `need` against every level of `scope` with a limit in force, if used + reserved + `need`
    * fits in each. @returns a reservation id (opaque), or the limit that holds (with `event` when this
-   * refusal is the first word that it is used up, or has no room for `need` even with no call in flight).
+   * refusal is the first word that it is used up, or has no room for `need` even with no call in flight;
+   * `inFlight` when only the same subject's calls in flight leave no room).
    */
-  reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: string } | { breach: BudgetBreach; event?: BudgetEvent }>;
+  reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: ReservationId } | { breach: BudgetBreach; event?: BudgetEvent }>;
   /** Settles reservation `id` with the call's real cost; @returns the limits it brought to notice or used up. */
-  settle(scope: BudgetScope, id: string, used: CallNeed): Promise<BudgetEvent[]>;
+  settle(scope: BudgetScope, id: ReservationId, used: CallNeed): Promise<BudgetEvent[]>;
   /** The limit used up for `scope`, if any, from the exhaustion markers (`options.markers`): the gateway's early answer. */
   check(scope: BudgetScope): Promise<BudgetBreach | null>;
   /** Every counter of `scope` with its limits. */
   state(scope: BudgetScope): Promise<CounterState[]>;
   /** The counters of one level and subject (day, month), for `chatgate budgets list`. */
   stateOf(level: BudgetLevel, subject: string): Promise<CounterState[]>;
+  /** The counters (day, month) of each of `subjects`, in order: one script call a {@link STATES_PER_CALL}. */
+  statesOf(subjects: readonly BudgetSubject[]): Promise<CounterState[][]>;
+  /** The limit whose exhaustion marker holds for each of `subjects` (null: none), in order: one marker read a {@link STATES_PER_CALL}. */
+  blockedOf(subjects: readonly BudgetSubject[]): Promise<Array<BudgetBreach | null>>;
   /** Zeroes what `subject` used this day and month at `level` (reservations in flight stay) and drops its marker. */
   resetUsage(level: BudgetLevel, subject: string): Promise<void>;
   /**
-   * Stores `subject`'s override at `level` (its JSON, or null to remove it) and drops its exhaustion
-   * marker (the next call decides). @returns whether an override was removed.
+   * Stores `subject`'s override at `level` (its JSON, or null to remove it), drops its exhaustion
+   * marker (the next call decides) and clears the notices said on its day and month counters (they
+   * may come again under the new limits). @returns whether an override was removed.
    */
   setOverride(level: BudgetLevel, subject: string, stored: string | null): Promise<boolean>;
 }
 
-/** One counter as the script takes it. */
-interface CounterSpec {
+/** A subject as the script takes it, kept per process (its configured limits do not change). */
+interface SubjectSpec {
   level: BudgetLevel;
-  period: BudgetPeriod;
   subject: string;
-  field: string;
+  /** `<level>:<subject>`: its field in the limits hash, and its counters' fields' start. */
   override: string;
   /** The KEYS index of its level's exhaustion marker (3..5). */
   marker: number;
-  endsAtMs: number;
-  limitMicro: number;
-  limitTokens: number;
-  src?: 'override' | 'config';
+  markerKey: string;
+  /** Configured micro-USD and tokens of the day, then of the month (-1: none). */
+  dayMicro: number;
+  dayTokens: number;
+  monthMicro: number;
+  monthTokens: number;
 }
 
-/** What a reservation holds, carried in its id: the month's key, the minute its lease ends, the amounts and counters. */
+/** What a reservation holds: the keys, the minute its lease ends, the amounts and the reserve's reply (the counters held and their limits). */
 interface Reservation {
-  key: string;
+  keys: string[];
   bucket: number;
   needMicro: number;
   needTokens: number;
-  counters: CounterSpec[];
-}
-
-interface ScriptReply {
-  ok?: boolean;
-  first?: boolean;
-  i?: number;
-  unit?: 'usd' | 'tokens';
-  limit?: number;
-  used?: number;
-  bucket?: number;
-  limits?: Array<[number, number, number, 'override' | 'config']>;
-  state?: number[][];
-  removed?: number;
-  events?: Array<{ i: number; kind: 'near' | 'exhausted'; unit: 'usd' | 'tokens'; limit: number; used: number }>;
+  specs: SubjectSpec[];
+  day: PeriodWindow;
+  month: PeriodWindow;
+  /** `[1, bucket, then limit micro, limit tokens, src (1 override) a counter]`: counter i is subject ⌈i/2⌉'s day (odd) or month. */
+  reply: number[];
 }
 
 const MARKER_INDEX: Readonly<Record<BudgetLevel, number>> = { user: 3, chat: 4, deployment: 5 };
+const UNITS = ['usd', 'tokens'] as const;
+/** Past this many subjects the per-process cache of subjects starts again. */
+const SUBJECT_CACHE_MAX = 10_000;
 
 /** Creates the ledger over `redis` (any connection; on a Cluster every key is on the `{budget}` slot). */
 export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOptions): BudgetLedger {
@@ -131,50 +146,105 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
   const settings = options.settings;
   const markers = options.markers ?? readMarkers(redis);
   const windows = createWindowCache(settings.timeZone);
-  const markerKeys = (scope: BudgetScope) => BUDGET_LEVELS.map((level) => keys.exhausted(level, subjectAt(scope, level) ?? '-'));
-  const run = async (op: string, key: string, scope: BudgetScope, counters: CounterSpec[], extra: object, nowMs: number): Promise<ScriptReply> => {
-    const month = windows.of('month', nowMs);
-    const args = { op, now: nowMs, expireAt: Math.ceil(month.endsAtMs / 1000) + KEEP_AFTER_PERIOD_S, counters, ...extra };
-    return JSON.parse(String(await runScriptWithOptions(redis, 'budget', [keys.limits, key, ...markerKeys(scope)], args))) as ScriptReply;
+  const noMarker = BUDGET_LEVELS.map((level) => keys.exhausted(level, '-'));
+  const subjects = new Map<BudgetLevel, Map<string, SubjectSpec>>(BUDGET_LEVELS.map((level) => [level, new Map()]));
+  let cached = 0;
+  const specOf = (level: BudgetLevel, subject: string): SubjectSpec => {
+    const byLevel = subjects.get(level)!;
+    let spec = byLevel.get(subject);
+    if (spec) return spec;
+    if (++cached > SUBJECT_CACHE_MAX) {
+      for (const m of subjects.values()) m.clear();
+      cached = 1;
+    }
+    const limits = configuredLimits(settings, level, subject);
+    spec = {
+      level, subject, override: `${level}:${subject}`, marker: MARKER_INDEX[level], markerKey: keys.exhausted(level, subject),
+      dayMicro: microOf(limits.day?.usd), dayTokens: limits.day?.tokens ?? -1, monthMicro: microOf(limits.month?.usd), monthTokens: limits.month?.tokens ?? -1,
+    };
+    byLevel.set(subject, spec);
+    return spec;
   };
-  const specsAt = (scope: BudgetScope, nowMs: number, levels: readonly BudgetLevel[] = BUDGET_LEVELS) => ({
-    key: keys.counters(windows.of('month', nowMs).id),
-    counters: levels.flatMap((level) => {
+  let monthKey = { id: '', key: '' };
+  const countersKey = (month: PeriodWindow) => {
+    if (monthKey.id !== month.id) monthKey = { id: month.id, key: keys.counters(month.id) };
+    return monthKey.key;
+  };
+  const expireAt = (month: PeriodWindow) => Math.ceil(month.endsAtMs / 1000) + KEEP_AFTER_PERIOD_S;
+  /** The specs of `scope`'s levels with a subject, and the script's keys. */
+  const scopeSpecs = (scope: BudgetScope, month: PeriodWindow, levels: readonly BudgetLevel[] = BUDGET_LEVELS) => {
+    const specs: SubjectSpec[] = [];
+    const scriptKeys = [keys.limits, countersKey(month), noMarker[0]!, noMarker[1]!, noMarker[2]!];
+    for (const level of levels) {
       const subject = subjectAt(scope, level);
-      return subject === undefined ? [] : BUDGET_PERIODS.map((period) => counterSpec(settings, level, subject, period, windows.of(period, nowMs)));
-    }),
-  });
-  const stateOf = async (scope: BudgetScope, levels?: readonly BudgetLevel[]) => {
+      if (subject === undefined) continue;
+      const spec = specOf(level, subject);
+      specs.push(spec);
+      scriptKeys[spec.marker - 1] = spec.markerKey;
+    }
+    return { specs, scriptKeys };
+  };
+  /** Reserve, state and reset: their positional arguments. */
+  const counterArgs = (op: string, nowMs: number, day: PeriodWindow, month: PeriodWindow, specs: readonly SubjectSpec[], needMicro = 0, needTokens = 0, lease = 0) => {
+    const args: Array<string | number> = [op, nowMs, expireAt(month), day.id, day.endsAtMs, month.id, month.endsAtMs, needMicro, needTokens, lease];
+    for (const s of specs) args.push(s.marker, s.override, s.dayMicro, s.dayTokens, s.monthMicro, s.monthTokens);
+    return args;
+  };
+  const run = async (scriptKeys: readonly string[], args: ReadonlyArray<string | number>): Promise<number[]> => (await runScript(redis, 'budget', scriptKeys, args)) as number[];
+  const statesOf = async (list: readonly BudgetSubject[]): Promise<CounterState[][]> => {
     const nowMs = now();
-    const { key, counters } = specsAt(scope, nowMs, levels);
-    const reply = await run('state', key, scope, counters, {}, nowMs);
-    return counters.map((c, k) => toState(c, listOf(reply.state)[k] ?? [0, 0, 0, 0, -1, -1, 0]));
+    const [day, month] = [windows.of('day', nowMs), windows.of('month', nowMs)];
+    const out: CounterState[][] = [];
+    for (let from = 0; from < list.length; from += STATES_PER_CALL) {
+      const specs = list.slice(from, from + STATES_PER_CALL).map((s) => specOf(s.level, s.subject));
+      const reply = await run([keys.limits, countersKey(month), ...noMarker], counterArgs('state', nowMs, day, month, specs));
+      specs.forEach((spec, k) => out.push([toState(spec, 'day', day, reply, 14 * k), toState(spec, 'month', month, reply, 14 * k + 7)]));
+    }
+    return out;
   };
   return {
     async reserve(scope, need) {
       const nowMs = now();
-      const { key, counters } = specsAt(scope, nowMs);
-      const reply = await run('reserve', key, scope, counters, { needMicro: need.micro ?? -1, needTokens: need.tokens, leaseMs }, nowMs);
-      if (reply.ok) {
-        const held = listOf(reply.limits).map(([i, limitMicro, limitTokens, src]) => ({ ...counters[i - 1]!, limitMicro, limitTokens, src }));
-        const reservation: Reservation = { key, bucket: reply.bucket!, needMicro: Math.max(need.micro ?? 0, 0), needTokens: need.tokens, counters: held };
-        return { id: JSON.stringify(reservation) };
+      const day = windows.of('day', nowMs);
+      const month = windows.of('month', nowMs);
+      const { specs, scriptKeys } = scopeSpecs(scope, month);
+      const needMicro = need.micro ?? -1;
+      const reply = await run(scriptKeys, counterArgs('reserve', nowMs, day, month, specs, needMicro, need.tokens, leaseMs));
+      if (reply[0] === 1) {
+        const reservation: Reservation = { keys: scriptKeys, bucket: reply[1]!, needMicro: Math.max(needMicro, 0), needTokens: need.tokens, specs, day, month, reply };
+        return { id: reservation as unknown as ReservationId };
       }
-      const counter = counters[reply.i! - 1]!;
-      const breach = toBreach(counter, reply.unit!, reply.limit!, reply.used!);
-      return reply.first ? { breach, event: { ...breach, used: breach.used!, kind: 'exhausted', subject: counter.subject } } : { breach };
+      const [, i = 1, unit = 1, limit = 0, used = 0, first, inFlight] = reply;
+      const spec = specs[(i - 1) >> 1]!;
+      const breach = toBreach(spec, i % 2 === 1 ? day : month, i % 2 === 1 ? 'day' : 'month', UNITS[unit - 1]!, limit, used);
+      if (inFlight === 1) breach.inFlight = true;
+      return first === 1 ? { breach, event: { ...breach, used: breach.used!, kind: 'exhausted', subject: spec.subject } } : { breach };
     },
-    async settle(scope, id, used) {
-      const r = JSON.parse(id) as Reservation;
-      const args = { bucket: r.bucket, needMicro: r.needMicro, needTokens: r.needTokens, micro: used.micro ?? 0, tokens: used.tokens, unpriced: used.micro === undefined, noticePercent: settings.noticePercent };
-      const reply = await run('settle', r.key, scope, r.counters, args, now());
-      return listOf(reply.events).map((e) => {
-        const breach = toBreach(r.counters[e.i - 1]!, e.unit, e.limit, e.used);
-        return { ...breach, used: breach.used!, kind: e.kind, subject: r.counters[e.i - 1]!.subject };
-      });
+    async settle(_scope, id, used) {
+      const r = id as unknown as Reservation;
+      const args: Array<string | number> = ['settle', now(), expireAt(r.month), r.bucket, r.needMicro, r.needTokens, used.micro ?? 0, used.tokens, used.micro === undefined ? 1 : 0, settings.noticePercent, r.day.id, r.day.endsAtMs, r.month.id, r.month.endsAtMs];
+      const limits = r.reply;
+      for (const [s, spec] of r.specs.entries()) {
+        const at = 2 + 6 * s;
+        args.push(spec.marker, spec.override, limits[at]!, limits[at + 1]!, limits[at + 2]!, limits[at + 3]!, limits[at + 4]!, limits[at + 5]!);
+      }
+      const reply = await run(r.keys, args);
+      const events: BudgetEvent[] = [];
+      for (let e = 0; e < reply.length; e += 5) {
+        const i = reply[e]!;
+        const spec = r.specs[(i - 1) >> 1]!;
+        const isDay = i % 2 === 1;
+        const breach = toBreach(spec, isDay ? r.day : r.month, isDay ? 'day' : 'month', UNITS[reply[e + 2]! - 1]!, reply[e + 3]!, reply[e + 4]!);
+        events.push({ ...breach, used: breach.used!, kind: reply[e + 1] === 2 ? 'exhausted' : 'near', subject: spec.subject });
+      }
+      return events;
     },
     async check(scope) {
-      const raw = await markers.read(markerKeys(scope));
+      const markerKeys = BUDGET_LEVELS.map((level, k) => {
+        const subject = subjectAt(scope, level);
+        return subject === undefined ? noMarker[k]! : specOf(level, subject).markerKey;
+      });
+      const raw = await markers.read(markerKeys);
       const nowMs = now();
       for (const [k, level] of BUDGET_LEVELS.entries()) {
         const subject = subjectAt(scope, level);
@@ -183,21 +253,42 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       }
       return null;
     },
-    state: (scope) => stateOf(scope),
-    stateOf: (level, subject) => stateOf(scopeOf(level, subject), [level]),
+    async state(scope) {
+      const list = BUDGET_LEVELS.flatMap((level) => {
+        const subject = subjectAt(scope, level);
+        return subject === undefined ? [] : [{ level, subject }];
+      });
+      return (await statesOf(list)).flat();
+    },
+    stateOf: async (level, subject) => (await statesOf([{ level, subject }]))[0]!,
+    statesOf,
+    async blockedOf(list) {
+      const out: Array<BudgetBreach | null> = [];
+      for (let from = 0; from < list.length; from += STATES_PER_CALL) {
+        const part = list.slice(from, from + STATES_PER_CALL);
+        const raw = await markers.read(part.map((s) => specOf(s.level, s.subject).markerKey));
+        const nowMs = now();
+        part.forEach((s, k) => out.push(raw[k] == null ? null : markerBreach(settings, s.level, s.subject, raw[k]!, nowMs)));
+      }
+      return out;
+    },
     async resetUsage(level, subject) {
       const nowMs = now();
-      const scope = scopeOf(level, subject);
-      const { key, counters } = specsAt(scope, nowMs, [level]);
-      await run('reset', key, scope, counters, {}, nowMs);
+      const month = windows.of('month', nowMs);
+      const { specs, scriptKeys } = scopeSpecs(scopeOf(level, subject), month, [level]);
+      await run(scriptKeys, counterArgs('reset', nowMs, windows.of('day', nowMs), month, specs));
       // Dropped and announced together: a gateway's copy (markers.ts) never keeps a dropped marker.
       const marker = keys.exhausted(level, subject);
       await redis.multi().del(marker).publish(keys.markerChannel, JSON.stringify({ key: marker })).exec();
     },
     async setOverride(level, subject, stored) {
       const nowMs = now();
-      const reply = await run('override', keys.counters(windows.of('month', nowMs).id), scopeOf(level, subject), [], { override: `${level}:${subject}`, marker: MARKER_INDEX[level], ...(stored === null ? {} : { value: stored }) }, nowMs);
-      return reply.removed === 1;
+      const month = windows.of('month', nowMs);
+      const { specs, scriptKeys } = scopeSpecs(scopeOf(level, subject), month, [level]);
+      const spec = specs[0]!;
+      const args: Array<string | number> = ['override', nowMs, expireAt(month), spec.override, spec.marker];
+      if (stored !== null) args.push(stored);
+      return (await runScript(redis, 'budget', scriptKeys, args)) === 1;
     },
   };
 }
@@ -217,13 +308,9 @@ function scopeOf(level: BudgetLevel, subject: string): BudgetScope {
   return level === 'user' ? { user: subject } : level === 'chat' ? { chat: subject } : {};
 }
 
-function counterSpec(settings: BudgetSettings, level: BudgetLevel, subject: string, period: BudgetPeriod, window: PeriodWindow): CounterSpec {
-  const limits = configuredLimits(settings, level, subject)[period];
-  return {
-    level, period, subject, field: `${level}:${subject}:${window.id}`, override: `${level}:${subject}`, marker: MARKER_INDEX[level], endsAtMs: window.endsAtMs,
-    limitMicro: limits?.usd === undefined ? -1 : Math.round(limits.usd * 1_000_000),
-    limitTokens: limits?.tokens ?? -1,
-  };
+/** USD as micro-USD (-1: no limit). */
+function microOf(usd: number | undefined): number {
+  return usd === undefined ? -1 : Math.round(usd * 1_000_000);
 }
 
 /**
@@ -250,7 +337,7 @@ function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: str
   if (m.resetsAtMs <= nowMs) return null;
   if (m.src === 'config') {
     const limit = configuredLimits(settings, level, subject)[m.period];
-    const configured = m.unit === 'usd' ? (limit?.usd === undefined ? -1 : Math.round(limit.usd * 1_000_000)) : limit?.tokens ?? -1;
+    const configured = m.unit === 'usd' ? microOf(limit?.usd) : limit?.tokens ?? -1;
     if (configured !== m.limit) return null;
   }
   const scale = m.unit === 'usd' ? 1_000_000 : 1;
@@ -277,20 +364,16 @@ function parseMarker(raw: string): Marker | null {
   }
 }
 
-/** A JSON array from Lua (cjson writes an empty table as `{}`). */
-function listOf<T>(value: T[] | undefined): T[] {
-  return Array.isArray(value) ? value : [];
-}
-
-function toBreach(c: CounterSpec, unit: 'usd' | 'tokens', limit: number, used: number): BudgetBreach {
+function toBreach(spec: SubjectSpec, window: PeriodWindow, period: BudgetPeriod, unit: 'usd' | 'tokens', limit: number, used: number): BudgetBreach {
   const scale = unit === 'usd' ? 1_000_000 : 1;
-  return { level: c.level, period: c.period, unit, limit: limit / scale, used: used / scale, resetsAtMs: c.endsAtMs };
+  return { level: spec.level, period, unit, limit: limit / scale, used: used / scale, resetsAtMs: window.endsAtMs };
 }
 
-function toState(c: CounterSpec, s: number[]): CounterState {
-  const [um = 0, ut = 0, , , lm = -1, lt = -1, uu = 0] = s;
+/** Counter `at` of a state reply (7 numbers: um, ut, rm, rt, limit micro, limit tokens, uu). */
+function toState(spec: SubjectSpec, period: BudgetPeriod, window: PeriodWindow, reply: readonly number[], at: number): CounterState {
+  const [um = 0, ut = 0, lm = -1, lt = -1, uu = 0] = [reply[at], reply[at + 1], reply[at + 4], reply[at + 5], reply[at + 6]];
   return {
-    level: c.level, period: c.period, subject: c.subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: c.endsAtMs, ...(uu > 0 ? { unpricedTokens: uu } : {}),
+    level: spec.level, period, subject: spec.subject, usedUsd: um / 1_000_000, usedTokens: ut, resetsAtMs: window.endsAtMs, ...(uu > 0 ? { unpricedTokens: uu } : {}),
     ...(lm >= 0 ? { limitUsd: lm / 1_000_000 } : {}), ...(lt >= 0 ? { limitTokens: lt } : {}),
   };
 }

@@ -6,12 +6,12 @@
  * Precedence, per level and subject: the stored override, else the budgets file (users only),
  * else the environment (`CHATGATE_BUDGET_<LEVEL>_*`). The scripts apply the same order.
  */
-import { BUDGET_LEVELS, BUDGET_PERIODS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, FLAT_LIMIT_FIELDS, fromFlatLimits, limitsLeft, periodWindow, toFlatLimits, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/option-checks.js';
 import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT } from './ledger.js';
+import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, type BudgetSubject } from './ledger.js';
 
 /** The format version of a stored override. */
 export const STORED_LIMITS_VERSION = 1;
@@ -28,10 +28,13 @@ export interface BudgetRow {
   used: number;
   /** For a USD row: tokens of calls to a model with no price, which its `used` leaves out. */
   unpricedTokens?: number;
-  limit: number;
-  left: number;
+  /** Null: the subject is unlimited (a stored override or the budgets file says so). */
+  limit: number | null;
+  left: number | null;
   resetsAtMs: number;
   source: LimitSource;
+  /** An exhaustion marker holds for this limit: the subject's messages are answered at once until it goes. */
+  blocked?: true;
 }
 
 /** A change of a subject's limits: a number sets a limit, null removes it, absent keeps it. */
@@ -39,7 +42,7 @@ export type LimitsPatch = { [K in keyof FlatLimits]?: number | null };
 
 /** The operator's side of the budgets. */
 export interface BudgetAdmin {
-  /** Every counter of the current day and month with a limit in force, by level then subject. */
+  /** Every counter of the current day and month with a limit in force, and those of unlimited subjects, by level then subject. */
   list(): Promise<BudgetRow[]>;
   /** The limits in force for a subject and where they come from. @throws what {@link parseStoredLimits} throws for its stored override. */
   limitsOf(level: BudgetLevel, subject: string): Promise<{ limits: LevelLimits | 'unlimited'; source: LimitSource }>;
@@ -85,12 +88,13 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
   const keys = budgetKeys(options.keyPrefix);
   const now = options.now ?? Date.now;
   const ledger = createBudgetLedger(redis, options);
-  const limitsOf = async (level: BudgetLevel, subject: string) => {
-    const raw = await redis.hget(keys.limits, `${level}:${subject}`);
-    if (raw !== null) return { limits: parseStoredLimits(`${level}:${subject}`, raw), source: 'override' as const };
+  /** The limits in force of a subject, from its stored override (`raw`, null: none) or the configuration. */
+  const limitsIn = (level: BudgetLevel, subject: string, raw: string | null | undefined) => {
+    if (raw != null) return { limits: parseStoredLimits(`${level}:${subject}`, raw), source: 'override' as const };
     const fromFile = level === 'user' && options.settings.users[subject] !== undefined;
     return { limits: configuredLimits(options.settings, level, subject), source: fromFile ? 'file' as const : 'environment' as const };
   };
+  const limitsOf = async (level: BudgetLevel, subject: string) => limitsIn(level, subject, await redis.hget(keys.limits, `${level}:${subject}`));
   return {
     limitsOf,
     async set(level, subject, patch) {
@@ -107,34 +111,46 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
     },
     async list() {
       const nowMs = now();
+      // One read of the stored overrides, one scan of the month's counters, the states in batches.
+      const stored = await redis.hgetall(keys.limits);
+      const subjects = await subjectsOf(redis, keys, stored, options.settings, nowMs);
+      const [states, blocked] = await Promise.all([ledger.statesOf(subjects), ledger.blockedOf(subjects)]);
       const rows: BudgetRow[] = [];
-      for (const level of BUDGET_LEVELS) {
-        for (const subject of await subjectsOf(redis, keys, level, options.settings, nowMs)) {
-          const { limits, source } = await limitsOf(level, subject);
-          if (limits === 'unlimited') continue;
-          for (const counter of await ledger.stateOf(level, subject)) {
-            const limit = limits[counter.period];
-            const withLimits = { ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens };
-            for (const l of limitsLeft(withLimits)) rows.push({ level, subject, period: counter.period, ...l, resetsAtMs: counter.resetsAtMs, source });
+      for (const [k, { level, subject }] of subjects.entries()) {
+        const { limits, source } = limitsIn(level, subject, stored[`${level}:${subject}`]);
+        const own: BudgetRow[] = [];
+        for (const counter of states[k]!) {
+          const at = { level, subject, period: counter.period, resetsAtMs: counter.resetsAtMs, source };
+          if (limits === 'unlimited') {
+            const unpriced = counter.unpricedTokens ? { unpricedTokens: counter.unpricedTokens } : {};
+            own.push({ ...at, unit: 'usd', used: counter.usedUsd, ...unpriced, limit: null, left: null }, { ...at, unit: 'tokens', used: counter.usedTokens, limit: null, left: null });
+            continue;
           }
+          const limit = limits[counter.period];
+          for (const l of limitsLeft({ ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens })) own.push({ ...at, ...l });
         }
+        // The limit whose marker holds (the gateway answers the subject's messages at once).
+        const breach = blocked[k];
+        if (breach) for (const row of own) if (row.period === breach.period && row.unit === breach.unit) row.blocked = true;
+        rows.push(...own);
       }
       return rows;
     },
   };
 }
 
-/** The subjects of a level worth listing: those with a counter this day or month, an override or a file entry. */
-async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys>, level: BudgetLevel, settings: BudgetSettings, nowMs: number): Promise<string[]> {
-  if (level === 'deployment') return [DEPLOYMENT_SUBJECT];
-  const found = new Set<string>(level === 'user' ? Object.keys(settings.users) : []);
-  for (const field of await redis.hkeys(keys.limits)) if (field.startsWith(`${level}:`)) found.add(field.slice(level.length + 1));
-  const month = periodWindow('month', nowMs, settings.timeZone).id;
-  for (const period of BUDGET_PERIODS) {
-    const id = periodWindow(period, nowMs, settings.timeZone).id;
-    for (const field of await scanFields(redis, keys.counters(month), `${escapeGlob(level)}:*:${id}`)) found.add(field.slice(level.length + 1, field.length - id.length - 1));
-  }
-  return [...found].sort();
+/** The subjects worth listing, by level then name: those with counters this month, an override or a file entry. */
+async function subjectsOf(redis: RedisClient, keys: ReturnType<typeof budgetKeys>, stored: Record<string, string>, settings: BudgetSettings, nowMs: number): Promise<BudgetSubject[]> {
+  const found = new Map<BudgetLevel, Set<string>>(BUDGET_LEVELS.map((level) => [level, new Set<string>()]));
+  const add = (field: string) => {
+    const at = field.indexOf(':');
+    found.get(field.slice(0, at) as BudgetLevel)?.add(field.slice(at + 1));
+  };
+  for (const subject of Object.keys(settings.users)) found.get('user')!.add(subject);
+  for (const field of Object.keys(stored)) add(field);
+  // A subject's counters are the field `<level>:<subject>` of the month's hash (beside `limit2:…` and `$limits2`, no level).
+  for (const field of await scanFields(redis, keys.counters(periodWindow('month', nowMs, settings.timeZone).id), '*')) add(field);
+  return BUDGET_LEVELS.flatMap((level) => (level === 'deployment' ? [DEPLOYMENT_SUBJECT] : [...found.get(level)!].sort()).map((subject) => ({ level, subject })));
 }
 
 /** The fields of hash `key` matching `pattern`. */
@@ -147,10 +163,6 @@ async function scanFields(redis: RedisClient, key: string, pattern: string): Pro
     for (let k = 0; k < batch.length; k += 2) found.push(batch[k]!);
   } while (cursor !== '0');
   return found;
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 /** `current` with `patch` applied. @throws RangeError when a patched limit breaks its rule (nothing is stored then). */

@@ -23,7 +23,7 @@ export interface BudgetsSetFlags {
   json?: boolean;
 }
 
-/** `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month). */
+/** `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month), unlimited subjects too; a limit whose marker holds says `blocked`. */
 export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<number> {
   return withAdmin(io, async (admin) => {
     const rows = await admin.list();
@@ -120,9 +120,13 @@ function describeLimits(limits: LevelLimits | 'unlimited'): string {
 }
 
 function table(rows: readonly BudgetRow[], nowMs: number): string {
-  const head = ['level', 'subject', 'period', 'used', 'limit', 'left', 'resets in', 'from'];
-  // The deployment's counters have no subject of their own.
-  const body = rows.map((r) => [r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, formatUsed(r), formatAmount(r.unit, r.limit), formatAmount(r.unit, r.left), duration(r.resetsAtMs - nowMs), r.source]);
+  const head = ['level', 'subject', 'period', 'used', 'limit', 'left', 'resets in', 'from', 'state'];
+  // The deployment's counters have no subject of their own; an unlimited subject's limit is "unlimited".
+  const amount = (r: BudgetRow, value: number | null) => (value === null ? (r.limit === null ? 'unlimited' : '-') : formatAmount(r.unit, value));
+  const body = rows.map((r) => [
+    r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, formatUsed(r), amount(r, r.limit), r.left === null ? '-' : amount(r, r.left), duration(r.resetsAtMs - nowMs), r.source,
+    r.blocked ? 'blocked: answered at once until it resets' : '',
+  ]);
   const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
   return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');
 }

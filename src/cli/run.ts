@@ -286,5 +286,5 @@ function roleName(roles: RunRoles): string {
 async function usageMonitor(config: Config, redis: RedisClient): Promise<UsageMonitorDeps> {
   const { usageReaderFor } = await import('./usage-report.js');
   const ledger = hasBudgets(config.budgets) ? createBudgetLedger(redis, { keyPrefix: config.redis.keyPrefix, settings: config.budgets }) : undefined;
-  return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (scope) => ledger.state(scope), budgetCheck: (scope) => ledger.check(scope), budgetNoticePercent: config.budgets.noticePercent } : {}) };
+  return { reader: usageReaderFor(config, { redis }), ...(ledger ? { budgets: (subjects) => ledger.statesOf(subjects), budgetBlocks: (subjects) => ledger.blockedOf(subjects), budgetNoticePercent: config.budgets.noticePercent } : {}) };
 }

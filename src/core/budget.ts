@@ -168,12 +168,16 @@ export interface BudgetBreach {
   used?: number;
   /** When the period ends (absent for a turn cap). */
   resetsAtMs?: number;
+  /** The call would fit with nothing in flight: the same subject's other calls still hold the room. */
+  inFlight?: boolean;
 }
 
 /**
  * The message a user reads when a limit holds, e.g. "This chat has used today's budget of $2.00. It
  * resets at 00:00 UTC, in 3 h 12 min."; when `breach.used` is below the limit, "This chat has nearly
- * used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at …".
+ * used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at …"; when
+ * only the subject's calls in flight hold the room (`breach.inFlight`), that those are still being
+ * answered and to try again in a moment.
  */
 export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: string): string {
   const amount = formatAmount(breach.unit, breach.limit);
@@ -182,6 +186,7 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
     return short ? `This request was stopped before its next step: it could go over the limit of one turn (${amount}). Send a new message to go on.`
       : `This request reached the limit of one turn (${amount}) and was stopped. Send a new message to go on.`;
   }
+  if (breach.inFlight) return `${OTHERS_OF[breach.level]} still being answered and may use the rest of ${periodBudget(breach)} of ${amount}. Try again in a moment.`;
   const who = WHO_HAS[breach.level];
   const left = short ? `: ${leftOf(breach.unit, breach.limit - breach.used!)}, not enough for another answer` : '';
   return `${who} ${short ? 'nearly used' : 'used'} ${periodBudget(breach)} of ${amount}${left}.${resetsIn(breach, nowMs, timeZone)}`;
@@ -206,6 +211,8 @@ export function duration(ms: number): string {
   if (hours > 0) return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
   return `${rest} min`;
 }
+
+const OTHERS_OF: Readonly<Record<BudgetLevel, string>> = { user: 'Your other requests are', chat: "This chat's other requests are", deployment: 'Other requests to this bot are' };
 
 const WHO_HAS: Readonly<Record<BudgetLevel | 'turn', string>> = { user: 'You have', chat: 'This chat has', deployment: 'This bot has', turn: 'This turn has' };
 

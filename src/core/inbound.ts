@@ -174,6 +174,7 @@ export interface OutboundMessage {
    * OpenAI-compatible API) hands it to theirs only. Absent: not known.
    */
   answers?: string[];
+  /**
    * Set on the notice that answers a turn in place of its reply because a spend limit holds: a
    * channel with statuses (the OpenAI-compatible API) answers it as it answers the gateway's own
    * over-budget refusal (429).

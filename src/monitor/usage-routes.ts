@@ -1,16 +1,16 @@
 import type { Hono } from 'hono';
 import { UsageQueryError } from '../errors.js';
-import { readUsageOverview, type BudgetCheck, type BudgetStates } from '../usage/overview.js';
+import { readUsageOverview, type BudgetBlocks, type BudgetStates } from '../usage/overview.js';
 import type { UsageReader } from '../usage/read-model.js';
 import { renderOverviewPage } from './overview-page.js';
 
 /** What the usage routes read: the usage read model (src/usage) and, with budgets, their counters. */
 export interface UsageMonitorDeps {
   reader: UsageReader;
-  /** The budget counters of a user and chat (src/budget's ledger `state`). Absent: no budgets. */
+  /** The budget counters of each subject (src/budget's ledger `statesOf`). Absent: no budgets. */
   budgets?: BudgetStates;
-  /** The limit that holds for a scope (src/budget's ledger `check`): the overview shows those counters blocked. */
-  budgetCheck?: BudgetCheck;
+  /** The limit whose marker holds, per subject (src/budget's ledger `blockedOf`): the overview shows those counters blocked. */
+  budgetBlocks?: BudgetBlocks;
   /** Percent of a limit from which the overview calls it near (CHATGATE_BUDGET_NOTICE_PERCENT). Default 80. */
   budgetNoticePercent?: number;
 }
@@ -31,7 +31,7 @@ export function addUsageRoutes(app: Hono, deps: UsageMonitorDeps, options: { pol
       throw err;
     }
   });
-  app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, { budgets: deps.budgets, blocked: deps.budgetCheck, noticePercent: deps.budgetNoticePercent })));
+  app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, { budgets: deps.budgets, blocked: deps.budgetBlocks, noticePercent: deps.budgetNoticePercent })));
   app.get('/overview', (c) => {
     c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
     return c.html(renderOverviewPage(options));

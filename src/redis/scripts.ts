@@ -46,7 +46,7 @@ const TURN_STOP_SCRIPT_FILES = {
 
 /** The budgets' scripts, in `src/budget/scripts/`. */
 const BUDGET_SCRIPT_FILES = {
-  budget: 'budget-5.lua',
+  budget: 'budget-ledger-5.lua',
 } as const;
 
 /** The live replies' view-record scripts, in `src/live-reply/scripts/`. */

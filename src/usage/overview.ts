@@ -23,6 +23,9 @@ const BUDGET_ROWS_MAX = 50;
 /** Subjects (users, chats with usage in 30 days, by cost) whose counters are read; the CLI lists every one. */
 const BUDGET_SUBJECTS_MAX = 500;
 
+/** The deployment's subject (src/budget's `DEPLOYMENT_SUBJECT`; this folder imports the ledger's types only). */
+const DEPLOYMENT = 'all';
+
 /** The notice share when none is given (CHATGATE_BUDGET_NOTICE_PERCENT's default). */
 const DEFAULT_NOTICE_PERCENT = 80;
 
@@ -65,12 +68,12 @@ export interface OverviewBudgets {
 
 /** Options of {@link readUsageOverview}. */
 export interface UsageOverviewOptions {
-  /** The budget counters of a user and chat. Absent: no budgets. */
+  /** The budget counters of each subject (src/budget's ledger `statesOf`). Absent: no budgets. */
   budgets?: BudgetStates;
   /** Percent of a limit from which it is near (the budgets' notice). Default 80. */
   noticePercent?: number;
-  /** The limit that holds for a scope (src/budget's ledger `check`, the exhaustion markers). Absent: no row is shown blocked. */
-  blocked?: BudgetCheck;
+  /** The limit whose exhaustion marker holds, per subject (src/budget's ledger `blockedOf`). Absent: no row is shown blocked. */
+  blocked?: BudgetBlocks;
 }
 
 /** What the overview page shows. */
@@ -90,16 +93,16 @@ export interface UsageOverview {
   budgets: OverviewBudgets;
 }
 
-/** The limit that holds for a scope: a user's or chat's first, then the deployment's (src/budget's ledger `check`). */
-export type BudgetCheck = (scope: { user?: string; chat?: string }) => Promise<BudgetBreach | null>;
+/** The budget counters (day, month) of each subject, in order (src/budget's ledger `statesOf`: a few hundred a script call). */
+export type BudgetStates = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<CounterState[][]>;
 
-/** The budget counters of a user and chat (src/budget's ledger `state`). */
-export type BudgetStates = (scope: { user: string; chat: string }) => Promise<CounterState[]>;
+/** The limit whose exhaustion marker holds for each subject, in order (src/budget's ledger `blockedOf`). */
+export type BudgetBlocks = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<Array<BudgetBreach | null>>;
 
 /**
  * Reads the overview: the rollups of 1, 7 and 30 days (each as `--since` reads it) and the budget
  * counters of the deployment and of every user and chat with usage in 30 days (up to
- * {@link BUDGET_SUBJECTS_MAX} by cost: one ledger read each pair).
+ * {@link BUDGET_SUBJECTS_MAX} of each by cost, read in batches).
  */
 export async function readUsageOverview(reader: UsageReader, options: UsageOverviewOptions = {}): Promise<UsageOverview> {
   const [today, week, month] = await Promise.all([reader.digest('1d'), reader.digest('7d'), reader.digest('30d')]);
@@ -122,22 +125,17 @@ export async function readUsageOverview(reader: UsageReader, options: UsageOverv
 async function readBudgets(options: UsageOverviewOptions, users: string[], chats: string[]): Promise<OverviewBudgets> {
   const noticeShare = (options.noticePercent ?? DEFAULT_NOTICE_PERCENT) / 100;
   if (!options.budgets) return { rows: [], more: 0, noticeShare };
-  // One ledger read gives a user's, a chat's and the deployment's counters: pair them up.
-  const named = users.filter(Boolean).slice(0, BUDGET_SUBJECTS_MAX);
-  const pairs = Math.max(1, named.length, Math.min(chats.length, BUDGET_SUBJECTS_MAX));
-  const scopes = Array.from({ length: pairs }, (_, k) => ({ user: named[k] ?? '', chat: chats[k] ?? '' }));
-  const seen = new Set<string>();
+  const subjects = [
+    { level: 'deployment' as const, subject: DEPLOYMENT },
+    ...[...new Set(users.filter(Boolean))].slice(0, BUDGET_SUBJECTS_MAX).map((subject) => ({ level: 'user' as const, subject })),
+    ...[...new Set(chats.filter(Boolean))].slice(0, BUDGET_SUBJECTS_MAX).map((subject) => ({ level: 'chat' as const, subject })),
+  ];
   const all: OverviewBudget[] = [];
-  for (const list of await Promise.all(scopes.map((scope) => options.budgets!(scope)))) {
-    for (const state of list) {
-      const id = `${state.level}|${state.period}|${state.subject}`;
-      const anonymous = !state.subject && state.level !== 'deployment';
-      if (seen.has(id) || anonymous || (state.limitUsd === undefined && state.limitTokens === undefined)) continue;
-      seen.add(id);
-      const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
-      const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
-      all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0), ...rowTexts(state, usdShare, tokenShare) });
-    }
+  for (const state of (await options.budgets(subjects)).flat()) {
+    if (state.limitUsd === undefined && state.limitTokens === undefined) continue;
+    const usdShare = state.limitUsd ? state.usedUsd / state.limitUsd : undefined;
+    const tokenShare = state.limitTokens ? state.usedTokens / state.limitTokens : undefined;
+    all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0), ...rowTexts(state, usdShare, tokenShare) });
   }
   if (options.blocked) await markBlocked(all, options.blocked);
   // Blocked first: those are the subjects being refused now.
@@ -148,15 +146,11 @@ async function readBudgets(options: UsageOverviewOptions, users: string[], chats
   return { rows, more: all.length - rows.length, noticeShare };
 }
 
-/** Marks the counters a marker holds on: one check for each level and subject (a marker is per level and subject; it names its period). */
-async function markBlocked(rows: OverviewBudget[], check: BudgetCheck): Promise<void> {
-  const subjects = new Map<string, { level: OverviewBudget['level']; subject: string }>();
-  for (const row of rows) subjects.set(`${row.level}|${row.subject}`, { level: row.level, subject: row.subject });
-  const holds = await Promise.all([...subjects.values()].map(async ({ level, subject }) => {
-    const breach = await check(level === 'user' ? { user: subject } : level === 'chat' ? { chat: subject } : {});
-    return breach && breach.level === level ? { key: `${level}|${subject}`, breach } : null;
-  }));
-  const byKey = new Map(holds.flatMap((h) => (h ? [[h.key, h.breach] as const] : [])));
+/** Marks the counters a marker holds on (a marker is per level and subject; it names its period and unit). */
+async function markBlocked(rows: OverviewBudget[], blockedOf: BudgetBlocks): Promise<void> {
+  const subjects = [...new Map(rows.map((row) => [`${row.level}|${row.subject}`, { level: row.level, subject: row.subject }])).values()];
+  const breaches = await blockedOf(subjects);
+  const byKey = new Map(subjects.map((s, k) => [`${s.level}|${s.subject}`, breaches[k]] as const));
   for (const row of rows) {
     const breach = byKey.get(`${row.level}|${row.subject}`);
     if (breach && breach.period === row.period) row.blocked = breach.used !== undefined && breach.used < breach.limit ? 'no room' : 'used up';

@@ -7,6 +7,7 @@ import { createLlmClient } from '../../src/llm/client.js';
 import { createSummarizer } from '../../src/llm/summarizer.js';
 import { createSilentLogger } from '../../src/log.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
+import { budgetKeys } from '../../src/redis/keys.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const scope = { user: 'telegram:42', chat: 'telegram:42' };
@@ -76,5 +77,38 @@ describe('budget guard', () => {
     // The turn's next call (a tool loop) is refused without saying it twice; another turn reads the full message.
     await expect(llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope: { ...scope, turn } })).rejects.toMatchObject({ notice: 'This request stopped here: that budget is used up.' });
     await expect(llm.complete({ messages: [{ role: 'user', content: 'hi' }], scope })).rejects.toMatchObject({ notice: expect.stringMatching(/^You have used today's budget of 1,150 tokens\./) });
+  });
+});
+
+describe('budget guard: calls in flight', () => {
+  let t: TestRedis;
+  let fake: FakeOpenAI;
+  let release!: () => void;
+  beforeEach(async () => {
+    t = createTestRedis();
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    fake = await startFakeOpenAI(async () => {
+      await held;
+      return { content: 'done', usage: { prompt_tokens: 100, completion_tokens: 100 } };
+    });
+  });
+  afterEach(async () => {
+    release();
+    await fake.close();
+    await t.cleanup();
+  });
+
+  it('a call refused only because the same user\'s calls are in flight says so, and leaves no marker', async () => {
+    const ledger = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings });
+    const llm = guardLlm(createLlmClient({ baseURL: fake.baseURL, apiKey: 'k', model: 'fake-model', stream: false }), { ledger, logger: createSilentLogger() }, { settings, defaultMaxTokens: 1000 });
+    const call = () => llm.complete({ messages: [{ role: 'user', content: 'hi' }], promptTokens: 100, scope });
+    const first = call();
+    // Nothing used yet, 1,100 of 1,500 tokens held by the first call: the second's 1,100 fit only once it is done.
+    await expect(call()).rejects.toThrow("Your other requests are still being answered and may use the rest of today's budget of 1,500 tokens. Try again in a moment.");
+    expect(await ledger.check(scope)).toBeNull();
+    expect(await t.redis.exists(budgetKeys(t.keyPrefix).exhausted('user', scope.user))).toBe(0);
+    release();
+    await first;
+    expect((await ledger.state(scope))[0]).toMatchObject({ usedTokens: 200 });
   });
 });

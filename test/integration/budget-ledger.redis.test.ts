@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBudgetLedger, type BudgetLedgerOptions } from '../../src/budget/ledger.js';
 import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
@@ -100,14 +100,16 @@ describe('budget ledger', () => {
   });
 
   it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {
-    let now = Date.UTC(2026, 11, 2, 20, 48);
+    // Tomorrow (UTC), 20:48: the marker's expiry (Redis's own clock) is still ahead.
+    const tomorrow = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000;
+    let now = tomorrow + (20 * 60 + 48) * 60_000;
     const l = ledger(settings({ chat: { day: { tokens: 1000 } } }), { now: () => now });
     const r = await l.reserve(alice, { tokens: 600 });
     if (!('id' in r)) throw new Error('refused');
     await l.settle(alice, r.id, { tokens: 1200 });
     const breach = await l.check(alice);
-    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: Date.UTC(2026, 11, 3) });
-    now = Date.UTC(2026, 11, 3, 0, 0, 1);
+    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: tomorrow + 86_400_000 });
+    now = tomorrow + 86_400_000 + 1000;
     expect(await l.check(alice)).toBeNull();
     expect('id' in (await l.reserve(alice, { tokens: 600 }))).toBe(true);
   });
@@ -176,5 +178,207 @@ describe('budget ledger', () => {
     expect(await call(30)).toEqual(['near']);
     expect(await call(5)).toEqual([]);
     expect(await call(20)).toEqual(['exhausted']);
+  });
+});
+
+describe('budget ledger: stored counters', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('keeps a subject\'s counters as packed integers (format 2) and refuses another version until they are reset', async () => {
+    let now = Date.UTC(2026, 11, 2, 10);
+    const s = settings({ user: { day: { tokens: 1000 } } });
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s, now: () => now });
+    const key = budgetKeys(t.keyPrefix).counters('2026-12');
+    /** The stored counters as numbers (little-endian doubles). */
+    const stored = async (field: string) => {
+      const raw = await t.redis.hgetBuffer(key, field);
+      return raw && Array.from({ length: raw.length / 8 }, (_, k) => raw.readDoubleLE(8 * k));
+    };
+    const r = await l.reserve(alice, { tokens: 100 });
+    if (!('id' in r)) throw new Error('refused');
+    // Reserved on the subject with a limit only: the version, the day, its and the month's used amounts, then the minute its lease ends and what it holds.
+    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 0, 0, 0, 0, 0, 0, 0, Math.ceil((now + 15 * 60_000) / 60_000), 0, 100]);
+    expect(await stored('chat:telegram:42')).toBeNull();
+    await l.settle(alice, r.id, { tokens: 40 });
+    // Settled: the reservation released, the use counted on every counter (unpriced: its tokens in uu too).
+    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
+    expect(await stored('deployment:all')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
+    // The next day its day's part starts again; the month's goes on.
+    now = Date.UTC(2026, 11, 3, 10);
+    const next = await l.reserve(alice, { tokens: 1000 });
+    if (!('id' in next)) throw new Error('refused');
+    await l.settle(alice, next.id, { tokens: 5 });
+    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 5, 5, 0, 0, 45, 45, 0]);
+    expect((await l.state(alice)).filter((c) => c.level === 'user').map((c) => c.usedTokens)).toEqual([5, 45]);
+
+    await t.redis.hset(key, 'user:telegram:42', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
+    await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters user:telegram:42 are not in format version 2 .*: zero them with chatgate budgets reset user telegram:42 --usage/);
+    await l.resetUsage('user', 'telegram:42');
+    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
+  });
+});
+
+describe('budget ledger: reading many subjects', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await t.cleanup();
+  });
+
+  it('reads 450 subjects in three script calls, in order, and `chatgate budgets list` uses it', async () => {
+    const s = settings({ user: { day: { tokens: 1_000_000 } }, chat: { month: { usd: 5 } } });
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+    const users = Array.from({ length: 300 }, (_, k) => `web:u${String(k).padStart(3, '0')}`);
+    for (const [k, user] of users.entries()) {
+      if (k % 3 !== 0) continue;
+      const r = await l.reserve({ user, chat: `web:c${k}` }, { tokens: k + 1 });
+      if (!('id' in r)) throw new Error('refused');
+      await l.settle({ user }, r.id, { tokens: k + 1 });
+    }
+    const calls = vi.spyOn(t.redis as unknown as { budget: (...args: unknown[]) => Promise<unknown> }, 'budget');
+    const subjects = [...users.map((subject) => ({ level: 'user' as const, subject })), ...users.slice(0, 150).map((_, k) => ({ level: 'chat' as const, subject: `web:c${k}` }))];
+    const states = await l.statesOf(subjects);
+    expect(calls).toHaveBeenCalledTimes(3);
+    expect(states).toHaveLength(450);
+    expect(states[3]).toMatchObject([{ level: 'user', subject: 'web:u003', period: 'day', usedTokens: 4, limitTokens: 1_000_000 }, { period: 'month', usedTokens: 4 }]);
+    expect(states[301]).toMatchObject([{ level: 'chat', subject: 'web:c1', usedTokens: 0 }, { period: 'month', limitUsd: 5 }]);
+    expect(states[303]![0]).toMatchObject({ level: 'chat', subject: 'web:c3', usedTokens: 4 });
+
+    calls.mockClear();
+    const rows = await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).list();
+    // 100 users and 100 chats with counters, the deployment: two script calls.
+    expect(calls).toHaveBeenCalledTimes(2);
+    expect(rows.filter((r) => r.level === 'user')).toHaveLength(100);
+    expect(rows.find((r) => r.subject === 'web:u297')).toMatchObject({ period: 'day', unit: 'tokens', used: 298, limit: 1_000_000 });
+    expect(rows.filter((r) => r.level === 'chat' && r.period === 'month')).toHaveLength(100);
+  });
+});
+
+describe('budget ledger: the month\'s copy of the limits', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('copies 5,000 stored overrides on the month\'s first call', async () => {
+    const keys = budgetKeys(t.keyPrefix);
+    const overrides: string[] = [];
+    for (let k = 0; k < 5000; k++) overrides.push(`user:web:u${k}`, JSON.stringify({ v: 1, dailyTokens: 100 + k }));
+    await t.redis.hset(keys.limits, ...overrides);
+    const now = Date.UTC(2026, 11, 2, 10);
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 10 } } }), now: () => now });
+    expect(await l.reserve({ user: 'web:u4999' }, { tokens: 5000 })).toHaveProperty('id');
+    expect(await l.reserve({ user: 'web:u0' }, { tokens: 101 })).toMatchObject({ breach: { unit: 'tokens', limit: 100 } });
+    expect(await t.redis.hlen(keys.counters('2026-12'))).toBe(5000 + 1 + 2);
+    expect(await t.redis.hget(keys.counters('2026-12'), 'limit2:user:web:u4999')).toBe('2 -1 5099 -1 -1');
+  });
+});
+
+describe('budget ledger: markers', () => {
+  let t: TestRedis;
+  let sub: Redis;
+  beforeEach(() => {
+    t = createTestRedis();
+    sub = new Redis(t.url);
+  });
+  afterEach(async () => {
+    sub.disconnect();
+    await t.cleanup();
+  });
+
+  /** Every announcement on the markers channel while `body` runs (a last message of its own closes the list). */
+  const announced = async (body: () => Promise<void>): Promise<string[]> => {
+    const channel = budgetKeys(t.keyPrefix).markerChannel;
+    const heard: string[] = [];
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => { end = resolve; });
+    sub.on('message', (_channel: string, message: string) => (message === 'end' ? end() : heard.push(message)));
+    await sub.subscribe(channel);
+    await body();
+    await t.redis.publish(channel, 'end');
+    await ended;
+    return heard;
+  };
+
+  it('a settle over a limit sets and announces the marker once, not again on each later settle', async () => {
+    const l = ledger2(t, settings({ user: { day: { tokens: 100 } } }));
+    const heard = await announced(async () => {
+      const calls = [await l.reserve(alice, { tokens: 30 }), await l.reserve(alice, { tokens: 30 }), await l.reserve(alice, { tokens: 30 })];
+      for (const [k, r] of calls.entries()) {
+        if (!('id' in r)) throw new Error('refused');
+        await l.settle(alice, r.id, { tokens: 60 + k });
+      }
+    });
+    expect(heard).toHaveLength(1);
+    expect(JSON.parse(heard[0]!)).toMatchObject({ key: budgetKeys(t.keyPrefix).exhausted('user', alice.user) });
+    expect(JSON.parse(JSON.parse(heard[0]!).marker as string)).toMatchObject({ v: 1, level: 'user', period: 'day', unit: 'tokens', limit: 100, used: 121, src: 'config' });
+    expect(await l.check(alice)).toMatchObject({ level: 'user', unit: 'tokens', limit: 100 });
+  });
+});
+
+function ledger2(t: TestRedis, s: BudgetSettings) {
+  return createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s });
+}
+
+describe('budget ledger: an operator changes a limit', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('after a raise the notice share and the used-up limit are reported again, on the day and the month', async () => {
+    const s = settings({ user: { day: { tokens: 100 }, month: { tokens: 200 } }, noticePercent: 80 });
+    const l = ledger2(t, s);
+    const call = async (tokens: number) => {
+      const r = await l.reserve(alice, { tokens: 1 });
+      if (!('id' in r)) throw new Error('refused');
+      return (await l.settle(alice, r.id, { tokens })).map((e) => `${e.period} ${e.kind}`);
+    };
+    expect(await call(85)).toEqual(['day near']);
+    expect(await call(20)).toEqual(['day exhausted']);
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).set('user', alice.user, { dailyTokens: 1000, monthlyTokens: 2000 });
+    expect(await call(700)).toEqual(['day near']);
+    expect(await call(200)).toEqual(['day exhausted']);
+    // Back to the configured limits: both are over them, and both are said again.
+    await createBudgetAdmin(t.redis, { keyPrefix: t.keyPrefix, settings: s }).reset('user', alice.user);
+    expect((await l.state(alice)).map((c) => c.usedTokens)).toEqual([1005, 1005, 1005, 1005, 1005, 1005]);
+    expect(await l.reserve(alice, { tokens: 1 })).toMatchObject({ breach: { period: 'day', unit: 'tokens', limit: 100 }, event: { kind: 'exhausted' } });
+  });
+});
+
+describe('budget ledger: a month an older chatgate counted in', () => {
+  let t: TestRedis;
+  beforeEach(() => {
+    t = createTestRedis();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('refuses calls until `chatgate budgets reset … --usage` drops the format 1 counters', async () => {
+    const now = Date.UTC(2026, 11, 2, 10);
+    const key = budgetKeys(t.keyPrefix).counters('2026-12');
+    await t.redis.hset(key, '$limits', '1', 'limit:user:telegram:42', JSON.stringify({ v: 1, dailyTokens: 5 }), 'user:telegram:42:2026-12-02', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
+    const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 1000 } } }), now: () => now });
+    await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters of this month are in format version 1 .*: zero them with chatgate budgets reset deployment --usage/);
+    await l.resetUsage('deployment', 'all');
+    expect((await t.redis.hkeys(key)).sort()).toEqual(['$limits2']);
+    expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
   });
 });

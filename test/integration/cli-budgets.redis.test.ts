@@ -73,7 +73,7 @@ describe('chatgate budgets', () => {
       { level: 'deployment', subject: 'all', period: 'month', unit: 'tokens', used: 4000, limit: 1_000_000, left: 996_000, resetsAt: expect.stringMatching(/-01T00:00:00\.000Z$/), source: 'environment' },
     ]);
     const table = (await runHere(['list'], limits)).stdout.split('\n');
-    expect(table[0]).toMatch(/^level\s+subject\s+period\s+used\s+limit\s+left\s+resets in\s+from$/);
+    expect(table[0]).toMatch(/^level\s+subject\s+period\s+used\s+limit\s+left\s+resets in\s+from\s+state$/);
     expect(table[1]).toMatch(/^user\s+telegram:42\s+day\s+\$0\.50\s+\$2\.00\s+\$1\.50\s+\d+ (h|min)/);
 
     const set = await run(['set', 'user', 'telegram:42', '--daily-usd', '5', '--monthly-tokens', '200000'], limits);
@@ -95,6 +95,30 @@ describe('chatgate budgets', () => {
     expect(await redis.hexists(budgetKeys(keyPrefix).limits, 'user:telegram:42')).toBe(0);
     const cleared = JSON.parse((await runHere(['list', '--json'], limits)).stdout) as Array<Record<string, unknown>>;
     expect(cleared.find((r) => r.level === 'user')).toMatchObject({ used: 0, left: 2 });
+  });
+
+  it('lists unlimited subjects, and says which limit is blocked (its marker holds, even with some left)', async () => {
+    const limits = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '100' };
+    const settings = { ...NO_BUDGETS, user: { day: { tokens: 100 } } };
+    const ledger = createBudgetLedger(redis, { keyPrefix, settings });
+    expect((await runHere(['set', 'user', 'web:vip', '--unlimited'], limits)).code).toBe(0);
+    await spend({ user: 'web:vip' }, { tokens: 5000 });
+    await spend({ user: 'web:max' }, { tokens: 60 });
+    // 40 tokens left cannot hold a worst case of 50 even with nothing in flight: the marker holds.
+    expect(await ledger.reserve({ user: 'web:max' }, { tokens: 50 })).toMatchObject({ breach: { unit: 'tokens', used: 60, limit: 100 } });
+    const rows = JSON.parse((await runHere(['list', '--json'], limits)).stdout) as Array<Record<string, unknown>>;
+    expect(rows.filter((r) => r.subject === 'web:vip')).toEqual([
+      expect.objectContaining({ period: 'day', unit: 'usd', used: 0, limit: null, left: null, source: 'override' }),
+      expect.objectContaining({ period: 'day', unit: 'tokens', used: 5000, limit: null, left: null, source: 'override' }),
+      expect.objectContaining({ period: 'month', unit: 'usd', limit: null }),
+      expect.objectContaining({ period: 'month', unit: 'tokens', used: 5000, limit: null }),
+    ]);
+    expect(rows.filter((r) => r.subject === 'web:max')).toEqual([expect.objectContaining({ period: 'day', unit: 'tokens', used: 60, limit: 100, left: 40, blocked: true })]);
+    const table = (await runHere(['list'], limits)).stdout;
+    expect(table).toMatch(/^user\s+web:max\s+day\s+60 tokens\s+100 tokens\s+40 tokens\s+\S.*environment\s+blocked: answered at once until it resets$/m);
+    expect(table).toMatch(/^user\s+web:vip\s+day\s+5,000 tokens\s+unlimited\s+-\s+\S.*override$/m);
+    await runHere(['reset', 'user', 'web:vip', '--usage'], limits);
+    await runHere(['reset', 'user', 'web:max', '--usage'], limits);
   });
 
   it('refuses bad input with exit 2 and a line that says what is wrong', async () => {

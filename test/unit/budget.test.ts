@@ -27,6 +27,8 @@ describe('budget messages', () => {
       .toBe("This chat has nearly used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at 00:00 UTC, in 3 h 12 min.");
     expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 1000, used: 1000, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
       .toBe("You have used today's budget of 1,000 tokens. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 1000, used: 400, resetsAtMs: Date.UTC(2026, 11, 3), inFlight: true }, now, 'UTC'))
+      .toBe("Your other requests are still being answered and may use the rest of today's budget of 1,000 tokens. Try again in a moment.");
     expect(budgetMessage({ level: 'turn', unit: 'tokens', limit: 50_000, used: 42_000 }, now, 'UTC'))
       .toBe('This request was stopped before its next step: it could go over the limit of one turn (50,000 tokens). Send a new message to go on.');
   });

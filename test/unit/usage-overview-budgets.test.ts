@@ -18,17 +18,23 @@ function reader(): UsageReader {
   return { digest: async () => digest, report: async () => { throw new Error('not read'); } };
 }
 
+type Subject = { level: 'user' | 'chat' | 'deployment'; subject: string };
+
+/** The counters of each subject, as the ledger's `statesOf` reads them: `own` for users, nothing for the rest. */
+const statesOf = (own: (user: string) => CounterState[]) => async (subjects: readonly Subject[]): Promise<CounterState[][]> =>
+  subjects.map((s) => (s.level === 'user' ? own(s.subject) : []));
+
 /** User `k` used k% of $1.00 today; u3's calls were of a model with no price. */
-const counters = async ({ user }: { user: string }): Promise<CounterState[]> => {
+const counters = statesOf((user) => {
   const k = USERS.indexOf(user);
   return [{ level: 'user', period: 'day', subject: user, usedUsd: k / 100, usedTokens: 100, limitUsd: 1, resetsAtMs: resets, ...(k === 3 ? { unpricedTokens: 1234 } : {}) }];
-};
+});
 
 describe('the overview\'s budgets', () => {
   it('shows a blocked subject first, though its limit is far from full, and says why', async () => {
     const overview = await readUsageOverview(reader(), {
       budgets: counters,
-      blocked: async (scope) => (scope.user === 'web:u1' ? { level: 'user', period: 'day', unit: 'usd', limit: 1, used: 0.01, resetsAtMs: resets } : null),
+      blocked: async (subjects) => subjects.map((s) => (s.level === 'user' && s.subject === 'web:u1' ? { level: 'user', period: 'day', unit: 'usd', limit: 1, used: 0.01, resetsAtMs: resets } : null)),
     });
     const rows = overview.budgets.rows;
     expect(rows[0]).toMatchObject({ subject: 'web:u1', blocked: 'no room', usedText: '$0.01 of $1.00', percentText: '1%' });
@@ -38,10 +44,10 @@ describe('the overview\'s budgets', () => {
 
   it('names the tokens of unpriced calls (never a made-up $0) and never reads 100% before a limit is used up', async () => {
     const overview = await readUsageOverview(reader(), {
-      budgets: async ({ user }) => (user === 'web:u0' ? [
+      budgets: statesOf((user) => (user === 'web:u0' ? [
         { level: 'user', period: 'day', subject: user, usedUsd: 0, usedTokens: 1234, unpricedTokens: 1234, limitUsd: 0.01, resetsAtMs: resets },
         { level: 'user', period: 'month', subject: user, usedUsd: 0.996, usedTokens: 5, limitUsd: 1, resetsAtMs: resets },
-      ] : []),
+      ] : [])),
     });
     expect(overview.budgets.rows.map((r) => [r.usedText, r.percentText])).toEqual([['$0.996 of $1.00', '99%'], ['$0.00 of $0.01 + 1,234 tokens, price unknown', '0%']]);
   });
