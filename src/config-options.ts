@@ -9,7 +9,7 @@ import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/transcript.js';
 import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
-import { parseRuled, ruleText, TOKEN_LIMIT, USD_LIMIT, type NumberRule } from './core/option-checks.js';
+import { parseRuled, ruleText, TOKEN_LIMIT, TURN_USD_CAP, USD_LIMIT, type NumberRule } from './core/option-checks.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -208,7 +208,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_MONITOR_TOKEN', group: 'HTTP and monitor', schema: z.string().regex(/^\S{16,}$/), rule: 'at least 16 characters without spaces', secret: true, doc: 'Token of the monitor (dashboard, API, metrics), of the web chat off loopback and of the workers\' /metrics; required when CHATGATE_HTTP_HOST is not loopback.' },
   { env: 'CHATGATE_PRICES', group: 'Budgets', schema: text, rule: 'a file path', doc: 'JSON file of model prices adding to or overriding the table of known models: `{ "<model or pattern*>": { "input": 0.15, "output": 0.6, "cachedInput": 0.075 } }`, USD per 1M tokens. A model without a price counts tokens only ("price unknown", never $0).' },
   ...BUDGET_LIMIT_OPTIONS,
-  { env: 'CHATGATE_BUDGET_TURN_MAX_USD', group: 'Budgets', schema: decimal((n) => n.positive().max(1_000_000_000)), rule: 'a number in (0, 1000000000]', unit: 'USD', doc: 'Cap of one turn (all its model calls, summaries included), against tool loops; the turn ends with a message. Unset: no cap.' },
+  { env: 'CHATGATE_BUDGET_TURN_MAX_USD', group: 'Budgets', schema: ruled(TURN_USD_CAP), rule: ruleText(TURN_USD_CAP), unit: 'USD', doc: 'Cap of one turn (all its model calls, summaries included), against tool loops; the turn ends with a message. Unset: no cap.' },
   { env: 'CHATGATE_BUDGET_TURN_MAX_TOKENS', group: 'Budgets', schema: integer((n) => n.min(1).max(Number.MAX_SAFE_INTEGER)), rule: `an integer in [1, ${Number.MAX_SAFE_INTEGER}]`, unit: 'tokens', doc: 'Cap of one turn in tokens (prompt and completion of all its model calls). Unset: no cap.' },
   { env: 'CHATGATE_BUDGET_TIMEZONE', group: 'Budgets', schema: z.string().refine(isTimeZone), rule: 'an IANA time zone (e.g. `Europe/Berlin`)', default: 'UTC', doc: 'Where budget days and months start.' },
   { env: 'CHATGATE_BUDGET_NOTICE_PERCENT', group: 'Budgets', schema: integer((n) => n.min(1).max(99)), rule: 'an integer in [1, 99]', default: '80', unit: '%', doc: 'The user is told once when a limit reaches this share.' },

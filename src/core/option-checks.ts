@@ -39,6 +39,9 @@ export const SHARED_OPTION_RULES: Readonly<Record<string, NumberRule>> = Object.
  */
 export const USD_LIMIT: NumberRule = Object.freeze({ min: 0, max: 1_000_000_000, decimals: 6 });
 
+/** The cap of one turn in USD: above 0, whole micro-USD as {@link USD_LIMIT} (a finer cap would become $0 and refuse every call). */
+export const TURN_USD_CAP: NumberRule = Object.freeze({ above: 0, max: 1_000_000_000, decimals: 6 });
+
 /** A spend limit in tokens: an integer in [0, Number.MAX_SAFE_INTEGER], counted exactly (the same four places as {@link USD_LIMIT}). */
 export const TOKEN_LIMIT: NumberRule = Object.freeze(int(0, Number.MAX_SAFE_INTEGER));
 

@@ -16,7 +16,7 @@ import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
 import { deliveryKey } from '../../src/outbound/delivery-ledger.js';
 import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
-import type { FakeRequest } from '../fakes/openai-server.js';
+import { apiClientOf, ask, askWhenFree, inSession, userTexts } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const KEY = 'sk-approvals-0123456789abcdef';
@@ -56,10 +56,7 @@ afterEach(async () => {
   await stack.close();
 });
 
-const clientOf = (gateway: GatewayHandle) => new OpenAI({ baseURL: `${gateway.httpUrl}/v1`, apiKey: KEY, maxRetries: 0 });
-const session = (name: string, signal?: AbortSignal) => ({ headers: { 'X-Chatgate-Session': name }, ...(signal ? { signal } : {}) });
-const ask = (client: OpenAI, name: string, content: string, signal?: AbortSignal) => client.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content }] }, session(name, signal));
-const userTexts = (request: FakeRequest) => request.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+const clientOf = (gateway: GatewayHandle) => apiClientOf(gateway, KEY);
 const textOf = (completion: OpenAI.Chat.Completions.ChatCompletion) => completion.choices[0]!.message.content ?? '';
 
 /** The session's approvals, oldest first, once `ready` holds for them. */
@@ -69,14 +66,6 @@ async function approvalsOf(name: string, ready: (records: ApprovalRecord[]) => b
     const records = await store.list(`api:alice:${name}`);
     if (ready(records)) return records;
     await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** Sends `content` until the session is free (409 while the claim of a request that went away lasts). */
-async function askWhenFree(client: OpenAI, name: string, content: string): Promise<OpenAI.Chat.Completions.ChatCompletion> {
-  for (;;) {
-    const answer = await ask(client, name, content).catch((err: unknown) => (err instanceof OpenAI.ConflictError ? null : Promise.reject(err)));
-    if (answer) return answer;
   }
 }
 
@@ -129,7 +118,7 @@ describe('approvals over the API channel with two gateways', () => {
   it('streams a resumed turn\'s live text to the /approve request that resumed it', async () => {
     const here = clientOf(stack.gateway);
     const second = await secondQuestionAfterAbandonedApproval(here, 'r2');
-    const stream = await here.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: `/approve ${second}` }], stream: true }, session('r2'));
+    const stream = await here.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: `/approve ${second}` }], stream: true }, inSession('r2'));
     const pieces: string[] = [];
     for await (const chunk of stream) if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
     // The live text came in its pieces, then the answer added nothing.

@@ -10,7 +10,7 @@ import { readerFor } from '../../src/cli/sessions.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
 import { apiAskingKey } from '../../src/redis/keys.js';
-import type { FakeRequest } from '../fakes/openai-server.js';
+import { apiClientOf, ask, askWhenFree, inSession, userTexts } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const KEY = 'sk-gateways-0123456789abcdef';
@@ -44,18 +44,7 @@ afterEach(async () => {
   await stack.close();
 });
 
-const clientOf = (gateway: GatewayHandle) => new OpenAI({ baseURL: `${gateway.httpUrl}/v1`, apiKey: KEY, maxRetries: 0 });
-const session = (name: string, signal?: AbortSignal) => ({ headers: { 'X-Chatgate-Session': name }, ...(signal ? { signal } : {}) });
-const ask = (client: OpenAI, name: string, content: string, signal?: AbortSignal) => client.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content }] }, session(name, signal));
-const userTexts = (request: FakeRequest) => request.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
-
-/** Sends `content` until the session is free (409 while the claim of a request that went away lasts). */
-async function askWhenFree(client: OpenAI, name: string, content: string): Promise<OpenAI.Chat.Completions.ChatCompletion> {
-  for (;;) {
-    const answer = await ask(client, name, content).catch((err: unknown) => (err instanceof OpenAI.ConflictError ? null : Promise.reject(err)));
-    if (answer) return answer;
-  }
-}
+const clientOf = (gateway: GatewayHandle) => apiClientOf(gateway, KEY);
 
 describe('the API channel with two gateways', () => {
   it('gives a request its own answer when an abandoned request\'s answer is delivered on its gateway', async () => {
@@ -87,7 +76,7 @@ describe('the API channel with two gateways', () => {
     // The abandoned request's orphan stays in line on the other gateway; the new request streams here.
     const claim = apiAskingKey('alice:g3', stack.t.keyPrefix);
     await until(async () => (await stack.t.redis.exists(claim)) === 0);
-    const streamed = () => clientOf(stack.gateway).chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: 'say fresh' }], stream: true }, session('g3'));
+    const streamed = () => clientOf(stack.gateway).chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: 'say fresh' }], stream: true }, inSession('g3'));
     let next: Awaited<ReturnType<typeof streamed>> | undefined;
     while (!next) next = await streamed().catch((err: unknown) => (err instanceof OpenAI.ConflictError ? undefined : Promise.reject(err)));
     release();

@@ -1,0 +1,27 @@
+/**
+ * The OpenAI SDK as an API-channel client in tests: a client of one gateway, a request into a
+ * named session, and a request that retries while the session is claimed (409).
+ */
+import OpenAI from 'openai';
+import type { GatewayHandle } from '../../src/gateway/index.js';
+import type { FakeRequest } from '../fakes/openai-server.js';
+
+/** An SDK client of `gateway`'s API channel, with bearer `apiKey` (no SDK retries: the tests count requests). */
+export const apiClientOf = (gateway: GatewayHandle, apiKey: string) => new OpenAI({ baseURL: `${gateway.httpUrl}/v1`, apiKey, maxRetries: 0 });
+
+/** Request options naming the session (`X-Chatgate-Session`), with an abort signal when given. */
+export const inSession = (name: string, signal?: AbortSignal) => ({ headers: { 'X-Chatgate-Session': name }, ...(signal ? { signal } : {}) });
+
+/** One whole (not streamed) request of `content` into session `name`. */
+export const ask = (client: OpenAI, name: string, content: string, signal?: AbortSignal) => client.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content }] }, inSession(name, signal));
+
+/** The user texts the fake model was sent in `request`. */
+export const userTexts = (request: FakeRequest) => request.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+
+/** Sends `content` until the session is free (409 while the claim of a request that went away lasts). */
+export async function askWhenFree(client: OpenAI, name: string, content: string): Promise<OpenAI.Chat.Completions.ChatCompletion> {
+  for (;;) {
+    const answer = await ask(client, name, content).catch((err: unknown) => (err instanceof OpenAI.ConflictError ? null : Promise.reject(err)));
+    if (answer) return answer;
+  }
+}
