@@ -33,8 +33,8 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   const notices = notice && refusal ? [notice, ...others] : [...others, ...(notice ? [notice] : [])];
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
   notices.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
-  // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
-  if (!replyText && outbox[0]) outbox[0].liveReplyId = replyId;
+  // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble), and names the messages it answers as the reply would.
+  if (!replyText && outbox[0]) Object.assign(outbox[0], { liveReplyId: replyId, answers: answeredIds(loop.items) });
   if (!replyText && notice && refusal) outbox[0]!.refusal = refusal;
   // Notices held for this reply (an idle compaction's) come after it, never in its place, and are cleared with it.
   const held = loop.turn.meta.heldNotices;
