@@ -61,8 +61,8 @@ describe('worker failures', () => {
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]).toEqual({
       id: replyJobId([lost.id], 'failed'), sessionId: SESSION, channel: 'web', chatId: 'chat1', kind: 'notice', text: TURN_NOTICES.failed(1),
-      // It answers in place of the reply: it ends that reply's stream of partials.
-      liveReplyId: replyJobId([lost.id], 'reply'),
+      // It answers in place of the reply: it ends that reply's stream of partials, and names the messages it answers.
+      liveReplyId: replyJobId([lost.id], 'reply'), answers: [lost.id],
     });
     expect(await t.redis.exists(keys.processing)).toBe(0);
     expect((await t.redis.lrange(keys.failed, 0, -1)).map((raw) => (JSON.parse(raw) as InboundMessage).id)).toEqual([lost.id]);
