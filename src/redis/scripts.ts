@@ -3,7 +3,8 @@
  * ARGV and the reply in its header), loaded once and defined on each connection with ioredis
  * `defineCommand` (EVALSHA, loading the script on NOSCRIPT). Every script's keys share one hash
  * tag, so each runs on Redis Cluster; options travel as one JSON argument (ARGV[1]), payload
- * items that are stored as they are follow it. Code shared by several scripts lives in
+ * items that are stored as they are follow it. The budget script is the exception: its calls are on
+ * every model call's path, so its arguments are positional, with no JSON to decode. Code shared by several scripts lives in
  * `scripts/includes/<name>.lua`, pulled in by a `--- @include "<name>"` line and assembled at load;
  * an include writes `'@script'` where the name of the script it is assembled into belongs.
  */
