@@ -4,11 +4,14 @@ import { createBudgetLedger, type BudgetLedgerOptions } from '../../src/budget/l
 import { createBudgetAdmin } from '../../src/budget/overrides.js';
 import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { budgetKeys } from '../../src/redis/keys.js';
+import { DAY_MS, dayIdOf, monthIdOf, nextMonthAt, tomorrowStart } from '../helpers/clock.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const alice = { user: 'telegram:42', chat: 'telegram:42' };
 const bob = { user: 'telegram:43', chat: 'telegram:43' };
 const settings = (patch: Partial<BudgetSettings>): BudgetSettings => ({ ...NO_BUDGETS, ...patch });
+/** The day of `ms` as the counters store it, e.g. 20261202. */
+const dayNumber = (ms: number) => Number(dayIdOf(ms).replaceAll('-', ''));
 
 describe('budget ledger', () => {
   let t: TestRedis;
@@ -101,21 +104,21 @@ describe('budget ledger', () => {
 
   it('starts again at 0 when the period ends (injected clock) and names the reset time', async () => {
     // Tomorrow (UTC), 20:48: the marker's expiry (Redis's own clock) is still ahead.
-    const tomorrow = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000;
+    const tomorrow = tomorrowStart();
     let now = tomorrow + (20 * 60 + 48) * 60_000;
     const l = ledger(settings({ chat: { day: { tokens: 1000 } } }), { now: () => now });
     const r = await l.reserve(alice, { tokens: 600 });
     if (!('id' in r)) throw new Error('refused');
     await l.settle(alice, r.id, { tokens: 1200 });
     const breach = await l.check(alice);
-    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: tomorrow + 86_400_000 });
-    now = tomorrow + 86_400_000 + 1000;
+    expect(breach).toMatchObject({ level: 'chat', period: 'day', unit: 'tokens', limit: 1000, resetsAtMs: tomorrow + DAY_MS });
+    now = tomorrow + DAY_MS + 1000;
     expect(await l.check(alice)).toBeNull();
     expect('id' in (await l.reserve(alice, { tokens: 600 }))).toBe(true);
   });
 
   it('frees the reservation of a worker killed between reserve and settle when its lease ends', async () => {
-    let now = Date.UTC(2026, 11, 2, 10);
+    let now = nextMonthAt(2, 10);
     const l = ledger(settings({ user: { day: { tokens: 1000 } } }), { now: () => now, reservationLeaseMs: 60_000 });
     expect('id' in (await l.reserve(alice, { tokens: 1000 }))).toBe(true); // never settled: the worker died
     expect(await l.reserve(alice, { tokens: 10 })).toMatchObject({ breach: { level: 'user', unit: 'tokens' } });
@@ -191,10 +194,10 @@ describe('budget ledger: stored counters', () => {
   });
 
   it('keeps a subject\'s counters as packed integers (format 2) and refuses another version until they are reset', async () => {
-    let now = Date.UTC(2026, 11, 2, 10);
+    let now = nextMonthAt(2, 10);
     const s = settings({ user: { day: { tokens: 1000 } } });
     const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s, now: () => now });
-    const key = budgetKeys(t.keyPrefix).counters('2026-12');
+    const key = budgetKeys(t.keyPrefix).counters(monthIdOf(now));
     /** The stored counters as numbers (little-endian doubles). */
     const stored = async (field: string) => {
       const raw = await t.redis.hgetBuffer(key, field);
@@ -203,24 +206,24 @@ describe('budget ledger: stored counters', () => {
     const r = await l.reserve(alice, { tokens: 100 });
     if (!('id' in r)) throw new Error('refused');
     // Reserved on the subject with a limit only: the version, the day, its and the month's used amounts, then the minute its lease ends and what it holds.
-    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 0, 0, 0, 0, 0, 0, 0, Math.ceil((now + 15 * 60_000) / 60_000), 0, 100]);
+    expect(await stored('user:telegram:42')).toEqual([2, dayNumber(now), 0, 0, 0, 0, 0, 0, 0, 0, Math.ceil((now + 15 * 60_000) / 60_000), 0, 100]);
     expect(await stored('chat:telegram:42')).toBeNull();
     await l.settle(alice, r.id, { tokens: 40 });
     // Settled: the reservation released, the use counted on every counter (unpriced: its tokens in uu too).
-    expect(await stored('user:telegram:42')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
-    expect(await stored('deployment:all')).toEqual([2, 20261202, 0, 40, 40, 0, 0, 40, 40, 0]);
+    expect(await stored('user:telegram:42')).toEqual([2, dayNumber(now), 0, 40, 40, 0, 0, 40, 40, 0]);
+    expect(await stored('deployment:all')).toEqual([2, dayNumber(now), 0, 40, 40, 0, 0, 40, 40, 0]);
     // The next day its day's part starts again; the month's goes on.
-    now = Date.UTC(2026, 11, 3, 10);
+    now = nextMonthAt(3, 10);
     const next = await l.reserve(alice, { tokens: 1000 });
     if (!('id' in next)) throw new Error('refused');
     await l.settle(alice, next.id, { tokens: 5 });
-    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 5, 5, 0, 0, 45, 45, 0]);
+    expect(await stored('user:telegram:42')).toEqual([2, dayNumber(now), 0, 5, 5, 0, 0, 45, 45, 0]);
     expect((await l.state(alice)).filter((c) => c.level === 'user').map((c) => c.usedTokens)).toEqual([5, 45]);
 
     await t.redis.hset(key, 'user:telegram:42', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
     await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters user:telegram:42 are not in format version 2 .*: zero them with chatgate budgets reset user telegram:42 --usage/);
     await l.resetUsage('user', 'telegram:42');
-    expect(await stored('user:telegram:42')).toEqual([2, 20261203, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expect(await stored('user:telegram:42')).toEqual([2, dayNumber(now), 0, 0, 0, 0, 0, 0, 0, 0]);
     expect('id' in (await l.reserve(alice, { tokens: 1 }))).toBe(true);
   });
 });
@@ -278,12 +281,12 @@ describe('budget ledger: the month\'s copy of the limits', () => {
     const overrides: string[] = [];
     for (let k = 0; k < 5000; k++) overrides.push(`user:web:u${k}`, JSON.stringify({ v: 1, dailyTokens: 100 + k }));
     await t.redis.hset(keys.limits, ...overrides);
-    const now = Date.UTC(2026, 11, 2, 10);
+    const now = nextMonthAt(2, 10);
     const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 10 } } }), now: () => now });
     expect(await l.reserve({ user: 'web:u4999' }, { tokens: 5000 })).toHaveProperty('id');
     expect(await l.reserve({ user: 'web:u0' }, { tokens: 101 })).toMatchObject({ breach: { unit: 'tokens', limit: 100 } });
-    expect(await t.redis.hlen(keys.counters('2026-12'))).toBe(5000 + 1 + 2);
-    expect(await t.redis.hget(keys.counters('2026-12'), 'limit2:user:web:u4999')).toBe('2 -1 5099 -1 -1');
+    expect(await t.redis.hlen(keys.counters(monthIdOf(now)))).toBe(5000 + 1 + 2);
+    expect(await t.redis.hget(keys.counters(monthIdOf(now)), 'limit2:user:web:u4999')).toBe('2 -1 5099 -1 -1');
   });
 });
 
@@ -372,9 +375,9 @@ describe('budget ledger: a month an older chatgate counted in', () => {
   });
 
   it('refuses calls until `chatgate budgets reset … --usage` drops the format 1 counters', async () => {
-    const now = Date.UTC(2026, 11, 2, 10);
-    const key = budgetKeys(t.keyPrefix).counters('2026-12');
-    await t.redis.hset(key, '$limits', '1', 'limit:user:telegram:42', JSON.stringify({ v: 1, dailyTokens: 5 }), 'user:telegram:42:2026-12-02', JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
+    const now = nextMonthAt(2, 10);
+    const key = budgetKeys(t.keyPrefix).counters(monthIdOf(now));
+    await t.redis.hset(key, '$limits', '1', 'limit:user:telegram:42', JSON.stringify({ v: 1, dailyTokens: 5 }), `user:telegram:42:${dayIdOf(now)}`, JSON.stringify({ v: 1, um: 0, ut: 40, uu: 0, r: {}, s: {} }));
     const l = createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: settings({ user: { day: { tokens: 1000 } } }), now: () => now });
     await expect(l.reserve(alice, { tokens: 1 })).rejects.toThrow(/counters of this month are in format version 1 .*: zero them with chatgate budgets reset deployment --usage/);
     await l.resetUsage('deployment', 'all');

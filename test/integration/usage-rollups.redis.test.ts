@@ -9,12 +9,11 @@ import { formatMoney } from '../../src/core/money.js';
 import { createUsageReader } from '../../src/usage/read-model.js';
 import { recordCommittedUsage } from '../../src/usage/usage-metrics.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from '../../src/monitor/metrics.js';
+import { DAY_MS as DAY, HOUR_MS as HOUR, dayIdOf, hourLabelOf, nextMonthAt } from '../helpers/clock.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
-// 2026-12-02 10:30 UTC, a Wednesday.
-const NOW = Date.UTC(2026, 11, 2, 10, 30);
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
+// 10:30 UTC on the 2nd of next month: the rollups' expiry (Redis's own clock) is ahead.
+const NOW = nextMonthAt(2, 10, 30);
 const PRICES = { 'priced-model': { input: 1, output: 2 } };
 
 describe('usage rollups', () => {
@@ -66,7 +65,7 @@ describe('usage rollups', () => {
     expect(exposed).toContain('chatgate_usage_unpriced_calls_total{channel="web",model="mystery-model"} 1');
     expect(exposed).not.toMatch(/chatgate_usage_[a-z_]+\{[^}]*user=/);
     const hourly = await reader().report({ since: '2h', by: 'model' });
-    expect(hourly.series.map((p) => [p.label, p.figures.calls])).toEqual([['2026-12-02T09', 0], ['2026-12-02T10', 3]]);
+    expect(hourly.series.map((p) => [p.label, p.figures.calls])).toEqual([[hourLabelOf(NOW - HOUR), 0], [hourLabelOf(NOW), 3]]);
   });
 
   it('prices what compaction spent and saved, and says "price unknown" for a model without a price', async () => {
@@ -89,11 +88,11 @@ describe('usage rollups', () => {
     const fence = (await acquireLease(t.redis, keys))!;
     await expect(store.commit('web:s', { expectedVersion: 5, fence, usage: unreportedCallDelta('priced-model') })).rejects.toBeInstanceOf(StaleCommitError);
     await store.commit('web:s', { expectedVersion: 0, fence, usage: unreportedCallDelta('priced-model') });
-    const hourKey = usageRollupKey('web:s', 'hour', '2026-12-02T10', t.keyPrefix);
-    const dayKey = usageRollupKey('web:s', 'day', '2026-12-02', t.keyPrefix);
+    const hourKey = usageRollupKey('web:s', 'hour', hourLabelOf(NOW), t.keyPrefix);
+    const dayKey = usageRollupKey('web:s', 'day', dayIdOf(NOW), t.keyPrefix);
     expect(await t.redis.hget(hourKey, 'format')).toBe('1');
-    expect(await t.redis.pexpiretime(hourKey)).toBe(Date.UTC(2026, 11, 2, 11) + 14 * DAY);
-    expect(await t.redis.pexpiretime(dayKey)).toBe(Date.UTC(2026, 11, 3) + 400 * DAY);
+    expect(await t.redis.pexpiretime(hourKey)).toBe(nextMonthAt(2, 11) + 14 * DAY);
+    expect(await t.redis.pexpiretime(dayKey)).toBe(nextMonthAt(3, 0) + 400 * DAY);
     expect((await reader().report({ since: '1d', by: 'user' })).totals.calls).toBe(1);
     // The next day: today is empty, the last two days hold it.
     clock = NOW + DAY;
@@ -103,7 +102,7 @@ describe('usage rollups', () => {
 
   it('refuses a rollup of another format, and queries outside the rules', async () => {
     await commit('web:f', 'web:u', unreportedCallDelta('m'));
-    const dayKey = usageRollupKey('web:f', 'day', '2026-12-02', t.keyPrefix);
+    const dayKey = usageRollupKey('web:f', 'day', dayIdOf(NOW), t.keyPrefix);
     await t.redis.hset(dayKey, 'format', '2');
     await expect(reader().report({ since: '1d', by: 'user' })).rejects.toBeInstanceOf(StoredFormatError);
     await expect(commit('web:f', 'web:u', unreportedCallDelta('m'))).rejects.toThrow(/has format 2; this chatgate writes 1/);
