@@ -8,15 +8,12 @@ import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { questionReplyId } from '../../src/approvals/question-id.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
-import { gatewayOptions } from '../../src/cli/compose.js';
-import { readerFor } from '../../src/cli/sessions.js';
 import { loadConfig } from '../../src/config.js';
 import type { ApprovalRecord } from '../../src/core/approval.js';
-import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
-import { createSilentLogger } from '../../src/log.js';
+import type { GatewayHandle } from '../../src/gateway/index.js';
 import { deliveryKey } from '../../src/outbound/delivery-ledger.js';
 import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
-import { apiClientOf, ask, askWhenFree, inSession, userTexts } from '../helpers/api-client.js';
+import { apiClientOf, ask, askWhenFree, inSession, userTexts, startSecondGateway } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const KEY = 'sk-approvals-0123456789abcdef';
@@ -46,7 +43,7 @@ beforeEach(async () => {
     env: { CHATGATE_API_KEYS: `${KEY}=alice`, CHATGATE_RATE_LIMIT_PER_MINUTE: '1000', ...APPROVAL },
     worker: { toolApproval: loadConfig(APPROVAL).approvals.rules },
   });
-  other = await startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
+  other = await startSecondGateway(stack);
 });
 
 afterEach(async () => {

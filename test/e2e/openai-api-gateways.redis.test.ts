@@ -5,12 +5,9 @@
  */
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { gatewayOptions } from '../../src/cli/compose.js';
-import { readerFor } from '../../src/cli/sessions.js';
-import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
-import { createSilentLogger } from '../../src/log.js';
+import type { GatewayHandle } from '../../src/gateway/index.js';
 import { apiAskingKey } from '../../src/redis/keys.js';
-import { apiClientOf, ask, askWhenFree, inSession, userTexts } from '../helpers/api-client.js';
+import { apiClientOf, ask, askWhenFree, inSession, userTexts, startSecondGateway } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const KEY = 'sk-gateways-0123456789abcdef';
@@ -34,7 +31,7 @@ beforeEach(async () => {
     },
     env: { CHATGATE_API_KEYS: `${KEY}=alice`, CHATGATE_RATE_LIMIT_PER_MINUTE: '1000' },
   });
-  other = await startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
+  other = await startSecondGateway(stack);
 });
 
 afterEach(async () => {

@@ -6,14 +6,11 @@
  */
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { gatewayOptions } from '../../src/cli/compose.js';
-import { readerFor } from '../../src/cli/sessions.js';
 import { loadConfig } from '../../src/config.js';
-import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
-import { createSilentLogger } from '../../src/log.js';
+import type { GatewayHandle } from '../../src/gateway/index.js';
 import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
 import type { FakeReply } from '../fakes/openai-server.js';
-import { apiClientOf, ask, askWhenFree, userTexts } from '../helpers/api-client.js';
+import { apiClientOf, ask, askWhenFree, userTexts, startSecondGateway } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const KEY = 'sk-notices-0123456789abcdef';
@@ -39,7 +36,7 @@ async function start(held: () => FakeReply, env: Record<string, string> = {}, wo
     },
     env: { CHATGATE_API_KEYS: `${KEY}=alice`, CHATGATE_RATE_LIMIT_PER_MINUTE: '1000', ...env }, worker,
   });
-  other = await startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
+  other = await startSecondGateway(stack);
 }
 
 afterEach(async () => {

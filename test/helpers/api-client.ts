@@ -1,10 +1,14 @@
 /**
  * The OpenAI SDK as an API-channel client in tests: a client of one gateway, a request into a
- * named session, and a request that retries while the session is claimed (409).
+ * named session, a request that retries while the session is claimed (409), and a second gateway.
  */
 import OpenAI from 'openai';
-import type { GatewayHandle } from '../../src/gateway/index.js';
+import { gatewayOptions } from '../../src/cli/compose.js';
+import { readerFor } from '../../src/cli/sessions.js';
+import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
+import { createSilentLogger } from '../../src/log.js';
 import type { FakeRequest } from '../fakes/openai-server.js';
+import type { Stack } from './stack.js';
 
 /** An SDK client of `gateway`'s API channel, with bearer `apiKey` (no SDK retries: the tests count requests). */
 export const apiClientOf = (gateway: GatewayHandle, apiKey: string) => new OpenAI({ baseURL: `${gateway.httpUrl}/v1`, apiKey, maxRetries: 0 });
@@ -24,4 +28,9 @@ export async function askWhenFree(client: OpenAI, name: string, content: string)
     const answer = await ask(client, name, content).catch((err: unknown) => (err instanceof OpenAI.ConflictError ? null : Promise.reject(err)));
     if (answer) return answer;
   }
+}
+
+/** A second real gateway on `stack`'s Redis and configuration (the stack's own is the first): the caller closes it. */
+export function startSecondGateway(stack: Stack): Promise<GatewayHandle> {
+  return startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
 }
