@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import PinoPretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 
 /** Paths whose values never reach a log line. Defined once, here. */
 export const REDACT_PATHS: readonly string[] = [
@@ -88,7 +89,9 @@ export function createSilentLogger(): Logger {
  * written before `log.x()` returns, so nothing is left in a buffer when the process dies.
  */
 function prettyStream(destination: DestinationStream | undefined): DestinationStream {
-  return PinoPretty({
+  // Loaded only here: a process that logs JSON (every one not at a terminal) never pays its import.
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  return pretty({
     sync: true,
     destination: destination ?? 1,
     translateTime: 'SYS:HH:MM:ss.l',
