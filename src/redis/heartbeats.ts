@@ -217,7 +217,8 @@ export interface BudgetSettingsGroup {
 
 /**
  * The live processes among `beats` grouped by the digest of their budget settings, the most
- * processes first: more than one group means they enforce different limits. The one read of
+ * processes first (gateways, then workers, by host and pid): more than one group means they
+ * enforce different limits. The one read of
  * `chatgate budgets list`, `status` and the dashboard's status.
  */
 export function budgetSettingsGroups(beats: readonly HeartbeatStatus[]): BudgetSettingsGroup[] {
@@ -227,7 +228,8 @@ export function budgetSettingsGroups(beats: readonly HeartbeatStatus[]): BudgetS
     const member = { role: beat.role, id: beat.id, host: beat.host, pid: beat.pid, budgetDigest: beat.budgetDigest };
     groups.set(beat.budgetDigest, [...(groups.get(beat.budgetDigest) ?? []), member]);
   }
-  return [...groups].map(([digest, processes]) => ({ digest, processes })).sort((a, b) => b.processes.length - a.processes.length || a.digest.localeCompare(b.digest));
+  const byName = (a: BeatingProcess, b: BeatingProcess) => a.role.localeCompare(b.role) || a.host.localeCompare(b.host) || a.pid - b.pid || a.id.localeCompare(b.id);
+  return [...groups].map(([digest, processes]) => ({ digest, processes: processes.sort(byName) })).sort((a, b) => b.processes.length - a.processes.length || a.digest.localeCompare(b.digest));
 }
 
 /** "worker a pid 1, worker b pid 2 have budgets off (no limit set); worker c pid 3 has budget settings 3f2a9c0d12ab". */
