@@ -8,6 +8,7 @@ import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/o
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
 import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
+import { StoredFormatError } from '../errors.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
@@ -34,8 +35,13 @@ export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<numbe
   return withAdmin(io, async (admin, config, conn) => {
     const rows = await admin.list();
     const own = budgetSettingsDigest(config.budgets);
-    const groups = budgetSettingsGroups(await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }));
-    const warning = settingsWarning(own, groups);
+    // A beat of another chatgate version cannot be compared: the list still shows, with the reason.
+    const read = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }).then(budgetSettingsGroups, (err: unknown) => {
+      if (err instanceof StoredFormatError) return `the budget settings of the running processes are unknown: ${err.message}`;
+      throw err;
+    });
+    const groups = typeof read === 'string' ? [] : read;
+    const warning = typeof read === 'string' ? read : settingsWarning(own, groups);
     if (warning) io.err(`chatgate budgets: warning: ${warning}`);
     if (flags.json) {
       const limits = rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined }));

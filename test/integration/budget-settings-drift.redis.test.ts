@@ -11,7 +11,8 @@ import type { CliIo } from '../../src/cli/context.js';
 import { budgetSettingsDigest, NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { startGatewayHeartbeat } from '../../src/gateway/heartbeat.js';
 import { createSilentLogger } from '../../src/log.js';
-import type { Heartbeat } from '../../src/redis/heartbeats.js';
+import { HEARTBEAT_FORMAT, type Heartbeat } from '../../src/redis/heartbeats.js';
+import { heartbeatKeys } from '../../src/redis/keys.js';
 import { createWorkerHeartbeat, type WorkerHeartbeat } from '../../workers/heartbeat.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -71,5 +72,14 @@ describe('budget settings that differ between processes', () => {
     expect(same.stderr).toBe('');
     expect(JSON.parse(same.stdout)).toMatchObject({ warning: null });
     expect((await cli(['status'])).stdout).toContain(`ok    budgets   every live gateway and worker has budget settings ${two}`);
+  });
+
+  it('budgets list still lists beside a beat of another chatgate version, and says the settings are unknown', async () => {
+    t = createTestRedis();
+    await t.redis.hset(heartbeatKeys(t.keyPrefix).seen, 'worker:old:1:aaaaaa', JSON.stringify({ format: HEARTBEAT_FORMAT - 1, role: 'worker', id: 'old:1:aaaaaa', beatAt: Date.now() }));
+    const listed = await cli(['budgets', 'list', '--json'], { CHATGATE_BUDGET_USER_DAILY_USD: '2' });
+    expect(listed.code).toBe(0);
+    expect(listed.stderr).toMatch(/^chatgate budgets: warning: the budget settings of the running processes are unknown: the heartbeat of worker:old:1:aaaaaa has format version 1; .*run one chatgate version per key prefix$/);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ limits: [], settings: { live: [] }, warning: expect.stringContaining('format version 1') });
   });
 });
