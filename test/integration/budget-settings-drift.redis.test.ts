@@ -2,7 +2,7 @@
  * Budget settings that differ between processes, on real Redis: two workers and a gateway beat
  * (their real heartbeat writers) with the digest of their settings; `chatgate budgets list` warns
  * on stderr and in --json when they differ among themselves or from its own, and `chatgate status`
- * has a `budgets` line, `warn` while they differ.
+ * has a `budgets` line, `warn` while they differ. A real `chatgate start` beats its environment's.
  */
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,9 +11,10 @@ import type { CliIo } from '../../src/cli/context.js';
 import { budgetSettingsDigest, NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
 import { startGatewayHeartbeat } from '../../src/gateway/heartbeat.js';
 import { createSilentLogger } from '../../src/log.js';
-import { HEARTBEAT_FORMAT, type Heartbeat } from '../../src/redis/heartbeats.js';
+import { HEARTBEAT_FORMAT, readHeartbeats, type Heartbeat } from '../../src/redis/heartbeats.js';
 import { heartbeatKeys } from '../../src/redis/keys.js';
 import { createWorkerHeartbeat, type WorkerHeartbeat } from '../../workers/heartbeat.js';
+import { startDemo, stopChatgate } from '../helpers/cli-process.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 /** What `CHATGATE_BUDGET_USER_DAILY_USD=2` and `=5` configure. */
@@ -81,5 +82,16 @@ describe('budget settings that differ between processes', () => {
     expect(listed.code).toBe(0);
     expect(listed.stderr).toMatch(/^chatgate budgets: warning: the budget settings of the running processes are unknown: the heartbeat of worker:old:1:aaaaaa has format version 1; .*run one chatgate version per key prefix$/);
     expect(JSON.parse(listed.stdout)).toMatchObject({ limits: [], settings: { live: [] }, warning: expect.stringContaining('format version 1') });
+  });
+
+  it('a real `chatgate start` beats the digest of the settings its environment gives, as gateway and as worker', { timeout: 60_000 }, async () => {
+    const demo = await startDemo({ CHATGATE_BUDGET_USER_DAILY_USD: '2' });
+    t = demo.t; // afterEach deletes its keys
+    try {
+      const beats = await readHeartbeats(demo.t.redis, { keyPrefix: demo.t.keyPrefix });
+      expect(beats.map((b) => `${b.role} ${b.budgetDigest}`).sort()).toEqual([`gateway ${budgetSettingsDigest(TWO)}`, `worker ${budgetSettingsDigest(TWO)}`]);
+    } finally {
+      await stopChatgate(demo.proc);
+    }
   });
 });
