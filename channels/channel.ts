@@ -68,9 +68,10 @@ export interface OutgoingText {
    */
   answersTurn?: boolean;
   /**
-   * Set on every chunk of a turn's reply and of its approval questions: the ids of the inbound
-   * messages it answers (the turn's, and the messages whose decisions resumed it). A channel that
-   * hands a message to one request (the OpenAI-compatible API) hands it to theirs only.
+   * Set on every chunk of what a turn sends (its reply, notices, approval questions) and of the
+   * gateway's own answers: the ids of the inbound messages it answers (the turn's, and the messages
+   * whose decisions resumed it; a command's own). A channel that hands a message to one request
+   * (the OpenAI-compatible API) hands it to theirs only.
    */
   answers?: readonly string[];
   /** Set on every chunk of a notice answering the turn because a spend limit holds (OutboundMessage.refusal). */

@@ -1,4 +1,4 @@
-import type { InboundMessage, OutboundMessage } from '../src/core/inbound.js';
+import { answeredIds, type InboundMessage, type OutboundMessage } from '../src/core/inbound.js';
 import type { Logger } from '../src/log.js';
 import { replyJobId } from '../src/queue/names.js';
 import type { RedisClient } from '../src/redis/client.js';
@@ -40,7 +40,8 @@ function failureNotice(sessionId: string, items: InboundMessage[], text = TURN_N
   const last = items[items.length - 1]!;
   const notice: OutboundMessage = {
     id: replyJobId(items.map((item) => item.id), 'failed'), sessionId, channel: last.channel, chatId: last.chatId,
-    text, kind: 'notice', liveReplyId: replyJobId(items.map((item) => item.id), 'reply'),
+    // It answers the turn's messages in place of the reply: an API request takes it only when it is theirs.
+    text, kind: 'notice', liveReplyId: replyJobId(items.map((item) => item.id), 'reply'), answers: answeredIds(items),
   };
   if (last.threadId) notice.threadId = last.threadId;
   return notice;

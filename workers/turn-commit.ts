@@ -26,19 +26,21 @@ export async function finish(loop: Loop, final: FinalCall | null, notice: string
   const outbox: OutboundMessage[] = [];
   // The API answers a request with its reply alone: the budget's notices go at the end of it (channels/openai-api/README.md).
   const appended = replyText && loop.items[loop.items.length - 1]!.channel === 'api' ? loop.budgetNotices : [];
-  // The reply names the messages it answers, the decisions' that resumed the turn included (the transcript has no such message).
-  if (replyText) outbox.push({ ...outbound(loop, replyId, [replyText, ...appended].join('\n\n'), 'reply', true), answers: answeredIds(loop.items) });
+  // Everything the turn sends names the messages it follows, the decisions' that resumed the turn included (the
+  // transcript has no such message): an API request takes the answer to its own message only, never a stray notice.
+  const answers = answeredIds(loop.items);
+  if (replyText) outbox.push({ ...outbound(loop, replyId, [replyText, ...appended].join('\n\n'), 'reply', true), answers });
   const others = loop.notices.filter((text) => !appended.includes(text));
   // A refusal is the answer: it goes first, in place of the reply.
   const notices = notice && refusal ? [notice, ...others] : [...others, ...(notice ? [notice] : [])];
   // Without an answer, the first notice stands in for it and is the one threaded to the asker.
-  notices.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0)));
+  notices.forEach((text, k) => outbox.push({ ...outbound(loop, replyJobId(ids, 'notice', k), text, 'notice', !replyText && k === 0), answers }));
   // The notice answering in place of the reply ends the turn's stream (the web chat's live bubble).
   if (!replyText && outbox[0]) outbox[0].liveReplyId = replyId;
   if (!replyText && notice && refusal) outbox[0]!.refusal = refusal;
   // Notices held for this reply (an idle compaction's) come after it, never in its place, and are cleared with it.
   const held = loop.turn.meta.heldNotices;
-  held.forEach((text, k) => outbox.push(outbound(loop, replyJobId(ids, 'notice', notices.length + k), text, 'notice', false)));
+  held.forEach((text, k) => outbox.push({ ...outbound(loop, replyJobId(ids, 'notice', notices.length + k), text, 'notice', false), answers }));
   const cleared = held.length > 0 ? { heldNotices: [] } : {};
   const change = { outbox, finishTurn: true };
   // The answer's entry names its reply, so a history view can tell it from the same reply seen live.

@@ -4,7 +4,8 @@
  * written). A request that went away stays in line, orphaned, until its answer comes: the answer is
  * then dropped, so it never answers the next request. A turn's answer says which messages it
  * followed, from the session's transcript and its own `answers` (`covered`): it answers the requests
- * among them only; so does an approval question. A live reply names the messages its turn answers:
+ * among them only; so does an approval question, a notice (one in place of the reply, a command's
+ * answer: OutgoingText.answers). A live reply names the messages its turn answers:
  * its text is streamed to those requests only. A turn resumed by an approval names the `/approve`
  * message among them.
  */
@@ -22,7 +23,7 @@ export interface Delivered {
   asks: boolean;
   /** The reply's id (its delivery id without the chunk index), for a message that answers a turn. */
   replyId?: string;
-  /** The messages it answers, as it names them (a turn's reply, an approval question; OutgoingText.answers). */
+  /** The messages it answers, as it names them (a turn's reply and notices, an approval question, the gateway's own answers; OutgoingText.answers). */
   answers?: readonly string[];
   /** It answers the turn because a spend limit holds (OutgoingText.refusal): the request is answered 429. */
   refusal?: 'over_budget';

@@ -169,8 +169,9 @@ export interface OutboundMessage {
    */
   liveReplyId?: string;
   /**
-   * The ids of the inbound messages this message answers ({@link answeredIds} of its turn), on a
-   * turn's reply and its approval questions: a channel that hands it to one request (the
+   * The ids of the inbound messages this message answers or follows: {@link answeredIds} of its turn
+   * on everything a turn sends (its reply, notices, approval questions, a dead letter's notice), the
+   * message's own id on the gateway's answers to it. A channel that hands it to one request (the
    * OpenAI-compatible API) hands it to theirs only. Absent: not known.
    */
   answers?: string[];

@@ -20,12 +20,13 @@ export async function hygieneThenTurn(ctx: IngestContext, sessionId: string, mes
 
 /**
  * Enqueues a notice for the message's chat. In groups it quotes the message it answers, so
- * everyone sees whose command it was; with `quote` (a refusal) it always does.
+ * everyone sees whose command it was; with `quote` (a refusal) it always does. It names the
+ * message it answers (`answers`): an API request takes it only when it is that message's.
  */
 export function notify(ctx: IngestContext, message: InboundMessage, sessionId: string, text: string, tag: string, quote = false) {
   const id = replyJobId([message.id, tag], 'notice');
   const notice: OutboundMessage = {
-    id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice',
+    id, sessionId, channel: message.channel, chatId: message.chatId, threadId: message.threadId, text, kind: 'notice', answers: [message.id],
     ...((quote || message.chatType === 'group') && message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
   };
   return enqueueOutbound(ctx.deps.outbound, notice);

@@ -73,13 +73,18 @@ describe('ingest refusals', () => {
     expect(refusals).toHaveLength(3);
     expect(refusals.map((n) => n.replyTo).sort()).toEqual(messages.slice(2).map((m) => m.platformMessageId).sort());
     for (const notice of refusals) expect(notice).toMatchObject({ kind: 'notice', chatId: '42', text: expect.stringMatching(/faster than 2 a minute.*50 s/) });
+    // Each names the message it answers (an API request takes only its own message's answer).
+    for (const notice of refusals) expect(notice.answers).toEqual([messages.find((m) => m.platformMessageId === notice.replyTo)!.id]);
     // A re-delivery of a refused message is answered once.
     expect(await ingest.handle(messages[4]!)).toBe('rate_limited');
     expect(await notices()).toHaveLength(3);
   });
 
   it('does not count chat commands toward the limit', async () => {
-    for (const text of ['/usage', '/help', '/status']) expect(await ingest.handle(telegram(text))).toBe('command');
+    const commands = ['/usage', '/help', '/status'].map((text) => telegram(text));
+    for (const command of commands) expect(await ingest.handle(command)).toBe('command');
+    // A command's answer names the message it answers.
+    expect((await notices()).map((notice) => notice.answers?.join()).sort()).toEqual(commands.map((command) => command.id).sort());
     expect(await ingest.handle(telegram('one'))).toBe('accepted');
     expect(await ingest.handle(telegram('two'))).toBe('accepted');
     expect(await ingest.handle(telegram('/usage'))).toBe('command');

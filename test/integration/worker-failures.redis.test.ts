@@ -61,8 +61,8 @@ describe('worker failures', () => {
     await out.waitFor((r) => r.length === 1);
     expect(out.replies[0]).toEqual({
       id: replyJobId([lost.id], 'failed'), sessionId: SESSION, channel: 'web', chatId: 'chat1', kind: 'notice', text: TURN_NOTICES.failed(1),
-      // It answers in place of the reply: it ends that reply's stream of partials.
-      liveReplyId: replyJobId([lost.id], 'reply'),
+      // It answers in place of the reply: it ends that reply's stream of partials, and names the messages it answers.
+      liveReplyId: replyJobId([lost.id], 'reply'), answers: [lost.id],
     });
     expect(await t.redis.exists(keys.processing)).toBe(0);
     expect((await t.redis.lrange(keys.failed, 0, -1)).map((raw) => (JSON.parse(raw) as InboundMessage).id)).toEqual([lost.id]);
@@ -94,7 +94,7 @@ describe('worker failures', () => {
     // Its job is failed for good at the first stall; its session lease is still there for a while.
     await start({ maxStalledCount: 0, stalledIntervalMs: 100, lockDurationMs: 1000, leaseRetryMs: 50 });
     await out.waitFor((r) => r.length === 1);
-    expect(out.replies[0]).toMatchObject({ id: replyJobId([lost.id], 'failed'), kind: 'notice', text: TURN_NOTICES.failed(1) });
+    expect(out.replies[0]).toMatchObject({ id: replyJobId([lost.id], 'failed'), kind: 'notice', text: TURN_NOTICES.failed(1), answers: [lost.id] });
     expect(await t.redis.exists(keys.processing)).toBe(0);
     expect(await t.redis.llen(keys.failed)).toBe(1);
     expect(sink.lines.find((line) => line.msg === 'turn job failed')).toMatchObject({ final: true, jobId: job?.id });
