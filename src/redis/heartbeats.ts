@@ -218,8 +218,7 @@ export interface BudgetSettingsGroup {
 /**
  * The live processes among `beats` grouped by the digest of their budget settings, the most
  * processes first (gateways, then workers, by host and pid): more than one group means they
- * enforce different limits. The one read of
- * `chatgate budgets list`, `status` and the dashboard's status.
+ * enforce different limits. The one read of `chatgate budgets list`, `status` and the dashboard's status.
  */
 export function budgetSettingsGroups(beats: readonly HeartbeatStatus[]): BudgetSettingsGroup[] {
   const groups = new Map<string, BeatingProcess[]>();
@@ -232,17 +231,12 @@ export function budgetSettingsGroups(beats: readonly HeartbeatStatus[]): BudgetS
   return [...groups].map(([digest, processes]) => ({ digest, processes: processes.sort(byName) })).sort((a, b) => b.processes.length - a.processes.length || a.digest.localeCompare(b.digest));
 }
 
-/** "worker a pid 1, worker b pid 2 have budgets off (no limit set); worker c pid 3 has budget settings 3f2a9c0d12ab". */
+/** "gateway a pid 1, worker a pid 2 have budgets off (no limit set); worker c pid 3 has budget settings 3f2a9c0d12ab". */
 export function describeBudgetGroups(groups: readonly BudgetSettingsGroup[]): string {
   return groups.map((g) => `${nameProcesses(g.processes)} ${g.processes.length === 1 ? 'has' : 'have'} ${describeBudgetDigest(g.digest)}`).join('; ');
 }
 
-/** "worker box pid 12, gateway box pid 10". */
-export function nameProcesses(processes: readonly Pick<HeartbeatRecord, 'role' | 'host' | 'pid'>[]): string {
-  return processes.map((p) => `${p.role} ${p.host} pid ${p.pid}`).join(', ');
-}
-
-/** How a digest reads in a line: `off` (no limit set) or `settings 3f2a9c0d12ab`. */
+/** How a digest reads in a line: `budgets off (no limit set)` or `budget settings 3f2a9c0d12ab`. */
 export function describeBudgetDigest(digest: string): string {
   return digest === BUDGETS_OFF_DIGEST ? 'budgets off (no limit set)' : `budget settings ${digest}`;
 }
@@ -299,4 +293,9 @@ function parseRecord(member: string, raw: string): HeartbeatRecord | null {
   }
   const { format: _format, ...record } = value;
   return typeof record.id === 'string' && typeof record.beatAt === 'number' ? record : null;
+}
+
+/** "gateway box pid 10, worker box pid 12". */
+function nameProcesses(processes: readonly Pick<HeartbeatRecord, 'role' | 'host' | 'pid'>[]): string {
+  return processes.map((p) => `${p.role} ${p.host} pid ${p.pid}`).join(', ');
 }
