@@ -1,3 +1,4 @@
+import { budgetSettingsDigest, type BudgetSettings } from '../src/core/budget.js';
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS, type MetricEvent, type Metrics } from '../src/metrics.js';
 import { redactRedisUrl, type RedisClient } from '../src/redis/client.js';
@@ -14,6 +15,8 @@ export interface WorkerHeartbeatOptions {
   llm: LlmBeat;
   /** chatgate version. Default `unknown`. */
   version?: string;
+  /** The budget settings it enforces: their digest goes in each beat. Absent: none. */
+  budgets?: BudgetSettings;
   /** The state of its MCP servers, read at each beat. Default: none shown. */
   mcp?: () => McpServerBeat[];
 }
@@ -32,7 +35,8 @@ export interface WorkerHeartbeat {
 
 /**
  * The heartbeat of a worker process: host, pid, start time, version, turns done and failed, and
- * its last model call (when, and how it ended) — what `chatgate status` and `/readyz` read.
+ * its last model call (when, and how it ended), the digest of its budget settings — what
+ * `chatgate status`, `chatgate budgets list` and `/readyz` read.
  */
 export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger }, options: WorkerHeartbeatOptions): WorkerHeartbeat {
   const id = newProcessId();
@@ -43,9 +47,10 @@ export function createWorkerHeartbeat(deps: { redis: RedisClient; logger: Logger
     if (event.type === 'turn' && event.outcome === 'ok') figures.turnsDone += 1;
     if (event.type === 'turn' && event.outcome === 'error') figures.turnsFailed += 1;
   };
+  const budgetDigest = budgetSettingsDigest(options.budgets);
   const current = (): HeartbeatRecord => ({
     role: 'worker', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version ?? 'unknown',
-    beatAt: Date.now(), ttlMs: options.ttlMs, worker: { ...figures, ...(options.mcp ? { mcp: options.mcp() } : {}) },
+    beatAt: Date.now(), ttlMs: options.ttlMs, budgetDigest, worker: { ...figures, ...(options.mcp ? { mcp: options.mcp() } : {}) },
   });
   let running: Heartbeat | undefined;
   let lastPromptBeat = 0;

@@ -69,7 +69,7 @@ export async function runWorker(deps: WorkerDeps, options: RunWorkerOptions): Pr
     ? (await import('./tools/mcp/manager.js')).startMcpServers({ tools, logger, metrics: deps.metrics }, { servers: o.mcpServers ?? [], version: o.version })
     : { ready: async () => undefined, status: () => [], close: async () => undefined };
   const heartbeat = createWorkerHeartbeat({ redis, logger }, {
-    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, version: o.version,
+    keyPrefix: o.keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, queue: names.turnQueue, concurrency: o.concurrency, version: o.version, budgets: o.budgets,
     llm: { model: o.llm.model, summaryModel: o.llm.summaryModel ?? o.llm.model, contextWindow: o.contextWindow, baseUrl: o.llm.baseURL, demo: o.demo ?? false },
     ...((o.mcpServers ?? []).length > 0 ? { mcp: () => mcp.status() } : {}),
   });

@@ -2,11 +2,13 @@
  * The actions of `chatgate budgets`: list what every limit has used and has left, store a
  * subject's limits in Redis (they win over the budgets file and the environment), remove them.
  */
-import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, formatUsed, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, budgetSettingsDigest, duration, FLAT_LIMIT_FIELDS, formatAmount, formatUsed, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
+import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
+import { StoredFormatError } from '../errors.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
@@ -23,12 +25,28 @@ export interface BudgetsSetFlags {
   json?: boolean;
 }
 
-/** `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month), unlimited subjects too; a limit whose marker holds says `blocked`. */
+/**
+ * `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month), unlimited
+ * subjects too; a limit whose marker holds says `blocked`. Configured limits are this command's own:
+ * when the live gateways and workers beat other budget settings, or differ among themselves, one
+ * line on stderr says so (and `warning` in --json).
+ */
 export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<number> {
-  return withAdmin(io, async (admin) => {
+  return withAdmin(io, async (admin, config, conn) => {
     const rows = await admin.list();
+    const own = budgetSettingsDigest(config.budgets);
+    // A beat of another chatgate version cannot be compared: the list still shows, with the reason.
+    const read = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }).then(budgetSettingsGroups, (err: unknown) => {
+      if (err instanceof StoredFormatError) return `the budget settings of the running processes are unknown: ${err.message}`;
+      throw err;
+    });
+    const groups = typeof read === 'string' ? [] : read;
+    const warning = typeof read === 'string' ? read : settingsWarning(own, groups);
+    if (warning) io.err(`chatgate budgets: warning: ${warning}`);
     if (flags.json) {
-      io.out(JSON.stringify(rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined })), null, 2));
+      const limits = rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined }));
+      const live = groups.flatMap((g) => g.processes);
+      io.out(JSON.stringify({ limits, settings: { digest: own, live }, warning: warning ?? null }, null, 2));
       return EXIT.ok;
     }
     if (rows.length === 0) {
@@ -77,6 +95,21 @@ export function resetCommand(io: CliIo, levelArg: string, id: string | undefined
     io.out(`${subjectName(subject)}: ${what}${counters}; in force now (${now.source}): ${describeLimits(now.limits)}`);
     return EXIT.ok;
   });
+}
+
+/**
+ * What is wrong with the budget settings in force, in one line, or undefined: the live gateways
+ * and workers differ among themselves (they enforce different limits), or from this command's
+ * `own` (the configured limits it lists are not theirs). Nothing when no process is alive.
+ */
+export function settingsWarning(own: string, groups: readonly BudgetSettingsGroup[]): string | undefined {
+  const mine = `this command has ${describeBudgetDigest(own)}`;
+  if (groups.length > 1) {
+    return `the live gateways and workers enforce different limits: ${describeBudgetGroups(groups)} (${mine}). Start every gateway and worker with the same CHATGATE_BUDGET_* and CHATGATE_BUDGETS_FILE, and this command too`;
+  }
+  const theirs = groups[0];
+  if (!theirs || theirs.digest === own) return undefined;
+  return `${mine} but ${describeBudgetGroups([theirs])}: limits listed from \`environment\` or \`file\` are not the ones that hold. Run it with the workers' CHATGATE_BUDGET_* and CHATGATE_BUDGETS_FILE`;
 }
 
 function withAdmin(io: CliIo, body: (admin: ReturnType<typeof createBudgetAdmin>, config: Config, conn: CliRedis) => Promise<number>): Promise<number> {

@@ -8,7 +8,7 @@ import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readWorkerTurns } from '../redis/worker-turns.js';
-import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
 import { leasesCheck } from './status-leases.js';
@@ -76,6 +76,7 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     queuesCheck(queues, workers.some((w) => w.alive), { configured: config.redis.queueShards, recorded: await recordedShards(redis, config.redis.queuePrefix) }),
     failedCheck(failed, queues, failedReplies),
     sessionsCheck(sessions),
+    ...budgetsCheck(processes),
   ];
   return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failedReplies, failed, deadWorkerTurns, sessions };
 }
@@ -191,6 +192,17 @@ function sessionsCheck(s: StatusReport['sessions']): StatusCheck {
   const line = `${plural(s.total, 'session')}; ${s.overHygiene} at or over the hygiene line (${Math.round(s.hygieneAt * 100)}% of the usable window)${s.paused > 0 ? `, ${s.paused} with automatic compaction paused` : ''}`;
   if (s.overHygiene === 0 && s.paused === 0) return { name: 'sessions', status: 'ok', detail: line };
   return { name: 'sessions', status: 'warn', detail: line, fix: '`chatgate sessions --sort fill` lists the fullest; hygiene compacts an idle one before its next turn, `chatgate compact <session>` does it now' };
+}
+
+/** Whether the live gateways and workers run the same budget settings (their beats' digests); no line when none is alive. */
+function budgetsCheck(processes: readonly HeartbeatStatus[]): StatusCheck[] {
+  const groups = budgetSettingsGroups(processes);
+  if (groups.length === 0) return [];
+  if (groups.length === 1) return [{ name: 'budgets', status: 'ok', detail: `every live gateway and worker has ${describeBudgetDigest(groups[0]!.digest)}` }];
+  return [{
+    name: 'budgets', status: 'warn', detail: `the live gateways and workers enforce different limits: ${describeBudgetGroups(groups)}`,
+    fix: 'start every gateway and worker with the same CHATGATE_BUDGET_* and CHATGATE_BUDGETS_FILE (read at start: restart the ones that differ)',
+  }];
 }
 
 function describeProcess(p: HeartbeatStatus): string {

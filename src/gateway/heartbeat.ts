@@ -1,4 +1,5 @@
 import type { Channel } from '../../channels/channel.js';
+import { budgetSettingsDigest, type BudgetSettings } from '../core/budget.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
 import { newProcessId, readHeartbeats, startHeartbeat, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
@@ -12,20 +13,24 @@ export interface GatewayHeartbeatOptions {
   ttlMs: number;
   httpUrl: string;
   version: string;
+  /** The budget settings its early answer checks markers against: their digest goes in each beat. Absent: none. */
+  budgets?: BudgetSettings;
 }
 
 /**
  * The heartbeat of a gateway: host, pid, start time, version, its HTTP URL and each channel's
  * state (connecting, waiting for the ones before it, connected, standby, or disconnected with the
- * reason), read from `status` as the channels start and from each channel's `health()` after.
+ * reason), read from `status` as the channels start and from each channel's `health()` after,
+ * and the digest of its budget settings.
  */
 export function startGatewayHeartbeat(deps: { redis: RedisClient; logger: Logger }, channels: readonly Channel[], status: ChannelsStatus, options: GatewayHeartbeatOptions): Promise<Heartbeat> {
   const id = newProcessId();
   const startedAt = Date.now();
+  const budgetDigest = budgetSettingsDigest(options.budgets);
   return startHeartbeat(deps, {
     keyPrefix: options.keyPrefix,
     current: () => ({
-      role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version, beatAt: Date.now(), ttlMs: options.ttlMs,
+      role: 'gateway', id, host: id.split(':')[0]!, pid: process.pid, startedAt, version: options.version, beatAt: Date.now(), ttlMs: options.ttlMs, budgetDigest,
       gateway: { httpUrl: options.httpUrl, channels: channelHealthOf(channels, status) },
     }),
   });

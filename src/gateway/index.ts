@@ -206,7 +206,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   const { server, httpUrl } = await listen(app, o.host, o.port, o.httpTimeouts);
   closers.push(() => closeServer(server));
   const heartbeat = await startGatewayHeartbeat({ redis: failFastRedis, logger }, gatewayChannels.list, channelsStatus, {
-    keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown',
+    keyPrefix, ttlMs: o.heartbeatTtlMs ?? DEFAULT_HEARTBEAT_TTL_MS, httpUrl, version: o.version ?? 'unknown', budgets: o.budgets,
   });
   closers.push(() => heartbeat.stop());
   const workerWatch = startWorkerWatch({ redis: failFastRedis, logger }, { keyPrefix });

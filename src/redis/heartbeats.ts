@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { BUDGETS_OFF_DIGEST } from '../core/budget.js';
 import { StoredFormatError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
@@ -101,6 +102,8 @@ export interface HeartbeatRecord {
   beatAt: number;
   /** How long the beat lives in Redis, ms; the writer renews it every third of that. */
   ttlMs: number;
+  /** The digest of the budget settings it started with (`budgetSettingsDigest`, src/core/budget.ts; `off`: none set). */
+  budgetDigest: string;
   worker?: WorkerBeat;
   gateway?: GatewayBeat;
 }
@@ -129,7 +132,7 @@ export interface Heartbeat {
 
 const FORGET_AFTER_MS = 3_600_000;
 /** The format version of a stored heartbeat record (its `format` field), written by {@link writeHeartbeat}. */
-export const HEARTBEAT_FORMAT = 1;
+export const HEARTBEAT_FORMAT = 2;
 /** How long `stop` waits to remove the entry, ms. */
 const STOP_BOUND_MS = 1000;
 
@@ -203,6 +206,41 @@ export function mcpServerRows(beats: readonly HeartbeatStatus[]): McpServerRow[]
   });
 }
 
+/** A live gateway or worker, as the budget settings readers name it. */
+export type BeatingProcess = Pick<HeartbeatRecord, 'role' | 'id' | 'host' | 'pid' | 'budgetDigest'>;
+
+/** The budget settings of the live gateways and workers, grouped by digest. */
+export interface BudgetSettingsGroup {
+  digest: string;
+  processes: BeatingProcess[];
+}
+
+/**
+ * The live processes among `beats` grouped by the digest of their budget settings, the most
+ * processes first (gateways, then workers, by host and pid): more than one group means they
+ * enforce different limits. The one read of `chatgate budgets list`, `status` and the dashboard's status.
+ */
+export function budgetSettingsGroups(beats: readonly HeartbeatStatus[]): BudgetSettingsGroup[] {
+  const groups = new Map<string, BeatingProcess[]>();
+  for (const beat of beats) {
+    if (!beat.alive) continue;
+    const member = { role: beat.role, id: beat.id, host: beat.host, pid: beat.pid, budgetDigest: beat.budgetDigest };
+    groups.set(beat.budgetDigest, [...(groups.get(beat.budgetDigest) ?? []), member]);
+  }
+  const byName = (a: BeatingProcess, b: BeatingProcess) => a.role.localeCompare(b.role) || a.host.localeCompare(b.host) || a.pid - b.pid || a.id.localeCompare(b.id);
+  return [...groups].map(([digest, processes]) => ({ digest, processes: processes.sort(byName) })).sort((a, b) => b.processes.length - a.processes.length || a.digest.localeCompare(b.digest));
+}
+
+/** "gateway a pid 1, worker a pid 2 have budgets off (no limit set); worker c pid 3 has budget settings 3f2a9c0d12ab". */
+export function describeBudgetGroups(groups: readonly BudgetSettingsGroup[]): string {
+  return groups.map((g) => `${nameProcesses(g.processes)} ${g.processes.length === 1 ? 'has' : 'have'} ${describeBudgetDigest(g.digest)}`).join('; ');
+}
+
+/** How a digest reads in a line: `budgets off (no limit set)` or `budget settings 3f2a9c0d12ab`. */
+export function describeBudgetDigest(digest: string): string {
+  return digest === BUDGETS_OFF_DIGEST ? 'budgets off (no limit set)' : `budget settings ${digest}`;
+}
+
 /**
  * Beats now and then every third of `ttlMs` with the record `current()` returns. A beat that
  * fails (Redis down) is logged at debug and tried again on the next tick: the readers say what is
@@ -255,4 +293,9 @@ function parseRecord(member: string, raw: string): HeartbeatRecord | null {
   }
   const { format: _format, ...record } = value;
   return typeof record.id === 'string' && typeof record.beatAt === 'number' ? record : null;
+}
+
+/** "gateway box pid 10, worker box pid 12". */
+function nameProcesses(processes: readonly Pick<HeartbeatRecord, 'role' | 'host' | 'pid'>[]): string {
+  return processes.map((p) => `${p.role} ${p.host} pid ${p.pid}`).join(', ');
 }

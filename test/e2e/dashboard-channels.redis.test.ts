@@ -21,7 +21,7 @@ describe('dashboard: Channels panel', () => {
   let browser: Browser;
 
   const beat = (gateway: GatewayBeat): HeartbeatRecord => ({
-    role: 'gateway', id: 'gw-host:4242:abc', host: 'gw-host', pid: 4242, startedAt: Date.now() - 60_000, version: '1.0.0', beatAt: Date.now(), ttlMs: 60_000, gateway,
+    role: 'gateway', id: 'gw-host:4242:abc', host: 'gw-host', pid: 4242, startedAt: Date.now() - 60_000, version: '1.0.0', beatAt: Date.now(), ttlMs: 60_000, budgetDigest: 'off', gateway,
   });
   async function serveMonitor(channels: boolean): Promise<string> {
     const app = createMonitorApp({ sessions: new MemorySessionView([]), ...(channels ? { channels: () => readChannelsPanel(t.redis, t.keyPrefix) } : {}) }, { dashboardPollMs: 250 });

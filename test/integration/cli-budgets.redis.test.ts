@@ -68,10 +68,16 @@ describe('chatgate budgets', () => {
     await spend({ user: 'telegram:42', chat: 'telegram:42' }, { micro: 500_000, tokens: 4000 });
     const listed = await run(['list', '--json'], limits);
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([
-      { level: 'user', subject: 'telegram:42', period: 'day', unit: 'usd', used: 0.5, limit: 2, left: 1.5, resetsAt: expect.stringMatching(/T00:00:00\.000Z$/), source: 'environment' },
-      { level: 'deployment', subject: 'all', period: 'month', unit: 'tokens', used: 4000, limit: 1_000_000, left: 996_000, resetsAt: expect.stringMatching(/-01T00:00:00\.000Z$/), source: 'environment' },
-    ]);
+    expect(JSON.parse(listed.stdout)).toEqual({
+      limits: [
+        { level: 'user', subject: 'telegram:42', period: 'day', unit: 'usd', used: 0.5, limit: 2, left: 1.5, resetsAt: expect.stringMatching(/T00:00:00\.000Z$/), source: 'environment' },
+        { level: 'deployment', subject: 'all', period: 'month', unit: 'tokens', used: 4000, limit: 1_000_000, left: 996_000, resetsAt: expect.stringMatching(/-01T00:00:00\.000Z$/), source: 'environment' },
+      ],
+      // No gateway or worker beats under this prefix: nothing to compare with.
+      settings: { digest: expect.stringMatching(/^[0-9a-f]{12}$/), live: [] },
+      warning: null,
+    });
+    expect(listed.stderr).not.toContain('warning');
     const table = (await runHere(['list'], limits)).stdout.split('\n');
     expect(table[0]).toMatch(/^level\s+subject\s+period\s+used\s+limit\s+left\s+resets in\s+from\s+state$/);
     expect(table[1]).toMatch(/^user\s+telegram:42\s+day\s+\$0\.50\s+\$2\.00\s+\$1\.50\s+\d+ (h|min)/);
@@ -80,7 +86,7 @@ describe('chatgate budgets', () => {
     expect(set.code).toBe(0);
     expect(set.stdout).toContain('user telegram:42: daily $5.00, monthly 200,000 tokens (stored in Redis; wins over the budgets file and the environment');
     expect(JSON.parse((await redis.hget(budgetKeys(keyPrefix).limits, 'user:telegram:42'))!)).toEqual({ v: 1, dailyUsd: 5, monthlyTokens: 200_000 });
-    const after = JSON.parse((await runHere(['list', '--json'], limits)).stdout) as Array<Record<string, unknown>>;
+    const after = (JSON.parse((await runHere(['list', '--json'], limits)).stdout) as { limits: Array<Record<string, unknown>> }).limits;
     expect(after.filter((r) => r.level === 'user')).toEqual([
       expect.objectContaining({ period: 'day', unit: 'usd', limit: 5, left: 4.5, source: 'override' }),
       expect.objectContaining({ period: 'month', unit: 'tokens', used: 4000, limit: 200_000, source: 'override' }),
@@ -93,7 +99,7 @@ describe('chatgate budgets', () => {
     const reset = await run(['reset', 'user', 'telegram:42', '--usage', '--json'], limits);
     expect(JSON.parse(reset.stdout)).toEqual({ level: 'user', subject: 'telegram:42', removedOverride: true, usageReset: true, limits: { dailyUsd: 2 }, source: 'environment' });
     expect(await redis.hexists(budgetKeys(keyPrefix).limits, 'user:telegram:42')).toBe(0);
-    const cleared = JSON.parse((await runHere(['list', '--json'], limits)).stdout) as Array<Record<string, unknown>>;
+    const cleared = (JSON.parse((await runHere(['list', '--json'], limits)).stdout) as { limits: Array<Record<string, unknown>> }).limits;
     expect(cleared.find((r) => r.level === 'user')).toMatchObject({ used: 0, left: 2 });
   });
 
@@ -106,7 +112,7 @@ describe('chatgate budgets', () => {
     await spend({ user: 'web:max' }, { tokens: 60 });
     // 40 tokens left cannot hold a worst case of 50 even with nothing in flight: the marker holds.
     expect(await ledger.reserve({ user: 'web:max' }, { tokens: 50 })).toMatchObject({ breach: { unit: 'tokens', used: 60, limit: 100 } });
-    const rows = JSON.parse((await runHere(['list', '--json'], limits)).stdout) as Array<Record<string, unknown>>;
+    const rows = (JSON.parse((await runHere(['list', '--json'], limits)).stdout) as { limits: Array<Record<string, unknown>> }).limits;
     expect(rows.filter((r) => r.subject === 'web:vip')).toEqual([
       expect.objectContaining({ period: 'day', unit: 'usd', used: 0, limit: null, left: null, source: 'override' }),
       expect.objectContaining({ period: 'day', unit: 'tokens', used: 5000, limit: null, left: null, source: 'override' }),
@@ -158,7 +164,7 @@ describe('chatgate budgets', () => {
     expect(JSON.parse((await redis.hget(budgetKeys(keyPrefix).limits, 'user:web:bob'))!)).toEqual({ v: 1 });
     const listed = await runHere(['list', '--json'], limits);
     expect(listed.code).toBe(0);
-    expect((JSON.parse(listed.stdout) as Array<{ subject: string }>).filter((r) => r.subject === 'web:bob')).toEqual([]);
+    expect((JSON.parse(listed.stdout) as { limits: Array<{ subject: string }> }).limits.filter((r) => r.subject === 'web:bob')).toEqual([]);
 
     await redis.hset(budgetKeys(keyPrefix).limits, 'user:web:bob', JSON.stringify({ v: 1, dailyUsd: '' }));
     for (const args of [['list'], ['set', 'user', 'web:bob', '--daily-usd', '1']]) {

@@ -13,7 +13,7 @@ import { createWorkerHeartbeat } from '../../workers/heartbeat.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const record = (id: string, overrides: Partial<HeartbeatRecord> = {}): HeartbeatRecord => ({
-  role: 'worker', id, host: 'h', pid: 1, startedAt: Date.now(), version: '0.0.0', beatAt: Date.now(), ttlMs: 60_000, ...overrides,
+  role: 'worker', id, host: 'h', pid: 1, startedAt: Date.now(), version: '0.0.0', beatAt: Date.now(), ttlMs: 60_000, budgetDigest: 'off', ...overrides,
 });
 
 async function pollUntil(condition: () => Promise<boolean>): Promise<void> {
@@ -79,7 +79,7 @@ describe('heartbeats', () => {
   it('refuses a stored beat of another format version, naming it, what it found and what to do, and keeps it', async () => {
     t = createTestRedis();
     const keys = heartbeatKeys(t.keyPrefix);
-    for (const [format, found] of [[undefined, 'none'], [2, '2']] as const) {
+    for (const [format, found] of [[undefined, 'none'], [1, '1'], [HEARTBEAT_FORMAT + 1, String(HEARTBEAT_FORMAT + 1)]] as const) {
       await t.redis.hset(keys.seen, 'worker:other', JSON.stringify({ ...record('other'), format }));
       const read = readHeartbeats(t.redis, { keyPrefix: t.keyPrefix });
       await expect(read).rejects.toThrow(StoredFormatError);

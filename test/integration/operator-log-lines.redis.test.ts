@@ -118,7 +118,7 @@ describe('operator log lines', () => {
     producer = createTurnProducer({ redis: t.redis }, { ...resolveQueueNames({ queuePrefix: t.queuePrefix }), keyPrefix: t.keyPrefix });
     const watch = startWorkerWatch({ redis: t.redis, logger: sink.logger }, { keyPrefix: t.keyPrefix, intervalMs: 0, now: () => nowMs });
     const beat: HeartbeatRecord = {
-      role: 'worker', id: 'box:100:aaaaaa', host: 'box', pid: 100, startedAt: START, version: '0.1.0', beatAt: START, ttlMs: 60_000,
+      role: 'worker', id: 'box:100:aaaaaa', host: 'box', pid: 100, startedAt: START, version: '0.1.0', beatAt: START, ttlMs: 60_000, budgetDigest: 'off',
       worker: { queue: 'turns', concurrency: 1, llm: { model: 'm', summaryModel: 'm', contextWindow: 8192, demo: false }, turnsDone: 0, turnsFailed: 0 },
     };
     const noWorker = () => linesOf('no worker alive: messages wait in the queue until one starts');

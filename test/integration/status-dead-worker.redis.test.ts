@@ -16,7 +16,7 @@ describe('chatgate status with a dead worker holding a turn', () => {
 
   it('warns on the workers line and lists the turns in deadWorkerTurns', async () => {
     const beat = (id: string, pid: number): HeartbeatRecord => ({
-      role: 'worker', id, host: 'box', pid, startedAt: Date.now() - 60_000, version: '0.1.0', beatAt: Date.now(), ttlMs: 60_000,
+      role: 'worker', id, host: 'box', pid, startedAt: Date.now() - 60_000, version: '0.1.0', beatAt: Date.now(), ttlMs: 60_000, budgetDigest: 'off',
       worker: { queue: 'turns', concurrency: 4, llm: { model: 'chatgate-demo', summaryModel: 'chatgate-demo', contextWindow: 8192, demo: true }, turnsDone: 0, turnsFailed: 0 },
     });
     await writeHeartbeat(t.redis, beat('box:100:aaaaaa', 100), t.keyPrefix);

@@ -10,7 +10,7 @@ function channel(name: 'telegram' | 'discord' | 'web', health?: ChannelHealth, l
 }
 
 function beat(pid: number, gateway: GatewayBeat, alive = true): HeartbeatStatus {
-  return { role: 'gateway', id: `h:${pid}:x`, host: 'h', pid, startedAt: NOW, version: '1', beatAt: NOW, ttlMs: 15_000, alive, gateway };
+  return { role: 'gateway', id: `h:${pid}:x`, host: 'h', pid, startedAt: NOW, version: '1', beatAt: NOW, ttlMs: 15_000, budgetDigest: 'off', alive, gateway };
 }
 
 describe('channelHealthOf', () => {

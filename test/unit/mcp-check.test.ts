@@ -5,7 +5,7 @@ import type { HeartbeatStatus, McpServerBeat } from '../../src/redis/heartbeats.
 
 const config = { mcp: { file: 'chatgate.mcp.json', servers: [{ name: 'filesystem' }, { name: 'everything' }] } } as unknown as Pick<Config, 'mcp'>;
 const worker = (host: string, pid: number, mcp: McpServerBeat[], alive = true): HeartbeatStatus => ({
-  role: 'worker', id: `${host}:${pid}:abc`, host, pid, startedAt: 0, version: '1', beatAt: 0, ttlMs: 15_000, alive,
+  role: 'worker', id: `${host}:${pid}:abc`, host, pid, startedAt: 0, version: '1', beatAt: 0, ttlMs: 15_000, budgetDigest: 'off', alive,
   worker: { queue: 'turns', concurrency: 4, llm: { model: 'm' } as never, turnsDone: 0, turnsFailed: 0, mcp },
 });
 const fs = (extra: Partial<McpServerBeat> = {}): McpServerBeat => ({ name: 'filesystem', transport: 'stdio', state: 'connected', tools: 14, ...extra });

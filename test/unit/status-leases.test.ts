@@ -4,7 +4,7 @@ import type { ChannelLeaseHolder } from '../../src/redis/channel-lease.js';
 import type { HeartbeatStatus } from '../../src/redis/heartbeats.js';
 
 const gateway = (host: string, pid: number, alive = true): HeartbeatStatus => ({
-  role: 'gateway', id: `${host}:${pid}:abc`, host, pid, startedAt: 0, version: '1', beatAt: 0, ttlMs: 15_000, alive,
+  role: 'gateway', id: `${host}:${pid}:abc`, host, pid, startedAt: 0, version: '1', beatAt: 0, ttlMs: 15_000, budgetDigest: 'off', alive,
   gateway: { httpUrl: 'http://127.0.0.1:1', channels: {} },
 });
 const row = (holder?: string): ChannelLeaseHolder => ({ channel: 'telegram', botId: '0123456789abcdef', ...(holder ? { holder, fence: 3, heldSinceMs: 0, expiresInMs: 9000 } : {}) });
