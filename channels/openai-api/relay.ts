@@ -3,14 +3,15 @@
  * queue lets any gateway deliver any reply), and the rule of one request at a time per session
  * across gateways. Both rest on one key per chat, the claim (`apiAskingKey`: the waiting request's
  * message id, expiring unless renewed). A request waiting for a turn's answer claims its chat (a
- * second one gets 409); a command's request claims it only as long as no such request wants it. A
- * gateway that delivers an answer none of its requests takes looks at the claim: none → no request
- * waits anywhere and the answer is dropped (it stays in the session's history); else it publishes
+ * second one gets 409); a command's request claims it only as long as no such request wants it, and
+ * is listed beside the claim (`apiYieldingKey`) while it waits, so it is found once the request it
+ * yielded to is answered. A gateway that delivers an answer none of its requests takes looks at
+ * both: none → no request waits anywhere and the answer is dropped (it stays in the session's history); else it publishes
  * the answer on `apiRepliesChannel`, and the gateway holding the request hands it over.
  */
 import { randomUUID } from 'node:crypto';
 import { duplicateRedis, type RedisClient } from '../../src/redis/client.js';
-import { apiAskingKey, apiRepliesChannel, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
+import { apiAskingKey, apiRepliesChannel, apiYieldingKey, DEFAULT_KEY_PREFIX } from '../../src/redis/keys.js';
 import { runScriptWithOptions } from '../../src/redis/scripts.js';
 import { defineTopic } from '../../src/redis/pubsub.js';
 import type { Logger } from '../../src/log.js';
@@ -55,6 +56,7 @@ export interface ReplyRelay {
 export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DEFAULT_KEY_PREFIX, log?: Logger): ReplyRelay {
   let unsubscribe: (() => Promise<void>) | undefined;
   const origin = randomUUID();
+  const claimKeys = (chatId: string) => [apiAskingKey(chatId, keyPrefix), apiYieldingKey(chatId, keyPrefix)];
   return {
     async start(onAnswer) {
       const subscriber = duplicateRedis(redis);
@@ -65,14 +67,15 @@ export function createRedisReplyRelay(redis: RedisClient, keyPrefix: string = DE
       }, keyPrefix, log);
     },
     async claim(chatId, messageId, yields = false) {
-      return Number(await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: API_CLAIM_TTL_MS, yields })) === 1;
+      return Number(await runScriptWithOptions(redis, 'holdClaim', claimKeys(chatId), { holder: messageId, ttlMs: API_CLAIM_TTL_MS, yields })) === 1;
     },
     async unclaim(chatId, messageId) {
-      await runScriptWithOptions(redis, 'holdClaim', [apiAskingKey(chatId, keyPrefix)], { holder: messageId, ttlMs: 0 })
+      await runScriptWithOptions(redis, 'holdClaim', claimKeys(chatId), { holder: messageId, ttlMs: 0 })
         .catch((err: unknown) => log?.warn({ err, chatId }, 'api session claim not released; it expires'));
     },
     async forward(chatId, item) {
-      if ((await redis.exists(apiAskingKey(chatId, keyPrefix))) === 0) return false;
+      // A command's request that yielded to a request answered since holds no claim, but still waits.
+      if ((await redis.exists(...claimKeys(chatId))) === 0) return false;
       await API_ANSWERS.publish(redis, { chatId, origin, ...item }, keyPrefix);
       return true;
     },

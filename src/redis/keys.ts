@@ -295,3 +295,12 @@ export function apiRepliesChannel(prefix: string = DEFAULT_KEY_PREFIX): string {
 export function apiAskingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
   return `${prefix}api:{${chatId}}:asking`;
 }
+
+/**
+ * Sorted set: the command requests of chat `chatId` waiting on any gateway (message id → expiry,
+ * ms), whether or not they hold {@link apiAskingKey}: a command's claim yields, and its request must
+ * still be found once the request it yielded to is answered (channels/openai-api/relay.ts).
+ */
+export function apiYieldingKey(chatId: string, prefix: string = DEFAULT_KEY_PREFIX): string {
+  return `${prefix}api:{${chatId}}:yielding`;
+}

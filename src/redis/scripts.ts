@@ -30,7 +30,7 @@ const REDIS_SCRIPT_FILES = {
   acquireLease: 'acquire-lease-2.lua',
   renewLease: 'renew-lease-1.lua',
   releaseLease: 'release-lease-1.lua',
-  holdClaim: 'hold-claim-1.lua',
+  holdClaim: 'hold-claim-2.lua',
   commitSession: 'commit-session-9.lua',
   addUsage: 'add-usage-3.lua',
   inboxBytes: 'inbox-bytes-1.lua',

@@ -192,6 +192,24 @@ describe('the API answer relay', () => {
     expect(await contentOf(turn)).toBe('turn answer');
   });
 
+  it('keeps a command\'s request findable from another gateway after the request that held the session let it go', async () => {
+    const sink = createLogSink();
+    const [here, there] = [await gateway(sink.logger), await gateway()];
+    const asking = apiAskingKey('alice:s11', t.keyPrefix);
+    const turn = ask(here, 's11');
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(asking)) === 1);
+    // The command's claim yields to the turn's request, which then gets its answer and lets the session go.
+    const compact = ask(there, 's11', '/compact');
+    await until(() => there.waiting() === 1);
+    await here.send({ chatId: 'alice:s11' }, { text: 'turn answer', mode: 'formatted', answersTurn: true });
+    expect(await contentOf(turn)).toBe('turn answer');
+    await until(async () => (await t.redis.get(asking)) === null);
+    // The command's answer, delivered here, still finds its request there.
+    await here.send({ chatId: 'alice:s11' }, { text: 'compacted', mode: 'formatted' });
+    expect(await contentOf(compact)).toBe('compacted');
+    expect(sink.lines.filter((line) => line.msg.includes('dropped'))).toEqual([]);
+  });
+
   it('claims: a yielding claim gives way to one that does not, and comes back when the session is free', async () => {
     const relay = createRedisReplyRelay(t.redis, t.keyPrefix);
     const asking = apiAskingKey('alice:s7', t.keyPrefix);

@@ -88,7 +88,7 @@ describe('Lua scripts validate before they write', () => {
   });
 
   it('holdClaim: one holder at a time; its holder renews and releases it, another neither takes nor releases it', async () => {
-    const claim = (holder: string, ttlMs: number) => runScriptWithOptions(t.redis, 'holdClaim', [`${t.keyPrefix}claim`], { holder, ttlMs });
+    const claim = (holder: string, ttlMs: number) => runScriptWithOptions(t.redis, 'holdClaim', [`${t.keyPrefix}claim`, `${t.keyPrefix}claim:yielding`], { holder, ttlMs });
     expect(await claim('a', 60_000)).toBe(1);
     expect(await claim('b', 60_000)).toBe(0);
     expect(await claim('b', 0)).toBe(0);
