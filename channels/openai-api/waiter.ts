@@ -158,7 +158,12 @@ export class Waiters {
     waiter.mode = mode;
     const chat = this.chats.get(chatId);
     const index = chat?.unclaimed.findIndex(({ item, covered }) => waiter.wants(item) && takers([waiter], covered).length > 0) ?? -1;
-    if (chat && index !== -1) waiter.take(chat.unclaimed.splice(index, 1)[0]!.item);
+    if (chat && index !== -1) {
+      const kept = chat.unclaimed[index]!;
+      waiter.take(kept.item);
+      // An answer of several requests (a resumed turn's, for each `/approve` that decided it) stays for the others still without a verdict.
+      if (!chat.line.some((other) => other.mode === 'pending' && kept.covered?.has(other.messageId) === true)) chat.unclaimed.splice(index, 1);
+    }
     // Kept only for requests still without a verdict: none left, nothing is kept.
     if (chat && !chat.line.some((other) => other.mode === 'pending')) chat.unclaimed = [];
   }

@@ -137,6 +137,19 @@ describe('Waiters', () => {
     await expect(approve.answer).resolves.toBe('both');
   });
 
+  it('keeps an answer that names two requests without a verdict for both: the first verdict does not take it from the second', async () => {
+    const waiters = new Waiters();
+    const gone = new Waiter('m2');
+    const approve = new Waiter('m3');
+    for (const waiter of [gone, approve]) waiters.add('c', waiter);
+    // The resumed turn answers before either `/approve` has its verdict.
+    expect(waiters.deliver('c', { ...item('resumed answer', true), replyId: 'reply-a-0' }, new Set(['m1', 'approval:a1', 'm2', 'approval:a2', 'm3']))).toBe('kept');
+    gone.orphan();
+    waiters.decide('c', gone, 'resumed');
+    waiters.decide('c', approve, 'resumed');
+    await expect(approve.answer).resolves.toBe('resumed answer');
+  });
+
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
     const pieces: string[] = [];
     const waiters = new Waiters();
