@@ -89,14 +89,40 @@ export async function processTurnJob(runner: TurnRunner, job: Job<TurnJobData>, 
   }
 }
 
-/** Whether the session's turn asked the user about a call that is still undecided and not yet expired. */
+/**
+ * How long a turn waits for a decision's inbox event after the decision was stored (src/approvals/decide.ts
+ * stores it, then submits the event): the resumed turn must take the event, since the event names the
+ * message that decided, which the turn's answer goes to (OutgoingText.answers). Past this, a gateway
+ * that died in between is given up on and the next message resumes the turn without it.
+ */
+const DECISION_EVENT_WAIT_MS = 30_000;
+
+/**
+ * Whether the session's turn asked the user about a call that is still undecided and not yet expired,
+ * or decided so recently that the decision's event is not in the inbox yet.
+ */
 async function waitsForDecision(runner: TurnRunner, sessionId: string, keys: SessionKeys): Promise<boolean> {
   const approvals = runner.deps.approvals;
   if (!approvals) return false;
   const ids = await askedApprovalIds(runner.redis, keys);
   if (ids.length === 0) return false;
   const now = Date.now();
-  return (await approvals.read(sessionId, ids)).some((record) => record?.state === 'pending' && now < record.expiresAtMs);
+  const records = await approvals.read(sessionId, ids);
+  if (records.some((record) => record?.state === 'pending' && now < record.expiresAtMs)) return true;
+  const justDecided = records.flatMap((record) => (record && record.state !== 'pending' && record.decidedAtMs !== undefined && now - record.decidedAtMs < DECISION_EVENT_WAIT_MS ? [`approval:${record.id}`] : []));
+  if (justDecided.length === 0) return false;
+  const queued = (await Promise.all([runner.redis.lrange(keys.inbox, 0, -1), runner.redis.lrange(keys.processing, 0, -1)])).flat();
+  const arrived = new Set(queued.map(idOf));
+  return justDecided.some((id) => !arrived.has(id));
+}
+
+/** The id of a stored inbox item (undefined for a malformed one: the inbox claim sets it aside). */
+function idOf(item: string): string | undefined {
+  try {
+    return (JSON.parse(item) as Partial<Pick<InboundMessage, 'id'>>).id;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
