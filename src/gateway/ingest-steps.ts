@@ -7,7 +7,7 @@ import { budgetMessage } from '../core/budget.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
-import { BudgetError } from '../errors.js';
+import { BudgetError, StoredFormatError } from '../errors.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
@@ -103,7 +103,12 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
 export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, nowMs }) => {
   const budget = ctx.deps.budget;
   if (!budget) return null;
-  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId });
+  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId }).catch((err: unknown) => {
+    if (!(err instanceof StoredFormatError)) throw err;
+    // A marker only answers early: one this version cannot read lets the message through, and the worker's reserve decides.
+    ctx.log.warn({ err, sessionId }, 'budget marker unreadable: the message goes on to the worker, whose reserve decides');
+    return null;
+  });
   if (breach === null) return null;
   const reason = budgetMessage(breach, nowMs, budget.timeZone);
   ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');

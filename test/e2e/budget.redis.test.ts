@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBudgetLedger } from '../../src/budget/ledger.js';
 import { loadConfig } from '../../src/config.js';
-import { sessionKeys } from '../../src/redis/keys.js';
+import { budgetKeys, sessionKeys } from '../../src/redis/keys.js';
 import { readTranscript } from '../../src/redis/transcript.js';
 import { startFakeTelegram, type FakeTelegramServer } from '../fakes/telegram-server.js';
 import type { Stack } from '../helpers/stack.js';
@@ -70,6 +70,13 @@ describe('budgets (CHATGATE_BUDGET_USER_DAILY_USD=0.01, a priced model)', () => 
     expect((await userTexts()).join()).not.toContain('and again'); // no turn: the gateway answered
     expect(await say(43, 'hi, I am someone else')).toBe('Answer 1');
     expect(stack.llm.requests).toHaveLength(2);
+  });
+
+  it('a marker this version cannot read lets the message through: the worker\'s reserve decides', async () => {
+    await start(true);
+    await stack.t.redis.set(budgetKeys(stack.t.keyPrefix).exhausted('user', 'telegram:42'), JSON.stringify({ v: 9, level: 'user' }), 'PX', 600_000);
+    expect(await sayAndRead(42, 'hello', 2)).toEqual(['Answer 0', expect.stringMatching(BUDGET)]);
+    expect(stack.llm.requests).toHaveLength(1);
   });
 
   it('a turn that hits the limit in the worker ends with one clear message, without a model call', async () => {
