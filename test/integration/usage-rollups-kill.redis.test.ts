@@ -40,11 +40,11 @@ describe('usage rollups with workers killed mid-turn', () => {
       return { hold: new Promise<FakeReply>((resolve) => { held.push(() => resolve(answer)); }) };
     });
     const workers = await Promise.all([startWorker(), startWorker(), startWorker()]);
-    for (let m = 0; m < MESSAGES; m++) {
-      for (let s = 0; s < SESSIONS; s++) await producer.submitInbound(inbound(s, m));
-    }
+    for (let s = 0; s < SESSIONS; s++) await producer.submitInbound(inbound(s, 0));
     // Twice: hold the calls in flight, kill two workers while they wait (some after a committed tool
-    // round), start two more, let the held calls go; the second time after three more calls.
+    // round), start two more, let the held calls go; the second time after three more calls. The
+    // later messages come after the first kill, so work is left for the second however the first
+    // messages were batched into turns.
     for (let round = 0; round < 2; round++) {
       await pollUntil(() => held.length >= 2, { timeoutMs: 60_000, what: 'two calls held' });
       const victims = workers.splice(0, 2);
@@ -53,6 +53,11 @@ describe('usage rollups with workers killed mid-turn', () => {
         return once(victim, 'exit');
       }));
       workers.push(...await Promise.all([startWorker(), startWorker()]));
+      if (round === 0) {
+        for (let m = 1; m < MESSAGES; m++) {
+          for (let s = 0; s < SESSIONS; s++) await producer.submitInbound(inbound(s, m));
+        }
+      }
       holdAfter = round === 0 ? calls + 3 : Infinity;
       for (const release of held.splice(0)) release({ content: 'too late' });
     }
