@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { FLAT_LIMIT_FIELDS, fromFlatLimits, type BudgetLimit, type BudgetSettings, type FlatLimits, type LevelLimits } from './core/budget.js';
 import { CHANNEL_NAMES } from './core/inbound.js';
 import { parsePriceTable, type PriceTable } from './core/models.js';
-import { FLAT_LIMIT_RULES, numberIssues } from './core/option-checks.js';
+import { FLAT_LIMIT_RULES, numberIssues, unknownKeysText } from './core/option-checks.js';
 
 /** The version of the budgets file format this chatgate reads. */
 export const BUDGETS_FILE_VERSION = 1;
@@ -73,7 +73,7 @@ export function toLevelLimits(value: unknown): LevelLimits | 'unlimited' | { iss
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { issue: 'must be "unlimited" or an object of dailyUsd, monthlyUsd, dailyTokens, monthlyTokens' };
   const record = value as Record<string, unknown>;
   const unknown = Object.keys(record).filter((key) => !(FLAT_LIMIT_FIELDS as readonly string[]).includes(key));
-  if (unknown.length > 0) return { issue: `${unknownKeys(unknown, FLAT_LIMIT_FIELDS, 'field')}; the fields are ${FLAT_LIMIT_FIELDS.join(', ')}` };
+  if (unknown.length > 0) return { issue: `${unknownKeysText(unknown, FLAT_LIMIT_FIELDS, 'field')}; the fields are ${FLAT_LIMIT_FIELDS.join(', ')}` };
   const bad = numberIssues(record, FLAT_LIMIT_RULES);
   if (bad.length > 0) return { issue: bad.join('; ') };
   // `{}` would silently replace the user level's limits with none.
@@ -104,18 +104,10 @@ function fileShapeIssue(parsed: unknown): string | undefined {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return `must be a JSON object (got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)})`;
   const record = parsed as Record<string, unknown>;
   const unknown = Object.keys(record).filter((key) => !FILE_KEYS.includes(key));
-  if (unknown.length > 0) return `${unknownKeys(unknown, FILE_KEYS)}; the keys are ${FILE_KEYS.join(', ')}`;
+  if (unknown.length > 0) return `${unknownKeysText(unknown, FILE_KEYS)}; the keys are ${FILE_KEYS.join(', ')}`;
   if (record.version !== BUDGETS_FILE_VERSION) return `\`version\` must be ${BUDGETS_FILE_VERSION} (got ${JSON.stringify(record.version) ?? 'none'})`;
   if (record.users === null || typeof record.users !== 'object' || Array.isArray(record.users)) return `\`users\` must be an object (got ${JSON.stringify(record.users) ?? 'none'})`;
   return undefined;
-}
-
-/** "unknown key `user` (did you mean `users`?)", for each key not in `allowed`. */
-function unknownKeys(keys: readonly string[], allowed: readonly string[], noun = 'key'): string {
-  return keys.map((key) => {
-    const near = allowed.find((a) => a.toLowerCase() === key.toLowerCase() || a.toLowerCase() === `${key.toLowerCase()}s` || `${a.toLowerCase()}s` === key.toLowerCase());
-    return `unknown ${noun} \`${key}\`${near ? ` (did you mean \`${near}\`?)` : ''}`;
-  }).join(', ');
 }
 
 function readJson(path: string, option: string, issues: string[]): unknown {

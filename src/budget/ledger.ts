@@ -88,8 +88,6 @@ export interface BudgetLedger {
   check(scope: BudgetScope): Promise<BudgetBreach | null>;
   /** Every counter of `scope` with its limits. */
   state(scope: BudgetScope): Promise<CounterState[]>;
-  /** The counters of one level and subject (day, month), for `chatgate budgets list`. */
-  stateOf(level: BudgetLevel, subject: string): Promise<CounterState[]>;
   /** The counters (day, month) of each of `subjects`, in order: one script call a {@link STATES_PER_CALL}. */
   statesOf(subjects: readonly BudgetSubject[]): Promise<CounterState[][]>;
   /** The limit whose exhaustion marker holds for each of `subjects` (null: none), in order: one marker read a {@link STATES_PER_CALL}. */
@@ -202,6 +200,16 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
     }
     return out;
   };
+  const blockedOf = async (list: readonly BudgetSubject[]): Promise<Array<BudgetBreach | null>> => {
+    const out: Array<BudgetBreach | null> = [];
+    for (let from = 0; from < list.length; from += STATES_PER_CALL) {
+      const part = list.slice(from, from + STATES_PER_CALL);
+      const raw = await markers.read(part.map((s) => specOf(s.level, s.subject).markerKey));
+      const nowMs = now();
+      part.forEach((s, k) => out.push(raw[k] == null ? null : markerBreach(settings, s.level, s.subject, raw[k]!, nowMs)));
+    }
+    return out;
+  };
   return {
     async reserve(scope, need) {
       const nowMs = now();
@@ -240,38 +248,12 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       return events;
     },
     async check(scope) {
-      const markerKeys = BUDGET_LEVELS.map((level, k) => {
-        const subject = subjectAt(scope, level);
-        return subject === undefined ? noMarker[k]! : specOf(level, subject).markerKey;
-      });
-      const raw = await markers.read(markerKeys);
-      const nowMs = now();
-      for (const [k, level] of BUDGET_LEVELS.entries()) {
-        const subject = subjectAt(scope, level);
-        const breach = subject === undefined || raw[k] == null ? null : markerBreach(settings, level, subject, raw[k]!, nowMs);
-        if (breach) return breach;
-      }
-      return null;
+      // The user's marker first, then the chat's, then the deployment's.
+      return (await blockedOf(subjectsIn(scope))).find((breach) => breach !== null) ?? null;
     },
-    async state(scope) {
-      const list = BUDGET_LEVELS.flatMap((level) => {
-        const subject = subjectAt(scope, level);
-        return subject === undefined ? [] : [{ level, subject }];
-      });
-      return (await statesOf(list)).flat();
-    },
-    stateOf: async (level, subject) => (await statesOf([{ level, subject }]))[0]!,
+    state: async (scope) => (await statesOf(subjectsIn(scope))).flat(),
     statesOf,
-    async blockedOf(list) {
-      const out: Array<BudgetBreach | null> = [];
-      for (let from = 0; from < list.length; from += STATES_PER_CALL) {
-        const part = list.slice(from, from + STATES_PER_CALL);
-        const raw = await markers.read(part.map((s) => specOf(s.level, s.subject).markerKey));
-        const nowMs = now();
-        part.forEach((s, k) => out.push(raw[k] == null ? null : markerBreach(settings, s.level, s.subject, raw[k]!, nowMs)));
-      }
-      return out;
-    },
+    blockedOf,
     async resetUsage(level, subject) {
       const nowMs = now();
       const month = windows.of('month', nowMs);
@@ -302,6 +284,14 @@ export function configuredLimits(settings: BudgetSettings, level: BudgetLevel, s
 
 function subjectAt(scope: BudgetScope, level: BudgetLevel): string | undefined {
   return level === 'user' ? scope.user : level === 'chat' ? scope.chat : DEPLOYMENT_SUBJECT;
+}
+
+/** The levels of `scope` with a subject, in {@link BUDGET_LEVELS} order (user, chat, deployment). */
+function subjectsIn(scope: BudgetScope): BudgetSubject[] {
+  return BUDGET_LEVELS.flatMap((level) => {
+    const subject = subjectAt(scope, level);
+    return subject === undefined ? [] : [{ level, subject }];
+  });
 }
 
 function scopeOf(level: BudgetLevel, subject: string): BudgetScope {

@@ -2,12 +2,12 @@
  * The actions of `chatgate budgets`: list what every limit has used and has left, store a
  * subject's limits in Redis (they win over the budgets file and the environment), remove them.
  */
-import { BUDGET_LEVELS, budgetSettingsDigest, duration, FLAT_LIMIT_FIELDS, formatAmount, formatUsed, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
+import { BUDGET_LEVELS, duration, FLAT_LIMIT_FIELDS, formatAmount, formatUsed, hasBudgets, toFlatLimits, type BudgetLevel, type FlatLimits, type LevelLimits } from '../core/budget.js';
 import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
-import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
+import { budgetSettingsDigest, budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
 import { StoredFormatError } from '../errors.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';

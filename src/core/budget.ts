@@ -109,26 +109,6 @@ export function hasBudgets(settings: BudgetSettings): boolean {
   return level(settings.user) || level(settings.chat) || level(settings.deployment) || set(settings.turn) || Object.keys(settings.users).length > 0;
 }
 
-/** The digest of settings that set no limit: such a process checks no budget at all. */
-export const BUDGETS_OFF_DIGEST = 'off';
-
-/**
- * A short, stable digest (12 hex digits) of what decides which limits hold: the limits of every
- * level, the turn caps, the budgets file's users, the time zone and the notice percent (not the
- * webhook), in a normalized form, so two processes with the same settings have the same digest
- * however they were written. {@link BUDGETS_OFF_DIGEST} when no limit is set (or `settings` is
- * absent). Heartbeats carry it: `chatgate budgets list` and `status` compare them.
- */
-export function budgetSettingsDigest(settings: BudgetSettings | undefined): string {
-  if (!settings || !hasBudgets(settings)) return BUDGETS_OFF_DIGEST;
-  const limit = (l?: BudgetLimit) => (l && (l.usd !== undefined || l.tokens !== undefined) ? [l.usd ?? null, l.tokens ?? null] : null);
-  const level = (l: LevelLimits | 'unlimited') => (l === 'unlimited' ? l : [limit(l.day), limit(l.month)]);
-  const users = Object.keys(settings.users).sort().map((user) => [user, level(settings.users[user]!)]);
-  // Version 1 of the digested form: a change of what it covers must change every digest.
-  const form = [1, level(settings.user), level(settings.chat), level(settings.deployment), limit(settings.turn), settings.timeZone, settings.noticePercent, users];
-  return fnv1a64(JSON.stringify(form)).slice(0, 12);
-}
-
 /** The window of `period` that holds `nowMs` in `timeZone`. */
 export function periodWindow(period: BudgetPeriod, nowMs: number, timeZone: string): PeriodWindow {
   const utc = timeZone === 'UTC';
@@ -376,11 +356,4 @@ export function describeBudgetsLeft(counters: readonly CounterState[], nowMs: nu
   }));
   // A marker whose counter is not listed (its limit's unit or level has no line) still shows.
   return blocked && !shown ? [budgetMessage(blocked, nowMs, timeZone), ...lines] : lines;
-}
-
-/** 64-bit FNV-1a of the UTF-8 bytes of `text`, as 16 hex digits. */
-function fnv1a64(text: string): string {
-  let hash = 0xcbf29ce484222325n;
-  for (const byte of new TextEncoder().encode(text)) hash = ((hash ^ BigInt(byte)) * 0x100000001b3n) & 0xffffffffffffffffn;
-  return hash.toString(16).padStart(16, '0');
 }

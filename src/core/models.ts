@@ -2,6 +2,7 @@
  * Known models: context windows and list prices. Pure data and lookups; used by the configuration
  * (context window when `CHATGATE_CONTEXT_WINDOW` is unset) and by the usage ledger (estimated cost).
  */
+import { unknownKeysText } from './option-checks.js';
 
 /** The built-in offline demo model's name (`chatgate start --demo`): the default model when `CHATGATE_DEMO` is on. */
 export const DEMO_MODEL = 'chatgate-demo';
@@ -131,24 +132,9 @@ function priceEntryIssue(entry: unknown): string | undefined {
   if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `${shape} (got ${JSON.stringify(entry)})`;
   const record = entry as Record<string, unknown>;
   const unknown = Object.keys(record).filter((key) => !(PRICE_FIELDS as readonly string[]).includes(key));
-  if (unknown.length > 0) {
-    const distance = (f: string, key: string) => (f.toLowerCase().includes(key.toLowerCase()) ? 0 : editDistance(f.toLowerCase(), key.toLowerCase()));
-    const near = (key: string) => [...PRICE_FIELDS].sort((x, y) => distance(x, key) - distance(y, key)).find((f) => distance(f, key) <= 2);
-    return unknown.map((key) => `unknown key \`${key}\`${near(key) ? ` (did you mean \`${near(key)}\`?)` : ''}`).join(', ') + `; the keys are ${PRICE_FIELDS.join(', ')}`;
-  }
+  if (unknown.length > 0) return `${unknownKeysText(unknown, PRICE_FIELDS)}; the keys are ${PRICE_FIELDS.join(', ')}`;
   const bad = PRICE_FIELDS.filter((field) => (field !== 'cachedInput' || record[field] !== undefined) && !(typeof record[field] === 'number' && Number.isFinite(record[field]) && record[field] >= 0));
   return bad.length > 0 ? `${shape}; bad: ${bad.map((field) => `\`${field}\` (got ${JSON.stringify(record[field]) ?? 'none'})`).join(', ')}` : undefined;
-}
-
-/** Levenshtein distance of two short strings (a misspelt key's nearest field). */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 function normaliseModelName(model: string): string {

@@ -111,3 +111,36 @@ export function plainNumber(n: number): string {
 export function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+/**
+ * "unknown key `ouput` (did you mean `output`?)", for each key of a file entry not in `allowed`,
+ * joined by ", ". A suggestion is the allowed name nearest the key: the same but for case or a
+ * plural `s`, one that contains it (`cached` → `cachedInput`), else within two edits.
+ */
+export function unknownKeysText(keys: readonly string[], allowed: readonly string[], noun = 'key'): string {
+  return keys.map((key) => {
+    const near = nearestName(key, allowed);
+    return `unknown ${noun} \`${key}\`${near ? ` (did you mean \`${near}\`?)` : ''}`;
+  }).join(', ');
+}
+
+/** The name of `allowed` nearest `key` (see {@link unknownKeysText}), or undefined past two edits. */
+function nearestName(key: string, allowed: readonly string[]): string | undefined {
+  const k = key.toLowerCase();
+  const distance = (name: string) => {
+    const n = name.toLowerCase();
+    return n === k || n === `${k}s` || `${n}s` === k || n.includes(k) ? 0 : editDistance(n, k);
+  };
+  return [...allowed].sort((a, b) => distance(a) - distance(b)).find((name) => distance(name) <= 2);
+}
+
+/** Levenshtein distance of two short strings. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}

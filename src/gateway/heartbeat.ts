@@ -1,8 +1,8 @@
 import type { Channel } from '../../channels/channel.js';
-import { budgetSettingsDigest, type BudgetSettings } from '../core/budget.js';
+import type { BudgetSettings } from '../core/budget.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/client.js';
-import { newProcessId, readHeartbeats, startHeartbeat, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { budgetSettingsDigest, newProcessId, readHeartbeats, startHeartbeat, type Heartbeat, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { channelHealthOf } from './channel-health.js';
 import type { ChannelsStatus } from './start-channels.js';
 

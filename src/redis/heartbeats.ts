@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
-import { BUDGETS_OFF_DIGEST } from '../core/budget.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { hasBudgets, type BudgetLimit, type BudgetSettings, type LevelLimits } from '../core/budget.js';
 import { StoredFormatError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
@@ -102,7 +102,7 @@ export interface HeartbeatRecord {
   beatAt: number;
   /** How long the beat lives in Redis, ms; the writer renews it every third of that. */
   ttlMs: number;
-  /** The digest of the budget settings it started with (`budgetSettingsDigest`, src/core/budget.ts; `off`: none set). */
+  /** The digest of the budget settings it started with ({@link budgetSettingsDigest}; `off`: none set). */
   budgetDigest: string;
   worker?: WorkerBeat;
   gateway?: GatewayBeat;
@@ -204,6 +204,26 @@ export function mcpServerRows(beats: readonly HeartbeatStatus[]): McpServerRow[]
     const worker = { id: beat.id, host: beat.host, pid: beat.pid };
     return beat.worker!.mcp!.map((server) => ({ ...server, worker }));
   });
+}
+
+/** The digest of settings that set no limit: such a process checks no budget at all. */
+const BUDGETS_OFF_DIGEST = 'off';
+
+/**
+ * A short, stable digest (12 hex digits) of what decides which limits hold: the limits of every
+ * level, the turn caps, the budgets file's users, the time zone and the notice percent (not the
+ * webhook), in a normalized form, so two processes with the same settings have the same digest
+ * however they were written. {@link BUDGETS_OFF_DIGEST} when no limit is set (or `settings` is
+ * absent). Heartbeats carry it: `chatgate budgets list` and `status` compare them.
+ */
+export function budgetSettingsDigest(settings: BudgetSettings | undefined): string {
+  if (!settings || !hasBudgets(settings)) return BUDGETS_OFF_DIGEST;
+  const limit = (l?: BudgetLimit) => (l && (l.usd !== undefined || l.tokens !== undefined) ? [l.usd ?? null, l.tokens ?? null] : null);
+  const level = (l: LevelLimits | 'unlimited') => (l === 'unlimited' ? l : [limit(l.day), limit(l.month)]);
+  const users = Object.keys(settings.users).sort().map((user) => [user, level(settings.users[user]!)]);
+  // Version 1 of the digested form: a change of what it covers must change every digest.
+  const form = [1, level(settings.user), level(settings.chat), level(settings.deployment), limit(settings.turn), settings.timeZone, settings.noticePercent, users];
+  return createHash('sha256').update(JSON.stringify(form)).digest('hex').slice(0, 12);
 }
 
 /** A live gateway or worker, as the budget settings readers name it. */

@@ -3,7 +3,8 @@
  * they were written, different when anything that decides which limits hold differs, `off` without a limit.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetSettingsDigest, NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
+import { NO_BUDGETS, type BudgetSettings } from '../../src/core/budget.js';
+import { budgetSettingsDigest } from '../../src/redis/heartbeats.js';
 
 const BASE: BudgetSettings = { ...NO_BUDGETS, user: { day: { usd: 2 } }, users: { 'telegram:1': 'unlimited', 'web:a': { month: { tokens: 10 } } } };
 
