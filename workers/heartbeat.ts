@@ -1,8 +1,8 @@
-import { budgetSettingsDigest, type BudgetSettings } from '../src/core/budget.js';
+import type { BudgetSettings } from '../src/core/budget.js';
 import type { Logger } from '../src/log.js';
 import { NOOP_METRICS, type MetricEvent, type Metrics } from '../src/metrics.js';
 import { redactRedisUrl, type RedisClient } from '../src/redis/client.js';
-import { newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type LlmBeat, type McpServerBeat, type WorkerBeat } from '../src/redis/heartbeats.js';
+import { budgetSettingsDigest, newProcessId, startHeartbeat, type Heartbeat, type HeartbeatRecord, type LlmBeat, type McpServerBeat, type WorkerBeat } from '../src/redis/heartbeats.js';
 
 /** Options of {@link createWorkerHeartbeat}. */
 export interface WorkerHeartbeatOptions {
