@@ -242,27 +242,61 @@ function resetsIn(breach: BudgetBreach, nowMs: number, timeZone: string): string
 }
 
 function clockTime(ms: number, timeZone: string): string {
-  return new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
+  return formatter('clock', timeZone).format(ms);
 }
 
 function localDate(ms: number, timeZone: string): { year: number; month: number; day: number } {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(ms);
+  const parts = formatter('date', timeZone).formatToParts(ms);
   const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
   return { year: get('year'), month: get('month'), day: get('day') };
 }
 
 /** Offset of `timeZone` from UTC at `ms`, in ms (local = utc + offset). */
 function offsetMs(ms: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(ms);
+  const parts = formatter('instant', timeZone).formatToParts(ms);
   const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
   const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
   return local - Math.floor(ms / 1000) * 1000;
 }
 
-/** The UTC instant of a local wall-clock time given as if it were UTC (`localAsUtc`). */
+/**
+ * The first instant (UTC) whose wall clock in `timeZone` reads `localAsUtc` (a local midnight given
+ * as if it were UTC) or later. Where a clock change skips midnight (America/Santiago springs from
+ * 00:00 to 01:00), that is the change itself: the day starts at 01:00.
+ */
 function localMidnightToUtc(localAsUtc: number, timeZone: string): number {
+  const wall = (ms: number) => ms + offsetMs(ms, timeZone);
   const guess = localAsUtc - offsetMs(localAsUtc, timeZone);
-  return localAsUtc - offsetMs(guess, timeZone);
+  const instant = localAsUtc - offsetMs(guess, timeZone);
+  if (wall(instant) >= localAsUtc) return instant;
+  // Skipped: the change lies within a day after (offsets differ by less); search it to the second.
+  let before = Math.floor(instant / 1000);
+  let after = before + 86_400;
+  while (after - before > 1) {
+    const mid = Math.floor((before + after) / 2);
+    if (wall(mid * 1000) >= localAsUtc) after = mid;
+    else before = mid;
+  }
+  return after * 1000;
+}
+
+const FORMATS = {
+  date: ['en-CA', { year: 'numeric', month: '2-digit', day: '2-digit' }],
+  instant: ['en-US', { hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }],
+  clock: ['en-GB', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }],
+} as const satisfies Record<string, readonly [string, Intl.DateTimeFormatOptions]>;
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** One formatter for each format and zone, made once: making one costs far more than using it (every reserve asks). */
+function formatter(format: keyof typeof FORMATS, timeZone: string): Intl.DateTimeFormat {
+  const key = `${format} ${timeZone}`;
+  let made = formatters.get(key);
+  if (!made) {
+    const [locale, options] = FORMATS[format];
+    made = new Intl.DateTimeFormat(locale, { ...options, timeZone });
+    formatters.set(key, made);
+  }
+  return made;
 }
 
 function pad(n: number): string {
