@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { answeredIds, type OutboundMessage } from '../src/core/inbound.js';
+import { toolCallIds, withOwnCallIds } from '../src/core/messages.js';
 import type { SessionMeta } from '../src/redis/session-store.js';
 import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
 import type { CompletionResult } from '../src/llm/answer.js';
@@ -90,6 +92,7 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
       if (ended === null) continue;
       return ended;
     }
+    result = withOwnIds(loop, result);
     await settleLiveReply(stream, result.message);
     // A round with tool calls is recorded before its tools run; a final answer is recorded by the
     // turn's last commit itself (a crash before that commit asks the model again, as one during the call does).
@@ -102,6 +105,17 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
     // The round is committed: messages sent meanwhile in `steer` mode join before the next call (and its live text names them).
     if ((await steerIn(loop)) > 0) stream?.answering(answeredIds(loop.items));
   }
+}
+
+/**
+ * The answer with an id of its own for each tool call, before anything is keyed by it (the step log,
+ * approvals, idempotency keys): some endpoints send empty ids, or one id for several calls.
+ */
+function withOwnIds(loop: Loop, result: CompletionResult): CompletionResult {
+  const message = withOwnCallIds(result.message, toolCallIds(loop.turn.messages()), () => `call_${randomBytes(12).toString('hex')}`);
+  if (message === result.message) return result;
+  loop.log.warn({ ids: result.message.tool_calls?.map((call) => call.id) }, 'tool calls with empty or repeated ids got ids of their own');
+  return { ...result, message };
 }
 
 /**

@@ -38,6 +38,32 @@ export function hasToolCalls(message: ChatMessage): message is AssistantMessage 
   return message.role === 'assistant' && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
 }
 
+/**
+ * `message` with an id of its own for every tool call: an empty id, or one an earlier call of the
+ * message or a call in `taken` (the projection's) already has, is replaced by `newId()`. Some
+ * OpenAI-compatible endpoints send empty or repeated ids, and a call's id keys its result, its
+ * approval and its idempotency key. @returns `message` itself when every id was its own.
+ */
+export function withOwnCallIds(message: AssistantMessage, taken: ReadonlySet<string>, newId: () => string): AssistantMessage {
+  const seen = new Set<string>();
+  let replaced = false;
+  const calls = (message.tool_calls ?? []).map((call) => {
+    let id = call.id;
+    if (typeof id !== 'string' || id === '' || seen.has(id) || taken.has(id)) {
+      do id = newId(); while (seen.has(id) || taken.has(id));
+      replaced = true;
+    }
+    seen.add(id);
+    return id === call.id ? call : { ...call, id };
+  });
+  return replaced ? { ...message, tool_calls: calls } : message;
+}
+
+/** The ids of the tool calls the assistant messages of `messages` made. */
+export function toolCallIds(messages: readonly ChatMessage[]): Set<string> {
+  return new Set(messages.flatMap((message) => (message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => call.id) : [])));
+}
+
 /** True when chatgate wrote this text (a prune note, trimmed result, summary): never mined for facts. */
 export function isChatgateText(text: string): boolean {
   return text.startsWith(CHATGATE_MARK);
