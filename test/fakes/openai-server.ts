@@ -4,7 +4,8 @@
  * headers (429/500), context-length errors, malformed bodies, answers without choices and held requests (answered when the test says so, or
  * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
  * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`. An
- * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400.
+ * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400, and so is
+ * a tool whose parameters hold an array schema without `items` (`invalid_function_parameters`).
  * A request with `stream: true` is answered as the
  * real API does: SSE chunks (text in pieces, tool calls by index with their arguments in pieces, a
  * final usage chunk when `stream_options.include_usage`, then `[DONE]`) — unless the fake is told it
@@ -112,6 +113,8 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
       if (waiter.predicate(request)) waiter.resolve(request);
       else waiters.push(waiter);
     }
+    const badSchema = arrayWithoutItems(tools);
+    if (badSchema) return sendJson(res, 400, { error: { message: `Invalid schema for function '${badSchema.name}': In context=(${badSchema.path}), array schema missing items.`, type: 'invalid_request_error', param: `tools[${badSchema.index}].function.parameters`, code: 'invalid_function_parameters' } });
     const badImage = invalidImageUrl(body.messages);
     if (badImage) return sendJson(res, 400, { error: { message: `Invalid image URL: ${badImage.slice(0, 60)}. Expected a base64-encoded data URL with an image MIME type or an https URL.`, type: 'invalid_request_error', param: 'messages', code: 'invalid_image_url' } });
     if (request.stream && streaming === 'refuse') {
@@ -173,6 +176,35 @@ function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeR
     choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
     ...(usage ? { usage } : {}),
   });
+}
+
+/** Like OpenAI, every array in a tool's parameters must say what its items are: the first tool that breaks the rule, and where. */
+function arrayWithoutItems(tools: unknown[]): { index: number; name: string; path: string } | undefined {
+  const find = (node: unknown, path: string[]): string[] | undefined => {
+    if (node === null || typeof node !== 'object') return undefined;
+    if (Array.isArray(node)) {
+      for (const [k, child] of node.entries()) {
+        const found = find(child, [...path, String(k)]);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    const schema = node as Record<string, unknown>;
+    const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+    if (types.includes('array') && !('items' in schema) && !('prefixItems' in schema)) return path;
+    for (const [key, child] of Object.entries(schema)) {
+      if (['const', 'enum', 'default', 'examples'].includes(key)) continue;
+      const found = find(child, [...path, key]);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  for (const [index, tool] of tools.entries()) {
+    const fn = (tool as { function?: { name?: string; parameters?: unknown } }).function;
+    const path = find(fn?.parameters, []);
+    if (path) return { index, name: fn?.name ?? '', path: path.map((part) => `'${part}'`).join(', ') };
+  }
+  return undefined;
 }
 
 /** Like OpenAI, an image part must be an http(s) URL or a base64 `data:` URL of an image type it reads. */

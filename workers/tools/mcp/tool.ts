@@ -5,6 +5,7 @@ import type { McpCallOutcome, Metrics } from '../../../src/metrics.js';
 import { defineTool, type ToolDefinition } from '../types.js';
 import { approvalOf } from './config.js';
 import type { McpConnection } from './connection.js';
+import { toOfferedSchema } from './input-schema.js';
 import { McpCallError } from './connection.js';
 import { McpToolError, toToolResult } from './results.js';
 
@@ -17,7 +18,7 @@ export const IDEMPOTENCY_META_KEY = 'idempotencyKey';
 const ANY_OBJECT = z.record(z.string(), z.unknown());
 
 /**
- * The tool definition of one MCP tool, offered as `name`: its JSON Schema unchanged, read-only only
+ * The tool definition of one MCP tool, offered as `name`: its JSON Schema as the provider takes it ({@link toOfferedSchema}), read-only only
  * when the server says `readOnlyHint: true` (else side-effecting, its idempotency key in `_meta`),
  * its approval from the server's configuration, its timeout the server's. Each call is counted in
  * `metrics` by server, tool and outcome.
@@ -30,7 +31,7 @@ export function toMcpToolDefinition(connection: McpConnection, tool: Tool, name:
     name,
     description,
     schema: ANY_OBJECT,
-    parameters: tool.inputSchema as Record<string, unknown>,
+    parameters: toOfferedSchema(tool.inputSchema as Record<string, unknown>),
     timeoutMs: server.timeoutMs,
     sideEffects: !readOnly,
     approval: approvalOf(server, tool.name, readOnly),
