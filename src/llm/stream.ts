@@ -75,8 +75,10 @@ async function readStream(stream: Stream<ChatCompletionChunk>, options: StreamCa
   if (finishReason === null) throw new LlmError(`chat completion with ${options.model}: the stream ended before the answer was complete`, { kind: 'transient' });
   text.flush();
   const message: ChatCompletion.Choice['message'] = { role: 'assistant', content: text.full(), refusal: null };
-  if (calls.length > 0) message.tool_calls = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
-  if (message.content === '' && calls.length > 0) message.content = null;
+  // In index order, without gaps: some gateways number the calls by the provider's content blocks (text first: from 1).
+  const assembled = calls.filter((call) => call !== undefined);
+  if (assembled.length > 0) message.tool_calls = assembled.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  if (message.content === '' && assembled.length > 0) message.content = null;
   return toCompletionResult(message, usage, finishReason, options.model);
 }
 

@@ -47,6 +47,17 @@ describe('llm client streaming', () => {
     expect(streamed.usage?.promptTokens).toBe(plain.usage?.promptTokens);
   });
 
+  it('takes tool call indices that do not start at 0 (a gateway numbering the provider\'s content blocks), in their order', async () => {
+    const chunk = (delta: unknown, finish: string | null = null) => JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+    const call = (index: number, id: string, args: string) => ({ tool_calls: [{ index, id, type: 'function', function: { name: 'lookup', arguments: args } }] });
+    fake.setHandler(() => ({ sse: [chunk({ content: 'Looking.' }), chunk(call(1, 'toolu_1', '{"id":"ORD-1"}')), chunk(call(2, 'toolu_2', '{"id":"ORD-2"}')), chunk({}, 'tool_calls'), '[DONE]'] }));
+    const result = await client({ retry: { maxRetries: 0 } }).complete({ ...ask(), tools: TOOLS });
+    expect(result.message).toEqual({ role: 'assistant', content: 'Looking.', tool_calls: [
+      { id: 'toolu_1', type: 'function', function: { name: 'lookup', arguments: '{"id":"ORD-1"}' } },
+      { id: 'toolu_2', type: 'function', function: { name: 'lookup', arguments: '{"id":"ORD-2"}' } },
+    ] });
+  });
+
   it('falls back to a plain call when the endpoint answers a streamed request with a JSON body, and remembers it', async () => {
     fake.setStreaming('json');
     fake.setHandler(() => ({ content: 'plain answer' }));
