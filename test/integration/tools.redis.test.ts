@@ -66,4 +66,12 @@ describe('tool registry', () => {
     await registry.execute(call('compact', { focus: 'orders' }), context);
     expect(compactions).toEqual(['orders']);
   });
+
+  it('says a side-effecting call that timed out may have taken effect, so the model checks before calling it again', async () => {
+    const hang = (name: string, sideEffects: boolean) => defineTool({ name, description: 'hangs', schema: z.object({}), sideEffects, timeoutMs: 20, run: () => new Promise(() => undefined) });
+    const registry = new ToolRegistry([hang('book', true), hang('lookup', false)]);
+    expect((await registry.execute(call('book', {}), context)).text)
+      .toBe('Error: tool book failed: timed out after 20 ms. It may or may not have taken effect; check its effect before calling it again (idempotency key web:t:m1:call_1)');
+    expect((await registry.execute(call('lookup', {}), context)).text).toBe('Error: tool lookup failed: timed out after 20 ms');
+  });
 });

@@ -61,7 +61,7 @@ export class ToolRegistry {
 
   /**
    * Runs one tool call and returns its result (its text, and the images the tool returned); never
-   * throws. `signal` (the turn's `/stop`) aborts the tool's own signal and ends the wait for it at once.
+   * throws. A side-effecting call that times out is said to have an unknown outcome, as after a crash. `signal` (the turn's `/stop`) aborts the tool's own signal and ends the wait for it at once.
    */
   async execute(call: ToolCall, context: Omit<ToolContext, 'signal'>, signal?: AbortSignal): Promise<ToolResult> {
     return this.run(call, context, signal).then((result) => (typeof result === 'string' ? new ToolResult(result) : result));
@@ -94,7 +94,9 @@ export class ToolRegistry {
     const ended = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
-        reject(new Error(`timed out after ${timeoutMs} ms`));
+        // The tool may still be running, or have acted before it was abandoned: a model told only "timed out" calls it again.
+        const unknown = tool.sideEffects ? `. It may or may not have taken effect; check its effect before calling it again (idempotency key ${context.idempotencyKey})` : '';
+        reject(new Error(`timed out after ${timeoutMs} ms${unknown}`));
       }, timeoutMs);
       onStop = () => {
         controller.abort(stop?.reason);
