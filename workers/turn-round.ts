@@ -1,6 +1,6 @@
 import { DEFAULT_ATTACHMENT_TTL_SECONDS } from '../src/core/attachments.js';
 import type { OutboundMessage } from '../src/core/inbound.js';
-import type { ToolCall } from '../src/core/messages.js';
+import { toReplayable, type ToolCall } from '../src/core/messages.js';
 import type { CompletionResult } from '../src/llm/answer.js';
 import { toEntry, type StoredEntry } from '../src/redis/session-store.js';
 import type { RecordedRound } from '../src/redis/step-log.js';
@@ -35,7 +35,8 @@ export async function applyResult(loop: Loop, result: CompletionResult, overhead
     });
   }
   const meta = { lastPromptTokens: result.usage?.promptTokens ?? 0, appendedTokensSince: 0, overheadTokens: overhead };
-  const assistant = toEntry(result.message, deps.compressor.tokenCounter, deps.llm.model);
+  // The history gets the calls in a form the provider takes back; they run as the model sent them.
+  const assistant = toEntry(toReplayable(result.message), deps.compressor.tokenCounter, deps.llm.model);
   const calls = result.message.tool_calls ?? [];
   if (calls.length === 0) {
     const text = (result.message.content ?? '').trim();

@@ -59,6 +59,28 @@ export function withOwnCallIds(message: AssistantMessage, taken: ReadonlySet<str
   return replaced ? { ...message, tool_calls: calls } : message;
 }
 
+/** The chat-completions rule for a tool name. */
+const TOOL_NAME_RULE = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * `message` as a provider takes it back in a later request: a tool call's name outside the
+ * chat-completions rule gets `_` for each other character (OpenAI refuses the whole request
+ * otherwise), and arguments that are not a JSON object text (a cut-off answer's, say) become `{}`
+ * (strict endpoints and relays refuse them). For the history only: the calls run, and fail, as the
+ * model sent them. @returns `message` itself when every call was fine.
+ */
+export function toReplayable(message: AssistantMessage): AssistantMessage {
+  let changed = false;
+  const calls = (message.tool_calls ?? []).map((call) => {
+    const name = TOOL_NAME_RULE.test(call.function.name) ? call.function.name : call.function.name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64) || 'unnamed_tool';
+    const args = isJsonObjectText(call.function.arguments) ? call.function.arguments : '{}';
+    if (name === call.function.name && args === call.function.arguments) return call;
+    changed = true;
+    return { ...call, function: { name, arguments: args } };
+  });
+  return changed ? { ...message, tool_calls: calls } : message;
+}
+
 /** The ids of the tool calls the assistant messages of `messages` made. */
 export function toolCallIds(messages: readonly ChatMessage[]): Set<string> {
   return new Set(messages.flatMap((message) => (message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => call.id) : [])));
@@ -108,4 +130,13 @@ export function groupEnd(messages: readonly ChatMessage[], start: number): numbe
   while (end < messages.length && messages[end]!.role === 'tool') end++;
   if (isToolImagesMessage(messages[end], messages[end - 1]!.role)) end++;
   return end;
+}
+
+function isJsonObjectText(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

@@ -5,7 +5,8 @@
  * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
  * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`. An
  * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400, and so is
- * a tool whose parameters hold an array schema without `items` (`invalid_function_parameters`).
+ * a tool whose parameters hold an array schema without `items` (`invalid_function_parameters`), and a
+ * history holding a tool call whose name breaks the pattern (`invalid_value`).
  * A request with `stream: true` is answered as the
  * real API does: SSE chunks (text in pieces, tool calls by index with their arguments in pieces, a
  * final usage chunk when `stream_options.include_usage`, then `[DONE]`) — unless the fake is told it
@@ -113,6 +114,8 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
       if (waiter.predicate(request)) waiter.resolve(request);
       else waiters.push(waiter);
     }
+    const badName = badToolCallName(body.messages);
+    if (badName) return sendJson(res, 400, { error: { message: `Invalid '${badName}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`, type: 'invalid_request_error', param: badName, code: 'invalid_value' } });
     const badSchema = arrayWithoutItems(tools);
     if (badSchema) return sendJson(res, 400, { error: { message: `Invalid schema for function '${badSchema.name}': In context=(${badSchema.path}), array schema missing items.`, type: 'invalid_request_error', param: `tools[${badSchema.index}].function.parameters`, code: 'invalid_function_parameters' } });
     const badImage = invalidImageUrl(body.messages);
@@ -176,6 +179,15 @@ function respond(res: ServerResponse, request: FakeRequest, reply: Exclude<FakeR
     choices: [{ index: 0, message, finish_reason: 'toolCalls' in reply ? 'tool_calls' : 'stop' }],
     ...(usage ? { usage } : {}),
   });
+}
+
+/** Like OpenAI, the name of every tool call in the history must match its pattern: the param of the first that does not. */
+function badToolCallName(messages: ChatMessage[]): string | undefined {
+  for (const [m, message] of messages.entries()) {
+    if (message.role !== 'assistant') continue;
+    for (const [k, call] of (message.tool_calls ?? []).entries()) if (!/^[a-zA-Z0-9_-]+$/.test(call.function.name)) return `messages[${m}].tool_calls[${k}].function.name`;
+  }
+  return undefined;
 }
 
 /** Like OpenAI, every array in a tool's parameters must say what its items are: the first tool that breaks the rule, and where. */
