@@ -5,7 +5,8 @@
  * never: the client may be killed while it waits). `/audio/transcriptions` takes a multipart upload
  * (`file`, `model`; 400 without them, as OpenAI) and answers `{ text }` from `transcribe`. An
  * `image_url` part that is neither an http(s) URL nor a base64 image `data:` URL is refused with 400, and so is
- * a tool whose parameters hold an array schema without `items` (`invalid_function_parameters`), and a
+ * a tool description over 1,024 characters (`string_above_max_length`), a tool whose parameters hold an
+ * array schema without `items` (`invalid_function_parameters`), and a
  * history holding a tool call whose name breaks the pattern (`invalid_value`).
  * A request with `stream: true` is answered as the
  * real API does: SSE chunks (text in pieces, tool calls by index with their arguments in pieces, a
@@ -116,6 +117,8 @@ export async function startFakeOpenAI(handler: FakeHandler = () => ({ content: '
     }
     const badName = badToolCallName(body.messages);
     if (badName) return sendJson(res, 400, { error: { message: `Invalid '${badName}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`, type: 'invalid_request_error', param: badName, code: 'invalid_value' } });
+    const long = tools.findIndex((tool) => ((tool as { function?: { description?: string } }).function?.description ?? '').length > 1024);
+    if (long >= 0) return sendJson(res, 400, { error: { message: `Invalid 'tools[${long}].function.description': string too long. Expected a string with maximum length 1024.`, type: 'invalid_request_error', param: `tools[${long}].function.description`, code: 'string_above_max_length' } });
     const badSchema = arrayWithoutItems(tools);
     if (badSchema) return sendJson(res, 400, { error: { message: `Invalid schema for function '${badSchema.name}': In context=(${badSchema.path}), array schema missing items.`, type: 'invalid_request_error', param: `tools[${badSchema.index}].function.parameters`, code: 'invalid_function_parameters' } });
     const badImage = invalidImageUrl(body.messages);

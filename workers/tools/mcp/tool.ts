@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { truncateText } from '../../../src/core/text.js';
+import { headEnd } from '../../../src/core/text.js';
 import type { McpCallOutcome, Metrics } from '../../../src/metrics.js';
 import { defineTool, type ToolDefinition } from '../types.js';
 import { approvalOf } from './config.js';
@@ -9,8 +9,8 @@ import { toOfferedSchema } from './input-schema.js';
 import { McpCallError } from './connection.js';
 import { McpToolError, toToolResult } from './results.js';
 
-/** Longest tool description offered to the model, in code points. */
-export const MAX_DESCRIPTION_CHARS = 2000;
+/** Longest tool description offered to the model, in UTF-16 units: OpenAI refuses a request holding a longer one. */
+export const MAX_DESCRIPTION_CHARS = 1024;
 /** The `_meta` key of a side-effecting call's idempotency key (`<session>:<turn>:<call id>`). */
 export const IDEMPOTENCY_META_KEY = 'idempotencyKey';
 
@@ -20,13 +20,13 @@ const ANY_OBJECT = z.record(z.string(), z.unknown());
 /**
  * The tool definition of one MCP tool, offered as `name`: its JSON Schema as the provider takes it ({@link toOfferedSchema}), read-only only
  * when the server says `readOnlyHint: true` (else side-effecting, its idempotency key in `_meta`),
- * its approval from the server's configuration, its timeout the server's. Each call is counted in
+ * its approval from the server's configuration, its timeout the server's, its description cut to {@link MAX_DESCRIPTION_CHARS}. Each call is counted in
  * `metrics` by server, tool and outcome.
  */
 export function toMcpToolDefinition(connection: McpConnection, tool: Tool, name: string, metrics: Metrics): ToolDefinition {
   const server = connection.server;
   const readOnly = tool.annotations?.readOnlyHint === true;
-  const description = truncateText(tool.description?.trim() || tool.title || tool.annotations?.title || `${tool.name} (MCP server ${server.name})`, MAX_DESCRIPTION_CHARS);
+  const description = bounded(tool.description?.trim() || tool.title || tool.annotations?.title || `${tool.name} (MCP server ${server.name})`);
   return defineTool({
     name,
     description,
@@ -49,6 +49,11 @@ export function toMcpToolDefinition(connection: McpConnection, tool: Tool, name:
       }
     },
   }) as ToolDefinition;
+}
+
+/** `text` within {@link MAX_DESCRIPTION_CHARS}, marked with `…` where it was cut (never inside a surrogate pair). */
+function bounded(text: string): string {
+  return text.length <= MAX_DESCRIPTION_CHARS ? text : `${text.slice(0, headEnd(text, MAX_DESCRIPTION_CHARS - 1))}…`;
 }
 
 function outcomeOf(err: unknown, signal: AbortSignal): McpCallOutcome {
