@@ -27,7 +27,8 @@ export interface BudgetsSetFlags {
 
 /**
  * `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month), unlimited
- * subjects too; a limit whose marker holds says `blocked`. Configured limits are this command's own:
+ * subjects too; a limit whose marker holds says `blocked`, a subject whose marker this version cannot
+ * read says so and what drops it. Configured limits are this command's own:
  * when the live gateways and workers beat other budget settings, or differ among themselves, one
  * line on stderr says so (and `warning` in --json).
  */
@@ -158,7 +159,7 @@ function table(rows: readonly BudgetRow[], nowMs: number): string {
   const amount = (r: BudgetRow, value: number | null) => (value === null ? (r.limit === null ? 'unlimited' : '-') : formatAmount(r.unit, value));
   const body = rows.map((r) => [
     r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, formatUsed(r), amount(r, r.limit), r.left === null ? '-' : amount(r, r.left), duration(r.resetsAtMs - nowMs), r.source,
-    r.blocked ? 'blocked: answered at once until it resets' : '',
+    r.blocked ? 'blocked: answered at once until it resets' : r.markerUnreadable ?? '',
   ]);
   const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
   return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');
