@@ -132,7 +132,7 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
           for (const l of limitsLeft({ ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens })) own.push({ ...at, ...l });
         }
         // The limit whose marker holds (the gateway answers the subject's messages at once), or a marker to drop.
-        const marker = blocked[k];
+        const marker = blocked[k] ?? null;
         if (isUnreadableMarker(marker)) for (const row of own) row.markerUnreadable = marker.unreadable;
         else if (marker) for (const row of own) if (row.period === marker.period && row.unit === marker.unit) row.blocked = true;
         rows.push(...own);

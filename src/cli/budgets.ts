@@ -7,8 +7,7 @@ import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
-import { budgetSettingsDigest, budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
-import { StoredFormatError } from '../errors.js';
+import { budgetSettingsDigest, budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, describeForeignBeats, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
@@ -36,13 +35,11 @@ export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<numbe
   return withAdmin(io, async (admin, config, conn) => {
     const rows = await admin.list();
     const own = budgetSettingsDigest(config.budgets);
-    // A beat of another chatgate version cannot be compared: the list still shows, with the reason.
-    const read = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }).then(budgetSettingsGroups, (err: unknown) => {
-      if (err instanceof StoredFormatError) return `the budget settings of the running processes are unknown: ${err.message}`;
-      throw err;
-    });
-    const groups = typeof read === 'string' ? [] : read;
-    const warning = typeof read === 'string' ? read : settingsWarning(own, groups);
+    const { processes, foreign } = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
+    const groups = budgetSettingsGroups(processes);
+    // A beat of another chatgate version cannot be compared: the list still shows, naming it.
+    const unknown = foreign.length > 0 ? `the budget settings of another chatgate version are unknown: ${describeForeignBeats(foreign)}` : undefined;
+    const warning = [settingsWarning(own, groups), unknown].filter(Boolean).join('; ') || undefined;
     if (warning) io.err(`chatgate budgets: warning: ${warning}`);
     if (flags.json) {
       const limits = rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined }));
