@@ -56,6 +56,8 @@ export interface OutgoingText {
    * channel without buttons leaves them out: the message's text says how to type the commands.
    */
   choices?: readonly MessageChoice[];
+  /** Set on every chunk of an approval question: how many questions its tool round asks (OutboundMessage.questions). */
+  questions?: number;
   /**
    * Set on the first chunk of a reply that ends a live reply (its id): a
    * channel that shows drafts (the web chat's live bubble) replaces the draft with this message.

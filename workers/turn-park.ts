@@ -22,9 +22,12 @@ export async function gateOf(loop: Loop, calls: readonly ToolCall[], recorded: R
  * no lease). The decision's inbox event (or the expiry) brings the turn back, on any worker.
  */
 export async function park(loop: Loop, waiting: readonly ApprovalRecord[]): Promise<OutboundMessage[]> {
-  // Each question names the turn's messages (and its decisions'): an API request takes it only when it is theirs.
+  // Each question names the turn's messages (and its decisions'): an API request takes it only when it is theirs,
+  // and, answering with one message, takes all the round's questions (`questions`).
   const answers = answeredIds(loop.items);
-  const outbox = waiting.map((record) => ({ ...outbound(loop, questionReplyId(record), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id), answers }));
+  const outbox = waiting.map((record) => ({
+    ...outbound(loop, questionReplyId(record), approvalPrompt(record), 'notice', true), choices: approvalChoices(record.id), questions: waiting.length, answers,
+  }));
   await loop.turn.commitOnly({ outbox });
   loop.log.info({ approvals: waiting.map((record) => record.id) }, 'turn waits for approval');
   return outbox;

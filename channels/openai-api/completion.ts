@@ -122,11 +122,12 @@ async function enter(p: Pending, message: InboundMessage, onMessage: InboundHand
     release();
     return refused;
   }
-  // An approval that resumes the turn waits for the turn's answer; one that changed nothing is answered now.
+  // An approval that resumes the turn waits for the turn's answer; one that changed nothing, or left the turn
+  // waiting for other decisions, is answered now (with the questions still open).
   const decided = verdict.answer;
-  const resumes = decided !== undefined && decided.settled && !decided.repeat;
+  const resumes = decided !== undefined && decided.settled && !decided.repeat && !decided.open;
   deps.waiters.decide(chatId, p.waiter, resumes ? 'resumed' : verdict.outcome === 'command' ? 'command' : 'turn');
-  if (decided && !resumes) p.waiter.take({ text: decided.text, answersTurn: false, asks: false });
+  if (decided && !resumes) p.waiter.take({ text: [decided.text, ...(decided.open ?? [])].join('\n\n'), answersTurn: false, asks: false });
   const timer = setTimeout(() => p.waiter.cancel(new WaitTimeout()), deps.options.maxWaitMs);
   p.waiter.answer.finally(() => {
     clearTimeout(timer);

@@ -115,7 +115,11 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
       const replyId = message.answersTurn && message.deliveryId ? { replyId: message.deliveryId.replace(/#\d+$/, '') } : {};
       const answers = message.answers ? { answers: message.answers } : {};
-      const item: Delivered = { text: message.text, answersTurn: message.answersTurn === true, asks: (message.choices?.length ?? 0) > 0, ...replyId, ...answers, ...(message.refusal ? { refusal: message.refusal } : {}) };
+      const asks = (message.choices?.length ?? 0) > 0;
+      const item: Delivered = {
+        text: message.text, answersTurn: message.answersTurn === true, asks, ...(asks && message.questions ? { questions: message.questions } : {}), ...replyId, ...answers,
+        ...(message.refusal ? { refusal: message.refusal } : {}),
+      };
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
       if (await hand(target.chatId, item)) return { messageId };
       // No request here takes it: a request of the chat may wait on another gateway (another request's answer, a command's).

@@ -92,6 +92,7 @@ function toDelivered(answer: RelayedAnswer): Delivered {
   const answers = Array.isArray(answer.answers) && answer.answers.every((id) => typeof id === 'string') ? { answers: answer.answers } : {};
   return {
     text: answer.text, answersTurn: answer.answersTurn === true, asks: answer.asks === true, ...(typeof answer.replyId === 'string' ? { replyId: answer.replyId } : {}), ...answers,
+    ...(Number.isInteger(answer.questions) && answer.questions! > 0 ? { questions: answer.questions } : {}),
     ...(answer.refusal === 'over_budget' ? { refusal: answer.refusal } : {}),
   };
 }

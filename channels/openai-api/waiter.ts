@@ -7,7 +7,7 @@
  * among them only; so does an approval question, a notice (one in place of the reply, a command's
  * answer: OutgoingText.answers). A live reply names the messages its turn answers:
  * its text is streamed to those requests only. A turn resumed by an approval names the `/approve`
- * message among them.
+ * message among them. A tool round that asks several questions answers with all of them.
  */
 import type { DraftUpdate } from '../channel.js';
 
@@ -21,6 +21,8 @@ export interface Delivered {
   answersTurn: boolean;
   /** It carries buttons: a question the turn waits on (an approval), which ends the request too. */
   asks: boolean;
+  /** For a question: how many its tool round asks (OutgoingText.questions): the request ends once it holds them all. Absent: one. */
+  questions?: number;
   /** The reply's id (its delivery id without the chunk index), for a message that answers a turn. */
   replyId?: string;
   /** The messages it answers, as it names them (a turn's reply and notices, an approval question, the gateway's own answers; OutgoingText.answers). */
@@ -53,6 +55,8 @@ export class Waiter {
   private showing: string | undefined;
   private shown = '';
   private breakNext = false;
+  /** The texts of the questions of a round taken so far, while more are to come. */
+  private asked: string[] = [];
 
   /** `messageId`: the id of the message the request sent; `onText`: called with each piece of text to stream (streaming requests only). */
   constructor(readonly messageId: string, private readonly onText?: (delta: string) => void) {
@@ -72,14 +76,24 @@ export class Waiter {
     return this.mode === 'command' ? !item.answersTurn && !item.asks : item.answersTurn || item.asks;
   }
 
-  /** Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written first). */
+  /**
+   * Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written
+   * first). A question of a round that asks several is kept until the round's last one: the answer
+   * is all of them, a blank line apart (each once: one delivered twice counts once).
+   */
   take(item: Delivered): void {
     if (this.done) return;
+    let text = item.text;
+    if (item.asks && (item.questions ?? 1) > 1) {
+      if (!this.asked.includes(item.text)) this.asked.push(item.text);
+      if (this.asked.length < item.questions!) return;
+      text = this.asked.join('\n\n');
+    }
     this.refusal = item.refusal;
     // A refusal is answered as an error, never streamed as text.
-    if (!item.refusal) this.stream(item.text);
+    if (!item.refusal) this.stream(text);
     this.done = true;
-    this.settle.resolve(item.text);
+    this.settle.resolve(text);
   }
 
   /** The whole text so far of the live reply `liveReplyId`. */
@@ -157,15 +171,17 @@ export class Waiters {
   decide(chatId: string, waiter: Waiter, mode: Exclude<WaitMode, 'pending'>): void {
     waiter.mode = mode;
     const chat = this.chats.get(chatId);
-    const index = chat?.unclaimed.findIndex(({ item, covered }) => waiter.wants(item) && takers([waiter], covered).length > 0) ?? -1;
-    if (chat && index !== -1) {
-      const kept = chat.unclaimed[index]!;
+    if (!chat) return;
+    // In order, until it is answered: a round's questions are several messages.
+    for (const kept of [...chat.unclaimed]) {
+      if (waiter.finished) break;
+      if (!waiter.wants(kept.item) || takers([waiter], kept.covered).length === 0) continue;
       waiter.take(kept.item);
       // An answer of several requests (a resumed turn's, for each `/approve` that decided it) stays for the others still without a verdict.
-      if (!chat.line.some((other) => other.mode === 'pending' && kept.covered?.has(other.messageId) === true)) chat.unclaimed.splice(index, 1);
+      if (!chat.line.some((other) => other.mode === 'pending' && kept.covered?.has(other.messageId) === true)) chat.unclaimed.splice(chat.unclaimed.indexOf(kept), 1);
     }
     // Kept only for requests still without a verdict: none left, nothing is kept.
-    if (chat && !chat.line.some((other) => other.mode === 'pending')) chat.unclaimed = [];
+    if (!chat.line.some((other) => other.mode === 'pending')) chat.unclaimed = [];
   }
 
   /** Takes `waiter` out of line. */

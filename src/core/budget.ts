@@ -259,10 +259,25 @@ function offsetMs(ms: number, timeZone: string): number {
   return local - Math.floor(ms / 1000) * 1000;
 }
 
-/** The UTC instant of a local wall-clock time given as if it were UTC (`localAsUtc`). */
+/**
+ * The first instant (UTC) whose wall clock in `timeZone` reads `localAsUtc` (a local midnight given
+ * as if it were UTC) or later. Where a clock change skips midnight (America/Santiago springs from
+ * 00:00 to 01:00), that is the change itself: the day starts at 01:00.
+ */
 function localMidnightToUtc(localAsUtc: number, timeZone: string): number {
+  const wall = (ms: number) => ms + offsetMs(ms, timeZone);
   const guess = localAsUtc - offsetMs(localAsUtc, timeZone);
-  return localAsUtc - offsetMs(guess, timeZone);
+  const instant = localAsUtc - offsetMs(guess, timeZone);
+  if (wall(instant) >= localAsUtc) return instant;
+  // Skipped: the change lies within a day after (offsets differ by less); search it to the second.
+  let before = Math.floor(instant / 1000);
+  let after = before + 86_400;
+  while (after - before > 1) {
+    const mid = Math.floor((before + after) / 2);
+    if (wall(mid * 1000) >= localAsUtc) after = mid;
+    else before = mid;
+  }
+  return after * 1000;
 }
 
 function pad(n: number): string {

@@ -139,9 +139,10 @@ export interface InboundVerdict {
   retryAfterMs?: number;
   /**
    * For a command sent with `answerInPlace`: its answer (Markdown), whether it settled what the buttons
-   * asked, and `repeat` when it decided nothing new (decided before: a second press, a second tab).
+   * asked, `repeat` when it decided nothing new (decided before: a second press, a second tab), and
+   * `open`: the questions its turn still waits for (their text), when the turn asked several.
    */
-  answer?: { text: string; settled: boolean; repeat?: boolean };
+  answer?: { text: string; settled: boolean; repeat?: boolean; open?: string[] };
 }
 
 /** A reply to be delivered to a chat by the gateway (the outbound queue's job payload). */
@@ -163,6 +164,12 @@ export interface OutboundMessage {
    * Discord buttons, web chat buttons). The same commands can always be typed.
    */
   choices?: MessageChoice[];
+  /**
+   * Set on each approval question: how many questions its tool round asks, each its own message
+   * with its buttons. A channel that answers with one message (the OpenAI-compatible API) answers
+   * once it holds them all.
+   */
+  questions?: number;
   /**
    * Streaming: the stream of partial replies this message ends when it answers the turn in place of
    * its reply (a notice). A reply's own `id` is its stream id.

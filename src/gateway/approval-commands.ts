@@ -4,7 +4,7 @@
  * that `/stop` adds. In groups only the user whose message started the turn, or an operator-listed
  * admin, may decide.
  */
-import { decisionLine, parseDecisionTarget, type ApprovalRecord } from '../core/approval.js';
+import { approvalPrompt, decisionLine, parseDecisionTarget, type ApprovalRecord } from '../core/approval.js';
 import type { ChatCommand } from '../core/commands.js';
 import type { InboundMessage } from '../core/inbound.js';
 import { decideAndWake, type ApprovalDeps } from '../approvals/decide.js';
@@ -15,11 +15,16 @@ export interface ApprovalCommandDeps extends ApprovalDeps {
   admins: readonly string[];
 }
 
-/** A command's answer, whether the question its buttons asked is settled (no longer pending), and whether it was so before (`repeat`). */
+/**
+ * A command's answer, whether the question its buttons asked is settled (no longer pending), whether
+ * it was so before (`repeat`), and the questions its turn still waits for (`open`, their text): a
+ * turn that asked several resumes only once each is decided.
+ */
 export interface ApprovalAnswer {
   text: string;
   settled: boolean;
   repeat?: boolean;
+  open?: string[];
 }
 
 const USAGE = {
@@ -61,7 +66,8 @@ export async function answerApprovalCommand(deps: ApprovalCommandDeps, sessionId
     if (result.outcome === 'unknown') lines.push(`There is no approval ${record.id} in this chat.`);
     else lines.push(result.outcome === 'applied' ? decisionLine(result.record) : `Already decided — ${decisionLine(result.record)}`);
   }
-  return { text: lines.join('\n'), settled, ...(settled && applied === 0 ? { repeat: true } : {}) };
+  const open = await openQuestions(deps.store, sessionId, records);
+  return { text: lines.join('\n'), settled, ...(settled && applied === 0 ? { repeat: true } : {}), ...(open.length > 0 ? { open } : {}) };
 }
 
 /**
@@ -76,6 +82,14 @@ export async function denyPending(deps: ApprovalDeps, sessionId: string): Promis
     if (result.outcome === 'applied') denied++;
   }
   return denied;
+}
+
+/** The questions of the turns of `records` still undecided and not past their time (the turn waits for them: workers/turn-job.ts). */
+async function openQuestions(store: ApprovalDeps['store'], sessionId: string, records: readonly ApprovalRecord[]): Promise<string[]> {
+  const turns = new Set(records.map((record) => record.turnId));
+  const now = Date.now();
+  const open = (await store.list(sessionId)).filter((record) => record.state === 'pending' && now < record.expiresAtMs && turns.has(record.turnId));
+  return open.map(approvalPrompt);
 }
 
 async function revoke(deps: ApprovalDeps, sessionId: string, tool: string): Promise<string> {

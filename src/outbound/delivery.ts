@@ -83,6 +83,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
           ...(message.kind === 'reply' || message.liveReplyId !== undefined ? { answersTurn: true } : {}),
           ...(message.answers ? { answers: message.answers } : {}),
           ...(message.refusal ? { refusal: message.refusal } : {}),
+          ...(message.questions ? { questions: message.questions } : {}),
           // The buttons go under the last chunk, after everything they are about.
           ...(index === chunks.length - 1 && message.choices ? { choices: message.choices } : {}),
         };
@@ -111,7 +112,7 @@ export function planFor(channel: Pick<Channel, 'formatting' | 'maxMessageLength'
 }
 
 /** Sends one chunk: formatted first, once more as plain text when the platform rejects the formatting. */
-async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'answersTurn' | 'answers' | 'refusal'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'questions' | 'answersTurn' | 'answers' | 'refusal'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   return formattedOrPlain(channel, chunk, log, (text, mode) => channel.send(target, { text, mode, ...ids }));
 }
 
@@ -120,7 +121,7 @@ async function sendChunk(channel: Channel, target: ChatTarget, chunk: PlannedChu
  * nothing: a retried edit is idempotent); sends it instead when that message cannot be edited any
  * more (deleted by someone, too old). A rate limit or a transient failure is thrown: the job retries.
  */
-async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'answersTurn' | 'answers' | 'refusal'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
+async function editOrSend(channel: Channel, target: ChatTarget, messageId: string, chunk: PlannedChunk, ids: Pick<OutgoingText, 'deliveryId' | 'liveReplyId' | 'choices' | 'questions' | 'answersTurn' | 'answers' | 'refusal'>, log: LazyLogger): Promise<{ sent: SentMessage; plainFallback: boolean }> {
   if (!channel.editMessage) return sendChunk(channel, target, chunk, ids, log);
   const edit = channel.editMessage.bind(channel);
   try {

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
+import { readSseEvents, type SseEvent } from '../helpers/http.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const ANSWER = Array.from({ length: 30 }, (_, i) => `token${i}`).join(' ') + ' — **the end** 🎉';
@@ -25,30 +26,15 @@ async function start(handler: FakeHandler): Promise<Stack> {
   return stack;
 }
 
-interface SseEvent {
-  event: string;
-  data: Record<string, unknown>;
+/** A response's server-sent events, their data parsed, until `done(events)` holds. */
+async function readEvents(response: Response, done: (events: ParsedEvent[]) => boolean): Promise<ParsedEvent[]> {
+  const parse = (events: readonly SseEvent[]) => events.map((e) => ({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> }));
+  return parse(await readSseEvents(response, (events) => done(parse(events))));
 }
 
-/** Reads SSE events from a real HTTP response until `done(events)` holds. */
-async function readEvents(response: Response, done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  while (!done(events)) {
-    const { value, done: ended } = await reader.read();
-    if (ended) break;
-    buffer += value;
-    for (let cut = buffer.indexOf('\n\n'); cut !== -1; cut = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event && data) events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-    }
-  }
-  await reader.cancel();
-  return events;
+interface ParsedEvent {
+  event: string;
+  data: Record<string, unknown>;
 }
 
 const post = (s: Stack, conversation: string, text: string) => fetch(`${s.gateway.httpUrl}/api/chat/${conversation}/messages`, {

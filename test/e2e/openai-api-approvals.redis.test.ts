@@ -2,16 +2,16 @@
  * Approvals over the API channel with two real gateways on one Redis and one worker (the fake
  * OpenAI server as the model), with requests that went away: an approval question goes to the
  * request whose turn asks it, and a resumed turn's answer and live text go to the `/approve`
- * requests that resumed it, by identity, never to another request in line.
+ * requests that resumed it, by identity, never to another request in line. A tool round that asks
+ * two questions is answered with both, and an `/approve` that leaves its turn waiting with the
+ * question left.
  */
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { questionReplyId } from '../../src/approvals/question-id.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
 import { loadConfig } from '../../src/config.js';
 import type { ApprovalRecord } from '../../src/core/approval.js';
 import type { GatewayHandle } from '../../src/gateway/index.js';
-import { deliveryKey } from '../../src/outbound/delivery-ledger.js';
 import { apiAskingKey, sessionKeys } from '../../src/redis/keys.js';
 import { apiClientOf, ask, askWhenFree, inSession, userTexts, startSecondGateway } from '../helpers/api-client.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -66,19 +66,11 @@ async function approvalsOf(name: string, ready: (records: ApprovalRecord[]) => b
   }
 }
 
-/** Two questions open (one model answer with two asked calls); the first `/approve` goes away before the turn can resume. @returns the second approval's id. */
-async function secondQuestionAfterAbandonedApproval(client: OpenAI, name: string): Promise<string> {
+/** Two questions open (one model answer with two asked calls), the first approved: the turn waits for the second. @returns the second approval's id. */
+async function oneQuestionLeft(client: OpenAI, name: string): Promise<string> {
   expect(textOf(await ask(client, name, 'twice: compute both'))).toContain('**Approval needed**');
   const [first, second] = await approvalsOf(name, (records) => records.length === 2);
-  // Both questions are out (the request took one) before the first decision is sent.
-  for (const record of [first!, second!]) {
-    await until(async () => (await stack.t.redis.exists(deliveryKey({ sessionId: record.sessionId, replyId: questionReplyId(record) }, stack.t.keyPrefix))) === 1);
-  }
-  const abort = new AbortController();
-  const gone = ask(client, name, `/approve ${first!.id}`, abort.signal).catch((err: unknown) => err);
-  await approvalsOf(name, (records) => records.some((record) => record.id === first!.id && record.state === 'approved'));
-  abort.abort();
-  expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+  expect(textOf(await ask(client, name, `/approve ${first!.id}`))).toContain(`/approve ${second!.id}`);
   return second!.id;
 }
 
@@ -105,21 +97,52 @@ describe('approvals over the API channel with two gateways', () => {
     expect(textOf(await next)).toBe('fresh');
   });
 
-  it('gives a resumed turn\'s answer to the /approve request that resumed it, not to an abandoned one before it', async () => {
+  it('gives a resumed turn\'s answer to the /approve request that resumed it, and drops the copy of an abandoned request before it', async () => {
     const here = clientOf(stack.gateway);
-    const second = await secondQuestionAfterAbandonedApproval(here, 'r1');
-    // The turn resumes now: its answer follows both decisions, and the abandoned request's is dropped.
-    expect(textOf(await ask(here, 'r1', `/approve ${second}`))).toBe('computed 42');
+    const second = await oneQuestionLeft(here, 'r1');
+    // A message sent while the turn waits, its request gone: it waits in the inbox for the resumed turn.
+    const abort = new AbortController();
+    const gone = ask(here, 'r1', 'say later', abort.signal).catch((err: unknown) => err);
+    const inbox = sessionKeys('api:alice:r1', stack.t.keyPrefix).inbox;
+    await until(async () => (await stack.t.redis.lrange(inbox, 0, -1)).some((item) => item.includes('say later')));
+    abort.abort();
+    expect(await gone).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // The turn resumes now and takes that message too: its answer follows both, and the abandoned request's copy is dropped.
+    expect(textOf(await ask(here, 'r1', `/approve ${second}`))).toBe('later');
   });
 
   it('streams a resumed turn\'s live text to the /approve request that resumed it', async () => {
     const here = clientOf(stack.gateway);
-    const second = await secondQuestionAfterAbandonedApproval(here, 'r2');
+    const second = await oneQuestionLeft(here, 'r2');
     const stream = await here.chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: `/approve ${second}` }], stream: true }, inSession('r2'));
     const pieces: string[] = [];
     for await (const chunk of stream) if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
     // The live text came in its pieces, then the answer added nothing.
     expect(pieces).toEqual(['computed ', '42']);
+  });
+});
+
+describe('a tool round that asks two questions, over the API channel', () => {
+  it('answers with both questions, an /approve of one with the other, and the last /approve with the turn\'s answer', async () => {
+    const here = clientOf(stack.gateway);
+    // Asked through the second gateway: either gateway may deliver either question (the relay carries it).
+    const asked = textOf(await ask(clientOf(other!), 'b1', 'twice: compute both'));
+    const [first, second] = await approvalsOf('b1', (records) => records.length === 2);
+    for (const record of [first!, second!]) expect(asked).toContain(`/approve ${record.id}`);
+    // The turn still waits for the second decision: the first is answered with the question left.
+    const decided = textOf(await ask(here, 'b1', `/approve ${first!.id}`));
+    expect(decided).toContain(`Approved by alice: calculator (${first!.id}).`);
+    expect(decided).toContain(`/approve ${second!.id}`);
+    expect(decided).not.toContain(`/approve ${first!.id}`);
+    expect(textOf(await ask(here, 'b1', `/approve ${second!.id}`))).toBe('computed 42');
+  });
+
+  it('streams both questions of a round', async () => {
+    const stream = await clientOf(stack.gateway).chat.completions.create({ model: 'chatgate', messages: [{ role: 'user', content: 'twice: compute both' }], stream: true }, inSession('b2'));
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    const records = await approvalsOf('b2', (all) => all.length === 2);
+    for (const record of records) expect(text).toContain(`/approve ${record.id}`);
   });
 });
 

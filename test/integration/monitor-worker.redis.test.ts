@@ -10,20 +10,9 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { createPrometheusMetrics, createWorkerMonitorApp, serveHttp } from '../../src/monitor/index.js';
 import { createTurnProducer } from '../../src/queue/producer.js';
 import { collectOutbound, createTestRedis } from '../helpers/redis.js';
+import { parseExposition } from '../helpers/prometheus.js';
 
 const TOKEN = 'worker-token-0123456789';
-
-/** Parses the Prometheus text format into `name{labels}` → value. */
-function parseExposition(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = line.match(/^([a-zA-Z_:][\w:]*)(\{.*\})?\s+(\S+)(\s+\d+)?$/);
-    if (!match) throw new Error(`unparseable exposition line: ${line}`);
-    samples.set(`${match[1]}${match[2] ?? ''}`, Number(match[3]));
-  }
-  return samples;
-}
 
 const get = (app: ReturnType<typeof createWorkerMonitorApp>, path: string, headers: Record<string, string> = {}) =>
   Promise.resolve(app.request(`http://127.0.0.1:8787${path}`, { headers: { host: '127.0.0.1:8787', ...headers } }));

@@ -13,6 +13,7 @@ import {
   type SessionPage,
 } from '../../src/monitor/index.js';
 import { seededSessions } from '../helpers/monitor-seed.js';
+import { parseExposition } from '../helpers/prometheus.js';
 
 const TOKEN = 'monitor-token-0123456789';
 const servers: ServerType[] = [];
@@ -24,18 +25,6 @@ async function start(deps: MonitorDeps, options: MonitorOptions = {}, hostname =
   });
   servers.push(server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** Parses the Prometheus text format into `name{labels}` → value. */
-function parseExposition(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = line.match(/^([a-zA-Z_:][\w:]*)(\{.*\})?\s+(\S+)(\s+\d+)?$/);
-    if (!match) throw new Error(`unparseable exposition line: ${line}`);
-    samples.set(`${match[1]}${match[2] ?? ''}`, Number(match[3]));
-  }
-  return samples;
 }
 
 async function scrape(base: string, headers: Record<string, string> = {}): Promise<Map<string, number>> {

@@ -150,6 +150,16 @@ describe('the API answer relay', () => {
     expect(await contentOf(next)).toBe('its question');
   });
 
+  it('relays how many questions a round asks: the request waits for the question another gateway delivers', async () => {
+    const [here, there] = [await gateway(), await gateway()];
+    const response = here.app.request('/v1/chat/completions', askInit('s11', 'hi', 'r1'));
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(apiAskingKey('alice:s11', t.keyPrefix))) === 1);
+    const question = (id: string) => ({ text: `question ${id}`, mode: 'formatted' as const, choices: [{ label: 'Approve', command: `/approve ${id}` }], questions: 2, answers: ['api:alice:s11:r1'] });
+    await here.send({ chatId: 'alice:s11' }, question('a1'));
+    await there.send({ chatId: 'alice:s11' }, question('a2'));
+    expect(await contentOf(response)).toBe('question a1\n\nquestion a2');
+  });
+
   it('answers a command across gateways, and a command holds no request of its session up', async () => {
     const [here, there, third] = [await gateway(), await gateway(), await gateway()];
     const asking = apiAskingKey('alice:s6', t.keyPrefix);

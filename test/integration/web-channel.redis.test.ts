@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createWebChannel, type WebChannel } from '../../channels/web/index.js';
 import { webConversationKey } from '../../src/redis/keys.js';
+import { readSseEvents } from '../helpers/http.js';
 
 /** Two "gateways" (web channel instances) on one Redis, plus restarts of them. */
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
@@ -44,25 +45,10 @@ async function blockedInRedis(): Promise<void> {
   }, { timeout: 5_000, interval: 10 });
 }
 
-/** Reads SSE `message` events from a response body until `count` arrived. */
+/** The `message` events of a response's event stream, once `count` arrived. */
 async function readMessages(response: Response, count: number): Promise<Array<{ id?: string; text: string }>> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: Array<{ id?: string; text: string }> = [];
-  let buffer = '';
-  while (events.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
-      if (fields.event === 'message') events.push({ id: fields.id, text: (JSON.parse(fields.data!) as { text: string }).text });
-    }
-  }
-  await reader.cancel();
-  return events;
+  const events = await readSseEvents(response, (list) => list.filter((e) => e.event === 'message').length >= count);
+  return events.filter((e) => e.event === 'message').map((e) => ({ id: e.id, text: (JSON.parse(e.data) as { text: string }).text }));
 }
 
 describe('web chat on Redis (several gateways)', () => {

@@ -8,6 +8,7 @@ import type { InboundMessage } from '../../src/core/inbound.js';
 import { createDelivery } from '../../src/outbound/delivery.js';
 import { createMemoryDeliveryLedger } from '../../src/outbound/delivery-ledger.js';
 import { createTypingIndicators } from '../../src/gateway/typing.js';
+import { readSseEvents, type SseEvent } from '../helpers/http.js';
 
 let channel: WebChannel;
 let server: ServerType;
@@ -50,24 +51,9 @@ afterEach(async () => {
 const post = (conversation: string, body: unknown) =>
   fetch(`${base}/api/chat/${conversation}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-/** Reads SSE events from a response body until `count` events of `type` arrived. */
-async function readEvents(response: Response, type: string, count: number): Promise<Array<{ id?: string; data: string }>> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: Array<{ event: string; id?: string; data: string }> = [];
-  let buffer = '';
-  while (events.filter((e) => e.event === type).length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
-      if (fields.data !== undefined) events.push({ event: fields.event ?? 'message', id: fields.id, data: fields.data });
-    }
-  }
-  await reader.cancel();
+/** The events of `type` in a response's event stream, once `count` arrived. */
+async function readEvents(response: Response, type: string, count: number): Promise<SseEvent[]> {
+  const events = await readSseEvents(response, (list) => list.filter((e) => e.event === type).length >= count);
   return events.filter((e) => e.event === type);
 }
 

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { budgetMessage, budgetNoticeMessage, describeBudgetsLeft, duration, formatAmount, formatUsed, limitsLeft, periodWindow, transcriptionMicroUsd, worstCaseMicroUsd } from '../../src/core/budget.js';
 import { parsePriceTable, pricingOf } from '../../src/core/models.js';
@@ -11,6 +12,34 @@ describe('budget periods', () => {
     ['month', 'Asia/Tokyo', Date.UTC(2026, 1, 27, 16), '2026-02', Date.UTC(2026, 1, 28, 15)],
   ] as const)('%s in %s at %s is %s, ending at %s', (period, zone, now, id, end) => {
     expect(periodWindow(period, now, zone)).toEqual({ id, endsAtMs: end });
+  });
+
+  it('a day whose midnight a clock change skips ends when the next day starts (01:00 in Santiago)', () => {
+    // 2038-09-05 00:00 -04 does not exist: clocks go from 23:59:59 to 01:00 -03, at 04:00 UTC.
+    const window = periodWindow('day', Date.UTC(2038, 8, 5, 2), 'America/Santiago');
+    expect(window).toEqual({ id: '2038-09-04', endsAtMs: Date.UTC(2038, 8, 5, 4) });
+    expect(budgetMessage({ level: 'user', period: 'day', unit: 'usd', limit: 1, resetsAtMs: window.endsAtMs }, Date.UTC(2038, 8, 5, 2), 'America/Santiago'))
+      .toBe("You have used today's budget of $1.00. It resets at 01:00 America/Santiago, in 2 h.");
+  });
+
+  // Zones whose clocks change at midnight, by half an hour, or across the date line, beside plain ones.
+  const zones = ['UTC', 'America/Santiago', 'America/Havana', 'Asia/Beirut', 'America/Asuncion', 'Australia/Lord_Howe', 'Pacific/Apia', 'Pacific/Chatham', 'America/New_York', 'Asia/Kolkata'];
+  it('every window holds its instant and ends where the next begins, in every zone, 2000 to 2040', () => {
+    fc.assert(fc.property(fc.constantFrom(...zones), fc.constantFrom('day' as const, 'month' as const), fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2040, 0, 1) }), (zone, period, now) => {
+      const window = periodWindow(period, now, zone);
+      expect(window.endsAtMs).toBeGreaterThan(now);
+      expect(periodWindow(period, window.endsAtMs - 1000, zone).id).toBe(window.id);
+      expect(periodWindow(period, window.endsAtMs, zone).id).not.toBe(window.id);
+    }), { numRuns: 1000 });
+  });
+  it('every day of 2026 through 2031 in Santiago and Havana, where midnight is skipped some days, ends where the next begins', () => {
+    for (const zone of ['America/Santiago', 'America/Havana']) {
+      for (let noon = Date.UTC(2026, 0, 1, 16); noon < Date.UTC(2032, 0, 1); noon += 86_400_000) {
+        const window = periodWindow('day', noon, zone);
+        expect(periodWindow('day', window.endsAtMs - 1000, zone).id, `${zone} ${window.id}`).toBe(window.id);
+        expect(periodWindow('day', window.endsAtMs, zone).id, `${zone} ${window.id}`).not.toBe(window.id);
+      }
+    }
   });
 });
 

@@ -150,6 +150,29 @@ describe('Waiters', () => {
     await expect(approve.answer).resolves.toBe('resumed answer');
   });
 
+  it('a round of two questions answers with both, a blank line apart, before or after the verdict; one delivered twice counts once', async () => {
+    const question = (text: string) => ({ ...item(text, false, true), questions: 2, answers: ['m1'] });
+    const covered = new Set(['m1']);
+    const waiters = new Waiters();
+    const turn = new Waiter('m1');
+    waiters.add('c', turn);
+    expect(waiters.deliver('c', question('q1'), covered)).toBe('kept');
+    expect(waiters.deliver('c', question('q1'), covered)).toBe('kept');
+    waiters.decide('c', turn, 'turn');
+    expect(turn.finished).toBe(false);
+    expect(waiters.deliver('c', question('q2'), covered)).toBe('answered');
+    await expect(turn.answer).resolves.toBe('q1\n\nq2');
+    waiters.remove('c', turn);
+    // Both before the verdict: it takes both.
+    const streamed: string[] = [];
+    const next = new Waiter('m1', (delta) => streamed.push(delta));
+    waiters.add('c', next);
+    for (const text of ['q3', 'q4']) waiters.deliver('c', question(text), covered);
+    waiters.decide('c', next, 'turn');
+    await expect(next.answer).resolves.toBe('q3\n\nq4');
+    expect(streamed.join('')).toBe('q3\n\nq4');
+  });
+
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
     const pieces: string[] = [];
     const waiters = new Waiters();
