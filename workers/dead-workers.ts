@@ -39,7 +39,8 @@ export interface DeadWorkerRecoveryOptions {
 export function startDeadWorkerRecovery(deps: { redis: RedisClient; logger: Logger; queue: ShardedQueue<TurnJobData> }, options: DeadWorkerRecoveryOptions): Periodic<number> {
   const log = deps.logger.child({ component: 'dead-workers' });
   const checkAll = async (stopping: AbortSignal): Promise<number> => {
-    const dead = (await readHeartbeats(deps.redis, { keyPrefix: options.keyPrefix })).filter((beat) => beat.role === 'worker' && !beat.alive && beat.id !== options.selfId);
+    // A worker of another chatgate version is not ours to recover (its turns' records may be of another format too).
+    const dead = (await readHeartbeats(deps.redis, { keyPrefix: options.keyPrefix })).processes.filter((beat) => beat.role === 'worker' && !beat.alive && beat.id !== options.selfId);
     const counts = await countWorkerTurns(deps.redis, dead.map((beat) => beat.id), options.keyPrefix);
     let recovered = 0;
     for (const [k, beat] of dead.entries()) {

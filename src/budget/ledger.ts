@@ -6,13 +6,14 @@
  * Keys: `budgetKeys` (one hash tag).
  */
 import { BUDGET_LEVELS, periodWindow, type BudgetBreach, type BudgetLevel, type BudgetPeriod, type BudgetSettings, type CounterState, type LevelLimits, type PeriodWindow } from '../core/budget.js';
-import { StoredFormatError } from '../errors.js';
-
 export type { CounterState } from '../core/budget.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
 import { runScript } from '../redis/scripts.js';
 import { readMarkers, type MarkerReader } from './markers.js';
+
+/** The format version of an exhaustion marker (its `v`), as the budget script writes it. */
+const MARKER_FORMAT = 1;
 
 /** A month's counters are kept this long after it ends. */
 const KEEP_AFTER_PERIOD_S = 35 * 86_400;
@@ -70,6 +71,20 @@ export interface BudgetSubject {
   subject: string;
 }
 
+/**
+ * An exhaustion marker this chatgate cannot read (another format version, or not JSON). It holds
+ * nothing: the gateway lets messages through and the worker's reserve decides from the counters.
+ */
+export interface UnreadableMarker {
+  /** What an operator reads, e.g. "marker unreadable (format 9): it blocks nothing …; `chatgate budgets reset user web:42` drops it now …". */
+  unreadable: string;
+  /** Its format version as stored (absent: none, or not JSON). */
+  format?: unknown;
+}
+
+/** What a subject's exhaustion marker says: the limit that holds, a marker this version cannot read, or null (none, or it no longer holds). */
+export type MarkerState = BudgetBreach | UnreadableMarker | null;
+
 /** The most subjects one `statesOf` script call reads (more go in several calls). */
 export const STATES_PER_CALL = 200;
 
@@ -84,14 +99,20 @@ export interface BudgetLedger {
   reserve(scope: BudgetScope, need: CallNeed): Promise<{ id: ReservationId } | { breach: BudgetBreach; event?: BudgetEvent }>;
   /** Settles reservation `id` with the call's real cost; @returns the limits it brought to notice or used up. */
   settle(scope: BudgetScope, id: ReservationId, used: CallNeed): Promise<BudgetEvent[]>;
-  /** The limit used up for `scope`, if any, from the exhaustion markers (`options.markers`): the gateway's early answer. */
-  check(scope: BudgetScope): Promise<BudgetBreach | null>;
+  /**
+   * The limit used up for `scope`, from the exhaustion markers (`options.markers`): the gateway's
+   * early answer. Else the first marker of `scope` this version cannot read (it holds nothing), else null.
+   */
+  check(scope: BudgetScope): Promise<BudgetBreach | UnreadableMarker | null>;
   /** Every counter of `scope` with its limits. */
   state(scope: BudgetScope): Promise<CounterState[]>;
   /** The counters (day, month) of each of `subjects`, in order: one script call a {@link STATES_PER_CALL}. */
   statesOf(subjects: readonly BudgetSubject[]): Promise<CounterState[][]>;
-  /** The limit whose exhaustion marker holds for each of `subjects` (null: none), in order: one marker read a {@link STATES_PER_CALL}. */
-  blockedOf(subjects: readonly BudgetSubject[]): Promise<Array<BudgetBreach | null>>;
+  /**
+   * What the exhaustion marker of each of `subjects` says, in order: one marker read a {@link STATES_PER_CALL}.
+   * A marker this version cannot read is named ({@link UnreadableMarker}), never thrown: the others still read.
+   */
+  blockedOf(subjects: readonly BudgetSubject[]): Promise<MarkerState[]>;
   /** Zeroes what `subject` used this day and month at `level` (reservations in flight stay) and drops its marker. */
   resetUsage(level: BudgetLevel, subject: string): Promise<void>;
   /**
@@ -200,8 +221,8 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
     }
     return out;
   };
-  const blockedOf = async (list: readonly BudgetSubject[]): Promise<Array<BudgetBreach | null>> => {
-    const out: Array<BudgetBreach | null> = [];
+  const blockedOf = async (list: readonly BudgetSubject[]): Promise<MarkerState[]> => {
+    const out: MarkerState[] = [];
     for (let from = 0; from < list.length; from += STATES_PER_CALL) {
       const part = list.slice(from, from + STATES_PER_CALL);
       const raw = await markers.read(part.map((s) => specOf(s.level, s.subject).markerKey));
@@ -248,8 +269,9 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       return events;
     },
     async check(scope) {
-      // The user's marker first, then the chat's, then the deployment's.
-      return (await blockedOf(subjectsIn(scope))).find((breach) => breach !== null) ?? null;
+      // The user's marker first, then the chat's, then the deployment's; one that holds before one unreadable.
+      const found = await blockedOf(subjectsIn(scope));
+      return found.find((m) => m !== null && !isUnreadableMarker(m)) ?? found.find((m) => m !== null) ?? null;
     },
     state: async (scope) => (await statesOf(subjectsIn(scope))).flat(),
     statesOf,
@@ -273,6 +295,11 @@ export function createBudgetLedger(redis: RedisClient, options: BudgetLedgerOpti
       return (await runScript(redis, 'budget', scriptKeys, args)) === 1;
     },
   };
+}
+
+/** Whether `marker` (from `blockedOf` or `check`) is one this version cannot read. */
+export function isUnreadableMarker(marker: MarkerState): marker is UnreadableMarker {
+  return marker !== null && 'unreadable' in marker;
 }
 
 /** The configured limits of a level for `subject` (a budgets-file entry replaces the user level's); a stored override wins over these. */
@@ -320,10 +347,13 @@ function createWindowCache(timeZone: string): { of(period: BudgetPeriod, nowMs: 
   };
 }
 
-/** An exhaustion marker read back: the breach, or null when its period ended or the configured limit it was set at changed. */
-function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: string, raw: string, nowMs: number): BudgetBreach | null {
+/**
+ * An exhaustion marker read back: the breach, null when its period ended or the configured limit it
+ * was set at changed, or named unreadable (another format version: no compatibility code, it expires).
+ */
+function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: string, raw: string, nowMs: number): MarkerState {
   const m = parseMarker(raw);
-  if (m === null || m.v !== 1) throw new StoredFormatError(`budget marker ${level}:${subject}`, m?.v, 1, 'it goes when its period ends; `chatgate budgets reset` drops it now');
+  if (m === null || m.v !== MARKER_FORMAT) return unreadableMarker(level, subject, m?.v);
   if (m.resetsAtMs <= nowMs) return null;
   if (m.src === 'config') {
     const limit = configuredLimits(settings, level, subject)[m.period];
@@ -332,6 +362,13 @@ function markerBreach(settings: BudgetSettings, level: BudgetLevel, subject: str
   }
   const scale = m.unit === 'usd' ? 1_000_000 : 1;
   return { level, period: m.period, unit: m.unit, limit: m.limit / scale, ...(typeof m.used === 'number' ? { used: m.used / scale } : {}), resetsAtMs: m.resetsAtMs };
+}
+
+/** What an unreadable marker of `subject` says to an operator: `budgets reset` drops it (the override script deletes the marker with the stored limits). */
+function unreadableMarker(level: BudgetLevel, subject: string, format: unknown): UnreadableMarker {
+  const who = level === 'deployment' ? 'deployment' : `${level} ${subject}`;
+  const unreadable = `marker unreadable (format ${JSON.stringify(format) ?? 'none'}): it blocks nothing and goes when its period ends; \`chatgate budgets reset ${who}\` drops it now (and any limits stored for ${level === 'deployment' ? 'the deployment' : who})`;
+  return format === undefined ? { unreadable } : { unreadable, format };
 }
 
 interface Marker {

@@ -11,7 +11,7 @@ import { fitsRule, FLAT_LIMIT_RULES, numberIssues, ruleText } from '../core/opti
 import { GatewayError, StoredFormatError } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import { budgetKeys } from '../redis/keys.js';
-import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, type BudgetSubject } from './ledger.js';
+import { configuredLimits, createBudgetLedger, DEPLOYMENT_SUBJECT, isUnreadableMarker, type BudgetSubject } from './ledger.js';
 
 /** The format version of a stored override. */
 export const STORED_LIMITS_VERSION = 1;
@@ -35,6 +35,8 @@ export interface BudgetRow {
   source: LimitSource;
   /** An exhaustion marker holds for this limit: the subject's messages are answered at once until it goes. */
   blocked?: true;
+  /** On every row of a subject whose marker this version cannot read: what it is and what drops it (it holds nothing). */
+  markerUnreadable?: string;
 }
 
 /** A change of a subject's limits: a number sets a limit, null removes it, absent keeps it. */
@@ -129,9 +131,10 @@ export function createBudgetAdmin(redis: RedisClient, options: { keyPrefix: stri
           const limit = limits[counter.period];
           for (const l of limitsLeft({ ...counter, limitUsd: limit?.usd, limitTokens: limit?.tokens })) own.push({ ...at, ...l });
         }
-        // The limit whose marker holds (the gateway answers the subject's messages at once).
-        const breach = blocked[k];
-        if (breach) for (const row of own) if (row.period === breach.period && row.unit === breach.unit) row.blocked = true;
+        // The limit whose marker holds (the gateway answers the subject's messages at once), or a marker to drop.
+        const marker = blocked[k] ?? null;
+        if (isUnreadableMarker(marker)) for (const row of own) row.markerUnreadable = marker.unreadable;
+        else if (marker) for (const row of own) if (row.period === marker.period && row.unit === marker.unit) row.blocked = true;
         rows.push(...own);
       }
       return rows;

@@ -7,8 +7,7 @@ import { DEPLOYMENT_SUBJECT } from '../budget/ledger.js';
 import { createBudgetAdmin, type BudgetRow, type LimitsPatch } from '../budget/overrides.js';
 import type { Config } from '../config.js';
 import { BUDGET_SUBJECT_FORMS, isBudgetSubject } from '../config-budgets.js';
-import { budgetSettingsDigest, budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
-import { StoredFormatError } from '../errors.js';
+import { budgetSettingsDigest, budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, describeForeignBeats, readHeartbeats, type BudgetSettingsGroup } from '../redis/heartbeats.js';
 import { EXIT, type CliIo, type CliRedis } from './context.js';
 import { withRedis } from './sessions.js';
 
@@ -27,7 +26,8 @@ export interface BudgetsSetFlags {
 
 /**
  * `chatgate budgets list`: one line per limit in force (user, chat, deployment × day, month), unlimited
- * subjects too; a limit whose marker holds says `blocked`. Configured limits are this command's own:
+ * subjects too; a limit whose marker holds says `blocked`, a subject whose marker this version cannot
+ * read says so and what drops it. Configured limits are this command's own:
  * when the live gateways and workers beat other budget settings, or differ among themselves, one
  * line on stderr says so (and `warning` in --json).
  */
@@ -35,13 +35,11 @@ export function listCommand(io: CliIo, flags: { json?: boolean }): Promise<numbe
   return withAdmin(io, async (admin, config, conn) => {
     const rows = await admin.list();
     const own = budgetSettingsDigest(config.budgets);
-    // A beat of another chatgate version cannot be compared: the list still shows, with the reason.
-    const read = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }).then(budgetSettingsGroups, (err: unknown) => {
-      if (err instanceof StoredFormatError) return `the budget settings of the running processes are unknown: ${err.message}`;
-      throw err;
-    });
-    const groups = typeof read === 'string' ? [] : read;
-    const warning = typeof read === 'string' ? read : settingsWarning(own, groups);
+    const { processes, foreign } = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
+    const groups = budgetSettingsGroups(processes);
+    // A beat of another chatgate version cannot be compared: the list still shows, naming it.
+    const unknown = foreign.length > 0 ? `the budget settings of another chatgate version are unknown: ${describeForeignBeats(foreign)}` : undefined;
+    const warning = [settingsWarning(own, groups), unknown].filter(Boolean).join('; ') || undefined;
     if (warning) io.err(`chatgate budgets: warning: ${warning}`);
     if (flags.json) {
       const limits = rows.map((r) => ({ ...r, resetsAt: new Date(r.resetsAtMs).toISOString(), resetsAtMs: undefined }));
@@ -158,7 +156,7 @@ function table(rows: readonly BudgetRow[], nowMs: number): string {
   const amount = (r: BudgetRow, value: number | null) => (value === null ? (r.limit === null ? 'unlimited' : '-') : formatAmount(r.unit, value));
   const body = rows.map((r) => [
     r.level, r.level === 'deployment' ? '(whole)' : r.subject, r.period, formatUsed(r), amount(r, r.limit), r.left === null ? '-' : amount(r, r.left), duration(r.resetsAtMs - nowMs), r.source,
-    r.blocked ? 'blocked: answered at once until it resets' : '',
+    r.blocked ? 'blocked: answered at once until it resets' : r.markerUnreadable ?? '',
   ]);
   const widths = head.map((h, k) => Math.max(h.length, ...body.map((cells) => cells[k]!.length)));
   return [head, ...body].map((cells) => cells.map((cell, k) => cell.padEnd(widths[k]!)).join('  ').trimEnd()).join('\n');

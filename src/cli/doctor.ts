@@ -5,7 +5,7 @@ import { openShardedQueue } from '../queue/sharded.js';
 import { openOutboundQueue } from '../outbound/outbound-queue.js';
 import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
-import { gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { describeForeignBeats, gatewayChannelRows, HEARTBEAT_FORMAT, readHeartbeats, type ForeignBeat, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
 import { describeDeployment, withDeploymentLlm, type CommandConfig } from './deployment.js';
@@ -70,7 +70,7 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
   try {
     const used = withDeploymentLlm(config, io.env, redis.beats);
     report('config', configVerdict(used));
-    if (redis.conn && redis.failure === undefined) await redisChecks(redis.conn, used.config, redis.beats, report);
+    if (redis.conn && redis.failure === undefined) await redisChecks(redis.conn, used.config, redis.beats, report, redis.foreign);
     else reportNoRedis(config, redis.failure, report);
     report('llm', await checkLlm(used));
   } finally {
@@ -81,14 +81,15 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
   return finish();
 }
 
-/** Redis and the heartbeats on it; `failure` when either could not be had. */
-async function openRedis(io: CliIo, config: Config): Promise<{ conn: CliRedis | null; beats: HeartbeatStatus[]; failure?: unknown }> {
+/** Redis and the heartbeats on it (this version's, and the live ones of another: `foreign`); `failure` when either could not be had. */
+async function openRedis(io: CliIo, config: Config): Promise<{ conn: CliRedis | null; beats: HeartbeatStatus[]; foreign: ForeignBeat[]; failure?: unknown }> {
   let conn: CliRedis | null = null;
   try {
     conn = await connectRedis(io, config, commandLogger());
-    return { conn, beats: await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix }) };
+    const { processes, foreign } = await readHeartbeats(conn.redis, { keyPrefix: config.redis.keyPrefix });
+    return { conn, beats: processes, foreign };
   } catch (err) {
-    return { conn, beats: [], failure: err };
+    return { conn, beats: [], foreign: [], failure: err };
   }
 }
 
@@ -101,7 +102,7 @@ function configVerdict({ config, deployment }: CommandConfig): Verdict {
 }
 
 /** Redis, the queues and the workers (a gateway without live workers leaves messages waiting forever). */
-async function redisChecks(conn: CliRedis, config: Config, beats: readonly HeartbeatStatus[], report: (name: string, verdict: Verdict) => void): Promise<void> {
+async function redisChecks(conn: CliRedis, config: Config, beats: readonly HeartbeatStatus[], report: (name: string, verdict: Verdict) => void, foreign: readonly ForeignBeat[]): Promise<void> {
   try {
     report('redis', await checkRedis(conn));
     report('queues', await checkQueues(conn.redis, config));
@@ -109,6 +110,8 @@ async function redisChecks(conn: CliRedis, config: Config, beats: readonly Heart
     const mcp = judgeMcpServers(config, beats);
     if (mcp) report('mcp', { ...mcp, status: mcp.status === 'warn' ? 'FAIL' : mcp.status });
     report('channels', checkChannels(beats));
+    // Another chatgate version on the prefix: `chatgate status` warns; here, as with mcp, a warning fails.
+    if (foreign.length > 0) report('versions', { status: 'FAIL', detail: describeForeignBeats(foreign), fix: `run one chatgate version per key prefix (this one beats heartbeat format ${HEARTBEAT_FORMAT})` });
   } catch (err) {
     reportNoRedis(config, err, report);
   }

@@ -7,7 +7,6 @@ import { sessionKeys } from '../redis/keys.js';
 import { createRedisSessionView } from '../redis/session-reader.js';
 import type { SessionView } from '../core/session-view.js';
 import { readTranscript, type StoredTranscriptEntry } from '../redis/transcript.js';
-import { StoredFormatError } from '../errors.js';
 import { readHeartbeats } from '../redis/heartbeats.js';
 import { withDeploymentLlm, type DeploymentLlm } from './deployment.js';
 import { commandLogger, connectRedis, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
@@ -29,12 +28,9 @@ export async function withRedis(io: CliIo, body: (config: Config, conn: CliRedis
   const loaded = loadCliConfig(io);
   const conn = await connectRedis(io, loaded, commandLogger());
   try {
-    // A beat this version cannot read (another chatgate version on the prefix) leaves the environment's settings.
-    const beats = await readHeartbeats(conn.redis, { keyPrefix: loaded.redis.keyPrefix }).catch((err: unknown) => {
-      if (err instanceof StoredFormatError) return [];
-      throw err;
-    });
-    const { config, deployment } = withDeploymentLlm(loaded, io.env, beats);
+    // Only this version's beats: a worker of another chatgate version on the prefix lends no LLM settings.
+    const { processes } = await readHeartbeats(conn.redis, { keyPrefix: loaded.redis.keyPrefix });
+    const { config, deployment } = withDeploymentLlm(loaded, io.env, processes);
     return await body(config, conn, deployment);
   } finally {
     await conn.close();

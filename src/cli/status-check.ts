@@ -3,7 +3,7 @@ export type StatusLevel = 'ok' | 'warn' | 'down' | 'skip';
 
 /** One line of `chatgate status`. */
 export interface StatusCheck {
-  name: 'config' | 'redis' | 'gateway' | 'workers' | 'mcp' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions' | 'budgets';
+  name: 'config' | 'redis' | 'gateway' | 'workers' | 'mcp' | 'channels' | 'leases' | 'llm' | 'queues' | 'failed' | 'sessions' | 'budgets' | 'versions';
   status: StatusLevel;
   detail: string;
   /** What to do about it. */

@@ -8,7 +8,7 @@ import { recordedShards } from '../queue/shard-layout.js';
 import type { RedisClient } from '../redis/client.js';
 import { countDeadLetters, type DeadLetterTotals } from '../redis/dead-letters.js';
 import { readWorkerTurns } from '../redis/worker-turns.js';
-import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, gatewayChannelRows, readHeartbeats, type HeartbeatStatus } from '../redis/heartbeats.js';
+import { budgetSettingsGroups, describeBudgetDigest, describeBudgetGroups, describeForeignBeats, gatewayChannelRows, HEARTBEAT_FORMAT, readHeartbeats, type ForeignBeat, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
 import { readChannelLeases, type ChannelLeaseHolder } from '../redis/channel-lease.js';
 import { leasesCheck } from './status-leases.js';
@@ -27,6 +27,8 @@ export interface StatusReport {
   checks: StatusCheck[];
   /** Gateways and workers heard of (live, and dead ones for an hour), newest beat first. */
   processes: HeartbeatStatus[];
+  /** Live processes beating another heartbeat format (another chatgate version): named by entry, not read. */
+  foreignBeats: ForeignBeat[];
   /** Which gateway holds each leased channel connection (Telegram polling, Discord), from Redis. */
   channelLeases: ChannelLeaseHolder[];
   /** By queue name. */
@@ -54,7 +56,7 @@ const FAILED_REPLIES_FIX = 'replies that failed for good are kept 7 days with th
  */
 export async function buildStatusReport(config: Config, redis: RedisClient, onProgress: (text: string) => void = () => undefined): Promise<StatusReport> {
   const keyPrefix = config.redis.keyPrefix;
-  const processes = await readHeartbeats(redis, { keyPrefix });
+  const { processes, foreign: foreignBeats } = await readHeartbeats(redis, { keyPrefix });
   const channelLeases = await readChannelLeases(redis, keyPrefix);
   const { queues, failedReplies } = await readQueues(redis, config);
   const failed = await countDeadLetters(redis, keyPrefix);
@@ -77,8 +79,9 @@ export async function buildStatusReport(config: Config, redis: RedisClient, onPr
     failedCheck(failed, queues, failedReplies),
     sessionsCheck(sessions),
     ...budgetsCheck(processes),
+    ...versionsCheck(foreignBeats),
   ];
-  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, channelLeases, queues, failedReplies, failed, deadWorkerTurns, sessions };
+  return { ok: !checks.some((c) => c.status === 'down'), checks, processes, foreignBeats, channelLeases, queues, failedReplies, failed, deadWorkerTurns, sessions };
 }
 
 /** Every shard's counts, summed: the turn queue's from BullMQ, the outbound streams' (and their latest failures). */
@@ -203,6 +206,12 @@ function budgetsCheck(processes: readonly HeartbeatStatus[]): StatusCheck[] {
     name: 'budgets', status: 'warn', detail: `the live gateways and workers enforce different limits: ${describeBudgetGroups(groups)}`,
     fix: 'start every gateway and worker with the same CHATGATE_BUDGET_* and CHATGATE_BUDGETS_FILE (read at start: restart the ones that differ)',
   }];
+}
+
+/** Processes of another chatgate version on the prefix (a rolling upgrade): named, not read; no line when there is none. */
+function versionsCheck(foreign: readonly ForeignBeat[]): StatusCheck[] {
+  if (foreign.length === 0) return [];
+  return [{ name: 'versions', status: 'warn', detail: describeForeignBeats(foreign), fix: `run one chatgate version per key prefix (this one beats heartbeat format ${HEARTBEAT_FORMAT})` }];
 }
 
 function describeProcess(p: HeartbeatStatus): string {

@@ -61,7 +61,7 @@ export function assertChannelsUp(health: Record<string, ChannelHealthBeat>): voi
 
 /** The dashboard's channels panel: the heartbeats read once, judged as `chatgate status` judges them. */
 export async function readChannelsPanel(redis: RedisClient, keyPrefix: string): Promise<ChannelsPanel> {
-  const live = (await readHeartbeats(redis, { keyPrefix })).filter((beat) => beat.role === 'gateway' && beat.alive);
+  const live = (await readHeartbeats(redis, { keyPrefix })).processes.filter((beat) => beat.role === 'gateway' && beat.alive);
   const rows = gatewayChannelRows(live);
   return {
     ...judgeChannels(rows, live.length),

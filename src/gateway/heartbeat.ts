@@ -47,7 +47,7 @@ export async function checkLiveWorkers(redis: RedisClient, keyPrefix: string): P
 
 /** Why no worker takes turns ({@link noWorkerReason}), or null when one is alive: `/status` says so. */
 export async function noLiveWorker(redis: RedisClient, keyPrefix: string): Promise<string | null> {
-  const workers = (await readHeartbeats(redis, { keyPrefix })).filter((beat) => beat.role === 'worker');
+  const workers = (await readHeartbeats(redis, { keyPrefix })).processes.filter((beat) => beat.role === 'worker');
   return workers.some((beat) => beat.alive) ? null : noWorkerReason(workers);
 }
 

@@ -4,10 +4,11 @@
  */
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundVerdict } from '../core/inbound.js';
 import { budgetMessage } from '../core/budget.js';
+import { isUnreadableMarker } from '../budget/ledger.js';
 import { countOf } from '../core/plural.js';
 import { acceptInbound, countInWindow } from '../redis/ingest.js';
 import { deniedKey, seenKey, sessionKeys } from '../redis/keys.js';
-import { BudgetError, StoredFormatError } from '../errors.js';
+import { BudgetError } from '../errors.js';
 import { runCommand, type CommandDeps } from './commands.js';
 import { hygieneThenTurn, notify } from './ingest-after.js';
 import type { IngestContext, IngestStep, Incoming } from './ingest-context.js';
@@ -103,13 +104,13 @@ export const answerCommand: IngestStep = async (ctx, incoming) => {
 export const refuseOverBudget: IngestStep = async (ctx, { message, sessionId, nowMs }) => {
   const budget = ctx.deps.budget;
   if (!budget) return null;
-  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId }).catch((err: unknown) => {
-    if (!(err instanceof StoredFormatError)) throw err;
-    // A marker only answers early: one this version cannot read lets the message through, and the worker's reserve decides.
-    ctx.log.warn({ err, sessionId }, 'budget marker unreadable: the message goes on to the worker, whose reserve decides');
-    return null;
-  });
+  const breach = await budget.ledger.check({ user: userOf(message), chat: sessionId });
   if (breach === null) return null;
+  if (isUnreadableMarker(breach)) {
+    // A marker only answers early: one this version cannot read lets the message through, and the worker's reserve decides.
+    ctx.log.warn({ sessionId, marker: breach.unreadable }, 'budget marker unreadable: the message goes on to the worker, whose reserve decides');
+    return null;
+  }
   const reason = budgetMessage(breach, nowMs, budget.timeZone);
   ctx.log.info({ channel: message.channel, userId: message.userId, sessionId, budgetLevel: breach.level, period: breach.period }, 'message answered: budget used up');
   await refuse(ctx, message, sessionId, reason, 'budget');
@@ -249,7 +250,11 @@ function isAllowed(list: AllowList | undefined, userId: string): boolean {
 function budgetPort(budget: NonNullable<IngestContext['deps']['budget']>, user: string): NonNullable<CommandDeps['budgets']> {
   return {
     state: (sessionId) => budget.ledger.state({ user, chat: sessionId }),
-    blocked: (sessionId) => budget.ledger.check({ user, chat: sessionId }),
+    // A marker this version cannot read holds nothing (the worker's reserve decides): not shown as blocked.
+    blocked: async (sessionId) => {
+      const found = await budget.ledger.check({ user, chat: sessionId });
+      return isUnreadableMarker(found) ? null : found;
+    },
     timeZone: budget.timeZone,
   };
 }

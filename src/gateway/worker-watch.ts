@@ -31,7 +31,7 @@ export function startWorkerWatch(deps: { redis: RedisClient; logger: Logger }, o
   let noneSince: number | undefined;
   let warned = false;
   const look = async (): Promise<void> => {
-    const workers = (await readHeartbeats(deps.redis, { keyPrefix: options.keyPrefix, now })).filter((beat) => beat.role === 'worker');
+    const workers = (await readHeartbeats(deps.redis, { keyPrefix: options.keyPrefix, now })).processes.filter((beat) => beat.role === 'worker');
     const at = now();
     const alive = workers.filter((beat) => beat.alive);
     if (alive.length > 0) {

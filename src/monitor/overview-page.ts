@@ -100,13 +100,14 @@ function topTable(id, title, groups, noun) {
   return el('section', { id: id }, el('h2', {}, title), el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, noun), el('th', { class: 'num' }, 'cost'), el('th', { class: 'num' }, 'tokens'))),
     el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 3, class: 'muted' }, 'no usage in the last 7 days'))]))));
 }
-// Blocked, then fullest first (the API's order); red from 100 % or blocked, amber from the notice share.
+// Blocked and unreadable markers, then fullest first (the API's order); red from 100 % or blocked, amber from the notice share.
 function budgets(b) {
   if (b.rows.length === 0) return [el('p', { class: 'muted' }, 'No budgets set (CHATGATE_BUDGET_* options, docs/operating.md).')];
   const rows = b.rows.map((r) => {
     const state = r.blocked || r.share >= 1 ? 'over' : r.share >= b.noticeShare ? 'near' : 'ok';
-    const blocked = r.blocked ? [el('br'), el('span', { class: 'blocked' }, r.blocked === 'no room' ? 'blocked: no room for another call' : 'blocked: used up')] : [];
-    return el('tr', { class: state === 'over' ? 'full' : '', 'data-share': r.share, ...(r.blocked ? { 'data-blocked': r.blocked } : {}) },
+    const blocked = r.blocked ? [el('br'), el('span', { class: 'blocked' }, r.blocked === 'no room' ? 'blocked: no room for another call' : 'blocked: used up')]
+      : r.markerUnreadable ? [el('br'), el('span', { class: 'blocked' }, r.markerUnreadable)] : [];
+    return el('tr', { class: state === 'over' ? 'full' : '', 'data-share': r.share, ...(r.blocked ? { 'data-blocked': r.blocked } : {}), ...(r.markerUnreadable ? { 'data-marker': 'unreadable' } : {}) },
       idCell(r.level + (r.subject && r.level !== 'deployment' ? ' ' + r.subject : '') + ', per ' + r.period), el('td', {}, r.usedText, ...blocked),
       el('td', {}, el('span', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.min(100, Math.floor(r.share * 100)), 'data-state': state },
         el('i', { style: 'width:' + Math.min(100, r.share * 100).toFixed(1) + '%' })), r.percentText));

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { createHash, randomBytes } from 'node:crypto';
 import { hasBudgets, type BudgetLimit, type BudgetSettings, type LevelLimits } from '../core/budget.js';
-import { StoredFormatError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RedisClient } from './client.js';
 import { DEFAULT_KEY_PREFIX, heartbeatKeys } from './keys.js';
@@ -113,6 +112,25 @@ export interface HeartbeatStatus extends HeartbeatRecord {
   alive: boolean;
 }
 
+/**
+ * A live process whose beat is of another format version: another chatgate version on this key
+ * prefix (a rolling upgrade). Named by its entry, never read: no compatibility code for other formats.
+ */
+export interface ForeignBeat {
+  /** Its entry in the heartbeats hash, `<role>:<id>`. */
+  member: string;
+  /** Its `format` as stored (absent: none). */
+  format?: unknown;
+}
+
+/** What {@link readHeartbeats} found. */
+export interface HeartbeatsRead {
+  /** Gateways and workers heard of (live, and dead ones for `forgetAfterMs`), newest beat first. */
+  processes: HeartbeatStatus[];
+  /** Live processes beating another heartbeat format, by entry: views name them ({@link describeForeignBeats}). */
+  foreign: ForeignBeat[];
+}
+
 /** Options of {@link readHeartbeats}. */
 export interface ReadHeartbeatsOptions {
   /** Session key prefix. Default `cg:`. */
@@ -161,24 +179,45 @@ export async function removeHeartbeat(redis: RedisClient, record: Pick<Heartbeat
 /**
  * Every gateway and worker heard of: the live ones, and the dead ones (live key expired, no clean
  * stop) for `forgetAfterMs` after their last beat, after which their entry is deleted. Newest first.
+ * A beat of another format version is never read and never fails the read: a live one is named in
+ * `foreign`; its entry is kept, a dead one too (its own version's readers forget it).
  */
-export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeatsOptions = {}): Promise<HeartbeatStatus[]> {
+export async function readHeartbeats(redis: RedisClient, options: ReadHeartbeatsOptions = {}): Promise<HeartbeatsRead> {
   const keys = heartbeatKeys(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
   const now = (options.now ?? Date.now)();
   const seen = await redis.hgetall(keys.seen);
   const members = Object.keys(seen);
-  if (members.length === 0) return [];
+  if (members.length === 0) return { processes: [], foreign: [] };
   const live = await redis.mget(...members.map((member) => keys.live(member)));
-  const out: HeartbeatStatus[] = [];
+  const processes: HeartbeatStatus[] = [];
+  const foreign: ForeignBeat[] = [];
   const forget: string[] = [];
   members.forEach((member, k) => {
-    const record = parseRecord(member, seen[member]!);
+    const record = parseRecord(seen[member]!);
     const alive = live[k] !== null;
-    if (!record || (!alive && now - record.beatAt > (options.forgetAfterMs ?? FORGET_AFTER_MS))) forget.push(member);
-    else out.push({ ...record, alive });
+    if (record !== null && 'foreign' in record) {
+      if (alive) foreign.push(record.foreign === undefined ? { member } : { member, format: record.foreign });
+    } else if (!record || (!alive && now - record.beatAt > (options.forgetAfterMs ?? FORGET_AFTER_MS))) forget.push(member);
+    else processes.push({ ...record, alive });
   });
   if (forget.length > 0) await redis.hdel(keys.seen, ...forget);
-  return out.sort((a, b) => b.beatAt - a.beatAt || a.id.localeCompare(b.id));
+  processes.sort((a, b) => b.beatAt - a.beatAt || a.id.localeCompare(b.id));
+  foreign.sort((a, b) => a.member.localeCompare(b.member));
+  return { processes, foreign };
+}
+
+/**
+ * What an operator reads of `foreign` (one sentence, by format), e.g. "1 process beats heartbeat
+ * format 1 (another chatgate version): worker:box:12:a1b2c3; it is not shown: upgrade or stop it".
+ */
+export function describeForeignBeats(foreign: readonly ForeignBeat[]): string {
+  const byFormat = new Map<string, string[]>();
+  for (const beat of foreign) {
+    const format = JSON.stringify(beat.format) ?? 'none';
+    byFormat.set(format, [...(byFormat.get(format) ?? []), beat.member]);
+  }
+  const groups = [...byFormat].map(([format, members]) => `${members.length} ${members.length === 1 ? 'process beats' : 'processes beat'} heartbeat format ${format} (another chatgate version): ${members.join(', ')}`);
+  return `${groups.join('; ')}; ${foreign.length === 1 ? 'it is not shown: upgrade or stop it' : 'they are not shown: upgrade or stop them'}`;
 }
 
 /**
@@ -299,8 +338,8 @@ function memberOf(record: Pick<HeartbeatRecord, 'role' | 'id'>): string {
   return `${record.role}:${record.id}`;
 }
 
-/** The record stored for `member`; null when it is not one (forgotten). @throws StoredFormatError for another format version. */
-function parseRecord(member: string, raw: string): HeartbeatRecord | null {
+/** The record stored in an entry; `{ foreign }` (its format) for another format version; null when it is not one (forgotten). */
+function parseRecord(raw: string): HeartbeatRecord | { foreign: unknown } | null {
   let value: (HeartbeatRecord & { format?: unknown }) | null;
   try {
     value = JSON.parse(raw) as (HeartbeatRecord & { format?: unknown }) | null;
@@ -308,9 +347,7 @@ function parseRecord(member: string, raw: string): HeartbeatRecord | null {
     return null;
   }
   if (!value || typeof value !== 'object') return null;
-  if (value.format !== HEARTBEAT_FORMAT) {
-    throw new StoredFormatError(`the heartbeat of ${member}`, value.format, HEARTBEAT_FORMAT, 'a process of another chatgate version beats on this Redis under the same key prefix: run one chatgate version per key prefix');
-  }
+  if (value.format !== HEARTBEAT_FORMAT) return { foreign: value.format };
   const { format: _format, ...record } = value;
   return typeof record.id === 'string' && typeof record.beatAt === 'number' ? record : null;
 }

@@ -4,9 +4,9 @@
  * top users, chats and models of 7 days, what compaction was worth, and how full the budgets are
  * (a subject refused now, a marker holding, first).
  */
-import { formatAmount, percentUsed, type BudgetBreach } from '../core/budget.js';
+import { formatAmount, percentUsed } from '../core/budget.js';
 import { formatMoney } from '../core/money.js';
-import type { CounterState } from '../budget/ledger.js';
+import type { CounterState, MarkerState } from '../budget/ledger.js';
 import { compactionSentence, spanWords, type UsageFigures } from './figures.js';
 import type { UsageDigest, UsageGroup, UsagePoint, UsageReader } from './read-model.js';
 
@@ -54,6 +54,11 @@ export interface OverviewBudget extends CounterState {
    * `used up`, or `no room` when what is left does not fit another call's worst case.
    */
   blocked?: 'used up' | 'no room';
+  /**
+   * Set on every counter of a subject whose marker this version cannot read (another chatgate version
+   * wrote it): what it is and what drops it. It holds nothing; the row is shown first, beside the blocked.
+   */
+  markerUnreadable?: string;
 }
 
 /** The budgets part of the overview: the fullest counters first, and what is left out. */
@@ -96,8 +101,8 @@ export interface UsageOverview {
 /** The budget counters (day, month) of each subject, in order (src/budget's ledger `statesOf`: a few hundred a script call). */
 export type BudgetStates = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<CounterState[][]>;
 
-/** The limit whose exhaustion marker holds for each subject, in order (src/budget's ledger `blockedOf`). */
-export type BudgetBlocks = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<Array<BudgetBreach | null>>;
+/** What the exhaustion marker of each subject says, in order: the limit that holds, one unreadable, or null (src/budget's ledger `blockedOf`). */
+export type BudgetBlocks = (subjects: ReadonlyArray<{ level: 'user' | 'chat' | 'deployment'; subject: string }>) => Promise<MarkerState[]>;
 
 /**
  * Reads the overview: the rollups of 1, 7 and 30 days (each as `--since` reads it) and the budget
@@ -138,22 +143,28 @@ async function readBudgets(options: UsageOverviewOptions, users: string[], chats
     all.push({ ...state, ...(usdShare === undefined ? {} : { usdShare }), ...(tokenShare === undefined ? {} : { tokenShare }), share: Math.max(usdShare ?? 0, tokenShare ?? 0), ...rowTexts(state, usdShare, tokenShare) });
   }
   if (options.blocked) await markBlocked(all, options.blocked);
-  // Blocked first: those are the subjects being refused now.
-  all.sort((a, b) => Number(Boolean(b.blocked)) - Number(Boolean(a.blocked)) || b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
-  const near = all.filter((b) => b.blocked || b.share >= noticeShare).length;
+  // Blocked first: those are the subjects being refused now; then a marker to drop, which an operator must see.
+  const flagged = (b: OverviewBudget) => Boolean(b.blocked || b.markerUnreadable);
+  all.sort((a, b) => Number(flagged(b)) - Number(flagged(a)) || Number(Boolean(b.blocked)) - Number(Boolean(a.blocked)) || b.share - a.share || a.level.localeCompare(b.level) || a.subject.localeCompare(b.subject));
+  const near = all.filter((b) => flagged(b) || b.share >= noticeShare).length;
   const shown = Math.min(BUDGET_ROWS_MAX, Math.max(near, BUDGET_ROWS));
   const rows = all.filter((b, k) => k < shown || b.level === 'deployment');
   return { rows, more: all.length - rows.length, noticeShare };
 }
 
-/** Marks the counters a marker holds on (a marker is per level and subject; it names its period and unit). */
+/**
+ * Marks the counters a marker holds on (a marker is per level and subject; it names its period and
+ * unit), and every counter of a subject whose marker this version cannot read (it names neither).
+ */
 async function markBlocked(rows: OverviewBudget[], blockedOf: BudgetBlocks): Promise<void> {
   const subjects = [...new Map(rows.map((row) => [`${row.level}|${row.subject}`, { level: row.level, subject: row.subject }])).values()];
-  const breaches = await blockedOf(subjects);
-  const byKey = new Map(subjects.map((s, k) => [`${s.level}|${s.subject}`, breaches[k]] as const));
+  const markers = await blockedOf(subjects);
+  const byKey = new Map(subjects.map((s, k) => [`${s.level}|${s.subject}`, markers[k]] as const));
   for (const row of rows) {
-    const breach = byKey.get(`${row.level}|${row.subject}`);
-    if (breach && breach.period === row.period) row.blocked = breach.used !== undefined && breach.used < breach.limit ? 'no room' : 'used up';
+    const marker = byKey.get(`${row.level}|${row.subject}`);
+    if (!marker) continue;
+    if ('unreadable' in marker) row.markerUnreadable = marker.unreadable;
+    else if (marker.period === row.period) row.blocked = marker.used !== undefined && marker.used < marker.limit ? 'no room' : 'used up';
   }
 }
 

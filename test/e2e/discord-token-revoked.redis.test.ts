@@ -75,7 +75,7 @@ describe('discord: a revoked bot token', () => {
     expect(refusals[0]).toMatchObject({ level: 50 });
 
     // The heartbeat carries it to status, with what to do.
-    await until(() => readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix }), (beats) => beats.some((b) => b.gateway?.channels?.discord?.tokenRejected === true));
+    await until(async () => (await readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix })).processes, (beats) => beats.some((b) => b.gateway?.channels?.discord?.tokenRejected === true));
     const check = (await buildStatusReport(config, t.redis)).checks.find((c) => c.name === 'channels')!;
     expect(check).toMatchObject({ status: 'down', detail: expect.stringMatching(/^discord disconnected for \d+ s \(Discord refused the bot token \(401 Unauthorized\)/) });
     expect(check.fix).toMatch(/^DISCORD_BOT_TOKEN was rejected .*Reset Token.*restart the gateway$/);

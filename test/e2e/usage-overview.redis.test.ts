@@ -9,6 +9,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totalTokens } from '../../src/usage/figures.js';
 import { formatMoney } from '../../src/core/money.js';
+import { budgetKeys } from '../../src/redis/keys.js';
 import type { UsageOverview } from '../../src/usage/overview.js';
 import type { UsageReport } from '../../src/usage/read-model.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai-server.js';
@@ -126,6 +127,23 @@ describe('the usage overview (Chromium, a chatgate process)', () => {
     await page.locator('#sessions-link').click();
     await page.waitForURL(/\/dashboard/);
     await page.close();
+  });
+
+  it('lists every budget beside a marker it cannot read, and names it with the reset that drops it', async () => {
+    // Written by another chatgate version: the overview must not fail on it.
+    await t.redis.set(budgetKeys(t.keyPrefix).exhausted('user', 'web:bob'), JSON.stringify({ v: 9 }), 'PX', 600_000);
+    const response = await fetch(`${origin}/api/usage/overview`);
+    expect(response.status).toBe(200);
+    const overview = await response.json() as UsageOverview;
+    const bob = overview.budgets.rows.find((r) => r.subject === 'web:bob')!;
+    expect(bob.markerUnreadable).toMatch(/^marker unreadable \(format 9\): .*`chatgate budgets reset user web:bob` drops it now/);
+    expect(overview.budgets.rows.find((r) => r.subject === 'web:gina')).toMatchObject({ blocked: 'used up' });
+    const page = await openOverview(1280);
+    const row = page.locator('#budgets tbody tr', { hasText: 'user web:bob' });
+    expect(await row.getAttribute('data-marker')).toBe('unreadable');
+    expect(await row.locator('td').nth(1).textContent()).toContain(bob.markerUnreadable!);
+    await page.close();
+    await t.redis.del(budgetKeys(t.keyPrefix).exhausted('user', 'web:bob'));
   });
 
   it('reads on a 390 px phone: one column, nothing wider than the screen', async () => {

@@ -170,6 +170,25 @@ describe('budget ledger', () => {
     expect(await tight.check(alice)).toBeNull();
   });
 
+  it('names a marker it cannot read beside the ones it reads; the early answer prefers one that holds; the reserve decides from the counters', async () => {
+    const tight = ledger(settings({ user: { day: { tokens: 10 } }, chat: { day: { tokens: 1000 } } }));
+    const r = await tight.reserve(bob, { tokens: 1 });
+    if (!('id' in r)) throw new Error('refused');
+    await tight.settle(bob, r.id, { tokens: 10 });
+    const keys = budgetKeys(t.keyPrefix);
+    await t.redis.set(keys.exhausted('user', alice.user), JSON.stringify({ v: 9 }), 'PX', 600_000);
+    await t.redis.set(keys.exhausted('chat', bob.chat), 'not json', 'PX', 600_000);
+    expect(await tight.blockedOf([{ level: 'user', subject: alice.user }, { level: 'user', subject: bob.user }, { level: 'chat', subject: bob.chat }])).toEqual([
+      { format: 9, unreadable: 'marker unreadable (format 9): it blocks nothing and goes when its period ends; `chatgate budgets reset user telegram:42` drops it now (and any limits stored for user telegram:42)' },
+      expect.objectContaining({ level: 'user', unit: 'tokens', limit: 10 }),
+      { unreadable: 'marker unreadable (format none): it blocks nothing and goes when its period ends; `chatgate budgets reset chat telegram:43` drops it now (and any limits stored for chat telegram:43)' },
+    ]);
+    expect(await tight.check(alice)).toMatchObject({ format: 9 });
+    expect(await tight.check(bob)).toMatchObject({ level: 'user', limit: 10 });
+    expect('id' in (await tight.reserve(alice, { tokens: 1 }))).toBe(true);
+    expect(await tight.reserve(bob, { tokens: 1 })).toMatchObject({ breach: { level: 'user', limit: 10 } });
+  });
+
   it('reports the notice share once and the exhausted limit once', async () => {
     const l = ledger(settings({ user: { day: { tokens: 100 } }, noticePercent: 80 }));
     const call = async (tokens: number) => {

@@ -49,7 +49,7 @@ async function startWith(channel: Channel): Promise<{ config: Config; t: TestRed
 /** The channel's health in this gateway's latest beat, once `accept` takes it (checked at every beat read, 50 ms apart). */
 async function beatUntil(name: string, accept: (health: ChannelHealthBeat) => boolean): Promise<ChannelHealthBeat> {
   for (;;) {
-    const beat = (await readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix })).find((b) => b.role === 'gateway');
+    const beat = (await readHeartbeats(t!.redis, { keyPrefix: t!.keyPrefix })).processes.find((b) => b.role === 'gateway');
     const health = beat?.gateway?.channels[name];
     if (health && accept(health)) return health;
     await new Promise((resolve) => setTimeout(resolve, 50));

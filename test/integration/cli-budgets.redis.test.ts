@@ -127,6 +127,32 @@ describe('chatgate budgets', () => {
     await runHere(['reset', 'user', 'web:max', '--usage'], limits);
   });
 
+  it('lists every limit beside a marker it cannot read, naming it and the reset that drops it', async () => {
+    const limits = { CHATGATE_BUDGET_USER_DAILY_TOKENS: '100' };
+    await spend({ user: 'web:ann' }, { tokens: 10 });
+    await spend({ user: 'web:old' }, { tokens: 20 });
+    const marker = budgetKeys(keyPrefix).exhausted('user', 'web:old');
+    // Written by another chatgate version: it names no limit this one can read.
+    await redis.set(marker, JSON.stringify({ v: 9, level: 'user' }), 'PX', 600_000);
+    const fix = 'marker unreadable (format 9): it blocks nothing and goes when its period ends; `chatgate budgets reset user web:old` drops it now (and any limits stored for user web:old)';
+    const listed = await runHere(['list', '--json'], limits);
+    expect(listed.code, listed.stderr).toBe(0);
+    const rows = (JSON.parse(listed.stdout) as { limits: Array<Record<string, unknown>> }).limits;
+    expect(rows.filter((r) => r.subject === 'web:ann')).toEqual([expect.objectContaining({ period: 'day', unit: 'tokens', used: 10, left: 90 })]);
+    expect(rows.find((r) => r.subject === 'web:ann')).not.toHaveProperty('markerUnreadable');
+    expect(rows.filter((r) => r.subject === 'web:old')).toEqual([expect.objectContaining({ period: 'day', unit: 'tokens', used: 20, left: 80, markerUnreadable: fix })]);
+    expect(rows.find((r) => r.subject === 'web:old')).not.toHaveProperty('blocked');
+    const table = (await runHere(['list'], limits)).stdout;
+    expect(table).toMatch(/^user\s+web:ann\s+day\s+10 tokens\s+100 tokens\s+90 tokens\s+\S.*environment$/m);
+    expect(table.split('\n').find((line) => line.includes('web:old'))).toMatch(/environment {2}marker unreadable \(format 9\): it blocks nothing .*`chatgate budgets reset user web:old` drops it now/);
+    // What the line says is what the reset does.
+    expect((await runHere(['reset', 'user', 'web:old'], limits)).code).toBe(0);
+    expect(await redis.exists(marker)).toBe(0);
+    expect((JSON.parse((await runHere(['list', '--json'], limits)).stdout) as { limits: Array<Record<string, unknown>> }).limits.find((r) => r.subject === 'web:old')).not.toHaveProperty('markerUnreadable');
+    await runHere(['reset', 'user', 'web:ann', '--usage'], limits);
+    await runHere(['reset', 'user', 'web:old', '--usage'], limits);
+  });
+
   it('refuses bad input with exit 2 and a line that says what is wrong', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['set', 'admin', 'x', '--daily-usd', '1'], /the level must be user, chat or deployment \(got "admin"\)/],

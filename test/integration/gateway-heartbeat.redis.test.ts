@@ -30,7 +30,7 @@ describe('gateway heartbeat', () => {
       OPENAI_API_KEY: 'test-key', CHATGATE_HEARTBEAT_TTL_MS: '600000',
     });
     gateway = await startGateway({ redis: t.redis, logger: createSilentLogger(), sessions: readerFor(config, { redis: t.redis }) }, gatewayOptions(config));
-    const beats = (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).filter((beat) => beat.role === 'gateway');
+    const beats = (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).processes.filter((beat) => beat.role === 'gateway');
     expect(beats).toHaveLength(1);
     expect(beats[0]!.gateway?.channels).toEqual({ web: { state: 'connected' } });
   });

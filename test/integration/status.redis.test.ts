@@ -44,7 +44,7 @@ describe('chatgate status, /readyz and doctor --json', () => {
     return { ...result, report: JSON.parse(result.stdout) as StatusReport };
   };
   const check = (report: { checks: Array<{ name: string; status: string; detail: string }> }, name: string) => report.checks.find((c) => c.name === name)!;
-  const liveWorkers = async () => (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).filter((beat) => beat.role === 'worker' && beat.alive);
+  const liveWorkers = async () => (await readHeartbeats(t.redis, { keyPrefix: t.keyPrefix })).processes.filter((beat) => beat.role === 'worker' && beat.alive);
 
   beforeAll(async () => {
     t = createTestRedis();

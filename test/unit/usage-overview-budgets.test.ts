@@ -42,6 +42,19 @@ describe('the overview\'s budgets', () => {
     expect(rows.slice(1).map((r) => r.subject)).toEqual(['web:u11', 'web:u10', 'web:u9', 'web:u8', 'web:u7', 'web:u6', 'web:u5']);
   });
 
+  it('shows the counters of a subject whose marker it cannot read first, saying so, and lists the rest as they are', async () => {
+    const unreadable = 'marker unreadable (format 9): it blocks nothing and goes when its period ends; `chatgate budgets reset user web:u1` drops it now (and any limits stored for user web:u1)';
+    const overview = await readUsageOverview(reader(), {
+      budgets: counters,
+      blocked: async (subjects) => subjects.map((s) => (s.level === 'user' && s.subject === 'web:u1' ? { unreadable, format: 9 } : null)),
+    });
+    const rows = overview.budgets.rows;
+    expect(rows[0]).toMatchObject({ subject: 'web:u1', markerUnreadable: unreadable, usedText: '$0.01 of $1.00' });
+    expect(rows[0]).not.toHaveProperty('blocked');
+    expect(rows.slice(1).map((r) => r.subject)).toEqual(['web:u11', 'web:u10', 'web:u9', 'web:u8', 'web:u7', 'web:u6', 'web:u5']);
+    expect(rows.slice(1).some((r) => r.markerUnreadable !== undefined || r.blocked !== undefined)).toBe(false);
+  });
+
   it('names the tokens of unpriced calls (never a made-up $0) and never reads 100% before a limit is used up', async () => {
     const overview = await readUsageOverview(reader(), {
       budgets: statesOf((user) => (user === 'web:u0' ? [
