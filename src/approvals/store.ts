@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { toApprovalRecord, type ApprovalDecider, type ApprovalGrant, type ApprovalRecord } from '../core/approval.js';
+import { toApprovalRecord, type ApprovalDecider, type ApprovalGrant, type ApprovalRecord, type DecisionVia } from '../core/approval.js';
 import type { RedisClient } from '../redis/client.js';
 import { approvalsDueKey, sessionKeys, type SessionKeys } from '../redis/keys.js';
 import { runScriptWithOptions } from '../redis/scripts.js';
@@ -21,7 +21,7 @@ export interface ApprovalStoreOptions {
 /** A decision as asked: what, how, by whom. */
 export interface DecisionRequest {
   decision: 'approved' | 'denied' | 'expired';
-  via: 'user' | 'timeout' | 'stop';
+  via: DecisionVia;
   by?: ApprovalDecider;
   /** With `approved`: the tool is granted for the session ("Always in this chat"). */
   always?: boolean;

@@ -24,6 +24,9 @@ export const APPROVAL_RECORD_VERSION = 1;
 /** Where an approval stands. `pending` until someone (or the clock, or `/stop`) decides. */
 export type ApprovalState = 'pending' | 'approved' | 'denied' | 'expired';
 
+/** How a decision was made: `user` (a button or command), `timeout` (the expiry), `stop` (`/stop` denied it) or `reset` (`/reset` cancelled it). */
+export type DecisionVia = 'user' | 'timeout' | 'stop' | 'reset';
+
 /** Who decided: a user of the chat, the clock (`timeout`) or `/stop`. */
 export interface ApprovalDecider {
   userId: string;
@@ -53,8 +56,7 @@ export interface ApprovalRecord {
   /** Incremented by every change (the decision script's compare). */
   version: number;
   decidedBy?: ApprovalDecider;
-  /** `user` (a button or command), `timeout`, or `stop`. */
-  decidedVia?: 'user' | 'timeout' | 'stop';
+  decidedVia?: DecisionVia;
   decidedAtMs?: number;
   /** Approved with "Always in this chat": the tool was granted for the session. */
   always?: boolean;
@@ -166,6 +168,7 @@ export function notApprovedResult(record: Pick<ApprovalRecord, 'tool' | 'state' 
     return `Error: this call of ${record.tool} was not run: the user did not approve it within ${minutes} min. Ask them before trying again.`;
   }
   if (record.decidedVia === 'stop') return `Error: this call of ${record.tool} was not run: the user stopped the turn (/stop), which denied it.`;
+  if (record.decidedVia === 'reset') return `Error: this call of ${record.tool} was not run: the user started a fresh conversation (/reset), which cancelled it.`;
   return `Error: the user denied this call of ${record.tool}; it was not run. Do not call it again unless they ask for it.`;
 }
 
@@ -174,7 +177,7 @@ export function decisionLine(record: Pick<ApprovalRecord, 'id' | 'tool' | 'state
   const who = record.decidedBy ? ` by ${record.decidedBy.userName}` : '';
   switch (record.state) {
     case 'approved': return `Approved${who}: ${record.tool} (${record.id})${record.always ? ', and always in this chat' : ''}.`;
-    case 'denied': return `Denied${record.decidedVia === 'stop' ? ' by /stop' : who}: ${record.tool} (${record.id}).`;
+    case 'denied': return record.decidedVia === 'reset' ? `Cancelled by /reset: ${record.tool} (${record.id}).` : `Denied${record.decidedVia === 'stop' ? ' by /stop' : who}: ${record.tool} (${record.id}).`;
     case 'expired': return `Expired: ${record.tool} (${record.id}) was not approved in time and did not run.`;
     case 'pending': return `Waiting for a decision: ${record.tool} (${record.id}).`;
   }

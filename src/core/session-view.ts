@@ -1,3 +1,4 @@
+import type { DecisionVia } from './approval.js';
 import type { CompactionOutcome } from './compaction/compaction-types.js';
 import type { ChannelName } from './inbound.js';
 import type { CompactionLayer, ContextFigures, SessionLimits } from './session-figures.js';
@@ -159,9 +160,8 @@ export interface SessionDecision {
   /** The call's arguments as the model sent them (JSON text, bounded). */
   args: string;
   decision: 'approved' | 'denied' | 'expired';
-  /** `user` (a button or command), `timeout` or `stop`. */
-  via: 'user' | 'timeout' | 'stop';
-  /** Who decided (absent for `timeout` and `stop`). */
+  via: DecisionVia;
+  /** Who decided (absent for `timeout`, `stop` and `reset`). */
   by?: { userId: string; userName: string };
   /** Approved "always in this chat". */
   always: boolean;

@@ -1,7 +1,7 @@
 /**
  * The chat commands of approvals: `/approve <id> [always]`, `/approve all`, `/deny <id>`, `/deny all`
  * (a button press arrives as the same command), `/revoke <tool>`, and the denial of what is pending
- * that `/stop` adds. In groups only the user whose message started the turn, or an operator-listed
+ * that `/stop` and `/reset` add. In groups only the user whose message started the turn, or an operator-listed
  * admin, may decide.
  */
 import { approvalPrompt, decisionLine, parseDecisionTarget, type ApprovalRecord } from '../core/approval.js';
@@ -71,14 +71,14 @@ export async function answerApprovalCommand(deps: ApprovalCommandDeps, sessionId
 }
 
 /**
- * `/stop` with questions open: every pending approval of the session is denied (via `stop`) and the
- * turn is woken, so it ends. @returns how many were denied.
+ * `/stop` (or `/reset`, `via`) with questions open: every pending approval of the session is denied
+ * and the turn is woken, so it ends. @returns how many were denied.
  */
-export async function denyPending(deps: ApprovalDeps, sessionId: string): Promise<number> {
+export async function denyPending(deps: ApprovalDeps, sessionId: string, via: 'stop' | 'reset' = 'stop'): Promise<number> {
   const pending = (await deps.store.list(sessionId)).filter((record) => record.state === 'pending');
   let denied = 0;
   for (const record of pending) {
-    const result = await decideAndWake(deps, sessionId, record.id, { decision: 'denied', via: 'stop' });
+    const result = await decideAndWake(deps, sessionId, record.id, { decision: 'denied', via });
     if (result.outcome === 'applied') denied++;
   }
   return denied;

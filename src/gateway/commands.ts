@@ -30,6 +30,11 @@ export interface CommandDeps {
   stop?: (sessionId: string) => Promise<string | null>;
   /** `/retry`: takes the last exchange out and asks its user message again. @returns the answer. */
   retry?: (sessionId: string) => Promise<string>;
+  /**
+   * `/reset`: cancels the questions a turn waits for (that turn ends with the old conversation).
+   * @returns how many it cancelled. Absent: approvals are not wired, nothing waits.
+   */
+  cancelQuestions?: (sessionId: string) => Promise<number>;
   /** `/mode`: the chat's busy mode, and changing it. Absent: `/mode` is not available. */
   busyMode?: BusyModePort;
   /**
@@ -94,12 +99,15 @@ export async function runCommand(deps: CommandDeps, sessionId: string, command: 
       return describeCompaction({ ...r, focus: command.args || undefined });
     }
     case 'reset': {
-      const result = await deps.ops.reset(sessionId);
+      const cancel = deps.cancelQuestions;
+      const result = await deps.ops.reset(sessionId, cancel ? { cancelQuestions: () => cancel(sessionId) } : {});
       if (result.busy) return BUSY;
-      const removed = result.value.removedMessages;
-      return removed === 0
+      const { removedMessages: removed, cancelledCalls: cancelled } = result.value;
+      const fresh = removed === 0
         ? 'Started a fresh conversation (the context was already empty).'
         : `Started a fresh conversation (${countOf(removed, 'message')} left the context; the transcript keeps ${removed === 1 ? 'it' : 'them'}).`;
+      if (cancelled === 0) return fresh;
+      return `${fresh} ${cancelled === 1 ? 'The tool call waiting for approval was' : `The ${cancelled} tool calls waiting for approval were`} cancelled.`;
     }
   }
 }

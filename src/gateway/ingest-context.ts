@@ -27,7 +27,7 @@ export interface IngestDeps {
   ops: SessionOps;
   /** Session operations of the hygiene check (after the acknowledgement, before the session's turn): bounded. Default `ops`. */
   hygiene?: SessionOps;
-  commands: Omit<CommandDeps, 'ops' | 'stop' | 'retry'>;
+  commands: Omit<CommandDeps, 'ops' | 'stop' | 'retry' | 'cancelQuestions'>;
   /** `/retry` (takes the last exchange out under the session's lease). Absent: `/retry` is not available. */
   retry?: RetryPort;
   /** The outbound queue: notices (command answers, refusals) are delivered like replies. */

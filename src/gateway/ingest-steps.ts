@@ -228,6 +228,8 @@ function commandDeps(ctx: IngestContext, message: InboundMessage): CommandDeps {
       // A stopped turn answers "Stopped." itself; an adapter that answers in place still needs an answer.
       return answer ?? (message.answerInPlace ? STOPPING : null);
     },
+    // `/reset` ends a turn waiting for approval: its questions are cancelled under the reset's lease (src/session/session-ops.ts).
+    ...(deps.approvals ? { cancelQuestions: (sessionId: string) => denyPending(deps.approvals!, sessionId, 'reset') } : {}),
     busyMode: busyModePort(ctx, message),
     retry: (sessionId) => retryTurn(deps.retry, sessionId, message, accept, () => ctx.background.run(sessionId, () => hygieneThenTurn(ctx, sessionId, message))),
   };

@@ -64,8 +64,21 @@ export interface SessionOps {
   hygiene(sessionId: string, figures?: HygieneFigures, user?: string): Promise<CompactionResult | null>;
   /** A forced compaction (`/compact`, the CLI); its summary counts for `user` (the sender of `/compact`) and the chat. */
   compact(sessionId: string, options?: { focus?: string; layer?: CompactionLayer; user?: string }): Promise<IdleResult<CompactionResult>>;
-  /** Empties the projection and the compaction state and drops the tool grants; the transcript keeps everything. */
-  reset(sessionId: string): Promise<IdleResult<{ removedMessages: number }>>;
+  /**
+   * Empties the projection and the compaction state and drops the tool grants; the transcript keeps
+   * everything. A turn waiting for approval ends with the old conversation when `cancelQuestions` cancelled any.
+   */
+  reset(sessionId: string, options?: ResetOptions): Promise<IdleResult<{ removedMessages: number; cancelledCalls: number }>>;
+}
+
+/** Options of {@link SessionOps.reset}. */
+export interface ResetOptions {
+  /**
+   * Cancels the session's open approval questions and wakes their turn (`denyPending` of
+   * src/gateway/approval-commands.ts), run under the lease before the reset. @returns how many it
+   * cancelled. Absent: a waiting turn resumes in the fresh conversation once its questions are decided.
+   */
+  cancelQuestions?: () => Promise<number>;
 }
 
 /** Options of {@link createLlmSessionOps}: the summariser's endpoint, the triggers and the default limits. */
@@ -170,20 +183,27 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
     compact(sessionId, { focus, layer = 'manual', user } = {}) {
       return underLease(sessionId, (turn) => compactTurn(turn, layer, true, focus), user);
     },
-    reset(sessionId) {
+    reset(sessionId, { cancelQuestions } = {}) {
       return underLease(sessionId, async (turn) => {
+        const keys = deps.store.keys(sessionId);
         const removedMessages = turn.entries.length;
+        // Cancelled first: a crash before the reset leaves the questions denied (their turn resumes and is told) and the old context.
+        const cancelledCalls = (await cancelQuestions?.()) ?? 0;
         // A fresh conversation starts with no "always" approvals (gone first: a crash leaves fewer grants, never more).
-        await deps.redis.del(deps.store.keys(sessionId).grants);
+        await deps.redis.del(keys.grants);
         // A crashed turn's messages still in `processing` are appended again by its retry: forget
-        // that they were already in the old projection.
+        // that they were already in the old projection. A turn whose questions were cancelled ends
+        // here instead: its messages leave with the old context (the decisions' wake-up finds nothing to resume).
         await turn.replace([], createCompactionState(), {
-          meta: { turnInboundIds: [], heldNotices: [], limits: limitsOf(turn.meta), notesSnapshot: await createSessionNotes(deps.redis, deps.store.keys(sessionId)).list() },
+          meta: { turnInboundIds: [], heldNotices: [], limits: limitsOf(turn.meta), notesSnapshot: await createSessionNotes(deps.redis, keys).list() },
           transcript: [{ type: 'reset', removedMessages, tokensBefore: turn.meta.projectionTokens, atMs: Date.now() }],
           usage: { incr: { resets: 1 }, set: {} },
+          finishTurn: cancelledCalls > 0,
         });
-        log.info({ sessionId, removedMessages }, 'session reset');
-        return { removedMessages };
+        // Its round too: a step log left behind would hold the next turn (workers/turn-job.ts `waitsForDecision`).
+        if (cancelledCalls > 0) await deps.redis.del(keys.steps);
+        log.info({ sessionId, removedMessages, cancelledCalls }, 'session reset');
+        return { removedMessages, cancelledCalls };
       });
     },
   };

@@ -13,7 +13,7 @@
     ARGV[1] options, JSON: {
               "id": string,
               "decision": "approved" | "denied" | "expired",
-              "via": "user" | "timeout" | "stop",
+              "via": "user" | "timeout" | "stop" | "reset",
               "by": { "userId": string, "userName": string } | absent,
               "always": boolean,                     -- with "approved": grant the tool for the session
               "nowMs": integer,
@@ -33,8 +33,8 @@ if not ok or type(o) ~= 'table' then return fail('options must be a JSON object'
 if type(o['id']) ~= 'string' or o['id'] == '' then return fail('id must be a non-empty string') end
 local decisions = { approved = true, denied = true, expired = true }
 if not decisions[o['decision']] then return fail('decision must be approved, denied or expired') end
-local vias = { user = true, timeout = true, stop = true }
-if not vias[o['via']] then return fail('via must be user, timeout or stop') end
+local vias = { user = true, timeout = true, stop = true, reset = true }
+if not vias[o['via']] then return fail('via must be user, timeout, stop or reset') end
 if type(o['nowMs']) ~= 'number' or o['nowMs'] % 1 ~= 0 then return fail('nowMs must be an integer') end
 if type(o['transcriptRetention']) ~= 'number' or o['transcriptRetention'] < 0 then return fail('transcriptRetention must be an integer >= 0') end
 local by = o['by']
