@@ -26,6 +26,14 @@ describe('approval policy', () => {
     expect(globMatches('a.b*', 'axbc')).toBe(false);
   });
 
+  it('asks no one about a tool that does not exist: its call fails as unknown', async () => {
+    const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, parseApprovalRules('*=ask'));
+    expect(tools.approvalOf('calculator')).toBe('ask');
+    expect(tools.approvalOf('delete_everything')).toBe('auto');
+    const result = await tools.execute({ id: 'c', type: 'function', function: { name: 'delete_everything', arguments: '{}' } }, {} as never);
+    expect(result.text).toMatch(/^Error: unknown tool "delete_everything"/);
+  });
+
   it('never offers a deny tool to the model, nor runs it', async () => {
     const tools = new ToolRegistry(BUILTIN_TOOLS, undefined, parseApprovalRules('calc*=deny'));
     expect(tools.schemas().map((s) => s.function.name)).not.toContain('calculator');
