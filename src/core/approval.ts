@@ -202,7 +202,14 @@ function shortValue(value: unknown): string {
   return cut(text.replace(/\s+/g, ' '), VALUE_MAX_CHARS);
 }
 
+/**
+ * `text` cut to about `maxChars` code points, saying how many it hides: a user approving a call must
+ * know that more runs than they read (a payload padded past the cut).
+ */
 function cut(text: string, maxChars: number): string {
-  const short = truncateText(text, maxChars);
-  return short.length < text.length ? `${short}…` : short;
+  const length = [...text].length;
+  if (length <= maxChars) return text;
+  const mark = (hidden: number) => `… [${hidden.toLocaleString('en-US')} more characters not shown]`;
+  const short = truncateText(text, Math.max(1, maxChars - [...mark(length)].length));
+  return `${short}${mark(length - [...short].length)}`;
 }

@@ -1,7 +1,7 @@
 /**
  * One streamed chat completion (`stream: true`, `stream_options.include_usage`): reads the SSE
  * chunks, hands appended text to `onDelta` as it arrives, and assembles the same answer the
- * non-streamed call returns (content, tool calls by index with their arguments concatenated,
+ * non-streamed call returns (content, tool calls with their arguments concatenated,
  * usage, finish reason). An endpoint that answers the streamed request with a plain JSON body is
  * read as a non-streamed answer (the caller then stops asking it to stream).
  */
@@ -28,6 +28,8 @@ export interface StreamCallOptions {
 export type StreamOutcome = { kind: 'streamed' | 'plain'; result: CompletionResult };
 
 type ToolCallParts = { id: string; name: string; arguments: string };
+/** The tool calls of a streamed answer as they are assembled (see `addToolCallPart`). */
+type ToolCallAssembly = { list: ToolCallParts[]; byIndex: Map<number, ToolCallParts>; last?: ToolCallParts };
 
 /**
  * Runs one streamed attempt. `@throws` LlmError: `aborted` when the signal fired, `connection` on
@@ -55,7 +57,7 @@ export async function streamCompletion(sdk: OpenAI, body: Omit<ChatCompletionCre
 
 async function readStream(stream: Stream<ChatCompletionChunk>, options: StreamCallOptions, idle: IdleTimer): Promise<CompletionResult> {
   const text = createDeltaText(options.onDelta);
-  const calls: ToolCallParts[] = [];
+  const calls: ToolCallAssembly = { list: [], byIndex: new Map() };
   let finishReason: string | null = null;
   let usage: ChatCompletion['usage'];
   for await (const chunk of stream) {
@@ -75,8 +77,8 @@ async function readStream(stream: Stream<ChatCompletionChunk>, options: StreamCa
   if (finishReason === null) throw new LlmError(`chat completion with ${options.model}: the stream ended before the answer was complete`, { kind: 'transient' });
   text.flush();
   const message: ChatCompletion.Choice['message'] = { role: 'assistant', content: text.full(), refusal: null };
-  // In index order, without gaps: some gateways number the calls by the provider's content blocks (text first: from 1).
-  const assembled = calls.filter((call) => call !== undefined);
+  // In the order they began, whatever their indices (some gateways number them from 1: text is block 0).
+  const assembled = calls.list;
   if (assembled.length > 0) message.tool_calls = assembled.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
   if (message.content === '' && assembled.length > 0) message.content = null;
   return toCompletionResult(message, usage, finishReason, options.model);
@@ -95,9 +97,20 @@ async function readPlain(response: Response, model: string): Promise<CompletionR
   return toCompletionResult(choice.message, completion.usage, choice.finish_reason ?? null, model);
 }
 
-function addToolCallPart(calls: ToolCallParts[], part: ChatCompletionChunk.Choice.Delta.ToolCall, model: string): void {
-  if (!part || typeof part !== 'object' || !Number.isInteger(part.index) || part.index < 0 || part.index > 127) throw malformed(model, 'a tool call delta has no valid `index`');
-  const call = (calls[part.index] ??= { id: '', name: '', arguments: '' });
+/**
+ * Adds one tool-call delta. A delta continues the call last begun at its index, unless it brings
+ * another id: some servers send every call whole at index 0, or with no index at all (then it
+ * continues the last call touched). Calls are kept in the order they began.
+ */
+function addToolCallPart(calls: ToolCallAssembly, part: ChatCompletionChunk.Choice.Delta.ToolCall, model: string): void {
+  if (!part || typeof part !== 'object') throw malformed(model, 'a tool call delta is not an object');
+  const index = (part as { index?: unknown }).index;
+  if (index !== undefined && (!Number.isInteger(index) || (index as number) < 0 || (index as number) > 127)) throw malformed(model, 'a tool call delta has no valid `index`');
+  const current = index === undefined ? calls.last : calls.byIndex.get(index as number);
+  const call = current && !(part.id && current.id && part.id !== current.id) ? current : { id: '', name: '', arguments: '' };
+  if (call !== current) calls.list.push(call);
+  if (index !== undefined) calls.byIndex.set(index as number, call);
+  calls.last = call;
   if (part.id) call.id = part.id;
   if (part.function?.name) call.name = part.function.name;
   if (typeof part.function?.arguments === 'string') call.arguments += part.function.arguments;

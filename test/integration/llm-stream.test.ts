@@ -58,6 +58,24 @@ describe('llm client streaming', () => {
     ] });
   });
 
+  it('takes each call sent whole at index 0, or with no index, as a call of its own (a new id begins one)', async () => {
+    const chunk = (delta: unknown, finish: string | null = null) => JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+    const part = (index: number | undefined, id: string | undefined, name: string | undefined, args: string) =>
+      ({ tool_calls: [{ ...(index === undefined ? {} : { index }), ...(id ? { id, type: 'function' } : {}), function: { ...(name ? { name } : {}), arguments: args } }] });
+    const expected = [
+      { id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{"id":"ORD-1"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'lookup', arguments: '{"id":"ORD-2"}' } },
+    ];
+    for (const index of [0, undefined]) {
+      fake.setHandler(() => ({ sse: [
+        chunk(part(index, 'call_a', 'lookup', '{"id":')), chunk(part(index, undefined, undefined, '"ORD-1"}')),
+        chunk(part(index, 'call_b', 'lookup', '{"id":"ORD-2"}')), chunk({}, 'tool_calls'), '[DONE]',
+      ] }));
+      const result = await client({ retry: { maxRetries: 0 } }).complete({ ...ask(), tools: TOOLS });
+      expect(result.message.tool_calls, `index ${index}`).toEqual(expected);
+    }
+  });
+
   it('falls back to a plain call when the endpoint answers a streamed request with a JSON body, and remembers it', async () => {
     fake.setStreaming('json');
     fake.setHandler(() => ({ content: 'plain answer' }));

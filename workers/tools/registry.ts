@@ -48,9 +48,14 @@ export class ToolRegistry {
     return this.tools.get(name)?.sideEffects === true;
   }
 
-  /** The policy of tool `name`: the operator's first matching rule, else the tool's `approval`, else `auto`. */
+  /**
+   * The policy of tool `name`: the operator's first matching rule, else the tool's `approval`, else
+   * `auto`. A name no tool has is `auto`: its call runs nothing (it fails as unknown), so no one is
+   * asked to approve a tool the model made up (`*=ask`).
+   */
   approvalOf(name: string): ToolApproval {
-    return approvalFor(name, this.approvalRules, this.tools.get(name)?.approval);
+    const tool = this.tools.get(name);
+    return tool ? approvalFor(name, this.approvalRules, tool.approval) : 'auto';
   }
 
   /** The tool schemas for the request: every tool but those whose policy is `deny`. */
