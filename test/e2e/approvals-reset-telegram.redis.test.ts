@@ -1,10 +1,15 @@
 /**
  * `/reset` (`/new`) while a turn waits for approval, end to end through the fake Telegram: the question
  * is cancelled (shown on it, its buttons gone), the waiting turn ends with the old conversation, and the
- * next message is answered at once by a normal turn whose request holds nothing of the old round.
+ * next message is answered at once by a normal turn whose request holds nothing of the old round. A
+ * gateway that dies between cancelling and resetting leaves a sane state: the questions denied, the context kept.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { createApprovalStore } from '../../src/approvals/store.js';
 import { messageText } from '../../src/core/messages.js';
+import { denyPending } from '../../src/gateway/approval-commands.js';
+import { createSilentLogger } from '../../src/log.js';
+import { createTurnProducer } from '../../src/queue/producer.js';
 import { sessionKeys } from '../../src/redis/keys.js';
 import type { FakeHandler } from '../fakes/openai-server.js';
 import { createFileWriter } from '../helpers/files.js';
@@ -49,7 +54,7 @@ function questionMessageId(id: string): number | undefined {
 describe('/reset while a turn waits for approval (Telegram)', () => {
   it('cancels the question, ends the waiting turn, and the next message is answered at once from the fresh context', async () => {
     const s = await tg.start({ handler: model, tools: [writeFile] });
-    const keys = sessionKeys('telegram:42', s);
+    const keys = sessionKeys('telegram:42', s.t.keyPrefix);
     const id = await asked('write this', s);
 
     expect(await ask('/reset')).toBe('Started a fresh conversation (1 message left the context; the transcript keeps it). The tool call waiting for approval was cancelled.');
@@ -80,5 +85,23 @@ describe('/reset while a turn waits for approval (Telegram)', () => {
     expect(lines('r.txt')).toEqual(['write two']);
     const resumed = s.agentRequests().at(-1)!.messages.slice(1).map((m) => `${m.role}:${messageText(m)}`);
     expect(resumed).toEqual(['user:write two', 'assistant:', 'tool:wrote r.txt']);
+  });
+
+  it('a gateway that dies after cancelling, before the reset: the turn is told its call was cancelled, and /reset again starts fresh', async () => {
+    const s = await tg.start({ handler: model, tools: [writeFile] });
+    await asked('write three', s);
+    // What `/reset` does first, and nothing after it (the gateway died holding the lease, which expires).
+    const producer = createTurnProducer({ redis: s.t.redis }, { keyPrefix: s.t.keyPrefix, ...s.t.names, queueShards: s.config.redis.queueShards });
+    try {
+      const before = tg.sent().length;
+      expect(await denyPending({ store: createApprovalStore(s.t.redis, { keyPrefix: s.t.keyPrefix }), producer, logger: createSilentLogger() }, 'telegram:42', 'reset')).toBe(1);
+      await vi.waitFor(() => expect(tg.sent().slice(before)).toContain('Done: Error: this call of write_file was not run: the user started a fresh conversation (/reset), which cancelled it.'), { timeout: ANSWER_WAIT_MS, interval: 50 });
+    } finally {
+      await producer.close();
+    }
+    expect(lines('r.txt')).not.toContain('write three');
+    expect(await ask('/reset')).toBe('Started a fresh conversation (4 messages left the context; the transcript keeps them).');
+    expect(await ask('plain again')).toBe('Answer: plain again');
+    expect(s.agentRequests().at(-1)!.messages.slice(1).map((m) => `${m.role}:${messageText(m)}`)).toEqual(['user:plain again']);
   });
 });
