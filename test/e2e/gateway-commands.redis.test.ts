@@ -122,7 +122,7 @@ describe('chat commands people expect (Telegram)', () => {
     const s = await start((request) => (hang ? { hold: new Promise<FakeReply>(() => undefined) } : { content: `Answer ${request.index}` }));
     say('a question that hangs');
     await s.llm.waitForRequest(() => s.agentRequests().length === 1);
-    expect(await ask('/retry')).toBe('A reply is being written right now. Wait for it (or send /stop), then /retry.');
+    expect(await ask('/retry')).toBe('A reply is being written, or waits for your approval of a tool call. Let it finish (or send /stop), then /retry.');
     expect(await ask('/stop')).toBe('Stopped.');
     hang = false;
     expect(await ask('/retry')).toBe('Asking again: “a question that hangs”');

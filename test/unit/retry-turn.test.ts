@@ -66,7 +66,7 @@ describe('retryTurn', () => {
   });
 
   it.each([
-    ['busy', 'A reply is being written right now. Wait for it (or send /stop), then /retry.'],
+    ['busy', 'A reply is being written, or waits for your approval of a tool call. Let it finish (or send /stop), then /retry.'],
     ['nothing', 'There is nothing to retry yet: none of your messages is in the conversation.'],
     ['summarised', 'Your last message was folded into the summary of the earlier conversation, so it cannot be asked again as it was. Please send it again.'],
   ] as const)('%s: says so, asks nothing again', async (state, text) => {
