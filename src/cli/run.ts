@@ -127,7 +127,7 @@ async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
       progress(io, `${String(signal.reason)} while starting: shutting down…`);
       return EXIT.failure;
     }
-    io.err(`chatgate: ${roleName(roles)} failed to start: ${errorText(err)}`);
+    io.err(`chatgate: ${startedWhat(roles)} failed to start: ${errorText(err)}`);
     // An explained failure (a port in use, a channel that cannot connect) needs no stack in the log.
     logger.error(err instanceof GatewayError ? { code: err.code, reason: err.message } : { err }, 'start failed');
     return EXIT.failure;
@@ -181,7 +181,7 @@ async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups:
   progress(io, `checking the LLM endpoint ${config.llm.baseUrl}…`);
   const probe = await probeModels(config.llm);
   if (!probe.ok) {
-    io.err(`chatgate: the LLM endpoint does not answer: ${probe.detail}.`);
+    io.err(`chatgate: cannot use the LLM endpoint: ${probe.detail}.`);
     io.err(LLM_HELP);
     throw new CliExit(EXIT.failure);
   }
@@ -280,6 +280,11 @@ const NO_LLM_NOTICE = [
 function roleName(roles: RunRoles): string {
   if (roles.gateway && roles.worker) return 'start';
   return roles.gateway ? 'gateway' : 'worker';
+}
+
+/** What failed to start, as a sentence names it ("start failed to start" says nothing). */
+function startedWhat(roles: RunRoles): string {
+  return roles.gateway && roles.worker ? 'the gateway and workers' : roleName(roles);
 }
 
 /** The monitor's usage routes: the rollups' read model and, with budgets, their counters. */
