@@ -8,7 +8,7 @@ import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metr
 import { gatewayOptions, workerOptions } from './compose.js';
 // What only one role or mode uses (the gateway and its channels, the worker and its tools, the demo
 // model, the worker's HTTP server) loads where it starts: a process loads only what it runs.
-import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
+import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, warnMisspeltOptions, type CliIo, type CliRedis } from './context.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
@@ -82,6 +82,7 @@ export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop
     ...(demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
     ...(flags.concurrency !== undefined ? { CHATGATE_WORKER_CONCURRENCY: String(flags.concurrency) } : {}),
   });
+  warnMisspeltOptions(io);
   let config = load(flags.demo === true);
   if (roles.gateway && roles.worker && !config.demo && isLlmUnconfigured(config)) {
     // A bare `npm start` on a fresh machine: show a working bot at once rather than an error.
