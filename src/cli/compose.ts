@@ -99,6 +99,7 @@ export function sessionOpsOptions(config: Config, leaseTtlMs: number): LlmSessio
     usageRetention: config.usageRetention,
     leaseTtlMs,
     llmStream: config.liveReplies.enabled,
+    prices: configuredPrices(config),
   };
 }
 

@@ -165,7 +165,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // At shutdown, budget alerts still retried get a short wait; those left are named in a warn line.
   if (budgetGuard) closers.push(() => budgetGuard.alerts.close());
   const opsWith = (llmTimeoutMs: number, llmMaxRetries: number) => createLlmSessionOps({ redis: failFastRedis, logger, store, metrics, tokenCounter, guardLlm: budgetGuard?.llm }, {
-    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies,
+    ...sessionFigures(o), keyPrefix, leaseTtlMs: o.sessionLeaseTtlMs, systemPrompt: o.systemPrompt, llmTimeoutMs, llmMaxRetries, llmStream: o.liveReplies, prices: o.prices,
   });
   const ops = opsWith(COMMAND_SUMMARY_TIMEOUT_MS, 1);
   const hygiene = opsWith(HYGIENE_SUMMARY_TIMEOUT_MS, 0);

@@ -17,6 +17,7 @@ import { readHygieneFigures, type HygieneFigures } from '../redis/hygiene-figure
 import { holdLease } from '../redis/lease.js';
 import { createSessionNotes } from '../redis/notes.js';
 import { createSessionStore, parseMeta, requestTokens, type SessionMeta, type SessionStore } from '../redis/session-store.js';
+import type { PriceTable } from '../core/models.js';
 import type { CompactionLayer, SessionLimits } from '../core/session-figures.js';
 import { runCompactionStep } from './compaction-step.js';
 import { TurnState } from './turn-state.js';
@@ -47,6 +48,8 @@ export interface SessionOpsOptions {
   hygieneThreshold: number;
   /** Lease TTL while the gateway compacts, ms. */
   leaseTtlMs: number;
+  /** The configured prices (`CHATGATE_PRICES` over the known table), as the workers have them: what a summary costs. */
+  prices?: PriceTable;
 }
 
 /** The result of an operation that needs the session idle: `busy` when a worker holds it. */
@@ -131,7 +134,7 @@ export function createLlmSessionOps(
     }),
   }, {
     systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, limits: options.limits,
-    hygieneThreshold: options.hygieneThreshold, leaseTtlMs: options.leaseTtlMs,
+    hygieneThreshold: options.hygieneThreshold, leaseTtlMs: options.leaseTtlMs, prices: options.prices,
   });
 }
 
@@ -159,7 +162,7 @@ export function createSessionOps(deps: SessionOpsDeps, options: SessionOpsOption
   const compactTurn = (turn: TurnState, layer: CompactionLayer, force: boolean, focus?: string, pending: ChatMessage[] = [], compressor = deps.createCompressor(limitsOf(turn.meta))) =>
     runCompactionStep({
       compressor, turn, system, requestTokens: requestTokens({ meta: turn.meta }) + countPending(pending, compressor.tokenCounter, limitsOf(turn.meta).model),
-      layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }), metrics: deps.metrics,
+      layer, force, focus, pending, summaryModel: limitsOf(turn.meta).summaryModel, model: limitsOf(turn.meta).model, logger: log.child({ sessionId: turn.sessionId }), metrics: deps.metrics, prices: options.prices,
       notes: () => createSessionNotes(deps.redis, deps.store.keys(turn.sessionId)).list(),
       // A hygiene check that finds nothing to do leaves no trace; forced compactions always do.
       commitNoop: force,

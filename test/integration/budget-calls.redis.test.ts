@@ -61,9 +61,18 @@ describe('every model call is budgeted', () => {
   const opsWith = (s: BudgetSettings) => {
     const guard = createBudgetGuard({ redis: t.redis, logger: createSilentLogger() }, { keyPrefix: t.keyPrefix, settings: s, prices: PRICES, defaultMaxTokens: 100 });
     return createLlmSessionOps({ redis: t.redis, logger: createSilentLogger(), guardLlm: guard!.llm }, {
-      baseURL: fake.baseURL, apiKey: 'k', threshold: 0.5, hygieneThreshold: 0.85, limits: LIMITS, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000, llmMaxRetries: 0, llmStream: false,
+      baseURL: fake.baseURL, apiKey: 'k', threshold: 0.5, hygieneThreshold: 0.85, limits: LIMITS, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000, llmMaxRetries: 0, llmStream: false, prices: PRICES,
     });
   };
+
+  it('a gateway summary (/compact, hygiene) is priced with the configured prices, as the workers price theirs', async () => {
+    await seed('telegram:42');
+    expect(await opsWith(settings({ deployment: { day: { tokens: 1_000_000 } } })).compact('telegram:42')).toMatchObject({ busy: false, value: { outcome: 'compacted' } });
+    const usage = await t.redis.hgetall(createSessionStore({ redis: t.redis }, { keyPrefix: t.keyPrefix }).keys('telegram:42').usage);
+    // 900 prompt and 100 completion tokens at $10 a million each: $0.01.
+    expect(usage).toMatchObject({ summaryCalls: '1', costMicroUsd: '10000' });
+    expect(usage.unpricedCalls).toBeUndefined();
+  });
   const usedTokens = async (s: BudgetSettings, scope: BudgetScope) =>
     Object.fromEntries((await createBudgetLedger(t.redis, { keyPrefix: t.keyPrefix, settings: s }).state(scope)).filter((c) => c.period === 'day').map((c) => [c.level, c.usedTokens]));
 
