@@ -69,7 +69,7 @@ export function toWebInbound(c: Context, conversationId: string, fields: WebPost
     receivedAt: Date.now(),
     refusalsAnswered: true,
     ...extra,
-    ...clientAddressOf(c),
+    ...withClientAddress(c),
   });
 }
 
@@ -129,12 +129,16 @@ export function refusalOf(c: Context, verdict: InboundVerdict | void): Response 
   }
 }
 
-/** The TCP peer's address (the per-address rate limit); absent when not served by @hono/node-server. */
-function clientAddressOf(c: Context): { clientAddress?: string } {
+/** The TCP peer's address (the per-address rate limit, the read slots); undefined when not served by @hono/node-server. */
+export function clientAddressOf(c: Context): string | undefined {
   try {
-    const address = getConnInfo(c).remote.address;
-    return address ? { clientAddress: address } : {};
+    return getConnInfo(c).remote.address || undefined;
   } catch {
-    return {};
+    return undefined;
   }
+}
+
+function withClientAddress(c: Context): { clientAddress?: string } {
+  const address = clientAddressOf(c);
+  return address ? { clientAddress: address } : {};
 }
