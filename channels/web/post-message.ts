@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import { isBlankText, toWellFormedText, truncateText } from '../../src/core/text.js';
+import { toClientNetwork } from '../../src/core/client-network.js';
 import type { Logger, OutageLog } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { isMultipart, readUpload, type PostedFields } from './upload.js';
@@ -129,10 +130,14 @@ export function refusalOf(c: Context, verdict: InboundVerdict | void): Response 
   }
 }
 
-/** The TCP peer's address (the per-address rate limit, the read slots); undefined when not served by @hono/node-server. */
+/**
+ * The TCP peer's network, as the per-address limits count it (the rate limit, the read slots): an
+ * IPv4 address, or an IPv6 address's /64. Undefined when not served by @hono/node-server.
+ */
 export function clientAddressOf(c: Context): string | undefined {
   try {
-    return getConnInfo(c).remote.address || undefined;
+    const address = getConnInfo(c).remote.address;
+    return address ? toClientNetwork(address) : undefined;
   } catch {
     return undefined;
   }

@@ -13,7 +13,8 @@ import { pollUntil } from '../helpers/waits.js';
 let channel: WebChannel;
 let server: ServerType;
 let base: string;
-const opened: AbortController[] = [];
+/** Closes each stream a test opened. */
+const opened: Array<() => void> = [];
 
 beforeEach(async () => {
   channel = createWebChannel({}, { maxReadsPerClient: 2, keepAliveMs: 60_000 });
@@ -24,7 +25,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const stream of opened.splice(0)) stream.abort();
+  for (const close of opened.splice(0)) close();
   await channel.stop();
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
@@ -32,7 +33,7 @@ afterEach(async () => {
 /** Opens an event stream of `conversation` and keeps it open (until aborted); resolves with its response. */
 async function openStream(conversation: string): Promise<Response> {
   const abort = new AbortController();
-  opened.push(abort);
+  opened.push(() => abort.abort());
   return fetch(`${base}/api/chat/${conversation}/events`, { headers: { accept: 'text/event-stream' }, signal: abort.signal });
 }
 
@@ -58,10 +59,27 @@ describe('reads per client address', () => {
     expect((await openStream('rs-b')).status).toBe(200);
     expect((await poll('rs-a')).status).toBe(429);
 
-    opened.shift()!.abort();
+    opened.shift()!();
     await pollUntil(async () => (await poll('rs-a')).status === 200);
     for (let k = 0; k < 3; k++) expect((await poll('rs-a')).status).toBe(200);
     expect((await openStream('rs-c')).status).toBe(200);
     expect((await openStream('rs-d')).status).toBe(429);
+  });
+});
+
+describe('reads per IPv6 client', () => {
+  /** An event stream opened as the peer `address` would (the socket @hono/node-server passes as `env.incoming`). */
+  async function streamFrom(address: string): Promise<Response> {
+    const res = await channel.app.request('/api/chat/rs-v6/events', { headers: { accept: 'text/event-stream' } }, { incoming: { socket: { remoteAddress: address, remoteFamily: 'IPv6' } } });
+    if (res.status === 200) opened.push(() => void res.body?.cancel());
+    return res;
+  }
+
+  it('counts an IPv6 client by its /64: its other addresses cost it nothing', async () => {
+    expect((await streamFrom('2001:db8:1:2::1')).status).toBe(200);
+    expect((await streamFrom('2001:db8:1:2:ffff::2')).status).toBe(200);
+    expect((await streamFrom('2001:0db8:0001:0002:abcd:1:2:3')).status).toBe(429);
+    expect((await streamFrom('2001:db8:1:3::1')).status).toBe(200);
+    expect((await streamFrom('::ffff:192.0.2.7')).status).toBe(200);
   });
 });
