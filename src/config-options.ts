@@ -9,7 +9,7 @@ import { DEFAULT_SEEN_TTL_SECONDS } from './redis/ingest.js';
 import { DEFAULT_TRANSCRIPT_RETENTION } from './redis/transcript.js';
 import { CHANNEL_NAMES, DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from './core/inbound.js';
 import { parseBusyModeOption, type BusyModeDefaults } from './core/busy-mode.js';
-import { parseRuled, ruleText, TOKEN_LIMIT, TURN_USD_CAP, USD_LIMIT, type NumberRule } from './core/option-checks.js';
+import { nearestName, parseRuled, ruleText, TOKEN_LIMIT, TURN_USD_CAP, USD_LIMIT, type NumberRule } from './core/option-checks.js';
 
 /** The endpoint used when `OPENAI_BASE_URL` is not set. */
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -228,3 +228,22 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { env: 'CHATGATE_DEMO_WORD_DELAY_MS', group: 'Runtime', schema: integer((n) => n.min(0).max(1000)), rule: 'an integer in [0, 1000]', default: '25', unit: 'ms', doc: 'Demo mode: pause between two words of a streamed demo answer, so the reply is seen being written (0: at once).' },
   { env: 'CHATGATE_CONFIG', group: 'Runtime', schema: text, rule: 'a file path', doc: 'Optional JSON file of options (keys as above); the environment wins over it.' },
 ];
+
+/**
+ * Variables of `env` that look like a misspelt option (`CHATGATE_MODLE`, `OPENAI_API_KY`), each as
+ * "`CHATGATE_MODLE` is not a chatgate option (did you mean `CHATGATE_MODEL`?)". Only names in an
+ * option's family (`CHATGATE_`, `OPENAI_`, `TELEGRAM_`, …) close to an option are named: a typo
+ * is otherwise ignored without a word, and other programs' variables are not chatgate's business.
+ */
+export function misspeltOptionWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
+  const names = OPTION_SPECS.map((spec) => spec.env);
+  const families = new Set(names.map(familyOf));
+  return Object.keys(env).filter((key) => families.has(familyOf(key)) && !names.includes(key)).flatMap((key) => {
+    const near = nearestName(key, names);
+    return near ? [`\`${key}\` is not a chatgate option (did you mean \`${near}\`?)`] : [];
+  });
+}
+
+function familyOf(name: string): string {
+  return name.split('_', 1)[0]!;
+}

@@ -7,12 +7,21 @@
  * among them only; so does an approval question, a notice (one in place of the reply, a command's
  * answer: OutgoingText.answers). A live reply names the messages its turn answers:
  * its text is streamed to those requests only. A turn resumed by an approval names the `/approve`
- * message among them. A tool round that asks several questions answers with all of them.
+ * message among them. A tool round that asks several questions answers with all of them, or, when
+ * one of them does not come (its delivery failed for good, a relayed one was lost), with those that
+ * came once {@link ROUND_WAIT_MS} has passed since the first.
  */
 import type { DraftUpdate } from '../channel.js';
 
 /** How many delivered messages a chat keeps for requests whose verdict is not known yet. */
 const MAX_UNCLAIMED = 16;
+
+/**
+ * How long a request that holds some of its round's questions waits for the others, ms. A round's
+ * questions are delivered one after the other, in order, within moments; one that has not come by
+ * then may never come (failed for good: src/outbound/handle-entry.ts; a relayed one lost on pub/sub).
+ */
+export const ROUND_WAIT_MS = 10_000;
 
 /** One message the gateway delivered to an API chat (one chunk: the channel's limit is far above any answer). */
 export interface Delivered {
@@ -57,9 +66,15 @@ export class Waiter {
   private breakNext = false;
   /** The texts of the questions of a round taken so far, while more are to come. */
   private asked: string[] = [];
+  /** Ends the wait for the rest of the round ({@link ROUND_WAIT_MS}). */
+  private roundTimer: NodeJS.Timeout | undefined;
 
-  /** `messageId`: the id of the message the request sent; `onText`: called with each piece of text to stream (streaming requests only). */
-  constructor(readonly messageId: string, private readonly onText?: (delta: string) => void) {
+  /**
+   * `messageId`: the id of the message the request sent; `onText`: called with each piece of text to
+   * stream (streaming requests only); `roundWaitMs`: how long a round's first question waits for the
+   * others, default {@link ROUND_WAIT_MS}.
+   */
+  constructor(readonly messageId: string, private readonly onText?: (delta: string) => void, private readonly roundWaitMs = ROUND_WAIT_MS) {
     this.answer = new Promise<string>((resolve, reject) => (this.settle = { resolve, reject }));
     // An orphan's promise is never read.
     this.answer.catch(() => undefined);
@@ -79,21 +94,24 @@ export class Waiter {
   /**
    * Ends the wait with `item`'s text (streaming: what the live reply did not show yet is written
    * first). A question of a round that asks several is kept until the round's last one: the answer
-   * is all of them, a blank line apart (each once: one delivered twice counts once).
+   * is all of them, a blank line apart (each once: one delivered twice counts once). When the others
+   * have not all come `roundWaitMs` after the first, the answer is those that came, and a line
+   * saying how many did not.
    */
   take(item: Delivered): void {
     if (this.done) return;
     let text = item.text;
     if (item.asks && (item.questions ?? 1) > 1) {
       if (!this.asked.includes(item.text)) this.asked.push(item.text);
-      if (this.asked.length < item.questions!) return;
+      const missing = item.questions! - this.asked.length;
+      if (missing > 0) {
+        this.roundTimer ??= setTimeout(() => this.finish(`${this.asked.join('\n\n')}\n\n${missingLine(item.questions! - this.asked.length)}`), this.roundWaitMs);
+        return;
+      }
       text = this.asked.join('\n\n');
     }
     this.refusal = item.refusal;
-    // A refusal is answered as an error, never streamed as text.
-    if (!item.refusal) this.stream(text);
-    this.done = true;
-    this.settle.resolve(text);
+    this.finish(text, item.refusal);
   }
 
   /** The whole text so far of the live reply `liveReplyId`. */
@@ -118,7 +136,18 @@ export class Waiter {
   cancel(err: Error): void {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.roundTimer);
     this.settle.reject(err);
+  }
+
+  /** Ends the wait with `text`. */
+  private finish(text: string, refusal?: Delivered['refusal']): void {
+    if (this.done) return;
+    // A refusal is answered as an error, never streamed as text.
+    if (!refusal) this.stream(text);
+    this.done = true;
+    clearTimeout(this.roundTimer);
+    this.settle.resolve(text);
   }
 
   /** Streams `text`, the whole text so far. Text that does not continue what was streamed starts a new paragraph. */
@@ -241,6 +270,11 @@ export class Waiters {
     for (const chat of this.chats.values()) for (const waiter of chat.line) waiter.cancel(err);
     this.chats.clear();
   }
+}
+
+/** What a round's answer says of the questions that did not come: the `/approve` answer lists what still waits (src/gateway/approval-commands.ts). */
+function missingLine(count: number): string {
+  return `(${count === 1 ? 'One more question' : `${count} more questions`} of this round did not arrive. The answer to an /approve or /deny lists the tool calls still waiting.)`;
 }
 
 /**

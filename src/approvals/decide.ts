@@ -10,9 +10,11 @@ export interface ApprovalDeps {
   producer: Pick<TurnProducer, 'submitInbound'>;
   logger: Logger;
   /**
-   * Shows a decision on its question in the chat (the text says it, the buttons go): called once per
-   * decision, whoever made it — a press, a typed command, the expiry or `/stop` (src/gateway/show-decision.ts).
-   * Absent: questions keep their buttons (a later press is told it was decided). Best effort: a failure is logged.
+   * Shows a decision on its question in the chat (the text says it, the buttons go): called for every
+   * decision, whoever made it — a press, a typed command, the expiry, `/stop` or `/reset` (src/gateway/show-decision.ts) —
+   * and again whenever a decided question is decided again (a second press, the expiry's look at it):
+   * it must be idempotent. Absent: questions keep their buttons (a later press is told it was decided).
+   * Best effort: a failure is logged.
    */
   showDecision?: (record: ApprovalRecord) => Promise<void>;
 }
@@ -22,18 +24,18 @@ export interface ApprovalDeps {
  * turn: the decision enters the session's inbox as an event (`approval:<id>`, so a second press or
  * gateway adds nothing) and a turn job is made pending, so the turn resumes on any worker, in order
  * with the session's other work. An approval decided before is woken again too: that heals a
- * gateway that died between a decision and its wake-up. A decision made now is shown on its question
- * (`showDecision`), the one way every channel's question loses its buttons. `messageId`: the
+ * gateway that died between a decision and its wake-up. The decision is shown on its question
+ * (`showDecision`), the one way every channel's question loses its buttons; one decided before is shown
+ * again, which closes buttons nothing could close then (`chatgate reset` holds no channel, a gateway
+ * died before showing it): a press on them is told "Already decided" and they go. `messageId`: the
  * message that asked for the decision (a command, a press), which the resumed turn answers.
  */
 export async function decideAndWake(deps: ApprovalDeps, sessionId: string, id: string, request: DecisionRequest, messageId?: string): Promise<DecisionOutcome> {
   const result = await deps.store.decide(sessionId, id, request);
   if (result.outcome === 'applied' || result.outcome === 'decided') {
     await deps.producer.submitInbound(decisionEvent(result.record, messageId));
-    if (result.outcome === 'applied') {
-      deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
-      await deps.showDecision?.(result.record).catch((err: unknown) => deps.logger.warn({ err, sessionId, approvalId: id }, 'decided question not edited'));
-    }
+    if (result.outcome === 'applied') deps.logger.info({ sessionId, approvalId: id, tool: result.record.tool, state: result.record.state, via: result.record.decidedVia }, 'tool call decided');
+    await deps.showDecision?.(result.record).catch((err: unknown) => deps.logger.warn({ err, sessionId, approvalId: id }, 'decided question not edited'));
   }
   return result;
 }

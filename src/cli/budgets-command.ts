@@ -1,5 +1,5 @@
 /**
- * `chatgate budgets list | set | reset`: the commander definitions (the actions load `./budgets.js`
+ * `chatgate budgets [list] | set | reset`: the commander definitions (the actions load `./budgets.js`
  * when they run, so other commands never load the budget modules).
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
@@ -14,7 +14,11 @@ const actions = () => import('./budgets.js');
 /** Registers `chatgate budgets` on `program`. */
 export function addBudgetsCommand(program: Command, io: CliIo, run: Runner): void {
   const budgets = program.command('budgets').description('spend limits: what is used and left, per user, chat and the deployment; set or reset a limit');
-  budgets.command('list').description('every limit in force today and this month: used, limit, left, when it resets')
+  // `chatgate budgets` alone lists, what someone typing it wants to see first; another word stays an unknown command.
+  budgets.allowExcessArguments().action((_flags: unknown, command: Command) => command.args.length > 0
+    ? command.error(`error: unknown command '${command.args[0]}'`, { code: 'commander.unknownCommand' })
+    : run(async () => (await actions()).listCommand(io, {})));
+  budgets.command('list').description('every limit in force today and this month: used, limit, left, when it resets (also `chatgate budgets` alone)')
     .option('--json', 'print JSON')
     .action((flags: { json?: boolean }) => run(async () => (await actions()).listCommand(io, flags)));
   const limit = (flag: string, what: string, parse: (value: string) => LimitFlag) => new Option(flag, `${what} (\`none\` removes it)`).argParser(parse);

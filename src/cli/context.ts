@@ -1,6 +1,7 @@
 /** What the commands share once they run: the configuration, loggers and the Redis connection. */
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../config.js';
+import { misspeltOptionWarnings } from '../config-options.js';
 import { ConfigError, GatewayError } from '../errors.js';
 import { createLogger, resolveLogFormat, type Logger } from '../log.js';
 import { coalesceWrites, createRedisCluster, watchConnection, type RedisClient } from '../redis/client.js';
@@ -39,6 +40,11 @@ export function loadCliConfig(io: CliIo, overrides: Record<string, string | unde
     io.err('Fix the options above in the environment, .env or the CHATGATE_CONFIG file (docs/operating.md lists every option).');
     throw new CliExit(EXIT.failure);
   }
+}
+
+/** One warning line per variable of the environment that looks like a misspelt option: it would be ignored without a word. */
+export function warnMisspeltOptions(io: CliIo): void {
+  for (const warning of misspeltOptionWarnings(io.env)) io.err(`chatgate: warning: ${warning}; it is ignored`);
 }
 
 /**

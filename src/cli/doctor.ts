@@ -7,7 +7,7 @@ import type { RedisClient } from '../redis/client.js';
 import { noWorkerReason, START_A_WORKER } from '../gateway/heartbeat.js';
 import { describeForeignBeats, gatewayChannelRows, HEARTBEAT_FORMAT, readHeartbeats, type ForeignBeat, type HeartbeatStatus } from '../redis/heartbeats.js';
 import { judgeChannels } from '../gateway/channel-health.js';
-import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, type CliIo, type CliRedis } from './context.js';
+import { CliExit, commandLogger, connectRedis, errorText, EXIT, loadCliConfig, warnMisspeltOptions, type CliIo, type CliRedis } from './context.js';
 import { describeDeployment, withDeploymentLlm, type CommandConfig } from './deployment.js';
 import { LLM_HELP, probeCompletion, probeModels } from './llm-check.js';
 import { judgeMcpServers } from './mcp-check.js';
@@ -55,6 +55,7 @@ export async function doctorCommand(io: CliIo, options: DoctorOptions = {}): Pro
   };
   let config: Config;
   try {
+    warnMisspeltOptions(io);
     config = loadCliConfig(io);
   } catch (err) {
     if (!(err instanceof CliExit)) throw err;

@@ -25,6 +25,16 @@ export const LLM_HELP =
 
 const DEFAULT_TIMEOUT_MS = 5000;
 
+/** What the network error codes a first run meets mean, beside the code (`ENOTFOUND` alone sends people searching). */
+const NETWORK_ERRORS: Readonly<Record<string, string>> = {
+  ENOTFOUND: 'no such host, or no network',
+  EAI_AGAIN: 'the host name could not be looked up: no network or DNS',
+  ECONNREFUSED: 'nothing listens on that port',
+  ECONNRESET: 'the connection was closed',
+  ETIMEDOUT: 'no answer',
+  EHOSTUNREACH: 'no route to the host',
+};
+
 /**
  * Asks `GET <baseUrl>/models`; an endpoint that does not implement it (404/405) counts as
  * reachable. Never throws.
@@ -76,5 +86,7 @@ function authHint(status: number): string {
 function describeFetchError(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return `no answer within ${timeoutMs} ms`;
   const cause = err instanceof Error ? (err.cause as { code?: string; message?: string } | undefined) : undefined;
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+  const code = cause?.code;
+  if (code && NETWORK_ERRORS[code]) return `${code}: ${NETWORK_ERRORS[code]}`;
+  return code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }

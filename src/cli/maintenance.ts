@@ -1,4 +1,8 @@
+import { createApprovalStore } from '../approvals/store.js';
 import { countOf } from '../core/plural.js';
+import { denyPending } from '../gateway/approval-commands.js';
+import { createTurnProducer } from '../queue/producer.js';
+import { resolveQueueNames } from '../queue/names.js';
 import { formatTokens } from '../core/session-figures.js';
 import type { Config } from '../config.js';
 import { createLlmSessionOps, type SessionOps } from '../session/session-ops.js';
@@ -49,15 +53,28 @@ export function compactCommand(io: CliIo, sessionId: string, flags: { focus?: st
 
 /**
  * `chatgate reset <session>`: an empty projection and a fresh compaction state under the lease, as
- * the chat command `/reset` does. The transcript keeps everything and records the reset (a
- * `reset` entry); notes and the usage ledger stay.
+ * the chat command `/reset` does, and as it does the session's open approval questions are cancelled
+ * first (`denyPending` via `reset`), so a turn waiting for them ends with the old conversation. The
+ * CLI holds no channel: a question keeps its buttons until a press (answered "Already decided",
+ * which closes them). The transcript keeps everything and records the reset (a `reset` entry); notes
+ * and the usage ledger stay.
  */
 export function resetCommand(io: CliIo, sessionId: string): Promise<number> {
   return withSession(io, sessionId, async (config, conn, logger) => {
-    const outcome = await sessionOps(config, conn, logger, null).reset(sessionId);
-    if (outcome.busy) return busy(io, sessionId);
-    io.out(`${sessionId}: reset — ${countOf(outcome.value.removedMessages, 'message')} removed from the projection, fresh compaction state; transcript, notes and usage kept`);
-    return EXIT.ok;
+    const producer = createTurnProducer({ redis: conn.redis }, {
+      ...resolveQueueNames({ queuePrefix: config.redis.queuePrefix, queueShards: config.redis.queueShards }), keyPrefix: config.redis.keyPrefix, groupMode: config.groupMode,
+    });
+    try {
+      const approvals = { store: createApprovalStore(conn.redis, { keyPrefix: config.redis.keyPrefix, transcriptRetention: config.transcriptMaxLen }), producer, logger };
+      const outcome = await sessionOps(config, conn, logger, null).reset(sessionId, { cancelQuestions: () => denyPending(approvals, sessionId, 'reset') });
+      if (outcome.busy) return busy(io, sessionId);
+      const { removedMessages, cancelledCalls } = outcome.value;
+      const cancelled = cancelledCalls === 0 ? '' : `; ${countOf(cancelledCalls, 'tool call')} waiting for approval cancelled (the turn that asked ended)`;
+      io.out(`${sessionId}: reset — ${countOf(removedMessages, 'message')} removed from the projection, fresh compaction state${cancelled}; transcript, notes and usage kept`);
+      return EXIT.ok;
+    } finally {
+      await producer.close();
+    }
   });
 }
 

@@ -8,10 +8,12 @@ import { createPrometheusMetrics, type PrometheusMetrics } from '../monitor/metr
 import { gatewayOptions, workerOptions } from './compose.js';
 // What only one role or mode uses (the gateway and its channels, the worker and its tools, the demo
 // model, the worker's HTTP server) loads where it starts: a process loads only what it runs.
-import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, type CliIo, type CliRedis } from './context.js';
+import { CliExit, connectRedis, errorText, EXIT, loadCliConfig, packageVersion, progress, roleLogger, warnMisspeltOptions, type CliIo, type CliRedis } from './context.js';
 import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
+import { countOf } from '../core/plural.js';
+import { API_MODEL_ID } from '../../channels/openai-api/shapes.js';
 import type { UsageMonitorDeps } from '../monitor/usage-routes.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
@@ -80,6 +82,7 @@ export async function runRoles(io: CliIo, roles: RunRoles, flags: RunFlags, stop
     ...(demo ? { CHATGATE_DEMO: 'true', CHATGATE_MODEL: DEMO_MODEL, CHATGATE_SUMMARY_MODEL: '', CHATGATE_CONTEXT_WINDOW: '' } : {}),
     ...(flags.concurrency !== undefined ? { CHATGATE_WORKER_CONCURRENCY: String(flags.concurrency) } : {}),
   });
+  warnMisspeltOptions(io);
   let config = load(flags.demo === true);
   if (roles.gateway && roles.worker && !config.demo && isLlmUnconfigured(config)) {
     // A bare `npm start` on a fresh machine: show a working bot at once rather than an error.
@@ -127,7 +130,7 @@ async function startAndRun(ctx: RunContext, initial: Config): Promise<number> {
       progress(io, `${String(signal.reason)} while starting: shutting down…`);
       return EXIT.failure;
     }
-    io.err(`chatgate: ${roleName(roles)} failed to start: ${errorText(err)}`);
+    io.err(`chatgate: ${startedWhat(roles)} failed to start: ${errorText(err)}`);
     // An explained failure (a port in use, a channel that cannot connect) needs no stack in the log.
     logger.error(err instanceof GatewayError ? { code: err.code, reason: err.message } : { err }, 'start failed');
     return EXIT.failure;
@@ -181,7 +184,7 @@ async function prepareModel(io: CliIo, config: Config, logger: Logger, cleanups:
   progress(io, `checking the LLM endpoint ${config.llm.baseUrl}…`);
   const probe = await probeModels(config.llm);
   if (!probe.ok) {
-    io.err(`chatgate: the LLM endpoint does not answer: ${probe.detail}.`);
+    io.err(`chatgate: cannot use the LLM endpoint: ${probe.detail}.`);
     io.err(LLM_HELP);
     throw new CliExit(EXIT.failure);
   }
@@ -262,6 +265,8 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   const { gateway, workerHttpUrl } = started;
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
   if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
+  // The base URL a client of the OpenAI-compatible API needs, where the README's curl points.
+  if (gateway && config.access.apiKeys) lines.push(`API:       ${gateway.httpUrl}/v1 (OpenAI-compatible, model ${API_MODEL_ID}, ${countOf(config.access.apiKeys.length, 'key')} in CHATGATE_API_KEYS)`);
   if (gateway) lines.push(`Usage:     ${gateway.httpUrl}/overview`, `Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);
@@ -280,6 +285,11 @@ const NO_LLM_NOTICE = [
 function roleName(roles: RunRoles): string {
   if (roles.gateway && roles.worker) return 'start';
   return roles.gateway ? 'gateway' : 'worker';
+}
+
+/** What failed to start, as a sentence names it ("start failed to start" says nothing). */
+function startedWhat(roles: RunRoles): string {
+  return roles.gateway && roles.worker ? 'the gateway and workers' : roleName(roles);
 }
 
 /** The monitor's usage routes: the rollups' read model and, with budgets, their counters. */

@@ -125,7 +125,7 @@ export function unknownKeysText(keys: readonly string[], allowed: readonly strin
 }
 
 /** The name of `allowed` nearest `key` (see {@link unknownKeysText}), or undefined past two edits. */
-function nearestName(key: string, allowed: readonly string[]): string | undefined {
+export function nearestName(key: string, allowed: readonly string[]): string | undefined {
   const k = key.toLowerCase();
   const distance = (name: string) => {
     const n = name.toLowerCase();

@@ -3,8 +3,12 @@
  * is cancelled (shown on it, its buttons gone), the waiting turn ends with the old conversation, and the
  * next message is answered at once by a normal turn whose request holds nothing of the old round. A
  * gateway that dies between cancelling and resetting leaves a sane state: the questions denied, the context kept.
+ * `chatgate reset` does the same from the CLI, which holds no channel: a press on the question's stale
+ * buttons is told it was cancelled and closes them.
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../src/cli.js';
+import type { CliIo } from '../../src/cli/context.js';
 import { createApprovalStore } from '../../src/approvals/store.js';
 import { messageText } from '../../src/core/messages.js';
 import { denyPending } from '../../src/gateway/approval-commands.js';
@@ -103,5 +107,33 @@ describe('/reset while a turn waits for approval (Telegram)', () => {
     expect(await ask('/reset')).toBe('Started a fresh conversation (4 messages left the context; the transcript keeps them).');
     expect(await ask('plain again')).toBe('Answer: plain again');
     expect(s.agentRequests().at(-1)!.messages.slice(1).map((m) => `${m.role}:${messageText(m)}`)).toEqual(['user:plain again']);
+  });
+
+  it('chatgate reset cancels the question too: the next message is answered at once, a press on the stale buttons closes them', async () => {
+    const s = await tg.start({ handler: model, tools: [writeFile] });
+    const keys = sessionKeys('telegram:42', s.t.keyPrefix);
+    const id = await asked('write four', s);
+
+    const out: string[] = [];
+    const io: CliIo = { out: (line) => out.push(line), err: (line) => out.push(line), env: { ...s.t.env, OPENAI_BASE_URL: s.llm.baseURL, OPENAI_API_KEY: 'test-key', CHATGATE_MODEL: 'fake-model', CHATGATE_CONTEXT_WINDOW: '16000', CHATGATE_LOG_LEVEL: 'silent' } };
+    expect(await runCli(['node', 'chatgate', 'reset', 'telegram:42'], { io }), out.join('\n')).toBe(0);
+    expect(out.join('\n')).toBe('telegram:42: reset — 1 message removed from the projection, fresh compaction state; 1 tool call waiting for approval cancelled (the turn that asked ended); transcript, notes and usage kept');
+
+    const before = tg.sent().length;
+    say('plain question');
+    await vi.waitFor(() => expect(tg.sent().slice(before)).toContain('Answer: plain question'), { timeout: ANSWER_WAIT_MS, interval: 50 });
+    expect(s.agentRequests().at(-1)!.messages.slice(1).map((m) => `${m.role}:${messageText(m)}`)).toEqual(['user:plain question']);
+    expect(lines('r.txt')).not.toContain('write four');
+    await pollUntil(async () => (await s.t.redis.llen(keys.processing)) === 0 && (await s.t.redis.exists(keys.steps)) === 0, { what: 'the waiting turn gone' });
+
+    // The CLI could not touch the question: its buttons stay until pressed.
+    const messageId = questionMessageId(id)!;
+    expect(tg.telegram.markupOf(42, messageId)).toBeDefined();
+    tg.telegram.pushCallbackQuery({ messageId, data: `/approve ${id}` });
+    await tg.until(() => tg.telegram.callsOf('answerCallbackQuery').length === 1);
+    expect(tg.telegram.callsOf('answerCallbackQuery')[0]!.params).toMatchObject({ text: `Already decided — Cancelled by /reset: write_file (${id}).` });
+    await pollUntil(() => tg.telegram.markupOf(42, messageId) === undefined, { what: 'the stale buttons closed' });
+    expect(tg.telegram.messageText(42, messageId)).toMatch(new RegExp(`Cancelled by /reset: write_file \\(${id}\\)\\.$`));
+    expect(lines('r.txt')).not.toContain('write four');
   });
 });

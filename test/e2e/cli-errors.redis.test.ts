@@ -1,10 +1,11 @@
 /**
  * Small failures of the command line answered in one clear line: a port in use, a Redis that
- * refuses, a bot token the platform rejects (Telegram 401, Discord "invalid token", through
- * TELEGRAM_API_ROOT and DISCORD_API_ROOT to the fake servers), a reader that stops reading
+ * refuses, an LLM key the endpoint refuses, a bot token the platform rejects (Telegram 401, Discord
+ * "invalid token", through TELEGRAM_API_ROOT and DISCORD_API_ROOT to the fake servers), a reader that stops reading
  * (`chatgate transcript <s> | head`). None prints a stack or ioredis' "Unhandled error event".
  */
 import { once } from 'node:events';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -57,6 +58,23 @@ describe('chatgate: small failures', () => {
     expectNoNoise(proc);
   });
 
+  it('an LLM key the endpoint refuses (401) says the key was refused, not that the endpoint does not answer', async () => {
+    t = createTestRedis();
+    const refusing = createHttpServer((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"Incorrect API key provided"}}')).listen(0, '127.0.0.1');
+    await once(refusing, 'listening');
+    const baseUrl = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/v1`;
+    try {
+      proc = spawnChatgate(['start'], env({ OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: 'sk-wrong-key-0123456789', CHATGATE_HTTP_PORT: '0' }));
+      expect(await proc.exited).toBe(1);
+    } finally {
+      refusing.close();
+    }
+    const lines = proc.stderr.text.split('\n').filter((line) => line.includes('cannot use the LLM endpoint'));
+    expect(lines).toEqual([`chatgate: cannot use the LLM endpoint: ${baseUrl} answered GET /models with HTTP 401: the API key was refused (check OPENAI_API_KEY).`]);
+    expect(proc.stderr.text).not.toContain('sk-wrong-key');
+    expectNoNoise(proc);
+  });
+
   describe('bot tokens, through the configured API roots', () => {
     let telegram: FakeTelegramServer;
     let discord: FakeDiscordServer;
@@ -91,6 +109,15 @@ describe('chatgate: small failures', () => {
       expect(failures).toEqual(['chatgate: gateway failed to start: the telegram channel could not connect: TELEGRAM_BOT_TOKEN was rejected (401 Unauthorized): copy the token again from @BotFather (/mybots → API Token); with a local Bot API server, check TELEGRAM_API_ROOT']);
       expect(proc.stderr.text + proc.stdout.text).not.toContain('WRONG-token');
       expectNoNoise(proc);
+    });
+
+    it('`start` names what failed to start: the gateway and workers, not "start failed to start"', async () => {
+      t = createTestRedis();
+      telegram = await startFakeTelegram();
+      proc = spawnChatgate(['start', '--demo'], env({ TELEGRAM_BOT_TOKEN: '123456:WRONG-token', TELEGRAM_API_ROOT: telegram.apiRoot, CHATGATE_HTTP_PORT: '0' }));
+      expect(await proc.exited).toBe(1);
+      const failures = proc.stderr.text.split('\n').filter((line) => line.includes('failed to start'));
+      expect(failures).toEqual([expect.stringMatching(/^chatgate: the gateway and workers failed to start: the telegram channel could not connect: TELEGRAM_BOT_TOKEN was rejected/)]);
     });
 
     it('a Discord token the gateway rejects ("invalid token") is one line naming DISCORD_BOT_TOKEN and what to do', async () => {

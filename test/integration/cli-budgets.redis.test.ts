@@ -79,6 +79,8 @@ describe('chatgate budgets', () => {
     });
     expect(listed.stderr).not.toContain('warning');
     const table = (await runHere(['list'], limits)).stdout.split('\n');
+    // `chatgate budgets` alone lists, as the README's first use of it does.
+    expect((await runHere([], limits)).stdout.split('\n')).toEqual(table);
     expect(table[0]).toMatch(/^level\s+subject\s+period\s+used\s+limit\s+left\s+resets in\s+from\s+state$/);
     expect(table[1]).toMatch(/^user\s+telegram:42\s+day\s+\$0\.50\s+\$2\.00\s+\$1\.50\s+\d+ (h|min)/);
 

@@ -227,7 +227,8 @@ describe('chatgate CLI against real Redis', () => {
     const down = `http://127.0.0.1:${await closedPort()}/v1`;
     const result = await runCli(['start'], { ...env, OPENAI_BASE_URL: down, CHATGATE_HTTP_PORT: '0' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('the LLM endpoint does not answer');
+    // The code and what it means: a newcomer need not look ECONNREFUSED up.
+    expect(result.stderr).toContain(`chatgate: cannot use the LLM endpoint: ${down} is not reachable (ECONNREFUSED: nothing listens on that port).`);
     expect(result.stderr).toMatch(/OPENAI_BASE_URL.*OPENAI_API_KEY.*CHATGATE_MODEL.*chatgate start --demo/s);
   });
 

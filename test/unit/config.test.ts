@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, isLoopbackHost, loadConfig, renderConfigTable, renderEnvExample } from '../../src/config.js';
 import { estimateCostUsd, KNOWN_MODELS, lookupModel } from '../../src/core/models.js';
+import { misspeltOptionWarnings } from '../../src/config-options.js';
 import { DEFAULT_DISCORD_API_ROOT, DEFAULT_TELEGRAM_API_ROOT } from '../../src/core/inbound.js';
 import { ConfigError } from '../../src/errors.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../../src/redis/heartbeats.js';
@@ -223,6 +224,20 @@ describe('describeConfig', () => {
     const example = readFileSync(new URL('../../.env.example', import.meta.url), 'utf8');
     expect(example).toBe(renderEnvExample());
     for (const option of options) expect(renderConfigTable()).toContain(`| \`${option.env}\` |`);
+  });
+});
+
+describe('misspeltOptionWarnings', () => {
+  it('names a variable of an option\'s family close to an option, and leaves every other variable alone', () => {
+    expect(misspeltOptionWarnings({
+      CHATGATE_MODLE: 'gpt-4o', OPENAI_API_KY: 'sk', REDIS_URI: 'redis://x', CHATGATE_API_KEY: 'k',
+      CHATGATE_MODEL: 'gpt-4o', CHATGATE_MODULE_LOG: '1', OPENAI_ORG_ID: 'org', PATH: '/bin', HOME: '/root',
+    })).toEqual([
+      '`CHATGATE_MODLE` is not a chatgate option (did you mean `CHATGATE_MODEL`?)',
+      '`OPENAI_API_KY` is not a chatgate option (did you mean `OPENAI_API_KEY`?)',
+      '`REDIS_URI` is not a chatgate option (did you mean `REDIS_URL`?)',
+      '`CHATGATE_API_KEY` is not a chatgate option (did you mean `CHATGATE_API_KEYS`?)',
+    ]);
   });
 });
 

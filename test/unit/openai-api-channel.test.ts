@@ -3,11 +3,11 @@
  * rule), the waiter's answer and streamed text, and the HTTP answers the channel gives by itself
  * (503 when the gateway cannot take the message, 409 while the session waits, 401, 400).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { InboundMessage } from '../../src/core/inbound.js';
 import { createOpenAiApiChannel } from '../../channels/openai-api/index.js';
 import { newInput, sessionNameOf, toCompletionRequest } from '../../channels/openai-api/request.js';
-import { Waiter, Waiters } from '../../channels/openai-api/waiter.js';
+import { ROUND_WAIT_MS, Waiter, Waiters } from '../../channels/openai-api/waiter.js';
 
 const KEY = 'sk-test-0123456789abcdef';
 const user = (content: unknown) => ({ role: 'user', content });
@@ -171,6 +171,31 @@ describe('Waiters', () => {
     waiters.decide('c', next, 'turn');
     await expect(next.answer).resolves.toBe('q3\n\nq4');
     expect(streamed.join('')).toBe('q3\n\nq4');
+  });
+
+  it('a round whose other question never comes (its delivery failed for good) answers with those that came once ROUND_WAIT_MS passed', async () => {
+    vi.useFakeTimers();
+    try {
+      const question = (text: string) => ({ ...item(text, false, true), questions: 3, answers: ['m1'] });
+      const waiters = new Waiters();
+      const streamed: string[] = [];
+      const turn = new Waiter('m1', (delta) => streamed.push(delta));
+      waiters.add('c', turn);
+      waiters.decide('c', turn, 'turn');
+      expect(waiters.deliver('c', question('q1'), new Set(['m1']))).toBe('answered');
+      expect(waiters.deliver('c', question('q2'), new Set(['m1']))).toBe('answered');
+      vi.advanceTimersByTime(ROUND_WAIT_MS - 1);
+      expect(turn.finished).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(turn.finished).toBe(true);
+      const answer = 'q1\n\nq2\n\n(One more question of this round did not arrive. The answer to an /approve or /deny lists the tool calls still waiting.)';
+      await expect(turn.answer).resolves.toBe(answer);
+      expect(streamed.join('')).toBe(answer);
+      // The late one finds the request answered.
+      expect(waiters.deliver('c', question('q3'), new Set(['m1']))).toBe('unwanted');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('streams the live text once; text after a dropped draft starts a new paragraph', async () => {
