@@ -7,7 +7,7 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { streamSSE } from 'hono/streaming';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { isCrossSiteWrite } from '../../src/monitor/request-origin.js';
 import { ChannelError } from '../../src/errors.js';
 import { createOutageLog, createSilentLogger, type Logger, type OutageLog } from '../../src/log.js';
@@ -21,6 +21,7 @@ import { createRedisReplyStore } from './redis-replies.js';
 import { ID_RE, postMessage } from './post-message.js';
 import { pressChoice } from './press.js';
 import { isMultipart, uploadSlots } from './upload.js';
+import { createReadSlots } from './read-slots.js';
 import { formatBytes } from '../../src/core/attachments.js';
 import type { Attachment } from '../../src/core/inbound.js';
 import { createMemoryReplyStore, isCursor, type ReplyHint, type ReplyStore } from './reply-store.js';
@@ -39,6 +40,8 @@ export interface WebChannelOptions extends ConversationStoreOptions {
   maxUploadBytes?: number;
   /** Most file uploads received at once (each held in memory until answered); more get 503 `busy`. Default 8. */
   maxConcurrentUploads?: number;
+  /** Most event streams and long polls one client address holds open at once; one more gets 429 `too_many_reads`. Default 32. */
+  maxReadsPerClient?: number;
   /** Default and maximum wait of a long poll, in ms. Default 25 000 and 60 000. */
   longPollTimeoutMs?: number;
   maxLongPollTimeoutMs?: number;
@@ -92,6 +95,7 @@ const DEFAULTS = {
   maxBodyBytes: 65_536,
   maxUploadBytes: 10 * 1024 * 1024,
   maxConcurrentUploads: 8,
+  maxReadsPerClient: 32,
   longPollTimeoutMs: 25_000,
   maxLongPollTimeoutMs: 60_000,
   keepAliveMs: 15_000,
@@ -205,8 +209,21 @@ function createApp(live: Live, handler: () => InboundHandler | undefined, option
   });
   app.post('/api/chat/:conversationId/messages', uploadSlots(options.maxConcurrentUploads), (c, next) => (isMultipart(c) ? uploadLimit : limit)(c, next), (c) => postMessage(c, handler(), log, { pending: uploads, maxBytes: options.maxUploadBytes, logger }));
   app.post('/api/chat/:conversationId/presses', limit, (c) => pressChoice(c, { store, onMessage: handler(), log }));
-  app.get('/api/chat/:conversationId/messages', (c) => longPoll(c, live, options, log));
-  app.get('/api/chat/:conversationId/events', (c) => events(c, live, options, log));
+  // Reads pass no rate limit and hold memory while open: a few at once per client address.
+  const reads = createReadSlots(options.maxReadsPerClient);
+  app.get('/api/chat/:conversationId/messages', async (c) => {
+    const release = reads.take(c);
+    if (release instanceof Response) return release;
+    try {
+      return await longPoll(c, live, options, log);
+    } finally {
+      release();
+    }
+  });
+  app.get('/api/chat/:conversationId/events', (c) => {
+    const release = reads.take(c);
+    return release instanceof Response ? release : events(c, live, options, log, release);
+  });
   app.get('/api/chat/:conversationId/history', (c) => historyRoute(c, { store, readTranscript, log }));
   return app;
 }
@@ -240,12 +257,21 @@ async function longPoll(c: Context, { store, drafts }: Live, options: ResolvedWe
   }
 }
 
-/** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams. */
-function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: OutageLog): Response {
+/** GET /api/chat/:id/events — SSE: replays replies after the cursor `after` (or Last-Event-ID), then streams; `release` when it ends. */
+function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannelOptions, log: OutageLog, release: () => void): Response {
   const conversationId = c.req.param('conversationId')!;
   const lastEventId = c.req.header('last-event-id');
   const after = lastEventId !== undefined && isCursor(lastEventId) ? lastEventId : c.req.query('after');
   return streamSSE(c, async (stream) => {
+    try {
+      await streamReplies(stream);
+    } finally {
+      release();
+    }
+  });
+
+  /** Writes the replay, then every reply, delta, typing hint and keep-alive until the client goes or a read fails. */
+  async function streamReplies(stream: SSEStreamingApi): Promise<void> {
     await stream.write(`retry: ${options.sseRetryMs}\n\n`);
     const queue: StreamItem[] = [];
     let wake: (() => void) | undefined;
@@ -283,7 +309,7 @@ function events(c: Context, { store, drafts }: Live, options: ResolvedWebChannel
       unlistenDrafts();
       await pump;
     }
-  });
+  }
 }
 
 /** Reads replies from the store into the SSE queue until aborted; a read failure closes the stream (the page reconnects). */

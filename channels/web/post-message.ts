@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import { randomUUID } from 'node:crypto';
 import { MAX_USER_NAME_CHARS, toWellFormedInbound, type InboundMessage, type InboundVerdict } from '../../src/core/inbound.js';
 import { isBlankText, toWellFormedText, truncateText } from '../../src/core/text.js';
+import { toClientNetwork } from '../../src/core/client-network.js';
 import type { Logger, OutageLog } from '../../src/log.js';
 import type { InboundHandler } from '../channel.js';
 import { isMultipart, readUpload, type PostedFields } from './upload.js';
@@ -69,7 +70,7 @@ export function toWebInbound(c: Context, conversationId: string, fields: WebPost
     receivedAt: Date.now(),
     refusalsAnswered: true,
     ...extra,
-    ...clientAddressOf(c),
+    ...withClientAddress(c),
   });
 }
 
@@ -129,12 +130,20 @@ export function refusalOf(c: Context, verdict: InboundVerdict | void): Response 
   }
 }
 
-/** The TCP peer's address (the per-address rate limit); absent when not served by @hono/node-server. */
-function clientAddressOf(c: Context): { clientAddress?: string } {
+/**
+ * The TCP peer's network, as the per-address limits count it (the rate limit, the read slots): an
+ * IPv4 address, or an IPv6 address's /64. Undefined when not served by @hono/node-server.
+ */
+export function clientAddressOf(c: Context): string | undefined {
   try {
     const address = getConnInfo(c).remote.address;
-    return address ? { clientAddress: address } : {};
+    return address ? toClientNetwork(address) : undefined;
   } catch {
-    return {};
+    return undefined;
   }
+}
+
+function withClientAddress(c: Context): { clientAddress?: string } {
+  const address = clientAddressOf(c);
+  return address ? { clientAddress: address } : {};
 }

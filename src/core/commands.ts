@@ -4,6 +4,12 @@ export const CHAT_COMMANDS = ['start', 'help', 'usage', 'status', 'compact', 're
 /** One of {@link CHAT_COMMANDS}. */
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number];
 
+/**
+ * Commands that cost a model call (`/btw`, `/compact`) or ask the last exchange again (`/retry`): they
+ * count toward the per-user rate limit as a message does. The others are answered from Redis alone.
+ */
+export const MODEL_COMMANDS: readonly ChatCommandName[] = Object.freeze(['btw', 'compact', 'retry']);
+
 /** Other names people type for a command: `/new` (grammY and most bots) is `/reset`, `/compress` (Hermes) is `/compact`. */
 export const COMMAND_ALIASES: Readonly<Record<string, ChatCommandName>> = { new: 'reset', compress: 'compact' };
 

@@ -81,7 +81,7 @@ export interface InboundMessage {
    * handler's {@link InboundVerdict} (the web chat answers 403/429/413): the gateway sends no notice.
    */
   refusalsAnswered?: boolean;
-  /** The sender's network address (web chat): the rate limit holds per address too. Never stored. */
+  /** The sender's network address (web chat; an IPv6 address's /64): the rate limit holds per address too. Never stored. */
   clientAddress?: string;
   /**
    * Not something a person wrote: an event for the session's turn (a decision on a tool call the

@@ -2,7 +2,7 @@
  * The ingest pipeline every channel's messages go through: one ordered list of steps
  * ({@link INGEST_STEPS}), each one function that answers the message or hands it on.
  */
-import { parseCommand } from '../core/commands.js';
+import { MODEL_COMMANDS, parseCommand } from '../core/commands.js';
 import { sessionKeyOf, type AllowList, type InboundMessage, type InboundOutcome, type InboundVerdict } from '../core/inbound.js';
 import { measureText } from '../core/split.js';
 import { createLineThrottle, createOutageLog } from '../log.js';
@@ -43,7 +43,7 @@ export interface Ingest {
 export const INGEST_STEPS: readonly IngestStep[] = [
   refuseUnlisted, // allow-list
   dropRedelivery, // seen before
-  countRate, // per sender and per address (commands do not count)
+  countRate, // per sender and per address (commands count only when they call the model)
   refuseTooLong,
   answerCommand,
   refuseOverBudget, // a budget used up: answered from the counters, no turn
@@ -92,7 +92,8 @@ function incomingOf(ctx: IngestContext, message: InboundMessage): Incoming {
   const nowMs = ctx.now();
   const window = Math.floor(nowMs / 60_000);
   const senders = [message.userId, ...(message.clientAddress ? [`addr:${message.clientAddress}`] : [])];
-  const rate = options.rateLimitPerMinute > 0 && command === null
+  // A command that calls the model counts as a message: else `/btw` sent without pause spends without limit.
+  const rate = options.rateLimitPerMinute > 0 && (command === null || MODEL_COMMANDS.includes(command.name))
     ? { limit: { keys: senders.map((sender) => rateLimitKey(message.channel, sender, window, options.keyPrefix)), limit: options.rateLimitPerMinute, ttlSeconds: 120 }, retryAfterMs: (window + 1) * 60_000 - nowMs }
     : null;
   const oneScript = command === null && message.unsupportedReply === undefined && (!deps.attachments || message.attachments.length === 0);

@@ -5,6 +5,7 @@ import { createOutageLog, createSilentLogger, type Logger } from '../log.js';
 import { createAccessGuard } from './auth.js';
 import { createQueuesBoard, QUEUES_BASE_PATH, readQueueDepths } from './bull-board.js';
 import { renderDashboardPage } from './dashboard-page.js';
+import { monitorPageHeaders } from './page-csp.js';
 import { addMetricsRoute, addProbeRoutes, type ReadinessCheck } from './health.js';
 import { createPrometheusMetrics, type ExposedMetrics, type QueueDepthSource } from './metrics.js';
 import { addUsageRoutes, USAGE_PATHS, type UsageMonitorDeps } from './usage-routes.js';
@@ -126,10 +127,9 @@ export function createMonitorApp(deps: MonitorDeps, options: MonitorOptions = {}
     const detail = await deps.sessions.getSession(c.req.param('id'));
     return detail ? c.json(detail) : c.json({ error: 'no such session' }, 404);
   });
-  app.get('/dashboard', (c) => {
-    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
-    return c.html(renderDashboardPage({ pollMs: resolved.dashboardPollMs }));
-  });
+  const dashboard = renderDashboardPage({ pollMs: resolved.dashboardPollMs });
+  const dashboardHeaders = monitorPageHeaders(dashboard);
+  app.get('/dashboard', (c) => c.html(dashboard, 200, dashboardHeaders));
   if (deps.usage) addUsageRoutes(app, deps.usage);
   if (queues.length > 0) app.route(QUEUES_BASE_PATH, createQueuesBoard(queues, QUEUES_BASE_PATH));
   // `/` leads somewhere: the web chat answers it first where it is mounted; otherwise (a gateway

@@ -47,7 +47,10 @@ export interface MonitorAuthOptions {
  *
  * - **Open** (bound to loopback, and no token configured or `tokenOnLoopback: false`): only
  *   requests whose `Host` is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port) pass;
- *   others get 403 — a DNS-rebinding page cannot reach the server under its own name.
+ *   others get 403 — a DNS-rebinding page cannot reach the server under its own name. A request
+ *   with a forwarding header (`Forwarded`, `X-Forwarded-For`, `X-Forwarded-Host`, `X-Real-IP`) came
+ *   through a reverse proxy, which may send its upstream's name (`127.0.0.1:8787`) as `Host`: it is
+ *   not open, and needs the token (403 without one configured).
  * - **Token** otherwise: `Authorization: Bearer <token>` or the {@link MONITOR_COOKIE} cookie, else 401.
  *   `?token=<token>` is only a browser login: a GET with it is answered 303 to the same URL
  *   without the token, setting the cookie (HttpOnly, SameSite=Strict, Secure over https or
@@ -69,8 +72,8 @@ export function createAccessGuard(options: AccessGuardOptions): MiddlewareHandle
     const request = requestHeadersOf(c);
     if (isCrossSiteWrite(request)) return forbiddenCrossSite(c);
     if (!hasJsonOrNoBody(request) && !(options.multipartWrites === true && isMultipartType(request.contentType))) return unsupportedWriteType(c);
-    if (open && isLoopbackRequest(c)) return next();
-    if (open && !token) return forbiddenHost(c);
+    if (open && isLoopbackRequest(c) && !isProxied(c)) return next();
+    if (open && !token) return isLoopbackRequest(c) ? forbiddenProxied(c) : forbiddenHost(c);
     const login = c.req.query('token');
     if (login !== undefined) {
       if ((c.req.method === 'GET' || c.req.method === 'HEAD') && matches(login)) return loginRedirect(c, login);
@@ -107,6 +110,14 @@ export function requestHeadersOf(c: Context): RequestHeadersLike {
   };
 }
 
+/** Headers a reverse proxy adds (Apache's ProxyPass by default; nginx and Caddy as usually configured). */
+const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'] as const;
+
+/** True when a reverse proxy says it forwarded the request: whatever its Host, it may come from anywhere. */
+function isProxied(c: Context): boolean {
+  return FORWARDING_HEADERS.some((name) => c.req.header(name) !== undefined);
+}
+
 function isMultipartType(contentType: string | undefined): boolean {
   return /^multipart\/form-data\s*;/i.test(contentType?.trim() ?? '');
 }
@@ -124,6 +135,13 @@ function forbiddenHost(c: Context): Response {
   return c.json({
     error: `forbidden: Host ${JSON.stringify(host)} is not a loopback name. Without CHATGATE_MONITOR_TOKEN this server answers only ` +
       'to localhost, 127.0.0.1 and [::1]; set CHATGATE_MONITOR_TOKEN to reach it under another name.',
+  }, 403);
+}
+
+function forbiddenProxied(c: Context): Response {
+  return c.json({
+    error: 'forbidden: this request came through a reverse proxy (it carries Forwarded, X-Forwarded-For, X-Forwarded-Host or X-Real-IP), ' +
+      'so it may come from anywhere. Without CHATGATE_MONITOR_TOKEN this server answers only to this machine; set CHATGATE_MONITOR_TOKEN to reach it through a proxy.',
   }, 403);
 }
 

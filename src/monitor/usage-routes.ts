@@ -3,6 +3,7 @@ import { UsageQueryError } from '../errors.js';
 import { readUsageOverview, type BudgetBlocks, type BudgetStates } from '../usage/overview.js';
 import type { UsageReader } from '../usage/read-model.js';
 import { renderOverviewPage } from './overview-page.js';
+import { monitorPageHeaders } from './page-csp.js';
 
 /** What the usage routes read: the usage read model (src/usage) and, with budgets, their counters. */
 export interface UsageMonitorDeps {
@@ -32,8 +33,7 @@ export function addUsageRoutes(app: Hono, deps: UsageMonitorDeps, options: { pol
     }
   });
   app.get('/api/usage/overview', async (c) => c.json(await readUsageOverview(deps.reader, { budgets: deps.budgets, blocked: deps.budgetBlocks, noticePercent: deps.budgetNoticePercent })));
-  app.get('/overview', (c) => {
-    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
-    return c.html(renderOverviewPage(options));
-  });
+  const overview = renderOverviewPage(options);
+  const overviewHeaders = monitorPageHeaders(overview);
+  app.get('/overview', (c) => c.html(overview, 200, overviewHeaders));
 }

@@ -1,6 +1,6 @@
 /**
  * Refused messages are never dropped without a word: every rate-limited message is answered,
- * commands do not count toward the limit, and the web chat refuses synchronously (429 with
+ * commands count toward the limit only when they call the model (`/btw`, `/compact`, `/retry`), and the web chat refuses synchronously (429 with
  * Retry-After, 413), also per client address. Real Redis; the clock of the ingest is fixed, so
  * a minute boundary never falls inside a test.
  */
@@ -20,6 +20,7 @@ import { createSessionStore } from '../../src/redis/session-store.js';
 import { createLlmSessionOps } from '../../src/session/session-ops.js';
 import { createRedisSessionView } from '../../src/redis/session-reader.js';
 import { createTestRedis, readOutboundStreams, type TestRedis } from '../helpers/redis.js';
+import { pollUntil } from '../helpers/waits.js';
 
 const LIMIT = 2;
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 10); // 50 s before the window ends
@@ -29,7 +30,7 @@ let producer: TurnProducer;
 let outbound: OutboundQueue;
 let ingest: Ingest;
 
-function setup(maxMessageChars = 40): void {
+function setup(maxMessageChars = 40, btw?: (sessionId: string, question: string) => Promise<string | null>): void {
   const logger = createSilentLogger();
   const names = resolveQueueNames({ queuePrefix: t.queuePrefix });
   const store = createSessionStore({ redis: t.redis, logger }, { keyPrefix: t.keyPrefix });
@@ -38,7 +39,7 @@ function setup(maxMessageChars = 40): void {
   const limits = { model: 'fake-model', summaryModel: 'fake-model', contextWindow: 16_000, reservedOutputTokens: 0 };
   const ops = createLlmSessionOps({ redis: t.redis, logger, store }, { baseURL: 'http://127.0.0.1:9/v1', threshold: 0.5, hygieneThreshold: 0.85, limits, keyPrefix: t.keyPrefix, leaseTtlMs: 10_000 });
   const view = createRedisSessionView({ redis: t.redis }, { keyPrefix: t.keyPrefix, contextWindow: 16_000, reservedOutputTokens: 0, model: 'fake-model', threshold: 0.5, hygieneThreshold: 0.85 });
-  ingest = createIngest({ redis: t.redis, producer, ops, outbound, logger, now: () => NOW, commands: { view, turnPosition: async () => ({ state: 'none' }) } }, {
+  ingest = createIngest({ redis: t.redis, producer, ops, outbound, logger, now: () => NOW, commands: { view, turnPosition: async () => ({ state: 'none' }), btw } }, {
     keyPrefix: t.keyPrefix, allow: { telegram: '*', discord: '*', web: '*', api: '*' }, rateLimitPerMinute: LIMIT, maxMessageChars, groupMode: 'per-chat',
   });
 }
@@ -89,6 +90,24 @@ describe('ingest refusals', () => {
     expect(await ingest.handle(telegram('two'))).toBe('accepted');
     expect(await ingest.handle(telegram('/usage'))).toBe('command');
     expect(await ingest.handle(telegram('three'))).toBe('rate_limited');
+  });
+
+  it('counts /btw, /compact and /retry toward the limit: each calls the model', async () => {
+    const asked: string[] = [];
+    setup(40, async (_sessionId, question) => {
+      asked.push(question);
+      return 'an answer';
+    });
+    const outcomes = [];
+    for (const n of [1, 2, 3, 4]) outcomes.push(await ingest.handle(telegram(`/btw question ${n}`)));
+    expect(outcomes).toEqual(['command', 'command', 'rate_limited', 'rate_limited']);
+    expect(await ingest.handle(telegram('/compact'))).toBe('rate_limited');
+    expect(await ingest.handle(telegram('/retry'))).toBe('rate_limited');
+    // Commands without a model call are still answered.
+    expect(await ingest.handle(telegram('/usage'))).toBe('command');
+    await pollUntil(() => asked.length >= 2);
+    await ingest.idle();
+    expect(asked).toEqual(['question 1', 'question 2']);
   });
 });
 

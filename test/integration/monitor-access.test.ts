@@ -76,6 +76,19 @@ describe('open on loopback without a token: loopback Host names only (DNS rebind
     expect((await request(app, '/healthz', { host })).status).toBe(200);
   });
 
+  // Apache's ProxyPass (and nginx's proxy_pass) send the upstream's own name, `127.0.0.1:8787`, as Host:
+  // only the forwarding headers tell a request from the internet from one of this machine's browser.
+  it.each<Record<string, string>>([{ 'x-forwarded-for': '203.0.113.9' }, { forwarded: 'for=203.0.113.9;proto=https' }, { 'x-real-ip': '203.0.113.9' }, { 'x-forwarded-host': 'monitor.example' }])(
+    'refuses a request that came through a reverse proxy under a loopback Host (%o)', async (headers) => {
+      for (const path of ['/api/sessions', '/metrics', '/dashboard']) {
+        const res = await request(app, path, { headers });
+        expect(res.status, path).toBe(403);
+        expect(((await res.json()) as { error: string }).error).toMatch(/reverse proxy.*CHATGATE_MONITOR_TOKEN/);
+      }
+      expect((await request(app, '/healthz', { headers })).status).toBe(200);
+    },
+  );
+
   it('with a token configured, requires it on loopback under any Host', async () => {
     const guarded = createMonitorApp({ sessions: reader }, { host: '127.0.0.1', monitorToken: TOKEN });
     expect((await request(guarded, '/api/sessions')).status).toBe(401);
@@ -151,5 +164,17 @@ describe('web chat behind the access guard', () => {
       const crossSite = await request(app, '/api/chat/c1/messages', { ...post, headers: { ...post.headers, 'sec-fetch-site': 'cross-site' } });
       expect(crossSite.status).toBe(403);
     }
+  });
+
+  it('bound to loopback behind a reverse proxy, needs the token even under a loopback Host', async () => {
+    const proxied = { 'x-forwarded-for': '203.0.113.9' };
+    expect((await request(webApp('127.0.0.1'), '/chat', { headers: proxied })).status).toBe(403);
+    const app = webApp('127.0.0.1', TOKEN);
+    expect((await request(app, '/chat', { headers: proxied })).status).toBe(401);
+    expect((await request(app, '/api/chat/c1/messages', { ...post, headers: { ...post.headers, ...proxied } })).status).toBe(401);
+    expect((await request(app, '/api/chat/c1/messages', { ...post, headers: { ...post.headers, ...proxied, authorization: `Bearer ${TOKEN}` } })).status).toBe(202);
+    const login = await request(app, `/chat?token=${TOKEN}`, { headers: proxied });
+    expect(login.status).toBe(303);
+    expect((await request(app, '/chat', { headers: { ...proxied, cookie: cookieOf(login) } })).status).toBe(200);
   });
 });
