@@ -109,7 +109,7 @@ describe('web chat page in headless Chromium', () => {
 
     await page.goto(`${base}/`);
     expect(new URL(page.url()).pathname).toBe('/chat');
-    expect(new URL(page.url()).searchParams.get('c')).toMatch(/^c[0-9a-z]{16}$/);
+    expect(new URL(page.url()).searchParams.get('c')).toMatch(/^c[0-9a-f]{32}$/);
     await page.locator('#status[data-state="connected"]').waitFor();
     expect(consoleErrors).toEqual([]);
   });
@@ -242,7 +242,7 @@ describe('web chat page in headless Chromium', () => {
     await page.click('#new-chat');
     await page.waitForURL((url) => url.searchParams.get('c') !== 'old-conversation');
     const fresh = new URL(page.url()).searchParams.get('c')!;
-    expect(fresh).toMatch(/^c[0-9a-z]{16}$/);
+    expect(fresh).toMatch(/^c[0-9a-f]{32}$/);
     await page.locator('#status[data-state="connected"]').waitFor();
     expect(await page.locator('.msg').count()).toBe(0);
     const sentBefore = inbound.length;
@@ -257,6 +257,18 @@ describe('web chat page in headless Chromium', () => {
     await page.goto(`${base}/chat?c=${encodeURIComponent('no spaces/allowed')}`);
     await page.locator('.notice', { hasText: '“no spaces/allowed” is not a conversation id' }).waitFor();
     expect(new URL(page.url()).searchParams.get('c')).toBe('old-conversation');
+  });
+
+  it('makes 128-bit ids where crypto.randomUUID is missing (plain http away from localhost)', async () => {
+    // An id is all that keeps a conversation to itself: a guessable one would open it to others.
+    const plain = await browser.newContext();
+    await plain.addInitScript(() => Object.defineProperty(Crypto.prototype, 'randomUUID', { value: undefined }));
+    const other = await plain.newPage();
+    await other.goto(`${base}/chat`);
+    await other.waitForURL((url) => url.searchParams.has('c'));
+    expect(new URL(other.url()).searchParams.get('c')).toMatch(/^c[0-9a-f]{32}$/);
+    expect(await other.evaluate(() => localStorage.getItem('chatgate.user'))).toMatch(/^u[0-9a-f]{32}$/);
+    await plain.close();
   });
 
   it('shows the history with both sides and does not show an answer twice when its reply comes live', async () => {

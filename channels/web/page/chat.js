@@ -15,7 +15,8 @@ const PHONE = window.matchMedia('(max-width: 600px)');
 
 const $ = (id) => document.getElementById(id);
 const CONFIG = JSON.parse($('chat-config').textContent);
-const randomId = (prefix) => prefix + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)).replace(/-/g, '').slice(0, 16);
+// 128 random bits: an id is all that keeps a conversation to itself. (crypto.randomUUID is missing on plain http away from localhost; getRandomValues is not.)
+const randomId = (prefix) => prefix + Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, '0')).join('');
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 // Storage can be off (a private window, a blocked site): then the page still works, it just forgets.
 const storage = {
