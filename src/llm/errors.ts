@@ -87,7 +87,8 @@ function pick(err: Error): { status?: number; code?: string } {
 
 function fromStatus(err: APIError, what: string, text: string, cause: Error): LlmError {
   const status = err.status as number;
-  const detail = `${what} failed (${status}: ${text})`;
+  // The SDK's message starts with the status already ("404 The model …"): said once.
+  const detail = `${what} failed (${status}: ${text.startsWith(`${status} `) ? text.slice(String(status).length + 1) : text})`;
   const code = String(err.code ?? '');
   if (status === 413 || code === 'context_length_exceeded' || ((status === 400 || status === 422) && CONTEXT_LENGTH.test(err.message))) {
     return new LlmError(detail, { kind: 'context_length', status, cause });

@@ -1,5 +1,13 @@
+import { APIError } from 'openai';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets } from '../../src/llm/errors.js';
+import { redactSecrets, toLlmError } from '../../src/llm/errors.js';
+
+describe('toLlmError', () => {
+  it('names the status once, with the provider\'s words', () => {
+    const refused = APIError.generate(404, { error: { message: 'The model `gpt-x` does not exist', code: 'model_not_found' } }, undefined, new Headers());
+    expect(toLlmError(refused, 'chat completion with gpt-x')).toMatchObject({ message: 'chat completion with gpt-x failed (404: The model `gpt-x` does not exist)', kind: 'permanent', status: 404 });
+  });
+});
 
 describe('redactSecrets', () => {
   it.each([
