@@ -119,7 +119,8 @@ export function scriptedReply(messages: readonly ChatMessage[], tools: readonly 
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') return { content: afterTools(messages), toolCalls: [] };
   const userTurns = messages.filter((m) => m.role === 'user').length;
-  const text = last ? messageText(last).trim() : '';
+  // A framing in brackets before the user's words (a /btw side question's) is not theirs: not echoed.
+  const text = last ? messageText(last).trim().replace(/^\[[^\]\n]*\]\n/, '').trim() : '';
   const call = tools.length > 0 ? toolFor(text, userTurns) : null;
   if (call) return { content: `${DEMO_LABEL} Let me use the ${call.function.name} tool.`, toolCalls: [call] };
   return { content: `${DEMO_LABEL} ${smallTalk(text, userTurns, now)}`, toolCalls: [] };
@@ -139,7 +140,8 @@ function toolFor(text: string, turn: number): ToolCall | null {
 function afterTools(messages: readonly ChatMessage[]): string {
   const results: string[] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) results.unshift(messageText(messages[i]!));
-  return `${DEMO_LABEL} The tool answered: ${results.map((r) => truncateText(r, 300)).join('; ')}. (A real model would now phrase this nicely.)`;
+  const said = results.map((r) => truncateText(r.trim(), 300)).join('; ');
+  return `${DEMO_LABEL} The tool answered: ${said}${/[.!?…]$/.test(said) ? '' : '.'} (A real model would now phrase this nicely.)`;
 }
 
 function smallTalk(text: string, turn: number, now: () => Date): string {

@@ -54,6 +54,20 @@ describe('offline demo model', () => {
     expect(result.usage!.completionTokens).toBe(countTextTokens(result.message.content!, demo.model));
   });
 
+  it('says a tool error once, full stop included, and echoes a side question without its framing', async () => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'remember that my name is Ada' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'remember', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'Error: the user denied this call of remember; it was not run. Do not call it again unless they ask for it.' },
+    ];
+    const after = (await llm.complete({ messages, tools })).message.content!;
+    expect(after).toContain('unless they ask for it. (A real model');
+    expect(after).not.toContain('..');
+    const side = (await llm.complete({ messages: [{ role: 'user', content: '[Side question, asked beside the conversation: answer it briefly.]\nWhat was the ticket number?' }] })).message.content!;
+    expect(side).toContain('You said: "What was the ticket number?"');
+    expect(side).not.toContain('Side question');
+  });
+
   it('answers summariser prompts with the fixed sections, keeping identifiers and merging the previous summary', async () => {
     const turns: ChatMessage[] = [{ role: 'user', content: 'my order ORD-48213-XK is late, ticket #4471' }, { role: 'assistant', content: 'checking, it is 2026-12-01T08:04:41.492Z now' }];
     const first = await llm.complete({ messages: buildSummaryPrompt({ turns, previousSummary: null, focus: 'the order', targetTokens: 2000, mustKeep: ['ORD-48213-XK', '#4471'] }) });
