@@ -125,7 +125,9 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
   const told = new WeakMap<TurnSpend, string>();
   const refuse = (breach: BudgetBreach, what: string, turn?: TurnSpend): never => {
     const text = budgetMessage(breach, now(), options.settings.timeZone);
-    throw new BudgetError(what, turn && told.get(turn) === text ? ALREADY_TOLD : text);
+    // Told already: the same limit's message, whatever this call needed.
+    const same = turn && told.get(turn) === budgetMessage({ ...breach, needed: undefined }, now(), options.settings.timeZone);
+    throw new BudgetError(what, same ? ALREADY_TOLD : text);
   };
   const emit = (events: BudgetEvent[], scope: CallScope, model: string): void => {
     for (const event of events) alerts.emit({ ...event, model, channel: channelOf(scope), atMs: now() });
@@ -152,7 +154,9 @@ function createSpend(deps: BudgetGuardDeps, options: BudgetGuardOptions): Spend 
       const { level, period, unit, limit, used } = reserved.breach;
       const why = reserved.breach.inFlight ? 'calls in flight hold the room left' : used !== undefined && used < limit ? 'no room left for its worst case' : 'budget used up';
       log.info({ budgetLevel: level, period, unit, limit, used, model }, `${what} refused: ${why}`);
-      return refuse(reserved.breach, what, scope.turn);
+      // Short of the limit: the user reads how much one call may take (its worst case), which is why it does not fit.
+      const needed = reserved.breach.unit === 'usd' ? (need.micro === undefined ? undefined : need.micro / 1_000_000) : need.tokens;
+      return refuse({ ...reserved.breach, ...(needed === undefined ? {} : { needed }) }, what, scope.turn);
     }
     let used: CallNeed = { micro: 0, tokens: 0 };
     try {

@@ -170,6 +170,8 @@ export interface BudgetBreach {
   resetsAtMs?: number;
   /** The call would fit with nothing in flight: the same subject's other calls still hold the room. */
   inFlight?: boolean;
+  /** What the refused call could use at most (its worst case), in the limit's unit: why what is left is not enough. */
+  needed?: number;
 }
 
 /**
@@ -189,7 +191,8 @@ export function budgetMessage(breach: BudgetBreach, nowMs: number, timeZone: str
   if (breach.inFlight) return `${OTHERS_OF[breach.level]} still being answered and may use the rest of ${periodBudget(breach)} of ${amount}. Try again in a moment.`;
   const who = WHO_HAS[breach.level];
   const left = short ? `: ${leftOf(breach.unit, breach.limit - breach.used!)}, not enough for another answer` : '';
-  return `${who} ${short ? 'nearly used' : 'used'} ${periodBudget(breach)} of ${amount}${left}.${resetsIn(breach, nowMs, timeZone)}`;
+  const why = short && breach.needed !== undefined ? ` An answer may use up to ${formatAmount(breach.unit, breach.needed)}.` : '';
+  return `${who} ${short ? 'nearly used' : 'used'} ${periodBudget(breach)} of ${amount}${left}.${why}${resetsIn(breach, nowMs, timeZone)}`;
 }
 
 /**

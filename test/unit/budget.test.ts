@@ -54,6 +54,8 @@ describe('budget messages', () => {
   it('says when the limit is not reached but the next call\'s worst case does not fit', () => {
     expect(budgetMessage({ level: 'chat', period: 'day', unit: 'usd', limit: 2, used: 1.97, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
       .toBe("This chat has nearly used today's budget of $2.00: $0.03 is left, not enough for another answer. It resets at 00:00 UTC, in 3 h 12 min.");
+    expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 10_000, used: 6_000, needed: 4_800, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
+      .toBe("You have nearly used today's budget of 10,000 tokens: 4,000 tokens are left, not enough for another answer. An answer may use up to 4,800 tokens. It resets at 00:00 UTC, in 3 h 12 min.");
     expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 1000, used: 1000, resetsAtMs: Date.UTC(2026, 11, 3) }, now, 'UTC'))
       .toBe("You have used today's budget of 1,000 tokens. It resets at 00:00 UTC, in 3 h 12 min.");
     expect(budgetMessage({ level: 'user', period: 'day', unit: 'tokens', limit: 1000, used: 400, resetsAtMs: Date.UTC(2026, 11, 3), inFlight: true }, now, 'UTC'))
