@@ -13,7 +13,6 @@ import { isLlmUnconfigured, LLM_HELP, probeModels } from './llm-check.js';
 import { createBudgetLedger } from '../budget/ledger.js';
 import { hasBudgets } from '../core/budget.js';
 import { countOf } from '../core/plural.js';
-import { API_MODEL_ID } from '../../channels/openai-api/shapes.js';
 import type { UsageMonitorDeps } from '../monitor/usage-routes.js';
 import { redactRedisUrl } from '../redis/client.js';
 import { GatewayError } from '../errors.js';
@@ -266,7 +265,7 @@ function printReady(io: CliIo, config: Config, roles: RunRoles, started: Started
   const lines = [`chatgate ${roleName(roles)} is running${config.demo ? ' in DEMO MODE (offline demo model, not a real LLM)' : ''} — model ${config.llm.model}, context window ${config.llm.contextWindow} tokens.`];
   if (gateway?.webChatUrl) lines.push(`Web chat:  ${gateway.webChatUrl}`);
   // The base URL a client of the OpenAI-compatible API needs, where the README's curl points.
-  if (gateway && config.access.apiKeys) lines.push(`API:       ${gateway.httpUrl}/v1 (OpenAI-compatible, model ${API_MODEL_ID}, ${countOf(config.access.apiKeys.length, 'key')} in CHATGATE_API_KEYS)`);
+  if (gateway?.api && config.access.apiKeys) lines.push(`API:       ${gateway.api.baseUrl} (OpenAI-compatible, model ${gateway.api.model}, ${countOf(config.access.apiKeys.length, 'key')} in CHATGATE_API_KEYS)`);
   if (gateway) lines.push(`Usage:     ${gateway.httpUrl}/overview`, `Dashboard: ${gateway.httpUrl}/dashboard`, `Metrics:   ${gateway.httpUrl}/metrics`);
   if (roles.worker && !roles.gateway) lines.push(`Worker taking turns from queue prefix ${config.redis.queuePrefix} with concurrency ${config.workers.concurrency}.`);
   if (workerHttpUrl) lines.push(`Health:    ${workerHttpUrl}/healthz`, `Metrics:   ${workerHttpUrl}/metrics`);

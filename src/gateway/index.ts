@@ -47,6 +47,7 @@ import { startWorkerWatch } from './worker-watch.js';
 import { DEFAULT_HEARTBEAT_TTL_MS } from '../redis/heartbeats.js';
 import { startGatewayLiveReplies, type GatewayLiveReplies } from '../live-reply/gateway-live-replies.js';
 import { createTypingIndicators, type TypingIndicators } from './typing.js';
+import { API_MODEL_ID } from '../../channels/openai-api/shapes.js';
 
 /** A running gateway: channels, ingest, hygiene, delivery, and the HTTP server (monitor + web chat). */
 export interface GatewayHandle {
@@ -54,6 +55,8 @@ export interface GatewayHandle {
   httpUrl: string;
   /** URL of the web chat page, when the web channel runs. */
   webChatUrl?: string;
+  /** The OpenAI-compatible API's base URL and the model id it answers to, when that channel runs. */
+  api?: { baseUrl: string; model: string };
   /** The ingest pipeline (tests and embedders may feed it directly). */
   ingest: Ingest;
   /** Stops the channels, drains deliveries, closes the server and the connections it opened. */
@@ -120,7 +123,7 @@ export async function startGateway(deps: GatewayDeps, options: GatewayOptions): 
     const parts = await startParts({ ...deps, metrics }, o, closers);
     log.info({ httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, channels: parts.channels }, 'gateway started');
     return {
-      httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, ingest: parts.ingest,
+      httpUrl: parts.httpUrl, webChatUrl: parts.webChatUrl, api: parts.api, ingest: parts.ingest,
       async close() {
         await closeAll();
         log.info({}, 'gateway stopped');
@@ -221,7 +224,10 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   await heartbeat.beat();
   // Replies go out once every channel can send (and stop first, while the channels still can).
   await startDelivery(deps, keyPrefix, channelMap, names, closers, o);
-  return { httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()] };
+  return {
+    httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()],
+    api: channelMap.has('api') ? { baseUrl: `${httpUrl}/v1`, model: API_MODEL_ID } : undefined,
+  };
 }
 
 /** The early answer's ledger, with a copy of the exhaustion markers: a message costs no Redis command for it. */
