@@ -66,8 +66,15 @@ export interface OpenAiApiChannel extends Channel {
 
 const DEFAULTS = { keyPrefix: DEFAULT_KEY_PREFIX, maxWaitMs: 600_000, keepAliveMs: 15_000, maxBodyBytes: 4 * 1024 * 1024 };
 
-/** An answer is one message: far above any model output, so a reply is never split. */
-const MAX_MESSAGE_LENGTH = 10_000_000;
+/** How the API takes a reply, on a gateway that runs it and on one that only relays its answers. */
+const SENDS = {
+  name: 'api',
+  /** An answer is one message: far above any model output, so a reply is never split. */
+  maxMessageLength: 10_000_000,
+  lengthUnit: 'codepoints',
+  formatting: 'markdown',
+  typingIntervalMs: 60_000,
+} as const;
 
 /** Creates the OpenAI-compatible API channel. */
 export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: OpenAiApiChannelOptions): OpenAiApiChannel {
@@ -90,11 +97,7 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
   const app = createApp(users, resolved.maxBodyBytes, (c, user) => handleCompletion(c, user, { ...completion, onMessage: state.onMessage }));
 
   return {
-    name: 'api',
-    maxMessageLength: MAX_MESSAGE_LENGTH,
-    lengthUnit: 'codepoints',
-    formatting: 'markdown',
-    typingIntervalMs: 60_000,
+    ...SENDS,
     localDrafts: true,
     app,
     waiting: () => waiters.size,
@@ -113,24 +116,10 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       await relay?.stop();
     },
     async send(target: ChatTarget, message: OutgoingText): Promise<SentMessage> {
-      const replyId = message.answersTurn && message.deliveryId ? { replyId: message.deliveryId.replace(/#\d+$/, '') } : {};
-      const answers = message.answers ? { answers: message.answers } : {};
-      const asks = (message.choices?.length ?? 0) > 0;
-      const item: Delivered = {
-        text: message.text, answersTurn: message.answersTurn === true, asks, ...(asks && message.questions ? { questions: message.questions } : {}), ...replyId, ...answers,
-        ...(message.refusal ? { refusal: message.refusal } : {}),
-      };
+      const item = deliveredOf(message);
       const messageId = message.deliveryId ?? `api-${Date.now()}`;
       if (await hand(target.chatId, item)) return { messageId };
-      // No request here takes it: a request of the chat may wait on another gateway (another request's answer, a command's).
-      try {
-        if (relay && (await relay.forward(target.chatId, item))) return { messageId };
-      } catch (err) {
-        throw new ChannelError(`send failed for api:${target.chatId} (relay)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
-      }
-      // The chat's request waits here and this is no answer to it (a compaction notice): not part of the completion.
-      if (waiters.has(target.chatId)) log.debug({ chatId: target.chatId }, 'api notice not part of an answer: not shown');
-      else log.info({ chatId: target.chatId, answersTurn: item.answersTurn }, 'api answer dropped: no request waits for it (the answer stays in the session)');
+      await passOn({ relay, log }, target.chatId, item, waiters.has(target.chatId));
       return { messageId };
     },
     async sendTyping() {
@@ -143,6 +132,55 @@ export function createOpenAiApiChannel(deps: OpenAiApiChannelDeps, options: Open
       waiters.clearDraft(target.chatId, liveReplyId);
     },
   };
+}
+
+/**
+ * Where a gateway that does not run the API (no `CHATGATE_API_KEYS` here, as during a rolling restart
+ * that turns them on) delivers the API's replies: no routes, no keys, no requests of its own. Any
+ * gateway may take a reply from the outbound stream; this one passes it on as the channel does when
+ * none of its requests takes it: to the gateway whose request claims the session, else it is dropped.
+ * Nothing to start: publishing needs no subscription.
+ */
+export function createApiAnswerRelay(deps: { redis: RedisClient; log?: Logger }, options: { keyPrefix?: string } = {}): Channel {
+  const log = (deps.log ?? createSilentLogger()).child({ component: 'channel', channel: 'api' });
+  const relay = createRedisReplyRelay(deps.redis, options.keyPrefix ?? DEFAULT_KEY_PREFIX, log);
+  return {
+    ...SENDS,
+    async start() {},
+    async stop() {},
+    async sendTyping() {},
+    async send(target, message) {
+      await passOn({ relay, log }, target.chatId, deliveredOf(message), false);
+      return { messageId: message.deliveryId ?? `api-${Date.now()}` };
+    },
+  };
+}
+
+/** The answer `message` carries, as a request takes it. */
+function deliveredOf(message: OutgoingText): Delivered {
+  const replyId = message.answersTurn && message.deliveryId ? { replyId: message.deliveryId.replace(/#\d+$/, '') } : {};
+  const answers = message.answers ? { answers: message.answers } : {};
+  const asks = (message.choices?.length ?? 0) > 0;
+  return {
+    text: message.text, answersTurn: message.answersTurn === true, asks, ...(asks && message.questions ? { questions: message.questions } : {}), ...replyId, ...answers,
+    ...(message.refusal ? { refusal: message.refusal } : {}),
+  };
+}
+
+/**
+ * An answer no request of this gateway took: a request of the chat may wait on another gateway
+ * (another request's answer, a command's), which the relay hands it to; else it is dropped.
+ * `waitsHere`: a request of the chat waits here, and this is no answer to it (a compaction notice).
+ * @throws ChannelError (transient) when the relay cannot publish: the delivery retries.
+ */
+async function passOn(deps: { relay?: ReplyRelay; log: Logger }, chatId: string, item: Delivered, waitsHere: boolean): Promise<void> {
+  try {
+    if (deps.relay && (await deps.relay.forward(chatId, item))) return;
+  } catch (err) {
+    throw new ChannelError(`send failed for api:${chatId} (relay)`, { retryable: true, code: CHANNEL_ERROR_CODES.transient, cause: err });
+  }
+  if (waitsHere) deps.log.debug({ chatId }, 'api notice not part of an answer: not shown');
+  else deps.log.info({ chatId, answersTurn: item.answersTurn }, 'api answer dropped: no request waits for it (the answer stays in the session)');
 }
 
 /** The routes, behind the bearer keys. */

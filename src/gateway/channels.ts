@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { Channel } from '../../channels/channel.js';
 import type { SetAsideUpdate } from '../../channels/telegram/index.js';
-import { createOpenAiApiChannel, type ApiKey } from '../../channels/openai-api/index.js';
+import { createApiAnswerRelay, createOpenAiApiChannel, type ApiKey } from '../../channels/openai-api/index.js';
 import { createWebChannel } from '../../channels/web/index.js';
 import type { ChannelName } from '../core/inbound.js';
 import { botIdentity } from '../redis/channel-lease.js';
@@ -19,6 +19,12 @@ import { readUsage } from '../redis/usage.js';
 /** The channels a gateway runs, and how they hook into its HTTP server (web chat, webhooks). */
 export interface GatewayChannels {
   list: Channel[];
+  /**
+   * Where the delivery sends replies of a channel this gateway does not run: the API's answer relay
+   * when the API has no keys here (any gateway may take an API reply; it goes on to the gateway whose
+   * request waits). Never started, no routes, and not in `list`: health, status and metrics do not show them.
+   */
+  deliverOnly?: Channel[];
   /** Adds the channels' HTTP routes to the gateway's server. */
   mount?: (app: Hono) => void;
   /** Whether this gateway runs or stands by for each leased channel (Telegram polling, Discord). */
@@ -52,7 +58,7 @@ export interface ChannelsOptions {
 
 /**
  * Builds the channels asked for: Telegram and Discord when their tokens are set, the OpenAI-compatible
- * API when it has keys; the web chat when
+ * API when it has keys (else, with `deps.redis`, its answer relay only: see `deliverOnly`); the web chat when
  * no bot token is set, or whenever the HTTP server is bound to loopback. With `deps.redis`, the web
  * chat keeps its replies in Redis streams, so every gateway can serve it. grammY and discord.js are
  * loaded only when their channel runs (discord.js alone is ~30 MiB of a gateway's memory).
@@ -61,6 +67,7 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
   const { logger } = deps;
   const groupTrigger = options.groupTrigger ?? 'mention';
   const list: Channel[] = [];
+  const deliverOnly: Channel[] = [];
   const mounts: Array<(app: Hono) => void> = [];
   if (options.telegram) {
     const { createTelegramChannel } = await import('../../channels/telegram/index.js');
@@ -100,6 +107,9 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     const api = createOpenAiApiChannel({ log: logger, redis, readUsage: usage, answeredBy }, { keys: options.api.keys, keyPrefix: options.keyPrefix });
     list.push(api);
     mounts.push((app) => app.route('/', api.app));
+  } else if (deps.redis) {
+    // Another gateway may run the API (a rolling restart turning the keys on): its answers delivered here go to it.
+    deliverOnly.push(createApiAnswerRelay({ log: logger, redis: deps.redis }, { keyPrefix: options.keyPrefix }));
   }
   // The web chat runs when no bot runs (the API is no chat of its own) or on loopback.
   if (list.every((channel) => channel.name === 'api') || isLoopbackHost(options.host)) {
@@ -114,7 +124,7 @@ export async function createChannels(deps: { logger: Logger; redis?: RedisClient
     list.push(web);
     mounts.push((app) => app.route('/', web.app));
   }
-  return { list, mount: (app) => mounts.forEach((mount) => mount(app)), leaseRoles: () => leaseRolesOf(list) };
+  return { list, deliverOnly, mount: (app) => mounts.forEach((mount) => mount(app)), leaseRoles: () => leaseRolesOf(list) };
 
   /** `sender` wrapped in the channel lease when there is Redis; as it is otherwise. */
   function leased(sender: Channel, token: string, createReceiver: (windowMs: () => number) => Channel): Channel {

@@ -223,7 +223,7 @@ async function startParts(deps: Started, o: ResolvedGatewayOptions, closers: Arr
   // Beat now: `chatgate status` right after start sees the channels connected, not the first beat's "connecting".
   await heartbeat.beat();
   // Replies go out once every channel can send (and stop first, while the channels still can).
-  await startDelivery(deps, keyPrefix, channelMap, names, closers, o);
+  await startDelivery(deps, keyPrefix, { channels: channelMap, deliverOnly: gatewayChannels.deliverOnly ?? [] }, names, closers, o);
   return {
     httpUrl, ingest, webChatUrl: channelMap.has('web') ? `${httpUrl}/chat` : undefined, channels: [...channelMap.keys()],
     api: channelMap.has('api') ? { baseUrl: `${httpUrl}/v1`, model: API_MODEL_ID } : undefined,
@@ -239,12 +239,17 @@ async function startBudgetCheck(redis: RedisClient, logger: Logger, keyPrefix: s
   return { ledger: createBudgetLedger(redis, { keyPrefix, settings, markers }), timeZone: settings.timeZone };
 }
 
-/** The outbound consumer and the typing indicators (driven by the workers' turn signals). */
-async function startDelivery(deps: Started, keyPrefix: string, channels: ReadonlyMap<ChannelName, Channel>, names: QueueNames, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
+/**
+ * The outbound consumer and the typing indicators (driven by the workers' turn signals). Replies of a
+ * channel not run here go to its `deliverOnly` target (GatewayChannels), if it has one.
+ */
+async function startDelivery(deps: Started, keyPrefix: string, targets: { channels: ReadonlyMap<ChannelName, Channel>; deliverOnly: readonly Channel[] }, names: QueueNames, closers: Array<() => Promise<unknown>>, o: ResolvedGatewayOptions): Promise<void> {
   const { redis, logger, metrics } = deps;
+  const { channels } = targets;
   const typing = createTypingIndicators({ log: logger });
   const liveReplies = o.liveReplies ? await startLiveReplies(deps, keyPrefix, channels, o, closers) : undefined;
-  const delivery = createDelivery({ channels, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, liveReplies });
+  const delivered = new Map<ChannelName, Channel>([...targets.deliverOnly.map((target) => [target.name, target] as const), ...channels]);
+  const delivery = createDelivery({ channels: delivered, ledger: createRedisDeliveryLedger({ redis }, { keyPrefix }), log: logger, liveReplies });
   // One consumer per outbound shard: a chat's replies all sit in its session's shard, in order.
   for (const queuePrefix of shardPrefixes(names)) {
     const consumer = createOutboundConsumer({ redis, delivery, logger, metrics }, { queuePrefix, outboundQueue: names.outboundQueue, closeTimeoutMs: OUTBOUND_CLOSE_TIMEOUT_MS });

@@ -4,6 +4,7 @@
  */
 import OpenAI from 'openai';
 import { gatewayOptions } from '../../src/cli/compose.js';
+import type { Config } from '../../src/config.js';
 import { readerFor } from '../../src/cli/sessions.js';
 import { startGateway, type GatewayHandle } from '../../src/gateway/index.js';
 import { createSilentLogger } from '../../src/log.js';
@@ -30,7 +31,7 @@ export async function askWhenFree(client: OpenAI, name: string, content: string)
   }
 }
 
-/** A second real gateway on `stack`'s Redis and configuration (the stack's own is the first): the caller closes it. */
-export function startSecondGateway(stack: Stack): Promise<GatewayHandle> {
-  return startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(stack.config, { redis: stack.t.redis }) }, gatewayOptions(stack.config));
+/** A second real gateway on `stack`'s Redis and configuration, or `config` (the stack's own is the first): the caller closes it. */
+export function startSecondGateway(stack: Stack, config: Config = stack.config): Promise<GatewayHandle> {
+  return startGateway({ redis: stack.t.redis, logger: createSilentLogger(), sessions: readerFor(config, { redis: stack.t.redis }) }, gatewayOptions(config));
 }

@@ -28,8 +28,11 @@ export interface Stack {
 
 /** What {@link startStack} takes: the gateway's channels, the fake LLM's answers, config env and worker options on top of the defaults. */
 export interface StackOptions {
-  /** The gateway's channels. Default: the ones its configuration builds (the web chat over the stack's Redis, as `chatgate` wires it). */
-  channels?: GatewayChannels;
+  /**
+   * The gateway's channels, or a function building them on the stack's Redis. Default: the ones its
+   * configuration builds (the web chat over the stack's Redis, as `chatgate` wires it).
+   */
+  channels?: GatewayChannels | ((t: TestRedis) => Promise<GatewayChannels>);
   handler: FakeHandler;
   summary?: FakeHandler;
   env?: Record<string, string>;
@@ -57,7 +60,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   });
   const logger = createSilentLogger();
   const metrics = createPrometheusMetrics();
-  const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels: options.channels }, gatewayOptions(config));
+  const channels = typeof options.channels === 'function' ? await options.channels(t) : options.channels;
+  const gateway = await startGateway({ redis: t.redis, logger, metrics, sessions: readerFor(config, { redis: t.redis }), channels }, gatewayOptions(config));
   const worker = options.noWorker ? null : await runWorker({ redis: t.redis, logger, metrics, tools: options.tools }, {
     keyPrefix: t.keyPrefix, queuePrefix: t.queuePrefix, queueShards: config.redis.queueShards,
     llm: { baseURL: llm.baseURL, apiKey: 'test-key', model: 'fake-model', retry: { baseDelayMs: 10, maxDelayMs: 50 } },

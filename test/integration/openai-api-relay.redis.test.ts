@@ -4,7 +4,7 @@
  * answer nobody waits for is dropped with a log line; the claim goes when the request ends.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAiApiChannel, type OpenAiApiChannel, type OpenAiApiChannelDeps } from '../../channels/openai-api/index.js';
+import { createApiAnswerRelay, createOpenAiApiChannel, type OpenAiApiChannel, type OpenAiApiChannelDeps } from '../../channels/openai-api/index.js';
 import { createRedisReplyRelay } from '../../channels/openai-api/relay.js';
 import { apiAskingKey } from '../../src/redis/keys.js';
 import { createLogSink } from '../helpers/log-sink.js';
@@ -244,5 +244,17 @@ describe('the API answer relay', () => {
     const line = await sink.waitFor((l) => l.msg.startsWith('api answer dropped'));
     expect(line).toMatchObject({ chatId: 'alice:gone', channel: 'api' });
     expect(JSON.stringify(sink.lines)).not.toContain(KEY);
+  });
+
+  it('passes an answer on from a gateway without the API to the request waiting here, and drops one nobody waits for', async () => {
+    const here = await gateway();
+    const sink = createLogSink();
+    const keyless = createApiAnswerRelay({ redis: t.redis, log: sink.logger }, { keyPrefix: t.keyPrefix });
+    const response = ask(here, 's12');
+    await until(async () => here.waiting() === 1 && (await t.redis.exists(apiAskingKey('alice:s12', t.keyPrefix))) === 1);
+    await keyless.send({ chatId: 'alice:s12' }, { text: 'from a gateway without keys', mode: 'formatted', answersTurn: true });
+    expect(await contentOf(response)).toBe('from a gateway without keys');
+    await keyless.send({ chatId: 'alice:gone' }, { text: 'nobody reads this', mode: 'formatted', answersTurn: true });
+    expect(await sink.waitFor((l) => l.msg.startsWith('api answer dropped'))).toMatchObject({ chatId: 'alice:gone', channel: 'api' });
   });
 });
