@@ -77,10 +77,15 @@ export function toDiscordChannelError(err: unknown, operation: string, channelId
 }
 
 function describeDiscordError(err: unknown): PlatformFailure {
-  if (err instanceof DiscordAPIError) return { failure: { status: err.status, description: err.message }, detail: `${err.status}: ${err.message} (code ${err.code})` };
+  if (err instanceof DiscordAPIError) return { failure: { status: err.status, description: err.message }, detail: `${err.status}: ${withoutStatus(err.message, err.status)} (code ${err.code})` };
   if (err instanceof RateLimitError) return { failure: { status: 429, retryAfterMs: err.retryAfter }, detail: '429: rate limited' };
   // discord.js dropped the token after a 401: nothing is sent, and trying again cannot change that.
   if (isTokenRefusal(err)) return { failure: { status: 401 }, detail: 'the bot token was refused (401 Unauthorized): a new token is needed' };
-  if (err instanceof HTTPError) return { failure: { status: err.status }, detail: `${err.status}: ${err.message}` };
+  if (err instanceof HTTPError) return { failure: { status: err.status }, detail: `${err.status}: ${withoutStatus(err.message, err.status)}` };
   return { failure: { network: true }, detail: err instanceof Error ? `network error: ${err.name}` : 'unexpected error' };
+}
+
+/** Discord's message without the status it may start with ("401: Unauthorized"): the detail names the status once. */
+function withoutStatus(message: string, status: number): string {
+  return message.startsWith(`${status}: `) ? message.slice(`${status}: `.length) : message;
 }

@@ -67,7 +67,7 @@ describe('discord: a revoked bot token', () => {
     const [second, first] = await failed(2);
 
     expect([first, second].map((f) => [f!.id, f!.attempts])).toEqual([['reply-1', 1], ['reply-2', 1]]);
-    expect(first!.reason).toMatch(/^createMessage failed for discord:\d+ \(401: 401: Unauthorized/);
+    expect(first!.reason).toMatch(/^createMessage failed for discord:\d+ \(401: Unauthorized/);
     expect(second!.reason).toMatch(/the bot token was refused \(401 Unauthorized\): a new token is needed/);
     expect(await queue.counts()).toMatchObject({ delayed: 0, waiting: 0 });
     const refusals = sink.lines.filter((line) => line.msg.startsWith('discord refused the bot token'));
