@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { answeredIds, type OutboundMessage } from '../src/core/inbound.js';
-import { toolCallIds, withOwnCallIds } from '../src/core/messages.js';
+import { hasToolCalls, toolCallIds, withOwnCallIds } from '../src/core/messages.js';
 import type { SessionMeta } from '../src/redis/session-store.js';
 import { BudgetError, StaleCommitError, type LlmError } from '../src/errors.js';
 import type { CompletionResult } from '../src/llm/answer.js';
@@ -112,6 +112,8 @@ async function runLoop(loop: Loop): Promise<OutboundMessage[]> {
  * approvals, idempotency keys): some endpoints send empty ids, or one id for several calls.
  */
 function withOwnIds(loop: Loop, result: CompletionResult): CompletionResult {
+  // A final answer (most model calls) has no ids to check: the history is not scanned for it.
+  if (!hasToolCalls(result.message)) return result;
   const message = withOwnCallIds(result.message, toolCallIds(loop.turn.messages()), () => `call_${randomBytes(12).toString('hex')}`);
   if (message === result.message) return result;
   loop.log.warn({ ids: result.message.tool_calls?.map((call) => call.id) }, 'tool calls with empty or repeated ids got ids of their own');

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job } from 'bullmq';
+import { awaitsDecision } from '../src/core/approval.js';
 import type { InboundMessage } from '../src/core/inbound.js';
 import { StaleCommitError } from '../src/errors.js';
 import type { Logger } from '../src/log.js';
@@ -108,7 +109,7 @@ async function waitsForDecision(runner: TurnRunner, sessionId: string, keys: Ses
   if (ids.length === 0) return false;
   const now = Date.now();
   const records = await approvals.read(sessionId, ids);
-  if (records.some((record) => record?.state === 'pending' && now < record.expiresAtMs)) return true;
+  if (records.some((record) => record !== null && awaitsDecision(record, now))) return true;
   const justDecided = records.flatMap((record) => (record && record.state !== 'pending' && record.decidedAtMs !== undefined && now - record.decidedAtMs < DECISION_EVENT_WAIT_MS ? [`approval:${record.id}`] : []));
   if (justDecided.length === 0) return false;
   const queued = (await Promise.all([runner.redis.lrange(keys.inbox, 0, -1), runner.redis.lrange(keys.processing, 0, -1)])).flat();

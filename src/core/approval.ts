@@ -143,6 +143,11 @@ export function approvalPrompt(record: Pick<ApprovalRecord, 'id' | 'tool' | 'arg
   ].join('\n');
 }
 
+/** Whether a turn still waits for `record` at `nowMs`: undecided and not past its time (past it, the next look expires it). */
+export function awaitsDecision(record: Pick<ApprovalRecord, 'state' | 'expiresAtMs'>, nowMs: number): boolean {
+  return record.state === 'pending' && nowMs < record.expiresAtMs;
+}
+
 /** The buttons of a question: each sends its command when pressed. */
 export function approvalChoices(id: string): Array<{ label: string; command: string }> {
   return [

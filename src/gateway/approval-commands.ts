@@ -4,7 +4,7 @@
  * that `/stop` and `/reset` add. In groups only the user whose message started the turn, or an operator-listed
  * admin, may decide.
  */
-import { approvalPrompt, decisionLine, parseDecisionTarget, type ApprovalRecord } from '../core/approval.js';
+import { approvalPrompt, awaitsDecision, decisionLine, parseDecisionTarget, type ApprovalRecord } from '../core/approval.js';
 import type { ChatCommand } from '../core/commands.js';
 import type { InboundMessage } from '../core/inbound.js';
 import { decideAndWake, type ApprovalDeps } from '../approvals/decide.js';
@@ -88,7 +88,7 @@ export async function denyPending(deps: ApprovalDeps, sessionId: string, via: 's
 async function openQuestions(store: ApprovalDeps['store'], sessionId: string, records: readonly ApprovalRecord[]): Promise<string[]> {
   const turns = new Set(records.map((record) => record.turnId));
   const now = Date.now();
-  const open = (await store.list(sessionId)).filter((record) => record.state === 'pending' && now < record.expiresAtMs && turns.has(record.turnId));
+  const open = (await store.list(sessionId)).filter((record) => awaitsDecision(record, now) && turns.has(record.turnId));
   return open.map(approvalPrompt);
 }
 
